@@ -1,0 +1,111 @@
+// Package api is the admin HTTP API (chi): jobs, tenants, webhooks and
+// events under /v1 behind a bearer token, health, Prometheus metrics, and
+// River UI at /riverui/ behind HTTP Basic with the same token.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riverqueue/river"
+
+	"github.com/bpc-platform/bpc/store"
+)
+
+// Config is what the API needs to know of the service configuration.
+type Config struct {
+	// Env is dev, test or prod; prod requires https webhook URLs.
+	Env string
+	// AdminToken guards every route but health.
+	AdminToken string
+	// MaxBodyBytes limits request bodies.
+	MaxBodyBytes int64
+	// EnabledKinds are the job types with a registered worker.
+	EnabledKinds []string
+}
+
+// ReadyCheck reports an unmet readiness condition by returning an error.
+type ReadyCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Server holds the API's dependencies.
+type Server struct {
+	Config  Config
+	Store   *store.Store
+	River   *river.Client[pgx.Tx]
+	Logger  *slog.Logger
+	Metrics *Metrics
+	// Gatherer serves /v1/metrics.
+	Gatherer prometheus.Gatherer
+	// RiverUI is River UI's handler, mounted at /riverui/ when set.
+	RiverUI http.Handler
+	// Admin serves the /v1 admin routes and River UI; without it only
+	// health and metrics are served (the worker role).
+	Admin bool
+	// Ready are the readiness checks of /v1/health/ready.
+	Ready []ReadyCheck
+	// pollInterval is the waitMs long-poll's first delay (tests shorten it).
+	pollInterval time.Duration
+}
+
+// Handler returns the router with every route of the service.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.recoverer, s.correlate, s.observe)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errNotFoundRoute(r))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errMethodNotAllowed(r))
+	})
+
+	r.Get("/v1/health/live", s.handleLive)
+	r.Get("/v1/health/ready", s.handleReady)
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.requireBearer, s.limitBody)
+
+		r.Get("/v1/metrics", promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}).ServeHTTP)
+		if !s.Admin {
+			return
+		}
+
+		r.Post("/v1/tenants", s.handleCreateTenant)
+		r.Get("/v1/tenants", s.handleListTenants)
+
+		r.Post("/v1/jobs", s.handleEnqueue)
+		r.Post("/v1/jobs:batch", s.handleEnqueueBatch)
+		r.Get("/v1/jobs", s.handleListJobs)
+		r.Get("/v1/jobs/{job_id}", s.handleGetJob)
+		r.Post("/v1/jobs/{job_id}/retry", s.handleRetryJob)
+		r.Post("/v1/jobs/{job_id}/cancel", s.handleCancelJob)
+
+		r.Post("/v1/events", s.handleAppendEvent)
+
+		r.Post("/v1/webhook-endpoints", s.handleCreateEndpoint)
+		r.Get("/v1/webhook-endpoints", s.handleListEndpoints)
+		r.Get("/v1/webhook-endpoints/{id}", s.handleGetEndpoint)
+		r.Patch("/v1/webhook-endpoints/{id}", s.handleUpdateEndpoint)
+		r.Delete("/v1/webhook-endpoints/{id}", s.handleDeleteEndpoint)
+		r.Post("/v1/webhook-endpoints/{id}/ping", s.handlePingEndpoint)
+		r.Post("/v1/webhook-subscriptions", s.handleCreateSubscription)
+		r.Get("/v1/webhook-subscriptions", s.handleListSubscriptions)
+		r.Delete("/v1/webhook-subscriptions/{id}", s.handleDeleteSubscription)
+		r.Get("/v1/webhook-deliveries/{id}", s.handleGetDelivery)
+	})
+
+	if s.Admin && s.RiverUI != nil {
+		ui := s.requireBasic(s.RiverUI)
+		r.Handle("/riverui", http.RedirectHandler("/riverui/", http.StatusMovedPermanently))
+		r.Handle("/riverui/*", ui)
+	}
+	return r
+}

@@ -1,0 +1,370 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bpc-platform/bpc/core/canonjson"
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/hash"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// Limits of the jobs endpoints.
+const (
+	maxBatchJobs   = 1000
+	maxWait        = 30 * time.Second
+	maxAttemptsCap = 100
+	// HeaderIdempotencyKey may carry the idempotency key instead of the body.
+	HeaderIdempotencyKey = "Idempotency-Key"
+)
+
+type enqueueRequest struct {
+	Type           string          `json:"type"`
+	TenantID       string          `json:"tenant_id"`
+	Payload        json.RawMessage `json:"payload"`
+	Priority       *int            `json:"priority"`
+	MaxAttempts    *int            `json:"max_attempts"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	ScheduledAt    *time.Time      `json:"scheduled_at"`
+}
+
+// toStoreRequest validates an enqueue request; prefix names its place in a batch.
+func (s *Server) toStoreRequest(in enqueueRequest, prefix string) (store.EnqueueRequest, error) {
+	prefixed := func(err error) error {
+		if e := errcode.As(err); e != nil && e.Field != "" && prefix != "" {
+			return errcode.Invalid(prefix+e.Field, "%s", strings.TrimPrefix(e.Message, e.Field+": "))
+		}
+		return err
+	}
+	tenantID, err := parseUUID("tenant_id", in.TenantID)
+	if err != nil {
+		return store.EnqueueRequest{}, prefixed(err)
+	}
+	switch {
+	case in.Type == "":
+		return store.EnqueueRequest{}, prefixed(errcode.Invalid("type", "is required (one of %s)", strings.Join(jobargs.Kinds(), ", ")))
+	case !jobargs.IsKind(in.Type):
+		return store.EnqueueRequest{}, prefixed(errcode.Invalid("type", "unknown job type %q (known: %s)", in.Type, strings.Join(jobargs.Kinds(), ", ")))
+	case !slices.Contains(s.Config.EnabledKinds, in.Type):
+		err := errcode.Invalid("type", "job type %s has no worker in this release; enabled types: %s",
+			in.Type, strings.Join(s.Config.EnabledKinds, ", "))
+		err.Details["enabled_types"] = s.Config.EnabledKinds
+		return store.EnqueueRequest{}, prefixed(err)
+	case in.Priority != nil && (*in.Priority < jobargs.PriorityCritical || *in.Priority > jobargs.PriorityLow):
+		return store.EnqueueRequest{}, prefixed(errcode.Invalid("priority", "must be 0 (critical) to 3 (low)"))
+	case in.MaxAttempts != nil && (*in.MaxAttempts < 1 || *in.MaxAttempts > maxAttemptsCap):
+		return store.EnqueueRequest{}, prefixed(errcode.Invalid("max_attempts", "must be 1 to %d", maxAttemptsCap))
+	case len(in.IdempotencyKey) > 255:
+		return store.EnqueueRequest{}, prefixed(errcode.Invalid("idempotency_key", "must be at most 255 characters"))
+	}
+	args, err := jobargs.Decode(in.Type, tenantID, in.Payload)
+	if err != nil {
+		return store.EnqueueRequest{}, prefixed(err)
+	}
+	req := store.EnqueueRequest{
+		Args:           args,
+		Priority:       in.Priority,
+		MaxAttempts:    in.MaxAttempts,
+		ScheduledAt:    in.ScheduledAt,
+		IdempotencyKey: in.IdempotencyKey,
+	}
+	if in.IdempotencyKey != "" {
+		req.RequestHash, err = requestHash(in, args)
+		if err != nil {
+			return store.EnqueueRequest{}, err
+		}
+	}
+	return req, nil
+}
+
+// requestHash fingerprints what an idempotent request asks for, so that a
+// repeat with different content is told apart from a retry.
+func requestHash(in enqueueRequest, args jobargs.Args) (string, error) {
+	doc := map[string]any{"type": in.Type, "tenant_id": args.Tenant().String(), "args": args}
+	if in.Priority != nil {
+		doc["priority"] = *in.Priority
+	}
+	if in.MaxAttempts != nil {
+		doc["max_attempts"] = *in.MaxAttempts
+	}
+	if in.ScheduledAt != nil {
+		doc["scheduled_at"] = in.ScheduledAt.UTC().Format(time.RFC3339Nano)
+	}
+	b, err := canonjson.Marshal(doc)
+	if err != nil {
+		return "", errcode.Wrap(errcode.Internal, err, "error fingerprinting request: %s", err.Error())
+	}
+	return hash.SHA256Hex(b), nil
+}
+
+// enqueue inserts the requests in one transaction, retrying once when a
+// concurrent request raced on the same idempotency key.
+func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest) ([]store.EnqueueResult, error) {
+	for _, req := range reqs {
+		if err := s.Store.RequireTenant(ctx, s.Store.Pool, req.Args.Tenant()); err != nil {
+			return nil, err
+		}
+	}
+	var results []store.EnqueueResult
+	var err error
+	for range 3 {
+		err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
+			results, err = s.Store.EnqueueTx(ctx, tx, s.River, reqs)
+			return err
+		})
+		if !errors.Is(err, store.ErrIdempotencyRace) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, res := range results {
+		if !res.Existing {
+			s.Logger.LogAttrs(ctx, slog.LevelInfo, "job transition",
+				slog.String("job_id", res.Job.JobID.String()),
+				slog.Int64("river_job_id", res.Job.RiverJobID),
+				slog.String("type", res.Job.Type),
+				slog.String("tenant_id", res.Job.TenantID.String()),
+				slog.Int("attempt", int(res.Job.Attempts)),
+				slog.String("status", res.Job.Status),
+				slog.String("correlation_id", correlationID(ctx)))
+		}
+	}
+	return results, nil
+}
+
+func (s *Server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
+	var in enqueueRequest
+	if err := decodeJSON(r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if key := r.Header.Get(HeaderIdempotencyKey); key != "" {
+		if in.IdempotencyKey != "" && in.IdempotencyKey != key {
+			s.writeError(w, r, errcode.Invalid("idempotency_key", "differs from the Idempotency-Key header"))
+			return
+		}
+		in.IdempotencyKey = key
+	}
+	req, err := s.toStoreRequest(in, "")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	results, err := s.enqueue(r.Context(), []store.EnqueueRequest{req})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if results[0].Existing {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, results[0].Job)
+}
+
+type batchRequest struct {
+	Jobs []enqueueRequest `json:"jobs"`
+}
+
+type batchItem struct {
+	store.Job
+	Existing bool `json:"existing"`
+}
+
+func (s *Server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
+	var in batchRequest
+	if err := decodeJSON(r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if len(in.Jobs) == 0 || len(in.Jobs) > maxBatchJobs {
+		s.writeError(w, r, errcode.Invalid("jobs", "must hold 1 to %d jobs", maxBatchJobs))
+		return
+	}
+	reqs := make([]store.EnqueueRequest, len(in.Jobs))
+	for i, job := range in.Jobs {
+		req, err := s.toStoreRequest(job, "jobs["+strconv.Itoa(i)+"].")
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		reqs[i] = req
+	}
+	results, err := s.enqueue(r.Context(), reqs)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	items := make([]batchItem, len(results))
+	for i, res := range results {
+		items[i] = batchItem{Job: res.Job, Existing: res.Existing}
+		if !res.Existing {
+			status = http.StatusCreated
+		}
+	}
+	writeJSON(w, status, map[string]any{"items": items})
+}
+
+func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
+	tenantID, err := queryTenant(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	f := store.JobFilter{TenantID: tenantID, Type: q.Get("type"), Status: q.Get("status"), Cursor: q.Get("cursor")}
+	if f.Type != "" && !jobargs.IsKind(f.Type) {
+		s.writeError(w, r, errcode.Invalid("type", "unknown job type %q", f.Type))
+		return
+	}
+	if f.Status != "" && !slices.Contains(store.Statuses, f.Status) {
+		s.writeError(w, r, errcode.Invalid("status", "must be one of %s", strings.Join(store.Statuses, ", ")))
+		return
+	}
+	if f.Limit, err = queryInt(r, "limit", 50, 1, 500); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, err := s.Store.ListJobs(r.Context(), s.Store.Pool, f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// handleGetJob returns a job. With waitMs it long-polls: 200 as soon as the
+// job is terminal, 202 with Retry-After when the wait ends first.
+func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request) {
+	tenantID, err := queryTenant(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	jobID, err := pathUUID(r, "job_id")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	waitMs, err := queryInt(r, "waitMs", -1, 0, int(maxWait/time.Millisecond))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	job, err := s.Store.GetJob(r.Context(), s.Store.Pool, tenantID, jobID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if waitMs < 0 {
+		writeJSON(w, http.StatusOK, job)
+		return
+	}
+	deadline := time.Now().Add(time.Duration(waitMs) * time.Millisecond)
+	delay := s.pollInterval
+	if delay <= 0 {
+		delay = 50 * time.Millisecond
+	}
+	for !store.IsTerminal(job.Status) {
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusAccepted, job)
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return // the client went away
+		case <-time.After(min(delay, remaining)):
+		}
+		delay = min(delay*2, time.Second)
+		if job, err = s.Store.GetJob(r.Context(), s.Store.Pool, tenantID, jobID); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, job)
+}
+
+// jobAction locks the SSOT row of a job, checks it can take the action and
+// runs it on the River job in the same transaction.
+func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, check func(store.Job) error, act func(ctx context.Context, tx pgx.Tx, riverJobID int64) error) {
+	tenantID, err := queryTenant(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	jobID, err := pathUUID(r, "job_id")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	var job store.Job
+	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
+		job, err = s.Store.GetJobForUpdate(ctx, tx, tenantID, jobID)
+		if err != nil {
+			return err
+		}
+		if job.RiverDeletedAt != nil {
+			return errcode.New(errcode.InvalidState, "the River job of %s was deleted; enqueue a new job", jobID)
+		}
+		if err := check(job); err != nil {
+			return err
+		}
+		if err := act(ctx, tx, job.RiverJobID); err != nil {
+			return err
+		}
+		job, err = s.Store.GetJob(ctx, tx, tenantID, jobID)
+		return err
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, job)
+}
+
+func (s *Server) handleRetryJob(w http.ResponseWriter, r *http.Request) {
+	s.jobAction(w, r, func(job store.Job) error {
+		if job.Status == store.StatusRunning {
+			return errcode.New(errcode.InvalidState, "job %s is running; cancel it first or wait", job.JobID)
+		}
+		return nil
+	}, func(ctx context.Context, tx pgx.Tx, riverJobID int64) error {
+		_, err := s.River.JobRetryTx(ctx, tx, riverJobID)
+		return err
+	})
+}
+
+func (s *Server) handleCancelJob(w http.ResponseWriter, r *http.Request) {
+	s.jobAction(w, r, func(job store.Job) error {
+		if store.IsTerminal(job.Status) {
+			return errcode.New(errcode.InvalidState, "job %s is already %s", job.JobID, job.Status)
+		}
+		return nil
+	}, func(ctx context.Context, tx pgx.Tx, riverJobID int64) error {
+		_, err := s.River.JobCancelTx(ctx, tx, riverJobID)
+		return err
+	})
+}
+
+// requireTenantExists returns NOT_FOUND for an unknown tenant.
+func (s *Server) requireTenantExists(ctx context.Context, tenantID uuid.UUID) error {
+	return s.Store.RequireTenant(ctx, s.Store.Pool, tenantID)
+}

@@ -1,0 +1,47 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+)
+
+// parseUUID parses a required uuid, naming field on error.
+func parseUUID(field, value string) (uuid.UUID, error) {
+	if value == "" {
+		return uuid.Nil, errcode.Invalid(field, "is required")
+	}
+	id, err := uuid.Parse(value)
+	if err != nil || id == uuid.Nil || len(value) != 36 {
+		return uuid.Nil, errcode.Invalid(field, "must be a uuid such as 3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f")
+	}
+	return id, nil
+}
+
+// pathUUID reads a uuid path parameter.
+func pathUUID(r *http.Request, name string) (uuid.UUID, error) {
+	return parseUUID(name, chi.URLParam(r, name))
+}
+
+// queryTenant reads the required tenant_id query parameter.
+func queryTenant(r *http.Request) (uuid.UUID, error) {
+	return parseUUID("tenant_id", r.URL.Query().Get("tenant_id"))
+}
+
+// queryInt reads an optional integer query parameter within [lo, hi].
+func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
+	v := strings.TrimSpace(r.URL.Query().Get(name))
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, errcode.Invalid(name, "must be an integer from %d to %d", lo, hi)
+	}
+	return n, nil
+}

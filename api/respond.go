@@ -1,0 +1,157 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+)
+
+// Codes the API adds to SPEC §4 for requests it cannot read at all.
+const (
+	codeMalformedJSON    errcode.Code = "MALFORMED_JSON"
+	codeMethodNotAllowed errcode.Code = "METHOD_NOT_ALLOWED"
+)
+
+// statusByCode is the one table mapping error codes to HTTP statuses.
+// Codes not listed are domain conflicts (409) when permanent and server
+// errors (500) when retryable.
+var statusByCode = map[errcode.Code]int{
+	codeMalformedJSON:           http.StatusBadRequest,
+	codeMethodNotAllowed:        http.StatusMethodNotAllowed,
+	errcode.Unauthorized:        http.StatusUnauthorized,
+	errcode.Forbidden:           http.StatusForbidden,
+	errcode.NotFound:            http.StatusNotFound,
+	errcode.IdempotencyConflict: http.StatusConflict,
+	errcode.InvalidState:        http.StatusConflict,
+	errcode.BodyTooLarge:        http.StatusRequestEntityTooLarge,
+	errcode.Validation:          http.StatusUnprocessableEntity,
+	errcode.UnsupportedFormat:   http.StatusUnprocessableEntity,
+	errcode.RateLimited:         http.StatusTooManyRequests,
+	errcode.QueueUnavailable:    http.StatusServiceUnavailable,
+	errcode.DBUnavailable:       http.StatusServiceUnavailable,
+	errcode.Internal:            http.StatusInternalServerError,
+}
+
+func httpStatus(code errcode.Code) int {
+	if s, ok := statusByCode[code]; ok {
+		return s
+	}
+	if code.Retryable() {
+		return http.StatusInternalServerError
+	}
+	return http.StatusConflict
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code          errcode.Code   `json:"code"`
+	Message       string         `json:"message"`
+	CorrelationID string         `json:"correlation_id"`
+	Details       map[string]any `json:"details"`
+}
+
+// writeJSON writes v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// writeError writes the error envelope. Server errors are logged with the
+// correlation id and shown to the client as a generic message; client
+// errors are not logged (the request line records them).
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := errcode.As(err)
+	if e == nil {
+		e = errcode.Wrap(errcode.Internal, err, "%s", err.Error())
+	}
+	status := httpStatus(e.Code)
+	detail := errorDetail{Code: e.Code, Message: e.Message, CorrelationID: correlationID(r.Context()), Details: e.Details}
+	if status >= 500 {
+		s.Logger.ErrorContext(r.Context(), "request failed",
+			slog.String("correlation_id", detail.CorrelationID),
+			slog.String("error_code", string(e.Code)),
+			slog.String("error", err.Error()))
+		detail.Message = "internal error; quote the correlation id when reporting it"
+		if e.Code == errcode.DBUnavailable {
+			detail.Message = "database unavailable; retry later"
+		}
+		detail.Details = nil
+	}
+	if detail.Details == nil {
+		detail.Details = map[string]any{}
+	}
+	writeJSON(w, status, errorBody{Error: detail})
+}
+
+// decodeJSON reads the request body into dst: one JSON object, no unknown
+// fields, within the size limit. The Content-Type is not enforced, so that a
+// plain `curl -d` works.
+func decodeJSON(r *http.Request, dst any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return decodeError(err)
+		}
+		return errcode.New(codeMalformedJSON, "request body must hold exactly one JSON value")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var maxErr *http.MaxBytesError
+	var syntaxErr *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &maxErr):
+		return &errcode.Error{Code: errcode.BodyTooLarge,
+			Message: fmt.Sprintf("request body exceeds %d bytes", maxErr.Limit),
+			Details: map[string]any{"limit_bytes": maxErr.Limit}}
+	case errors.Is(err, io.EOF):
+		return errcode.New(codeMalformedJSON, "request body is empty; a JSON object is required")
+	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return errcode.New(codeMalformedJSON, "request body is not valid JSON: %s", err.Error())
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			return errcode.New(codeMalformedJSON, "request body must be a JSON object")
+		}
+		return errcode.Invalid(field, "must be %s", jsonTypeName(typeErr.Type.String()))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return errcode.Invalid(field, "unknown field")
+	default:
+		return errcode.New(codeMalformedJSON, "request body could not be read: %s", err.Error())
+	}
+}
+
+func jsonTypeName(goType string) string {
+	switch {
+	case strings.Contains(goType, "int"):
+		return "an integer"
+	case goType == "string" || strings.HasSuffix(goType, "*string"):
+		return "a string"
+	case goType == "bool":
+		return "a boolean"
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case strings.Contains(goType, "Time"):
+		return "an RFC 3339 timestamp"
+	}
+	return "of type " + goType
+}

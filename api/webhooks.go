@@ -1,0 +1,282 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// Ping events are appended to the endpoint's own aggregate.
+const (
+	pingAggregateType = "WebhookEndpoint"
+	pingEventType     = "webhook.ping"
+)
+
+// validateEndpointURL accepts absolute http(s) URLs; prod accepts https only.
+func (s *Server) validateEndpointURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		return errcode.Invalid("url", "is required")
+	case len(raw) > 2048:
+		return errcode.Invalid("url", "must be at most 2048 characters")
+	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+		return errcode.Invalid("url", "must be an absolute http or https URL")
+	case s.Config.Env == "prod" && u.Scheme != "https":
+		return errcode.Invalid("url", "must use https in production")
+	case u.User != nil:
+		return errcode.Invalid("url", "must not carry credentials; the HMAC secret authenticates deliveries")
+	}
+	return nil
+}
+
+type createEndpointRequest struct {
+	TenantID string `json:"tenant_id"`
+	URL      string `json:"url"`
+	Secret   string `json:"secret"`
+}
+
+func (s *Server) handleCreateEndpoint(w http.ResponseWriter, r *http.Request) {
+	var in createEndpointRequest
+	if err := decodeJSON(r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	tenantID, err := parseUUID("tenant_id", in.TenantID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.validateEndpointURL(in.URL); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if len(in.Secret) < 16 || len(in.Secret) > 512 {
+		s.writeError(w, r, errcode.Invalid("secret", "must be 16 to 512 characters"))
+		return
+	}
+	ep, err := s.Store.CreateWebhookEndpoint(r.Context(), s.Store.Pool, tenantID, in.URL, in.Secret)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, ep)
+}
+
+func (s *Server) handleListEndpoints(w http.ResponseWriter, r *http.Request) {
+	tenantID, err := queryTenant(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	eps, err := s.Store.ListWebhookEndpoints(r.Context(), s.Store.Pool, tenantID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": eps})
+}
+
+// tenantAndID reads the tenant_id query parameter and the {id} path parameter.
+func tenantAndID(r *http.Request) (uuid.UUID, uuid.UUID, error) {
+	tenantID, err := queryTenant(r)
+	if err != nil {
+		return uuid.Nil, uuid.Nil, err
+	}
+	id, err := pathUUID(r, "id")
+	return tenantID, id, err
+}
+
+func (s *Server) handleGetEndpoint(w http.ResponseWriter, r *http.Request) {
+	tenantID, id, err := tenantAndID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ep, err := s.Store.GetWebhookEndpoint(r.Context(), s.Store.Pool, tenantID, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ep)
+}
+
+type updateEndpointRequest struct {
+	URL      string `json:"url"`
+	IsActive *bool  `json:"is_active"`
+}
+
+func (s *Server) handleUpdateEndpoint(w http.ResponseWriter, r *http.Request) {
+	tenantID, id, err := tenantAndID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in updateEndpointRequest
+	if err := decodeJSON(r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if in.URL != "" {
+		if err := s.validateEndpointURL(in.URL); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	ep, err := s.Store.UpdateWebhookEndpoint(r.Context(), s.Store.Pool, tenantID, id, in.URL, in.IsActive)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ep)
+}
+
+func (s *Server) handleDeleteEndpoint(w http.ResponseWriter, r *http.Request) {
+	tenantID, id, err := tenantAndID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	err = s.Store.InTx(r.Context(), func(tx pgx.Tx) error {
+		return s.Store.DeleteWebhookEndpoint(r.Context(), tx, tenantID, id)
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type pingResponse struct {
+	EventID           uuid.UUID `json:"event_id"`
+	WebhookDeliveryID uuid.UUID `json:"webhook_delivery_id"`
+	JobID             uuid.UUID `json:"job_id"`
+}
+
+// handlePingEndpoint sends a webhook.ping event to one endpoint, whatever
+// its subscriptions.
+func (s *Server) handlePingEndpoint(w http.ResponseWriter, r *http.Request) {
+	tenantID, id, err := tenantAndID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	var res store.AppendResult
+	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
+		ep, err := s.Store.GetWebhookEndpoint(ctx, tx, tenantID, id)
+		if err != nil {
+			return err
+		}
+		if ep.DeletedAt != nil {
+			return errcode.New(errcode.NotFound, "webhook endpoint %s not found", id)
+		}
+		res, err = s.Store.AppendEvent(ctx, tx, s.River, store.EventInput{
+			TenantID: tenantID, AggregateType: pingAggregateType, AggregateID: id,
+			EventType: pingEventType, ActorID: "admin-api",
+			Payload: []byte(`{"ping":true}`), DeliverTo: &id,
+		})
+		return err
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if len(res.Deliveries) != 1 {
+		s.writeError(w, r, errcode.New(errcode.InvalidState, "webhook endpoint %s is inactive", id))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, pingResponse{
+		EventID: res.Event.EventID, WebhookDeliveryID: res.Deliveries[0].WebhookDeliveryID, JobID: res.Deliveries[0].JobID,
+	})
+}
+
+type createSubscriptionRequest struct {
+	TenantID          string `json:"tenant_id"`
+	WebhookEndpointID string `json:"webhook_endpoint_id"`
+	EventType         string `json:"event_type"`
+}
+
+func (s *Server) handleCreateSubscription(w http.ResponseWriter, r *http.Request) {
+	var in createSubscriptionRequest
+	if err := decodeJSON(r, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	tenantID, err := parseUUID("tenant_id", in.TenantID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	endpointID, err := parseUUID("webhook_endpoint_id", in.WebhookEndpointID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if in.EventType != "*" && !eventTypePattern.MatchString(in.EventType) {
+		s.writeError(w, r, errcode.Invalid("event_type", "must be an event type or '*' for all"))
+		return
+	}
+	sub, err := s.Store.CreateWebhookSubscription(r.Context(), s.Store.Pool, tenantID, endpointID, in.EventType)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, sub)
+}
+
+func (s *Server) handleListSubscriptions(w http.ResponseWriter, r *http.Request) {
+	tenantID, err := queryTenant(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var endpointID *uuid.UUID
+	if v := strings.TrimSpace(r.URL.Query().Get("webhook_endpoint_id")); v != "" {
+		id, err := parseUUID("webhook_endpoint_id", v)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		endpointID = &id
+	}
+	subs, err := s.Store.ListWebhookSubscriptions(r.Context(), s.Store.Pool, tenantID, endpointID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": subs})
+}
+
+func (s *Server) handleDeleteSubscription(w http.ResponseWriter, r *http.Request) {
+	tenantID, id, err := tenantAndID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.Store.DeleteWebhookSubscription(r.Context(), s.Store.Pool, tenantID, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleGetDelivery(w http.ResponseWriter, r *http.Request) {
+	tenantID, id, err := tenantAndID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	d, err := s.Store.GetWebhookDelivery(r.Context(), s.Store.Pool, tenantID, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/riverqueue/river"
+	"riverqueue.com/riverui"
+
+	"github.com/bpc-platform/bpc/api"
+	"github.com/bpc-platform/bpc/migrations"
+	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/workers"
+)
+
+// Roles of `bpc serve`.
+const (
+	roleAll    = "all"
+	roleWorker = "worker"
+	roleAPI    = "api"
+)
+
+// app is one running service: the River client (working jobs unless the
+// role is api), the admin API and River UI (unless the role is worker).
+type app struct {
+	cfg      Config
+	role     string
+	logger   *slog.Logger
+	pool     *pgxpool.Pool
+	store    *store.Store
+	river    *river.Client[pgx.Tx]
+	riverUI  *riverui.Handler
+	registry *prometheus.Registry
+	metrics  *workers.Metrics
+	handler  http.Handler
+	server   *http.Server
+	addr     string
+	// riverRunning is true between a successful River start and its stop.
+	riverRunning atomic.Bool
+	serveErr     chan error
+	stopOnce     sync.Once
+
+	schemaMu      sync.Mutex
+	schemaChecked time.Time
+	schemaErr     error
+}
+
+// newPool connects to Postgres. Every connection carries bpc.lease_seconds,
+// which the SSOT mirror uses to set lease_expires_at.
+func newPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, configError("VALIDATION_ERROR", "DATABASE_URL", "is not a valid Postgres URL")
+	}
+	if pc.ConnConfig.RuntimeParams == nil {
+		pc.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	pc.ConnConfig.RuntimeParams["application_name"] = "bpc"
+	pc.ConnConfig.RuntimeParams["bpc.lease_seconds"] = strconv.Itoa(cfg.LeaseSeconds)
+	if !strings.Contains(cfg.DatabaseURL, "pool_max_conns") {
+		// River's producers, notifier and maintenance share the pool with the API.
+		pc.MaxConns = int32(max(20, min(cfg.WorkerConcurrency+10, 100)))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("error creating database pool: %w", err)
+	}
+	return pool, nil
+}
+
+// newApp wires the service for role without starting anything.
+func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*app, error) {
+	a := &app{cfg: cfg, role: role, logger: logger, pool: pool, store: store.New(pool), serveErr: make(chan error, 1)}
+	a.registry = prometheus.NewRegistry()
+	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.registry.MustRegister(api.NewQueueCollector(pool, logger))
+	a.metrics = workers.NewMetrics(a.registry)
+
+	riverWorkers := river.NewWorkers()
+	workers.Register(riverWorkers, workers.Deps{
+		Store: a.store, Logger: logger, Metrics: a.metrics,
+		HTTPClient: workers.NewHTTPClient(), WebhookTimeout: cfg.WebhookTimeout,
+	})
+	var err error
+	a.river, err = workers.NewClient(pool, workers.ClientOptions{
+		ID:           cfg.WorkerID,
+		Logger:       logger,
+		Work:         role != roleAPI,
+		Concurrency:  cfg.WorkerConcurrency,
+		PollInterval: cfg.PollInterval,
+		BackoffUnit:  cfg.BackoffUnit,
+		MaxAttempts:  cfg.MaxAttemptsDefault,
+		LeaseTTL:     time.Duration(cfg.LeaseSeconds) * time.Second,
+		Workers:      riverWorkers,
+		Observer:     &workers.Observer{Logger: logger, Metrics: a.metrics},
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	srv := &api.Server{
+		Config: api.Config{
+			Env:          cfg.Env,
+			AdminToken:   cfg.AdminToken,
+			MaxBodyBytes: cfg.HTTPMaxBodyBytes,
+			EnabledKinds: workers.EnabledKinds(),
+		},
+		Store:    a.store,
+		River:    a.river,
+		Logger:   logger,
+		Metrics:  api.NewMetrics(a.registry),
+		Gatherer: a.registry,
+		Ready:    a.readyChecks(),
+		Admin:    role != roleWorker,
+	}
+	if role != roleWorker {
+		a.riverUI, err = riverui.NewHandler(&riverui.HandlerOpts{
+			Endpoints: riverui.NewEndpoints(a.river, nil),
+			Logger:    logger,
+			Prefix:    "/riverui",
+		})
+		if err != nil {
+			return nil, fmt.Errorf("error creating River UI: %w", err)
+		}
+		srv.RiverUI = a.riverUI
+	}
+	a.handler = srv.Handler()
+	return a, nil
+}
+
+func (a *app) readyChecks() []api.ReadyCheck {
+	checks := []api.ReadyCheck{
+		{Name: "database", Check: func(ctx context.Context) error { return a.pool.Ping(ctx) }},
+		{Name: "schema", Check: a.schemaCurrent},
+	}
+	if a.role != roleAPI {
+		checks = append(checks, api.ReadyCheck{Name: "river", Check: func(context.Context) error {
+			if !a.riverRunning.Load() {
+				return errors.New("River client is not running")
+			}
+			return nil
+		}})
+	}
+	return checks
+}
+
+// schemaCurrent checks migrations at most every 10 s.
+func (a *app) schemaCurrent(ctx context.Context) error {
+	a.schemaMu.Lock()
+	defer a.schemaMu.Unlock()
+	if time.Since(a.schemaChecked) < 10*time.Second {
+		return a.schemaErr
+	}
+	st, err := migrations.Check(ctx, a.pool)
+	switch {
+	case err != nil:
+		return err // not cached: the database may be back on the next probe
+	case !st.Current():
+		a.schemaErr = errors.New(st.String())
+	default:
+		a.schemaErr = nil
+	}
+	a.schemaChecked = time.Now()
+	return a.schemaErr
+}
+
+// start starts River (unless api role), River UI's services and the HTTP server.
+func (a *app) start(ctx context.Context) error {
+	if a.role != roleAPI {
+		if err := a.river.Start(ctx); err != nil {
+			return fmt.Errorf("error starting River: %w", err)
+		}
+		a.riverRunning.Store(true)
+		go func() {
+			<-a.river.Stopped()
+			a.riverRunning.Store(false)
+		}()
+	}
+	if a.riverUI != nil {
+		if err := a.riverUI.Start(ctx); err != nil {
+			return fmt.Errorf("error starting River UI: %w", err)
+		}
+	}
+	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+	if err != nil {
+		return configError("VALIDATION_ERROR", "BPC_HTTP_ADDR", "cannot listen on %s: %s", a.cfg.HTTPAddr, err.Error())
+	}
+	a.addr = ln.Addr().String()
+	a.server = &http.Server{
+		Handler:           a.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		// Long enough for the waitMs long-poll (≤ 30 s).
+		WriteTimeout: 45 * time.Second,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := a.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.serveErr <- err
+		}
+	}()
+	return nil
+}
+
+// stop shuts down in order: stop taking requests, let running jobs finish
+// within the shutdown timeout (then cancel them), stop River UI.
+func (a *app) stop(ctx context.Context) {
+	a.stopOnce.Do(func() {
+		if a.server != nil {
+			httpCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if err := a.server.Shutdown(httpCtx); err != nil {
+				a.logger.Warn("HTTP shutdown incomplete", slog.String("error", err.Error()))
+			}
+			cancel()
+		}
+		if a.role != roleAPI && a.riverRunning.Load() {
+			softCtx, cancel := context.WithTimeout(ctx, a.cfg.ShutdownTimeout)
+			err := a.river.Stop(softCtx)
+			cancel()
+			if err != nil {
+				a.logger.Warn("jobs still running after the shutdown timeout; cancelling them", slog.String("error", err.Error()))
+				hardCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				if err := a.river.StopAndCancel(hardCtx); err != nil {
+					a.logger.Error("River did not stop", slog.String("error", err.Error()))
+				}
+				cancel()
+			}
+		}
+	})
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+)
+
+// Config is the service configuration (SPEC §5), read once from the
+// environment and validated before anything starts.
+type Config struct {
+	DatabaseURL         string
+	Env                 string
+	HTTPAddr            string
+	AdminToken          string
+	AdminTokenGenerated bool
+	WorkerID            string
+	PollInterval        time.Duration
+	LeaseSeconds        int
+	LeaseRenewSeconds   int
+	MaxAttemptsDefault  int
+	BackoffUnit         time.Duration
+	WorkerConcurrency   int
+	ShutdownTimeout     time.Duration
+	PayloadMaxBytes     int
+	ProofMaxBytes       int
+	ReceiptMaxBytes     int
+	SigningKeyBase64    string
+	SigningKeyID        string
+	CompilerBuildID     string
+	WebhookTimeout      time.Duration
+	ExportDir           string
+	HTTPMaxBodyBytes    int64
+	LogLevel            slog.Level
+	LogJSON             bool
+}
+
+// configError names the variable that stopped the process.
+func configError(code errcode.Code, name, format string, args ...any) error {
+	return &errcode.Error{Code: code, Message: name + ": " + fmt.Sprintf(format, args...), Field: name}
+}
+
+// loadConfig reads and validates the configuration from getenv.
+func loadConfig(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL:      getenv("DATABASE_URL"),
+		Env:              or(getenv("BPC_ENV"), "dev"),
+		HTTPAddr:         or(getenv("BPC_HTTP_ADDR"), ":8080"),
+		AdminToken:       getenv("BPC_ADMIN_TOKEN"),
+		WorkerID:         getenv("BPC_WORKER_ID"),
+		SigningKeyBase64: getenv("BPC_SIGNING_ED25519_PRIVATE_KEY_BASE64"),
+		SigningKeyID:     or(getenv("BPC_SIGNING_KEY_ID"), "dev-key-1"),
+		CompilerBuildID:  or(getenv("BPC_COMPILER_BUILD_ID"), "bpc-dev"),
+		ExportDir:        or(getenv("BPC_EXPORT_DIR"), "exports"),
+	}
+	var errs []error
+	num := func(name string, def, lo, hi int) int {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			errs = append(errs, configError(errcode.Validation, name, "must be an integer from %d to %d, got %q", lo, hi, v))
+			return def
+		}
+		return n
+	}
+	ms := func(name string, def, lo, hi int) time.Duration {
+		return time.Duration(num(name, def, lo, hi)) * time.Millisecond
+	}
+	c.PollInterval = ms("BPC_JOBS_POLL_INTERVAL_MS", 1000, 1, 60_000)
+	c.LeaseSeconds = num("BPC_JOBS_LEASE_SECONDS", 60, 2, 86_400)
+	c.LeaseRenewSeconds = num("BPC_JOBS_LEASE_RENEW_SECONDS", 30, 1, 86_400)
+	c.MaxAttemptsDefault = num("BPC_JOBS_MAX_ATTEMPTS_DEFAULT", 5, 1, 100)
+	c.BackoffUnit = ms("BPC_JOBS_BACKOFF_UNIT_MS", 1000, 1, 3_600_000)
+	c.WorkerConcurrency = num("BPC_WORKER_CONCURRENCY", 10, 1, 10_000)
+	c.ShutdownTimeout = ms("BPC_WORKER_SHUTDOWN_TIMEOUT_MS", 30_000, 0, 3_600_000)
+	c.PayloadMaxBytes = num("BPC_PAYLOAD_MAX_BYTES", 131_072, 1, 1<<30)
+	c.ProofMaxBytes = num("BPC_PROOF_MAX_BYTES", 262_144, 1, 1<<30)
+	c.ReceiptMaxBytes = num("BPC_RECEIPT_MAX_BYTES", 16_384, 1, 1<<30)
+	c.WebhookTimeout = ms("BPC_WEBHOOK_TIMEOUT_MS", 30_000, 1, 600_000)
+	c.HTTPMaxBodyBytes = int64(num("BPC_HTTP_MAX_BODY_BYTES", 1<<20, 1024, 1<<30))
+
+	switch c.Env {
+	case "dev", "test", "prod":
+	default:
+		errs = append(errs, configError(errcode.Validation, "BPC_ENV", "must be dev, test or prod, got %q", c.Env))
+	}
+	if c.LeaseRenewSeconds >= c.LeaseSeconds {
+		errs = append(errs, configError(errcode.Validation, "BPC_JOBS_LEASE_RENEW_SECONDS", "must be less than BPC_JOBS_LEASE_SECONDS (%d)", c.LeaseSeconds))
+	}
+	switch level := strings.ToLower(or(getenv("BPC_LOG_LEVEL"), "info")); level {
+	case "debug", "info", "warn", "error":
+		_ = c.LogLevel.UnmarshalText([]byte(level))
+	default:
+		errs = append(errs, configError(errcode.Validation, "BPC_LOG_LEVEL", "must be debug, info, warn or error, got %q", level))
+	}
+	switch v := strings.ToLower(or(getenv("BPC_LOG_JSON"), "true")); v {
+	case "true", "1":
+		c.LogJSON = true
+	case "false", "0":
+	default:
+		errs = append(errs, configError(errcode.Validation, "BPC_LOG_JSON", "must be true or false, got %q", v))
+	}
+	if c.DatabaseURL == "" {
+		errs = append(errs, configError(errcode.ConfigMissing, "DATABASE_URL", "is required (postgres://user@host:5432/db)"))
+	}
+	if c.AdminToken == "" {
+		if c.Env != "dev" {
+			errs = append(errs, configError(errcode.ConfigMissing, "BPC_ADMIN_TOKEN", "is required outside BPC_ENV=dev"))
+		} else {
+			c.AdminToken, c.AdminTokenGenerated = newToken(), true
+		}
+	} else if len(c.AdminToken) < 16 {
+		errs = append(errs, configError(errcode.Validation, "BPC_ADMIN_TOKEN", "must be at least 16 characters"))
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("%s-%d", or(host, "bpc"), os.Getpid())
+	}
+	if len(errs) > 0 {
+		return c, joinConfigErrors(errs)
+	}
+	return c, nil
+}
+
+// joinConfigErrors reports every bad variable at once, first code first.
+func joinConfigErrors(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	first := errcode.As(errs[0])
+	return &errcode.Error{Code: first.Code, Message: strings.Join(msgs, "; "), Field: first.Field}
+}
+
+func newToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

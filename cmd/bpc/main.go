@@ -1,0 +1,284 @@
+// Command bpc runs the Battery Passport Compiler job service.
+//
+//	bpc serve [--role=all|worker|api] [--migrate]   run the service
+//	bpc migrate                                       apply migrations
+//	bpc doctor [--json]                               check River ↔ SSOT consistency
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/bpc-platform/bpc/migrations"
+	"github.com/bpc-platform/bpc/store"
+)
+
+const usage = `bpc — Battery Passport Compiler job service
+
+Usage:
+  bpc serve [--role=all|worker|api] [--migrate]
+        Run the service. all: workers + admin API + River UI (default);
+        worker: work jobs (serves health and metrics only); api: admin API
+        and River UI without working jobs. Refuses a schema that is behind
+        unless --migrate is given.
+  bpc migrate
+        Apply River's and the service's migrations, then exit.
+  bpc doctor [--json]
+        Compare River's jobs with the SSOT jobs table, verify every tenant's
+        audit chain and the schema; exit 1 on any problem.
+
+Configuration is read from the environment; see README.md.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bpc:", err)
+		os.Exit(1)
+	}
+}
+
+// run executes one subcommand; tests call it with their own environment.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("a subcommand is required")
+	}
+	switch args[0] {
+	case "serve":
+		return cmdServe(ctx, args[1:], getenv, stdout, stderr)
+	case "migrate":
+		return cmdMigrate(ctx, getenv, stdout)
+	case "doctor":
+		return cmdDoctor(ctx, args[1:], getenv, stdout)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown subcommand %q", args[0])
+	}
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func cmdServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	role := fs.String("role", roleAll, "all, worker or api")
+	migrate := fs.Bool("migrate", false, "apply pending migrations before starting")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch *role {
+	case roleAll, roleWorker, roleAPI:
+	default:
+		return fmt.Errorf("--role must be all, worker or api, got %q", *role)
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg, stdout)
+	pool, err := newPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	if *migrate {
+		if err := migrations.Up(ctx, pool, logger); err != nil {
+			return err
+		}
+	}
+	st, err := migrations.Check(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("error checking the schema (is the database reachable?): %w", err)
+	}
+	if !st.Current() {
+		return fmt.Errorf("database schema is behind (%s): run `bpc migrate` or `bpc serve --migrate`", st)
+	}
+
+	a, err := newApp(cfg, *role, logger, pool)
+	if err != nil {
+		return err
+	}
+	if err := a.start(ctx); err != nil {
+		a.stop(context.Background())
+		return err
+	}
+	printBanner(stderr, cfg, a.addr, *role)
+	logger.Info("service started", slog.String("role", *role), slog.String("addr", a.addr),
+		slog.String("worker_id", cfg.WorkerID), slog.String("env", cfg.Env))
+
+	select {
+	case <-ctx.Done():
+	case err = <-a.serveErr:
+	}
+	logger.Info("shutting down; a second signal forces exit",
+		slog.Duration("shutdown_timeout", cfg.ShutdownTimeout))
+	forceExitOnSecondSignal(logger)
+	a.stop(context.Background())
+	logger.Info("service stopped")
+	return err
+}
+
+// forceExitOnSecondSignal exits at once on another SIGINT/SIGTERM.
+func forceExitOnSecondSignal(logger *slog.Logger) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ch
+		logger.Error("second signal: exiting without waiting for jobs")
+		os.Exit(2)
+	}()
+}
+
+func printBanner(w io.Writer, cfg Config, addr, role string) {
+	base := "http://" + displayAddr(addr)
+	fmt.Fprintf(w, "\nBPC job service (%s, role %s) listening on %s\n", cfg.Env, role, addr)
+	if role != roleWorker {
+		fmt.Fprintf(w, "  Admin API:  %s/v1   (Authorization: Bearer <token>)\n", base)
+		fmt.Fprintf(w, "  River UI:   %s/riverui/   (any user name, the token as password)\n", base)
+	}
+	fmt.Fprintf(w, "  Health:     %s/v1/health/ready\n", base)
+	if cfg.AdminTokenGenerated {
+		fmt.Fprintf(w, "  Admin token (generated for this run; set BPC_ADMIN_TOKEN to keep one): %s\n", cfg.AdminToken)
+	}
+	fmt.Fprintln(w)
+}
+
+func displayAddr(addr string) string {
+	if len(addr) > 0 && addr[0] == ':' {
+		return "127.0.0.1" + addr
+	}
+	if len(addr) > 5 && addr[:5] == "[::]:" {
+		return "127.0.0.1:" + addr[5:]
+	}
+	return addr
+}
+
+// toolConfig is the configuration of migrate and doctor: a database and logs.
+func toolConfig(getenv func(string) string) (Config, error) {
+	cfg := Config{DatabaseURL: getenv("DATABASE_URL"), LeaseSeconds: 60, LogLevel: slog.LevelInfo, LogJSON: getenv("BPC_LOG_JSON") != "false"}
+	if cfg.DatabaseURL == "" {
+		return cfg, configError("CONFIG_MISSING", "DATABASE_URL", "is required (postgres://user@host:5432/db)")
+	}
+	return cfg, nil
+}
+
+func cmdMigrate(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := toolConfig(getenv)
+	if err != nil {
+		return err
+	}
+	pool, err := newPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	logger := newLogger(cfg, stdout)
+	if err := migrations.Up(ctx, pool, logger); err != nil {
+		return err
+	}
+	logger.Info("schema is current")
+	return nil
+}
+
+type doctorReport struct {
+	Schema      string                  `json:"schema"`
+	Consistency store.ConsistencyReport `json:"consistency"`
+	AuditChains map[string]string       `json:"audit_chains"`
+	OK          bool                    `json:"ok"`
+}
+
+func cmdDoctor(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := toolConfig(getenv)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	pool, err := newPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	s := store.New(pool)
+
+	rep := doctorReport{AuditChains: map[string]string{}, OK: true}
+	st, err := migrations.Check(ctx, pool)
+	if err != nil {
+		return err
+	}
+	rep.Schema = st.String()
+	rep.OK = st.Current()
+	if rep.Consistency, err = s.CheckConsistency(ctx, pool); err != nil {
+		return err
+	}
+	rep.OK = rep.OK && rep.Consistency.OK()
+	tenants, err := s.ListTenants(ctx, pool)
+	if err != nil {
+		return err
+	}
+	for _, t := range tenants {
+		n, err := s.VerifyAuditChain(ctx, pool, t.TenantID)
+		if err != nil {
+			rep.AuditChains[t.Slug] = "BROKEN: " + err.Error()
+			rep.OK = false
+			continue
+		}
+		rep.AuditChains[t.Slug] = fmt.Sprintf("ok (%d events)", n)
+	}
+
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	} else {
+		fmt.Fprintf(stdout, "schema:       %s\n", rep.Schema)
+		fmt.Fprintf(stdout, "jobs mirror:  %d River jobs, %d SSOT rows, %d drift(s)\n",
+			rep.Consistency.RiverJobs, rep.Consistency.SSOTJobs, rep.Consistency.DriftCount)
+		for _, d := range rep.Consistency.Drifts {
+			fmt.Fprintf(stdout, "  - river_job_id=%v job_id=%v: %s\n", deref(d.RiverJobID), deref(d.JobID), d.Problem)
+		}
+		for _, t := range tenants {
+			fmt.Fprintf(stdout, "audit chain:  %s %s\n", t.Slug, rep.AuditChains[t.Slug])
+		}
+	}
+	if !rep.OK {
+		return errors.New("doctor found problems")
+	}
+	if !*asJSON {
+		fmt.Fprintln(stdout, "all good")
+	}
+	return nil
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return "-"
+	}
+	return *p
+}

@@ -1,0 +1,31 @@
+package jobargs
+
+import (
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+)
+
+// KindBuildSnapshot is the SSOT type name and River kind of BuildSnapshotArgs.
+const KindBuildSnapshot = "BUILD_SNAPSHOT"
+
+// BuildSnapshotArgs moves a snapshot from BUILDING to READY.
+type BuildSnapshotArgs struct {
+	Base
+	SnapshotID uuid.UUID `json:"snapshot_id"`
+}
+
+// Kind returns "BUILD_SNAPSHOT".
+func (BuildSnapshotArgs) Kind() string { return KindBuildSnapshot }
+
+// InsertOpts puts the job on the QueuePipeline queue at PriorityNormal priority.
+func (BuildSnapshotArgs) InsertOpts() river.InsertOpts {
+	return insertOpts(QueuePipeline, PriorityNormal)
+}
+
+// Validate checks the payload.
+func (a BuildSnapshotArgs) Validate() error {
+	if err := a.validate(); err != nil {
+		return err
+	}
+	return requireUUID("snapshot_id", a.SnapshotID)
+}

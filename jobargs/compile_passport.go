@@ -1,0 +1,39 @@
+package jobargs
+
+import (
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+)
+
+// KindCompile is the SSOT type name and River kind of CompilePassportArgs.
+const KindCompile = "COMPILE_PASSPORT"
+
+// CompilePassportArgs compiles a sealed snapshot with a published rule package into a passport version.
+type CompilePassportArgs struct {
+	Base
+	PassportID           uuid.UUID `json:"passport_id"`
+	SnapshotID           uuid.UUID `json:"snapshot_id"`
+	RulePackageVersionID uuid.UUID `json:"rule_package_version_id"`
+}
+
+// Kind returns "COMPILE_PASSPORT".
+func (CompilePassportArgs) Kind() string { return KindCompile }
+
+// InsertOpts puts the job on the QueuePipeline queue at PriorityHigh priority.
+func (CompilePassportArgs) InsertOpts() river.InsertOpts {
+	return insertOpts(QueuePipeline, PriorityHigh)
+}
+
+// Validate checks the payload.
+func (a CompilePassportArgs) Validate() error {
+	if err := a.validate(); err != nil {
+		return err
+	}
+	if err := requireUUID("passport_id", a.PassportID); err != nil {
+		return err
+	}
+	if err := requireUUID("snapshot_id", a.SnapshotID); err != nil {
+		return err
+	}
+	return requireUUID("rule_package_version_id", a.RulePackageVersionID)
+}

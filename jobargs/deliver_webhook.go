@@ -1,0 +1,31 @@
+package jobargs
+
+import (
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+)
+
+// KindDeliverWebhook is the SSOT type name and River kind of DeliverWebhookArgs.
+const KindDeliverWebhook = "DELIVER_WEBHOOK"
+
+// DeliverWebhookArgs POSTs one event to one webhook endpoint with an HMAC signature.
+type DeliverWebhookArgs struct {
+	Base
+	WebhookDeliveryID uuid.UUID `json:"webhook_delivery_id"`
+}
+
+// Kind returns "DELIVER_WEBHOOK".
+func (DeliverWebhookArgs) Kind() string { return KindDeliverWebhook }
+
+// InsertOpts puts the job on the QueueWebhooks queue at PriorityLow priority.
+func (DeliverWebhookArgs) InsertOpts() river.InsertOpts {
+	return insertOpts(QueueWebhooks, PriorityLow)
+}
+
+// Validate checks the payload.
+func (a DeliverWebhookArgs) Validate() error {
+	if err := a.validate(); err != nil {
+		return err
+	}
+	return requireUUID("webhook_delivery_id", a.WebhookDeliveryID)
+}

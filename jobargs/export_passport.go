@@ -1,0 +1,51 @@
+package jobargs
+
+import (
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+)
+
+// KindExport is the SSOT type name and River kind of ExportPassportArgs.
+const KindExport = "EXPORT_PASSPORT"
+
+// ExportPassportArgs writes an ACTIVE passport version to an export file.
+type ExportPassportArgs struct {
+	Base
+	PassportVersionID uuid.UUID `json:"passport_version_id"`
+	// Format is JSON (PDF is reserved).
+	Format string `json:"format"`
+}
+
+// Kind returns "EXPORT_PASSPORT".
+func (ExportPassportArgs) Kind() string { return KindExport }
+
+// InsertOpts puts the job on the QueueExports queue at PriorityLow priority.
+func (ExportPassportArgs) InsertOpts() river.InsertOpts { return insertOpts(QueueExports, PriorityLow) }
+
+// Validate checks the payload.
+func (a ExportPassportArgs) Validate() error {
+	if err := a.validate(); err != nil {
+		return err
+	}
+	if err := requireUUID("passport_version_id", a.PassportVersionID); err != nil {
+		return err
+	}
+	switch strings.ToUpper(a.Format) {
+	case ExportFormatJSON, ExportFormatPDF:
+		return nil
+	case "":
+		return errcode.Invalid("format", "is required (JSON or PDF)")
+	default:
+		return errcode.Invalid("format", "must be JSON or PDF, got %q", a.Format)
+	}
+}
+
+// Export formats.
+const (
+	ExportFormatJSON = "JSON"
+	ExportFormatPDF  = "PDF"
+)

@@ -1,0 +1,29 @@
+package jobargs
+
+import (
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+)
+
+// KindGenerateQR is the SSOT type name and River kind of GenerateQRArgs.
+const KindGenerateQR = "GENERATE_QR"
+
+// GenerateQRArgs renders the BPC-QR-1 code of a signed passport version.
+type GenerateQRArgs struct {
+	Base
+	PassportVersionID uuid.UUID `json:"passport_version_id"`
+}
+
+// Kind returns "GENERATE_QR".
+func (GenerateQRArgs) Kind() string { return KindGenerateQR }
+
+// InsertOpts puts the job on the QueuePipeline queue at PriorityNormal priority.
+func (GenerateQRArgs) InsertOpts() river.InsertOpts { return insertOpts(QueuePipeline, PriorityNormal) }
+
+// Validate checks the payload.
+func (a GenerateQRArgs) Validate() error {
+	if err := a.validate(); err != nil {
+		return err
+	}
+	return requireUUID("passport_version_id", a.PassportVersionID)
+}

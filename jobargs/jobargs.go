@@ -1,0 +1,201 @@
+// Package jobargs declares the nine SSOT job types as River JobArgs: their
+// kinds (equal to the SSOT type names), default insert options (queue and
+// priority) and the payload validation that the admin API and the workers
+// share.
+package jobargs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+)
+
+// Queues. Webhooks have their own queue so a failing downstream can be held
+// without stalling the pipeline; exports and rule tests are slow and CPU or
+// disk bound, so they do not compete with the pipeline's workers either.
+const (
+	QueuePipeline = "pipeline"
+	QueueRules    = "rules"
+	QueueExports  = "exports"
+	QueueWebhooks = "webhooks"
+)
+
+// Queues lists every queue the service works.
+var Queues = []string{QueuePipeline, QueueRules, QueueExports, QueueWebhooks}
+
+// SSOT priorities (SPEC §2); River's priority is the SSOT priority + 1.
+const (
+	PriorityCritical = 0
+	PriorityHigh     = 1
+	PriorityNormal   = 2
+	PriorityLow      = 3
+)
+
+// RiverPriority converts an SSOT priority (0..3) to River's (1..4).
+func RiverPriority(ssot int) int { return ssot + 1 }
+
+// Args is what every job type implements.
+type Args interface {
+	river.JobArgs
+	river.JobArgsWithInsertOpts
+	// Tenant returns the tenant the job belongs to.
+	Tenant() uuid.UUID
+	// Validate checks the payload; errors are VALIDATION_ERROR naming the field.
+	Validate() error
+}
+
+// Base carries the tenant every job payload names.
+type Base struct {
+	TenantID uuid.UUID `json:"tenant_id"`
+}
+
+// Tenant returns the job's tenant.
+func (b Base) Tenant() uuid.UUID { return b.TenantID }
+
+func (b Base) validate() error {
+	return requireUUID("tenant_id", b.TenantID)
+}
+
+// requireUUID rejects the zero uuid for a required field.
+func requireUUID(field string, id uuid.UUID) error {
+	if id == uuid.Nil {
+		return errcode.Invalid(field, "is required and must be a non-nil uuid")
+	}
+	return nil
+}
+
+func insertOpts(queue string, ssotPriority int) river.InsertOpts {
+	return river.InsertOpts{Queue: queue, Priority: RiverPriority(ssotPriority)}
+}
+
+// kinds maps each job type to a constructor of its zero args.
+var kinds = map[string]func() Args{
+	KindIngestDocument: func() Args { return &IngestDocumentArgs{} },
+	KindParseFacts:     func() Args { return &ParseFactsArgs{} },
+	KindBuildSnapshot:  func() Args { return &BuildSnapshotArgs{} },
+	KindCompile:        func() Args { return &CompilePassportArgs{} },
+	KindSign:           func() Args { return &SignPassportArgs{} },
+	KindGenerateQR:     func() Args { return &GenerateQRArgs{} },
+	KindExport:         func() Args { return &ExportPassportArgs{} },
+	KindRunRuleTests:   func() Args { return &RunRuleTestsArgs{} },
+	KindDeliverWebhook: func() Args { return &DeliverWebhookArgs{} },
+}
+
+// Kinds returns every SSOT job type, sorted.
+func Kinds() []string {
+	out := make([]string, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// IsKind reports whether kind is one of the SSOT job types.
+func IsKind(kind string) bool { _, ok := kinds[kind]; return ok }
+
+// Decode builds the args of kind from a JSON payload for tenantID and
+// validates them. Unknown fields, wrong types and a payload tenant_id that
+// differs from tenantID are VALIDATION_ERRORs naming the field (prefixed
+// "payload.").
+func Decode(kind string, tenantID uuid.UUID, payload json.RawMessage) (Args, error) {
+	newArgs, ok := kinds[kind]
+	if !ok {
+		return nil, errcode.Invalid("type", "unknown job type %q (known: %s)", kind, strings.Join(Kinds(), ", "))
+	}
+	args := newArgs()
+	if err := decodeFields(payload, args); err != nil {
+		return nil, err
+	}
+	if t := args.Tenant(); t != uuid.Nil && t != tenantID {
+		return nil, errcode.Invalid("payload.tenant_id", "does not match the request's tenant_id")
+	}
+	setTenant(args, tenantID)
+	if err := args.Validate(); err != nil {
+		if e := errcode.As(err); e != nil && e.Field != "" {
+			return nil, errcode.Invalid("payload."+e.Field, "%s", strings.TrimPrefix(e.Message, e.Field+": "))
+		}
+		return nil, err
+	}
+	return args, nil
+}
+
+func setTenant(args Args, tenantID uuid.UUID) {
+	v := reflect.ValueOf(args).Elem().FieldByName("Base")
+	v.Set(reflect.ValueOf(Base{TenantID: tenantID}))
+}
+
+// decodeFields decodes a JSON object into the struct behind dst one field at
+// a time, so that an error names the field that caused it.
+func decodeFields(payload json.RawMessage, dst any) error {
+	payload = bytes.TrimSpace(payload)
+	if len(payload) == 0 || bytes.Equal(payload, []byte("null")) {
+		payload = []byte("{}")
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &raw); err != nil {
+		return errcode.Invalid("payload", "must be a JSON object")
+	}
+	fields := jsonFields(reflect.ValueOf(dst).Elem())
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // report the first bad field deterministically
+	for _, key := range keys {
+		field, ok := fields[key]
+		if !ok {
+			return errcode.Invalid("payload."+key, "unknown field")
+		}
+		if err := json.Unmarshal(raw[key], field.Addr().Interface()); err != nil {
+			return errcode.Invalid("payload."+key, "%s", describeDecodeError(field.Type(), err))
+		}
+	}
+	return nil
+}
+
+func describeDecodeError(t reflect.Type, err error) string {
+	switch {
+	case t == reflect.TypeOf(uuid.UUID{}):
+		return "must be a uuid string"
+	case t.Kind() == reflect.String:
+		return "must be a string"
+	case t.Kind() == reflect.Int64 || t.Kind() == reflect.Int:
+		return "must be an integer"
+	}
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return fmt.Sprintf("must be %s", typeErr.Type)
+	}
+	return "has an invalid value"
+}
+
+// jsonFields maps json names to settable fields, flattening embedded structs.
+func jsonFields(v reflect.Value) map[string]reflect.Value {
+	out := map[string]reflect.Value{}
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			for k, fv := range jsonFields(v.Field(i)) {
+				out[k] = fv
+			}
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		out[name] = v.Field(i)
+	}
+	return out
+}

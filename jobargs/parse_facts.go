@@ -1,0 +1,29 @@
+package jobargs
+
+import (
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+)
+
+// KindParseFacts is the SSOT type name and River kind of ParseFactsArgs.
+const KindParseFacts = "PARSE_FACTS"
+
+// ParseFactsArgs parses an uploaded document version into facts.
+type ParseFactsArgs struct {
+	Base
+	DocumentVersionID uuid.UUID `json:"document_version_id"`
+}
+
+// Kind returns "PARSE_FACTS".
+func (ParseFactsArgs) Kind() string { return KindParseFacts }
+
+// InsertOpts puts the job on the QueuePipeline queue at PriorityNormal priority.
+func (ParseFactsArgs) InsertOpts() river.InsertOpts { return insertOpts(QueuePipeline, PriorityNormal) }
+
+// Validate checks the payload.
+func (a ParseFactsArgs) Validate() error {
+	if err := a.validate(); err != nil {
+		return err
+	}
+	return requireUUID("document_version_id", a.DocumentVersionID)
+}

@@ -1,0 +1,31 @@
+package jobargs
+
+import (
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+)
+
+// KindRunRuleTests is the SSOT type name and River kind of RunRuleTestsArgs.
+const KindRunRuleTests = "RUN_RULE_TESTS"
+
+// RunRuleTestsArgs runs a rule package version's example and property tests.
+type RunRuleTestsArgs struct {
+	Base
+	RulePackageVersionID uuid.UUID `json:"rule_package_version_id"`
+	// Seed makes property-test generation reproducible.
+	Seed int64 `json:"seed"`
+}
+
+// Kind returns "RUN_RULE_TESTS".
+func (RunRuleTestsArgs) Kind() string { return KindRunRuleTests }
+
+// InsertOpts puts the job on the QueueRules queue at PriorityNormal priority.
+func (RunRuleTestsArgs) InsertOpts() river.InsertOpts { return insertOpts(QueueRules, PriorityNormal) }
+
+// Validate checks the payload.
+func (a RunRuleTestsArgs) Validate() error {
+	if err := a.validate(); err != nil {
+		return err
+	}
+	return requireUUID("rule_package_version_id", a.RulePackageVersionID)
+}

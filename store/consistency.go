@@ -1,0 +1,210 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// mirrorTriggers are the triggers on river_job that keep jobs in step.
+var mirrorTriggers = []string{"bpc_mirror_insert", "bpc_mirror_update", "bpc_mirror_delete", "bpc_mirror_truncate"}
+
+// Drift is one disagreement between River and the SSOT mirror.
+type Drift struct {
+	RiverJobID *int64     `json:"river_job_id,omitempty"`
+	JobID      *uuid.UUID `json:"job_id,omitempty"`
+	Problem    string     `json:"problem"`
+}
+
+// ConsistencyReport is the result of CheckConsistency.
+type ConsistencyReport struct {
+	RiverJobs  int64   `json:"river_jobs"`
+	SSOTJobs   int64   `json:"ssot_jobs"`
+	DriftCount int     `json:"drift_count"`
+	Drifts     []Drift `json:"drifts"`
+}
+
+// OK reports whether River and the mirror agree.
+func (r ConsistencyReport) OK() bool { return r.DriftCount == 0 }
+
+// maxReportedDrifts bounds the report; DriftCount still counts them all.
+const maxReportedDrifts = 100
+
+// ExpectedStatus is the SSOT status a River job in state with metadata
+// must have (SPEC §3). It is written independently of the SQL mapping in
+// the mirror trigger so that the check compares two implementations.
+func ExpectedStatus(riverState string, metadata []byte) string {
+	switch riverState {
+	case "available", "scheduled", "pending", "retryable":
+		return StatusQueued
+	case "running":
+		return StatusRunning
+	case "completed":
+		return StatusSucceeded
+	case "discarded":
+		return StatusDeadLetter
+	case "cancelled":
+		var m map[string]json.RawMessage
+		if json.Unmarshal(metadata, &m) == nil {
+			if _, operator := m["cancel_attempted_at"]; operator {
+				return StatusCancelled
+			}
+		}
+		return StatusFailed
+	}
+	return "UNKNOWN(" + riverState + ")"
+}
+
+// CheckConsistency compares every River job with its SSOT row and reports
+// drift: missing rows on either side, and any mirrored field that differs.
+// It is an operator tool and reads across tenants.
+func (s *Store) CheckConsistency(ctx context.Context, db DBTX) (ConsistencyReport, error) {
+	rep := ConsistencyReport{Drifts: []Drift{}}
+	add := func(riverID *int64, jobID *uuid.UUID, format string, args ...any) {
+		rep.DriftCount++
+		if len(rep.Drifts) < maxReportedDrifts {
+			rep.Drifts = append(rep.Drifts, Drift{RiverJobID: riverID, JobID: jobID, Problem: fmt.Sprintf(format, args...)})
+		}
+	}
+
+	rows, err := db.Query(ctx, `SELECT t.tgname, t.tgenabled FROM pg_trigger t
+		WHERE t.tgrelid = 'river_job'::regclass AND t.tgname = ANY($1)`, mirrorTriggers)
+	if err != nil {
+		return rep, fmt.Errorf("error reading mirror triggers: %w", err)
+	}
+	enabled := map[string]string{}
+	for rows.Next() {
+		var name, state string
+		if err := rows.Scan(&name, &state); err != nil {
+			return rep, fmt.Errorf("error reading mirror triggers: %w", err)
+		}
+		enabled[name] = state
+	}
+	if err := rows.Err(); err != nil {
+		return rep, fmt.Errorf("error reading mirror triggers: %w", err)
+	}
+	for _, name := range mirrorTriggers {
+		switch state, ok := enabled[name]; {
+		case !ok:
+			add(nil, nil, "mirror trigger %s is missing on river_job", name)
+		case state != "A":
+			add(nil, nil, "mirror trigger %s is not enabled ALWAYS (tgenabled=%s)", name, state)
+		}
+	}
+
+	rows, err = db.Query(ctx, `SELECT
+			r.id, r.kind, r.state::text, r.metadata, r.attempt, r.max_attempts, r.priority, r.queue,
+			r.scheduled_at, r.attempted_at, r.finalized_at, r.attempted_by[array_upper(r.attempted_by, 1)],
+			r.args->>'tenant_id', jsonb_array_length(COALESCE(to_jsonb(r.errors), '[]')),
+			j.job_id, j.type, j.status, j.attempts, j.max_attempts, j.priority, j.queue,
+			j.scheduled_at, j.started_at, j.finished_at, j.lease_owner, j.tenant_id, j.river_deleted_at,
+			(j.last_error->>'attempt')::integer
+		FROM river_job r
+		FULL JOIN jobs j ON j.river_job_id = r.id
+		WHERE r.id IS NOT NULL OR j.river_deleted_at IS NULL`)
+	if err != nil {
+		return rep, fmt.Errorf("error reading River and SSOT jobs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			rID                                     *int64
+			rKind, rState, rQueue, rOwner, rTenant  *string
+			rMeta                                   []byte
+			rAttempt, rMax, rPriority, rErrCount    *int32
+			rScheduled, rAttempted, rFinalized      *time.Time
+			jID                                     *uuid.UUID
+			jType, jStatus, jQueue, jOwner          *string
+			jAttempts, jMax                         *int32
+			jPriority                               *int16
+			jScheduled, jStarted, jFinished, jDelAt *time.Time
+			jTenant                                 *uuid.UUID
+			jErrAttempt                             *int32
+		)
+		if err := rows.Scan(&rID, &rKind, &rState, &rMeta, &rAttempt, &rMax, &rPriority, &rQueue,
+			&rScheduled, &rAttempted, &rFinalized, &rOwner, &rTenant, &rErrCount,
+			&jID, &jType, &jStatus, &jAttempts, &jMax, &jPriority, &jQueue,
+			&jScheduled, &jStarted, &jFinished, &jOwner, &jTenant, &jDelAt, &jErrAttempt); err != nil {
+			return rep, fmt.Errorf("error scanning River and SSOT jobs: %w", err)
+		}
+		if rID != nil {
+			rep.RiverJobs++
+		}
+		if jID != nil {
+			rep.SSOTJobs++
+		}
+		switch {
+		case rID == nil:
+			add(nil, jID, "SSOT job is %s but its River job is gone and the row is not marked deleted", deref(jStatus))
+			continue
+		case jID == nil:
+			add(rID, nil, "River job (%s, %s) has no SSOT row", deref(rKind), deref(rState))
+			continue
+		case jDelAt != nil:
+			add(rID, jID, "SSOT row is marked deleted but the River job exists")
+		}
+		want := ExpectedStatus(*rState, rMeta)
+		if *jStatus != want {
+			add(rID, jID, "status %s, River state %s means %s", *jStatus, *rState, want)
+		}
+		if *jType != *rKind {
+			add(rID, jID, "type %s, River kind %s", *jType, *rKind)
+		}
+		if *jAttempts != *rAttempt || *jMax != *rMax {
+			add(rID, jID, "attempts %d/%d, River %d/%d", *jAttempts, *jMax, *rAttempt, *rMax)
+		}
+		if int32(*jPriority) != *rPriority-1 {
+			add(rID, jID, "priority %d, River priority %d", *jPriority, *rPriority)
+		}
+		if *jQueue != *rQueue {
+			add(rID, jID, "queue %s, River queue %s", *jQueue, *rQueue)
+		}
+		if !sameTime(jScheduled, rScheduled) || !sameTime(jStarted, rAttempted) || !sameTime(jFinished, rFinalized) {
+			add(rID, jID, "timestamps differ from River's scheduled_at/attempted_at/finalized_at")
+		}
+		wantOwner := (*string)(nil)
+		if *rState == "running" {
+			wantOwner = rOwner
+		}
+		if deref(jOwner) != deref(wantOwner) {
+			add(rID, jID, "lease_owner %q, River attempted_by %q", deref(jOwner), deref(wantOwner))
+		}
+		wantTenant := SystemTenantID
+		if rTenant != nil {
+			if t, err := uuid.Parse(*rTenant); err == nil {
+				wantTenant = t
+			}
+		}
+		if *jTenant != wantTenant {
+			add(rID, jID, "tenant_id %s, River args tenant_id %s", *jTenant, wantTenant)
+		}
+		switch {
+		case *rErrCount == 0 && jErrAttempt != nil:
+			add(rID, jID, "last_error set but River has no errors")
+		case *rErrCount > 0 && jErrAttempt == nil:
+			add(rID, jID, "last_error missing but River has %d errors", *rErrCount)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return rep, fmt.Errorf("error reading River and SSOT jobs: %w", err)
+	}
+	return rep, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
+}

@@ -1,0 +1,327 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/jobargs"
+)
+
+// SSOT job statuses (SPEC §3).
+const (
+	StatusQueued     = "QUEUED"
+	StatusRunning    = "RUNNING"
+	StatusSucceeded  = "SUCCEEDED"
+	StatusFailed     = "FAILED"
+	StatusCancelled  = "CANCELLED"
+	StatusDeadLetter = "DEAD_LETTER"
+)
+
+// Statuses lists every SSOT status.
+var Statuses = []string{StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled, StatusDeadLetter}
+
+// IsTerminal reports whether a job in status will not change by itself.
+func IsTerminal(status string) bool {
+	switch status {
+	case StatusSucceeded, StatusFailed, StatusCancelled, StatusDeadLetter:
+		return true
+	}
+	return false
+}
+
+// Job is a row of the SSOT jobs table, the mirror of a River job.
+type Job struct {
+	JobID          uuid.UUID       `db:"job_id" json:"job_id"`
+	TenantID       uuid.UUID       `db:"tenant_id" json:"tenant_id"`
+	Type           string          `db:"type" json:"type"`
+	Status         string          `db:"status" json:"status"`
+	Priority       int16           `db:"priority" json:"priority"`
+	Attempts       int32           `db:"attempts" json:"attempts"`
+	MaxAttempts    int32           `db:"max_attempts" json:"max_attempts"`
+	IdempotencyKey *string         `db:"idempotency_key" json:"idempotency_key"`
+	RequestHash    *string         `db:"request_hash" json:"-"`
+	Payload        json.RawMessage `db:"payload" json:"payload"`
+	Queue          string          `db:"queue" json:"queue"`
+	ScheduledAt    time.Time       `db:"scheduled_at" json:"scheduled_at"`
+	StartedAt      *time.Time      `db:"started_at" json:"started_at"`
+	FinishedAt     *time.Time      `db:"finished_at" json:"finished_at"`
+	LeaseOwner     *string         `db:"lease_owner" json:"lease_owner"`
+	LeaseExpiresAt *time.Time      `db:"lease_expires_at" json:"lease_expires_at"`
+	LastError      json.RawMessage `db:"last_error" json:"last_error"`
+	RiverJobID     int64           `db:"river_job_id" json:"river_job_id"`
+	RiverDeletedAt *time.Time      `db:"river_deleted_at" json:"river_deleted_at,omitempty"`
+	CreatedAt      time.Time       `db:"created_at" json:"created_at"`
+	UpdatedAt      time.Time       `db:"updated_at" json:"updated_at"`
+}
+
+const jobColumns = `job_id, tenant_id, type, status, priority, attempts, max_attempts,
+	idempotency_key, request_hash, payload, queue, scheduled_at, started_at, finished_at,
+	lease_owner, lease_expires_at, last_error, river_job_id, river_deleted_at, created_at, updated_at`
+
+// GetJob returns the tenant's job.
+func (s *Store) GetJob(ctx context.Context, db DBTX, tenantID, jobID uuid.UUID) (Job, error) {
+	rows, _ := db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2`, tenantID, jobID)
+	job, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Job])
+	if err != nil {
+		return Job{}, notFound(err, "job", jobID)
+	}
+	return job, nil
+}
+
+// GetJobForUpdate returns the tenant's job and locks its row until the end of tx.
+func (s *Store) GetJobForUpdate(ctx context.Context, tx pgx.Tx, tenantID, jobID uuid.UUID) (Job, error) {
+	rows, _ := tx.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2 FOR UPDATE`, tenantID, jobID)
+	job, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Job])
+	if err != nil {
+		return Job{}, notFound(err, "job", jobID)
+	}
+	return job, nil
+}
+
+// JobFilter selects jobs of one tenant for ListJobs.
+type JobFilter struct {
+	TenantID uuid.UUID
+	Type     string
+	Status   string
+	// Cursor is an opaque value from a previous page's NextCursor.
+	Cursor string
+	Limit  int
+}
+
+// JobPage is one page of ListJobs, newest first.
+type JobPage struct {
+	Items      []Job  `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+type jobCursor struct {
+	CreatedAt time.Time `json:"c"`
+	JobID     uuid.UUID `json:"i"`
+}
+
+// ListJobs returns the tenant's jobs newest first with keyset pagination.
+func (s *Store) ListJobs(ctx context.Context, db DBTX, f JobFilter) (JobPage, error) {
+	if f.Limit <= 0 || f.Limit > 500 {
+		f.Limit = 50
+	}
+	args := []any{f.TenantID}
+	where := []string{"tenant_id = $1"}
+	if f.Type != "" {
+		args = append(args, f.Type)
+		where = append(where, fmt.Sprintf("type = $%d", len(args)))
+	}
+	if f.Status != "" {
+		args = append(args, f.Status)
+		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+	}
+	if f.Cursor != "" {
+		c, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return JobPage{}, err
+		}
+		args = append(args, c.CreatedAt, c.JobID)
+		where = append(where, fmt.Sprintf("(created_at, job_id) < ($%d, $%d)", len(args)-1, len(args)))
+	}
+	args = append(args, f.Limit+1)
+	rows, _ := db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE `+strings.Join(where, " AND ")+
+		fmt.Sprintf(` ORDER BY created_at DESC, job_id DESC LIMIT $%d`, len(args)), args...)
+	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
+	if err != nil {
+		return JobPage{}, fmt.Errorf("error listing jobs: %w", err)
+	}
+	page := JobPage{Items: jobs}
+	if len(jobs) > f.Limit {
+		page.Items = jobs[:f.Limit]
+		last := page.Items[f.Limit-1]
+		b, _ := json.Marshal(jobCursor{CreatedAt: last.CreatedAt, JobID: last.JobID})
+		page.NextCursor = base64.RawURLEncoding.EncodeToString(b)
+	}
+	if page.Items == nil {
+		page.Items = []Job{}
+	}
+	return page, nil
+}
+
+func decodeCursor(s string) (jobCursor, error) {
+	var c jobCursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(b, &c) != nil || c.JobID == uuid.Nil {
+		return c, errcode.Invalid("cursor", "is not a cursor returned by this API")
+	}
+	return c, nil
+}
+
+// EnqueueRequest is one job to insert through River.
+type EnqueueRequest struct {
+	// JobID is the SSOT job id to use; a new one when zero.
+	JobID uuid.UUID
+	Args  jobargs.Args
+	// Priority overrides the type's default SSOT priority (0..3).
+	Priority *int
+	// MaxAttempts overrides the service default.
+	MaxAttempts *int
+	// ScheduledAt delays the first attempt.
+	ScheduledAt *time.Time
+	// IdempotencyKey makes the enqueue repeatable: same key and request, same job.
+	IdempotencyKey string
+	// RequestHash fingerprints the request for idempotency conflicts.
+	RequestHash string
+}
+
+// EnqueueResult is the SSOT job of one request and whether it already existed.
+type EnqueueResult struct {
+	Job      Job
+	Existing bool
+}
+
+// ErrIdempotencyRace means a concurrent request inserted the same
+// idempotency key first; the caller retries in a new transaction and then
+// finds that job.
+var ErrIdempotencyRace = errors.New("concurrent enqueue with the same idempotency key")
+
+// EnqueueTx inserts the requested jobs through River in tx. The SSOT rows are
+// written by the mirror trigger in the same transaction, carrying the job_id,
+// idempotency key and request hash passed in River's metadata. A repeated
+// idempotency key with the same request hash returns the existing job; with
+// a different one, IDEMPOTENCY_CONFLICT.
+func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, ins Inserter, reqs []EnqueueRequest) ([]EnqueueResult, error) {
+	results := make([]EnqueueResult, len(reqs))
+	// For each request: the index of its new job in newIDs, or -1 when it
+	// resolved to an existing job; sameAs[i] >= 0 when request i repeats an
+	// earlier request of the batch.
+	newIdx := make([]int, len(reqs))
+	sameAs := make([]int, len(reqs))
+	var params []river.InsertManyParams
+	var newIDs []uuid.UUID
+	firstWithKey := map[string]int{}
+	for i, req := range reqs {
+		newIdx[i], sameAs[i] = -1, -1
+		if req.IdempotencyKey != "" {
+			key := req.Args.Tenant().String() + "\x00" + req.Args.Kind() + "\x00" + req.IdempotencyKey
+			if j, dup := firstWithKey[key]; dup {
+				if reqs[j].RequestHash != req.RequestHash {
+					return nil, idempotencyConflict(req.IdempotencyKey)
+				}
+				sameAs[i] = j
+				continue
+			}
+			firstWithKey[key] = i
+			existing, err := s.jobByIdempotencyKey(ctx, tx, req.Args.Tenant(), req.Args.Kind(), req.IdempotencyKey)
+			if err == nil {
+				if existing.RequestHash == nil || *existing.RequestHash != req.RequestHash {
+					return nil, idempotencyConflict(req.IdempotencyKey)
+				}
+				results[i] = EnqueueResult{Job: existing, Existing: true}
+				continue
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+		}
+		id := req.JobID
+		if id == uuid.Nil {
+			id = uuid.New()
+		}
+		opts, err := insertOpts(req, id)
+		if err != nil {
+			return nil, err
+		}
+		params = append(params, river.InsertManyParams{Args: req.Args, InsertOpts: opts})
+		newIdx[i] = len(newIDs)
+		newIDs = append(newIDs, id)
+	}
+	if len(params) > 0 {
+		if _, err := ins.InsertManyTx(ctx, tx, params); err != nil {
+			if IsUniqueViolation(err, "jobs_idempotency_key_uniq") {
+				return nil, ErrIdempotencyRace
+			}
+			return nil, fmt.Errorf("error inserting River jobs: %w", err)
+		}
+		rows, _ := tx.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE job_id = ANY($1)`, newIDs)
+		jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
+		if err != nil {
+			return nil, fmt.Errorf("error reading enqueued jobs: %w", err)
+		}
+		byID := make(map[uuid.UUID]Job, len(jobs))
+		for _, j := range jobs {
+			byID[j.JobID] = j
+		}
+		for i, n := range newIdx {
+			if n < 0 {
+				continue
+			}
+			job, ok := byID[newIDs[n]]
+			if !ok {
+				return nil, errcode.New(errcode.Internal, "SSOT row for job %s missing after insert: is the mirror trigger installed?", newIDs[n])
+			}
+			results[i].Job = job
+		}
+	}
+	for i, j := range sameAs {
+		if j >= 0 {
+			results[i] = EnqueueResult{Job: results[j].Job, Existing: true}
+		}
+	}
+	return results, nil
+}
+
+func idempotencyConflict(key string) error {
+	return errcode.New(errcode.IdempotencyConflict, "idempotency key %q was used for a different request", key)
+}
+
+func (s *Store) jobByIdempotencyKey(ctx context.Context, db DBTX, tenantID uuid.UUID, kind, key string) (Job, error) {
+	rows, _ := db.Query(ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE tenant_id = $1 AND type = $2 AND idempotency_key = $3`, tenantID, kind, key)
+	job, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Job])
+	if err != nil {
+		return Job{}, notFound(err, "job with idempotency key", key)
+	}
+	return job, nil
+}
+
+// insertOpts merges the type's defaults with the request's overrides and
+// carries the SSOT fields to the mirror trigger in River's metadata.
+func insertOpts(req EnqueueRequest, jobID uuid.UUID) (*river.InsertOpts, error) {
+	opts := req.Args.InsertOpts()
+	if req.Priority != nil {
+		opts.Priority = jobargs.RiverPriority(*req.Priority)
+	}
+	if req.MaxAttempts != nil {
+		opts.MaxAttempts = *req.MaxAttempts
+	}
+	if req.ScheduledAt != nil {
+		opts.ScheduledAt = *req.ScheduledAt
+	}
+	meta := map[string]string{"bpc_job_id": jobID.String()}
+	if req.IdempotencyKey != "" {
+		meta["bpc_idempotency_key"] = req.IdempotencyKey
+		meta["bpc_request_hash"] = req.RequestHash
+	}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("error encoding job metadata: %w", err)
+	}
+	opts.Metadata = b
+	return &opts, nil
+}
+
+// JobByRiverID returns the SSOT job mirroring a River job, across tenants
+// (used by workers, which know the River job, and by operator tools).
+func (s *Store) JobByRiverID(ctx context.Context, db DBTX, riverJobID int64) (Job, error) {
+	rows, _ := db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE river_job_id = $1`, riverJobID)
+	job, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Job])
+	if err != nil {
+		return Job{}, notFound(err, "job for River job", riverJobID)
+	}
+	return job, nil
+}

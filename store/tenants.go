@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+)
+
+// SystemTenantID owns jobs that name no tenant.
+var SystemTenantID = uuid.Nil
+
+// DevTenantID is the seeded `dev` tenant.
+var DevTenantID = uuid.MustParse("00000000-0000-0000-0000-00000000de00")
+
+// Tenant is an organisation whose data is kept apart from every other's.
+type Tenant struct {
+	TenantID  uuid.UUID `db:"tenant_id" json:"tenant_id"`
+	Slug      string    `db:"slug" json:"slug"`
+	Name      string    `db:"name" json:"name"`
+	CreatedAt time.Time `db:"created_at" json:"created_at"`
+}
+
+// CreateTenant inserts a tenant; a taken slug is a 409-style INVALID_STATE.
+func (s *Store) CreateTenant(ctx context.Context, db DBTX, slug, name string) (Tenant, error) {
+	rows, _ := db.Query(ctx, `INSERT INTO tenants (tenant_id, slug, name) VALUES ($1, $2, $3)
+		RETURNING tenant_id, slug, name, created_at`, uuid.New(), slug, name)
+	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Tenant])
+	if IsUniqueViolation(err, "tenants_slug_key") {
+		return Tenant{}, errcode.New(errcode.InvalidState, "tenant slug %q is taken", slug)
+	}
+	if err != nil {
+		return Tenant{}, fmt.Errorf("error creating tenant %s: %w", slug, err)
+	}
+	return t, nil
+}
+
+// ListTenants returns every tenant but the internal system tenant, by slug.
+func (s *Store) ListTenants(ctx context.Context, db DBTX) ([]Tenant, error) {
+	rows, _ := db.Query(ctx, `SELECT tenant_id, slug, name, created_at FROM tenants
+		WHERE tenant_id <> $1 ORDER BY slug`, SystemTenantID)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Tenant])
+	if err != nil {
+		return nil, fmt.Errorf("error listing tenants: %w", err)
+	}
+	return out, nil
+}
+
+// RequireTenant returns NOT_FOUND unless the tenant exists.
+func (s *Store) RequireTenant(ctx context.Context, db DBTX, tenantID uuid.UUID) error {
+	var one int
+	err := db.QueryRow(ctx, `SELECT 1 FROM tenants WHERE tenant_id = $1`, tenantID).Scan(&one)
+	if err != nil {
+		return notFound(err, "tenant", tenantID)
+	}
+	return nil
+}

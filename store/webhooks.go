@@ -1,0 +1,270 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+)
+
+// Webhook delivery statuses.
+const (
+	DeliveryPending   = "PENDING"
+	DeliveryDelivered = "DELIVERED"
+	DeliveryFailed    = "FAILED"
+)
+
+// WebhookEndpoint is a URL that receives a tenant's events. Its secret is
+// never serialised.
+type WebhookEndpoint struct {
+	WebhookEndpointID uuid.UUID  `db:"webhook_endpoint_id" json:"webhook_endpoint_id"`
+	TenantID          uuid.UUID  `db:"tenant_id" json:"tenant_id"`
+	URL               string     `db:"url" json:"url"`
+	Secret            string     `db:"secret" json:"-"`
+	IsActive          bool       `db:"is_active" json:"is_active"`
+	CreatedAt         time.Time  `db:"created_at" json:"created_at"`
+	DeletedAt         *time.Time `db:"deleted_at" json:"deleted_at,omitempty"`
+}
+
+// LogValue keeps the secret out of structured logs.
+func (e WebhookEndpoint) LogValue() any {
+	return map[string]any{"webhook_endpoint_id": e.WebhookEndpointID, "url": e.URL}
+}
+
+// WebhookSubscription subscribes an endpoint to one event type (or '*').
+type WebhookSubscription struct {
+	WebhookSubscriptionID uuid.UUID `db:"webhook_subscription_id" json:"webhook_subscription_id"`
+	TenantID              uuid.UUID `db:"tenant_id" json:"tenant_id"`
+	WebhookEndpointID     uuid.UUID `db:"webhook_endpoint_id" json:"webhook_endpoint_id"`
+	EventType             string    `db:"event_type" json:"event_type"`
+	CreatedAt             time.Time `db:"created_at" json:"created_at"`
+}
+
+// WebhookDelivery is one event sent (or to be sent) to one endpoint.
+type WebhookDelivery struct {
+	WebhookDeliveryID uuid.UUID       `db:"webhook_delivery_id" json:"webhook_delivery_id"`
+	TenantID          uuid.UUID       `db:"tenant_id" json:"tenant_id"`
+	WebhookEndpointID uuid.UUID       `db:"webhook_endpoint_id" json:"webhook_endpoint_id"`
+	EventID           uuid.UUID       `db:"event_id" json:"event_id"`
+	JobID             *uuid.UUID      `db:"job_id" json:"job_id"`
+	Status            string          `db:"status" json:"status"`
+	Attempts          int32           `db:"attempts" json:"attempts"`
+	HTTPStatus        *int32          `db:"http_status" json:"http_status"`
+	ResponseHeaders   json.RawMessage `db:"response_headers" json:"response_headers"`
+	ResponseBody      []byte          `db:"response_body" json:"-"`
+	ErrorCode         *string         `db:"error_code" json:"error_code"`
+	ErrorMessage      *string         `db:"error_message" json:"error_message"`
+	LastAttemptAt     *time.Time      `db:"last_attempt_at" json:"last_attempt_at"`
+	DeliveredAt       *time.Time      `db:"delivered_at" json:"delivered_at"`
+	CreatedAt         time.Time       `db:"created_at" json:"created_at"`
+	UpdatedAt         time.Time       `db:"updated_at" json:"updated_at"`
+}
+
+// MarshalJSON adds the response body as text (it is stored bounded).
+func (d WebhookDelivery) MarshalJSON() ([]byte, error) {
+	type plain WebhookDelivery
+	var body *string
+	if d.ResponseBody != nil {
+		s := string(d.ResponseBody)
+		body = &s
+	}
+	return json.Marshal(struct {
+		plain
+		ResponseBody *string `json:"response_body"`
+	}{plain(d), body})
+}
+
+const endpointColumns = `webhook_endpoint_id, tenant_id, url, secret, is_active, created_at, deleted_at`
+
+// CreateWebhookEndpoint stores an endpoint and its secret.
+func (s *Store) CreateWebhookEndpoint(ctx context.Context, db DBTX, tenantID uuid.UUID, url, secret string) (WebhookEndpoint, error) {
+	rows, _ := db.Query(ctx, `INSERT INTO webhook_endpoints (webhook_endpoint_id, tenant_id, url, secret)
+		VALUES ($1, $2, $3, $4) RETURNING `+endpointColumns, uuid.New(), tenantID, url, secret)
+	ep, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookEndpoint])
+	if IsForeignKeyViolation(err) {
+		return WebhookEndpoint{}, errcode.New(errcode.NotFound, "tenant %s not found", tenantID)
+	}
+	if err != nil {
+		return WebhookEndpoint{}, fmt.Errorf("error creating webhook endpoint: %w", err)
+	}
+	return ep, nil
+}
+
+// ListWebhookEndpoints returns the tenant's endpoints that are not deleted.
+func (s *Store) ListWebhookEndpoints(ctx context.Context, db DBTX, tenantID uuid.UUID) ([]WebhookEndpoint, error) {
+	rows, _ := db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+		WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, webhook_endpoint_id`, tenantID)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WebhookEndpoint])
+	if err != nil {
+		return nil, fmt.Errorf("error listing webhook endpoints: %w", err)
+	}
+	return out, nil
+}
+
+// GetWebhookEndpoint returns the tenant's endpoint, deleted or not.
+func (s *Store) GetWebhookEndpoint(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (WebhookEndpoint, error) {
+	rows, _ := db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+		WHERE tenant_id = $1 AND webhook_endpoint_id = $2`, tenantID, id)
+	ep, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookEndpoint])
+	if err != nil {
+		return WebhookEndpoint{}, notFound(err, "webhook endpoint", id)
+	}
+	return ep, nil
+}
+
+// UpdateWebhookEndpoint changes an endpoint's URL (when url != "") and activity.
+func (s *Store) UpdateWebhookEndpoint(ctx context.Context, db DBTX, tenantID, id uuid.UUID, url string, isActive *bool) (WebhookEndpoint, error) {
+	rows, _ := db.Query(ctx, `UPDATE webhook_endpoints SET
+			url = COALESCE(NULLIF($3, ''), url),
+			is_active = COALESCE($4, is_active)
+		WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND deleted_at IS NULL
+		RETURNING `+endpointColumns, tenantID, id, url, isActive)
+	ep, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookEndpoint])
+	if err != nil {
+		return WebhookEndpoint{}, notFound(err, "webhook endpoint", id)
+	}
+	return ep, nil
+}
+
+// DeleteWebhookEndpoint soft-deletes an endpoint and drops its
+// subscriptions; its deliveries stay as history and pending ones fail.
+func (s *Store) DeleteWebhookEndpoint(ctx context.Context, db DBTX, tenantID, id uuid.UUID) error {
+	tag, err := db.Exec(ctx, `UPDATE webhook_endpoints SET deleted_at = now(), is_active = false
+		WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND deleted_at IS NULL`, tenantID, id)
+	if err != nil {
+		return fmt.Errorf("error deleting webhook endpoint %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errcode.Wrap(errcode.NotFound, ErrNotFound, "webhook endpoint %s not found", id)
+	}
+	if _, err := db.Exec(ctx, `DELETE FROM webhook_subscriptions WHERE tenant_id = $1 AND webhook_endpoint_id = $2`, tenantID, id); err != nil {
+		return fmt.Errorf("error deleting subscriptions of endpoint %s: %w", id, err)
+	}
+	return nil
+}
+
+const subscriptionColumns = `webhook_subscription_id, tenant_id, webhook_endpoint_id, event_type, created_at`
+
+// CreateWebhookSubscription subscribes the tenant's endpoint to an event type.
+func (s *Store) CreateWebhookSubscription(ctx context.Context, db DBTX, tenantID, endpointID uuid.UUID, eventType string) (WebhookSubscription, error) {
+	rows, _ := db.Query(ctx, `INSERT INTO webhook_subscriptions (webhook_subscription_id, tenant_id, webhook_endpoint_id, event_type)
+		SELECT $1, $2, webhook_endpoint_id, $4 FROM webhook_endpoints
+		WHERE tenant_id = $2 AND webhook_endpoint_id = $3 AND deleted_at IS NULL
+		RETURNING `+subscriptionColumns, uuid.New(), tenantID, endpointID, eventType)
+	sub, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookSubscription])
+	if IsUniqueViolation(err, "webhook_subscriptions_uniq") {
+		return WebhookSubscription{}, errcode.New(errcode.InvalidState, "endpoint %s is already subscribed to %s", endpointID, eventType)
+	}
+	if err != nil {
+		return WebhookSubscription{}, notFound(err, "webhook endpoint", endpointID)
+	}
+	return sub, nil
+}
+
+// ListWebhookSubscriptions returns the tenant's subscriptions, optionally of one endpoint.
+func (s *Store) ListWebhookSubscriptions(ctx context.Context, db DBTX, tenantID uuid.UUID, endpointID *uuid.UUID) ([]WebhookSubscription, error) {
+	rows, _ := db.Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
+		WHERE tenant_id = $1 AND ($2::uuid IS NULL OR webhook_endpoint_id = $2)
+		ORDER BY created_at, webhook_subscription_id`, tenantID, endpointID)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WebhookSubscription])
+	if err != nil {
+		return nil, fmt.Errorf("error listing webhook subscriptions: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteWebhookSubscription removes a subscription.
+func (s *Store) DeleteWebhookSubscription(ctx context.Context, db DBTX, tenantID, id uuid.UUID) error {
+	tag, err := db.Exec(ctx, `DELETE FROM webhook_subscriptions WHERE tenant_id = $1 AND webhook_subscription_id = $2`, tenantID, id)
+	if err != nil {
+		return fmt.Errorf("error deleting webhook subscription %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errcode.Wrap(errcode.NotFound, ErrNotFound, "webhook subscription %s not found", id)
+	}
+	return nil
+}
+
+const deliveryColumns = `webhook_delivery_id, tenant_id, webhook_endpoint_id, event_id, job_id, status, attempts,
+	http_status, response_headers, response_body, error_code, error_message, last_attempt_at, delivered_at,
+	created_at, updated_at`
+
+// GetWebhookDelivery returns the tenant's delivery.
+func (s *Store) GetWebhookDelivery(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (WebhookDelivery, error) {
+	rows, _ := db.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries
+		WHERE tenant_id = $1 AND webhook_delivery_id = $2`, tenantID, id)
+	d, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookDelivery])
+	if err != nil {
+		return WebhookDelivery{}, notFound(err, "webhook delivery", id)
+	}
+	return d, nil
+}
+
+// DeliveryAttempt is the outcome of one POST to an endpoint.
+type DeliveryAttempt struct {
+	// Status is the delivery's status after this attempt.
+	Status          string
+	HTTPStatus      *int
+	ResponseHeaders map[string]string
+	ResponseBody    []byte
+	ErrorCode       string
+	ErrorMessage    string
+	At              time.Time
+}
+
+// RecordDeliveryAttempt stores the outcome of an attempt on the delivery.
+func (s *Store) RecordDeliveryAttempt(ctx context.Context, db DBTX, tenantID, id uuid.UUID, a DeliveryAttempt) error {
+	var headers []byte
+	if a.ResponseHeaders != nil {
+		var err error
+		if headers, err = json.Marshal(a.ResponseHeaders); err != nil {
+			return fmt.Errorf("error encoding response headers: %w", err)
+		}
+	}
+	var deliveredAt *time.Time
+	if a.Status == DeliveryDelivered {
+		deliveredAt = &a.At
+	}
+	tag, err := db.Exec(ctx, `UPDATE webhook_deliveries SET
+			status = $3, attempts = attempts + 1, http_status = $4, response_headers = $5,
+			response_body = $6, error_code = NULLIF($7, ''), error_message = NULLIF($8, ''),
+			last_attempt_at = $9, delivered_at = $10, updated_at = now()
+		WHERE tenant_id = $1 AND webhook_delivery_id = $2`,
+		tenantID, id, a.Status, a.HTTPStatus, headers, a.ResponseBody, a.ErrorCode, a.ErrorMessage, a.At, deliveredAt)
+	if err != nil {
+		return fmt.Errorf("error recording delivery attempt %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errcode.Wrap(errcode.NotFound, ErrNotFound, "webhook delivery %s not found", id)
+	}
+	return nil
+}
+
+// DeliveryToSend is everything a delivery attempt needs.
+type DeliveryToSend struct {
+	Delivery WebhookDelivery
+	Endpoint WebhookEndpoint
+	Event    Event
+}
+
+// LoadDeliveryToSend loads a delivery with its endpoint and event.
+func (s *Store) LoadDeliveryToSend(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (DeliveryToSend, error) {
+	d, err := s.GetWebhookDelivery(ctx, db, tenantID, id)
+	if err != nil {
+		return DeliveryToSend{}, err
+	}
+	ep, err := s.GetWebhookEndpoint(ctx, db, tenantID, d.WebhookEndpointID)
+	if err != nil {
+		return DeliveryToSend{}, err
+	}
+	ev, err := s.GetEvent(ctx, db, tenantID, d.EventID)
+	if err != nil {
+		return DeliveryToSend{}, err
+	}
+	return DeliveryToSend{Delivery: d, Endpoint: ep, Event: ev}, nil
+}

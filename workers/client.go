@@ -1,0 +1,64 @@
+package workers
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/bpc-platform/bpc/jobargs"
+)
+
+// ClientOptions configures the service's River client.
+type ClientOptions struct {
+	// ID names this worker process; it becomes the SSOT lease_owner.
+	ID     string
+	Logger *slog.Logger
+	// Work makes the client fetch and work jobs; false gives an insert-only
+	// client (the API role).
+	Work bool
+	// Concurrency is the number of workers per queue.
+	Concurrency  int
+	PollInterval time.Duration
+	BackoffUnit  time.Duration
+	MaxAttempts  int
+	// LeaseTTL places River's stuck-job rescuer behind the lease.
+	LeaseTTL time.Duration
+	// Workers are the registered workers (required when Work is true).
+	Workers *river.Workers
+	// Observer is the job middleware (required when Work is true).
+	Observer *Observer
+	// ExtraQueues adds queues beyond jobargs.Queues (benchmarks).
+	ExtraQueues []string
+}
+
+// NewClient builds the River client with the service's configuration.
+func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], error) {
+	cfg := &river.Config{
+		ID:                   o.ID,
+		Logger:               o.Logger,
+		MaxAttempts:          o.MaxAttempts,
+		RetryPolicy:          &RetryPolicy{Unit: o.BackoffUnit},
+		FetchPollInterval:    o.PollInterval,
+		FetchCooldown:        min(o.PollInterval, 100*time.Millisecond),
+		RescueStuckJobsAfter: max(o.LeaseTTL*2, time.Minute),
+	}
+	if o.Work {
+		cfg.Queues = map[string]river.QueueConfig{}
+		for _, q := range append(append([]string{}, jobargs.Queues...), o.ExtraQueues...) {
+			cfg.Queues[q] = river.QueueConfig{MaxWorkers: o.Concurrency}
+		}
+		cfg.Workers = o.Workers
+		cfg.Middleware = []rivertype.Middleware{o.Observer}
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("error creating River client: %w", err)
+	}
+	return client, nil
+}

@@ -1,0 +1,244 @@
+package workers
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/bpc-platform/bpc/core/audit"
+	"github.com/bpc-platform/bpc/core/canonjson"
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// Bounds on what is kept of an endpoint's response.
+const (
+	maxResponseBodyBytes = 4096
+	maxResponseHeaders   = 32
+	maxHeaderValueBytes  = 512
+)
+
+// Headers of BPC-WH-1.
+const (
+	HeaderSignature  = "X-BPC-Signature"
+	HeaderEventType  = "X-BPC-Event-Type"
+	HeaderDeliveryID = "X-BPC-Delivery-Id"
+)
+
+// DeliverWebhookWorker POSTs an event to an endpoint (BPC-WH-1): the body is
+// the canonical JSON of the event, signed with HMAC-SHA256 of the endpoint's
+// secret over the exact body bytes. 2xx delivers; network errors, timeouts,
+// 5xx, 408 and 429 are retried; any other status fails the delivery at once.
+type DeliverWebhookWorker struct {
+	river.WorkerDefaults[jobargs.DeliverWebhookArgs]
+	Store   *store.Store
+	Client  *http.Client
+	Metrics *Metrics
+	// RequestTimeout bounds one POST (BPC_WEBHOOK_TIMEOUT_MS).
+	RequestTimeout time.Duration
+}
+
+// Timeout gives River's job timeout headroom over the HTTP timeout so that
+// a slow endpoint ends as WEBHOOK_TIMEOUT, not as a cancelled job.
+func (w *DeliverWebhookWorker) Timeout(*river.Job[jobargs.DeliverWebhookArgs]) time.Duration {
+	return w.RequestTimeout + 10*time.Second
+}
+
+// Work delivers one webhook.
+func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[jobargs.DeliverWebhookArgs]) error {
+	if err := job.Args.Validate(); err != nil {
+		return err
+	}
+	tenantID, deliveryID := job.Args.TenantID, job.Args.WebhookDeliveryID
+	d, err := w.Store.LoadDeliveryToSend(ctx, w.Store.Pool, tenantID, deliveryID)
+	if err != nil {
+		return err
+	}
+	if d.Delivery.Status == store.DeliveryDelivered {
+		// Already delivered (a retried job after a crash past the POST, or a
+		// manual re-run): receivers dedupe on X-BPC-Delivery-Id, but there
+		// is nothing left to do.
+		return nil
+	}
+	if d.Endpoint.DeletedAt != nil || !d.Endpoint.IsActive {
+		err := errcode.New(errcode.InvalidState, "webhook endpoint %s is deleted or inactive", d.Endpoint.WebhookEndpointID)
+		return w.record(ctx, job, store.DeliveryAttempt{Status: store.DeliveryFailed, ErrorCode: string(err.Code), ErrorMessage: err.Message, At: time.Now()}, err)
+	}
+
+	body, err := Body(d.Event)
+	if err != nil {
+		return err
+	}
+	attempt, sendErr := w.send(ctx, d, body)
+	attempt.At = time.Now()
+	switch {
+	case sendErr == nil:
+		attempt.Status = store.DeliveryDelivered
+	case errcode.As(sendErr).Retryable() && job.Attempt < job.MaxAttempts:
+		attempt.Status = store.DeliveryPending
+	default:
+		attempt.Status = store.DeliveryFailed
+	}
+	if sendErr != nil {
+		e := errcode.As(sendErr)
+		attempt.ErrorCode, attempt.ErrorMessage = string(e.Code), e.Message
+	}
+	return w.record(ctx, job, attempt, sendErr)
+}
+
+// record stores the attempt and returns the job's error. A delivered webhook
+// completes its job in the same transaction as the DELIVERED row, so the two
+// can never disagree.
+func (w *DeliverWebhookWorker) record(ctx context.Context, job *river.Job[jobargs.DeliverWebhookArgs], a store.DeliveryAttempt, jobErr error) error {
+	w.Metrics.WebhookDeliveries.WithLabelValues(a.Status).Inc()
+	// Record even when the job's context was cancelled by a timeout.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err := w.Store.InTx(ctx, func(tx pgx.Tx) error {
+		if err := w.Store.RecordDeliveryAttempt(ctx, tx, job.Args.TenantID, job.Args.WebhookDeliveryID, a); err != nil {
+			return err
+		}
+		if jobErr == nil {
+			if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+				return fmt.Errorf("error completing job: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return errcode.Wrap(errcode.DBUnavailable, err, "error recording webhook delivery: %s", err.Error())
+	}
+	return jobErr
+}
+
+// send POSTs body and classifies the outcome. The attempt carries what was
+// learnt of the response.
+func (w *DeliverWebhookWorker) send(ctx context.Context, d store.DeliveryToSend, body []byte) (store.DeliveryAttempt, error) {
+	var a store.DeliveryAttempt
+	ctx, cancel := context.WithTimeout(ctx, w.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Endpoint.URL, bytes.NewReader(body))
+	if err != nil {
+		return a, errcode.New(errcode.Validation, "webhook endpoint URL is invalid")
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "bpc-webhooks/1")
+	req.Header.Set(HeaderSignature, Sign([]byte(d.Endpoint.Secret), body))
+	req.Header.Set(HeaderEventType, d.Event.EventType)
+	req.Header.Set(HeaderDeliveryID, d.Delivery.WebhookDeliveryID.String())
+
+	resp, err := w.Client.Do(req)
+	if err != nil {
+		var netErr net.Error
+		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
+			return a, errcode.New(errcode.WebhookTimeout, "no response within %s", w.RequestTimeout)
+		}
+		return a, errcode.New(errcode.WebhookNetwork, "request failed: %s", redactURL(err))
+	}
+	defer resp.Body.Close()
+	respBody, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBodyBytes))
+	status := resp.StatusCode
+	a.HTTPStatus = &status
+	a.ResponseHeaders = boundedHeaders(resp.Header)
+	a.ResponseBody = respBody
+
+	switch {
+	case status >= 200 && status < 300:
+		if readErr != nil && errors.Is(readErr, context.DeadlineExceeded) {
+			// The endpoint accepted the event; a slow body does not undo that.
+			a.ResponseBody = nil
+		}
+		return a, nil
+	case status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests:
+		return a, errcode.New(errcode.Webhook5xx, "endpoint answered HTTP %d", status)
+	case status >= 300 && status < 400:
+		return a, errcode.New(errcode.Webhook4xx, "endpoint answered HTTP %d (redirects are not followed)", status)
+	default:
+		return a, errcode.New(errcode.Webhook4xx, "endpoint answered HTTP %d", status)
+	}
+}
+
+// Body is the BPC-WH-1 request body of an event: canonical JSON, so that the
+// bytes, and hence the signature, are the same on every attempt.
+func Body(ev store.Event) ([]byte, error) {
+	b, err := canonjson.Marshal(map[string]any{
+		"event_id":       ev.EventID.String(),
+		"event_type":     ev.EventType,
+		"aggregate_type": ev.AggregateType,
+		"aggregate_id":   ev.AggregateID.String(),
+		"occurred_at":    ev.OccurredAt.UTC().Format(audit.TimeFormat),
+		"tenant_id":      ev.TenantID.String(),
+		"payload":        json.RawMessage(ev.Payload),
+	})
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "error encoding webhook body: %s", err.Error())
+	}
+	return b, nil
+}
+
+// Sign returns the X-BPC-Signature value: "sha256=" + hex HMAC-SHA256(secret, body).
+func Sign(secret, body []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// boundedHeaders keeps the first value of at most maxResponseHeaders headers.
+func boundedHeaders(h http.Header) map[string]string {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	out := make(map[string]string, min(len(names), maxResponseHeaders))
+	for _, name := range names[:min(len(names), maxResponseHeaders)] {
+		v := h.Get(name)
+		if len(v) > maxHeaderValueBytes {
+			v = v[:maxHeaderValueBytes]
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// redactURL keeps the error's cause without the URL, which may carry credentials.
+func redactURL(err error) string {
+	var urlErr interface{ Unwrap() error }
+	if errors.As(err, &urlErr) {
+		if inner := urlErr.Unwrap(); inner != nil {
+			return inner.Error()
+		}
+	}
+	return err.Error()
+}
+
+// NewHTTPClient returns the client webhooks are sent with: no redirects
+// followed (a redirect could carry the signed body elsewhere).
+func NewHTTPClient() *http.Client {
+	return &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        100,
+			MaxIdleConnsPerHost: 10,
+			IdleConnTimeout:     90 * time.Second,
+			TLSHandshakeTimeout: 10 * time.Second,
+		},
+	}
+}

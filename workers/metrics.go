@@ -1,0 +1,38 @@
+package workers
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the job metrics of SPEC §9.
+type Metrics struct {
+	JobsCompleted     *prometheus.CounterVec
+	JobDuration       *prometheus.HistogramVec
+	DeadLetter        *prometheus.CounterVec
+	WebhookDeliveries *prometheus.CounterVec
+}
+
+// NewMetrics creates the job metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		JobsCompleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bpc_jobs_completed_total",
+			Help: "Job attempts finished, by type and the SSOT status they left the job in (QUEUED means a retry is scheduled).",
+		}, []string{"type", "status"}),
+		JobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "bpc_job_duration_seconds",
+			Help:    "Duration of job attempts, by type.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}, []string{"type"}),
+		DeadLetter: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bpc_jobs_dead_letter_total",
+			Help: "Jobs that exhausted their attempts and were dead-lettered (River: discarded), by type.",
+		}, []string{"type"}),
+		WebhookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bpc_webhook_deliveries_total",
+			Help: "Webhook delivery attempts, by the delivery status they left (PENDING means a retry follows).",
+		}, []string{"status"}),
+	}
+	reg.MustRegister(m.JobsCompleted, m.JobDuration, m.DeadLetter, m.WebhookDeliveries)
+	return m
+}
