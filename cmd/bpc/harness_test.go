@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/store"
+)
+
+const testToken = "test-admin-token-0123456789"
+
+var devTenant = store.DevTenantID.String()
+
+// harness runs the whole service (River workers, admin API, River UI) on a
+// loopback port over its own schema.
+type harness struct {
+	t    *testing.T
+	app  *app
+	pool *pgxpool.Pool
+	base string
+}
+
+func newHarness(t *testing.T, role string, env map[string]string) *harness {
+	t.Helper()
+	pool := testdb.New(t)
+	vars := map[string]string{
+		"DATABASE_URL":                   testdb.URL(),
+		"BPC_ENV":                        "test",
+		"BPC_ADMIN_TOKEN":                testToken,
+		"BPC_HTTP_ADDR":                  "127.0.0.1:0",
+		"BPC_WORKER_ID":                  "test-worker-" + uuid.NewString()[:8],
+		"BPC_JOBS_POLL_INTERVAL_MS":      "20",
+		"BPC_JOBS_BACKOFF_UNIT_MS":       "25",
+		"BPC_WEBHOOK_TIMEOUT_MS":         "5000",
+		"BPC_WORKER_SHUTDOWN_TIMEOUT_MS": "3000",
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := loadConfig(func(k string) string { return vars[k] })
+	require.NoError(t, err)
+	logger := slog.New(slog.NewJSONHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	a, err := newApp(cfg, role, logger, pool)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	require.NoError(t, a.start(ctx))
+	t.Cleanup(func() {
+		a.stop(context.Background())
+		cancel()
+	})
+	return &harness{t: t, app: a, pool: pool, base: "http://" + a.addr}
+}
+
+// call sends a request with the admin token and decodes a JSON response into out.
+func (h *harness) call(method, path string, body any, out any) int {
+	h.t.Helper()
+	status, raw := h.raw(method, path, body, map[string]string{"Authorization": "Bearer " + testToken})
+	if out != nil && len(raw) > 0 {
+		require.NoError(h.t, json.Unmarshal(raw, out), "response: %s", raw)
+	}
+	return status
+}
+
+// raw sends a request with exactly the given headers.
+func (h *harness) raw(method, path string, body any, headers map[string]string) (int, []byte) {
+	h.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		enc, err := json.Marshal(b)
+		require.NoError(h.t, err)
+		rd = bytes.NewReader(enc)
+	}
+	req, err := http.NewRequest(method, h.base+path, rd)
+	require.NoError(h.t, err)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(h.t, err)
+	return resp.StatusCode, raw
+}
+
+// riverUI posts to River UI's own JSON API with HTTP Basic auth.
+func (h *harness) riverUI(action string, riverJobID int64) {
+	h.t.Helper()
+	status, raw := h.raw(http.MethodPost, "/riverui/api/jobs/"+action,
+		map[string]any{"ids": []string{strconv.FormatInt(riverJobID, 10)}},
+		map[string]string{"Authorization": basicAuth("operator", testToken), "Content-Type": "application/json"})
+	require.Equal(h.t, http.StatusOK, status, "River UI %s: %s", action, raw)
+}
+
+func basicAuth(user, password string) string {
+	req, _ := http.NewRequest(http.MethodGet, "/", nil)
+	req.SetBasicAuth(user, password)
+	return req.Header.Get("Authorization")
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// job reads a job through the API.
+func (h *harness) job(jobID uuid.UUID) store.Job {
+	h.t.Helper()
+	var job store.Job
+	require.Equal(h.t, http.StatusOK, h.call(http.MethodGet, "/v1/jobs/"+jobID.String()+"?tenant_id="+devTenant, nil, &job))
+	return job
+}
+
+// waitJob long-polls until the job is terminal.
+func (h *harness) waitJob(jobID uuid.UUID) store.Job {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var job store.Job
+		status := h.call(http.MethodGet, "/v1/jobs/"+jobID.String()+"?tenant_id="+devTenant+"&waitMs=10000", nil, &job)
+		if status == http.StatusOK {
+			return job
+		}
+		require.Equal(h.t, http.StatusAccepted, status)
+		require.True(h.t, time.Now().Before(deadline), "job %s still %s", jobID, job.Status)
+	}
+}
+
+// eventually polls cond until it holds.
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	require.Eventually(h.t, cond, 20*time.Second, 10*time.Millisecond, what)
+}
+
+// requireConsistent asserts the mirror has no drift.
+func (h *harness) requireConsistent() {
+	h.t.Helper()
+	rep, err := store.New(h.pool).CheckConsistency(context.Background(), h.pool)
+	require.NoError(h.t, err)
+	require.True(h.t, rep.OK(), "mirror drift: %+v", rep.Drifts)
+}
+
+func (h *harness) deadLetters(kind string) float64 {
+	return testutil.ToFloat64(h.app.metrics.DeadLetter.WithLabelValues(kind))
+}
+
+// receiver is a webhook endpoint whose answer the test controls.
+type receiver struct {
+	*httptest.Server
+	mu       sync.Mutex
+	status   int
+	hold     chan struct{} // when set, requests wait for it to close
+	requests []received
+}
+
+type received struct {
+	at     time.Time
+	header http.Header
+	body   []byte
+}
+
+func newReceiver(t *testing.T, status int) *receiver {
+	r := &receiver{status: status}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.requests = append(r.requests, received{at: time.Now(), header: req.Header.Clone(), body: body})
+		hold, status := r.hold, r.status
+		r.mu.Unlock()
+		if hold != nil {
+			<-hold
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"ok":` + jsonString(status < 300) + `}`))
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) set(status int, hold chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status, r.hold = status, hold
+}
+
+func (r *receiver) received() []received {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]received(nil), r.requests...)
+}
+
+const testSecret = "whsec-0123456789abcdef"
+
+// verifySignature is the receiver's recipe from the seed: HMAC-SHA256 of the
+// raw body with the shared secret, compared in constant time with the
+// header's hex after "sha256=".
+func verifySignature(secret string, body []byte, header string) bool {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	expected := hex.EncodeToString(mac.Sum(nil))
+	provided, ok := strings.CutPrefix(header, "sha256=")
+	return ok && hmac.Equal([]byte(expected), []byte(provided))
+}
+
+// subscribe creates an endpoint for url subscribed to eventType.
+func (h *harness) subscribe(url, eventType string) uuid.UUID {
+	h.t.Helper()
+	var ep struct {
+		WebhookEndpointID uuid.UUID `json:"webhook_endpoint_id"`
+	}
+	require.Equal(h.t, http.StatusCreated, h.call(http.MethodPost, "/v1/webhook-endpoints",
+		map[string]any{"tenant_id": devTenant, "url": url, "secret": testSecret}, &ep))
+	require.Equal(h.t, http.StatusCreated, h.call(http.MethodPost, "/v1/webhook-subscriptions",
+		map[string]any{"tenant_id": devTenant, "webhook_endpoint_id": ep.WebhookEndpointID, "event_type": eventType}, nil))
+	return ep.WebhookEndpointID
+}
+
+type eventResponse struct {
+	EventID    uuid.UUID           `json:"event_id"`
+	EventHash  string              `json:"event_hash"`
+	Deliveries []store.DeliveryRef `json:"deliveries"`
+}
+
+// emit appends an event through the API.
+func (h *harness) emit(eventType string, payload any) eventResponse {
+	h.t.Helper()
+	var ev eventResponse
+	require.Equal(h.t, http.StatusCreated, h.call(http.MethodPost, "/v1/events", map[string]any{
+		"tenant_id": devTenant, "aggregate_type": "Passport", "aggregate_id": uuid.NewString(),
+		"event_type": eventType, "payload": payload,
+	}, &ev))
+	return ev
+}
+
+func (h *harness) delivery(id uuid.UUID) store.WebhookDelivery {
+	h.t.Helper()
+	var d store.WebhookDelivery
+	require.Equal(h.t, http.StatusOK, h.call(http.MethodGet, "/v1/webhook-deliveries/"+id.String()+"?tenant_id="+devTenant, nil, &d))
+	return d
+}
