@@ -1,0 +1,54 @@
+# BPC job service. `make` (or `make help`) lists the targets.
+# Postgres: scripts/pg.sh uses $DATABASE_URL, else 127.0.0.1:5432 (user postgres, no
+# password), else starts a private cluster in .pgdata/ (see the top of scripts/pg.sh).
+
+GO    ?= go
+IMAGE ?= bpc:dev
+
+.DEFAULT_GOAL := help
+.PHONY: help run test bench build migrate doctor fmt vet lint pg-stop docker-build clean
+
+# Go files of the repo: tracked plus new untracked ones (not ignored); find(1) outside git.
+GOFILES = $$( { git ls-files --cached --others --exclude-standard -- '*.go' 2>/dev/null || \
+	find . -name '*.go' -not -path './.pgdata/*' -not -path './vendor/*'; } )
+
+help: ## list targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-zA-Z_-]*:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+run: ## start Postgres if needed, build, migrate and serve (dev)
+	bash scripts/run.sh
+
+test: ## go vet + go test -race against a fresh bpc_test database
+	bash scripts/test.sh
+
+bench: ## benchmarks in ./bench/... (fresh bpc_bench db), output in bench-results.txt
+	bash scripts/bench.sh
+
+build: ## build bin/bpc
+	$(GO) build -o bin/bpc ./cmd/bpc
+
+migrate: build ## apply migrations to the dev database (bpc)
+	@url=$$(bash scripts/pg.sh bpc) && DATABASE_URL="$$url" bin/bpc migrate
+
+doctor: build ## check configuration and the dev database
+	@url=$$(bash scripts/pg.sh bpc) && DATABASE_URL="$$url" bin/bpc doctor
+
+fmt: ## gofmt -w the Go files
+	@files="$(GOFILES)"; [ -z "$$files" ] || gofmt -w $$files
+
+vet: ## go vet ./...
+	$(GO) vet ./...
+
+lint: ## fail on unformatted Go files, then go vet
+	@files="$(GOFILES)"; [ -z "$$files" ] || { out=$$(gofmt -l $$files); \
+	if [ -n "$$out" ]; then echo "gofmt needed (run make fmt):"; echo "$$out"; exit 1; fi; }
+	$(GO) vet ./...
+
+pg-stop: ## stop the private Postgres cluster in .pgdata/, if running
+	bash scripts/pg.sh --stop
+
+docker-build: ## build the container image (IMAGE=bpc:dev)
+	docker build -t $(IMAGE) .
+
+clean: ## remove build output
+	rm -rf bin

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# scripts/test.sh — what `make test` and .ci/run call.
+#
+#   scripts/test.sh                      # go vet ./... ; go test -race -count=1 ./...
+#   scripts/test.sh -run Foo ./api/...   # go vet ./... ; go test -race -count=1 -run Foo ./api/...
+#
+# Arguments replace the default package pattern ./...; if none of them names a package
+# (./x, ../x or github.com/...), ./... is still appended, so `scripts/test.sh -run Foo` works.
+# Database: TEST_DATABASE_URL if already set; otherwise a freshly dropped and created
+# database bpc_test from scripts/pg.sh (DATABASE_URL is deliberately ignored here, so tests
+# never run against your dev database; point TEST_DATABASE_URL elsewhere to override).
+# -race needs cgo (a C compiler); without one it is dropped with a warning.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+	export PATH="/usr/local/go/bin:$PATH"
+fi
+
+if [ -z "${TEST_DATABASE_URL:-}" ]; then
+	TEST_DATABASE_URL="$(env -u DATABASE_URL bash scripts/pg.sh --fresh bpc_test)"
+fi
+export TEST_DATABASE_URL
+
+echo "test.sh: go vet ./..." >&2
+go vet ./...
+
+flags=(-count=1)
+if [ "$(go env CGO_ENABLED)" = "1" ]; then
+	flags=(-race "${flags[@]}")
+else
+	echo "test.sh: WARNING: cgo unavailable (no C compiler?), running without -race" >&2
+fi
+
+have_pkg=0
+for a in "$@"; do
+	case "$a" in
+	./* | ../* | github.com/*) have_pkg=1 ;;
+	esac
+done
+args=("$@")
+[ "$have_pkg" -eq 1 ] || args+=(./...)
+
+echo "test.sh: go test ${flags[*]} ${args[*]}" >&2
+go test "${flags[@]}" "${args[@]}"
