@@ -1,0 +1,289 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/api"
+	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/migrations"
+	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/workers"
+)
+
+// noopArgs is the bench-only job kind: it carries a tenant like every job.
+type noopArgs struct {
+	TenantID uuid.UUID `json:"tenant_id"`
+	Seq      int       `json:"seq"`
+}
+
+func (noopArgs) Kind() string { return "BENCH_NOOP" }
+
+const benchQueue = "bench"
+
+type noopWorker struct {
+	river.WorkerDefaults[noopArgs]
+	done *atomic.Int64
+}
+
+func (w *noopWorker) Work(context.Context, *river.Job[noopArgs]) error {
+	w.done.Add(1)
+	return nil
+}
+
+func skipUnlessBench(b *testing.B) {
+	if os.Getenv("BPC_BENCH") != "1" {
+		b.Skip("set BPC_BENCH=1 (make bench) to run the benchmarks")
+	}
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+// schemaPool returns a pool whose connections use a fresh schema, with
+// River's migrations only (bare) or every migration of the service.
+func schemaPool(b *testing.B, withService bool) *pgxpool.Pool {
+	b.Helper()
+	ctx := context.Background()
+	schema := fmt.Sprintf("bench_%s_%d", map[bool]string{false: "bare", true: "service"}[withService], time.Now().UnixNano())
+	admin, err := pgxpool.New(ctx, testdb.URL())
+	require.NoError(b, err)
+	_, err = admin.Exec(ctx, "CREATE SCHEMA "+schema)
+	require.NoError(b, err)
+	b.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		admin.Close()
+	})
+	cfg, err := pgxpool.ParseConfig(testdb.URL())
+	require.NoError(b, err)
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.ConnConfig.RuntimeParams["bpc.lease_seconds"] = "60"
+	cfg.MaxConns = 40
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(b, err)
+	b.Cleanup(pool.Close)
+	if withService {
+		require.NoError(b, migrations.Up(ctx, pool, quiet))
+	} else {
+		migrator, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+		require.NoError(b, err)
+		_, err = migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
+		require.NoError(b, err)
+	}
+	return pool
+}
+
+// insertNoops pre-inserts n no-op jobs in batches (River's COPY fast path).
+func insertNoops(b *testing.B, client *river.Client[pgx.Tx], n int) {
+	b.Helper()
+	ctx := context.Background()
+	const batch = 5000
+	for start := 0; start < n; start += batch {
+		params := make([]river.InsertManyParams, 0, batch)
+		for i := start; i < min(start+batch, n); i++ {
+			params = append(params, river.InsertManyParams{
+				Args:       noopArgs{TenantID: store.DevTenantID, Seq: i},
+				InsertOpts: &river.InsertOpts{Queue: benchQueue},
+			})
+		}
+		_, err := client.InsertManyFast(ctx, params)
+		require.NoError(b, err)
+	}
+}
+
+// burnDown starts client and returns how long it takes until all n jobs are
+// completed in the database.
+func burnDown(b *testing.B, client *river.Client[pgx.Tx], pool *pgxpool.Pool, n int) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	require.NoError(b, client.Start(ctx))
+	defer func() { require.NoError(b, client.Stop(ctx)) }()
+	for {
+		var completed int
+		require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'completed'`).Scan(&completed))
+		if completed == n {
+			return time.Since(start)
+		}
+		if time.Since(start) > 15*time.Minute {
+			b.Fatalf("only %d of %d jobs completed after 15 minutes", completed, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// BenchmarkBurnDown compares (a) bare River with (b) the service's full
+// path on the same database and reports (c) the ratio b/a.
+func BenchmarkBurnDown(b *testing.B) {
+	skipUnlessBench(b)
+	n := envInt("BPC_BENCH_JOBS", 100_000)
+	concurrency := envInt("BPC_BENCH_WORKERS", 100)
+	rounds := envInt("BPC_BENCH_ROUNDS", 2)
+	ctx := context.Background()
+
+	var bare, service []float64
+	for range b.N {
+		// Alternate (a) and (b) so that both see the same machine state.
+		for round := range rounds {
+			{ // (a) bare River: default config, no middleware, no mirror.
+				pool := schemaPool(b, false)
+				var done atomic.Int64
+				w := river.NewWorkers()
+				river.AddWorker(w, &noopWorker{done: &done})
+				client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+					Logger:  quiet,
+					Queues:  map[string]river.QueueConfig{benchQueue: {MaxWorkers: concurrency}},
+					Workers: w,
+				})
+				require.NoError(b, err)
+				insertNoops(b, client, n)
+				elapsed := burnDown(b, client, pool, n)
+				bare = append(bare, float64(n)/elapsed.Seconds())
+				b.Logf("round %d (a) bare River:   %d jobs in %s = %.0f jobs/s", round+1, n, elapsed.Round(time.Millisecond), bare[len(bare)-1])
+			}
+			{ // (b) the service: its client config, observer, SSOT mirror.
+				pool := schemaPool(b, true)
+				var done atomic.Int64
+				w := river.NewWorkers()
+				river.AddWorker(w, &noopWorker{done: &done})
+				metrics := workers.NewMetrics(prometheus.NewRegistry())
+				// The service's JSON logger at info (two lines per job), discarded.
+				logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+				client, err := workers.NewClient(pool, workers.ClientOptions{
+					ID: "bench-worker", Logger: logger, Work: true, Concurrency: concurrency,
+					PollInterval: time.Second, BackoffUnit: time.Second, MaxAttempts: 5, LeaseTTL: time.Minute,
+					Workers: w, Observer: &workers.Observer{Logger: logger, Metrics: metrics},
+					ExtraQueues: []string{benchQueue},
+				})
+				require.NoError(b, err)
+				insertNoops(b, client, n)
+				elapsed := burnDown(b, client, pool, n)
+				service = append(service, float64(n)/elapsed.Seconds())
+				b.Logf("round %d (b) service path: %d jobs in %s = %.0f jobs/s", round+1, n, elapsed.Round(time.Millisecond), service[len(service)-1])
+
+				// The mirror really did the work: every SSOT row SUCCEEDED, no drift.
+				var succeeded int
+				require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'SUCCEEDED' AND attempts = 1`).Scan(&succeeded))
+				require.Equal(b, n, succeeded)
+				rep, err := store.New(pool).CheckConsistency(ctx, pool)
+				require.NoError(b, err)
+				require.True(b, rep.OK(), "drift: %+v", rep.Drifts)
+			}
+		}
+	}
+	a, s := best(bare), best(service)
+	b.ReportMetric(a, "bare_jobs/s")
+	b.ReportMetric(s, "service_jobs/s")
+	b.ReportMetric(s/a, "ratio_b/a")
+	b.Logf("best of %d: (a) %.0f jobs/s, (b) %.0f jobs/s, (c) ratio b/a = %.3f", rounds, a, s, s/a)
+}
+
+func best(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+// BenchmarkHTTPEnqueue measures POST /v1/jobs (concurrent single requests)
+// and POST /v1/jobs:batch through the real router over loopback.
+func BenchmarkHTTPEnqueue(b *testing.B) {
+	skipUnlessBench(b)
+	pool := testdb.New(b)
+	client, err := workers.NewClient(pool, workers.ClientOptions{ID: "bench-api", Logger: quiet, MaxAttempts: 5, BackoffUnit: time.Second, PollInterval: time.Second})
+	require.NoError(b, err)
+	reg := prometheus.NewRegistry()
+	const token = "bench-admin-token-0123456789"
+	srv := &api.Server{
+		Config: api.Config{Env: "test", AdminToken: token, MaxBodyBytes: 8 << 20, EnabledKinds: workers.EnabledKinds()},
+		Store:  store.New(pool), River: client, Metrics: api.NewMetrics(reg), Gatherer: reg, Admin: true,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+	post := func(path string, body any) int {
+		buf, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+path, bytes.NewReader(buf))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := httpClient.Do(req)
+		require.NoError(b, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	job := func() map[string]any {
+		return map[string]any{
+			"type": jobargs.KindDeliverWebhook, "tenant_id": store.DevTenantID,
+			"payload": map[string]any{"webhook_delivery_id": uuid.New()},
+		}
+	}
+
+	single := envInt("BPC_BENCH_HTTP_REQUESTS", 5000)
+	clients := envInt("BPC_BENCH_HTTP_CLIENTS", 16)
+	batches, batchSize := envInt("BPC_BENCH_HTTP_BATCHES", 20), 1000
+	for range b.N {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Add(1) <= int64(single) {
+					if status := post("/v1/jobs", job()); status != http.StatusCreated {
+						b.Errorf("POST /v1/jobs: %d", status)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		singleRate := float64(single) / time.Since(start).Seconds()
+
+		start = time.Now()
+		for range batches {
+			jobs := make([]map[string]any, batchSize)
+			for i := range jobs {
+				jobs[i] = job()
+			}
+			require.Equal(b, http.StatusCreated, post("/v1/jobs:batch", map[string]any{"jobs": jobs}))
+		}
+		batchRate := float64(batches*batchSize) / time.Since(start).Seconds()
+
+		b.ReportMetric(singleRate, "single_jobs/s")
+		b.ReportMetric(batchRate, "batch_jobs/s")
+		b.Logf("(d) HTTP enqueue: single %d requests over %d clients = %.0f jobs/s; batch %d×%d = %.0f jobs/s",
+			single, clients, singleRate, batches, batchSize, batchRate)
+	}
+}
