@@ -26,7 +26,11 @@ import (
 	"github.com/bpc-platform/bpc/store"
 )
 
-const testToken = "test-admin-token-0123456789"
+const (
+	testToken   = "test-admin-token-0123456789"
+	testTimeout = 20 * time.Second
+	pollEvery   = 10 * time.Millisecond
+)
 
 var devTenant = store.DevTenantID.String()
 
@@ -154,7 +158,7 @@ func (h *harness) waitJob(jobID uuid.UUID) store.Job {
 // eventually polls cond until it holds.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	require.Eventually(h.t, cond, 20*time.Second, 10*time.Millisecond, what)
+	require.Eventually(h.t, cond, testTimeout, pollEvery, what)
 }
 
 // requireConsistent asserts the mirror has no drift.

@@ -1,0 +1,378 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/store"
+)
+
+func deliverPayload() map[string]any {
+	return map[string]any{"webhook_delivery_id": uuid.New()}
+}
+
+func (h *harness) riverJobCount() int {
+	var n int
+	require.NoError(h.t, h.pool.QueryRow(context.Background(), "SELECT count(*) FROM river_job").Scan(&n))
+	return n
+}
+
+// Bad input never enqueues anything and always answers with the envelope.
+func TestBadInputIsRejectedWithEnvelope(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, roleAPI, map[string]string{"BPC_HTTP_MAX_BODY_BYTES": "2048"})
+	auth := map[string]string{"Authorization": "Bearer " + testToken}
+	valid := func(mut func(m map[string]any)) map[string]any {
+		m := map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": deliverPayload()}
+		mut(m)
+		return m
+	}
+	cases := []struct {
+		name   string
+		body   any
+		status int
+		code   string
+		field  string
+	}{
+		{"malformed JSON", `{"type": "DELIVER_WEBHOOK",`, 400, "MALFORMED_JSON", ""},
+		{"not an object", `[1,2]`, 400, "MALFORMED_JSON", ""},
+		{"empty body", ``, 400, "MALFORMED_JSON", ""},
+		{"unknown top-level field", valid(func(m map[string]any) { m["colour"] = "red" }), 422, "VALIDATION_ERROR", "colour"},
+		{"unknown type", valid(func(m map[string]any) { m["type"] = "MAKE_COFFEE" }), 422, "VALIDATION_ERROR", "type"},
+		{"type without a worker yet", valid(func(m map[string]any) { m["type"] = jobargs.KindCompile }), 422, "VALIDATION_ERROR", "type"},
+		{"missing tenant", valid(func(m map[string]any) { delete(m, "tenant_id") }), 422, "VALIDATION_ERROR", "tenant_id"},
+		{"bad tenant uuid", valid(func(m map[string]any) { m["tenant_id"] = "tenant-1" }), 422, "VALIDATION_ERROR", "tenant_id"},
+		{"unknown tenant", valid(func(m map[string]any) { m["tenant_id"] = uuid.NewString() }), 404, "NOT_FOUND", ""},
+		{"bad payload uuid", valid(func(m map[string]any) { m["payload"] = map[string]any{"webhook_delivery_id": "123"} }), 422, "VALIDATION_ERROR", "payload.webhook_delivery_id"},
+		{"missing payload field", valid(func(m map[string]any) { m["payload"] = map[string]any{} }), 422, "VALIDATION_ERROR", "payload.webhook_delivery_id"},
+		{"unknown payload field", valid(func(m map[string]any) {
+			m["payload"] = map[string]any{"webhook_delivery_id": uuid.NewString(), "x": 1}
+		}), 422, "VALIDATION_ERROR", "payload.x"},
+		{"priority out of range", valid(func(m map[string]any) { m["priority"] = 7 }), 422, "VALIDATION_ERROR", "priority"},
+		{"priority wrong type", valid(func(m map[string]any) { m["priority"] = "high" }), 422, "VALIDATION_ERROR", "priority"},
+		{"max_attempts zero", valid(func(m map[string]any) { m["max_attempts"] = 0 }), 422, "VALIDATION_ERROR", "max_attempts"},
+		{"oversized body", `{"type":"DELIVER_WEBHOOK","pad":"` + strings.Repeat("x", 4096) + `"}`, 413, "BODY_TOO_LARGE", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, raw := h.raw(http.MethodPost, "/v1/jobs", tc.body, auth)
+			require.Equal(t, tc.status, status, "%s", raw)
+			var env errorEnvelope
+			require.NoError(t, json.Unmarshal(raw, &env), "%s", raw)
+			require.Equal(t, tc.code, env.Error.Code)
+			require.NotEmpty(t, env.Error.Message)
+			require.NotEmpty(t, env.Error.CorrelationID)
+			if tc.field != "" {
+				require.Equal(t, tc.field, env.Error.Details["field"], "%s", raw)
+			}
+		})
+	}
+	require.Zero(t, h.riverJobCount(), "nothing is enqueued")
+	var count int
+	require.NoError(t, h.pool.QueryRow(context.Background(), "SELECT count(*) FROM jobs").Scan(&count))
+	require.Zero(t, count)
+
+	// A type without a worker names the enabled ones.
+	status, raw := h.raw(http.MethodPost, "/v1/jobs", valid(func(m map[string]any) { m["type"] = jobargs.KindSign }), auth)
+	require.Equal(t, http.StatusUnprocessableEntity, status)
+	require.Contains(t, string(raw), jobargs.KindDeliverWebhook)
+
+	// Bad path and query parameters.
+	var env errorEnvelope
+	require.Equal(t, 422, h.call(http.MethodGet, "/v1/jobs/not-a-uuid?tenant_id="+devTenant, nil, &env))
+	require.Equal(t, "job_id", env.Error.Details["field"])
+	require.Equal(t, 422, h.call(http.MethodGet, "/v1/jobs/"+uuid.NewString(), nil, &env))
+	require.Equal(t, "tenant_id", env.Error.Details["field"])
+	require.Equal(t, 404, h.call(http.MethodGet, "/v1/jobs/"+uuid.NewString()+"?tenant_id="+devTenant, nil, &env))
+	require.Equal(t, "NOT_FOUND", env.Error.Code)
+	require.Equal(t, 422, h.call(http.MethodGet, "/v1/jobs?tenant_id="+devTenant+"&status=DONE", nil, &env))
+	require.Equal(t, 422, h.call(http.MethodGet, "/v1/jobs?tenant_id="+devTenant+"&cursor=abc", nil, &env))
+	require.Equal(t, "cursor", env.Error.Details["field"])
+	require.Equal(t, 404, h.call(http.MethodGet, "/v1/nothing-here", nil, &env))
+	require.Equal(t, 405, h.call(http.MethodDelete, "/v1/jobs", nil, &env))
+}
+
+func TestAuthIsRequiredExceptHealth(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, roleAll, nil)
+	for _, hdr := range []map[string]string{
+		nil,
+		{"Authorization": "Bearer wrong-token-0123456789"},
+		{"Authorization": "Basic " + strings.TrimPrefix(basicAuth("x", testToken), "Basic ")}, // Basic is for River UI only
+		{"Authorization": "Bearer"},
+	} {
+		for _, path := range []string{"/v1/jobs?tenant_id=" + devTenant, "/v1/tenants", "/v1/metrics"} {
+			status, raw := h.raw(http.MethodGet, path, nil, hdr)
+			require.Equal(t, http.StatusUnauthorized, status, "%s %v", path, hdr)
+			var env errorEnvelope
+			require.NoError(t, json.Unmarshal(raw, &env))
+			require.Equal(t, "UNAUTHORIZED", env.Error.Code)
+		}
+	}
+	for _, hdr := range []map[string]string{nil, {"Authorization": basicAuth("x", "wrong-token-0123456789")}} {
+		for _, path := range []string{"/riverui/", "/riverui/api/jobs?state=available"} {
+			status, _ := h.raw(http.MethodGet, path, nil, hdr)
+			require.Equal(t, http.StatusUnauthorized, status, path)
+		}
+	}
+	status, _ := h.raw(http.MethodPost, "/riverui/api/jobs/retry", `{"ids":["1"]}`, nil)
+	require.Equal(t, http.StatusUnauthorized, status)
+
+	status, raw := h.raw(http.MethodGet, "/riverui/", nil, map[string]string{"Authorization": basicAuth("ops", testToken)})
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(raw), "<html")
+
+	status, _ = h.raw(http.MethodGet, "/v1/health/live", nil, nil)
+	require.Equal(t, http.StatusOK, status)
+	var ready struct {
+		Status string `json:"status"`
+		Checks []struct {
+			Name string `json:"name"`
+			OK   bool   `json:"ok"`
+		} `json:"checks"`
+	}
+	status, raw = h.raw(http.MethodGet, "/v1/health/ready", nil, nil)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	require.NoError(t, json.Unmarshal(raw, &ready))
+	require.Equal(t, "ready", ready.Status)
+	require.Len(t, ready.Checks, 3)
+}
+
+func TestIdempotentEnqueue(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, roleAPI, nil)
+	req := map[string]any{
+		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": deliverPayload(),
+		"idempotency_key": "redeliver-42", "priority": 1,
+	}
+	var first, again store.Job
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", req, &first))
+	require.Equal(t, "redeliver-42", *first.IdempotencyKey)
+	require.EqualValues(t, 1, first.Priority)
+	require.Equal(t, http.StatusOK, h.call(http.MethodPost, "/v1/jobs", req, &again))
+	require.Equal(t, first.JobID, again.JobID)
+	require.Equal(t, first.RiverJobID, again.RiverJobID)
+
+	// The same key through the header works the same way.
+	delete(req, "idempotency_key")
+	status, raw := h.raw(http.MethodPost, "/v1/jobs", req, map[string]string{"Authorization": "Bearer " + testToken, "Idempotency-Key": "redeliver-42"})
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+
+	// Same key, different request.
+	req["idempotency_key"] = "redeliver-42"
+	req["payload"] = deliverPayload()
+	var env errorEnvelope
+	require.Equal(t, http.StatusConflict, h.call(http.MethodPost, "/v1/jobs", req, &env))
+	require.Equal(t, "IDEMPOTENCY_CONFLICT", env.Error.Code)
+	require.Equal(t, 1, h.riverJobCount())
+
+	// The key is per tenant.
+	var tenant store.Tenant
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/tenants", map[string]any{"slug": "acme", "name": "ACME Batteries"}, &tenant))
+	req["tenant_id"] = tenant.TenantID
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", req, nil))
+	require.Equal(t, 2, h.riverJobCount())
+	h.requireConsistent()
+}
+
+func TestBatchEnqueueListAndPaginate(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, roleAPI, nil)
+	jobs := make([]map[string]any, 7)
+	for i := range jobs {
+		jobs[i] = map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": deliverPayload()}
+	}
+	jobs[6]["idempotency_key"] = "k-6"
+	var batch struct {
+		Items []struct {
+			store.Job
+			Existing bool `json:"existing"`
+		} `json:"items"`
+	}
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs:batch", map[string]any{"jobs": jobs}, &batch))
+	require.Len(t, batch.Items, 7)
+	for _, it := range batch.Items {
+		require.Equal(t, store.StatusQueued, it.Status)
+		require.False(t, it.Existing)
+	}
+	require.Equal(t, 7, h.riverJobCount())
+
+	// One bad item rejects the whole batch, naming it.
+	jobs = append(jobs, map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": map[string]any{}})
+	var env errorEnvelope
+	require.Equal(t, http.StatusUnprocessableEntity, h.call(http.MethodPost, "/v1/jobs:batch", map[string]any{"jobs": jobs}, &env))
+	require.Equal(t, "jobs[7].payload.webhook_delivery_id", env.Error.Details["field"])
+	require.Equal(t, 7, h.riverJobCount())
+
+	seen := map[uuid.UUID]bool{}
+	cursor, pages := "", 0
+	for {
+		var page store.JobPage
+		path := "/v1/jobs?tenant_id=" + devTenant + "&type=DELIVER_WEBHOOK&status=QUEUED&limit=3"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		require.Equal(t, http.StatusOK, h.call(http.MethodGet, path, nil, &page))
+		pages++
+		for i, j := range page.Items {
+			require.False(t, seen[j.JobID], "duplicate across pages")
+			seen[j.JobID] = true
+			if i > 0 {
+				require.False(t, j.CreatedAt.After(page.Items[i-1].CreatedAt), "newest first")
+			}
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	require.Equal(t, 3, pages)
+	require.Len(t, seen, 7)
+
+	var empty store.JobPage
+	require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/jobs?tenant_id="+devTenant+"&status=SUCCEEDED", nil, &empty))
+	require.Empty(t, empty.Items)
+}
+
+func TestWaitMsLongPoll(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, roleAll, nil)
+	recv := newReceiver(t, http.StatusOK)
+	h.subscribe(recv.URL, "w.test")
+
+	// Terminal soon: 200 as soon as it is.
+	ev := h.emit("w.test", map[string]any{})
+	start := time.Now()
+	var job store.Job
+	status := h.call(http.MethodGet, "/v1/jobs/"+ev.Deliveries[0].JobID.String()+"?tenant_id="+devTenant+"&waitMs=20000", nil, &job)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, store.StatusSucceeded, job.Status)
+	require.Less(t, time.Since(start), 10*time.Second)
+
+	// Not terminal within the wait: 202 with Retry-After.
+	var later store.Job
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
+		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": deliverPayload(),
+		"scheduled_at": time.Now().Add(time.Hour),
+	}, &later))
+	req, _ := http.NewRequest(http.MethodGet, h.base+"/v1/jobs/"+later.JobID.String()+"?tenant_id="+devTenant+"&waitMs=300", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	start = time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	require.NotEmpty(t, resp.Header.Get("Retry-After"))
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+
+	var env errorEnvelope
+	require.Equal(t, 422, h.call(http.MethodGet, "/v1/jobs/"+later.JobID.String()+"?tenant_id="+devTenant+"&waitMs=60000", nil, &env))
+	require.Equal(t, "waitMs", env.Error.Details["field"])
+}
+
+func TestAdminAPIRetryAndCancel(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, roleAll, nil)
+	recv := newReceiver(t, http.StatusBadRequest)
+	h.subscribe(recv.URL, "r.test")
+	ev := h.emit("r.test", map[string]any{})
+	failed := h.waitJob(ev.Deliveries[0].JobID)
+	require.Equal(t, store.StatusFailed, failed.Status)
+
+	var env errorEnvelope
+	require.Equal(t, http.StatusConflict, h.call(http.MethodPost, "/v1/jobs/"+failed.JobID.String()+"/cancel?tenant_id="+devTenant, nil, &env))
+	require.Equal(t, "INVALID_STATE", env.Error.Code)
+
+	recv.set(http.StatusAccepted, nil)
+	var retried store.Job
+	require.Equal(t, http.StatusOK, h.call(http.MethodPost, "/v1/jobs/"+failed.JobID.String()+"/retry?tenant_id="+devTenant, nil, &retried))
+	require.Contains(t, []string{store.StatusQueued, store.StatusRunning, store.StatusSucceeded}, retried.Status)
+	require.Equal(t, store.StatusSucceeded, h.waitJob(failed.JobID).Status)
+	require.Equal(t, store.DeliveryDelivered, h.delivery(ev.Deliveries[0].WebhookDeliveryID).Status)
+
+	var later, cancelled store.Job
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
+		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": deliverPayload(),
+		"scheduled_at": time.Now().Add(time.Hour),
+	}, &later))
+	require.Equal(t, http.StatusOK, h.call(http.MethodPost, "/v1/jobs/"+later.JobID.String()+"/cancel?tenant_id="+devTenant, nil, &cancelled))
+	require.Equal(t, store.StatusCancelled, cancelled.Status)
+
+	// Another tenant cannot see or touch the job.
+	other := uuid.NewString()
+	require.Equal(t, http.StatusNotFound, h.call(http.MethodPost, "/v1/jobs/"+later.JobID.String()+"/retry?tenant_id="+other, nil, &env))
+	require.Equal(t, http.StatusNotFound, h.call(http.MethodGet, "/v1/jobs/"+later.JobID.String()+"?tenant_id="+other, nil, &env))
+	h.requireConsistent()
+}
+
+func TestPingAndWebhookEndpointLifecycle(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, roleAll, nil)
+	recv := newReceiver(t, http.StatusOK)
+	endpointID := h.subscribe(recv.URL, "*")
+
+	var ping struct {
+		WebhookDeliveryID uuid.UUID `json:"webhook_delivery_id"`
+		JobID             uuid.UUID `json:"job_id"`
+	}
+	require.Equal(t, http.StatusAccepted, h.call(http.MethodPost, "/v1/webhook-endpoints/"+endpointID.String()+"/ping?tenant_id="+devTenant, nil, &ping))
+	require.Equal(t, store.StatusSucceeded, h.waitJob(ping.JobID).Status)
+	reqs := recv.received()
+	require.Len(t, reqs, 1)
+	require.Equal(t, "webhook.ping", reqs[0].header.Get("X-BPC-Event-Type"))
+
+	// The secret is never returned.
+	var listing map[string]any
+	require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/webhook-endpoints?tenant_id="+devTenant, nil, &listing))
+	raw, _ := json.Marshal(listing)
+	require.NotContains(t, string(raw), testSecret)
+	require.NotContains(t, string(raw), "secret")
+
+	// Deactivated: no fan-out. Deleted: gone from the list, ping is 404.
+	var ep store.WebhookEndpoint
+	require.Equal(t, http.StatusOK, h.call(http.MethodPatch, "/v1/webhook-endpoints/"+endpointID.String()+"?tenant_id="+devTenant,
+		map[string]any{"is_active": false}, &ep))
+	require.False(t, ep.IsActive)
+	require.Empty(t, h.emit("any.event", map[string]any{}).Deliveries)
+	require.Equal(t, http.StatusNoContent, h.call(http.MethodDelete, "/v1/webhook-endpoints/"+endpointID.String()+"?tenant_id="+devTenant, nil, nil))
+	var env errorEnvelope
+	require.Equal(t, http.StatusNotFound, h.call(http.MethodPost, "/v1/webhook-endpoints/"+endpointID.String()+"/ping?tenant_id="+devTenant, nil, &env))
+
+	// Validation of endpoints.
+	for _, body := range []map[string]any{
+		{"tenant_id": devTenant, "url": "ftp://example.com/x", "secret": testSecret},
+		{"tenant_id": devTenant, "url": "https://example.com/x", "secret": "short"},
+		{"tenant_id": devTenant, "url": "https://user:pw@example.com/x", "secret": testSecret},
+	} {
+		require.Equal(t, http.StatusUnprocessableEntity, h.call(http.MethodPost, "/v1/webhook-endpoints", body, &env), "%v", body)
+	}
+	// Floats are refused in event payloads (decimals travel as strings).
+	require.Equal(t, http.StatusUnprocessableEntity, h.call(http.MethodPost, "/v1/events", map[string]any{
+		"tenant_id": devTenant, "aggregate_type": "Passport", "aggregate_id": uuid.NewString(),
+		"event_type": "x", "payload": map[string]any{"kwh": 1.5},
+	}, &env))
+	require.Equal(t, "payload", env.Error.Details["field"])
+
+	n, err := store.New(h.pool).VerifyAuditChain(context.Background(), h.pool, store.DevTenantID)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+}
+
+func TestProdRequiresHTTPSWebhooks(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, roleAPI, map[string]string{"BPC_ENV": "prod"})
+	var env errorEnvelope
+	require.Equal(t, http.StatusUnprocessableEntity, h.call(http.MethodPost, "/v1/webhook-endpoints",
+		map[string]any{"tenant_id": devTenant, "url": "http://example.com/hook", "secret": testSecret}, &env))
+	require.Equal(t, "url", env.Error.Details["field"])
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/webhook-endpoints",
+		map[string]any{"tenant_id": devTenant, "url": "https://example.com/hook", "secret": testSecret}, nil))
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/internal/testdb"
+)
+
+// emptySchemaURL returns a database URL whose search_path is a new, empty schema.
+func emptySchemaURL(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	schema := "cmd_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	admin, err := pgxpool.New(ctx, testdb.URL())
+	require.NoError(t, err)
+	_, err = admin.Exec(ctx, "CREATE SCHEMA "+schema)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		admin.Close()
+	})
+	sep := "?"
+	if strings.Contains(testdb.URL(), "?") {
+		sep = "&"
+	}
+	return testdb.URL() + sep + "search_path=" + schema
+}
+
+func envOf(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func TestServeRefusesASchemaThatIsBehindThenMigrateAndDoctor(t *testing.T) {
+	t.Parallel()
+	url := emptySchemaURL(t)
+	env := envOf(map[string]string{"DATABASE_URL": url, "BPC_ENV": "test", "BPC_ADMIN_TOKEN": testToken, "BPC_HTTP_ADDR": "127.0.0.1:0"})
+	var out, errOut bytes.Buffer
+
+	err := run(t.Context(), []string{"serve"}, env, &out, &errOut)
+	require.ErrorContains(t, err, "schema is behind")
+	require.ErrorContains(t, err, "bpc migrate")
+
+	require.NoError(t, run(t.Context(), []string{"migrate"}, env, &out, &errOut))
+	require.Contains(t, out.String(), "001_tenants")
+
+	out.Reset()
+	require.NoError(t, run(t.Context(), []string{"doctor"}, env, &out, &errOut))
+	require.Contains(t, out.String(), "schema is current")
+	require.Contains(t, out.String(), "0 drift(s)")
+	require.Contains(t, out.String(), "all good")
+
+	// Serve starts on a current schema and stops when its context ends.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	var serveOut, banner syncBuffer
+	go func() { done <- run(ctx, []string{"serve", "--role=api"}, env, &serveOut, &banner) }()
+	require.Eventually(t, func() bool { return strings.Contains(banner.String(), "/riverui/") }, testTimeout, pollEvery)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+func TestDoctorReportsDrift(t *testing.T) {
+	t.Parallel()
+	url := emptySchemaURL(t)
+	env := envOf(map[string]string{"DATABASE_URL": url})
+	var out, errOut bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"migrate"}, env, &out, &errOut))
+
+	pool, err := pgxpool.New(t.Context(), url)
+	require.NoError(t, err)
+	defer pool.Close()
+	_, err = pool.Exec(t.Context(), `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_insert;
+		INSERT INTO river_job (args, kind, max_attempts, priority, queue, state)
+		VALUES ('{"tenant_id":"00000000-0000-0000-0000-00000000de00"}', 'DELIVER_WEBHOOK', 5, 4, 'webhooks', 'available')`)
+	require.NoError(t, err)
+
+	out.Reset()
+	err = run(t.Context(), []string{"doctor", "--json"}, env, &out, &errOut)
+	require.ErrorContains(t, err, "doctor found problems")
+	require.Contains(t, out.String(), "bpc_mirror_insert")
+	require.Contains(t, out.String(), "has no SSOT row")
+}
+
+func TestConfigErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		vars  map[string]string
+		code  errcode.Code
+		names string
+	}{
+		{map[string]string{}, errcode.ConfigMissing, "DATABASE_URL"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": "prod"}, errcode.ConfigMissing, "BPC_ADMIN_TOKEN"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": "staging"}, errcode.Validation, "BPC_ENV"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_JOBS_MAX_ATTEMPTS_DEFAULT": "0"}, errcode.Validation, "BPC_JOBS_MAX_ATTEMPTS_DEFAULT"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_JOBS_BACKOFF_UNIT_MS": "soon"}, errcode.Validation, "BPC_JOBS_BACKOFF_UNIT_MS"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_JOBS_LEASE_RENEW_SECONDS": "60"}, errcode.Validation, "BPC_JOBS_LEASE_RENEW_SECONDS"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_ADMIN_TOKEN": "short"}, errcode.Validation, "BPC_ADMIN_TOKEN"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_LOG_LEVEL": "loud"}, errcode.Validation, "BPC_LOG_LEVEL"},
+	}
+	for _, tc := range cases {
+		_, err := loadConfig(envOf(tc.vars))
+		require.Error(t, err, "%v", tc.vars)
+		require.Equal(t, tc.code, errcode.CodeOf(err), "%v", err)
+		require.Contains(t, err.Error(), tc.names)
+	}
+
+	cfg, err := loadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x"}))
+	require.NoError(t, err)
+	require.Equal(t, "dev", cfg.Env)
+	require.True(t, cfg.AdminTokenGenerated, "dev generates a token")
+	require.GreaterOrEqual(t, len(cfg.AdminToken), 32)
+	require.Equal(t, 5, cfg.MaxAttemptsDefault)
+	require.Equal(t, ":8080", cfg.HTTPAddr)
+	require.EqualValues(t, 1000, cfg.BackoffUnit.Milliseconds())
+	require.EqualValues(t, 30000, cfg.WebhookTimeout.Milliseconds())
+	require.Equal(t, 60, cfg.LeaseSeconds)
+
+	err = run(t.Context(), []string{"frobnicate"}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	require.ErrorContains(t, err, "unknown subcommand")
+	err = run(t.Context(), []string{"serve", "--role=boss"}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
+	require.ErrorContains(t, err, "--role")
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
