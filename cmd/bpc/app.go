@@ -131,6 +131,8 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 			Endpoints: riverui.NewEndpoints(a.river, nil),
 			Logger:    logger,
 			Prefix:    "/riverui",
+			// Job args can carry document content: shown on demand only.
+			JobListHideArgsByDefault: true,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("error creating River UI: %w", err)

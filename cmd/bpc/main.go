@@ -3,6 +3,7 @@
 //	bpc serve [--role=all|worker|api] [--migrate]   run the service
 //	bpc migrate                                       apply migrations
 //	bpc doctor [--json]                               check River ↔ SSOT consistency
+//	bpc webhook-echo --secret S                       a verifying webhook receiver
 package main
 
 import (
@@ -35,6 +36,9 @@ Usage:
   bpc doctor [--json]
         Compare River's jobs with the SSOT jobs table, verify every tenant's
         audit chain and the schema; exit 1 on any problem.
+  bpc webhook-echo --secret S [--addr 127.0.0.1:9999] [--fail]
+        A webhook receiver for trying things out: verifies X-BPC-Signature
+        and prints each delivery; --fail answers 500.
 
 Configuration is read from the environment; see README.md.
 `
@@ -61,6 +65,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cmdMigrate(ctx, getenv, stdout)
 	case "doctor":
 		return cmdDoctor(ctx, args[1:], getenv, stdout)
+	case "webhook-echo":
+		return cmdWebhookEcho(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
