@@ -22,6 +22,7 @@ import (
 
 	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/migrations"
+	bpcriverui "github.com/bpc-platform/bpc/riverui"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -127,15 +128,9 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 		Admin:    role != roleWorker,
 	}
 	if role != roleWorker {
-		a.riverUI, err = riverui.NewHandler(&riverui.HandlerOpts{
-			Endpoints: riverui.NewEndpoints(a.river, nil),
-			Logger:    logger,
-			Prefix:    "/riverui",
-			// Job args can carry document content: shown on demand only.
-			JobListHideArgsByDefault: true,
-		})
+		a.riverUI, err = bpcriverui.NewHandler(a.river, logger)
 		if err != nil {
-			return nil, fmt.Errorf("error creating River UI: %w", err)
+			return nil, err
 		}
 		srv.RiverUI = a.riverUI
 	}
