@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,13 +21,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/migrations"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -68,37 +65,14 @@ func envInt(name string, def int) int {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-// schemaPool returns a pool whose connections use a fresh schema, with
-// River's migrations only (bare) or every migration of the service.
+// schemaPool returns a pool over a fresh schema with River's migrations only
+// (bare) or every migration of the service.
 func schemaPool(b *testing.B, withService bool) *pgxpool.Pool {
-	b.Helper()
-	ctx := context.Background()
-	schema := fmt.Sprintf("bench_%s_%d", map[bool]string{false: "bare", true: "service"}[withService], time.Now().UnixNano())
-	admin, err := pgxpool.New(ctx, testdb.URL())
-	require.NoError(b, err)
-	_, err = admin.Exec(ctx, "CREATE SCHEMA "+schema)
-	require.NoError(b, err)
-	b.Cleanup(func() {
-		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		admin.Close()
-	})
-	cfg, err := pgxpool.ParseConfig(testdb.URL())
-	require.NoError(b, err)
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	cfg.ConnConfig.RuntimeParams["bpc.lease_seconds"] = "60"
-	cfg.MaxConns = 40
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(b, err)
-	b.Cleanup(pool.Close)
+	mode := testdb.MigrateRiver
 	if withService {
-		require.NoError(b, migrations.Up(ctx, pool, quiet))
-	} else {
-		migrator, err := rivermigrate.New(riverpgxv5.New(pool), nil)
-		require.NoError(b, err)
-		_, err = migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
-		require.NoError(b, err)
+		mode = testdb.MigrateAll
 	}
-	return pool
+	return testdb.NewWithOptions(b, testdb.Options{LeaseSeconds: 60, MaxConns: 40, Migrate: mode})
 }
 
 // insertNoops pre-inserts n no-op jobs in batches (River's COPY fast path).

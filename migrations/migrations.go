@@ -143,16 +143,8 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lockKey)
 	}()
 
-	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: logger})
-	if err != nil {
-		return fmt.Errorf("error creating River migrator: %w", err)
-	}
-	res, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
-	if err != nil {
-		return fmt.Errorf("error applying River migrations: %w", err)
-	}
-	for _, v := range res.Versions {
-		logger.InfoContext(ctx, "applied River migration", slog.Int("version", v.Version), slog.String("name", v.Name))
+	if err := UpRiver(ctx, pool, logger); err != nil {
+		return err
 	}
 
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS bpc_schema_migrations (
@@ -183,6 +175,22 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
 			return fmt.Errorf("error applying migration %s: %w", m.Name, err)
 		}
 		logger.InfoContext(ctx, "applied migration", slog.Int("version", m.Version), slog.String("name", m.Name))
+	}
+	return nil
+}
+
+// UpRiver applies River's own migrations only (Up calls it first).
+func UpRiver(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: logger})
+	if err != nil {
+		return fmt.Errorf("error creating River migrator: %w", err)
+	}
+	res, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return fmt.Errorf("error applying River migrations: %w", err)
+	}
+	for _, v := range res.Versions {
+		logger.InfoContext(ctx, "applied River migration", slog.Int("version", v.Version), slog.String("name", v.Name))
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -17,22 +16,8 @@ import (
 
 // emptySchemaURL returns a database URL whose search_path is a new, empty schema.
 func emptySchemaURL(t *testing.T) string {
-	t.Helper()
-	ctx := context.Background()
-	schema := "cmd_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
-	admin, err := pgxpool.New(ctx, testdb.URL())
-	require.NoError(t, err)
-	_, err = admin.Exec(ctx, "CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		admin.Close()
-	})
-	sep := "?"
-	if strings.Contains(testdb.URL(), "?") {
-		sep = "&"
-	}
-	return testdb.URL() + sep + "search_path=" + schema
+	_, url := testdb.EmptySchema(t)
+	return url
 }
 
 func envOf(vars map[string]string) func(string) string {

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strconv"
 	"testing"
@@ -37,7 +38,19 @@ type Options struct {
 	LeaseSeconds int
 	// MaxConns bounds the pool (default 20).
 	MaxConns int32
+	// Migrate chooses what is applied: MigrateAll (default), MigrateRiver or MigrateNone.
+	Migrate MigrateMode
 }
+
+// MigrateMode selects the migrations NewWithOptions applies.
+type MigrateMode int
+
+// Migration modes.
+const (
+	MigrateAll MigrateMode = iota
+	MigrateRiver
+	MigrateNone
+)
 
 // New creates a fresh schema with every migration applied and returns a pool
 // whose connections use it; the schema is dropped when the test ends.
@@ -45,12 +58,12 @@ func New(t testing.TB) *pgxpool.Pool {
 	return NewWithOptions(t, Options{})
 }
 
-// NewWithOptions is New with options.
-func NewWithOptions(t testing.TB, o Options) *pgxpool.Pool {
+// EmptySchema creates a schema dropped when the test ends and returns its
+// name and a database URL whose search_path is that schema.
+func EmptySchema(t testing.TB) (string, string) {
 	t.Helper()
 	ctx := context.Background()
 	schema := "t_" + randomHex(6)
-
 	admin, err := pgxpool.New(ctx, URL())
 	require.NoError(t, err, "connect to TEST_DATABASE_URL (%s)", URL())
 	_, err = admin.Exec(ctx, "CREATE SCHEMA "+schema)
@@ -59,10 +72,21 @@ func NewWithOptions(t testing.TB, o Options) *pgxpool.Pool {
 		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 		admin.Close()
 	})
+	u, err := url.Parse(URL())
+	require.NoError(t, err, "TEST_DATABASE_URL must be a postgres:// URL")
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return schema, u.String()
+}
 
-	cfg, err := pgxpool.ParseConfig(URL())
+// NewWithOptions is New with options.
+func NewWithOptions(t testing.TB, o Options) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	_, schemaURL := EmptySchema(t)
+	cfg, err := pgxpool.ParseConfig(schemaURL)
 	require.NoError(t, err)
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.ConnConfig.RuntimeParams["application_name"] = "bpc-test"
 	if o.LeaseSeconds > 0 {
 		cfg.ConnConfig.RuntimeParams["bpc.lease_seconds"] = strconv.Itoa(o.LeaseSeconds)
@@ -75,7 +99,13 @@ func NewWithOptions(t testing.TB, o Options) *pgxpool.Pool {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 
-	require.NoError(t, migrations.Up(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	switch o.Migrate {
+	case MigrateAll:
+		require.NoError(t, migrations.Up(ctx, pool, logger))
+	case MigrateRiver:
+		require.NoError(t, migrations.UpRiver(ctx, pool, logger))
+	}
 	return pool
 }
 
