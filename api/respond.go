@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,10 +105,13 @@ func decodeJSON(r *http.Request, dst any) error {
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
 	}
-	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return decodeError(err)
-		}
+	// Anything but whitespace after the value is an error; read it raw (a
+	// second Decode would apply DisallowUnknownFields to it).
+	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), r.Body))
+	if err != nil {
+		return decodeError(err)
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
 		return errcode.New(codeMalformedJSON, "request body must hold exactly one JSON value")
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,8 +33,15 @@ type WebhookEndpoint struct {
 }
 
 // LogValue keeps the secret out of structured logs.
-func (e WebhookEndpoint) LogValue() any {
-	return map[string]any{"webhook_endpoint_id": e.WebhookEndpointID, "url": e.URL}
+func (e WebhookEndpoint) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("webhook_endpoint_id", e.WebhookEndpointID.String()),
+		slog.String("url", e.URL))
+}
+
+// String keeps the secret out of fmt output (%v and %+v).
+func (e WebhookEndpoint) String() string {
+	return fmt.Sprintf("webhook endpoint %s (%s)", e.WebhookEndpointID, e.URL)
 }
 
 // WebhookSubscription subscribes an endpoint to one event type (or '*').

@@ -106,7 +106,10 @@ func outcome(ctx context.Context, job *rivertype.JobRow, err error) string {
 	switch {
 	case err == nil:
 		return store.StatusSucceeded
-	case errors.Is(err, river.ErrJobCancelledRemotely):
+	case errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely):
+		// An operator cancelled the running job (River UI, API); River
+		// records it as cancelled whatever the worker returned. (Not
+		// errors.Is(err, ...): every JobCancelError matches that target.)
 		return store.StatusCancelled
 	case errors.As(err, &cancelErr):
 		return store.StatusFailed

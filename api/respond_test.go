@@ -1,0 +1,257 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+)
+
+const testAdminToken = "test-admin-token-0123456789"
+
+func newTestServer() *Server {
+	return &Server{
+		Config: Config{AdminToken: testAdminToken, MaxBodyBytes: 1 << 16, EnabledKinds: []string{"DELIVER_WEBHOOK"}},
+		Logger: slog.New(slog.DiscardHandler),
+	}
+}
+
+// envelope is the SPEC §4 error response as a client reads it.
+type envelope struct {
+	Error struct {
+		Code          string         `json:"code"`
+		Message       string         `json:"message"`
+		CorrelationID *string        `json:"correlation_id"`
+		Details       map[string]any `json:"details"`
+	} `json:"error"`
+}
+
+func readEnvelope(t *testing.T, rec *httptest.ResponseRecorder) envelope {
+	t.Helper()
+	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	var env envelope
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &env), "body: %s", rec.Body.String())
+	require.NotEmpty(t, env.Error.Code, "body: %s", rec.Body.String())
+	require.NotNil(t, env.Error.CorrelationID, "correlation_id must be present")
+	require.NotNil(t, env.Error.Details, "details must be an object, never null")
+	return env
+}
+
+func TestHTTPStatusTable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		code errcode.Code
+		want int
+	}{
+		{errcode.Validation, http.StatusUnprocessableEntity},
+		{errcode.NotFound, http.StatusNotFound},
+		{errcode.IdempotencyConflict, http.StatusConflict},
+		{errcode.InvalidState, http.StatusConflict},
+		{errcode.BodyTooLarge, http.StatusRequestEntityTooLarge},
+		{errcode.Unauthorized, http.StatusUnauthorized},
+		{errcode.Forbidden, http.StatusForbidden},
+		{errcode.RateLimited, http.StatusTooManyRequests},
+		{errcode.DBUnavailable, http.StatusServiceUnavailable},
+		{errcode.QueueUnavailable, http.StatusServiceUnavailable},
+		{errcode.Internal, http.StatusInternalServerError},
+		{codeMalformedJSON, http.StatusBadRequest},
+		{codeMethodNotAllowed, http.StatusMethodNotAllowed},
+		// Unlisted codes: permanent ones are state conflicts, retryable ones server errors.
+		{errcode.SnapshotNotReady, http.StatusConflict},
+		{errcode.RulePkgNotPublished, http.StatusConflict},
+		{errcode.Webhook5xx, http.StatusInternalServerError},
+		{errcode.EventVersionConflict, http.StatusInternalServerError},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, httpStatus(tt.code), "%s", tt.code)
+	}
+}
+
+type decodeTarget struct {
+	Name   string   `json:"name"`
+	Count  int      `json:"count"`
+	Tags   []string `json:"tags"`
+	Nested struct {
+		Inner int `json:"inner"`
+	} `json:"nested"`
+}
+
+func decodeBody(body string) (decodeTarget, error) {
+	var dst decodeTarget
+	r := httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader(body))
+	return dst, decodeJSON(r, &dst)
+}
+
+func TestDecodeJSONAcceptsOneObject(t *testing.T) {
+	t.Parallel()
+	got, err := decodeBody(" {\"name\":\"a\",\"count\":3,\"tags\":[\"x\"],\"nested\":{\"inner\":7}}\n")
+	require.NoError(t, err)
+	require.Equal(t, "a", got.Name)
+	require.Equal(t, 3, got.Count)
+	require.Equal(t, []string{"x"}, got.Tags)
+	require.Equal(t, 7, got.Nested.Inner)
+}
+
+func TestDecodeJSONErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		body      string
+		wantCode  errcode.Code
+		wantField string
+	}{
+		{"malformed", `{"name":`, codeMalformedJSON, ""},
+		{"syntax error", `{"name" "a"}`, codeMalformedJSON, ""},
+		{"empty body", ``, codeMalformedJSON, ""},
+		{"two values", `{"name":"a"} {}`, codeMalformedJSON, ""},
+		{"object then number", `{"name":"a"} 5`, codeMalformedJSON, ""},
+		{"trailing garbage", `{"name":"a"} x`, codeMalformedJSON, ""},
+		{"array instead of object", `[1,2]`, codeMalformedJSON, ""},
+		{"unknown field", `{"name":"a","colour":"red"}`, errcode.Validation, "colour"},
+		{"string for int", `{"count":"three"}`, errcode.Validation, "count"},
+		{"fraction for int", `{"count":1.5}`, errcode.Validation, "count"},
+		{"number for string", `{"name":5}`, errcode.Validation, "name"},
+		{"object for array", `{"tags":{}}`, errcode.Validation, "tags"},
+		{"nested wrong type", `{"nested":{"inner":"x"}}`, errcode.Validation, "nested.inner"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := decodeBody(tt.body)
+			e := errcode.As(err)
+			require.NotNil(t, e, "typed error expected, got %v", err)
+			require.Equal(t, tt.wantCode, e.Code, e.Error())
+			if tt.wantField != "" {
+				require.Equal(t, tt.wantField, e.Field)
+				require.Contains(t, e.Message, tt.wantField)
+			}
+			require.NotEqual(t, http.StatusInternalServerError, httpStatus(e.Code), "client mistakes are never 500")
+		})
+	}
+}
+
+// Asserts the documented behaviour that decodeJSON gets wrong today; see the
+// report that accompanies it. Remove the skip when fixed.
+func TestDecodeJSONSecondObjectWithFieldsIsMalformed(t *testing.T) {
+	t.Parallel()
+	_, err := decodeBody(`{"name":"a"} {"name":"b"}`)
+	require.Equal(t, codeMalformedJSON, errcode.CodeOf(err))
+	require.Contains(t, err.Error(), "exactly one JSON value")
+}
+
+func TestDecodeJSONWrongTypeMessageNamesExpectedType(t *testing.T) {
+	t.Parallel()
+	_, err := decodeBody(`{"count":"three"}`)
+	require.Equal(t, "VALIDATION_ERROR: count: must be an integer", err.Error())
+	_, err = decodeBody(`{"name":false}`)
+	require.Equal(t, "VALIDATION_ERROR: name: must be a string", err.Error())
+}
+
+func TestDecodeJSONBodyOverLimitIsBodyTooLarge(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	body := `{"name":"` + strings.Repeat("x", 100) + `"}`
+	r := httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader(body))
+	r.Body = http.MaxBytesReader(rec, r.Body, 32)
+	var dst decodeTarget
+	err := decodeJSON(r, &dst)
+	e := errcode.As(err)
+	require.NotNil(t, e)
+	require.Equal(t, errcode.BodyTooLarge, e.Code)
+	require.Equal(t, int64(32), e.Details["limit_bytes"])
+	require.Contains(t, e.Message, "32 bytes")
+	require.Equal(t, http.StatusRequestEntityTooLarge, httpStatus(e.Code))
+}
+
+func TestWriteErrorClientErrorEnvelope(t *testing.T) {
+	t.Parallel()
+	s := newTestServer()
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodGet, "/v1/jobs", nil)
+	s.correlate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, fmt.Errorf("handler: %w", errcode.Invalid("tenant_id", "is required")))
+	})).ServeHTTP(rec, r)
+
+	require.Equal(t, http.StatusUnprocessableEntity, rec.Code)
+	env := readEnvelope(t, rec)
+	require.Equal(t, "VALIDATION_ERROR", env.Error.Code)
+	require.Equal(t, "tenant_id: is required", env.Error.Message)
+	require.Equal(t, "tenant_id", env.Error.Details["field"])
+	require.Equal(t, rec.Header().Get(HeaderCorrelationID), *env.Error.CorrelationID)
+}
+
+func TestWriteErrorUntypedErrorIsGeneric500WithoutInternals(t *testing.T) {
+	t.Parallel()
+	logs := &bytes.Buffer{}
+	s := newTestServer()
+	s.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	secret := "password=hunter2 at postgres://admin:hunter2@db/prod"
+
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodGet, "/v1/jobs", nil)
+	r.Header.Set(HeaderCorrelationID, "corr-500")
+	s.correlate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errors.New(secret))
+	})).ServeHTTP(rec, r)
+
+	require.Equal(t, http.StatusInternalServerError, rec.Code)
+	require.NotContains(t, rec.Body.String(), "hunter2")
+	env := readEnvelope(t, rec)
+	require.Equal(t, "INTERNAL_ERROR", env.Error.Code)
+	require.Contains(t, env.Error.Message, "correlation id")
+	require.Equal(t, "corr-500", *env.Error.CorrelationID)
+	require.Empty(t, env.Error.Details)
+	// The operator finds the cause in the log by correlation id.
+	require.Contains(t, logs.String(), `"correlation_id":"corr-500"`)
+	require.Contains(t, logs.String(), "hunter2")
+}
+
+func TestWriteErrorTypedServerErrorHidesMessageAndDetails(t *testing.T) {
+	t.Parallel()
+	s := newTestServer()
+	for _, tt := range []struct {
+		err    *errcode.Error
+		status int
+	}{
+		{&errcode.Error{Code: errcode.DBUnavailable, Message: "dial tcp 10.0.0.5:5432: secret-host", Details: map[string]any{"host": "10.0.0.5"}}, http.StatusServiceUnavailable},
+		{&errcode.Error{Code: errcode.Webhook5xx, Message: "endpoint https://internal.example answered 500", Details: map[string]any{"url": "https://internal.example"}}, http.StatusInternalServerError},
+	} {
+		rec := httptest.NewRecorder()
+		s.writeError(rec, httptest.NewRequest(http.MethodGet, "/", nil), tt.err)
+		require.Equal(t, tt.status, rec.Code)
+		require.NotContains(t, rec.Body.String(), "10.0.0.5")
+		require.NotContains(t, rec.Body.String(), "internal.example")
+		env := readEnvelope(t, rec)
+		require.Equal(t, string(tt.err.Code), env.Error.Code)
+		require.Empty(t, env.Error.Details)
+	}
+}
+
+func TestWriteErrorDBUnavailableSaysRetryLater(t *testing.T) {
+	t.Parallel()
+	s := newTestServer()
+	rec := httptest.NewRecorder()
+	s.writeError(rec, httptest.NewRequest(http.MethodGet, "/", nil), errcode.New(errcode.DBUnavailable, "pool closed"))
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	require.Equal(t, "database unavailable; retry later", readEnvelope(t, rec).Error.Message)
+}
+
+func TestWriteJSONDoesNotEscapeHTML(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	writeJSON(rec, http.StatusCreated, map[string]string{"url": "https://x.example/a?b=1&c=<d>"})
+	require.Equal(t, http.StatusCreated, rec.Code)
+	body, err := io.ReadAll(rec.Body)
+	require.NoError(t, err)
+	require.Equal(t, `{"url":"https://x.example/a?b=1&c=<d>"}`+"\n", string(body))
+}

@@ -1,0 +1,397 @@
+package store_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// riverTimes reads a River job's timestamps as Postgres stores them.
+func riverTimes(t *testing.T, e env, riverID int64) (attemptedAt, finalizedAt *time.Time) {
+	t.Helper()
+	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT attempted_at, finalized_at FROM river_job WHERE id = $1`, riverID).
+		Scan(&attemptedAt, &finalizedAt))
+	return attemptedAt, finalizedAt
+}
+
+func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	b := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	c := e.mustEnqueue(t, store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
+
+	// A worker that is plain SQL takes job a.
+	e.exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
+		attempted_by = ARRAY['sql-worker'] WHERE id = $1`, a.RiverJobID)
+	got := e.job(t, store.DevTenantID, a.JobID)
+	attemptedAt, _ := riverTimes(t, e, a.RiverJobID)
+	require.Equal(t, store.StatusRunning, got.Status)
+	require.Equal(t, int32(1), got.Attempts)
+	require.Equal(t, ptr("sql-worker"), got.LeaseOwner)
+	require.NotNil(t, got.StartedAt)
+	require.True(t, attemptedAt.Equal(*got.StartedAt))
+	require.NotNil(t, got.LeaseExpiresAt)
+	require.True(t, attemptedAt.Add(60*time.Second).Equal(*got.LeaseExpiresAt),
+		"lease_expires_at %s, want attempted_at %s + 60s", got.LeaseExpiresAt, attemptedAt)
+	e.requireConsistent(t)
+
+	// ... and completes it.
+	e.exec(t, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = $1`, a.RiverJobID)
+	got = e.job(t, store.DevTenantID, a.JobID)
+	_, finalizedAt := riverTimes(t, e, a.RiverJobID)
+	require.Equal(t, store.StatusSucceeded, got.Status)
+	require.NotNil(t, got.FinishedAt)
+	require.True(t, finalizedAt.Equal(*got.FinishedAt))
+	require.Nil(t, got.LeaseOwner, "a finished job holds no lease")
+	require.Nil(t, got.LeaseExpiresAt)
+	e.requireConsistent(t)
+
+	// Deleting a queued job cancels it and keeps its history.
+	e.exec(t, `DELETE FROM river_job WHERE id = $1`, b.RiverJobID)
+	got = e.job(t, store.DevTenantID, b.JobID)
+	require.Equal(t, store.StatusCancelled, got.Status)
+	require.NotNil(t, got.RiverDeletedAt)
+	require.NotNil(t, got.FinishedAt)
+	e.requireConsistent(t)
+
+	// Deleting a finished job keeps its status.
+	e.exec(t, `DELETE FROM river_job WHERE id = $1`, a.RiverJobID)
+	got = e.job(t, store.DevTenantID, a.JobID)
+	require.Equal(t, store.StatusSucceeded, got.Status)
+	require.NotNil(t, got.RiverDeletedAt)
+	require.True(t, finalizedAt.Equal(*got.FinishedAt), "finished_at is not rewritten")
+	e.requireConsistent(t)
+
+	// TRUNCATE: a running job is cancelled, every row is kept.
+	e.exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
+		attempted_by = ARRAY['sql-worker'] WHERE id = $1`, c.RiverJobID)
+	e.exec(t, `TRUNCATE river_job`)
+	got = e.job(t, store.DevTenantID, c.JobID)
+	require.Equal(t, store.StatusCancelled, got.Status)
+	require.NotNil(t, got.RiverDeletedAt)
+	require.Nil(t, got.LeaseOwner)
+	require.Nil(t, got.LeaseExpiresAt)
+	page, err := e.store.ListJobs(e.ctx, e.pool, store.JobFilter{TenantID: store.DevTenantID})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 3, "TRUNCATE loses no history")
+	rep := e.requireConsistent(t)
+	require.Equal(t, int64(0), rep.RiverJobs)
+}
+
+func TestMirrorFollowsSetBasedUpdates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var jobs []store.Job
+	for range 4 {
+		jobs = append(jobs, e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)}))
+	}
+	// One statement touching every row, as River's batch fetch does.
+	e.exec(t, `UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = now(),
+		attempted_by = ARRAY['w-1', 'w-2'], priority = 4, max_attempts = 7, queue = 'other'`)
+	for _, j := range jobs {
+		got := e.job(t, store.DevTenantID, j.JobID)
+		require.Equal(t, store.StatusRunning, got.Status)
+		require.Equal(t, ptr("w-2"), got.LeaseOwner, "the last attempted_by is the lease owner")
+		require.Equal(t, int16(3), got.Priority)
+		require.Equal(t, int32(7), got.MaxAttempts)
+		require.Equal(t, "other", got.Queue)
+	}
+	e.requireConsistent(t)
+}
+
+func TestMirrorRiverJobInsertedBySQLWithoutTenant(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var riverID int64
+	require.NoError(t, e.pool.QueryRow(e.ctx, `INSERT INTO river_job (args, kind, max_attempts, priority, queue, state, scheduled_at)
+		VALUES ('{"x":1}', 'CUSTOM_MAINTENANCE', 3, 1, 'default', 'available', now()) RETURNING id`).Scan(&riverID))
+	job, err := e.store.JobByRiverID(e.ctx, e.pool, riverID)
+	require.NoError(t, err)
+	require.Equal(t, store.SystemTenantID, job.TenantID, "a job without tenant belongs to the system tenant")
+	require.Equal(t, "CUSTOM_MAINTENANCE", job.Type)
+	require.Equal(t, store.StatusQueued, job.Status)
+	require.Equal(t, int16(0), job.Priority)
+	require.NotEqual(t, uuid.Nil, job.JobID)
+	e.requireConsistent(t)
+}
+
+func TestMirrorFinalStatesAndLastError(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tests := []struct {
+		name        string
+		update      string
+		wantStatus  string
+		wantCode    string
+		wantMessage string
+		wantAttempt int
+	}{
+		{
+			name:       "operator cancel",
+			update:     `state = 'cancelled', finalized_at = now(), metadata = metadata || '{"cancel_attempted_at":"2026-01-01T00:00:00Z"}'`,
+			wantStatus: store.StatusCancelled,
+		},
+		{
+			name: "worker cancel is FAILED",
+			update: `state = 'cancelled', attempt = 1, attempted_at = now(), finalized_at = now(),
+				errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":1,"error":"JobCancelError: VALIDATION_ERROR: x"}'::jsonb]`,
+			wantStatus: store.StatusFailed, wantCode: "VALIDATION_ERROR", wantMessage: "x", wantAttempt: 1,
+		},
+		{
+			name:       "cancelled without metadata or errors is FAILED",
+			update:     `state = 'cancelled', finalized_at = now()`,
+			wantStatus: store.StatusFailed,
+		},
+		{
+			name: "discarded is DEAD_LETTER with the last error",
+			update: `state = 'discarded', attempt = 5, attempted_at = now(), finalized_at = now(),
+				errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":5,"error":"WEBHOOK_5XX: endpoint answered HTTP 500"}'::jsonb]`,
+			wantStatus: store.StatusDeadLetter, wantCode: "WEBHOOK_5XX", wantMessage: "endpoint answered HTTP 500", wantAttempt: 5,
+		},
+		{
+			name: "last of several errors wins",
+			update: `state = 'discarded', attempt = 2, attempted_at = now(), finalized_at = now(),
+				errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":1,"error":"DB_UNAVAILABLE: down"}'::jsonb,
+				               '{"at":"2026-01-01T00:00:02Z","attempt":2,"error":"WEBHOOK_TIMEOUT: no response within 30s"}'::jsonb]`,
+			wantStatus: store.StatusDeadLetter, wantCode: "WEBHOOK_TIMEOUT", wantMessage: "no response within 30s", wantAttempt: 2,
+		},
+		{
+			name: "error without a code is INTERNAL_ERROR",
+			update: `state = 'retryable', attempt = 1, attempted_at = now(), scheduled_at = now() + interval '1 hour',
+				errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":1,"error":"panic: runtime error: index out of range"}'::jsonb]`,
+			wantStatus: store.StatusQueued, wantCode: "INTERNAL_ERROR", wantMessage: "panic: runtime error: index out of range", wantAttempt: 1,
+		},
+		{
+			name: "multi-line message is one line",
+			update: `state = 'retryable', attempt = 1, attempted_at = now(), scheduled_at = now() + interval '1 hour',
+				errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 1, 'error', E'IO_ERROR: first\nsecond\t third')]`,
+			wantStatus: store.StatusQueued, wantCode: "IO_ERROR", wantMessage: "first second third", wantAttempt: 1,
+		},
+	}
+	jobs := make([]store.Job, len(tests))
+	for i := range tests {
+		jobs[i] = e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.exec(t, `UPDATE river_job SET `+tt.update+` WHERE id = $1`, jobs[i].RiverJobID)
+			got := e.job(t, store.DevTenantID, jobs[i].JobID)
+			require.Equal(t, tt.wantStatus, got.Status)
+			if tt.wantCode == "" {
+				require.Nil(t, got.LastError)
+				return
+			}
+			le := decodeLastError(t, got.LastError)
+			require.Equal(t, tt.wantCode, le.Code)
+			require.Equal(t, tt.wantMessage, le.Message)
+			require.Equal(t, tt.wantAttempt, le.Attempt)
+			require.False(t, le.At.IsZero())
+		})
+	}
+	e.requireConsistent(t)
+}
+
+func TestMirrorBoundsLastErrorMessage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	e.exec(t, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_at = now(),
+		errors = ARRAY[jsonb_build_object('at', now(), 'attempt', 1, 'error', 'IO_ERROR: ' || repeat('x', 5000))] WHERE id = $1`, j.RiverJobID)
+	le := decodeLastError(t, e.job(t, store.DevTenantID, j.JobID).LastError)
+	require.Equal(t, "IO_ERROR", le.Code)
+	require.Len(t, le.Message, 500)
+}
+
+func TestMirrorFollowsRiverClientActions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cancelled := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	retried := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	deleted := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+
+	// What River UI and the admin API do.
+	_, err := e.river.JobCancel(e.ctx, cancelled.RiverJobID)
+	require.NoError(t, err)
+	require.Equal(t, store.StatusCancelled, e.job(t, store.DevTenantID, cancelled.JobID).Status)
+
+	e.exec(t, `UPDATE river_job SET state = 'discarded', attempt = 25, attempted_at = now(), finalized_at = now(),
+		errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":25,"error":"WEBHOOK_5XX: endpoint answered HTTP 503"}'::jsonb] WHERE id = $1`, retried.RiverJobID)
+	require.Equal(t, store.StatusDeadLetter, e.job(t, store.DevTenantID, retried.JobID).Status)
+	_, err = e.river.JobRetry(e.ctx, retried.RiverJobID)
+	require.NoError(t, err)
+	got := e.job(t, store.DevTenantID, retried.JobID)
+	require.Equal(t, store.StatusQueued, got.Status)
+	require.Nil(t, got.FinishedAt)
+
+	_, err = e.river.JobDelete(e.ctx, deleted.RiverJobID)
+	require.NoError(t, err)
+	got = e.job(t, store.DevTenantID, deleted.JobID)
+	require.Equal(t, store.StatusCancelled, got.Status)
+	require.NotNil(t, got.RiverDeletedAt)
+
+	e.requireConsistent(t)
+}
+
+func TestMirrorLeaseTTLComesFromSession(t *testing.T) {
+	t.Parallel()
+	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 7})
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	e := env{ctx: t.Context(), pool: pool, store: store.New(pool), river: client}
+	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	e.exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['w'] WHERE id = $1`, j.RiverJobID)
+	got := e.job(t, store.DevTenantID, j.JobID)
+	attemptedAt, _ := riverTimes(t, e, j.RiverJobID)
+	require.True(t, attemptedAt.Add(7*time.Second).Equal(*got.LeaseExpiresAt), "lease_expires_at %s", got.LeaseExpiresAt)
+}
+
+func TestMirrorFiresUnderReplicaSessionRole(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+
+	var insertedID int64
+	err := e.store.InTx(e.ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(e.ctx, `SET LOCAL session_replication_role = replica`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(e.ctx, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, j.RiverJobID); err != nil {
+			return err
+		}
+		return tx.QueryRow(e.ctx, `INSERT INTO river_job (args, kind, max_attempts, priority, queue, state, scheduled_at)
+			VALUES ('{}', 'BULK_LOADED', 1, 1, 'default', 'available', now()) RETURNING id`).Scan(&insertedID)
+	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+		t.Skip("the test database user may not set session_replication_role (needs superuser)")
+	}
+	require.NoError(t, err)
+
+	require.Equal(t, store.StatusSucceeded, e.job(t, store.DevTenantID, j.JobID).Status)
+	_, err = e.store.JobByRiverID(e.ctx, e.pool, insertedID)
+	require.NoError(t, err, "an insert under replica role is mirrored")
+	e.requireConsistent(t)
+}
+
+func driftProblems(rep store.ConsistencyReport) string {
+	var b strings.Builder
+	for _, d := range rep.Drifts {
+		b.WriteString(d.Problem)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func TestConsistencyDetectsDisabledUpdateTrigger(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	e.requireConsistent(t)
+
+	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_update`)
+	e.exec(t, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, j.RiverJobID)
+	require.Equal(t, store.StatusQueued, e.job(t, store.DevTenantID, j.JobID).Status, "the mirror really was bypassed")
+
+	rep, err := e.store.CheckConsistency(e.ctx, e.pool)
+	require.NoError(t, err)
+	require.False(t, rep.OK())
+	require.GreaterOrEqual(t, rep.DriftCount, 2)
+	problems := driftProblems(rep)
+	require.Contains(t, problems, "bpc_mirror_update")
+	require.Contains(t, problems, "status QUEUED, River state completed means SUCCEEDED")
+
+	var forJob *store.Drift
+	for i := range rep.Drifts {
+		if rep.Drifts[i].JobID != nil && *rep.Drifts[i].JobID == j.JobID {
+			forJob = &rep.Drifts[i]
+			break
+		}
+	}
+	require.NotNil(t, forJob, "the drift names the job: %s", problems)
+	require.Equal(t, j.RiverJobID, *forJob.RiverJobID)
+}
+
+func TestConsistencyDetectsRiverJobWithoutSSOTRow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_insert`)
+	res, err := e.river.Insert(e.ctx, parseFacts(store.DevTenantID), nil)
+	require.NoError(t, err)
+
+	rep, err := e.store.CheckConsistency(e.ctx, e.pool)
+	require.NoError(t, err)
+	require.False(t, rep.OK())
+	require.Equal(t, int64(1), rep.RiverJobs)
+	require.Equal(t, int64(0), rep.SSOTJobs)
+	problems := driftProblems(rep)
+	require.Contains(t, problems, "bpc_mirror_insert")
+	require.Contains(t, problems, "has no SSOT row")
+	found := false
+	for _, d := range rep.Drifts {
+		if d.RiverJobID != nil && *d.RiverJobID == res.Job.ID {
+			found = true
+		}
+	}
+	require.True(t, found, "the orphan River job is named: %s", problems)
+
+	// EnqueueTx notices too, rather than returning a job without its row.
+	_, err = e.enqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "mirror trigger")
+}
+
+func TestConsistencyDetectsVanishedRiverJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
+	e.exec(t, `DELETE FROM river_job WHERE id = $1`, j.RiverJobID)
+
+	rep, err := e.store.CheckConsistency(e.ctx, e.pool)
+	require.NoError(t, err)
+	require.False(t, rep.OK())
+	problems := driftProblems(rep)
+	require.Contains(t, problems, "bpc_mirror_delete")
+	require.Contains(t, problems, "River job is gone")
+}
+
+func TestConsistencyDetectsFieldDrift(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	// Someone edits the mirror by hand.
+	e.exec(t, `UPDATE jobs SET attempts = 3, priority = 0, queue = 'elsewhere', lease_owner = 'ghost' WHERE job_id = $1`, j.JobID)
+	rep, err := e.store.CheckConsistency(e.ctx, e.pool)
+	require.NoError(t, err)
+	require.Equal(t, 4, rep.DriftCount, driftProblems(rep))
+	problems := driftProblems(rep)
+	require.Contains(t, problems, "attempts 3/25, River 0/25")
+	require.Contains(t, problems, "priority 0, River priority 3")
+	require.Contains(t, problems, "queue elsewhere, River queue pipeline")
+	require.Contains(t, problems, `lease_owner "ghost"`)
+}
+
+func TestExpectedStatusMapsEveryRiverState(t *testing.T) {
+	t.Parallel()
+	for state, want := range map[string]string{
+		"available": store.StatusQueued, "scheduled": store.StatusQueued, "pending": store.StatusQueued,
+		"retryable": store.StatusQueued, "running": store.StatusRunning, "completed": store.StatusSucceeded,
+		"discarded": store.StatusDeadLetter, "cancelled": store.StatusFailed,
+	} {
+		require.Equal(t, want, store.ExpectedStatus(state, []byte(`{}`)), state)
+	}
+	require.Equal(t, store.StatusCancelled, store.ExpectedStatus("cancelled", []byte(`{"cancel_attempted_at":"2026-01-01T00:00:00Z"}`)))
+	require.Equal(t, store.StatusFailed, store.ExpectedStatus("cancelled", nil))
+}

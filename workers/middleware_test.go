@@ -1,0 +1,212 @@
+package workers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/store"
+)
+
+func jobRow(attempt, maxAttempts int) *rivertype.JobRow {
+	return &rivertype.JobRow{
+		ID:          42,
+		Kind:        "DELIVER_WEBHOOK",
+		Attempt:     attempt,
+		MaxAttempts: maxAttempts,
+		EncodedArgs: []byte(`{"tenant_id":"bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"}`),
+		Metadata:    []byte(`{"bpc_job_id":"aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"}`),
+	}
+}
+
+func TestControlFlowCancelsNonRetryableTypedErrors(t *testing.T) {
+	t.Parallel()
+	for _, code := range []errcode.Code{errcode.Validation, errcode.NotFound, errcode.Webhook4xx, errcode.InvalidState} {
+		err := controlFlow(fmt.Errorf("context: %w", errcode.New(code, "permanent")))
+		var cancelErr *rivertype.JobCancelError
+		require.ErrorAs(t, err, &cancelErr, "%s must cancel the job", code)
+		require.Equal(t, code, errcode.CodeOf(err), "the code survives the cancel wrapper")
+	}
+}
+
+func TestControlFlowKeepsRetryableTypedErrorsRetryable(t *testing.T) {
+	t.Parallel()
+	for _, code := range []errcode.Code{errcode.Webhook5xx, errcode.DBUnavailable, errcode.EventVersionConflict} {
+		in := errcode.New(code, "transient")
+		err := controlFlow(in)
+		var cancelErr *rivertype.JobCancelError
+		require.False(t, errors.As(err, &cancelErr), "%s must be retried", code)
+		require.Same(t, in, err)
+	}
+}
+
+func TestControlFlowTypesUntypedErrorsAsInternal(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("disk on fire\nsecond line")
+	err := controlFlow(cause)
+	e := errcode.As(err)
+	require.NotNil(t, e)
+	require.Equal(t, errcode.Internal, e.Code)
+	require.True(t, e.Retryable())
+	require.ErrorIs(t, err, cause)
+	require.Equal(t, "INTERNAL_ERROR: disk on fire second line", err.Error(), "one line, as last_error parses it")
+
+	timedOut := controlFlow(fmt.Errorf("POST: %w", context.DeadlineExceeded))
+	require.Equal(t, errcode.Internal, errcode.CodeOf(timedOut))
+	require.Contains(t, timedOut.Error(), "job timed out")
+}
+
+func TestControlFlowPassesRiverControlErrorsThrough(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, controlFlow(nil))
+	snooze := river.JobSnooze(time.Minute)
+	require.Same(t, snooze, controlFlow(snooze))
+	cancel := river.JobCancel(errors.New("operator said so"))
+	require.Same(t, cancel, controlFlow(cancel))
+}
+
+func TestOutcome(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		attempt int
+		err     error
+		want    string
+	}{
+		{"success", 1, nil, store.StatusSucceeded},
+		{"retryable with attempts left", 1, errcode.New(errcode.Webhook5xx, "HTTP 500"), store.StatusQueued},
+		{"retryable one before last", 4, errcode.New(errcode.Webhook5xx, "HTTP 500"), store.StatusQueued},
+		{"retryable on last attempt", 5, errcode.New(errcode.Webhook5xx, "HTTP 500"), store.StatusDeadLetter},
+		{"retryable past max attempts", 6, errcode.New(errcode.DBUnavailable, "down"), store.StatusDeadLetter},
+		{"untyped on last attempt", 5, errors.New("boom"), store.StatusDeadLetter},
+		{"snooze", 5, river.JobSnooze(time.Second), store.StatusQueued},
+		{"permanent error", 2, river.JobCancel(errcode.New(errcode.Webhook4xx, "HTTP 404")), store.StatusFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, outcome(ctx, jobRow(tt.attempt, 5), controlFlow(tt.err)))
+		})
+	}
+}
+
+func TestOutcomeInterruptedByShutdownIsQueued(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.Equal(t, store.StatusQueued, outcome(ctx, jobRow(5, 5), controlFlow(ctx.Err())))
+}
+
+// A permanent error is FAILED, not CANCELLED: every JobCancelError matches
+// errors.Is(err, river.ErrJobCancelledRemotely), so the observer must look
+// at the context's cause instead.
+func TestOutcomeNonRetryableTypedErrorIsFailed(t *testing.T) {
+	t.Parallel()
+	got := outcome(context.Background(), jobRow(1, 5), controlFlow(errcode.New(errcode.Validation, "bad input")))
+	require.Equal(t, store.StatusFailed, got)
+}
+
+func TestOutcomeRemoteCancelSeenByWorkerAsContextCanceled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(river.ErrJobCancelledRemotely)
+	got := outcome(ctx, jobRow(1, 5), controlFlow(ctx.Err()))
+	require.Equal(t, store.StatusCancelled, got)
+	// Whatever the worker made of it, even on its last attempt.
+	require.Equal(t, store.StatusCancelled, outcome(ctx, jobRow(5, 5), controlFlow(errcode.New(errcode.WebhookNetwork, "context canceled"))))
+}
+
+type observed struct {
+	obs  *Observer
+	logs *bytes.Buffer
+}
+
+func newObserved() observed {
+	logs := &bytes.Buffer{}
+	return observed{
+		obs: &Observer{
+			Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
+			Metrics: NewMetrics(prometheus.NewRegistry()),
+		},
+		logs: logs,
+	}
+}
+
+func (o observed) lastLog(t *testing.T) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(o.logs.String()), "\n")
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &m))
+	return m
+}
+
+func TestObserverCountsDeadLetterAndLogsTransition(t *testing.T) {
+	t.Parallel()
+	o := newObserved()
+	err := o.obs.Work(context.Background(), jobRow(5, 5), func(context.Context) error {
+		return errcode.New(errcode.Webhook5xx, "endpoint answered HTTP 500")
+	})
+	require.Equal(t, errcode.Webhook5xx, errcode.CodeOf(err))
+	require.Equal(t, 1.0, testutil.ToFloat64(o.obs.Metrics.DeadLetter.WithLabelValues("DELIVER_WEBHOOK")))
+	require.Equal(t, 1.0, testutil.ToFloat64(o.obs.Metrics.JobsCompleted.WithLabelValues("DELIVER_WEBHOOK", store.StatusDeadLetter)))
+
+	line := o.lastLog(t)
+	require.Equal(t, "WARN", line["level"])
+	require.Equal(t, "DEAD_LETTER", line["status"])
+	require.Equal(t, "WEBHOOK_5XX", line["error_code"])
+	require.Equal(t, "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", line["job_id"])
+	require.Equal(t, float64(42), line["river_job_id"])
+	require.Equal(t, "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb", line["tenant_id"])
+	require.Equal(t, float64(5), line["attempt"])
+	require.Contains(t, line, "duration_ms")
+}
+
+func TestObserverSuccessDoesNotCountDeadLetter(t *testing.T) {
+	t.Parallel()
+	o := newObserved()
+	require.NoError(t, o.obs.Work(context.Background(), jobRow(1, 5), func(context.Context) error { return nil }))
+	require.Equal(t, 1.0, testutil.ToFloat64(o.obs.Metrics.JobsCompleted.WithLabelValues("DELIVER_WEBHOOK", store.StatusSucceeded)))
+	require.Equal(t, 0.0, testutil.ToFloat64(o.obs.Metrics.DeadLetter.WithLabelValues("DELIVER_WEBHOOK")))
+	line := o.lastLog(t)
+	require.Equal(t, "INFO", line["level"])
+	require.Equal(t, "SUCCEEDED", line["status"])
+	require.NotContains(t, line, "error_code")
+}
+
+func TestObserverTurnsPanicIntoRetryableInternalError(t *testing.T) {
+	t.Parallel()
+	o := newObserved()
+	err := o.obs.Work(context.Background(), jobRow(1, 5), func(context.Context) error { panic("nil map write") })
+	require.Equal(t, errcode.Internal, errcode.CodeOf(err))
+	require.Contains(t, err.Error(), "nil map write")
+	var cancelErr *rivertype.JobCancelError
+	require.False(t, errors.As(err, &cancelErr), "a panic is retried")
+	require.Equal(t, 1.0, testutil.ToFloat64(o.obs.Metrics.JobsCompleted.WithLabelValues("DELIVER_WEBHOOK", store.StatusQueued)))
+	require.Contains(t, o.logs.String(), `"msg":"job panicked"`)
+}
+
+func TestObserverCancelsPermanentErrors(t *testing.T) {
+	t.Parallel()
+	o := newObserved()
+	err := o.obs.Work(context.Background(), jobRow(1, 5), func(context.Context) error {
+		return errcode.Invalid("webhook_delivery_id", "is required")
+	})
+	var cancelErr *rivertype.JobCancelError
+	require.ErrorAs(t, err, &cancelErr, "River must not retry a VALIDATION_ERROR")
+	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
+	require.Equal(t, "VALIDATION_ERROR", o.lastLog(t)["error_code"])
+}
