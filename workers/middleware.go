@@ -1,14 +1,17 @@
 package workers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -26,44 +29,63 @@ type Observer struct {
 	river.MiddlewareDefaults
 	Logger  *slog.Logger
 	Metrics *Metrics
+	kinds   sync.Map // kind → *kindMetrics
 }
 
-// jobMeta is what the observer reads of a job's args and metadata.
-type jobMeta struct {
-	TenantID string `json:"tenant_id"`
-	JobID    string `json:"bpc_job_id"`
+// kindMetrics are one job kind's metric children, resolved once: label
+// hashing on every job shows on River's hot path.
+type kindMetrics struct {
+	duration  prometheus.Observer
+	completed map[string]prometheus.Counter
+	dead      prometheus.Counter
+}
+
+func (o *Observer) metricsFor(kind string) *kindMetrics {
+	if km, ok := o.kinds.Load(kind); ok {
+		return km.(*kindMetrics)
+	}
+	km := &kindMetrics{
+		duration:  o.Metrics.JobDuration.WithLabelValues(kind),
+		completed: make(map[string]prometheus.Counter, len(store.Statuses)),
+		dead:      o.Metrics.DeadLetter.WithLabelValues(kind),
+	}
+	for _, status := range store.Statuses {
+		km.completed[status] = o.Metrics.JobsCompleted.WithLabelValues(kind, status)
+	}
+	actual, _ := o.kinds.LoadOrStore(kind, km)
+	return actual.(*kindMetrics)
 }
 
 // Work implements rivertype.WorkerMiddleware.
 func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) (err error) {
-	var args, meta jobMeta
-	_ = json.Unmarshal(job.EncodedArgs, &args)
-	_ = json.Unmarshal(job.Metadata, &meta)
-	attrs := []slog.Attr{
-		slog.String("job_id", meta.JobID),
+	var buf [9]slog.Attr
+	attrs := append(buf[:0],
+		slog.String("job_id", stringField(job.Metadata, "bpc_job_id")),
 		slog.Int64("river_job_id", job.ID),
 		slog.String("type", job.Kind),
-		slog.String("tenant_id", args.TenantID),
+		slog.String("tenant_id", stringField(job.EncodedArgs, "tenant_id")),
 		slog.Int("attempt", job.Attempt),
-	}
+	)
+	base := len(attrs)
 	o.Logger.LogAttrs(ctx, slog.LevelInfo, "job transition", append(attrs, slog.String("status", store.StatusRunning))...)
 
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
-			o.Logger.LogAttrs(ctx, slog.LevelError, "job panicked", append(attrs,
+			o.Logger.LogAttrs(ctx, slog.LevelError, "job panicked", append(attrs[:base],
 				slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))...)
 			err = errcode.New(errcode.Internal, "panic: %v", p)
 		}
 		err = controlFlow(err)
 		status := outcome(ctx, job, err)
 		elapsed := time.Since(start)
-		o.Metrics.JobsCompleted.WithLabelValues(job.Kind, status).Inc()
-		o.Metrics.JobDuration.WithLabelValues(job.Kind).Observe(elapsed.Seconds())
+		km := o.metricsFor(job.Kind)
+		km.completed[status].Inc()
+		km.duration.Observe(elapsed.Seconds())
 		if status == store.StatusDeadLetter {
-			o.Metrics.DeadLetter.WithLabelValues(job.Kind).Inc()
+			km.dead.Inc()
 		}
-		level, fields := slog.LevelInfo, append(attrs,
+		level, fields := slog.LevelInfo, append(attrs[:base],
 			slog.String("status", status),
 			slog.Int64("duration_ms", elapsed.Milliseconds()))
 		if err != nil {
@@ -75,6 +97,27 @@ func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func
 		o.Logger.LogAttrs(ctx, level, "job transition", fields...)
 	}()
 	return doInner(ctx)
+}
+
+// stringField returns the top-level string value of key in a JSON object,
+// or "". The fast path covers the compact text Postgres returns for jsonb
+// when key comes first (jsonb orders keys by length, then bytes: tenant_id
+// leads most job args, bpc_job_id leads the service's metadata); anything
+// else falls back to encoding/json.
+func stringField(doc []byte, key string) string {
+	if prefix := `{"` + key + `":"`; bytes.HasPrefix(doc, []byte(prefix)) {
+		rest := doc[len(prefix):]
+		if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.IndexByte(rest[:j], '\\') < 0 {
+			return string(rest[:j])
+		}
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(doc, &m) != nil {
+		return ""
+	}
+	var v string
+	_ = json.Unmarshal(m[key], &v)
+	return v
 }
 
 // controlFlow maps a worker's error to what River should do with the job.

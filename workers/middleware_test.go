@@ -210,3 +210,19 @@ func TestObserverCancelsPermanentErrors(t *testing.T) {
 	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
 	require.Equal(t, "VALIDATION_ERROR", o.lastLog(t)["error_code"])
 }
+
+func TestStringField(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ doc, key, want string }{
+		{`{"tenant_id":"abc","seq":1}`, "tenant_id", "abc"},
+		{`{"seq":1, "tenant_id" : "spaced"}`, "tenant_id", "spaced"},
+		{`{"tenant_id":"a\"b"}`, "tenant_id", `a"b`},
+		{`{"x_tenant_id":"no","tenant_id":"yes"}`, "tenant_id", "yes"},
+		{`{"payload":{"tenant_id":"nested"},"tenant_id":"top"}`, "tenant_id", "top"},
+		{`{"tenant_id":5}`, "tenant_id", ""},
+		{`{}`, "tenant_id", ""},
+		{`not json`, "tenant_id", ""},
+	} {
+		require.Equal(t, tc.want, stringField([]byte(tc.doc), tc.key), tc.doc)
+	}
+}
