@@ -112,9 +112,13 @@ func requestHash(in enqueueRequest, args jobargs.Args) (string, error) {
 // enqueue inserts the requests in one transaction, retrying once when a
 // concurrent request raced on the same idempotency key.
 func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest) ([]store.EnqueueResult, error) {
+	checked := map[uuid.UUID]bool{}
 	for _, req := range reqs {
-		if err := s.Store.RequireTenant(ctx, s.Store.Pool, req.Args.Tenant()); err != nil {
-			return nil, err
+		if tenantID := req.Args.Tenant(); !checked[tenantID] {
+			if err := s.requireTenantExists(ctx, tenantID); err != nil {
+				return nil, err
+			}
+			checked[tenantID] = true
 		}
 	}
 	var results []store.EnqueueResult

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/store"
 )
 
 // Codes the API adds to SPEC §4 for requests it cannot read at all.
@@ -74,7 +75,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // errors are not logged (the request line records them).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := errcode.As(err)
-	if e == nil {
+	switch {
+	case e != nil:
+	case store.IsUnavailable(err):
+		e = errcode.Wrap(errcode.DBUnavailable, err, "%s", err.Error())
+	default:
 		e = errcode.Wrap(errcode.Internal, err, "%s", err.Error())
 	}
 	status := httpStatus(e.Code)

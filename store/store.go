@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -61,6 +63,27 @@ func IsUniqueViolation(err error, constraint string) bool {
 		return false
 	}
 	return constraint == "" || pgErr.ConstraintName == constraint
+}
+
+// IsUnavailable reports whether err means the database could not be
+// reached or went away (connection refused or lost, server shutting down,
+// too many connections), as opposed to a query it rejected.
+func IsUnavailable(err error) bool {
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		return false
+	case errors.As(err, &connectErr), errors.As(err, &netErr), pgconn.Timeout(err):
+		return true
+	case errors.As(err, &pgErr):
+		// Class 08 connection exception; 53300 too_many_connections;
+		// 57P01..57P03 admin/crash shutdown, cannot connect now.
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "53300" ||
+			pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	return false
 }
 
 // IsForeignKeyViolation reports whether err is a foreign key violation.

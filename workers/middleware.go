@@ -139,6 +139,9 @@ func controlFlow(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return errcode.Wrap(errcode.Internal, err, "job timed out: %s", err.Error())
 	}
+	if store.IsUnavailable(err) {
+		return errcode.Wrap(errcode.DBUnavailable, err, "%s", err.Error())
+	}
 	return errcode.Wrap(errcode.Internal, err, "%s", err.Error())
 }
 

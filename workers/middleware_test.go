@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/riverqueue/river"
@@ -225,4 +226,11 @@ func TestStringField(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, stringField([]byte(tc.doc), tc.key), tc.doc)
 	}
+}
+
+func TestControlFlowMapsLostDatabaseToDBUnavailable(t *testing.T) {
+	t.Parallel()
+	err := controlFlow(fmt.Errorf("loading delivery: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}))
+	require.Equal(t, errcode.DBUnavailable, errcode.CodeOf(err))
+	require.True(t, errcode.As(err).Retryable())
 }
