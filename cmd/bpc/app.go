@@ -21,6 +21,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/bpc-platform/bpc/api"
+	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/migrations"
 	bpcriverui "github.com/bpc-platform/bpc/riverui"
 	"github.com/bpc-platform/bpc/store"
@@ -64,7 +65,7 @@ type app struct {
 func newPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
-		return nil, configError("VALIDATION_ERROR", "DATABASE_URL", "is not a valid Postgres URL")
+		return nil, configError(errcode.Validation, "DATABASE_URL", "is not a valid Postgres URL")
 	}
 	if pc.ConnConfig.RuntimeParams == nil {
 		pc.ConnConfig.RuntimeParams = map[string]string{}
@@ -193,7 +194,7 @@ func (a *app) start(ctx context.Context) error {
 	}
 	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
 	if err != nil {
-		return configError("VALIDATION_ERROR", "BPC_HTTP_ADDR", "cannot listen on %s: %s", a.cfg.HTTPAddr, err.Error())
+		return configError(errcode.Validation, "BPC_HTTP_ADDR", "cannot listen on %s: %s", a.cfg.HTTPAddr, err.Error())
 	}
 	a.addr = ln.Addr().String()
 	a.server = &http.Server{

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/migrations"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -184,7 +185,7 @@ func displayAddr(addr string) string {
 func toolConfig(getenv func(string) string) (Config, error) {
 	cfg := Config{DatabaseURL: getenv("DATABASE_URL"), LeaseSeconds: 60, LogLevel: slog.LevelInfo, LogJSON: getenv("BPC_LOG_JSON") != "false"}
 	if cfg.DatabaseURL == "" {
-		return cfg, configError("CONFIG_MISSING", "DATABASE_URL", "is required (postgres://user@host:5432/db)")
+		return cfg, configError(errcode.ConfigMissing, "DATABASE_URL", "is required (postgres://user@host:5432/db)")
 	}
 	return cfg, nil
 }
