@@ -160,7 +160,7 @@ func BenchmarkBurnDown(b *testing.B) {
 				logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 				client, err := workers.NewClient(pool, workers.ClientOptions{
 					ID: "bench-worker", Logger: logger, Work: true, Concurrency: concurrency,
-					PollInterval: time.Second, BackoffUnit: time.Second, MaxAttempts: 5, LeaseTTL: time.Minute,
+					PollInterval: time.Second, BackoffUnit: time.Second, MaxAttempts: 5,
 					Workers: w, Observer: &workers.Observer{Logger: logger, Metrics: metrics},
 					ExtraQueues: []string{benchQueue},
 				})

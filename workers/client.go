@@ -27,8 +27,6 @@ type ClientOptions struct {
 	PollInterval time.Duration
 	BackoffUnit  time.Duration
 	MaxAttempts  int
-	// LeaseTTL places River's stuck-job rescuer behind the lease.
-	LeaseTTL time.Duration
 	// Workers are the registered workers (required when Work is true).
 	Workers *river.Workers
 	// Observer is the job middleware (required when Work is true).
@@ -40,13 +38,15 @@ type ClientOptions struct {
 // NewClient builds the River client with the service's configuration.
 func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], error) {
 	cfg := &river.Config{
-		ID:                   o.ID,
-		Logger:               o.Logger,
-		MaxAttempts:          o.MaxAttempts,
-		RetryPolicy:          &RetryPolicy{Unit: o.BackoffUnit},
-		FetchPollInterval:    o.PollInterval,
-		FetchCooldown:        min(o.PollInterval, 100*time.Millisecond),
-		RescueStuckJobsAfter: max(o.LeaseTTL*2, time.Minute),
+		ID:                o.ID,
+		Logger:            o.Logger,
+		MaxAttempts:       o.MaxAttempts,
+		RetryPolicy:       &RetryPolicy{Unit: o.BackoffUnit},
+		FetchPollInterval: o.PollInterval,
+		FetchCooldown:     min(o.PollInterval, 100*time.Millisecond),
+		// River's rescuer keeps its default (an hour after the attempt
+		// started): without lease renewal it cannot tell a long job from
+		// a dead one, and rescuing a live job would run it twice.
 	}
 	if o.Work {
 		cfg.Queues = map[string]river.QueueConfig{}

@@ -89,7 +89,7 @@ func newWorkerEnv(t *testing.T, maxAttempts int) workerEnv {
 	client, err := workers.NewClient(pool, workers.ClientOptions{
 		ID: "worker-test", Logger: logger, Work: true, Concurrency: 4,
 		PollInterval: 20 * time.Millisecond, BackoffUnit: time.Millisecond, MaxAttempts: maxAttempts,
-		LeaseTTL: time.Minute, Workers: w, Observer: &workers.Observer{Logger: logger, Metrics: metrics},
+		Workers: w, Observer: &workers.Observer{Logger: logger, Metrics: metrics},
 	})
 	require.NoError(t, err)
 	ctx := t.Context()

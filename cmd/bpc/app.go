@@ -105,7 +105,6 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 		PollInterval: cfg.PollInterval,
 		BackoffUnit:  cfg.BackoffUnit,
 		MaxAttempts:  cfg.MaxAttemptsDefault,
-		LeaseTTL:     time.Duration(cfg.LeaseSeconds) * time.Second,
 		Workers:      riverWorkers,
 		Observer:     &workers.Observer{Logger: logger, Metrics: a.metrics},
 	})
