@@ -137,14 +137,7 @@ func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest) ([]st
 	}
 	for _, res := range results {
 		if !res.Existing {
-			s.Logger.LogAttrs(ctx, slog.LevelInfo, "job transition",
-				slog.String("job_id", res.Job.JobID.String()),
-				slog.Int64("river_job_id", res.Job.RiverJobID),
-				slog.String("type", res.Job.Type),
-				slog.String("tenant_id", res.Job.TenantID.String()),
-				slog.Int("attempt", int(res.Job.Attempts)),
-				slog.String("status", res.Job.Status),
-				slog.String("correlation_id", correlationID(ctx)))
+			s.logTransition(ctx, res.Job, "api")
 		}
 	}
 	return results, nil
@@ -341,7 +334,22 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, check func(st
 		s.writeError(w, r, err)
 		return
 	}
+	s.logTransition(ctx, job, "api")
 	writeJSON(w, http.StatusOK, job)
+}
+
+// logTransition writes the job transition line for a change made outside a
+// worker (an enqueue, or an operator's retry or cancel).
+func (s *Server) logTransition(ctx context.Context, job store.Job, source string) {
+	s.Logger.LogAttrs(ctx, slog.LevelInfo, "job transition",
+		slog.String("job_id", job.JobID.String()),
+		slog.Int64("river_job_id", job.RiverJobID),
+		slog.String("type", job.Type),
+		slog.String("tenant_id", job.TenantID.String()),
+		slog.Int("attempt", int(job.Attempts)),
+		slog.String("status", job.Status),
+		slog.String("source", source),
+		slog.String("correlation_id", correlationID(ctx)))
 }
 
 func (s *Server) handleRetryJob(w http.ResponseWriter, r *http.Request) {

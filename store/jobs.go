@@ -325,3 +325,14 @@ func (s *Store) JobByRiverID(ctx context.Context, db DBTX, riverJobID int64) (Jo
 	}
 	return job, nil
 }
+
+// JobsByRiverIDs returns the SSOT jobs mirroring the given River jobs,
+// across tenants (River UI is an operator tool over every tenant).
+func (s *Store) JobsByRiverIDs(ctx context.Context, db DBTX, riverJobIDs []int64) ([]Job, error) {
+	rows, _ := db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE river_job_id = ANY($1) ORDER BY river_job_id`, riverJobIDs)
+	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
+	if err != nil {
+		return nil, fmt.Errorf("error loading jobs of River jobs %v: %w", riverJobIDs, err)
+	}
+	return jobs, nil
+}

@@ -41,6 +41,7 @@ type harness struct {
 	app  *app
 	pool *pgxpool.Pool
 	base string
+	logs *syncBuffer // the service's JSON log, shown when a test fails
 }
 
 func newHarness(t *testing.T, role string, env map[string]string) *harness {
@@ -62,7 +63,13 @@ func newHarness(t *testing.T, role string, env map[string]string) *harness {
 	}
 	cfg, err := loadConfig(func(k string) string { return vars[k] })
 	require.NoError(t, err)
-	logger := slog.New(slog.NewJSONHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logs := &syncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("service log:\n%s", logs.String())
+		}
+	})
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	a, err := newApp(cfg, role, logger, pool)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -71,7 +78,7 @@ func newHarness(t *testing.T, role string, env map[string]string) *harness {
 		a.stop(context.Background())
 		cancel()
 	})
-	return &harness{t: t, app: a, pool: pool, base: "http://" + a.addr}
+	return &harness{t: t, app: a, pool: pool, base: "http://" + a.addr, logs: logs}
 }
 
 // call sends a request with the admin token and decodes a JSON response into out.
@@ -266,4 +273,27 @@ func (h *harness) delivery(id uuid.UUID) store.WebhookDelivery {
 	var d store.WebhookDelivery
 	require.Equal(h.t, http.StatusOK, h.call(http.MethodGet, "/v1/webhook-deliveries/"+id.String()+"?tenant_id="+devTenant, nil, &d))
 	return d
+}
+
+// transitions returns the statuses of the "job transition" log lines of a
+// job, in order, each with its source when it has one.
+func (h *harness) transitions(jobID uuid.UUID) []string {
+	h.t.Helper()
+	var out []string
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		var rec struct {
+			Msg    string `json:"msg"`
+			JobID  string `json:"job_id"`
+			Status string `json:"status"`
+			Source string `json:"source"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != "job transition" || rec.JobID != jobID.String() {
+			continue
+		}
+		if rec.Source != "" {
+			rec.Status += "@" + rec.Source
+		}
+		out = append(out, rec.Status)
+	}
+	return out
 }

@@ -82,6 +82,7 @@ func TestEnqueueOverHTTPRunsToSucceeded(t *testing.T) {
 	require.False(t, done.StartedAt.Before(done.CreatedAt))
 	require.JSONEq(t, "null", string(done.LastError))
 	h.requireConsistent()
+	require.Equal(t, []string{"QUEUED@api", "RUNNING", "SUCCEEDED"}, h.transitions(job.JobID))
 
 	d = h.delivery(ev.Deliveries[0].WebhookDeliveryID)
 	require.Equal(t, store.DeliveryDelivered, d.Status)
@@ -168,6 +169,12 @@ func TestDeadLetterThenRetryFromRiverUI(t *testing.T) {
 	require.EqualValues(t, http.StatusNoContent, *d.HTTPStatus)
 	require.Equal(t, float64(1), h.deadLetters(jobargs.KindDeliverWebhook))
 	h.requireConsistent()
+
+	// One log line per transition, the River UI retry included.
+	require.Equal(t, []string{
+		"RUNNING", "QUEUED", "RUNNING", "QUEUED", "RUNNING", "QUEUED", "RUNNING", "QUEUED", "RUNNING", "DEAD_LETTER",
+		"QUEUED@river_ui_retry", "RUNNING", "SUCCEEDED",
+	}, h.transitions(jobID))
 }
 
 // Cancel and delete from River UI's API show up in the SSOT table; a deleted
