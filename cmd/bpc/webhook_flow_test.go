@@ -138,6 +138,10 @@ func TestDeadLetterThenRetryFromRiverUI(t *testing.T) {
 	require.Equal(t, "WEBHOOK_5XX", lastErr.Code)
 	require.Equal(t, 5, lastErr.Attempt)
 	require.Equal(t, float64(1), h.deadLetters(jobargs.KindDeliverWebhook))
+	status, metrics := h.raw(http.MethodGet, "/v1/metrics", nil, map[string]string{"Authorization": "Bearer " + testToken})
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(metrics), `bpc_jobs_dead_letter_total{type="DELIVER_WEBHOOK"} 1`)
+	require.Contains(t, string(metrics), `bpc_webhook_deliveries_total{status="FAILED"} 1`)
 	h.requireConsistent()
 
 	reqs := recv.received()
