@@ -112,6 +112,13 @@ func Invalid(field, format string, args ...any) *Error {
 	}
 }
 
+// InvalidWrap is Invalid that keeps cause for errors.Is/As.
+func InvalidWrap(field string, cause error, format string, args ...any) *Error {
+	e := Invalid(field, format, args...)
+	e.cause = cause
+	return e
+}
+
 // As returns the *Error in err's chain, or nil.
 func As(err error) *Error {
 	var e *Error

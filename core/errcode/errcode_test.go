@@ -124,3 +124,13 @@ func TestWrapKeepsCauseForErrorsIs(t *testing.T) {
 	require.Equal(t, "DB_UNAVAILABLE: database went away", err.Error())
 	require.True(t, err.Retryable())
 }
+
+func TestInvalidWrapKeepsCauseAndField(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("bad digit")
+	err := errcode.InvalidWrap("payload_hash", cause, "must be %d hex digits", 64)
+	require.ErrorIs(t, err, cause)
+	require.Equal(t, "payload_hash", err.Field)
+	require.Equal(t, map[string]any{"field": "payload_hash"}, err.Details)
+	require.Equal(t, "VALIDATION_ERROR: payload_hash: must be 64 hex digits", err.Error())
+}

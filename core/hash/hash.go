@@ -48,3 +48,42 @@ func HexToBase32NoPad(hexDigest string) (string, error) {
 	}
 	return Base32NoPad(raw), nil
 }
+
+// IsDigestHex reports whether s is a SHA-256 digest in lowercase hex, the
+// one spelling BPC formats accept.
+func IsDigestHex(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for i := range len(s) {
+		if !isLowerHexDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// IsUUID reports whether s is a UUID in the canonical lowercase 8-4-4-4-12
+// form, the one spelling BPC formats accept (so each id hashes one way).
+func IsUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := range len(s) {
+		switch i {
+		case 8, 13, 18, 23:
+			if s[i] != '-' {
+				return false
+			}
+		default:
+			if !isLowerHexDigit(s[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isLowerHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f'
+}

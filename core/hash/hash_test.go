@@ -80,3 +80,23 @@ func TestHexToBase32NoPadErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestIsDigestHexAndIsUUID(t *testing.T) {
+	t.Parallel()
+	digest := SHA256Hex([]byte("abc"))
+	require.True(t, IsDigestHex(digest))
+	require.False(t, IsDigestHex(strings.ToUpper(digest)), "one spelling: lowercase")
+	require.False(t, IsDigestHex(digest[:63]))
+	require.False(t, IsDigestHex(digest[:63]+"g"))
+
+	require.True(t, IsUUID("3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f"))
+	for _, bad := range []string{
+		"3F2B8C4E-1D2A-4B7E-9C1F-2A3B4C5D6E7F",
+		"3f2b8c4e1d2a4b7e9c1f2a3b4c5d6e7f",
+		"3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7",
+		"3f2b8c4e-1d2a-4b7e-9c1f_2a3b4c5d6e7f",
+		"3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7g",
+	} {
+		require.False(t, IsUUID(bad), bad)
+	}
+}
