@@ -1,0 +1,239 @@
+// Package proof builds and verifies BPC-PROOF-1 derivation trees: the
+// evidence of how every passport field was derived from facts and rules.
+//
+// A proof is {proof_version, root_hash, nodes[], field_index{}}. Each node is
+// {id, type, hash, data, children[]} with type one of CONST, FACT_GET,
+// FIELD_REF, OP, ASSERT, COMPLIANCE_EMIT; children holds node ids, and
+// hash = SHA-256 hex of the canonical JSON {id, type, data, children_hashes}.
+// Nodes are listed in post-order (children before parents) and numbered in
+// that order ("n1", "n2", …). The last node is the root: an OP node with data
+// {"op":"PASSPORT","fields":[paths…]} whose children are the fields' root
+// nodes in evaluation order; root_hash is its hash. field_index maps each
+// field path to its root node and must agree with the root node, so that no
+// part of a proof can change without changing root_hash or failing Verify.
+package proof
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/bpc-platform/bpc/core/canonjson"
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/hash"
+)
+
+// Version is the proof_version of this format.
+const Version = "BPC-PROOF-1"
+
+// NodeType is the kind of derivation step a node records.
+type NodeType string
+
+// The node types of BPC-PROOF-1.
+const (
+	Const          NodeType = "CONST"
+	FactGet        NodeType = "FACT_GET"
+	FieldRef       NodeType = "FIELD_REF"
+	Op             NodeType = "OP"
+	Assert         NodeType = "ASSERT"
+	ComplianceEmit NodeType = "COMPLIANCE_EMIT"
+)
+
+var validTypes = map[NodeType]bool{Const: true, FactGet: true, FieldRef: true, Op: true, Assert: true, ComplianceEmit: true}
+
+// rootOp is the op of the root node.
+const rootOp = "PASSPORT"
+
+// Step is a derivation step to record: its type, its data (any value
+// encoding/json can marshal, without fractional numbers) and the steps it
+// was derived from.
+type Step struct {
+	Type     NodeType
+	Data     any
+	Children []*Step
+}
+
+// Field is one passport field's derivation.
+type Field struct {
+	Path string
+	Root *Step
+}
+
+// Node is a node of a built proof.
+type Node struct {
+	ID       string          `json:"id"`
+	Type     NodeType        `json:"type"`
+	Hash     string          `json:"hash"`
+	Data     json.RawMessage `json:"data"`
+	Children []string        `json:"children"`
+}
+
+// Proof is a BPC-PROOF-1 document.
+type Proof struct {
+	ProofVersion string            `json:"proof_version"`
+	RootHash     string            `json:"root_hash"`
+	Nodes        []Node            `json:"nodes"`
+	FieldIndex   map[string]string `json:"field_index"`
+}
+
+// Build numbers the steps of every field in post-order, hashes them, adds
+// the root node and returns the proof with its canonical bytes.
+func Build(fields []Field) (*Proof, []byte, error) {
+	b := &builder{proof: &Proof{ProofVersion: Version, FieldIndex: make(map[string]string, len(fields))}}
+	paths := make([]string, len(fields))
+	roots := make([]Node, len(fields))
+	for i, f := range fields {
+		if f.Path == "" || f.Root == nil {
+			return nil, nil, errcode.Invalid("fields", "field %d has no path or no derivation", i)
+		}
+		if _, dup := b.proof.FieldIndex[f.Path]; dup {
+			return nil, nil, errcode.Invalid("fields", "field %s appears twice", f.Path)
+		}
+		n, err := b.add(f.Root, 0)
+		if err != nil {
+			return nil, nil, fmt.Errorf("error building the proof of %s: %w", f.Path, err)
+		}
+		paths[i], roots[i] = f.Path, n
+		b.proof.FieldIndex[f.Path] = n.ID
+	}
+	root, err := b.node(Op, map[string]any{"op": rootOp, "fields": paths}, roots)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.proof.RootHash = root.Hash
+	canonical, err := canonjson.Marshal(b.proof)
+	if err != nil {
+		return nil, nil, fmt.Errorf("error encoding the proof: %w", err)
+	}
+	return b.proof, canonical, nil
+}
+
+// maxDepth bounds recursion over a derivation (rules nest far less).
+const maxDepth = 10_000
+
+type builder struct {
+	proof *Proof
+}
+
+func (b *builder) add(s *Step, depth int) (Node, error) {
+	if depth > maxDepth {
+		return Node{}, errcode.Invalid("fields", "derivation nested deeper than %d", maxDepth)
+	}
+	children := make([]Node, len(s.Children))
+	for i, c := range s.Children {
+		if c == nil {
+			return Node{}, errcode.Invalid("fields", "nil child step")
+		}
+		n, err := b.add(c, depth+1)
+		if err != nil {
+			return Node{}, err
+		}
+		children[i] = n
+	}
+	return b.node(s.Type, s.Data, children)
+}
+
+// node appends a node after its children and returns (a copy of) it.
+func (b *builder) node(t NodeType, data any, children []Node) (Node, error) {
+	if !validTypes[t] {
+		return Node{}, errcode.Invalid("type", "unknown proof node type %q", t)
+	}
+	raw, err := canonjson.Marshal(data)
+	if err != nil {
+		return Node{}, errcode.InvalidWrap("data", err, "node data is not canonical JSON: %s", err.Error())
+	}
+	n := Node{ID: "n" + strconv.Itoa(len(b.proof.Nodes)+1), Type: t, Data: raw, Children: make([]string, len(children))}
+	hashes := make([]string, len(children))
+	for i, c := range children {
+		n.Children[i], hashes[i] = c.ID, c.Hash
+	}
+	if n.Hash, err = nodeHash(n.ID, t, raw, hashes); err != nil {
+		return Node{}, err
+	}
+	b.proof.Nodes = append(b.proof.Nodes, n)
+	return n, nil
+}
+
+// nodeHash is SHA-256 hex of canonical {id, type, data, children_hashes}.
+func nodeHash(id string, t NodeType, data json.RawMessage, childHashes []string) (string, error) {
+	b, err := canonjson.Marshal(map[string]any{
+		"id":              id,
+		"type":            t,
+		"data":            data,
+		"children_hashes": childHashes,
+	})
+	if err != nil {
+		return "", fmt.Errorf("error encoding node %s for hashing: %w", id, err)
+	}
+	return hash.SHA256Hex(b), nil
+}
+
+// Verify checks a proof given as its stored bytes: canonical encoding, the
+// version, every node hash recomputed from its id, type, data and children,
+// children listed before their parents, the root (last node) matching
+// root_hash and field_index agreeing with the root. It returns the parsed
+// proof when everything holds.
+func Verify(canonical []byte) (*Proof, error) {
+	if !canonjson.Valid(canonical) {
+		return nil, errcode.New(errcode.Validation, "proof is not canonical JSON (BPC-CJSON-1)")
+	}
+	var p Proof
+	dec := json.NewDecoder(bytes.NewReader(canonical))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return nil, errcode.Wrap(errcode.Validation, err, "proof does not decode: %s", err.Error())
+	}
+	if p.ProofVersion != Version {
+		return nil, errcode.New(errcode.Validation, "proof_version is %q, want %s", p.ProofVersion, Version)
+	}
+	if len(p.Nodes) == 0 {
+		return nil, errcode.New(errcode.Validation, "proof has no nodes")
+	}
+	hashes := make(map[string]string, len(p.Nodes))
+	for i, n := range p.Nodes {
+		if want := "n" + strconv.Itoa(i+1); n.ID != want {
+			return nil, errcode.New(errcode.Validation, "node %d has id %q, want %q", i+1, n.ID, want)
+		}
+		if !validTypes[n.Type] {
+			return nil, errcode.New(errcode.Validation, "node %s has unknown type %q", n.ID, n.Type)
+		}
+		childHashes := make([]string, len(n.Children))
+		for j, c := range n.Children {
+			h, ok := hashes[c]
+			if !ok {
+				return nil, errcode.New(errcode.Validation, "node %s lists child %q that does not precede it", n.ID, c)
+			}
+			childHashes[j] = h
+		}
+		h, err := nodeHash(n.ID, n.Type, n.Data, childHashes)
+		if err != nil {
+			return nil, errcode.Wrap(errcode.Validation, err, "node %s: %s", n.ID, err.Error())
+		}
+		if h != n.Hash {
+			return nil, errcode.New(errcode.Validation, "node %s: hash does not match its content", n.ID)
+		}
+		hashes[n.ID] = h
+	}
+	root := p.Nodes[len(p.Nodes)-1]
+	if root.Hash != p.RootHash {
+		return nil, errcode.New(errcode.Validation, "root_hash does not match the root node")
+	}
+	var rootData struct {
+		Op     string   `json:"op"`
+		Fields []string `json:"fields"`
+	}
+	if root.Type != Op || json.Unmarshal(root.Data, &rootData) != nil || rootData.Op != rootOp ||
+		len(rootData.Fields) != len(root.Children) {
+		return nil, errcode.New(errcode.Validation, "the last node is not a %s root", rootOp)
+	}
+	if len(p.FieldIndex) != len(rootData.Fields) {
+		return nil, errcode.New(errcode.Validation, "field_index does not match the root's fields")
+	}
+	for i, path := range rootData.Fields {
+		if p.FieldIndex[path] != root.Children[i] {
+			return nil, errcode.New(errcode.Validation, "field_index[%s] does not match the root", path)
+		}
+	}
+	return &p, nil
+}
