@@ -1,0 +1,603 @@
+package rules
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"github.com/bpc-platform/bpc/core/canonjson"
+	"github.com/bpc-platform/bpc/core/errcode"
+)
+
+// MaxCases bounds cases(N) of one property.
+const MaxCases = 1_000_000
+
+// genBound bounds the explicit range of a generated Int(lo, hi).
+const genBound = 1_000_000_000_000_000
+
+// TestSuite is a parsed and type-checked tests source bound to a Program.
+type TestSuite struct {
+	prog  *Program
+	tests []ruleTest
+}
+
+// ruleTest is one example or property.
+type ruleTest struct {
+	name string
+	pos  Pos
+	// example
+	facts   FactSet
+	expects []expectation
+	// property
+	cases  int
+	seed   uint64
+	varNm  string
+	gen    genSpec
+	pre    Expr
+	post   Expr
+	isProp bool
+}
+
+// expectation is expect(path, op, literal) or expect_error("CODE").
+type expectation struct {
+	pos     Pos
+	path    string
+	op      string
+	lit     Expr
+	cmp     *Binary // $field op lit, type-checked
+	errCode string  // set for expect_error
+}
+
+// genSpec describes how to generate values of a type; lo/hi bound a top-level Int.
+type genSpec struct {
+	typ    *Type
+	lo, hi int64
+}
+
+// TestReport is the outcome of a test run.
+type TestReport struct {
+	TotalCases   int          `json:"total_cases"`
+	Passed       int          `json:"passed"`
+	Failed       int          `json:"failed"`
+	FirstFailure *TestFailure `json:"first_failure"`
+}
+
+// TestFailure describes the first failing case of a run.
+type TestFailure struct {
+	Test     string          `json:"test"`
+	Case     int             `json:"case"`
+	Inputs   json.RawMessage `json:"inputs"`
+	Expected string          `json:"expected"`
+	Actual   string          `json:"actual"`
+}
+
+// RunTests checks the tests source against prog and runs it with runSeed.
+func RunTests(prog *Program, testSrc string, runSeed uint64) (*TestReport, error) {
+	s, err := CheckTests(prog, testSrc)
+	if err != nil {
+		return nil, err
+	}
+	return s.Run(runSeed), nil
+}
+
+// CheckTests parses and type-checks a tests source against prog; errors are
+// RULE_PARSE_ERROR / RULE_TYPE_ERROR naming the test and position.
+func CheckTests(prog *Program, src string) (*TestSuite, error) {
+	p := newParser(src)
+	suite := &TestSuite{prog: prog}
+	seen := map[string]bool{}
+	for p.peek().kind != tkEOF {
+		t, err := p.testDecl(prog)
+		if err != nil {
+			return nil, p.finish(err)
+		}
+		if seen[t.name] {
+			return nil, errAt(errcode.RuleTypeError, t.name, t.pos, "duplicate test %s", t.name)
+		}
+		seen[t.name] = true
+		suite.tests = append(suite.tests, t)
+	}
+	if p.lexErr != nil {
+		return nil, p.lexErr
+	}
+	return suite, nil
+}
+
+func (p *parser) testDecl(prog *Program) (ruleTest, error) {
+	p.field = ""
+	kw := p.peek()
+	if kw.kind != tkIdent || (kw.text != "example" && kw.text != "property") {
+		return ruleTest{}, p.errf(kw.pos, "expected 'example' or 'property', found %s", describe(kw))
+	}
+	p.next()
+	name, err := p.ident()
+	if err != nil {
+		return ruleTest{}, err
+	}
+	p.field = name.text
+	t := ruleTest{name: name.text, pos: name.pos}
+	if _, err := p.expect(":"); err != nil {
+		return t, err
+	}
+	if kw.text == "example" {
+		return t, p.example(prog, &t)
+	}
+	return t, p.property(&t)
+}
+
+func (p *parser) example(prog *Program, t *ruleTest) error {
+	if _, err := p.expect("{"); err != nil {
+		return err
+	}
+	for !p.isPunct("}") {
+		f, err := p.factDecl()
+		if err != nil {
+			return err
+		}
+		t.facts = append(t.facts, f)
+	}
+	p.next()
+	if _, err := p.expect("=>"); err != nil {
+		return err
+	}
+	for {
+		x, err := p.expectation(prog, t.name)
+		if err != nil {
+			return err
+		}
+		t.expects = append(t.expects, x)
+		if _, err := p.expect(";"); err != nil {
+			return err
+		}
+		if n := p.peek(); n.kind != tkIdent || (n.text != "expect" && n.text != "expect_error") {
+			return nil
+		}
+	}
+}
+
+// factDecl parses fact f("Type", "key") = {json};
+func (p *parser) factDecl() (Fact, error) {
+	if err := p.expectKeyword("fact"); err != nil {
+		return Fact{}, err
+	}
+	if err := p.expectKeyword("f"); err != nil {
+		return Fact{}, err
+	}
+	if _, err := p.expect("("); err != nil {
+		return Fact{}, err
+	}
+	typ, err := p.str()
+	if err != nil {
+		return Fact{}, err
+	}
+	if _, err := p.expect(","); err != nil {
+		return Fact{}, err
+	}
+	key, err := p.str()
+	if err != nil {
+		return Fact{}, err
+	}
+	if _, err := p.expect(")"); err != nil {
+		return Fact{}, err
+	}
+	if _, err := p.expect("="); err != nil {
+		return Fact{}, err
+	}
+	payload, err := p.rawJSON()
+	if err != nil {
+		return Fact{}, err
+	}
+	if _, err := p.expect(";"); err != nil {
+		return Fact{}, err
+	}
+	return Fact{FactType: typ.text, FactKey: key.text, Payload: payload}, nil
+}
+
+// rawJSON reads one JSON value directly from the source after the current
+// token and returns its canonical form.
+func (p *parser) rawJSON() ([]byte, error) {
+	if p.i != len(p.toks) {
+		return nil, p.errf(p.peek().pos, "internal: JSON after lookahead")
+	}
+	lx := p.lx
+	for lx.off < len(lx.src) && strings.ContainsRune(" \t\r\n", rune(lx.src[lx.off])) {
+		lx.advance()
+	}
+	start := lx.pos()
+	dec := json.NewDecoder(strings.NewReader(lx.src[lx.off:]))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, p.errf(start, "invalid JSON payload: %v", err)
+	}
+	end := lx.off + int(dec.InputOffset())
+	for lx.off < end {
+		lx.advance()
+	}
+	out, err := canonjson.Canonicalize(raw)
+	if err != nil {
+		return nil, p.errf(start, "invalid fact payload: %v", err)
+	}
+	return out, nil
+}
+
+// expectation parses expect(path, op, literal) or expect_error("CODE").
+func (p *parser) expectation(prog *Program, test string) (expectation, error) {
+	kw, err := p.ident()
+	if err != nil {
+		return expectation{}, err
+	}
+	x := expectation{pos: kw.pos}
+	if kw.text != "expect" && kw.text != "expect_error" {
+		return x, p.errf(kw.pos, "expected 'expect' or 'expect_error', found %s", describe(kw))
+	}
+	if _, err := p.expect("("); err != nil {
+		return x, err
+	}
+	if kw.text == "expect_error" {
+		code, err := p.str()
+		if err != nil {
+			return x, err
+		}
+		if !codeRe.MatchString(code.text) {
+			return x, errAt(errcode.RuleTypeError, test, code.pos, "error code %q must match ^[A-Z][A-Z0-9_]{2,63}$", code.text)
+		}
+		x.errCode = code.text
+		_, err = p.expect(")")
+		return x, err
+	}
+	path, ppos, err := p.path()
+	if err != nil {
+		return x, err
+	}
+	x.path = path
+	if _, err := p.expect(","); err != nil {
+		return x, err
+	}
+	op := p.peek()
+	if op.kind != tkPunct || !contains([]string{"==", "!=", "<", "<=", ">", ">="}, op.text) {
+		return x, p.errf(op.pos, "expected a comparison operator, found %s", describe(op))
+	}
+	p.next()
+	x.op = op.text
+	if _, err := p.expect(","); err != nil {
+		return x, err
+	}
+	if x.lit, err = p.expr(); err != nil {
+		return x, err
+	}
+	if _, err := p.expect(")"); err != nil {
+		return x, err
+	}
+	d := prog.Field(path)
+	if d == nil {
+		return x, errAt(errcode.RuleTypeError, test, ppos, "unknown field %q", path)
+	}
+	x.cmp = &Binary{At: op.pos, Op: op.text, L: &Ident{At: ppos, Name: "$field"}, R: x.lit}
+	c := &checker{decls: map[string]*FieldDecl{}, cur: test}
+	if _, err := c.expr(x.cmp, &scope{name: "$field", typ: d.Type}); err != nil {
+		return x, err
+	}
+	return x, nil
+}
+
+// property parses cases(N) seed(S) => forall x: Type. implies(pre, post);
+func (p *parser) property(t *ruleTest) error {
+	t.isProp = true
+	n, err := p.intCall("cases")
+	if err != nil {
+		return err
+	}
+	if n < 1 || n > MaxCases {
+		return errAt(errcode.RuleTypeError, t.name, t.pos, "cases(%d) must be within 1..%d", n, MaxCases)
+	}
+	t.cases = int(n)
+	seed, err := p.intCall("seed")
+	if err != nil {
+		return err
+	}
+	if seed < 0 {
+		return errAt(errcode.RuleTypeError, t.name, t.pos, "seed(%d) must not be negative", seed)
+	}
+	t.seed = uint64(seed)
+	if _, err := p.expect("=>"); err != nil {
+		return err
+	}
+	if err := p.expectKeyword("forall"); err != nil {
+		return err
+	}
+	v, err := p.varName()
+	if err != nil {
+		return err
+	}
+	t.varNm = v.text
+	if _, err := p.expect(":"); err != nil {
+		return err
+	}
+	if t.gen, err = p.genType(); err != nil {
+		return err
+	}
+	if _, err := p.expect("."); err != nil {
+		return err
+	}
+	if err := p.expectKeyword("implies"); err != nil {
+		return err
+	}
+	if _, err := p.expect("("); err != nil {
+		return err
+	}
+	if t.pre, err = p.expr(); err != nil {
+		return err
+	}
+	if _, err := p.expect(","); err != nil {
+		return err
+	}
+	if t.post, err = p.expr(); err != nil {
+		return err
+	}
+	if _, err := p.expect(")"); err != nil {
+		return err
+	}
+	if _, err := p.expect(";"); err != nil {
+		return err
+	}
+	c := &checker{decls: map[string]*FieldDecl{}, deps: map[string]map[string]bool{t.name: {}}, cur: t.name}
+	s := &scope{name: t.varNm, typ: t.gen.typ}
+	for _, e := range []Expr{t.pre, t.post} {
+		et, err := c.expr(e, s)
+		if err != nil {
+			return err
+		}
+		if et.Kind != KindBool {
+			return errAt(errcode.RuleTypeError, t.name, e.Position(), "implies needs Bool expressions, found %s", et)
+		}
+	}
+	return nil
+}
+
+// intCall parses name(INT).
+func (p *parser) intCall(name string) (int64, error) {
+	if err := p.expectKeyword(name); err != nil {
+		return 0, err
+	}
+	if _, err := p.expect("("); err != nil {
+		return 0, err
+	}
+	v, err := p.signedInt()
+	if err != nil {
+		return 0, err
+	}
+	_, err = p.expect(")")
+	return v, err
+}
+
+func (p *parser) signedInt() (int64, error) {
+	neg := p.isPunct("-")
+	if neg {
+		p.next()
+	}
+	t := p.peek()
+	if t.kind != tkInt {
+		return 0, p.errf(t.pos, "expected an integer, found %s", describe(t))
+	}
+	p.next()
+	v, err := strconv.ParseInt(t.text, 10, 64)
+	if err != nil {
+		return 0, p.errf(t.pos, "integer %s out of range", t.text)
+	}
+	if neg {
+		v = -v
+	}
+	return v, nil
+}
+
+// genType parses a generatable type; a top-level Int may carry bounds Int(lo, hi).
+func (p *parser) genType() (genSpec, error) {
+	g := genSpec{lo: -1000, hi: 1000}
+	t := p.peek()
+	if t.kind == tkIdent && t.text == "Int" && p.peekAt(1).kind == tkPunct && p.peekAt(1).text == "(" {
+		p.next()
+		p.next()
+		lo, err := p.signedInt()
+		if err != nil {
+			return g, err
+		}
+		if _, err := p.expect(","); err != nil {
+			return g, err
+		}
+		hi, err := p.signedInt()
+		if err != nil {
+			return g, err
+		}
+		if _, err := p.expect(")"); err != nil {
+			return g, err
+		}
+		if lo > hi || lo < -genBound || hi > genBound {
+			return g, errAt(errcode.RuleTypeError, p.field, t.pos, "Int(%d, %d) needs lo ≤ hi within ±10^18", lo, hi)
+		}
+		g.typ, g.lo, g.hi = tInt, lo, hi
+		return g, nil
+	}
+	typ, err := p.typ()
+	if err != nil {
+		return g, err
+	}
+	if !generatable(typ) {
+		return g, errAt(errcode.RuleTypeError, p.field, t.pos, "cannot generate values of %s", typ)
+	}
+	g.typ = typ
+	return g, nil
+}
+
+// generatable reports whether the property generator supports t.
+func generatable(t *Type) bool {
+	switch t.Kind {
+	case KindBool, KindInt, KindText, KindDate, KindDec, KindQty:
+		return true
+	case KindOpt, KindList:
+		return generatable(t.Elem)
+	case KindRecord:
+		for _, f := range t.Fields {
+			if !generatable(f.Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// Run executes every test: an example is one case, a property N cases. The
+// values of a property are drawn from a PCG (math/rand/v2) seeded with the
+// property's seed and runSeed, so equal seeds give equal cases.
+func (s *TestSuite) Run(runSeed uint64) *TestReport {
+	rep := &TestReport{}
+	fail := func(f *TestFailure) {
+		rep.Failed++
+		if rep.FirstFailure == nil {
+			rep.FirstFailure = f
+		}
+	}
+	for _, t := range s.tests {
+		if !t.isProp {
+			rep.TotalCases++
+			if f := s.runExample(t); f != nil {
+				fail(f)
+			} else {
+				rep.Passed++
+			}
+			continue
+		}
+		rng := rand.New(rand.NewPCG(t.seed, runSeed))
+		for i := range t.cases {
+			rep.TotalCases++
+			x := generate(rng, t.gen.typ, t.gen.lo, t.gen.hi)
+			if f := runProperty(t, i, x); f != nil {
+				fail(f)
+			} else {
+				rep.Passed++
+			}
+		}
+	}
+	return rep
+}
+
+func (s *TestSuite) runExample(t ruleTest) *TestFailure {
+	inputs := make([]map[string]any, len(t.facts))
+	for i, f := range t.facts {
+		inputs[i] = map[string]any{"fact_type": f.FactType, "fact_key": f.FactKey, "payload": json.RawMessage(f.Payload)}
+	}
+	raw, _ := canonjson.Marshal(map[string]any{"facts": inputs})
+	failure := func(expected, actual string) *TestFailure {
+		return &TestFailure{Test: t.name, Case: 0, Inputs: raw, Expected: expected, Actual: actual}
+	}
+	res, err := s.prog.Evaluate(t.facts)
+	for _, x := range t.expects {
+		if x.errCode != "" {
+			if err == nil {
+				return failure("error "+x.errCode, "no error")
+			}
+			if string(errcode.CodeOf(err)) != x.errCode {
+				return failure("error "+x.errCode, err.Error())
+			}
+			continue
+		}
+		if err != nil {
+			return failure(x.path+" "+x.op+" …", err.Error())
+		}
+		got, _ := res.Value(x.path)
+		ev := &evaluator{quiet: 1}
+		ok, _, cerr := ev.eval(x.cmp, &env{name: "$field", val: got})
+		litVal, _, _ := ev.eval(x.lit, nil)
+		if cerr != nil {
+			return failure(x.path+" "+x.op+" "+litVal.String(), cerr.Error())
+		}
+		if !ok.B {
+			return failure(x.path+" "+x.op+" "+litVal.String(), got.String())
+		}
+	}
+	return nil
+}
+
+func runProperty(t ruleTest, i int, x Value) *TestFailure {
+	raw, _ := canonjson.Marshal(map[string]any{t.varNm: x.jsonValue()})
+	failure := func(expected, actual string) *TestFailure {
+		return &TestFailure{Test: t.name, Case: i, Inputs: raw, Expected: expected, Actual: actual}
+	}
+	ev := &evaluator{quiet: 1, cur: t.name}
+	en := &env{name: t.varNm, val: x}
+	pre, _, err := ev.eval(t.pre, en)
+	if err != nil {
+		return failure("precondition evaluates", err.Error())
+	}
+	if !pre.B {
+		return nil
+	}
+	post, _, err := ev.eval(t.post, en)
+	if err != nil {
+		return failure("postcondition holds", err.Error())
+	}
+	if !post.B {
+		return failure("postcondition holds", "postcondition is false")
+	}
+	return nil
+}
+
+// generate draws a value of type t (see LANGUAGE.md §11 for distributions).
+func generate(r *rand.Rand, t *Type, lo, hi int64) Value {
+	switch t.Kind {
+	case KindBool:
+		return boolVal(r.IntN(2) == 1)
+	case KindInt:
+		return intVal(lo + r.Int64N(hi-lo+1))
+	case KindText:
+		n := r.IntN(9)
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('a' + r.IntN(26))
+		}
+		return textVal(string(b))
+	case KindDate:
+		d := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, r.IntN(10000))
+		return dateVal(d.Format(time.DateOnly))
+	case KindDec, KindQty:
+		scale := t.Scale
+		if t.Kind == KindQty {
+			scale = QtyScale
+		}
+		c := r.Int64N(2_000_001) - 1_000_000
+		return Value{Kind: t.Kind, D: apd.New(c, int32(-scale)), Scale: t.Scale, Unit: t.Unit}
+	case KindOpt:
+		if r.IntN(4) == 0 {
+			return noneVal()
+		}
+		return someVal(generate(r, t.Elem, -1000, 1000))
+	case KindList:
+		elems := make([]Value, r.IntN(6))
+		for i := range elems {
+			elems[i] = generate(r, t.Elem, -1000, 1000)
+		}
+		return listVal(elems)
+	case KindRecord:
+		v := Value{Kind: KindRecord}
+		for _, f := range t.Fields {
+			v.Keys = append(v.Keys, f.Name)
+			v.Elems = append(v.Elems, generate(r, f.Type, -1000, 1000))
+		}
+		return v
+	}
+	return Value{}
+}
+
+// String summarises the report on one line.
+func (r *TestReport) String() string {
+	s := fmt.Sprintf("%d cases, %d passed, %d failed", r.TotalCases, r.Passed, r.Failed)
+	if f := r.FirstFailure; f != nil {
+		s += fmt.Sprintf("; first failure: %s case %d: expected %s, got %s", f.Test, f.Case, f.Expected, f.Actual)
+	}
+	return s
+}
