@@ -65,3 +65,11 @@ func TestHashChangesWithEveryField(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, base, got)
 }
+
+func TestHashRejectsInvalidUTF8(t *testing.T) {
+	t.Parallel()
+	e := fixture()
+	e.EventType = "bad\xff"
+	_, err := Hash(e)
+	require.Error(t, err)
+}
