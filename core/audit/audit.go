@@ -5,6 +5,7 @@ package audit
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/hash"
@@ -33,6 +34,13 @@ type Event struct {
 // Hash returns the BPC-EVENT-1 event_hash: SHA-256 hex of the canonical JSON
 // of the event's fields.
 func Hash(e Event) (string, error) {
+	// encoding/json would replace invalid UTF-8 with U+FFFD, so that two
+	// different byte strings hashed alike: refuse them instead.
+	for _, s := range []string{e.TenantID, e.AggregateType, e.AggregateID, e.EventType, e.ActorID, e.PayloadHash, e.PrevEventHash} {
+		if !utf8.ValidString(s) {
+			return "", fmt.Errorf("error hashing event: %q is not valid UTF-8", s)
+		}
+	}
 	doc := map[string]any{
 		"tenant_id":         e.TenantID,
 		"aggregate_type":    e.AggregateType,
