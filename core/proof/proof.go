@@ -184,6 +184,12 @@ func Verify(canonical []byte) (*Proof, error) {
 	if err := dec.Decode(&p); err != nil {
 		return nil, errcode.Wrap(errcode.Validation, err, "proof does not decode: %s", err.Error())
 	}
+	// encoding/json matches keys case-insensitively, so "Children" would
+	// decode like "children" with every hash intact: the decoded proof must
+	// re-encode to exactly the bytes given.
+	if again, err := canonjson.Marshal(&p); err != nil || !bytes.Equal(again, canonical) {
+		return nil, errcode.New(errcode.Validation, "proof has keys or values outside BPC-PROOF-1")
+	}
 	if p.ProofVersion != Version {
 		return nil, errcode.New(errcode.Validation, "proof_version is %q, want %s", p.ProofVersion, Version)
 	}

@@ -166,3 +166,17 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// Keys differing only in case decode alike in encoding/json; Verify must not
+// accept them.
+func TestVerifyRejectsKeyCaseChanges(t *testing.T) {
+	t.Parallel()
+	_, canonical, err := Build(sample())
+	require.NoError(t, err)
+	for _, pair := range [][2]string{{`"children"`, `"Children"`}, {`"field_index"`, `"Field_index"`}} {
+		tampered := strings.Replace(string(canonical), pair[0], pair[1], 1)
+		require.NotEqual(t, string(canonical), tampered)
+		_, err := Verify([]byte(tampered))
+		require.Error(t, err, pair[1])
+	}
+}
