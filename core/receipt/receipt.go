@@ -62,27 +62,9 @@ type Receipt struct {
 	ProofRootHash        string `json:"proof_root_hash"`
 	SignatureAlg         string `json:"signature_alg"`
 	SigningKeyID         string `json:"signing_key_id"`
-	Signature            string `json:"signature"`
-}
-
-// unsigned is Receipt without the signature key; it is what gets hashed.
-type unsigned struct {
-	ReceiptVersion       string `json:"receipt_version"`
-	IssuedAt             string `json:"issued_at"`
-	TenantID             string `json:"tenant_id"`
-	PassportVersionID    string `json:"passport_version_id"`
-	PassportID           string `json:"passport_id"`
-	BatteryProductID     string `json:"battery_product_id"`
-	SnapshotID           string `json:"snapshot_id"`
-	SnapshotHash         string `json:"snapshot_hash"`
-	RulePackageVersionID string `json:"rule_package_version_id"`
-	DSLSHA256            string `json:"dsl_sha256"`
-	TestsSHA256          string `json:"tests_sha256"`
-	CompilerBuildID      string `json:"compiler_build_id"`
-	PayloadHash          string `json:"payload_hash"`
-	ProofRootHash        string `json:"proof_root_hash"`
-	SignatureAlg         string `json:"signature_alg"`
-	SigningKeyID         string `json:"signing_key_id"`
+	// Signature is omitted from the encoding while empty: the unsigned
+	// receipt, which receipt_hash covers, has no signature key at all.
+	Signature string `json:"signature,omitempty"`
 }
 
 // FormatIssuedAt formats t as an issued_at value: UTC, whole seconds (the
@@ -159,24 +141,7 @@ func UnsignedCanonical(r Receipt) ([]byte, error) {
 	if err := Validate(r); err != nil {
 		return nil, err
 	}
-	b, err := canonjson.Marshal(unsigned{
-		ReceiptVersion:       r.ReceiptVersion,
-		IssuedAt:             r.IssuedAt,
-		TenantID:             r.TenantID,
-		PassportVersionID:    r.PassportVersionID,
-		PassportID:           r.PassportID,
-		BatteryProductID:     r.BatteryProductID,
-		SnapshotID:           r.SnapshotID,
-		SnapshotHash:         r.SnapshotHash,
-		RulePackageVersionID: r.RulePackageVersionID,
-		DSLSHA256:            r.DSLSHA256,
-		TestsSHA256:          r.TestsSHA256,
-		CompilerBuildID:      r.CompilerBuildID,
-		PayloadHash:          r.PayloadHash,
-		ProofRootHash:        r.ProofRootHash,
-		SignatureAlg:         r.SignatureAlg,
-		SigningKeyID:         r.SigningKeyID,
-	})
+	b, err := canonjson.Marshal(r)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "error encoding receipt: %s", err)
 	}
