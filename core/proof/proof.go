@@ -156,16 +156,28 @@ func (b *builder) node(t NodeType, data any, children []Node) (Node, error) {
 }
 
 // nodeHash is SHA-256 hex of canonical {id, type, data, children_hashes}.
+// The bytes are written directly — keys in canonical order, data already
+// canonical, ids, types and hashes plain ASCII — instead of going through
+// canonjson for every node (it dominated compile time); the golden tests pin
+// the result to the canonjson encoding. data must be canonical: Build
+// encodes it with canonjson, Verify takes it from a document it has checked
+// to be canonical as a whole.
 func nodeHash(id string, t NodeType, data json.RawMessage, childHashes []string) (string, error) {
-	b, err := canonjson.Marshal(map[string]any{
-		"id":              id,
-		"type":            t,
-		"data":            data,
-		"children_hashes": childHashes,
-	})
-	if err != nil {
-		return "", fmt.Errorf("error encoding node %s for hashing: %w", id, err)
+	b := make([]byte, 0, 64+len(data)+len(childHashes)*67)
+	b = append(b, `{"children_hashes":[`...)
+	for i, h := range childHashes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, h)
 	}
+	b = append(b, `],"data":`...)
+	b = append(b, data...)
+	b = append(b, `,"id":`...)
+	b = strconv.AppendQuote(b, id)
+	b = append(b, `,"type":`...)
+	b = strconv.AppendQuote(b, string(t))
+	b = append(b, '}')
 	return hash.SHA256Hex(b), nil
 }
 
