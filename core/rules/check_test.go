@@ -69,12 +69,7 @@ func TestCheckErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := Check(tc.src)
-			require.Error(t, err)
-			require.Equal(t, tc.code, errcode.CodeOf(err), err.Error())
-			field, pos, ok := ErrorLocation(err)
-			require.True(t, ok)
-			require.Equal(t, tc.field, field, err.Error())
-			require.Equal(t, Pos{Line: tc.line, Col: tc.col}, pos, err.Error())
+			requireErrorAt(t, err, tc.code, tc.field, tc.line, tc.col)
 		})
 	}
 }

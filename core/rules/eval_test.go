@@ -220,12 +220,7 @@ func TestEvaluateRuntimeErrors(t *testing.T) {
 			p, err := Check(tc.src)
 			require.NoError(t, err)
 			_, err = p.Evaluate(sampleFacts)
-			require.Error(t, err)
-			require.Equal(t, tc.code, errcode.CodeOf(err), err.Error())
-			field, pos, ok := ErrorLocation(err)
-			require.True(t, ok)
-			require.Equal(t, tc.field, field, err.Error())
-			require.Equal(t, Pos{Line: tc.line, Col: tc.col}, pos, err.Error())
+			requireErrorAt(t, err, tc.code, tc.field, tc.line, tc.col)
 		})
 	}
 }

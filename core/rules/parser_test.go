@@ -104,12 +104,7 @@ func TestParseErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := Check(tc.src)
-			require.Error(t, err)
-			require.Equal(t, tc.code, errcode.CodeOf(err), err.Error())
-			field, pos, ok := ErrorLocation(err)
-			require.True(t, ok)
-			require.Equal(t, tc.field, field, err.Error())
-			require.Equal(t, Pos{Line: tc.line, Col: tc.col}, pos, err.Error())
+			requireErrorAt(t, err, tc.code, tc.field, tc.line, tc.col)
 		})
 	}
 }
@@ -123,6 +118,17 @@ func TestParseDepthLimit(t *testing.T) {
 	_, err := Parse(src + "1")
 	require.Equal(t, errcode.RuleParseError, errcode.CodeOf(err))
 	require.Contains(t, err.Error(), "nesting deeper")
+}
+
+// requireErrorAt asserts err carries code and is located at field, line:col.
+func requireErrorAt(t *testing.T, err error, code errcode.Code, field string, line, col int) {
+	t.Helper()
+	require.Error(t, err)
+	require.Equal(t, code, errcode.CodeOf(err), err.Error())
+	gotField, pos, ok := ErrorLocation(err)
+	require.True(t, ok, err.Error())
+	require.Equal(t, field, gotField, err.Error())
+	require.Equal(t, Pos{Line: line, Col: col}, pos, err.Error())
 }
 
 func TestErrorLocationOnForeignError(t *testing.T) {

@@ -142,12 +142,7 @@ func TestCheckTestsErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := CheckTests(prog, tc.src)
-			require.Error(t, err)
-			require.Equal(t, tc.code, errcode.CodeOf(err), err.Error())
-			field, pos, ok := ErrorLocation(err)
-			require.True(t, ok)
-			require.Equal(t, tc.test, field, err.Error())
-			require.Equal(t, Pos{Line: tc.line, Col: tc.col}, pos, err.Error())
+			requireErrorAt(t, err, tc.code, tc.test, tc.line, tc.col)
 		})
 	}
 	_, err := RunTests(prog, "nonsense", 1)
