@@ -20,7 +20,6 @@ package canonjson
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -49,7 +48,12 @@ var ErrTooDeep = errors.New("nesting too deep")
 
 // Canonicalize parses JSON text and returns its BPC-CJSON-1 canonical bytes.
 func Canonicalize(data []byte) ([]byte, error) {
-	p := &parser{data: data, out: make([]byte, 0, len(data))}
+	return canonicalizeAppend(make([]byte, 0, len(data)), data)
+}
+
+// canonicalizeAppend appends the canonical form of data to dst.
+func canonicalizeAppend(dst, data []byte) ([]byte, error) {
+	p := &parser{data: data, out: dst}
 	p.skipWS()
 	if err := p.value(0); err != nil {
 		return nil, err
@@ -61,15 +65,12 @@ func Canonicalize(data []byte) ([]byte, error) {
 	return p.out, nil
 }
 
-// Marshal encodes a Go value (anything encoding/json can marshal) as canonical bytes.
+// Marshal encodes a Go value (anything encoding/json can marshal) as
+// canonical bytes; see Append for the shapes it writes directly.
 func Marshal(v any) ([]byte, error) {
-	raw, err := json.Marshal(v)
+	out, err := Append(nil, v)
 	if err != nil {
-		return nil, fmt.Errorf("canonjson: marshal %T: %w", v, err)
-	}
-	out, err := Canonicalize(raw)
-	if err != nil {
-		return nil, fmt.Errorf("canonjson: marshal %T: %w", v, err)
+		return nil, err
 	}
 	return out, nil
 }

@@ -22,6 +22,19 @@ func SHA256Hex(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// SHA256HexString returns the lowercase hex SHA-256 of the bytes of s,
+// without copying s into a new byte slice (sources run to hundreds of KB).
+func SHA256HexString(s string) string {
+	h := sha256.New()
+	var buf [4096]byte
+	for len(s) > 0 {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // SHA256 returns the raw 32-byte digest.
 func SHA256(b []byte) [32]byte {
 	return sha256.Sum256(b)

@@ -100,3 +100,11 @@ func TestIsDigestHexAndIsUUID(t *testing.T) {
 		require.False(t, IsUUID(bad), bad)
 	}
 }
+
+func TestSHA256HexString(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 4095, 4096, 4097, 10000} {
+		s := strings.Repeat("x", n)
+		require.Equal(t, SHA256Hex([]byte(s)), SHA256HexString(s), n)
+	}
+}
