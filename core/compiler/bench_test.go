@@ -83,3 +83,19 @@ func BenchmarkVerifyProof(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCompileSampleCold compiles the NMC811 sample with the program
+// cache emptied before every compile: the first compile against a rule
+// package version (BenchmarkCompileSample in examples/nmc811 is the warm case).
+func BenchmarkCompileSampleCold(b *testing.B) {
+	in := loadFixture(b, "nmc811")
+	b.ReportAllocs()
+	for b.Loop() {
+		programs.mu.Lock()
+		programs.byDigest, programs.order = map[string]*rules.Program{}, nil
+		programs.mu.Unlock()
+		if _, err := CompilePassport(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

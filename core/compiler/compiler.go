@@ -6,7 +6,9 @@
 // CompilePassport is pure: no I/O, no clock (issued_at is an input), no
 // randomness and no dependence on map iteration order or on the order of the
 // input facts, so the same input always yields the same bytes and a stored
-// passport version can be replayed to reproduce its hashes. The payload format
+// passport version can be replayed to reproduce its hashes. (Checked rule
+// programs are memoised by source digest, see programs.go; a memo of an
+// immutable value does not change any output.) The payload format
 // and the trace-to-proof mapping are documented in FORMAT.md beside this file.
 package compiler
 
@@ -64,11 +66,9 @@ func CompilePassport(in Input) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	prog, err := rules.Check(in.DSLSource)
+	dslSHA256 := hash.SHA256HexString(in.DSLSource)
+	prog, err := programs.checked(dslSHA256, in.DSLSource)
 	if err != nil {
-		return Output{}, err
-	}
-	if err := checkPathConflicts(prog); err != nil {
 		return Output{}, err
 	}
 	res, err := prog.Evaluate(in.Facts)
@@ -103,8 +103,8 @@ func CompilePassport(in Input) (Output, error) {
 		SnapshotID:           in.SnapshotID,
 		SnapshotHash:         snapshotHash,
 		RulePackageVersionID: in.RulePackageVersionID,
-		DSLSHA256:            hash.SHA256Hex([]byte(in.DSLSource)),
-		TestsSHA256:          hash.SHA256Hex([]byte(in.TestsSource)),
+		DSLSHA256:            dslSHA256,
+		TestsSHA256:          hash.SHA256HexString(in.TestsSource),
 		CompilerBuildID:      in.CompilerBuildID,
 		PayloadHash:          payloadHash,
 		ProofRootHash:        proofRoot,

@@ -20,13 +20,24 @@ import (
 	"github.com/bpc-platform/bpc/core/receipt"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/snapshot"
+	"github.com/bpc-platform/bpc/examples/nmc811"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // fixtures are the directories under testdata/, each a complete compile input
 // with its expected artifacts.
-var fixtures = []string{"minimal", "optional_units", "pcf_asserts"}
+// nmc811 takes its rule package and facts from examples/nmc811 (the sample
+// the pipeline and demo use) instead of copies in testdata/.
+var fixtures = []string{"minimal", "optional_units", "pcf_asserts", "nmc811"}
+
+// sampleFixtures name the fixtures whose sources live in a package.
+var sampleFixtures = map[string]func() (dsl, tests string, facts []rules.Fact, err error){
+	"nmc811": func() (string, string, []rules.Fact, error) {
+		facts, err := nmc811.Facts()
+		return nmc811.Rules(), nmc811.Tests(), facts, err
+	},
+}
 
 // fixtureInput is the shape of a fixture's input.json.
 type fixtureInput struct {
@@ -67,6 +78,23 @@ func loadFixture(t testing.TB, name string) Input {
 	issued, err := time.Parse(time.RFC3339, fi.IssuedAt)
 	require.NoError(t, err)
 
+	in := Input{
+		TenantID:             fi.TenantID,
+		PassportVersionID:    fi.PassportVersionID,
+		PassportID:           fi.PassportID,
+		BatteryProductID:     fi.BatteryProductID,
+		SnapshotID:           fi.SnapshotID,
+		RulePackageVersionID: fi.RulePackageVersionID,
+		CompilerBuildID:      fi.CompilerBuildID,
+		SigningKeyID:         fi.SigningKeyID,
+		IssuedAt:             issued,
+	}
+	if sample, ok := sampleFixtures[name]; ok {
+		in.DSLSource, in.TestsSource, in.Facts, err = sample()
+		require.NoError(t, err)
+		return in
+	}
+
 	var ff []fixtureFact
 	require.NoError(t, json.Unmarshal(readFile(t, filepath.Join(dir, "facts.json")), &ff))
 	facts := make([]rules.Fact, len(ff))
@@ -79,20 +107,10 @@ func loadFixture(t testing.TB, name string) Input {
 	if !os.IsNotExist(err) {
 		require.NoError(t, err)
 	}
-	return Input{
-		TenantID:             fi.TenantID,
-		PassportVersionID:    fi.PassportVersionID,
-		PassportID:           fi.PassportID,
-		BatteryProductID:     fi.BatteryProductID,
-		SnapshotID:           fi.SnapshotID,
-		Facts:                facts,
-		RulePackageVersionID: fi.RulePackageVersionID,
-		DSLSource:            string(readFile(t, filepath.Join(dir, "rules.bpc"))),
-		TestsSource:          string(tests),
-		CompilerBuildID:      fi.CompilerBuildID,
-		SigningKeyID:         fi.SigningKeyID,
-		IssuedAt:             issued,
-	}
+	in.Facts = facts
+	in.DSLSource = string(readFile(t, filepath.Join(dir, "rules.bpc")))
+	in.TestsSource = string(tests)
+	return in
 }
 
 // hashesText is the content of hashes.txt: one "name hex" line per hash.
@@ -199,7 +217,7 @@ func verifyGoldenIndependently(t *testing.T, dir string, in Input) {
 		SnapshotID:           in.SnapshotID,
 		SnapshotHash:         snapshotHash,
 		RulePackageVersionID: in.RulePackageVersionID,
-		DSLSHA256:            hash.SHA256Hex(readFile(t, filepath.Join(dir, "rules.bpc"))),
+		DSLSHA256:            hash.SHA256Hex([]byte(in.DSLSource)),
 		TestsSHA256:          hash.SHA256Hex([]byte(in.TestsSource)),
 		CompilerBuildID:      in.CompilerBuildID,
 		PayloadHash:          hashes["payload_hash"],

@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -13,50 +12,15 @@ import (
 // PassportFormat is the passport_format of every BPC-PASSPORT-1 payload.
 const PassportFormat = "BPC-PASSPORT-1"
 
-// passportDoc is the BPC-PASSPORT-1 payload; canonjson sorts its keys.
-type passportDoc struct {
-	PassportFormat       string            `json:"passport_format"`
-	TenantID             string            `json:"tenant_id"`
-	PassportVersionID    string            `json:"passport_version_id"`
-	PassportID           string            `json:"passport_id"`
-	BatteryProductID     string            `json:"battery_product_id"`
-	SnapshotID           string            `json:"snapshot_id"`
-	SnapshotHash         string            `json:"snapshot_hash"`
-	RulePackageVersionID string            `json:"rule_package_version_id"`
-	Fields               map[string]any    `json:"fields"`
-	Compliance           []complianceEntry `json:"compliance"`
-}
-
-type complianceEntry struct {
-	Field  string `json:"field"`
-	Code   string `json:"code"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail"`
-}
-
 // buildPayload returns the canonical BPC-PASSPORT-1 bytes of an evaluation.
-// Paths were checked by checkPathConflicts, so every segment before the last
-// is an object.
+// The document is built from maps, strings and rules.Values, which canonjson
+// writes directly (sorting keys). Paths were checked by checkPathConflicts,
+// so every segment before the last is an object.
 func buildPayload(in Input, snapshotHash string, res *rules.Result) ([]byte, error) {
-	doc := passportDoc{
-		PassportFormat:       PassportFormat,
-		TenantID:             in.TenantID,
-		PassportVersionID:    in.PassportVersionID,
-		PassportID:           in.PassportID,
-		BatteryProductID:     in.BatteryProductID,
-		SnapshotID:           in.SnapshotID,
-		SnapshotHash:         snapshotHash,
-		RulePackageVersionID: in.RulePackageVersionID,
-		Fields:               map[string]any{},
-		Compliance:           make([]complianceEntry, len(res.Compliance)),
-	}
+	fields := map[string]any{}
 	for _, f := range res.Fields {
-		value, err := f.Value.MarshalCanonical()
-		if err != nil {
-			return nil, errcode.Wrap(errcode.Internal, err, "error encoding the value of field %s: %s", f.Path, err.Error())
-		}
 		segs := strings.Split(f.Path, ".")
-		obj := doc.Fields
+		obj := fields
 		for _, s := range segs[:len(segs)-1] {
 			next, ok := obj[s].(map[string]any)
 			if !ok {
@@ -65,10 +29,23 @@ func buildPayload(in Input, snapshotHash string, res *rules.Result) ([]byte, err
 			}
 			obj = next
 		}
-		obj[segs[len(segs)-1]] = json.RawMessage(value)
+		obj[segs[len(segs)-1]] = f.Value
 	}
+	compliance := make([]map[string]any, len(res.Compliance))
 	for i, c := range res.Compliance {
-		doc.Compliance[i] = complianceEntry(c)
+		compliance[i] = map[string]any{"field": c.Field, "code": c.Code, "ok": c.OK, "detail": c.Detail}
+	}
+	doc := map[string]any{
+		"passport_format":         PassportFormat,
+		"tenant_id":               in.TenantID,
+		"passport_version_id":     in.PassportVersionID,
+		"passport_id":             in.PassportID,
+		"battery_product_id":      in.BatteryProductID,
+		"snapshot_id":             in.SnapshotID,
+		"snapshot_hash":           snapshotHash,
+		"rule_package_version_id": in.RulePackageVersionID,
+		"fields":                  fields,
+		"compliance":              compliance,
 	}
 	b, err := canonjson.Marshal(doc)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/bpc-platform/bpc/core/canonjson"
@@ -81,6 +82,11 @@ type Proof struct {
 // the root node and returns the proof with its canonical bytes.
 func Build(fields []Field) (*Proof, []byte, error) {
 	b := &builder{proof: &Proof{ProofVersion: Version, FieldIndex: make(map[string]string, len(fields))}}
+	count := 1 // the root
+	for _, f := range fields {
+		count += countSteps(f.Root, 0)
+	}
+	b.proof.Nodes = make([]Node, 0, count)
 	paths := make([]string, len(fields))
 	roots := make([]Node, len(fields))
 	for i, f := range fields {
@@ -102,18 +108,92 @@ func Build(fields []Field) (*Proof, []byte, error) {
 		return nil, nil, err
 	}
 	b.proof.RootHash = root.Hash
-	canonical, err := canonjson.Marshal(b.proof)
+	canonical, err := b.proof.AppendCanonical(make([]byte, 0, b.size+len(b.proof.Nodes)*160))
 	if err != nil {
 		return nil, nil, fmt.Errorf("error encoding the proof: %w", err)
 	}
 	return b.proof, canonical, nil
 }
 
+// AppendCanonical appends the BPC-CJSON-1 encoding of p, written directly:
+// keys in canonical order, node data (canonical by construction in Build,
+// checked as part of the whole document in Verify) copied as is. The tests
+// pin it to canonjson.Marshal of the same struct.
+func (p *Proof) AppendCanonical(dst []byte) ([]byte, error) {
+	paths := make([]string, 0, len(p.FieldIndex))
+	for path := range p.FieldIndex {
+		paths = append(paths, path)
+	}
+	slices.Sort(paths)
+	dst = append(dst, `{"field_index":{`...)
+	var err error
+	for i, path := range paths {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = canonjson.AppendString(dst, path); err != nil {
+			return nil, err
+		}
+		if dst, err = canonjson.AppendString(append(dst, ':'), p.FieldIndex[path]); err != nil {
+			return nil, err
+		}
+	}
+	dst = append(dst, `},"nodes":[`...)
+	for i, n := range p.Nodes {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"children":[`...)
+		for j, c := range n.Children {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = canonjson.AppendString(dst, c); err != nil {
+				return nil, err
+			}
+		}
+		dst = append(dst, `],"data":`...)
+		if len(n.Data) == 0 {
+			return nil, errcode.New(errcode.Validation, "node %s has no data", n.ID)
+		}
+		dst = append(dst, n.Data...)
+		for _, kv := range [3][2]string{{`,"hash":`, n.Hash}, {`,"id":`, n.ID}, {`,"type":`, string(n.Type)}} {
+			if dst, err = canonjson.AppendString(append(dst, kv[0]...), kv[1]); err != nil {
+				return nil, err
+			}
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"proof_version":`...)
+	if dst, err = canonjson.AppendString(dst, p.ProofVersion); err != nil {
+		return nil, err
+	}
+	if dst, err = canonjson.AppendString(append(dst, `,"root_hash":`...), p.RootHash); err != nil {
+		return nil, err
+	}
+	return append(dst, '}'), nil
+}
+
 // maxDepth bounds recursion over a derivation (rules nest far less).
 const maxDepth = 10_000
 
+// countSteps counts the steps of a derivation (bounded like add).
+func countSteps(s *Step, depth int) int {
+	if s == nil || depth > maxDepth {
+		return 0
+	}
+	n := 1
+	for _, c := range s.Children {
+		n += countSteps(c, depth+1)
+	}
+	return n
+}
+
 type builder struct {
-	proof *Proof
+	proof   *Proof
+	arena   []byte // node data, encoded back to back; nodes hold capped slices of it
+	size    int    // bytes of node data so far
+	scratch []byte // nodeHash input
 }
 
 func (b *builder) add(s *Step, depth int) (Node, error) {
@@ -139,46 +219,49 @@ func (b *builder) node(t NodeType, data any, children []Node) (Node, error) {
 	if !validTypes[t] {
 		return Node{}, errcode.Invalid("type", "unknown proof node type %q", t)
 	}
-	raw, err := canonjson.Marshal(data)
+	if cap(b.arena)-len(b.arena) < 1<<12 {
+		b.arena = make([]byte, 0, 1<<16) // earlier slices keep the old array alive
+	}
+	start := len(b.arena)
+	arena, err := canonjson.Append(b.arena, data)
 	if err != nil {
 		return Node{}, errcode.InvalidWrap("data", err, "node data is not canonical JSON: %s", err.Error())
 	}
+	b.arena = arena
+	raw := json.RawMessage(arena[start:len(arena):len(arena)])
+	b.size += len(raw)
 	n := Node{ID: "n" + strconv.Itoa(len(b.proof.Nodes)+1), Type: t, Data: raw, Children: make([]string, len(children))}
 	hashes := make([]string, len(children))
 	for i, c := range children {
 		n.Children[i], hashes[i] = c.ID, c.Hash
 	}
-	if n.Hash, err = nodeHash(n.ID, t, raw, hashes); err != nil {
-		return Node{}, err
-	}
+	n.Hash = nodeHash(&b.scratch, n.ID, t, raw, hashes)
 	b.proof.Nodes = append(b.proof.Nodes, n)
 	return n, nil
 }
 
 // nodeHash is SHA-256 hex of canonical {id, type, data, children_hashes}.
 // The bytes are written directly — keys in canonical order, data already
-// canonical, ids, types and hashes plain ASCII — instead of going through
-// canonjson for every node (it dominated compile time); the golden tests pin
-// the result to the canonjson encoding. data must be canonical: Build
-// encodes it with canonjson, Verify takes it from a document it has checked
-// to be canonical as a whole.
-func nodeHash(id string, t NodeType, data json.RawMessage, childHashes []string) (string, error) {
-	b := make([]byte, 0, 64+len(data)+len(childHashes)*67)
-	b = append(b, `{"children_hashes":[`...)
+// canonical, and ids ("n7"), types (the constants above) and hashes (hex)
+// plain ASCII that needs no escaping — instead of going through canonjson for
+// every node; the golden tests pin the result to the canonjson encoding. data
+// must be canonical: Build encodes it with canonjson, Verify takes it from a
+// document it has checked to be canonical as a whole. scratch is reused
+// between calls.
+func nodeHash(scratch *[]byte, id string, t NodeType, data json.RawMessage, childHashes []string) string {
+	b := append((*scratch)[:0], `{"children_hashes":[`...)
 	for i, h := range childHashes {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendQuote(b, h)
+		b = append(append(append(b, '"'), h...), '"')
 	}
 	b = append(b, `],"data":`...)
 	b = append(b, data...)
-	b = append(b, `,"id":`...)
-	b = strconv.AppendQuote(b, id)
-	b = append(b, `,"type":`...)
-	b = strconv.AppendQuote(b, string(t))
-	b = append(b, '}')
-	return hash.SHA256Hex(b), nil
+	b = append(append(append(b, `,"id":"`...), id...), `","type":"`...)
+	b = append(append(b, t...), `"}`...)
+	*scratch = b
+	return hash.SHA256Hex(b)
 }
 
 // Verify checks a proof given as its stored bytes: canonical encoding, the
@@ -199,7 +282,7 @@ func Verify(canonical []byte) (*Proof, error) {
 	// encoding/json matches keys case-insensitively, so "Children" would
 	// decode like "children" with every hash intact: the decoded proof must
 	// re-encode to exactly the bytes given.
-	if again, err := canonjson.Marshal(&p); err != nil || !bytes.Equal(again, canonical) {
+	if again, err := p.AppendCanonical(make([]byte, 0, len(canonical))); err != nil || !bytes.Equal(again, canonical) {
 		return nil, errcode.New(errcode.Validation, "proof has keys or values outside BPC-PROOF-1")
 	}
 	if p.ProofVersion != Version {
@@ -209,6 +292,7 @@ func Verify(canonical []byte) (*Proof, error) {
 		return nil, errcode.New(errcode.Validation, "proof has no nodes")
 	}
 	hashes := make(map[string]string, len(p.Nodes))
+	var scratch []byte
 	for i, n := range p.Nodes {
 		if want := "n" + strconv.Itoa(i+1); n.ID != want {
 			return nil, errcode.New(errcode.Validation, "node %d has id %q, want %q", i+1, n.ID, want)
@@ -224,14 +308,10 @@ func Verify(canonical []byte) (*Proof, error) {
 			}
 			childHashes[j] = h
 		}
-		h, err := nodeHash(n.ID, n.Type, n.Data, childHashes)
-		if err != nil {
-			return nil, errcode.Wrap(errcode.Validation, err, "node %s: %s", n.ID, err.Error())
-		}
-		if h != n.Hash {
+		if h := nodeHash(&scratch, n.ID, n.Type, n.Data, childHashes); h != n.Hash {
 			return nil, errcode.New(errcode.Validation, "node %s: hash does not match its content", n.ID)
 		}
-		hashes[n.ID] = h
+		hashes[n.ID] = n.Hash
 	}
 	root := p.Nodes[len(p.Nodes)-1]
 	if root.Hash != p.RootHash {

@@ -1,6 +1,7 @@
 package proof
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/errcode"
 )
 
@@ -179,4 +181,27 @@ func TestVerifyRejectsKeyCaseChanges(t *testing.T) {
 		_, err := Verify([]byte(tampered))
 		require.Error(t, err, pair[1])
 	}
+}
+
+// The direct writer gives the bytes of the general path (encoding/json of
+// the struct, then canonicalization), also for escaped field paths.
+func TestAppendCanonicalMatchesTheGeneralPath(t *testing.T) {
+	t.Parallel()
+	fields := append(sample(), Field{Path: "odd.\"quoted\"\tpath.é", Root: &Step{Type: Const, Data: []any{"x\n", nil, 3}}})
+	p, canonical, err := Build(fields)
+	require.NoError(t, err)
+	raw, err := json.Marshal(struct {
+		ProofVersion string            `json:"proof_version"`
+		RootHash     string            `json:"root_hash"`
+		Nodes        []Node            `json:"nodes"`
+		FieldIndex   map[string]string `json:"field_index"`
+	}(*p))
+	require.NoError(t, err)
+	general, err := canonjson.Canonicalize(raw)
+	require.NoError(t, err)
+	require.Equal(t, string(general), string(canonical))
+
+	p.Nodes[0].Data = nil
+	_, err = p.AppendCanonical(nil)
+	require.Error(t, err, "a node without data is not a BPC-PROOF-1 node")
 }

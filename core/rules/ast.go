@@ -1,5 +1,7 @@
 package rules
 
+import "github.com/cockroachdb/apd/v3"
+
 // File is a parsed rule source: its field declarations in source order.
 type File struct {
 	Fields []*FieldDecl
@@ -34,6 +36,7 @@ type IntLit struct {
 type DecLit struct {
 	At   Pos
 	Text string
+	val  *apd.Decimal // parsed once by the parser; shared, never modified
 }
 
 // StringLit is a double-quoted string literal (already unescaped).

@@ -19,20 +19,33 @@ func (ev *evaluator) call(e *Call, en *env) (Value, *Node, error) {
 	case "field":
 		p := e.Args[0].(*StringLit).Val
 		v := ev.values[p]
-		return v, node(NodeFieldRef, map[string]any{"field": p, "value": rawValue(v)}), nil
+		return v, node(NodeFieldRef, map[string]any{"field": p, "value": v}), nil
 	case "map", "filter", "fold", "toMap":
 		return ev.higherOrder(e, en)
 	}
 	// Evaluate the value arguments; unit names and scale literals are static.
-	args := make([]Value, len(e.Args))
+	// Most built-ins take at most four arguments: keep them on the stack
+	// (nothing below retains the slice; "list" copies it).
+	var small [4]Value
+	args := small[:0]
+	if len(e.Args) <= len(small) {
+		args = small[:len(e.Args)]
+	} else {
+		args = make([]Value, len(e.Args))
+	}
 	kids := make([]*Node, 0, len(e.Args))
-	extra := map[string]any{}
+	var extra map[string]any
 	for i, a := range e.Args {
 		// Static string arguments (a member name, an error code and message)
 		// are recorded in the node's data instead of as CONST children.
 		if lit, ok := a.(*StringLit); ok && staticStringArg(e.Name, i) {
 			args[i] = textVal(lit.Val)
-			extra[staticArgNames[e.Name][i-1]] = lit.Val
+			if ev.quiet == 0 { // lambda bodies are not traced
+				if extra == nil {
+					extra = map[string]any{}
+				}
+				extra[staticArgNames[e.Name][i-1]] = lit.Val
+			}
 			continue
 		}
 		if id, ok := a.(*Ident); ok && isUnitArg(e.Name, i) {
@@ -228,7 +241,7 @@ func (ev *evaluator) pure(e *Call, args []Value) (Value, error) {
 		}
 		return textVal(b.String()), nil
 	case "list":
-		return listVal(args), nil
+		return listVal(slices.Clone(args)), nil
 	case "record":
 		idx := make([]int, len(args))
 		for i := range idx {

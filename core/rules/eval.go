@@ -37,8 +37,9 @@ const (
 )
 
 // Node is one node of a field's derivation trace. Data holds only strings,
-// booleans, json.RawMessage (canonical value encodings) and slices of maps
-// of those, so it encodes to canonical JSON deterministically.
+// booleans, Values (which encode themselves canonically, see
+// Value.AppendCanonical; values are immutable once built) and slices of maps
+// of those, so canonjson encodes it directly and deterministically.
 type Node struct {
 	Type     NodeType       `json:"type"`
 	Data     map[string]any `json:"data"`
@@ -187,21 +188,12 @@ func node(t NodeType, data map[string]any, children ...*Node) *Node {
 	return &Node{Type: t, Data: data, Children: kids}
 }
 
-// rawValue returns the canonical encoding of v for trace data.
-func rawValue(v Value) json.RawMessage {
-	b, err := v.MarshalCanonical()
-	if err != nil {
-		return json.RawMessage("null")
-	}
-	return b
-}
-
 // opNode builds an OP node; inside lambda bodies (quiet > 0) no trace is built.
 func (ev *evaluator) opNode(op string, v Value, children ...*Node) *Node {
 	if ev.quiet > 0 {
 		return nil
 	}
-	return node(NodeOp, map[string]any{"op": op, "value": rawValue(v)}, children...)
+	return node(NodeOp, map[string]any{"op": op, "value": v}, children...)
 }
 
 // constNode builds a CONST node unless inside a lambda body.
@@ -209,7 +201,7 @@ func (ev *evaluator) constNode(v Value) *Node {
 	if ev.quiet > 0 {
 		return nil
 	}
-	return node(NodeConst, map[string]any{"value": rawValue(v)})
+	return node(NodeConst, map[string]any{"value": v})
 }
 
 // eval evaluates e and returns its value and trace node (nil for a variable reference).
@@ -226,9 +218,12 @@ func (ev *evaluator) eval(e Expr, en *env) (Value, *Node, error) {
 		v := intVal(e.Val)
 		return v, ev.constNode(v), nil
 	case *DecLit:
-		d, _, err := apd.NewFromString(e.Text)
-		if err != nil {
-			return Value{}, nil, ev.badData(e.At, "bad decimal literal %s", e.Text)
+		d := e.val
+		if d == nil { // a DecLit built without the parser
+			var err error
+			if d, _, err = apd.NewFromString(e.Text); err != nil {
+				return Value{}, nil, ev.badData(e.At, "bad decimal literal %s", e.Text)
+			}
 		}
 		v := Value{Kind: KindDec, D: d, Scale: decLitScale(e.Text)}
 		return v, ev.constNode(v), nil
@@ -298,7 +293,7 @@ func (ev *evaluator) eval(e Expr, en *env) (Value, *Node, error) {
 		if ev.quiet > 0 {
 			return v, nil, nil
 		}
-		n := node(NodeOp, map[string]any{"op": "let", "name": e.Name, "value": rawValue(v)}, xn, bn)
+		n := node(NodeOp, map[string]any{"op": "let", "name": e.Name, "value": v}, xn, bn)
 		return v, n, nil
 	case *Assert:
 		c, cn, err := ev.eval(e.Cond, en)

@@ -2,10 +2,12 @@ package rules
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/errcode"
 )
 
@@ -120,6 +122,7 @@ func TestEvaluateGoldenValues(t *testing.T) {
 		b, err := v.MarshalCanonical()
 		require.NoError(t, err)
 		require.Equal(t, w, string(b), path)
+		require.Equal(t, string(viaEncodingJSON(t, v)), string(b), path)
 	}
 	require.Equal(t, []ComplianceResult{{Field: "cf.check", Code: "CF_STAGES_SUM", OK: true, Detail: "total 61.25"}}, r.Compliance)
 	_, ok := r.Value("nope")
@@ -285,4 +288,41 @@ func TestValueEncodingEdgeCases(t *testing.T) {
 	require.Equal(t, -1, compareValues(boolVal(false), boolVal(true)))
 	require.Equal(t, 1, compareValues(boolVal(true), boolVal(false)))
 	require.Equal(t, 0, compareValues(listVal(nil), listVal(nil)))
+}
+
+// viaEncodingJSON encodes v the general way, independent of
+// Value.AppendCanonical: its encoding/json tree, then canonjson.Canonicalize.
+func viaEncodingJSON(t *testing.T, v Value) []byte {
+	t.Helper()
+	raw, err := json.Marshal(v.jsonValue())
+	require.NoError(t, err)
+	out, err := canonjson.Canonicalize(raw)
+	require.NoError(t, err)
+	return out
+}
+
+// Every value of the 40-field bench program (records, lists, maps, Qty, Dec,
+// Opt) encodes directly to the bytes of the general path.
+func TestAppendCanonicalMatchesTheGeneralPath(t *testing.T) {
+	t.Parallel()
+	src, facts := benchProgram()
+	p, err := Check(src)
+	require.NoError(t, err)
+	r, err := p.Evaluate(facts)
+	require.NoError(t, err)
+	values := []Value{
+		textVal("tab\t \"q\" é\u0001"), dateVal("2024-02-29"), noneVal(), someVal(intVal(-3)),
+		{Kind: KindMap, Keys: []string{"a", "é"}, Elems: []Value{listVal([]Value{boolVal(true)}), textVal("x")}},
+		factVal(map[string]any{"b": []any{json.Number("1"), nil, "s"}, "a": true}),
+	}
+	for _, f := range r.Fields {
+		values = append(values, f.Value)
+	}
+	for _, v := range values {
+		b, err := v.MarshalCanonical()
+		require.NoError(t, err)
+		require.Equal(t, string(viaEncodingJSON(t, v)), string(b))
+	}
+	_, err = textVal("\xff").MarshalCanonical()
+	require.ErrorIs(t, err, canonjson.ErrInvalidUTF8)
 }

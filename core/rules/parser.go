@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"github.com/cockroachdb/apd/v3"
 	"regexp"
 	"strconv"
 	"time"
@@ -538,7 +539,11 @@ func (p *parser) primary() (Expr, error) {
 		return &IntLit{At: t.pos, Val: v}, nil
 	case tkDec:
 		p.next()
-		return &DecLit{At: t.pos, Text: t.text}, nil
+		d, _, err := apd.NewFromString(t.text)
+		if err != nil {
+			return nil, p.errf(t.pos, "bad decimal literal %s", t.text)
+		}
+		return &DecLit{At: t.pos, Text: t.text, val: d}, nil
 	case tkString:
 		p.next()
 		return &StringLit{At: t.pos, Val: t.text}, nil

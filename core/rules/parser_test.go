@@ -157,3 +157,90 @@ func FuzzParse(f *testing.F) {
 		_, _ = p.Evaluate(nil)
 	})
 }
+
+// Malformed let, if and assert expressions are RULE_PARSE_ERRORs at the
+// offending token.
+func TestParseErrorsInCompoundExpressions(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		src       string
+		line, col int
+	}{
+		{"field a : Int = let 1 = 2; 3;", 1, 21},
+		{"field a : Int = let if = 2; 3;", 1, 21},
+		{"field a : Int = let x 2; x;", 1, 23},
+		{"field a : Int = let x = ; x;", 1, 25},
+		{"field a : Int = let x = 2 x;", 1, 27},
+		{"field a : Int = let x = 2; ;", 1, 28},
+		{"field a : Int = if true then 1 else 2;", 1, 20},
+		{"field a : Int = if (true 1 else 2;", 1, 26},
+		{"field a : Int = if (true) 1 else 2;", 1, 27},
+		{"field a : Int = if (true) then 1 2;", 1, 34},
+		{"field a : Int = if (true) then 1 else ;", 1, 39},
+		{"field a : Int = if () then 1 else 2;", 1, 21},
+		{"field a : Int = if (true) then else 2;", 1, 32},
+		{"field a : Bool = assert true, \"C\", \"m\");", 1, 25},
+		{"field a : Bool = assert(true \"C\", \"m\");", 1, 30},
+		{"field a : Bool = assert(true, C, \"m\");", 1, 31},
+		{"field a : Bool = assert(true, \"C\" \"m\");", 1, 35},
+		{"field a : Bool = assert(true, \"C\", m);", 1, 36},
+		{"field a : Bool = assert(true, \"C\", \"m\";", 1, 39},
+		{"field a : Bool = assert(, \"C\", \"m\");", 1, 25},
+	}
+	for _, tc := range cases {
+		_, err := Check(tc.src)
+		requireErrorAt(t, err, errcode.RuleParseError, "a", tc.line, tc.col)
+	}
+}
+
+// Type errors name the kinds involved.
+func TestTypeErrorsNameKinds(t *testing.T) {
+	t.Parallel()
+	for src, kind := range map[string]string{
+		`field a : Int = true;`:                          "Bool",
+		`field a : Int = "x";`:                           "Text",
+		`field a : Int = date("2024-01-01");`:            "Date",
+		`field a : Int = 1.5;`:                           "Dec",
+		`field a : Int = qty(1.0, kg);`:                  "Qty",
+		`field a : Int = none;`:                          "Opt",
+		`field a : Int = list(1, 2);`:                    "List",
+		`field a : Int = record(x: 1);`:                  "Record",
+		`field a : Int = getFactsByPrefix("bom", "m/");`: "List",
+	} {
+		_, err := Check(src)
+		require.Error(t, err, src)
+		require.Equal(t, errcode.RuleTypeError, errcode.CodeOf(err), "%s: %v", src, err)
+		require.Contains(t, err.Error(), kind, src)
+	}
+	require.Equal(t, "Kind(99)", kindName(Kind(99)))
+	require.Equal(t, "Map", kindName(KindMap))
+	require.Equal(t, "Fact", kindName(KindFact))
+}
+
+// Every expression node reports the position of its token.
+func TestExpressionPositions(t *testing.T) {
+	t.Parallel()
+	f, err := Parse(`field a : Int = let x = -1; if (x > 0) then assert(true, "C", "m"); x else x;`)
+	require.NoError(t, err)
+	let := f.Fields[0].Expr.(*Let)
+	require.Equal(t, Pos{1, 17}, let.Position())
+	require.Equal(t, Pos{1, 25}, let.Value.Position())
+	require.Equal(t, Pos{1, 26}, let.Value.(*Unary).X.Position())
+	iff := let.Body.(*If)
+	require.Equal(t, Pos{1, 29}, iff.Position())
+	require.Equal(t, Pos{1, 35}, iff.Cond.Position())
+	require.Equal(t, Pos{1, 33}, iff.Cond.(*Binary).L.Position())
+	require.Equal(t, Pos{1, 45}, iff.Then.Position())
+	require.Equal(t, Pos{1, 52}, iff.Then.(*Assert).Cond.Position())
+	require.Equal(t, Pos{1, 69}, iff.Then.(*Assert).Body.Position())
+	require.Equal(t, Pos{1, 76}, iff.Else.Position())
+
+	f, err = Parse(`field b : Text = concat("x", toText(2.50), toText(date("2024-01-01")), toText(isSome(none)));`)
+	require.NoError(t, err)
+	call := f.Fields[0].Expr.(*Call)
+	require.Equal(t, Pos{1, 18}, call.Position())
+	require.Equal(t, Pos{1, 25}, call.Args[0].Position())
+	require.Equal(t, Pos{1, 37}, call.Args[1].(*Call).Args[0].Position())
+	require.Equal(t, Pos{1, 51}, call.Args[2].(*Call).Args[0].Position())
+	require.Equal(t, Pos{1, 86}, call.Args[3].(*Call).Args[0].(*Call).Args[0].Position())
+}

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/cockroachdb/apd/v3"
@@ -45,30 +46,74 @@ func (v Value) IsSome() bool { return v.Kind == KindOpt && len(v.Elems) == 1 }
 // scale fractional digits, Qty → {"unit":u,"value":"…"} (6 digits), Opt →
 // null or the inner value, List → array, Map and Record → object, Fact →
 // the canonical JSON of the fact value.
-func (v Value) MarshalCanonical() ([]byte, error) {
-	// Fast path for scalars whose encoding needs no escaping: digits, signs,
-	// dots, dates and unit names are plain ASCII. It yields exactly the bytes
-	// of the general path (asserted by tests).
+func (v Value) MarshalCanonical() ([]byte, error) { return v.AppendCanonical(nil) }
+
+// MarshalJSON returns the canonical encoding, so a Value inside a struct
+// encodes the same way through encoding/json.
+func (v Value) MarshalJSON() ([]byte, error) { return v.MarshalCanonical() }
+
+// AppendCanonical appends the canonical encoding of v to dst (it implements
+// canonjson.Appender, so trace data and payloads hold Values directly and are
+// encoded once, when the proof or payload is written). Dates, decimals and
+// unit names are plain ASCII and need no escaping; Map and Record keys are
+// kept sorted by their bytes, the canonical order.
+func (v Value) AppendCanonical(dst []byte) ([]byte, error) {
+	var err error
 	switch v.Kind {
 	case KindBool:
-		return strconv.AppendBool(nil, v.B), nil
+		return strconv.AppendBool(dst, v.B), nil
 	case KindInt:
-		return strconv.AppendInt(nil, v.I, 10), nil
-	case KindDate, KindDec:
-		s := v.S
-		if v.Kind == KindDec {
-			s = decText(v.D)
-		}
-		return []byte(`"` + s + `"`), nil
+		return strconv.AppendInt(dst, v.I, 10), nil
+	case KindText:
+		return canonjson.AppendString(dst, v.S)
+	case KindDate:
+		return append(append(append(dst, '"'), v.S...), '"'), nil
+	case KindDec:
+		return appendDec(append(dst, '"'), v.D), nil
 	case KindQty:
-		return []byte(`{"unit":"` + v.Unit + `","value":"` + decText(v.D) + `"}`), nil
+		dst = append(append(append(dst, `{"unit":"`...), v.Unit...), `","value":"`...)
+		return append(appendDec(dst, v.D), '}'), nil
 	case KindOpt:
 		if len(v.Elems) == 0 {
-			return []byte("null"), nil
+			return append(dst, "null"...), nil
 		}
-		return v.Elems[0].MarshalCanonical()
+		return v.Elems[0].AppendCanonical(dst)
+	case KindList:
+		dst = append(dst, '[')
+		for i, e := range v.Elems {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = e.AppendCanonical(dst); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case KindMap, KindRecord:
+		dst = append(dst, '{')
+		for i, k := range v.Keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = canonjson.AppendString(dst, k); err != nil {
+				return dst, err
+			}
+			if dst, err = v.Elems[i].AppendCanonical(append(dst, ':')); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	case KindFact:
+		return canonjson.Append(dst, v.Fact)
+	case 0: // the zero Value, as encoding/json wrote it before
+		return append(dst, "null"...), nil
 	}
-	return canonjson.Marshal(v.jsonValue())
+	return dst, fmt.Errorf("rules: cannot encode a value of kind %d", v.Kind)
+}
+
+// appendDec appends decText(d) and a closing quote.
+func appendDec(dst []byte, d *apd.Decimal) []byte {
+	return append(append(dst, decText(d)...), '"')
 }
 
 // jsonValue returns a tree that encoding/json marshals to v's encoding.
