@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"math/big"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/bpc-platform/bpc/core/canonjson"
+	"github.com/bpc-platform/bpc/core/facts"
 	"github.com/bpc-platform/bpc/core/proof"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/examples/nmc811"
@@ -432,6 +434,41 @@ func BenchmarkEvaluate(b *testing.B) {
 	for b.Loop() {
 		if _, err := prog.Evaluate(facts); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// core/facts, the parser PARSE_FACTS runs, maps the three documents to
+// exactly the facts of facts.json.
+func TestParserReproducesFactsJSON(t *testing.T) {
+	var parsed []rules.Fact
+	for kind, name := range map[string]string{facts.KindBOM: nmc811.DocBOM, facts.KindPCF: nmc811.DocPCF, facts.KindDueDiligence: nmc811.DocDueDiligence} {
+		doc, err := nmc811.Document(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := facts.Parse(kind, doc)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, f := range got {
+			parsed = append(parsed, rules.Fact{FactType: f.FactType, FactKey: f.FactKey, Payload: f.Payload})
+		}
+	}
+	slices.SortFunc(parsed, func(a, b rules.Fact) int {
+		return strings.Compare(a.FactType+"\x00"+a.FactKey, b.FactType+"\x00"+b.FactKey)
+	})
+	want, err := nmc811.Facts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parsed) != len(want) {
+		t.Fatalf("parser yields %d facts, facts.json has %d", len(parsed), len(want))
+	}
+	for i := range want {
+		if parsed[i].FactType != want[i].FactType || parsed[i].FactKey != want[i].FactKey || !bytes.Equal(parsed[i].Payload, want[i].Payload) {
+			t.Errorf("fact %d: parsed (%s, %s) %s, facts.json (%s, %s) %s", i,
+				parsed[i].FactType, parsed[i].FactKey, parsed[i].Payload, want[i].FactType, want[i].FactKey, want[i].Payload)
 		}
 	}
 }
