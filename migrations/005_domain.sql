@@ -60,8 +60,19 @@ CREATE TABLE facts (
     FOREIGN KEY (tenant_id, source_document_version_id) REFERENCES document_versions (tenant_id, document_version_id)
 );
 
-CREATE INDEX facts_source_idx ON facts (tenant_id, source_document_version_id);
 CREATE INDEX facts_type_key_idx ON facts (tenant_id, fact_type, fact_key);
+
+-- Which facts each document version yielded, including facts first stored
+-- from an earlier version with the same content (facts are deduplicated by
+-- identity, so source_document_version_id names the first source only).
+CREATE TABLE document_version_facts (
+    tenant_id           uuid NOT NULL,
+    document_version_id uuid NOT NULL,
+    fact_id             uuid NOT NULL,
+    PRIMARY KEY (document_version_id, fact_id),
+    FOREIGN KEY (tenant_id, document_version_id) REFERENCES document_versions (tenant_id, document_version_id),
+    FOREIGN KEY (tenant_id, fact_id) REFERENCES facts (tenant_id, fact_id)
+);
 
 CREATE TABLE data_snapshots (
     snapshot_id   uuid PRIMARY KEY,

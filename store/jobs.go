@@ -13,7 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/jobargs"
 )
 
@@ -335,4 +337,24 @@ func (s *Store) JobsByRiverIDs(ctx context.Context, db DBTX, riverJobIDs []int64
 		return nil, fmt.Errorf("error loading jobs of River jobs %v: %w", riverJobIDs, err)
 	}
 	return jobs, nil
+}
+
+// EnqueueArgs enqueues one job in tx with the type's defaults: what handlers
+// do to start the next step and domain endpoints to start a job. With an
+// idempotency key, enqueueing the same args again returns the existing job
+// (the request hash is the one the admin API computes for a plain request).
+func (s *Store) EnqueueArgs(ctx context.Context, tx pgx.Tx, ins Inserter, args jobargs.Args, idempotencyKey string) (Job, error) {
+	if err := args.Validate(); err != nil {
+		return Job{}, err
+	}
+	doc := map[string]any{"type": args.Kind(), "tenant_id": args.Tenant().String(), "args": args}
+	b, err := canonjson.Marshal(doc)
+	if err != nil {
+		return Job{}, errcode.Wrap(errcode.Internal, err, "error fingerprinting job: %s", err.Error())
+	}
+	res, err := s.EnqueueTx(ctx, tx, ins, []EnqueueRequest{{Args: args, IdempotencyKey: idempotencyKey, RequestHash: hash.SHA256Hex(b)}})
+	if err != nil {
+		return Job{}, err
+	}
+	return res[0].Job, nil
 }

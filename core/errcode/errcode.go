@@ -43,6 +43,11 @@ const (
 	Webhook4xx          Code = "WEBHOOK_4XX"
 	UnsupportedFormat   Code = "UNSUPPORTED_FORMAT"
 	InvalidState        Code = "INVALID_STATE"
+	// Conflict: the request collides with existing data (a duplicate name).
+	Conflict Code = "CONFLICT"
+	// ReplayMismatch: recompiling a stored passport version did not
+	// reproduce its stored bytes, hashes or signature.
+	ReplayMismatch Code = "REPLAY_MISMATCH"
 
 	Unauthorized        Code = "UNAUTHORIZED"
 	Forbidden           Code = "FORBIDDEN"

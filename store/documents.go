@@ -1,0 +1,308 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/facts"
+	"github.com/bpc-platform/bpc/core/hash"
+)
+
+// Document version statuses.
+const (
+	DocUploaded  = "UPLOADED"
+	DocValidated = "VALIDATED"
+	DocRejected  = "REJECTED"
+)
+
+// Document is a named source document of one kind (BOM, PCF, DUE_DILIGENCE).
+type Document struct {
+	DocumentID uuid.UUID `db:"document_id" json:"document_id"`
+	TenantID   uuid.UUID `db:"tenant_id" json:"tenant_id"`
+	Kind       string    `db:"kind" json:"kind"`
+	Name       string    `db:"name" json:"name"`
+	CreatedAt  time.Time `db:"created_at" json:"created_at"`
+}
+
+// DocumentVersion is one uploaded content of a document. Content is only
+// loaded by LoadDocumentVersionContent.
+type DocumentVersion struct {
+	DocumentVersionID uuid.UUID       `db:"document_version_id" json:"document_version_id"`
+	TenantID          uuid.UUID       `db:"tenant_id" json:"tenant_id"`
+	DocumentID        uuid.UUID       `db:"document_id" json:"document_id"`
+	Version           int32           `db:"version" json:"version"`
+	MimeType          string          `db:"mime_type" json:"mime_type"`
+	ContentSHA256     string          `db:"content_sha256" json:"content_sha256"`
+	SizeBytes         int32           `db:"size_bytes" json:"size_bytes"`
+	Status            string          `db:"status" json:"status"`
+	Error             json.RawMessage `db:"error" json:"error"`
+	FactCount         *int32          `db:"fact_count" json:"fact_count"`
+	CreatedAt         time.Time       `db:"created_at" json:"created_at"`
+	ProcessedAt       *time.Time      `db:"processed_at" json:"processed_at"`
+}
+
+const documentColumns = `document_id, tenant_id, kind, name, created_at`
+
+const documentVersionColumns = `document_version_id, tenant_id, document_id, version, mime_type,
+	content_sha256, octet_length(content) AS size_bytes, status, error, fact_count, created_at, processed_at`
+
+// CreateDocument creates a document of kind.
+func (s *Store) CreateDocument(ctx context.Context, db DBTX, tenantID uuid.UUID, kind, name string) (Document, error) {
+	if !facts.IsKind(kind) {
+		return Document{}, errcode.Invalid("kind", "must be one of %v", facts.Kinds)
+	}
+	rows, _ := db.Query(ctx, `INSERT INTO documents (document_id, tenant_id, kind, name)
+		VALUES ($1, $2, $3, $4) RETURNING `+documentColumns, uuid.New(), tenantID, kind, name)
+	d, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Document])
+	if IsForeignKeyViolation(err) {
+		return Document{}, errcode.New(errcode.NotFound, "tenant %s not found", tenantID)
+	}
+	if err != nil {
+		return Document{}, fmt.Errorf("error creating document: %w", err)
+	}
+	return d, nil
+}
+
+// GetDocument returns the tenant's document.
+func (s *Store) GetDocument(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (Document, error) {
+	rows, _ := db.Query(ctx, `SELECT `+documentColumns+` FROM documents WHERE tenant_id = $1 AND document_id = $2`, tenantID, id)
+	d, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Document])
+	if err != nil {
+		return Document{}, notFound(err, "document", id)
+	}
+	return d, nil
+}
+
+// ListDocuments returns the tenant's documents, oldest first.
+func (s *Store) ListDocuments(ctx context.Context, db DBTX, tenantID uuid.UUID) ([]Document, error) {
+	rows, _ := db.Query(ctx, `SELECT `+documentColumns+` FROM documents WHERE tenant_id = $1 ORDER BY created_at, document_id`, tenantID)
+	ds, err := pgx.CollectRows(rows, pgx.RowToStructByName[Document])
+	if err != nil {
+		return nil, fmt.Errorf("error listing documents: %w", err)
+	}
+	return ds, nil
+}
+
+// CreateDocumentVersion stores content as the document's next version
+// (UPLOADED). The same bytes uploaded again return the existing version and
+// existed = true. Run it in the transaction that also enqueues PARSE_FACTS.
+func (s *Store) CreateDocumentVersion(ctx context.Context, tx pgx.Tx, tenantID, documentID uuid.UUID, mimeType string, content []byte) (v DocumentVersion, existed bool, err error) {
+	if len(content) == 0 {
+		return DocumentVersion{}, false, errcode.Invalid("content", "must not be empty")
+	}
+	if len(content) > facts.MaxDocumentBytes {
+		return DocumentVersion{}, false, errcode.Invalid("content", "document is %d bytes, limit is %d", len(content), facts.MaxDocumentBytes)
+	}
+	// Lock the document: versions are numbered one at a time.
+	var locked uuid.UUID
+	err = tx.QueryRow(ctx, `SELECT document_id FROM documents WHERE tenant_id = $1 AND document_id = $2 FOR UPDATE`,
+		tenantID, documentID).Scan(&locked)
+	if err != nil {
+		return DocumentVersion{}, false, notFound(err, "document", documentID)
+	}
+	sum := hash.SHA256Hex(content)
+	rows, _ := tx.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
+		WHERE document_id = $1 AND content_sha256 = $2`, documentID, sum)
+	existing, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DocumentVersion])
+	if err == nil {
+		return existing, true, nil
+	}
+	if err != pgx.ErrNoRows {
+		return DocumentVersion{}, false, fmt.Errorf("error looking up document content: %w", err)
+	}
+	rows, _ = tx.Query(ctx, `INSERT INTO document_versions
+		(document_version_id, tenant_id, document_id, version, mime_type, content, content_sha256)
+		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, $4, $5, $6 FROM document_versions WHERE document_id = $3
+		RETURNING `+documentVersionColumns, uuid.New(), tenantID, documentID, mimeType, content, sum)
+	v, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DocumentVersion])
+	if err != nil {
+		return DocumentVersion{}, false, fmt.Errorf("error storing document version: %w", err)
+	}
+	return v, false, nil
+}
+
+// GetDocumentVersion returns a version without its content.
+func (s *Store) GetDocumentVersion(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (DocumentVersion, error) {
+	rows, _ := db.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
+		WHERE tenant_id = $1 AND document_version_id = $2`, tenantID, id)
+	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DocumentVersion])
+	if err != nil {
+		return DocumentVersion{}, notFound(err, "document version", id)
+	}
+	return v, nil
+}
+
+// ListDocumentVersions returns a document's versions, newest first.
+func (s *Store) ListDocumentVersions(ctx context.Context, db DBTX, tenantID, documentID uuid.UUID) ([]DocumentVersion, error) {
+	rows, _ := db.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
+		WHERE tenant_id = $1 AND document_id = $2 ORDER BY version DESC`, tenantID, documentID)
+	vs, err := pgx.CollectRows(rows, pgx.RowToStructByName[DocumentVersion])
+	if err != nil {
+		return nil, fmt.Errorf("error listing document versions: %w", err)
+	}
+	return vs, nil
+}
+
+// VersionToParse is a document version locked for parsing: its row, its
+// document's kind and its content.
+type VersionToParse struct {
+	Version DocumentVersion
+	Kind    string
+	Content []byte
+}
+
+// LockDocumentVersionForParse locks a version (FOR UPDATE) and loads what
+// PARSE_FACTS needs.
+func (s *Store) LockDocumentVersionForParse(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (VersionToParse, error) {
+	var out VersionToParse
+	rows, _ := tx.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
+		WHERE tenant_id = $1 AND document_version_id = $2 FOR UPDATE`, tenantID, id)
+	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DocumentVersion])
+	if err != nil {
+		return out, notFound(err, "document version", id)
+	}
+	out.Version = v
+	err = tx.QueryRow(ctx, `SELECT d.kind, v.content FROM document_versions v
+		JOIN documents d ON d.tenant_id = v.tenant_id AND d.document_id = v.document_id
+		WHERE v.tenant_id = $1 AND v.document_version_id = $2`, tenantID, id).Scan(&out.Kind, &out.Content)
+	if err != nil {
+		return out, fmt.Errorf("error loading document version %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// MarkDocumentVersionValidated sets a version VALIDATED with its fact count.
+func (s *Store) MarkDocumentVersionValidated(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID, factCount int) error {
+	_, err := tx.Exec(ctx, `UPDATE document_versions SET status = 'VALIDATED', fact_count = $3, error = NULL, processed_at = now()
+		WHERE tenant_id = $1 AND document_version_id = $2`, tenantID, id, factCount)
+	if err != nil {
+		return fmt.Errorf("error validating document version %s: %w", id, err)
+	}
+	return nil
+}
+
+// MarkDocumentVersionRejected sets a version REJECTED with the parse error.
+func (s *Store) MarkDocumentVersionRejected(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID, cause *errcode.Error) error {
+	detail := map[string]any{"code": cause.Code, "message": cause.Message}
+	if cause.Field != "" {
+		detail["field"] = cause.Field
+	}
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE document_versions SET status = 'REJECTED', error = $3, fact_count = NULL, processed_at = now()
+		WHERE tenant_id = $1 AND document_version_id = $2`, tenantID, id, b)
+	if err != nil {
+		return fmt.Errorf("error rejecting document version %s: %w", id, err)
+	}
+	return nil
+}
+
+// Fact is a stored fact. Payload is the canonical JSON (BPC-CJSON-1).
+type Fact struct {
+	FactID                  uuid.UUID       `db:"fact_id" json:"fact_id"`
+	TenantID                uuid.UUID       `db:"tenant_id" json:"tenant_id"`
+	FactType                string          `db:"fact_type" json:"fact_type"`
+	FactKey                 string          `db:"fact_key" json:"fact_key"`
+	SchemaVersion           int32           `db:"schema_version" json:"schema_version"`
+	Payload                 json.RawMessage `db:"payload_canonical" json:"payload"`
+	PayloadHash             string          `db:"payload_hash" json:"payload_hash"`
+	SourceDocumentVersionID uuid.UUID       `db:"source_document_version_id" json:"source_document_version_id"`
+	CreatedAt               time.Time       `db:"created_at" json:"created_at"`
+}
+
+const factColumns = `fact_id, tenant_id, fact_type, fact_key, schema_version, payload_canonical,
+	payload_hash, source_document_version_id, created_at`
+
+// InsertFacts stores the facts parsed from a document version and records
+// that the version yielded them. A fact already stored with the same (type,
+// key, schema version, payload hash) is reused, so parsing the same content
+// twice adds nothing. It returns how many facts were new.
+func (s *Store) InsertFacts(ctx context.Context, tx pgx.Tx, tenantID, versionID uuid.UUID, fs []facts.Fact) (int, error) {
+	if len(fs) == 0 {
+		return 0, nil
+	}
+	ids := make([]uuid.UUID, len(fs))
+	types := make([]string, len(fs))
+	keys := make([]string, len(fs))
+	schemas := make([]int32, len(fs))
+	payloads := make([][]byte, len(fs))
+	hashes := make([]string, len(fs))
+	for i, f := range fs {
+		ids[i], types[i], keys[i], schemas[i], payloads[i], hashes[i] = uuid.New(), f.FactType, f.FactKey, int32(f.SchemaVersion), f.Payload, f.PayloadHash
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO facts (fact_id, tenant_id, fact_type, fact_key, schema_version,
+			payload_canonical, payload_hash, source_document_version_id)
+		SELECT u.id, $1, u.typ, u.key, u.schema, u.payload, u.hash, $2
+		FROM unnest($3::uuid[], $4::text[], $5::text[], $6::int[], $7::bytea[], $8::text[])
+			AS u(id, typ, key, schema, payload, hash)
+		ON CONFLICT ON CONSTRAINT facts_identity_uniq DO NOTHING`,
+		tenantID, versionID, ids, types, keys, schemas, payloads, hashes)
+	if err != nil {
+		return 0, fmt.Errorf("error storing facts: %w", err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO document_version_facts (tenant_id, document_version_id, fact_id)
+		SELECT $1, $2, f.fact_id
+		FROM unnest($3::text[], $4::text[], $5::int[], $6::text[]) AS u(typ, key, schema, hash)
+		JOIN facts f ON f.tenant_id = $1 AND f.fact_type = u.typ AND f.fact_key = u.key
+			AND f.schema_version = u.schema AND f.payload_hash = u.hash
+		ON CONFLICT DO NOTHING`, tenantID, versionID, types, keys, schemas, hashes)
+	if err != nil {
+		return 0, fmt.Errorf("error recording the facts of document version %s: %w", versionID, err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// FactFilter selects facts; zero fields do not filter.
+type FactFilter struct {
+	TenantID          uuid.UUID
+	DocumentVersionID uuid.UUID
+	FactType          string
+	Limit             int
+}
+
+// ListFacts returns the tenant's facts by type and key, at most f.Limit (default 1000).
+func (s *Store) ListFacts(ctx context.Context, db DBTX, f FactFilter) ([]Fact, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, _ := db.Query(ctx, `SELECT `+factColumns+` FROM facts
+		WHERE tenant_id = $1
+		  AND ($2::uuid IS NULL OR fact_id IN (SELECT fact_id FROM document_version_facts
+		                                        WHERE tenant_id = $1 AND document_version_id = $2))
+		  AND ($3 = '' OR fact_type = $3)
+		ORDER BY fact_type, fact_key, created_at, fact_id LIMIT $4`,
+		f.TenantID, nullUUID(f.DocumentVersionID), f.FactType, limit)
+	fs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Fact])
+	if err != nil {
+		return nil, fmt.Errorf("error listing facts: %w", err)
+	}
+	return fs, nil
+}
+
+// FactsOfDocumentVersions returns the ids of the facts the given versions
+// yielded (including facts first stored from an earlier version).
+func (s *Store) FactsOfDocumentVersions(ctx context.Context, db DBTX, tenantID uuid.UUID, versionIDs []uuid.UUID) ([]uuid.UUID, error) {
+	rows, _ := db.Query(ctx, `SELECT DISTINCT fact_id FROM document_version_facts
+		WHERE tenant_id = $1 AND document_version_id = ANY($2) ORDER BY fact_id`, tenantID, versionIDs)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, fmt.Errorf("error loading facts of document versions: %w", err)
+	}
+	return ids, nil
+}
+
+func nullUUID(id uuid.UUID) *uuid.UUID {
+	if id == uuid.Nil {
+		return nil
+	}
+	return &id
+}

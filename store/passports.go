@@ -1,0 +1,365 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+)
+
+// Passport version statuses.
+const (
+	PassportCompiling  = "COMPILING"
+	PassportSigned     = "SIGNED"
+	PassportActive     = "ACTIVE"
+	PassportSuperseded = "SUPERSEDED"
+)
+
+// BatteryProduct is a battery model; SKUs are unique per tenant.
+type BatteryProduct struct {
+	BatteryProductID uuid.UUID `db:"battery_product_id" json:"battery_product_id"`
+	TenantID         uuid.UUID `db:"tenant_id" json:"tenant_id"`
+	SKU              string    `db:"sku" json:"sku"`
+	Name             string    `db:"name" json:"name"`
+	CreatedAt        time.Time `db:"created_at" json:"created_at"`
+}
+
+// Passport is a battery product's passport; its versions are compiled,
+// signed and activated one after the other.
+type Passport struct {
+	PassportID       uuid.UUID  `db:"passport_id" json:"passport_id"`
+	TenantID         uuid.UUID  `db:"tenant_id" json:"tenant_id"`
+	BatteryProductID uuid.UUID  `db:"battery_product_id" json:"battery_product_id"`
+	ActiveVersionID  *uuid.UUID `db:"active_version_id" json:"active_version_id"`
+	CreatedAt        time.Time  `db:"created_at" json:"created_at"`
+	UpdatedAt        time.Time  `db:"updated_at" json:"updated_at"`
+}
+
+// PassportVersion is a compiled passport version. The artifacts (payload,
+// proof, receipts, QR PNG) are loaded only by LoadPassportArtifacts; their
+// hashes are always here.
+type PassportVersion struct {
+	PassportVersionID    uuid.UUID  `db:"passport_version_id" json:"passport_version_id"`
+	TenantID             uuid.UUID  `db:"tenant_id" json:"tenant_id"`
+	PassportID           uuid.UUID  `db:"passport_id" json:"passport_id"`
+	Version              int32      `db:"version" json:"version"`
+	Status               string     `db:"status" json:"status"`
+	SnapshotID           uuid.UUID  `db:"snapshot_id" json:"snapshot_id"`
+	RulePackageVersionID uuid.UUID  `db:"rule_package_version_id" json:"rule_package_version_id"`
+	CompilerBuildID      string     `db:"compiler_build_id" json:"compiler_build_id"`
+	IssuedAt             time.Time  `db:"issued_at" json:"issued_at"`
+	PayloadHash          string     `db:"payload_hash" json:"payload_hash"`
+	PayloadBytes         int32      `db:"payload_bytes" json:"payload_bytes"`
+	ProofRootHash        string     `db:"proof_root_hash" json:"proof_root_hash"`
+	ProofBytes           int32      `db:"proof_bytes" json:"proof_bytes"`
+	ReceiptHash          string     `db:"receipt_hash" json:"receipt_hash"`
+	Signature            *string    `db:"signature" json:"signature"`
+	SigningKeyID         string     `db:"signing_key_id" json:"signing_key_id"`
+	SigningPublicKey     *string    `db:"signing_public_key" json:"signing_public_key"`
+	QRPayload            *string    `db:"qr_payload" json:"qr_payload"`
+	CompileRiverJobID    *int64     `db:"compile_river_job_id" json:"compile_river_job_id"`
+	CreatedAt            time.Time  `db:"created_at" json:"created_at"`
+	SignedAt             *time.Time `db:"signed_at" json:"signed_at"`
+	QRGeneratedAt        *time.Time `db:"qr_generated_at" json:"qr_generated_at"`
+	ActivatedAt          *time.Time `db:"activated_at" json:"activated_at"`
+	SupersededAt         *time.Time `db:"superseded_at" json:"superseded_at"`
+}
+
+// PassportArtifacts are a version's stored bytes.
+type PassportArtifacts struct {
+	Payload []byte
+	Proof   []byte
+	// Receipt is the unsigned canonical receipt (what receipt_hash is over);
+	// ReceiptSigned the canonical receipt with its signature, once signed.
+	Receipt       []byte
+	ReceiptSigned []byte
+	QRPNG         []byte
+}
+
+// NewPassportVersion is what COMPILE_PASSPORT stores. The id is chosen
+// before compiling: the payload and the receipt contain it.
+type NewPassportVersion struct {
+	PassportVersionID    uuid.UUID
+	TenantID             uuid.UUID
+	PassportID           uuid.UUID
+	SnapshotID           uuid.UUID
+	RulePackageVersionID uuid.UUID
+	CompilerBuildID      string
+	IssuedAt             time.Time
+	SigningKeyID         string
+	Payload              []byte
+	PayloadHash          string
+	Proof                []byte
+	ProofRootHash        string
+	Receipt              []byte
+	ReceiptHash          string
+	CompileRiverJobID    int64
+}
+
+const productColumns = `battery_product_id, tenant_id, sku, name, created_at`
+
+const passportColumns = `passport_id, tenant_id, battery_product_id, active_version_id, created_at, updated_at`
+
+const passportVersionColumns = `passport_version_id, tenant_id, passport_id, version, status, snapshot_id,
+	rule_package_version_id, compiler_build_id, issued_at, payload_hash, octet_length(payload) AS payload_bytes,
+	proof_root_hash, octet_length(proof) AS proof_bytes, receipt_hash, signature, signing_key_id, signing_public_key,
+	qr_payload, compile_river_job_id, created_at, signed_at, qr_generated_at, activated_at, superseded_at`
+
+// CreateBatteryProduct creates a product; a repeated SKU is CONFLICT.
+func (s *Store) CreateBatteryProduct(ctx context.Context, db DBTX, tenantID uuid.UUID, sku, name string) (BatteryProduct, error) {
+	rows, _ := db.Query(ctx, `INSERT INTO battery_products (battery_product_id, tenant_id, sku, name) VALUES ($1, $2, $3, $4)
+		RETURNING `+productColumns, uuid.New(), tenantID, sku, name)
+	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[BatteryProduct])
+	switch {
+	case IsUniqueViolation(err, "battery_products_sku_uniq"):
+		return BatteryProduct{}, errcode.New(errcode.Conflict, "a battery product with SKU %q exists", sku)
+	case IsForeignKeyViolation(err):
+		return BatteryProduct{}, errcode.New(errcode.NotFound, "tenant %s not found", tenantID)
+	case err != nil:
+		return BatteryProduct{}, fmt.Errorf("error creating battery product: %w", err)
+	}
+	return p, nil
+}
+
+// GetBatteryProduct returns the tenant's product.
+func (s *Store) GetBatteryProduct(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (BatteryProduct, error) {
+	rows, _ := db.Query(ctx, `SELECT `+productColumns+` FROM battery_products WHERE tenant_id = $1 AND battery_product_id = $2`, tenantID, id)
+	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[BatteryProduct])
+	if err != nil {
+		return BatteryProduct{}, notFound(err, "battery product", id)
+	}
+	return p, nil
+}
+
+// ListBatteryProducts returns the tenant's products by SKU.
+func (s *Store) ListBatteryProducts(ctx context.Context, db DBTX, tenantID uuid.UUID) ([]BatteryProduct, error) {
+	rows, _ := db.Query(ctx, `SELECT `+productColumns+` FROM battery_products WHERE tenant_id = $1 ORDER BY sku`, tenantID)
+	ps, err := pgx.CollectRows(rows, pgx.RowToStructByName[BatteryProduct])
+	if err != nil {
+		return nil, fmt.Errorf("error listing battery products: %w", err)
+	}
+	return ps, nil
+}
+
+// CreatePassport creates a passport for a product.
+func (s *Store) CreatePassport(ctx context.Context, db DBTX, tenantID, productID uuid.UUID) (Passport, error) {
+	rows, _ := db.Query(ctx, `INSERT INTO passports (passport_id, tenant_id, battery_product_id) VALUES ($1, $2, $3)
+		RETURNING `+passportColumns, uuid.New(), tenantID, productID)
+	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Passport])
+	if IsForeignKeyViolation(err) {
+		return Passport{}, errcode.New(errcode.NotFound, "battery product %s not found", productID)
+	}
+	if err != nil {
+		return Passport{}, fmt.Errorf("error creating passport: %w", err)
+	}
+	return p, nil
+}
+
+// GetPassport returns the tenant's passport.
+func (s *Store) GetPassport(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (Passport, error) {
+	rows, _ := db.Query(ctx, `SELECT `+passportColumns+` FROM passports WHERE tenant_id = $1 AND passport_id = $2`, tenantID, id)
+	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Passport])
+	if err != nil {
+		return Passport{}, notFound(err, "passport", id)
+	}
+	return p, nil
+}
+
+// ListPassportVersions returns a passport's versions, newest first.
+func (s *Store) ListPassportVersions(ctx context.Context, db DBTX, tenantID, passportID uuid.UUID) ([]PassportVersion, error) {
+	rows, _ := db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions
+		WHERE tenant_id = $1 AND passport_id = $2 ORDER BY version DESC`, tenantID, passportID)
+	vs, err := pgx.CollectRows(rows, pgx.RowToStructByName[PassportVersion])
+	if err != nil {
+		return nil, fmt.Errorf("error listing passport versions: %w", err)
+	}
+	return vs, nil
+}
+
+// InsertPassportVersion stores a compiled version (COMPILING) as the
+// passport's next version. A version stored before by the same River job
+// (a re-run of a completed compile job) is returned instead, existed = true.
+func (s *Store) InsertPassportVersion(ctx context.Context, tx pgx.Tx, in NewPassportVersion) (PassportVersion, bool, error) {
+	var locked uuid.UUID
+	if err := tx.QueryRow(ctx, `SELECT passport_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`,
+		in.TenantID, in.PassportID).Scan(&locked); err != nil {
+		return PassportVersion{}, false, notFound(err, "passport", in.PassportID)
+	}
+	rows, _ := tx.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions WHERE compile_river_job_id = $1`, in.CompileRiverJobID)
+	existing, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportVersion])
+	if err == nil {
+		return existing, true, nil
+	}
+	if err != pgx.ErrNoRows {
+		return PassportVersion{}, false, fmt.Errorf("error looking up the compiled version: %w", err)
+	}
+	rows, _ = tx.Query(ctx, `INSERT INTO passport_versions (passport_version_id, tenant_id, passport_id, version, status,
+			snapshot_id, rule_package_version_id, compiler_build_id, issued_at, payload, payload_hash, proof, proof_root_hash,
+			receipt, receipt_hash, signing_key_id, compile_river_job_id)
+		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, 'COMPILING', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
+		FROM passport_versions WHERE passport_id = $3
+		RETURNING `+passportVersionColumns,
+		in.PassportVersionID, in.TenantID, in.PassportID, in.SnapshotID, in.RulePackageVersionID, in.CompilerBuildID, in.IssuedAt,
+		in.Payload, in.PayloadHash, in.Proof, in.ProofRootHash, in.Receipt, in.ReceiptHash, in.SigningKeyID, in.CompileRiverJobID)
+	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportVersion])
+	if err != nil {
+		return PassportVersion{}, false, fmt.Errorf("error storing passport version: %w", err)
+	}
+	return v, false, nil
+}
+
+// PassportVersionByCompileJob returns the version a River compile job
+// stored, if any (ErrNotFound otherwise).
+func (s *Store) PassportVersionByCompileJob(ctx context.Context, db DBTX, tenantID uuid.UUID, riverJobID int64) (PassportVersion, error) {
+	rows, _ := db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions
+		WHERE tenant_id = $1 AND compile_river_job_id = $2`, tenantID, riverJobID)
+	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportVersion])
+	if err != nil {
+		return PassportVersion{}, notFound(err, "passport version of River job", riverJobID)
+	}
+	return v, nil
+}
+
+// GetPassportVersion returns the tenant's passport version without artifacts.
+func (s *Store) GetPassportVersion(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (PassportVersion, error) {
+	return s.passportVersion(ctx, db, tenantID, id, "")
+}
+
+// LockPassportVersion returns a version locked FOR UPDATE.
+func (s *Store) LockPassportVersion(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (PassportVersion, error) {
+	return s.passportVersion(ctx, tx, tenantID, id, " FOR UPDATE")
+}
+
+func (s *Store) passportVersion(ctx context.Context, db DBTX, tenantID, id uuid.UUID, lock string) (PassportVersion, error) {
+	rows, _ := db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions
+		WHERE tenant_id = $1 AND passport_version_id = $2`+lock, tenantID, id)
+	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportVersion])
+	if err != nil {
+		return PassportVersion{}, notFound(err, "passport version", id)
+	}
+	return v, nil
+}
+
+// LoadPassportArtifacts returns a version's stored bytes.
+func (s *Store) LoadPassportArtifacts(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (PassportArtifacts, error) {
+	var a PassportArtifacts
+	err := db.QueryRow(ctx, `SELECT payload, proof, receipt, receipt_signed, qr_png FROM passport_versions
+		WHERE tenant_id = $1 AND passport_version_id = $2`, tenantID, id).
+		Scan(&a.Payload, &a.Proof, &a.Receipt, &a.ReceiptSigned, &a.QRPNG)
+	if err != nil {
+		return PassportArtifacts{}, notFound(err, "passport version", id)
+	}
+	return a, nil
+}
+
+// SetPassportVersionSigned stores the signature and moves COMPILING → SIGNED.
+func (s *Store) SetPassportVersionSigned(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID, signature, keyID, publicKey string, receiptSigned []byte) error {
+	tag, err := tx.Exec(ctx, `UPDATE passport_versions SET status = 'SIGNED', signature = $3, signing_key_id = $4,
+			signing_public_key = $5, receipt_signed = $6, signed_at = now()
+		WHERE tenant_id = $1 AND passport_version_id = $2 AND status = 'COMPILING'`,
+		tenantID, id, signature, keyID, publicKey, receiptSigned)
+	if err != nil {
+		return fmt.Errorf("error storing the signature of passport version %s: %w", id, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return errcode.New(errcode.InvalidState, "passport version %s is not COMPILING", id)
+	}
+	return nil
+}
+
+// SetPassportVersionQR stores the QR payload and PNG of a SIGNED version.
+func (s *Store) SetPassportVersionQR(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID, payload string, png []byte) error {
+	tag, err := tx.Exec(ctx, `UPDATE passport_versions SET qr_payload = $3, qr_png = $4, qr_generated_at = now()
+		WHERE tenant_id = $1 AND passport_version_id = $2 AND status = 'SIGNED'`, tenantID, id, payload, png)
+	if err != nil {
+		return fmt.Errorf("error storing the QR code of passport version %s: %w", id, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return errcode.New(errcode.InvalidState, "passport version %s is not SIGNED", id)
+	}
+	return nil
+}
+
+// ActivatePassportVersion makes a SIGNED version with a QR code the
+// passport's ACTIVE version and supersedes the previous ACTIVE one, in one
+// transaction. It returns the activated version and the superseded one's id
+// (nil if none). Activating the ACTIVE version again changes nothing.
+func (s *Store) ActivatePassportVersion(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (PassportVersion, *uuid.UUID, bool, error) {
+	v, err := s.LockPassportVersion(ctx, tx, tenantID, id)
+	if err != nil {
+		return PassportVersion{}, nil, false, err
+	}
+	if v.Status == PassportActive {
+		return v, nil, false, nil
+	}
+	if v.Status != PassportSigned || v.QRPayload == nil {
+		return PassportVersion{}, nil, false, errcode.New(errcode.InvalidState,
+			"passport version %s is %s%s; only a SIGNED version with its QR code can be activated",
+			id, v.Status, map[bool]string{true: " without a QR code", false: ""}[v.Status == PassportSigned])
+	}
+	var previous *uuid.UUID
+	if err := tx.QueryRow(ctx, `SELECT active_version_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`,
+		tenantID, v.PassportID).Scan(&previous); err != nil {
+		return PassportVersion{}, nil, false, notFound(err, "passport", v.PassportID)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE passport_versions SET status = 'SUPERSEDED', superseded_at = now()
+		WHERE tenant_id = $1 AND passport_id = $2 AND status = 'ACTIVE'`, tenantID, v.PassportID); err != nil {
+		return PassportVersion{}, nil, false, fmt.Errorf("error superseding the active version: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE passport_versions SET status = 'ACTIVE', activated_at = now()
+		WHERE tenant_id = $1 AND passport_version_id = $2`, tenantID, id); err != nil {
+		return PassportVersion{}, nil, false, fmt.Errorf("error activating passport version %s: %w", id, err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE passports SET active_version_id = $3, updated_at = now()
+		WHERE tenant_id = $1 AND passport_id = $2`, tenantID, v.PassportID, id); err != nil {
+		return PassportVersion{}, nil, false, fmt.Errorf("error updating passport %s: %w", v.PassportID, err)
+	}
+	v, err = s.passportVersion(ctx, tx, tenantID, id, "")
+	return v, previous, true, err
+}
+
+// PassportExport is an export file written for a version.
+type PassportExport struct {
+	PassportExportID  uuid.UUID `db:"passport_export_id" json:"passport_export_id"`
+	TenantID          uuid.UUID `db:"tenant_id" json:"tenant_id"`
+	PassportVersionID uuid.UUID `db:"passport_version_id" json:"passport_version_id"`
+	Format            string    `db:"format" json:"format"`
+	Path              string    `db:"path" json:"path"`
+	SizeBytes         int64     `db:"size_bytes" json:"size_bytes"`
+	SHA256            string    `db:"sha256" json:"sha256"`
+	RiverJobID        *int64    `db:"river_job_id" json:"river_job_id"`
+	CreatedAt         time.Time `db:"created_at" json:"created_at"`
+}
+
+const exportColumns = `passport_export_id, tenant_id, passport_version_id, format, path, size_bytes, sha256, river_job_id, created_at`
+
+// RecordPassportExport stores an export; the same River job recording again
+// returns the stored row.
+func (s *Store) RecordPassportExport(ctx context.Context, tx pgx.Tx, e PassportExport) (PassportExport, error) {
+	rows, _ := tx.Query(ctx, `INSERT INTO passport_exports (passport_export_id, tenant_id, passport_version_id, format, path,
+			size_bytes, sha256, river_job_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (river_job_id) DO UPDATE SET path = EXCLUDED.path, size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256
+		RETURNING `+exportColumns,
+		uuid.New(), e.TenantID, e.PassportVersionID, e.Format, e.Path, e.SizeBytes, e.SHA256, e.RiverJobID)
+	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportExport])
+	if err != nil {
+		return PassportExport{}, fmt.Errorf("error recording export: %w", err)
+	}
+	return out, nil
+}
+
+// ListPassportExports returns a version's exports, newest first.
+func (s *Store) ListPassportExports(ctx context.Context, db DBTX, tenantID, versionID uuid.UUID) ([]PassportExport, error) {
+	rows, _ := db.Query(ctx, `SELECT `+exportColumns+` FROM passport_exports
+		WHERE tenant_id = $1 AND passport_version_id = $2 ORDER BY created_at DESC, passport_export_id`, tenantID, versionID)
+	es, err := pgx.CollectRows(rows, pgx.RowToStructByName[PassportExport])
+	if err != nil {
+		return nil, fmt.Errorf("error listing exports: %w", err)
+	}
+	return es, nil
+}

@@ -1,0 +1,242 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/hash"
+)
+
+// Rule package version statuses.
+const (
+	RulesDraft     = "DRAFT"
+	RulesValidated = "VALIDATED"
+	RulesPublished = "PUBLISHED"
+)
+
+// MinRuleTestCases is how many passing cases a run needs to validate a
+// rule package version (SPEC §7).
+const MinRuleTestCases = 500
+
+// RulePackage is a named, versioned rule package.
+type RulePackage struct {
+	RulePackageID uuid.UUID `db:"rule_package_id" json:"rule_package_id"`
+	TenantID      uuid.UUID `db:"tenant_id" json:"tenant_id"`
+	Name          string    `db:"name" json:"name"`
+	CreatedAt     time.Time `db:"created_at" json:"created_at"`
+}
+
+// RulePackageVersion is one version of a rule package: DSL and tests sources
+// with their SHA-256. Sources are omitted from JSON unless loaded.
+type RulePackageVersion struct {
+	RulePackageVersionID uuid.UUID  `db:"rule_package_version_id" json:"rule_package_version_id"`
+	TenantID             uuid.UUID  `db:"tenant_id" json:"tenant_id"`
+	RulePackageID        uuid.UUID  `db:"rule_package_id" json:"rule_package_id"`
+	Version              int32      `db:"version" json:"version"`
+	Status               string     `db:"status" json:"status"`
+	DSLSource            string     `db:"dsl_source" json:"dsl_source,omitempty"`
+	DSLSHA256            string     `db:"dsl_sha256" json:"dsl_sha256"`
+	TestsSource          string     `db:"tests_source" json:"tests_source,omitempty"`
+	TestsSHA256          string     `db:"tests_sha256" json:"tests_sha256"`
+	CreatedAt            time.Time  `db:"created_at" json:"created_at"`
+	ValidatedAt          *time.Time `db:"validated_at" json:"validated_at"`
+	PublishedAt          *time.Time `db:"published_at" json:"published_at"`
+}
+
+// RuleTestsRun is one run of a version's tests.
+type RuleTestsRun struct {
+	RuleTestsRunID       uuid.UUID       `db:"rule_tests_run_id" json:"rule_tests_run_id"`
+	TenantID             uuid.UUID       `db:"tenant_id" json:"tenant_id"`
+	RulePackageVersionID uuid.UUID       `db:"rule_package_version_id" json:"rule_package_version_id"`
+	Seed                 int64           `db:"seed" json:"seed"`
+	Status               string          `db:"status" json:"status"`
+	TotalCases           int32           `db:"total_cases" json:"total_cases"`
+	Passed               int32           `db:"passed" json:"passed"`
+	Failed               int32           `db:"failed" json:"failed"`
+	FirstFailure         json.RawMessage `db:"first_failure" json:"first_failure"`
+	RiverJobID           *int64          `db:"river_job_id" json:"river_job_id"`
+	CreatedAt            time.Time       `db:"created_at" json:"created_at"`
+}
+
+const rulePackageColumns = `rule_package_id, tenant_id, name, created_at`
+
+const rulePackageVersionMeta = `rule_package_version_id, tenant_id, rule_package_id, version, status,
+	'' AS dsl_source, dsl_sha256, '' AS tests_source, tests_sha256, created_at, validated_at, published_at`
+
+const rulePackageVersionFull = `rule_package_version_id, tenant_id, rule_package_id, version, status,
+	dsl_source, dsl_sha256, tests_source, tests_sha256, created_at, validated_at, published_at`
+
+const ruleTestsRunColumns = `rule_tests_run_id, tenant_id, rule_package_version_id, seed, status,
+	total_cases, passed, failed, first_failure, river_job_id, created_at`
+
+// CreateRulePackage creates a rule package; names are unique per tenant.
+func (s *Store) CreateRulePackage(ctx context.Context, db DBTX, tenantID uuid.UUID, name string) (RulePackage, error) {
+	rows, _ := db.Query(ctx, `INSERT INTO rule_packages (rule_package_id, tenant_id, name) VALUES ($1, $2, $3)
+		RETURNING `+rulePackageColumns, uuid.New(), tenantID, name)
+	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RulePackage])
+	switch {
+	case IsUniqueViolation(err, "rule_packages_name_uniq"):
+		return RulePackage{}, errcode.New(errcode.Conflict, "a rule package named %q exists", name)
+	case IsForeignKeyViolation(err):
+		return RulePackage{}, errcode.New(errcode.NotFound, "tenant %s not found", tenantID)
+	case err != nil:
+		return RulePackage{}, fmt.Errorf("error creating rule package: %w", err)
+	}
+	return p, nil
+}
+
+// GetRulePackage returns the tenant's rule package.
+func (s *Store) GetRulePackage(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (RulePackage, error) {
+	rows, _ := db.Query(ctx, `SELECT `+rulePackageColumns+` FROM rule_packages WHERE tenant_id = $1 AND rule_package_id = $2`, tenantID, id)
+	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RulePackage])
+	if err != nil {
+		return RulePackage{}, notFound(err, "rule package", id)
+	}
+	return p, nil
+}
+
+// ListRulePackages returns the tenant's rule packages by name.
+func (s *Store) ListRulePackages(ctx context.Context, db DBTX, tenantID uuid.UUID) ([]RulePackage, error) {
+	rows, _ := db.Query(ctx, `SELECT `+rulePackageColumns+` FROM rule_packages WHERE tenant_id = $1 ORDER BY name`, tenantID)
+	ps, err := pgx.CollectRows(rows, pgx.RowToStructByName[RulePackage])
+	if err != nil {
+		return nil, fmt.Errorf("error listing rule packages: %w", err)
+	}
+	return ps, nil
+}
+
+// CreateRulePackageVersion stores the package's next version as DRAFT. The
+// caller checks the sources first (rules.Check, rules.CheckTests).
+func (s *Store) CreateRulePackageVersion(ctx context.Context, tx pgx.Tx, tenantID, packageID uuid.UUID, dsl, tests string) (RulePackageVersion, error) {
+	var locked uuid.UUID
+	if err := tx.QueryRow(ctx, `SELECT rule_package_id FROM rule_packages WHERE tenant_id = $1 AND rule_package_id = $2 FOR UPDATE`,
+		tenantID, packageID).Scan(&locked); err != nil {
+		return RulePackageVersion{}, notFound(err, "rule package", packageID)
+	}
+	rows, _ := tx.Query(ctx, `INSERT INTO rule_package_versions
+		(rule_package_version_id, tenant_id, rule_package_id, version, dsl_source, dsl_sha256, tests_source, tests_sha256)
+		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, $4, $5, $6, $7 FROM rule_package_versions WHERE rule_package_id = $3
+		RETURNING `+rulePackageVersionMeta,
+		uuid.New(), tenantID, packageID, dsl, hash.SHA256HexString(dsl), tests, hash.SHA256HexString(tests))
+	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RulePackageVersion])
+	if err != nil {
+		return RulePackageVersion{}, fmt.Errorf("error creating rule package version: %w", err)
+	}
+	return v, nil
+}
+
+// GetRulePackageVersion returns a version; withSources also loads the DSL
+// and tests sources.
+func (s *Store) GetRulePackageVersion(ctx context.Context, db DBTX, tenantID, id uuid.UUID, withSources bool) (RulePackageVersion, error) {
+	cols := rulePackageVersionMeta
+	if withSources {
+		cols = rulePackageVersionFull
+	}
+	return s.rulePackageVersion(ctx, db, `SELECT `+cols+` FROM rule_package_versions
+		WHERE tenant_id = $1 AND rule_package_version_id = $2`, tenantID, id)
+}
+
+// LockRulePackageVersion returns a version with its sources, locked FOR UPDATE.
+func (s *Store) LockRulePackageVersion(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (RulePackageVersion, error) {
+	return s.rulePackageVersion(ctx, tx, `SELECT `+rulePackageVersionFull+` FROM rule_package_versions
+		WHERE tenant_id = $1 AND rule_package_version_id = $2 FOR UPDATE`, tenantID, id)
+}
+
+func (s *Store) rulePackageVersion(ctx context.Context, db DBTX, sql string, tenantID, id uuid.UUID) (RulePackageVersion, error) {
+	rows, _ := db.Query(ctx, sql, tenantID, id)
+	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RulePackageVersion])
+	if err != nil {
+		return RulePackageVersion{}, notFound(err, "rule package version", id)
+	}
+	return v, nil
+}
+
+// ListRulePackageVersions returns a package's versions, newest first, without sources.
+func (s *Store) ListRulePackageVersions(ctx context.Context, db DBTX, tenantID, packageID uuid.UUID) ([]RulePackageVersion, error) {
+	rows, _ := db.Query(ctx, `SELECT `+rulePackageVersionMeta+` FROM rule_package_versions
+		WHERE tenant_id = $1 AND rule_package_id = $2 ORDER BY version DESC`, tenantID, packageID)
+	vs, err := pgx.CollectRows(rows, pgx.RowToStructByName[RulePackageVersion])
+	if err != nil {
+		return nil, fmt.Errorf("error listing rule package versions: %w", err)
+	}
+	return vs, nil
+}
+
+// RecordRuleTestsRun stores a run. A run of the same River job stored
+// before (a re-run of a completed job) is returned instead, with
+// existed = true. A PASSED run with at least MinRuleTestCases cases moves a
+// DRAFT version to VALIDATED; the caller decides the run's status.
+func (s *Store) RecordRuleTestsRun(ctx context.Context, tx pgx.Tx, run RuleTestsRun) (RuleTestsRun, bool, error) {
+	if run.RiverJobID != nil {
+		rows, _ := tx.Query(ctx, `SELECT `+ruleTestsRunColumns+` FROM rule_tests_runs WHERE river_job_id = $1`, *run.RiverJobID)
+		existing, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RuleTestsRun])
+		if err == nil {
+			return existing, true, nil
+		}
+		if err != pgx.ErrNoRows {
+			return RuleTestsRun{}, false, fmt.Errorf("error looking up the tests run: %w", err)
+		}
+	}
+	if run.FirstFailure == nil {
+		run.FirstFailure = json.RawMessage("null")
+	}
+	rows, _ := tx.Query(ctx, `INSERT INTO rule_tests_runs (rule_tests_run_id, tenant_id, rule_package_version_id, seed,
+			status, total_cases, passed, failed, first_failure, river_job_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9::jsonb, 'null'::jsonb), $10)
+		RETURNING `+ruleTestsRunColumns,
+		uuid.New(), run.TenantID, run.RulePackageVersionID, run.Seed, run.Status, run.TotalCases, run.Passed, run.Failed,
+		[]byte(run.FirstFailure), run.RiverJobID)
+	stored, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RuleTestsRun])
+	if err != nil {
+		return RuleTestsRun{}, false, fmt.Errorf("error storing the tests run: %w", err)
+	}
+	if stored.Status == "PASSED" && stored.TotalCases >= MinRuleTestCases {
+		if _, err := tx.Exec(ctx, `UPDATE rule_package_versions SET status = 'VALIDATED', validated_at = now()
+			WHERE tenant_id = $1 AND rule_package_version_id = $2 AND status = 'DRAFT'`,
+			run.TenantID, run.RulePackageVersionID); err != nil {
+			return RuleTestsRun{}, false, fmt.Errorf("error validating rule package version: %w", err)
+		}
+	}
+	return stored, false, nil
+}
+
+// ListRuleTestsRuns returns a version's runs, newest first.
+func (s *Store) ListRuleTestsRuns(ctx context.Context, db DBTX, tenantID, versionID uuid.UUID) ([]RuleTestsRun, error) {
+	rows, _ := db.Query(ctx, `SELECT `+ruleTestsRunColumns+` FROM rule_tests_runs
+		WHERE tenant_id = $1 AND rule_package_version_id = $2 ORDER BY created_at DESC, rule_tests_run_id`, tenantID, versionID)
+	runs, err := pgx.CollectRows(rows, pgx.RowToStructByName[RuleTestsRun])
+	if err != nil {
+		return nil, fmt.Errorf("error listing tests runs: %w", err)
+	}
+	return runs, nil
+}
+
+// PublishRulePackageVersion publishes a VALIDATED version (one with a
+// passing run of at least MinRuleTestCases cases). A DRAFT version is
+// RULE_TESTS_FAILED; publishing a PUBLISHED version again changes nothing.
+func (s *Store) PublishRulePackageVersion(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (RulePackageVersion, bool, error) {
+	v, err := s.LockRulePackageVersion(ctx, tx, tenantID, id)
+	if err != nil {
+		return RulePackageVersion{}, false, err
+	}
+	switch v.Status {
+	case RulesPublished:
+		v.DSLSource, v.TestsSource = "", ""
+		return v, false, nil
+	case RulesDraft:
+		return RulePackageVersion{}, false, errcode.New(errcode.RuleTestsFailed,
+			"rule package version %s has no passing tests run with at least %d cases; run its tests first", id, MinRuleTestCases)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE rule_package_versions SET status = 'PUBLISHED', published_at = now()
+		WHERE tenant_id = $1 AND rule_package_version_id = $2`, tenantID, id); err != nil {
+		return RulePackageVersion{}, false, fmt.Errorf("error publishing rule package version: %w", err)
+	}
+	v, err = s.GetRulePackageVersion(ctx, tx, tenantID, id, false)
+	return v, true, err
+}
