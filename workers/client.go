@@ -25,8 +25,18 @@ type ClientOptions struct {
 	// Concurrency is the number of workers per queue.
 	Concurrency  int
 	PollInterval time.Duration
-	BackoffUnit  time.Duration
-	MaxAttempts  int
+	// FetchCooldown is the least time between two fetches of a queue, and
+	// the window in which River sends at most one insert notification per
+	// queue; it bounds how fast a job inserted by another job is picked up.
+	// Zero means min(PollInterval, 100 ms), River's default.
+	FetchCooldown time.Duration
+	// PipelinePollInterval, when shorter than PollInterval, polls the
+	// pipeline queue more often: a backstop for the insert notifications
+	// River's limiter drops (at most one per queue per FetchCooldown), which
+	// would otherwise leave a next step waiting a whole PollInterval.
+	PipelinePollInterval time.Duration
+	BackoffUnit          time.Duration
+	MaxAttempts          int
 	// Workers are the registered workers (required when Work is true).
 	Workers *river.Workers
 	// Observer is the job middleware (required when Work is true).
@@ -48,10 +58,17 @@ func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], erro
 		// started): without lease renewal it cannot tell a long job from
 		// a dead one, and rescuing a live job would run it twice.
 	}
+	if o.FetchCooldown > 0 {
+		cfg.FetchCooldown = min(o.PollInterval, o.FetchCooldown)
+	}
 	if o.Work {
 		cfg.Queues = map[string]river.QueueConfig{}
 		for _, q := range append(append([]string{}, jobargs.Queues...), o.ExtraQueues...) {
-			cfg.Queues[q] = river.QueueConfig{MaxWorkers: o.Concurrency}
+			qc := river.QueueConfig{MaxWorkers: o.Concurrency}
+			if q == jobargs.QueuePipeline && o.PipelinePollInterval > 0 && o.PipelinePollInterval < o.PollInterval {
+				qc.FetchPollInterval = max(o.PipelinePollInterval, cfg.FetchCooldown)
+			}
+			cfg.Queues[q] = qc
 		}
 		cfg.Workers = o.Workers
 		cfg.Middleware = []rivertype.Middleware{o.Observer}

@@ -10,6 +10,10 @@ type Metrics struct {
 	JobDuration       *prometheus.HistogramVec
 	DeadLetter        *prometheus.CounterVec
 	WebhookDeliveries *prometheus.CounterVec
+	CompileDuration   prometheus.Histogram
+	PayloadBytes      prometheus.Histogram
+	ProofBytes        prometheus.Histogram
+	ReceiptBytes      prometheus.Histogram
 }
 
 // NewMetrics creates the job metrics and registers them with reg.
@@ -32,7 +36,28 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bpc_webhook_deliveries_total",
 			Help: "Webhook delivery attempts, by the delivery status they left (PENDING means a retry follows).",
 		}, []string{"status"}),
+		CompileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "bpc_compile_duration_seconds",
+			Help:    "Duration of the pure compile (rules, proof, receipt) in COMPILE_PASSPORT.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		PayloadBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "bpc_payload_bytes",
+			Help:    "Canonical size of compiled passport payloads.",
+			Buckets: prometheus.ExponentialBuckets(1024, 2, 8),
+		}),
+		ProofBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "bpc_proof_bytes",
+			Help:    "Canonical size of compiled proofs.",
+			Buckets: prometheus.ExponentialBuckets(4096, 2, 7),
+		}),
+		ReceiptBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "bpc_receipt_bytes",
+			Help:    "Canonical size of unsigned receipts.",
+			Buckets: prometheus.LinearBuckets(512, 512, 8),
+		}),
 	}
-	reg.MustRegister(m.JobsCompleted, m.JobDuration, m.DeadLetter, m.WebhookDeliveries)
+	reg.MustRegister(m.JobsCompleted, m.JobDuration, m.DeadLetter, m.WebhookDeliveries,
+		m.CompileDuration, m.PayloadBytes, m.ProofBytes, m.ReceiptBytes)
 	return m
 }

@@ -1,11 +1,15 @@
 package workers
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/bpc-platform/bpc/core/compiler"
 
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
@@ -18,6 +22,18 @@ type Deps struct {
 	Metrics        *Metrics
 	HTTPClient     *http.Client
 	WebhookTimeout time.Duration
+	// CompilerBuildID is recorded in every receipt (BPC_COMPILER_BUILD_ID).
+	CompilerBuildID string
+	// Limits are the artifact size limits (BPC_*_MAX_BYTES).
+	Limits compiler.Limits
+	// Signer signs receipts; its KeyID is compiled into them.
+	Signer *Signer
+	// ExportDir is where EXPORT_PASSPORT writes files (BPC_EXPORT_DIR).
+	ExportDir string
+	// BeforeCommit, when set, runs inside a pipeline handler's transaction
+	// after its effects and before the job's completion; an error or a panic
+	// aborts the transaction. Tests use it to simulate a crash there.
+	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
 }
 
 // registry is the one list of implemented workers: adding a job type adds a
@@ -26,6 +42,14 @@ var registry = []struct {
 	kind string
 	add  func(*river.Workers, Deps)
 }{
+	{jobargs.KindIngestDocument, func(w *river.Workers, d Deps) { river.AddWorker(w, &IngestDocumentWorker{Deps: d}) }},
+	{jobargs.KindParseFacts, func(w *river.Workers, d Deps) { river.AddWorker(w, &ParseFactsWorker{Deps: d}) }},
+	{jobargs.KindBuildSnapshot, func(w *river.Workers, d Deps) { river.AddWorker(w, &BuildSnapshotWorker{Deps: d}) }},
+	{jobargs.KindCompile, func(w *river.Workers, d Deps) { river.AddWorker(w, &CompilePassportWorker{Deps: d}) }},
+	{jobargs.KindSign, func(w *river.Workers, d Deps) { river.AddWorker(w, &SignPassportWorker{Deps: d}) }},
+	{jobargs.KindGenerateQR, func(w *river.Workers, d Deps) { river.AddWorker(w, &GenerateQRWorker{Deps: d}) }},
+	{jobargs.KindExport, func(w *river.Workers, d Deps) { river.AddWorker(w, &ExportPassportWorker{Deps: d}) }},
+	{jobargs.KindRunRuleTests, func(w *river.Workers, d Deps) { river.AddWorker(w, &RunRuleTestsWorker{Deps: d}) }},
 	{jobargs.KindDeliverWebhook, func(w *river.Workers, d Deps) {
 		river.AddWorker(w, &DeliverWebhookWorker{Store: d.Store, Client: d.HTTPClient, Metrics: d.Metrics, RequestTimeout: d.WebhookTimeout})
 	}},
