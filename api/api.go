@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 
+	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -28,6 +29,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// EnabledKinds are the job types with a registered worker.
 	EnabledKinds []string
+	// CompileLimits bound the artifacts of a replayed compile (zero members
+	// are the SPEC defaults); set from BPC_PAYLOAD/PROOF/RECEIPT_MAX_BYTES.
+	CompileLimits compiler.Limits
 }
 
 // ReadyCheck reports an unmet readiness condition by returning an error.
@@ -100,6 +104,8 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/v1/webhook-subscriptions", s.handleListSubscriptions)
 		r.Delete("/v1/webhook-subscriptions/{id}", s.handleDeleteSubscription)
 		r.Get("/v1/webhook-deliveries/{id}", s.handleGetDelivery)
+
+		s.domainRoutes(r)
 	})
 
 	if s.Admin && s.RiverUI != nil {
@@ -108,4 +114,50 @@ func (s *Server) Handler() http.Handler {
 		r.Handle("/riverui/*", ui)
 	}
 	return r
+}
+
+// domainRoutes are the passport domain endpoints (domain_*.go).
+func (s *Server) domainRoutes(r chi.Router) {
+	r.Post("/v1/documents", s.handleCreateDocument)
+	r.Get("/v1/documents", s.handleListDocuments)
+	r.Get("/v1/documents/{id}", s.handleGetDocument)
+	r.Post("/v1/documents/{id}/versions", s.handleUploadDocumentVersion)
+	r.Get("/v1/document-versions/{id}", s.handleGetDocumentVersion)
+	r.Get("/v1/facts", s.handleListFacts)
+
+	r.Post("/v1/snapshots", s.handleCreateSnapshot)
+	r.Get("/v1/snapshots/{id}", s.handleGetSnapshot)
+	r.Post("/v1/snapshots/{id}/items", s.handleAddSnapshotItems)
+	r.Get("/v1/snapshots/{id}/items", s.handleListSnapshotItems)
+	r.Post("/v1/snapshots/{id}/build", s.handleBuildSnapshot)
+	r.Post("/v1/snapshots/{id}/seal", s.handleSealSnapshot)
+
+	r.Post("/v1/rule-packages", s.handleCreateRulePackage)
+	r.Get("/v1/rule-packages", s.handleListRulePackages)
+	r.Get("/v1/rule-packages/{id}", s.handleGetRulePackage)
+	r.Post("/v1/rule-packages/{id}/versions", s.handleCreateRuleVersion)
+	r.Get("/v1/rule-package-versions/{id}", s.handleGetRuleVersion)
+	r.Post("/v1/rule-package-versions/{id}/test", s.handleRunRuleTests)
+	r.Get("/v1/rule-package-versions/{id}/test-runs", s.handleListRuleTestsRuns)
+	r.Post("/v1/rule-package-versions/{id}/publish", s.handlePublishRuleVersion)
+
+	r.Post("/v1/battery-products", s.handleCreateProduct)
+	r.Get("/v1/battery-products", s.handleListProducts)
+	r.Get("/v1/battery-products/{id}", s.handleGetProduct)
+
+	r.Post("/v1/passports", s.handleCreatePassport)
+	r.Get("/v1/passports/{id}", s.handleGetPassport)
+	r.Post("/v1/passports/{id}/compile", s.handleCompilePassport)
+	r.Get("/v1/passport-versions/{id}", s.handleGetPassportVersion)
+	r.Get("/v1/passport-versions/{id}/payload", s.serveArtifact("application/json", payloadArtifact))
+	r.Get("/v1/passport-versions/{id}/proof", s.serveArtifact("application/json", proofArtifact))
+	r.Get("/v1/passport-versions/{id}/receipt", s.serveArtifact("application/json", receiptArtifact))
+	r.Get("/v1/passport-versions/{id}/qr.png", s.serveArtifact("image/png", qrArtifact))
+	r.Post("/v1/passport-versions/{id}/activate", s.handleActivatePassportVersion)
+	r.Post("/v1/passport-versions/{id}/export", s.handleExportPassportVersion)
+	r.Get("/v1/passport-versions/{id}/exports", s.handleListPassportExports)
+	r.Get("/v1/passport-versions/{id}/export-file", s.handleGetExportFile)
+	r.Post("/v1/passport-versions/{id}/replay", s.handleReplayPassportVersion)
+
+	r.Get("/v1/signing-keys", s.handleListSigningKeys)
 }

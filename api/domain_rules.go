@@ -1,0 +1,265 @@
+package api
+
+import (
+	"context"
+	"maps"
+	"net/http"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/rules"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// Audit events of rule packages.
+const (
+	aggregateRuleVersion = "RulePackageVersion"
+	eventRulesPublished  = "rules.published"
+)
+
+// maxRuleSourceBytes bounds each of a version's DSL and tests sources.
+const maxRuleSourceBytes = 1 << 20
+
+type createRulePackageRequest struct {
+	TenantID string `json:"tenant_id"`
+	Name     string `json:"name"`
+}
+
+func (s *Server) handleCreateRulePackage(w http.ResponseWriter, r *http.Request) {
+	var in createRulePackageRequest
+	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	name, err := requireName("name", in.Name, maxNameChars)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.Store.CreateRulePackage(r.Context(), s.Store.Pool, tenantID, name)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, p)
+}
+
+func (s *Server) handleListRulePackages(w http.ResponseWriter, r *http.Request) {
+	tenantID, err := queryTenant(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.requireTenantExists(r.Context(), tenantID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ps, err := s.Store.ListRulePackages(r.Context(), s.Store.Pool, tenantID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": ps})
+}
+
+type rulePackageWithVersions struct {
+	store.RulePackage
+	Versions []store.RulePackageVersion `json:"versions"`
+}
+
+func (s *Server) handleGetRulePackage(w http.ResponseWriter, r *http.Request) {
+	tenantID, id, err := tenantAndID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	p, err := s.Store.GetRulePackage(ctx, s.Store.Pool, tenantID, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	vs, err := s.Store.ListRulePackageVersions(ctx, s.Store.Pool, tenantID, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rulePackageWithVersions{RulePackage: p, Versions: vs})
+}
+
+type createRuleVersionRequest struct {
+	TenantID    string `json:"tenant_id"`
+	DSLSource   string `json:"dsl_source"`
+	TestsSource string `json:"tests_source"`
+}
+
+// sourceError returns a rules error as is (its code, line and col), naming
+// the source it is in; the rules package's own "field" detail is the rule
+// field path, so the request field goes to "source".
+func sourceError(source string, err error) error {
+	e := errcode.As(err)
+	if e == nil {
+		return err
+	}
+	out := *e
+	out.Details = maps.Clone(e.Details)
+	if out.Details == nil {
+		out.Details = map[string]any{}
+	}
+	out.Details["source"] = source
+	out.Message = source + ": " + e.Message
+	return &out
+}
+
+// handleCreateRuleVersion checks both sources (BPC-RULES-1 and its tests
+// language) and stores them as the package's next DRAFT version.
+func (s *Server) handleCreateRuleVersion(w http.ResponseWriter, r *http.Request) {
+	var in createRuleVersionRequest
+	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	packageID, err := pathUUID(r, "id")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, src := range []struct{ field, value string }{{"dsl_source", in.DSLSource}, {"tests_source", in.TestsSource}} {
+		switch {
+		case strings.TrimSpace(src.value) == "":
+			s.writeError(w, r, errcode.Invalid(src.field, "is required"))
+			return
+		case len(src.value) > maxRuleSourceBytes:
+			s.writeError(w, r, errcode.Invalid(src.field, "is %d bytes, limit is %d", len(src.value), maxRuleSourceBytes))
+			return
+		}
+	}
+	prog, err := rules.Check(in.DSLSource)
+	if err != nil {
+		s.writeError(w, r, sourceError("dsl_source", err))
+		return
+	}
+	if _, err := rules.CheckTests(prog, in.TestsSource); err != nil {
+		s.writeError(w, r, sourceError("tests_source", err))
+		return
+	}
+	ctx := r.Context()
+	var v store.RulePackageVersion
+	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
+		v, err = s.Store.CreateRulePackageVersion(ctx, tx, tenantID, packageID, in.DSLSource, in.TestsSource)
+		return err
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func (s *Server) handleGetRuleVersion(w http.ResponseWriter, r *http.Request) {
+	tenantID, id, err := tenantAndID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	withSources := false
+	switch include := strings.TrimSpace(r.URL.Query().Get("include")); include {
+	case "":
+	case "sources":
+		withSources = true
+	default:
+		s.writeError(w, r, errcode.Invalid("include", "must be \"sources\" or absent"))
+		return
+	}
+	v, err := s.Store.GetRulePackageVersion(r.Context(), s.Store.Pool, tenantID, id, withSources)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+type runRuleTestsRequest struct {
+	TenantID string `json:"tenant_id"`
+	Seed     *int64 `json:"seed"`
+}
+
+// handleRunRuleTests enqueues RUN_RULE_TESTS for an existing version.
+func (s *Server) handleRunRuleTests(w http.ResponseWriter, r *http.Request) {
+	var in runRuleTestsRequest
+	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id, err := pathUUID(r, "id")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	args := jobargs.RunRuleTestsArgs{Base: jobargs.Base{TenantID: tenantID}, RulePackageVersionID: id}
+	if in.Seed != nil {
+		args.Seed = *in.Seed
+	}
+	job, err := s.enqueueDomainJob(r, args, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := s.Store.GetRulePackageVersion(ctx, tx, tenantID, id, false)
+		return err
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, jobResponse{Job: job})
+}
+
+func (s *Server) handleListRuleTestsRuns(w http.ResponseWriter, r *http.Request) {
+	tenantID, id, err := tenantAndID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	if _, err := s.Store.GetRulePackageVersion(ctx, s.Store.Pool, tenantID, id, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	runs, err := s.Store.ListRuleTestsRuns(ctx, s.Store.Pool, tenantID, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": runs})
+}
+
+// handlePublishRuleVersion publishes a VALIDATED version; publishing a
+// PUBLISHED version again changes nothing and records no event.
+func (s *Server) handlePublishRuleVersion(w http.ResponseWriter, r *http.Request) {
+	tenantID, id, err := bodyTenantAndID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	var v store.RulePackageVersion
+	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
+		var changed bool
+		v, changed, err = s.Store.PublishRulePackageVersion(ctx, tx, tenantID, id)
+		if err != nil || !changed {
+			return err
+		}
+		return s.appendDomainEvent(ctx, tx, tenantID, aggregateRuleVersion, id, eventRulesPublished, map[string]any{
+			"rule_package_id": v.RulePackageID, "version": v.Version,
+			"dsl_sha256": v.DSLSHA256, "tests_sha256": v.TestsSHA256,
+		})
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
