@@ -1,0 +1,489 @@
+package store_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/facts"
+	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// inTx runs fn in a committed transaction of the env's store.
+func (e env) inTx(t *testing.T, fn func(tx pgx.Tx) error) error {
+	t.Helper()
+	return e.store.InTx(e.ctx, fn)
+}
+
+// count returns the single integer an SQL query yields.
+func (e env) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, e.pool.QueryRow(e.ctx, sql, args...).Scan(&n), sql)
+	return n
+}
+
+func sampleDoc(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := nmc811.Document(name)
+	require.NoError(t, err)
+	return b
+}
+
+// sampleKinds maps the sample documents to their kinds.
+var sampleKinds = map[string]string{
+	nmc811.DocBOM:          facts.KindBOM,
+	nmc811.DocPCF:          "PCF",
+	nmc811.DocDueDiligence: "DUE_DILIGENCE",
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func (e env) createDocument(t *testing.T, tenantID uuid.UUID, kind, name string) store.Document {
+	t.Helper()
+	d, err := e.store.CreateDocument(e.ctx, e.pool, tenantID, kind, name)
+	require.NoError(t, err)
+	return d
+}
+
+// upload stores content as a version of the document.
+func (e env) upload(t *testing.T, tenantID, documentID uuid.UUID, content []byte) (store.DocumentVersion, bool) {
+	t.Helper()
+	var v store.DocumentVersion
+	var existed bool
+	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
+		var err error
+		v, existed, err = e.store.CreateDocumentVersion(e.ctx, tx, tenantID, documentID, "application/json", content)
+		return err
+	}))
+	return v, existed
+}
+
+// parse does what PARSE_FACTS does: lock, parse, store the facts and mark
+// the version VALIDATED. It returns the parsed facts and how many were new.
+func (e env) parse(t *testing.T, tenantID, versionID uuid.UUID) ([]facts.Fact, int) {
+	t.Helper()
+	var fs []facts.Fact
+	var added int
+	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
+		in, err := e.store.LockDocumentVersionForParse(e.ctx, tx, tenantID, versionID)
+		if err != nil {
+			return err
+		}
+		if fs, err = facts.Parse(in.Kind, in.Content); err != nil {
+			return err
+		}
+		if added, err = e.store.InsertFacts(e.ctx, tx, tenantID, versionID, fs); err != nil {
+			return err
+		}
+		return e.store.MarkDocumentVersionValidated(e.ctx, tx, tenantID, versionID, len(fs))
+	}))
+	return fs, added
+}
+
+// uploadSample creates a document for a sample file, uploads and parses it.
+func (e env) uploadSample(t *testing.T, tenantID uuid.UUID, name string) (store.DocumentVersion, []facts.Fact) {
+	t.Helper()
+	d := e.createDocument(t, tenantID, sampleKinds[name], name)
+	v, existed := e.upload(t, tenantID, d.DocumentID, sampleDoc(t, name))
+	require.False(t, existed)
+	fs, _ := e.parse(t, tenantID, v.DocumentVersionID)
+	return v, fs
+}
+
+// factIDs returns the ids of the facts a document version yielded.
+func (e env) factIDs(t *testing.T, tenantID uuid.UUID, versionIDs ...uuid.UUID) []uuid.UUID {
+	t.Helper()
+	ids, err := e.store.FactsOfDocumentVersions(e.ctx, e.pool, tenantID, versionIDs)
+	require.NoError(t, err)
+	return ids
+}
+
+// otherTenant creates a second tenant.
+func (e env) otherTenant(t *testing.T) uuid.UUID {
+	t.Helper()
+	other, err := e.store.CreateTenant(e.ctx, e.pool, "other", "Other")
+	require.NoError(t, err)
+	return other.TenantID
+}
+
+// bomV2 is the sample BOM with another model name: the battery fact
+// changes, the material and hazardous facts stay the same.
+func bomV2(t *testing.T) []byte {
+	t.Helper()
+	b := sampleDoc(t, nmc811.DocBOM)
+	v2 := strings.Replace(string(b), `"Voltaris EV Pack 75"`, `"Voltaris EV Pack 75 Rev B"`, 1)
+	require.NotEqual(t, string(b), v2)
+	return []byte(v2)
+}
+
+func TestCreateDocument(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+
+	_, err := e.store.CreateDocument(e.ctx, e.pool, store.DevTenantID, "INVOICE", "x.json")
+	ve := requireCode(t, err, errcode.Validation)
+	require.Equal(t, "kind", ve.Field)
+	_, err = e.store.CreateDocument(e.ctx, e.pool, uuid.New(), facts.KindBOM, "bom.json")
+	requireCode(t, err, errcode.NotFound)
+
+	bom := e.createDocument(t, store.DevTenantID, facts.KindBOM, "bom.json")
+	require.Equal(t, store.DevTenantID, bom.TenantID)
+	require.Equal(t, "BOM", bom.Kind)
+	require.Equal(t, "bom.json", bom.Name)
+	pcf := e.createDocument(t, store.DevTenantID, "PCF", "pcf.json")
+
+	got, err := e.store.GetDocument(e.ctx, e.pool, store.DevTenantID, bom.DocumentID)
+	require.NoError(t, err)
+	require.Equal(t, bom.DocumentID, got.DocumentID)
+	require.True(t, bom.CreatedAt.Equal(got.CreatedAt))
+	_, err = e.store.GetDocument(e.ctx, e.pool, store.DevTenantID, uuid.New())
+	requireCode(t, err, errcode.NotFound)
+
+	list, err := e.store.ListDocuments(e.ctx, e.pool, store.DevTenantID)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.ElementsMatch(t, []uuid.UUID{bom.DocumentID, pcf.DocumentID}, []uuid.UUID{list[0].DocumentID, list[1].DocumentID})
+
+	other := e.otherTenant(t)
+	_, err = e.store.GetDocument(e.ctx, e.pool, other, bom.DocumentID)
+	requireCode(t, err, errcode.NotFound)
+	list, err = e.store.ListDocuments(e.ctx, e.pool, other)
+	require.NoError(t, err)
+	require.Empty(t, list)
+}
+
+func TestCreateDocumentVersion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	d := e.createDocument(t, store.DevTenantID, facts.KindBOM, "bom.json")
+	v1Content, v2Content := sampleDoc(t, nmc811.DocBOM), bomV2(t)
+
+	v1, existed := e.upload(t, store.DevTenantID, d.DocumentID, v1Content)
+	require.False(t, existed)
+	require.Equal(t, int32(1), v1.Version)
+	require.Equal(t, store.DocUploaded, v1.Status)
+	require.Equal(t, d.DocumentID, v1.DocumentID)
+	require.Equal(t, store.DevTenantID, v1.TenantID)
+	require.Equal(t, "application/json", v1.MimeType)
+	require.Equal(t, sha256Hex(v1Content), v1.ContentSHA256)
+	require.Equal(t, int32(len(v1Content)), v1.SizeBytes)
+	require.Nil(t, v1.FactCount)
+	require.Nil(t, v1.ProcessedAt)
+
+	v2, existed := e.upload(t, store.DevTenantID, d.DocumentID, v2Content)
+	require.False(t, existed)
+	require.Equal(t, int32(2), v2.Version)
+	require.NotEqual(t, v1.DocumentVersionID, v2.DocumentVersionID)
+
+	// The same bytes again return the existing version.
+	again, existed := e.upload(t, store.DevTenantID, d.DocumentID, v1Content)
+	require.True(t, existed)
+	require.Equal(t, v1.DocumentVersionID, again.DocumentVersionID)
+	require.Equal(t, int32(1), again.Version)
+	require.Equal(t, 2, e.count(t, `SELECT count(*) FROM document_versions WHERE document_id = $1`, d.DocumentID))
+
+	// The same bytes under another document are a new version 1 there.
+	d2 := e.createDocument(t, store.DevTenantID, facts.KindBOM, "bom-copy.json")
+	copyV, existed := e.upload(t, store.DevTenantID, d2.DocumentID, v1Content)
+	require.False(t, existed)
+	require.Equal(t, int32(1), copyV.Version)
+	require.NotEqual(t, v1.DocumentVersionID, copyV.DocumentVersionID)
+
+	list, err := e.store.ListDocumentVersions(e.ctx, e.pool, store.DevTenantID, d.DocumentID)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.Equal(t, []int32{2, 1}, []int32{list[0].Version, list[1].Version}, "newest first")
+
+	got, err := e.store.GetDocumentVersion(e.ctx, e.pool, store.DevTenantID, v2.DocumentVersionID)
+	require.NoError(t, err)
+	require.Equal(t, v2.ContentSHA256, got.ContentSHA256)
+	require.Equal(t, int32(len(v2Content)), got.SizeBytes)
+	_, err = e.store.GetDocumentVersion(e.ctx, e.pool, store.DevTenantID, uuid.New())
+	requireCode(t, err, errcode.NotFound)
+
+	// Invalid content and unknown documents are rejected before anything is stored.
+	err = e.inTx(t, func(tx pgx.Tx) error {
+		_, _, err := e.store.CreateDocumentVersion(e.ctx, tx, store.DevTenantID, d.DocumentID, "application/json", nil)
+		return err
+	})
+	require.Equal(t, "content", requireCode(t, err, errcode.Validation).Field)
+	err = e.inTx(t, func(tx pgx.Tx) error {
+		_, _, err := e.store.CreateDocumentVersion(e.ctx, tx, store.DevTenantID, d.DocumentID, "application/json",
+			make([]byte, facts.MaxDocumentBytes+1))
+		return err
+	})
+	require.Equal(t, "content", requireCode(t, err, errcode.Validation).Field)
+	err = e.inTx(t, func(tx pgx.Tx) error {
+		_, _, err := e.store.CreateDocumentVersion(e.ctx, tx, store.DevTenantID, uuid.New(), "application/json", []byte("{}"))
+		return err
+	})
+	requireCode(t, err, errcode.NotFound)
+	require.Equal(t, 2, e.count(t, `SELECT count(*) FROM document_versions WHERE document_id = $1`, d.DocumentID))
+}
+
+func TestLockDocumentVersionForParseAndMark(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	content := sampleDoc(t, nmc811.DocPCF)
+	d := e.createDocument(t, store.DevTenantID, "PCF", "pcf.json")
+	v, _ := e.upload(t, store.DevTenantID, d.DocumentID, content)
+
+	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
+		in, err := e.store.LockDocumentVersionForParse(e.ctx, tx, store.DevTenantID, v.DocumentVersionID)
+		require.NoError(t, err)
+		require.Equal(t, "PCF", in.Kind)
+		require.Equal(t, content, in.Content)
+		require.Equal(t, v.DocumentVersionID, in.Version.DocumentVersionID)
+		require.Equal(t, store.DocUploaded, in.Version.Status)
+		return e.store.MarkDocumentVersionValidated(e.ctx, tx, store.DevTenantID, v.DocumentVersionID, 1)
+	}))
+	got, err := e.store.GetDocumentVersion(e.ctx, e.pool, store.DevTenantID, v.DocumentVersionID)
+	require.NoError(t, err)
+	require.Equal(t, store.DocValidated, got.Status)
+	require.NotNil(t, got.FactCount)
+	require.Equal(t, int32(1), *got.FactCount)
+	require.NotNil(t, got.ProcessedAt)
+	require.Empty(t, got.Error)
+
+	err = e.inTx(t, func(tx pgx.Tx) error {
+		_, err := e.store.LockDocumentVersionForParse(e.ctx, tx, store.DevTenantID, uuid.New())
+		return err
+	})
+	requireCode(t, err, errcode.NotFound)
+}
+
+func TestMarkDocumentVersionRejected(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	d := e.createDocument(t, store.DevTenantID, facts.KindBOM, "bom.json")
+	bad := []byte(`{"document_type":"BOM","schema_version":2}`)
+	v, _ := e.upload(t, store.DevTenantID, d.DocumentID, bad)
+
+	_, parseErr := facts.Parse(facts.KindBOM, bad)
+	cause := errcode.As(parseErr)
+	require.NotNil(t, cause)
+	require.NotEmpty(t, cause.Field)
+	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
+		return e.store.MarkDocumentVersionRejected(e.ctx, tx, store.DevTenantID, v.DocumentVersionID, cause)
+	}))
+	got, err := e.store.GetDocumentVersion(e.ctx, e.pool, store.DevTenantID, v.DocumentVersionID)
+	require.NoError(t, err)
+	require.Equal(t, store.DocRejected, got.Status)
+	require.Nil(t, got.FactCount)
+	require.NotNil(t, got.ProcessedAt)
+	var detail map[string]string
+	require.NoError(t, json.Unmarshal(got.Error, &detail))
+	require.Equal(t, map[string]string{"code": string(cause.Code), "message": cause.Message, "field": cause.Field}, detail)
+
+	// A cause without a field has no field key; a later success clears the error.
+	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
+		return e.store.MarkDocumentVersionRejected(e.ctx, tx, store.DevTenantID, v.DocumentVersionID,
+			errcode.New(errcode.Internal, "boom"))
+	}))
+	got, err = e.store.GetDocumentVersion(e.ctx, e.pool, store.DevTenantID, v.DocumentVersionID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"code":"INTERNAL_ERROR","message":"boom"}`, string(got.Error))
+	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
+		return e.store.MarkDocumentVersionValidated(e.ctx, tx, store.DevTenantID, v.DocumentVersionID, 0)
+	}))
+	got, err = e.store.GetDocumentVersion(e.ctx, e.pool, store.DevTenantID, v.DocumentVersionID)
+	require.NoError(t, err)
+	require.Equal(t, store.DocValidated, got.Status)
+	require.Empty(t, got.Error)
+	require.Equal(t, int32(0), *got.FactCount)
+}
+
+func TestInsertFactsIsIdempotent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	d := e.createDocument(t, store.DevTenantID, facts.KindBOM, "bom.json")
+	v, _ := e.upload(t, store.DevTenantID, d.DocumentID, sampleDoc(t, nmc811.DocBOM))
+
+	fs, added := e.parse(t, store.DevTenantID, v.DocumentVersionID)
+	require.Len(t, fs, 17)
+	require.Equal(t, 17, added)
+
+	// A retried PARSE_FACTS adds nothing.
+	again, added := e.parse(t, store.DevTenantID, v.DocumentVersionID)
+	require.Equal(t, fs, again)
+	require.Equal(t, 0, added)
+	require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts`))
+	require.Equal(t, 17, e.count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
+
+	var n int
+	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
+		var err error
+		n, err = e.store.InsertFacts(e.ctx, tx, store.DevTenantID, v.DocumentVersionID, nil)
+		return err
+	}))
+	require.Zero(t, n)
+
+	// The stored facts are the parsed ones, byte for byte.
+	stored, err := e.store.ListFacts(e.ctx, e.pool, store.FactFilter{TenantID: store.DevTenantID})
+	require.NoError(t, err)
+	require.Len(t, stored, 17)
+	byKey := map[string]facts.Fact{}
+	for _, f := range fs {
+		byKey[f.FactType+"|"+f.FactKey] = f
+	}
+	for _, sf := range stored {
+		f, ok := byKey[sf.FactType+"|"+sf.FactKey]
+		require.True(t, ok, "%s %s", sf.FactType, sf.FactKey)
+		require.Equal(t, f.Payload, []byte(sf.Payload))
+		require.Equal(t, f.PayloadHash, sf.PayloadHash)
+		require.Equal(t, sha256Hex(f.Payload), sf.PayloadHash)
+		require.Equal(t, int32(facts.SchemaVersion), sf.SchemaVersion)
+		require.Equal(t, v.DocumentVersionID, sf.SourceDocumentVersionID)
+		require.Equal(t, store.DevTenantID, sf.TenantID)
+	}
+	got, err := e.store.GetDocumentVersion(e.ctx, e.pool, store.DevTenantID, v.DocumentVersionID)
+	require.NoError(t, err)
+	require.Equal(t, int32(17), *got.FactCount)
+}
+
+func TestSecondDocumentVersionReusesFacts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	d := e.createDocument(t, store.DevTenantID, facts.KindBOM, "bom.json")
+	v1, _ := e.upload(t, store.DevTenantID, d.DocumentID, sampleDoc(t, nmc811.DocBOM))
+	v2, _ := e.upload(t, store.DevTenantID, d.DocumentID, bomV2(t))
+
+	_, added := e.parse(t, store.DevTenantID, v1.DocumentVersionID)
+	require.Equal(t, 17, added)
+	fs2, added := e.parse(t, store.DevTenantID, v2.DocumentVersionID)
+	require.Len(t, fs2, 17)
+	require.Equal(t, 1, added, "only the battery fact changed")
+	require.Equal(t, 18, e.count(t, `SELECT count(*) FROM facts`))
+
+	ids1 := e.factIDs(t, store.DevTenantID, v1.DocumentVersionID)
+	ids2 := e.factIDs(t, store.DevTenantID, v2.DocumentVersionID)
+	require.Len(t, ids1, 17)
+	require.Len(t, ids2, 17, "the second version still has all its facts")
+	shared := 0
+	for _, id := range ids2 {
+		if slices.Contains(ids1, id) {
+			shared++
+		}
+	}
+	require.Equal(t, 16, shared)
+	require.Len(t, e.factIDs(t, store.DevTenantID, v1.DocumentVersionID, v2.DocumentVersionID), 18, "distinct ids")
+
+	of2, err := e.store.ListFacts(e.ctx, e.pool, store.FactFilter{TenantID: store.DevTenantID, DocumentVersionID: v2.DocumentVersionID})
+	require.NoError(t, err)
+	require.Len(t, of2, 17)
+	fromV1 := 0
+	for _, f := range of2 {
+		require.Contains(t, ids2, f.FactID)
+		if f.SourceDocumentVersionID == v1.DocumentVersionID {
+			fromV1++
+		} else {
+			require.Equal(t, v2.DocumentVersionID, f.SourceDocumentVersionID)
+			require.Equal(t, "BOM", f.FactType)
+			require.Contains(t, string(f.Payload), "Rev B")
+		}
+	}
+	require.Equal(t, 16, fromV1, "reused facts keep their first source")
+}
+
+func TestListFactsFilters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	bom, _ := e.uploadSample(t, store.DevTenantID, nmc811.DocBOM)
+	pcf, _ := e.uploadSample(t, store.DevTenantID, nmc811.DocPCF)
+	dd, _ := e.uploadSample(t, store.DevTenantID, nmc811.DocDueDiligence)
+
+	list := func(f store.FactFilter) []store.Fact {
+		t.Helper()
+		f.TenantID = store.DevTenantID
+		fs, err := e.store.ListFacts(e.ctx, e.pool, f)
+		require.NoError(t, err)
+		return fs
+	}
+	all := list(store.FactFilter{})
+	require.Len(t, all, 23)
+	for i := 1; i < len(all); i++ {
+		prev, cur := all[i-1], all[i]
+		require.True(t, prev.FactType < cur.FactType || (prev.FactType == cur.FactType && prev.FactKey < cur.FactKey),
+			"ordered by type and key: %s/%s then %s/%s", prev.FactType, prev.FactKey, cur.FactType, cur.FactKey)
+	}
+	require.Len(t, list(store.FactFilter{DocumentVersionID: bom.DocumentVersionID}), 17)
+	require.Len(t, list(store.FactFilter{DocumentVersionID: pcf.DocumentVersionID}), 1)
+	require.Len(t, list(store.FactFilter{DocumentVersionID: dd.DocumentVersionID}), 5)
+	require.Len(t, list(store.FactFilter{FactType: "BOM_MATERIAL"}), 13)
+	require.Len(t, list(store.FactFilter{FactType: "DD_MATERIAL", DocumentVersionID: dd.DocumentVersionID}), 4)
+	require.Empty(t, list(store.FactFilter{FactType: "DD_MATERIAL", DocumentVersionID: bom.DocumentVersionID}))
+	require.Empty(t, list(store.FactFilter{DocumentVersionID: uuid.New()}))
+	require.Empty(t, list(store.FactFilter{FactType: "NOPE"}))
+	limited := list(store.FactFilter{Limit: 5})
+	require.Len(t, limited, 5)
+	require.Equal(t, all[:5], limited)
+}
+
+func TestDocumentsAreTenantScoped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other := e.otherTenant(t)
+	v, fs := e.uploadSample(t, store.DevTenantID, nmc811.DocBOM)
+	require.Len(t, fs, 17)
+
+	_, err := e.store.GetDocumentVersion(e.ctx, e.pool, other, v.DocumentVersionID)
+	requireCode(t, err, errcode.NotFound)
+	err = e.inTx(t, func(tx pgx.Tx) error {
+		_, err := e.store.LockDocumentVersionForParse(e.ctx, tx, other, v.DocumentVersionID)
+		return err
+	})
+	requireCode(t, err, errcode.NotFound)
+	err = e.inTx(t, func(tx pgx.Tx) error {
+		_, _, err := e.store.CreateDocumentVersion(e.ctx, tx, other, v.DocumentID, "application/json", []byte("{}"))
+		return err
+	})
+	requireCode(t, err, errcode.NotFound)
+	versions, err := e.store.ListDocumentVersions(e.ctx, e.pool, other, v.DocumentID)
+	require.NoError(t, err)
+	require.Empty(t, versions)
+
+	require.Empty(t, e.factIDs(t, other, v.DocumentVersionID))
+	fsOther, err := e.store.ListFacts(e.ctx, e.pool, store.FactFilter{TenantID: other})
+	require.NoError(t, err)
+	require.Empty(t, fsOther)
+	fsOther, err = e.store.ListFacts(e.ctx, e.pool, store.FactFilter{TenantID: other, DocumentVersionID: v.DocumentVersionID})
+	require.NoError(t, err)
+	require.Empty(t, fsOther)
+
+	// Facts cannot be attached to another tenant's version (composite foreign key).
+	err = e.inTx(t, func(tx pgx.Tx) error {
+		_, err := e.store.InsertFacts(e.ctx, tx, other, v.DocumentVersionID, fs)
+		return err
+	})
+	require.Error(t, err)
+	require.True(t, store.IsForeignKeyViolation(err), "%v", err)
+
+	// Marking is scoped too: the other tenant's update touches nothing.
+	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
+		return e.store.MarkDocumentVersionRejected(e.ctx, tx, other, v.DocumentVersionID, errcode.New(errcode.Internal, "x"))
+	}))
+	got, err := e.store.GetDocumentVersion(e.ctx, e.pool, store.DevTenantID, v.DocumentVersionID)
+	require.NoError(t, err)
+	require.Equal(t, store.DocValidated, got.Status)
+
+	// The same content in another tenant yields that tenant's own facts.
+	vo, fo := e.uploadSample(t, other, nmc811.DocBOM)
+	require.Len(t, fo, 17)
+	require.Len(t, e.factIDs(t, other, vo.DocumentVersionID), 17)
+	require.Equal(t, 34, e.count(t, `SELECT count(*) FROM facts`))
+	require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, other))
+	require.Empty(t, e.factIDs(t, store.DevTenantID, vo.DocumentVersionID))
+}
