@@ -47,7 +47,6 @@ func TestBadInputIsRejectedWithEnvelope(t *testing.T) {
 		{"empty body", ``, 400, "MALFORMED_JSON", ""},
 		{"unknown top-level field", valid(func(m map[string]any) { m["colour"] = "red" }), 422, "VALIDATION_ERROR", "colour"},
 		{"unknown type", valid(func(m map[string]any) { m["type"] = "MAKE_COFFEE" }), 422, "VALIDATION_ERROR", "type"},
-		{"type without a worker yet", valid(func(m map[string]any) { m["type"] = jobargs.KindCompile }), 422, "VALIDATION_ERROR", "type"},
 		{"missing tenant", valid(func(m map[string]any) { delete(m, "tenant_id") }), 422, "VALIDATION_ERROR", "tenant_id"},
 		{"bad tenant uuid", valid(func(m map[string]any) { m["tenant_id"] = "tenant-1" }), 422, "VALIDATION_ERROR", "tenant_id"},
 		{"unknown tenant", valid(func(m map[string]any) { m["tenant_id"] = uuid.NewString() }), 404, "NOT_FOUND", ""},
@@ -79,11 +78,6 @@ func TestBadInputIsRejectedWithEnvelope(t *testing.T) {
 	var count int
 	require.NoError(t, h.pool.QueryRow(context.Background(), "SELECT count(*) FROM jobs").Scan(&count))
 	require.Zero(t, count)
-
-	// A type without a worker names the enabled ones.
-	status, raw := h.raw(http.MethodPost, "/v1/jobs", valid(func(m map[string]any) { m["type"] = jobargs.KindSign }), auth)
-	require.Equal(t, http.StatusUnprocessableEntity, status)
-	require.Contains(t, string(raw), jobargs.KindDeliverWebhook)
 
 	// Bad path and query parameters.
 	var env errorEnvelope

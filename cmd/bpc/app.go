@@ -91,22 +91,42 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 	a.registry.MustRegister(api.NewQueueCollector(pool, logger))
 	a.metrics = workers.NewMetrics(a.registry)
 
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	signer, err := workers.LoadSigner(ctx, a.store, cfg.Env, cfg.SigningKeyID, cfg.SigningKeyBase64)
+	if err != nil {
+		return nil, err
+	}
+	if signer.Source != "" {
+		logger.Info("signing key loaded", slog.String("key_id", signer.KeyID), slog.String("source", signer.Source),
+			slog.String("public_key_base64", signer.PublicKeyBase64()))
+	} else if role != roleAPI {
+		logger.Warn("no signing key: SIGN_PASSPORT fails with SIGNING_KEY_MISSING until BPC_SIGNING_ED25519_PRIVATE_KEY_BASE64 is set",
+			slog.String("key_id", signer.KeyID))
+	}
+
 	riverWorkers := river.NewWorkers()
 	workers.Register(riverWorkers, workers.Deps{
 		Store: a.store, Logger: logger, Metrics: a.metrics,
 		HTTPClient: workers.NewHTTPClient(), WebhookTimeout: cfg.WebhookTimeout,
+		CompilerBuildID: cfg.CompilerBuildID,
+		Limits:          cfg.compileLimits(),
+		Signer:          signer,
+		ExportDir:       cfg.ExportDir,
+		BeforeCommit:    cfg.beforeCommit,
 	})
-	var err error
 	a.river, err = workers.NewClient(pool, workers.ClientOptions{
-		ID:           cfg.WorkerID,
-		Logger:       logger,
-		Work:         role != roleAPI,
-		Concurrency:  cfg.WorkerConcurrency,
-		PollInterval: cfg.PollInterval,
-		BackoffUnit:  cfg.BackoffUnit,
-		MaxAttempts:  cfg.MaxAttemptsDefault,
-		Workers:      riverWorkers,
-		Observer:     &workers.Observer{Logger: logger, Metrics: a.metrics},
+		ID:                   cfg.WorkerID,
+		Logger:               logger,
+		Work:                 role != roleAPI,
+		Concurrency:          cfg.WorkerConcurrency,
+		PollInterval:         cfg.PollInterval,
+		FetchCooldown:        cfg.FetchCooldown,
+		PipelinePollInterval: cfg.PipelinePoll,
+		BackoffUnit:          cfg.BackoffUnit,
+		MaxAttempts:          cfg.MaxAttemptsDefault,
+		Workers:              riverWorkers,
+		Observer:             &workers.Observer{Logger: logger, Metrics: a.metrics},
 	})
 	if err != nil {
 		return nil, err
@@ -114,10 +134,11 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 
 	srv := &api.Server{
 		Config: api.Config{
-			Env:          cfg.Env,
-			AdminToken:   cfg.AdminToken,
-			MaxBodyBytes: cfg.HTTPMaxBodyBytes,
-			EnabledKinds: workers.EnabledKinds(),
+			Env:           cfg.Env,
+			AdminToken:    cfg.AdminToken,
+			MaxBodyBytes:  cfg.HTTPMaxBodyBytes,
+			EnabledKinds:  workers.EnabledKinds(),
+			CompileLimits: cfg.compileLimits(),
 		},
 		Store:    a.store,
 		River:    a.river,

@@ -1,16 +1,22 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/sign"
 )
 
 // Config is the service configuration (SPEC §5), read once from the
@@ -23,6 +29,8 @@ type Config struct {
 	AdminTokenGenerated bool
 	WorkerID            string
 	PollInterval        time.Duration
+	FetchCooldown       time.Duration
+	PipelinePoll        time.Duration
 	LeaseSeconds        int
 	LeaseRenewSeconds   int
 	MaxAttemptsDefault  int
@@ -40,6 +48,14 @@ type Config struct {
 	HTTPMaxBodyBytes    int64
 	LogLevel            slog.Level
 	LogJSON             bool
+	// beforeCommit is the workers' BeforeCommit test hook; never set from
+	// the environment.
+	beforeCommit func(ctx context.Context, job *rivertype.JobRow) error
+}
+
+// compileLimits are the compiler's artifact size limits.
+func (c Config) compileLimits() compiler.Limits {
+	return compiler.Limits{PayloadMaxBytes: c.PayloadMaxBytes, ProofMaxBytes: c.ProofMaxBytes, ReceiptMaxBytes: c.ReceiptMaxBytes}
 }
 
 // configError names the variable that stopped the process.
@@ -77,6 +93,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return time.Duration(num(name, def, lo, hi)) * time.Millisecond
 	}
 	c.PollInterval = ms("BPC_JOBS_POLL_INTERVAL_MS", 1000, 1, 60_000)
+	c.FetchCooldown = ms("BPC_JOBS_FETCH_COOLDOWN_MS", 10, 1, 60_000)
+	c.PipelinePoll = ms("BPC_JOBS_PIPELINE_POLL_INTERVAL_MS", 100, 1, 60_000)
 	c.LeaseSeconds = num("BPC_JOBS_LEASE_SECONDS", 60, 2, 86_400)
 	c.LeaseRenewSeconds = num("BPC_JOBS_LEASE_RENEW_SECONDS", 30, 1, 86_400)
 	c.MaxAttemptsDefault = num("BPC_JOBS_MAX_ATTEMPTS_DEFAULT", 5, 1, 100)
@@ -87,7 +105,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.ProofMaxBytes = num("BPC_PROOF_MAX_BYTES", 262_144, 1, 1<<30)
 	c.ReceiptMaxBytes = num("BPC_RECEIPT_MAX_BYTES", 16_384, 1, 1<<30)
 	c.WebhookTimeout = ms("BPC_WEBHOOK_TIMEOUT_MS", 30_000, 1, 600_000)
-	c.HTTPMaxBodyBytes = int64(num("BPC_HTTP_MAX_BODY_BYTES", 1<<20, 1024, 1<<30))
+	// 8 MiB: a 4 MiB document (core/facts.MaxDocumentBytes) travels base64.
+	c.HTTPMaxBodyBytes = int64(num("BPC_HTTP_MAX_BODY_BYTES", 8<<20, 1024, 1<<30))
 
 	switch c.Env {
 	case "dev", "test", "prod":
@@ -121,6 +140,16 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		}
 	} else if len(c.AdminToken) < 16 {
 		errs = append(errs, configError(errcode.Validation, "BPC_ADMIN_TOKEN", "must be at least 16 characters"))
+	}
+	if c.SigningKeyBase64 != "" {
+		if _, err := sign.ParsePrivateKey(c.SigningKeyBase64); err != nil {
+			errs = append(errs, configError(errcode.Validation, "BPC_SIGNING_ED25519_PRIVATE_KEY_BASE64", "%s", err.Error()))
+		}
+	}
+	if abs, err := filepath.Abs(c.ExportDir); err == nil {
+		// Export paths are recorded in the database and read back by the
+		// API, which may run in another working directory.
+		c.ExportDir = abs
 	}
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()

@@ -46,6 +46,13 @@ type harness struct {
 
 func newHarness(t *testing.T, role string, env map[string]string) *harness {
 	t.Helper()
+	return newHarnessWith(t, role, env, nil)
+}
+
+// newHarnessWith is newHarness with a last say on the configuration (test
+// hooks that the environment cannot set).
+func newHarnessWith(t *testing.T, role string, env map[string]string, mutate func(*Config)) *harness {
+	t.Helper()
 	pool := testdb.New(t)
 	vars := map[string]string{
 		"DATABASE_URL":                   testdb.URL(),
@@ -63,6 +70,9 @@ func newHarness(t *testing.T, role string, env map[string]string) *harness {
 	}
 	cfg, err := loadConfig(func(k string) string { return vars[k] })
 	require.NoError(t, err)
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	logs := &syncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
