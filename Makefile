@@ -6,7 +6,7 @@ GO    ?= go
 IMAGE ?= bpc:dev
 
 .DEFAULT_GOAL := help
-.PHONY: help run test bench build migrate doctor fmt vet lint pg-stop docker-build clean
+.PHONY: help run demo test bench build migrate doctor fmt vet lint pg-stop docker-build clean
 
 # Go files of the repo: tracked plus new untracked ones (not ignored); find(1) outside git.
 GOFILES = $$( { git ls-files --cached --others --exclude-standard -- '*.go' 2>/dev/null || \
@@ -17,6 +17,9 @@ help: ## list targets
 
 run: ## start Postgres if needed, build, migrate and serve (dev)
 	bash scripts/run.sh
+
+demo: ## walk the NMC811 sample through the pipeline over HTTP (BPC_URL, BPC_ADMIN_TOKEN)
+	bash scripts/demo.sh
 
 test: ## go vet + go test -race against a fresh bpc_test database
 	bash scripts/test.sh

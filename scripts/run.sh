@@ -13,9 +13,26 @@ url="$(bash scripts/pg.sh bpc)"
 export DATABASE_URL="$url"
 export BPC_ENV="${BPC_ENV:-dev}"
 
+# In dev, keep the admin token across runs in .bpc-dev/admin-token so that `make demo`
+# (scripts/demo.sh) finds it. The token itself is never printed here.
+if [ "$BPC_ENV" = dev ] && [ -z "${BPC_ADMIN_TOKEN:-}" ]; then
+	token_file=.bpc-dev/admin-token
+	if [ -s "$token_file" ]; then
+		BPC_ADMIN_TOKEN="$(cat "$token_file")"
+	else
+		mkdir -p .bpc-dev
+		BPC_ADMIN_TOKEN="$(head -c 24 /dev/urandom | base64 | tr -d '/+=')"
+		(umask 077 && printf '%s\n' "$BPC_ADMIN_TOKEN" >"$token_file")
+	fi
+	chmod 600 "$token_file"
+	export BPC_ADMIN_TOKEN
+	echo "run.sh: the admin token is in $token_file (make demo reads it from there)" >&2
+fi
+
 echo "run.sh: building bin/bpc" >&2
 go build -o bin/bpc ./cmd/bpc
 echo "run.sh: migrating" >&2
 bin/bpc migrate
-# The service prints the API URL, the River UI URL and the admin token itself.
+# The service prints the API URL and the River UI URL itself; in dev the admin token is in
+# .bpc-dev/admin-token (or whatever BPC_ADMIN_TOKEN you set).
 exec bin/bpc serve "$@"

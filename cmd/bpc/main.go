@@ -4,6 +4,7 @@
 //	bpc migrate                                       apply migrations
 //	bpc doctor [--json]                               check River ↔ SSOT consistency
 //	bpc webhook-echo --secret S                       a verifying webhook receiver
+//	bpc demo [--url U] [--out DIR] [--tenant T]       walk the NMC811 sample through the pipeline
 package main
 
 import (
@@ -40,6 +41,11 @@ Usage:
   bpc webhook-echo --secret S [--addr 127.0.0.1:9999] [--fail]
         A webhook receiver for trying things out: verifies X-BPC-Signature
         and prints each delivery; --fail answers 500.
+  bpc demo [--url http://127.0.0.1:8080] [--out demo-out] [--tenant ID]
+        Walk the NMC811 sample battery through the whole pipeline over the
+        HTTP API of a running service (BPC_URL, BPC_ADMIN_TOKEN,
+        BPC_DEMO_TENANT, BPC_DEMO_OUT), write the artifacts to the output
+        directory and verify them offline.
 
 Configuration is read from the environment; see README.md.
 `
@@ -68,6 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cmdDoctor(ctx, args[1:], getenv, stdout)
 	case "webhook-echo":
 		return cmdWebhookEcho(ctx, args[1:], stdout, stderr)
+	case "demo":
+		return cmdDemo(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
