@@ -1,0 +1,251 @@
+package bench
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/core/facts"
+	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/workers"
+)
+
+// pipelineFixture is a sealed snapshot of the NMC811 sample and a published
+// rule package version, prepared through the store (not measured).
+type pipelineFixture struct {
+	snapshotID, rulesID uuid.UUID
+}
+
+func preparePipeline(b *testing.B, st *store.Store) pipelineFixture {
+	b.Helper()
+	ctx := context.Background()
+	tenant := store.DevTenantID
+	var fx pipelineFixture
+	err := st.InTx(ctx, func(tx pgx.Tx) error {
+		sn, err := st.CreateSnapshot(ctx, tx, tenant)
+		if err != nil {
+			return err
+		}
+		fx.snapshotID = sn.SnapshotID
+		for kind, name := range map[string]string{facts.KindBOM: nmc811.DocBOM, facts.KindPCF: nmc811.DocPCF, facts.KindDueDiligence: nmc811.DocDueDiligence} {
+			content, err := nmc811.Document(name)
+			if err != nil {
+				return err
+			}
+			doc, err := st.CreateDocument(ctx, tx, tenant, kind, name)
+			if err != nil {
+				return err
+			}
+			v, _, err := st.CreateDocumentVersion(ctx, tx, tenant, doc.DocumentID, "application/json", content)
+			if err != nil {
+				return err
+			}
+			parsed, err := facts.Parse(kind, content)
+			if err != nil {
+				return err
+			}
+			if _, err := st.InsertFacts(ctx, tx, tenant, v.DocumentVersionID, parsed); err != nil {
+				return err
+			}
+			ids, err := st.FactsOfDocumentVersions(ctx, tx, tenant, []uuid.UUID{v.DocumentVersionID})
+			if err != nil {
+				return err
+			}
+			if _, err := st.AddSnapshotItems(ctx, tx, tenant, sn.SnapshotID, ids); err != nil {
+				return err
+			}
+		}
+		if _, err := st.MarkSnapshotReady(ctx, tx, tenant, sn.SnapshotID); err != nil {
+			return err
+		}
+		if _, err := st.SealSnapshot(ctx, tx, tenant, sn.SnapshotID); err != nil {
+			return err
+		}
+		pkg, err := st.CreateRulePackage(ctx, tx, tenant, "nmc811-bench")
+		if err != nil {
+			return err
+		}
+		rv, err := st.CreateRulePackageVersion(ctx, tx, tenant, pkg.RulePackageID, nmc811.Rules(), nmc811.Tests())
+		if err != nil {
+			return err
+		}
+		fx.rulesID = rv.RulePackageVersionID
+		// The suite's 766 cases pass (examples/nmc811 tests it); record it.
+		if _, _, err := st.RecordRuleTestsRun(ctx, tx, store.RuleTestsRun{TenantID: tenant, RulePackageVersionID: rv.RulePackageVersionID,
+			Status: "PASSED", TotalCases: 766, Passed: 766}); err != nil {
+			return err
+		}
+		_, _, err = st.PublishRulePackageVersion(ctx, tx, tenant, rv.RulePackageVersionID)
+		return err
+	})
+	require.NoError(b, err)
+	return fx
+}
+
+// BenchmarkPipelineLatency measures, over BPC_BENCH_PASSPORTS (200)
+// passports, the time from enqueueing COMPILE_PASSPORT to the version being
+// SIGNED with its QR code — three River jobs (compile, sign, QR), each
+// inserting the next in its own transaction — at idle and under a
+// background load of no-op jobs on another queue. Compiles are enqueued one
+// every 20 ms so that the pipeline is not saturated: this is latency, not
+// throughput. Latency is measured with the database clock: the compile
+// job's created_at to the version's qr_generated_at.
+func BenchmarkPipelineLatency(b *testing.B) {
+	skipUnlessBench(b)
+	n := envInt("BPC_BENCH_PASSPORTS", 200)
+	for _, loaded := range []bool{false, true} {
+		name := "idle"
+		if loaded {
+			name = "loaded"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				p50, p99, noops := pipelineRound(b, n, loaded)
+				b.ReportMetric(float64(p50.Microseconds())/1000, "p50_ms")
+				b.ReportMetric(float64(p99.Microseconds())/1000, "p99_ms")
+				b.Logf("%s: %d passports, compile enqueue → SIGNED with QR: p50 %s, p99 %s (background no-op jobs worked meanwhile: %d)",
+					name, n, p50.Round(100*time.Microsecond), p99.Round(100*time.Microsecond), noops)
+			}
+		})
+	}
+}
+
+func pipelineRound(b *testing.B, n int, loaded bool) (p50, p99 time.Duration, noops int64) {
+	ctx := context.Background()
+	pool := schemaPool(b, true)
+	st := store.New(pool)
+	fx := preparePipeline(b, st)
+
+	passports := make([]uuid.UUID, n)
+	for i := range passports {
+		p, err := st.CreateBatteryProduct(ctx, pool, store.DevTenantID, fmt.Sprintf("SKU-%04d", i), "bench pack")
+		require.NoError(b, err)
+		pp, err := st.CreatePassport(ctx, pool, store.DevTenantID, p.BatteryProductID)
+		require.NoError(b, err)
+		passports[i] = pp.PassportID
+	}
+
+	var done atomic.Int64
+	w := river.NewWorkers()
+	metrics := workers.NewMetrics(prometheus.NewRegistry())
+	_, key, err := ed25519.GenerateKey(nil)
+	require.NoError(b, err)
+	workers.Register(w, workers.Deps{Store: st, Logger: quiet, Metrics: metrics, HTTPClient: workers.NewHTTPClient(),
+		WebhookTimeout: time.Second, CompilerBuildID: "bpc-bench", Signer: workers.NewSigner("bench-key", key), ExportDir: b.TempDir()})
+	river.AddWorker(w, &noopWorker{done: &done})
+	// The service's defaults: poll 1 s (LISTEN/NOTIFY wakes producers at
+	// once), fetch cooldown 10 ms (BPC_JOBS_FETCH_COOLDOWN_MS), 10 workers
+	// per queue (BPC_WORKER_CONCURRENCY).
+	client, err := workers.NewClient(pool, workers.ClientOptions{
+		ID: "bench-pipeline", Logger: quiet, Work: true, Concurrency: 10,
+		PollInterval: time.Second, FetchCooldown: 10 * time.Millisecond, PipelinePollInterval: 100 * time.Millisecond, BackoffUnit: time.Second, MaxAttempts: 5,
+		Workers: w, Observer: &workers.Observer{Logger: quiet, Metrics: metrics}, ExtraQueues: []string{benchQueue},
+	})
+	require.NoError(b, err)
+	require.NoError(b, client.Start(ctx))
+	defer func() { require.NoError(b, client.Stop(ctx)) }()
+
+	stopLoad := make(chan struct{})
+	var loadWG sync.WaitGroup
+	if loaded {
+		// About 2 000 no-op jobs a second, inserted in batches of 100 every
+		// 50 ms, for the whole measurement.
+		loadWG.Add(1)
+		go func() {
+			defer loadWG.Done()
+			t := time.NewTicker(50 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stopLoad:
+					return
+				case <-t.C:
+					insertNoops(b, client, 100)
+				}
+			}
+		}()
+		time.Sleep(500 * time.Millisecond) // let the load reach a steady state
+	}
+
+	for _, passportID := range passports {
+		err := st.InTx(ctx, func(tx pgx.Tx) error {
+			_, err := st.EnqueueArgs(ctx, tx, client, &jobargs.CompilePassportArgs{Base: jobargs.Base{TenantID: store.DevTenantID},
+				PassportID: passportID, SnapshotID: fx.snapshotID, RulePackageVersionID: fx.rulesID}, "")
+			return err
+		})
+		require.NoError(b, err)
+		time.Sleep(20 * time.Millisecond)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var ready int
+		require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM passport_versions WHERE qr_payload IS NOT NULL`).Scan(&ready))
+		if ready == n {
+			break
+		}
+		require.True(b, time.Now().Before(deadline), "only %d of %d passports signed with a QR code", ready, n)
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stopLoad)
+	loadWG.Wait()
+
+	debugHops(b, pool)
+	latencies := pipelineLatencies(b, pool)
+	require.Len(b, latencies, n)
+	rep, err := st.CheckConsistency(ctx, pool)
+	require.NoError(b, err)
+	require.True(b, rep.OK(), "drift: %+v", rep.Drifts)
+	return percentile(latencies, 50), percentile(latencies, 99), done.Load()
+}
+
+// pipelineLatencies reads, per compiled version, qr_generated_at minus the
+// compile job's created_at (both from the database clock).
+func pipelineLatencies(b *testing.B, pool *pgxpool.Pool) []time.Duration {
+	rows, err := pool.Query(context.Background(), `SELECT extract(epoch FROM (v.qr_generated_at - j.created_at)) * 1e6
+		FROM passport_versions v JOIN river_job j ON j.id = v.compile_river_job_id`)
+	require.NoError(b, err)
+	micros, err := pgx.CollectRows(rows, pgx.RowTo[float64])
+	require.NoError(b, err)
+	out := make([]time.Duration, len(micros))
+	for i, us := range micros {
+		out[i] = time.Duration(us) * time.Microsecond
+	}
+	return out
+}
+
+// percentile returns the p-th percentile (nearest rank) of xs.
+func percentile(xs []time.Duration, p int) time.Duration {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	rank := (p*len(s) + 99) / 100
+	return s[max(rank-1, 0)]
+}
+
+func debugHops(b *testing.B, pool *pgxpool.Pool) {
+	rows, err := pool.Query(context.Background(), `SELECT kind,
+		percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM attempted_at - created_at)*1000),
+		percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finalized_at - attempted_at)*1000),
+		percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM attempted_at - created_at)*1000)
+		FROM river_job WHERE kind <> 'BENCH_NOOP' GROUP BY kind`)
+	require.NoError(b, err)
+	for rows.Next() {
+		var k string
+		var wait, run, wait99 float64
+		require.NoError(b, rows.Scan(&k, &wait, &run, &wait99))
+		b.Logf("%s: wait p50 %.1f ms p99 %.1f ms, run p50 %.1f ms", k, wait, wait99, run)
+	}
+}
