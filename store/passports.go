@@ -337,8 +337,9 @@ type PassportExport struct {
 
 const exportColumns = `passport_export_id, tenant_id, passport_version_id, format, path, size_bytes, sha256, river_job_id, created_at`
 
-// RecordPassportExport stores an export; the same River job recording again
-// returns the stored row.
+// RecordPassportExport stores an export. The same River job recording again
+// (a re-run rewrote the file) updates its row's path, size and SHA-256 and
+// keeps its id.
 func (s *Store) RecordPassportExport(ctx context.Context, tx pgx.Tx, e PassportExport) (PassportExport, error) {
 	rows, _ := tx.Query(ctx, `INSERT INTO passport_exports (passport_export_id, tenant_id, passport_version_id, format, path,
 			size_bytes, sha256, river_job_id)

@@ -1,0 +1,699 @@
+package store_test
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/core/compiler"
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/receipt"
+	"github.com/bpc-platform/bpc/core/sign"
+	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/store"
+)
+
+func (e env) createProduct(t *testing.T, tenantID uuid.UUID, sku string) store.BatteryProduct {
+	t.Helper()
+	p, err := e.store.CreateBatteryProduct(e.ctx, e.pool, tenantID, sku, "Pack "+sku)
+	require.NoError(t, err)
+	return p
+}
+
+func (e env) createPassport(t *testing.T, tenantID uuid.UUID) store.Passport {
+	t.Helper()
+	product := e.createProduct(t, tenantID, "SKU-"+uuid.NewString()[:8])
+	p, err := e.store.CreatePassport(e.ctx, e.pool, tenantID, product.BatteryProductID)
+	require.NoError(t, err)
+	return p
+}
+
+// versionDeps are the rows a passport version references.
+type versionDeps struct {
+	tenantID, passportID, snapshotID, rulesID uuid.UUID
+}
+
+// newDeps creates a passport, an (empty, building) snapshot and a DRAFT rule
+// package version: enough for the foreign keys of a stored version.
+func (e env) newDeps(t *testing.T, tenantID uuid.UUID) versionDeps {
+	t.Helper()
+	return versionDeps{
+		tenantID:   tenantID,
+		passportID: e.createPassport(t, tenantID).PassportID,
+		snapshotID: e.createSnapshot(t, tenantID).SnapshotID,
+		rulesID:    e.sampleRules(t, tenantID).RulePackageVersionID,
+	}
+}
+
+// fakeVersion is a stored version with made-up artifacts.
+func (d versionDeps) fakeVersion(jobID int64) store.NewPassportVersion {
+	id := uuid.New()
+	return store.NewPassportVersion{
+		PassportVersionID: id, TenantID: d.tenantID, PassportID: d.passportID,
+		SnapshotID: d.snapshotID, RulePackageVersionID: d.rulesID,
+		CompilerBuildID: "bpc-test", IssuedAt: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), SigningKeyID: "test-key",
+		Payload: []byte(`{"payload":"` + id.String() + `"}`), PayloadHash: sha256Hex([]byte(id.String() + "p")),
+		Proof: []byte(`{"proof":1}`), ProofRootHash: sha256Hex([]byte(id.String() + "r")),
+		Receipt: []byte(`{"receipt":1}`), ReceiptHash: sha256Hex([]byte(id.String() + "h")),
+		CompileRiverJobID: jobID,
+	}
+}
+
+func (e env) insertVersion(t *testing.T, in store.NewPassportVersion) (store.PassportVersion, bool, error) {
+	t.Helper()
+	var v store.PassportVersion
+	var existed bool
+	err := e.inTx(t, func(tx pgx.Tx) error {
+		var err error
+		v, existed, err = e.store.InsertPassportVersion(e.ctx, tx, in)
+		return err
+	})
+	return v, existed, err
+}
+
+func (e env) mustInsertVersion(t *testing.T, in store.NewPassportVersion) store.PassportVersion {
+	t.Helper()
+	v, existed, err := e.insertVersion(t, in)
+	require.NoError(t, err)
+	require.False(t, existed)
+	return v
+}
+
+func (e env) setSigned(t *testing.T, tenantID, id uuid.UUID, signature string, receiptSigned []byte) error {
+	t.Helper()
+	return e.inTx(t, func(tx pgx.Tx) error {
+		return e.store.SetPassportVersionSigned(e.ctx, tx, tenantID, id, signature, "test-key", "cHVi", receiptSigned)
+	})
+}
+
+func (e env) setQR(t *testing.T, tenantID, id uuid.UUID, png []byte) error {
+	t.Helper()
+	return e.inTx(t, func(tx pgx.Tx) error {
+		return e.store.SetPassportVersionQR(e.ctx, tx, tenantID, id, "BPC-QR-1:"+id.String(), png)
+	})
+}
+
+func (e env) activate(t *testing.T, tenantID, id uuid.UUID) (store.PassportVersion, *uuid.UUID, bool, error) {
+	t.Helper()
+	var v store.PassportVersion
+	var previous *uuid.UUID
+	var changed bool
+	err := e.inTx(t, func(tx pgx.Tx) error {
+		var err error
+		v, previous, changed, err = e.store.ActivatePassportVersion(e.ctx, tx, tenantID, id)
+		return err
+	})
+	return v, previous, changed, err
+}
+
+func (e env) passportVersion(t *testing.T, tenantID, id uuid.UUID) store.PassportVersion {
+	t.Helper()
+	v, err := e.store.GetPassportVersion(e.ctx, e.pool, tenantID, id)
+	require.NoError(t, err)
+	return v
+}
+
+// signedWithQR inserts a fake version and signs it and gives it a QR code.
+func (e env) signedWithQR(t *testing.T, d versionDeps, jobID int64) store.PassportVersion {
+	t.Helper()
+	v := e.mustInsertVersion(t, d.fakeVersion(jobID))
+	require.NoError(t, e.setSigned(t, d.tenantID, v.PassportVersionID, "c2ln", []byte(`{"signed":1}`)))
+	require.NoError(t, e.setQR(t, d.tenantID, v.PassportVersionID, []byte("\x89PNG")))
+	return e.passportVersion(t, d.tenantID, v.PassportVersionID)
+}
+
+func TestBatteryProducts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other := e.otherTenant(t)
+
+	p, err := e.store.CreateBatteryProduct(e.ctx, e.pool, store.DevTenantID, nmc811.BatterySKU, "Voltaris EV Pack 75")
+	require.NoError(t, err)
+	require.Equal(t, nmc811.BatterySKU, p.SKU)
+	require.Equal(t, "Voltaris EV Pack 75", p.Name)
+	_, err = e.store.CreateBatteryProduct(e.ctx, e.pool, store.DevTenantID, nmc811.BatterySKU, "Again")
+	c := requireCode(t, err, errcode.Conflict)
+	require.Contains(t, c.Message, nmc811.BatterySKU)
+	_, err = e.store.CreateBatteryProduct(e.ctx, e.pool, uuid.New(), "X-1", "X")
+	requireCode(t, err, errcode.NotFound)
+	theirs, err := e.store.CreateBatteryProduct(e.ctx, e.pool, other, nmc811.BatterySKU, "Theirs")
+	require.NoError(t, err, "SKUs are unique per tenant")
+	e.createProduct(t, store.DevTenantID, "AAA-1")
+
+	got, err := e.store.GetBatteryProduct(e.ctx, e.pool, store.DevTenantID, p.BatteryProductID)
+	require.NoError(t, err)
+	require.Equal(t, p.SKU, got.SKU)
+	_, err = e.store.GetBatteryProduct(e.ctx, e.pool, other, p.BatteryProductID)
+	requireCode(t, err, errcode.NotFound)
+	list, err := e.store.ListBatteryProducts(e.ctx, e.pool, store.DevTenantID)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.Equal(t, []string{"AAA-1", nmc811.BatterySKU}, []string{list[0].SKU, list[1].SKU})
+
+	// Passports.
+	pp, err := e.store.CreatePassport(e.ctx, e.pool, store.DevTenantID, p.BatteryProductID)
+	require.NoError(t, err)
+	require.Equal(t, p.BatteryProductID, pp.BatteryProductID)
+	require.Nil(t, pp.ActiveVersionID)
+	_, err = e.store.CreatePassport(e.ctx, e.pool, store.DevTenantID, uuid.New())
+	requireCode(t, err, errcode.NotFound)
+	_, err = e.store.CreatePassport(e.ctx, e.pool, store.DevTenantID, theirs.BatteryProductID)
+	requireCode(t, err, errcode.NotFound)
+	_, err = e.store.CreatePassport(e.ctx, e.pool, other, p.BatteryProductID)
+	requireCode(t, err, errcode.NotFound)
+
+	gotPP, err := e.store.GetPassport(e.ctx, e.pool, store.DevTenantID, pp.PassportID)
+	require.NoError(t, err)
+	require.Equal(t, pp.PassportID, gotPP.PassportID)
+	_, err = e.store.GetPassport(e.ctx, e.pool, other, pp.PassportID)
+	requireCode(t, err, errcode.NotFound)
+}
+
+func TestInsertPassportVersion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other := e.otherTenant(t)
+	d := e.newDeps(t, store.DevTenantID)
+
+	in1 := d.fakeVersion(101)
+	v1 := e.mustInsertVersion(t, in1)
+	require.Equal(t, in1.PassportVersionID, v1.PassportVersionID)
+	require.Equal(t, int32(1), v1.Version)
+	require.Equal(t, store.PassportCompiling, v1.Status)
+	require.Equal(t, int32(len(in1.Payload)), v1.PayloadBytes)
+	require.Equal(t, int32(len(in1.Proof)), v1.ProofBytes)
+	require.Equal(t, in1.PayloadHash, v1.PayloadHash)
+	require.Equal(t, in1.ProofRootHash, v1.ProofRootHash)
+	require.Equal(t, in1.ReceiptHash, v1.ReceiptHash)
+	require.Equal(t, "test-key", v1.SigningKeyID)
+	require.True(t, in1.IssuedAt.Equal(v1.IssuedAt))
+	require.Equal(t, int64(101), *v1.CompileRiverJobID)
+	require.Nil(t, v1.Signature)
+	require.Nil(t, v1.SignedAt)
+
+	v2 := e.mustInsertVersion(t, d.fakeVersion(102))
+	require.Equal(t, int32(2), v2.Version)
+
+	// A re-run of the compile job stores nothing new.
+	rerun := d.fakeVersion(101)
+	again, existed, err := e.insertVersion(t, rerun)
+	require.NoError(t, err)
+	require.True(t, existed)
+	require.Equal(t, v1.PassportVersionID, again.PassportVersionID)
+	require.Equal(t, int32(1), again.Version)
+	require.Equal(t, 2, e.count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1`, d.passportID))
+	_, err = e.store.GetPassportVersion(e.ctx, e.pool, store.DevTenantID, rerun.PassportVersionID)
+	requireCode(t, err, errcode.NotFound)
+
+	byJob, err := e.store.PassportVersionByCompileJob(e.ctx, e.pool, store.DevTenantID, 102)
+	require.NoError(t, err)
+	require.Equal(t, v2.PassportVersionID, byJob.PassportVersionID)
+	_, err = e.store.PassportVersionByCompileJob(e.ctx, e.pool, store.DevTenantID, 999)
+	requireCode(t, err, errcode.NotFound)
+	require.True(t, errors.Is(err, store.ErrNotFound))
+	_, err = e.store.PassportVersionByCompileJob(e.ctx, e.pool, other, 102)
+	requireCode(t, err, errcode.NotFound)
+
+	list, err := e.store.ListPassportVersions(e.ctx, e.pool, store.DevTenantID, d.passportID)
+	require.NoError(t, err)
+	require.Equal(t, []int32{2, 1}, []int32{list[0].Version, list[1].Version})
+	list, err = e.store.ListPassportVersions(e.ctx, e.pool, other, d.passportID)
+	require.NoError(t, err)
+	require.Empty(t, list)
+	_, err = e.store.GetPassportVersion(e.ctx, e.pool, other, v1.PassportVersionID)
+	requireCode(t, err, errcode.NotFound)
+
+	// Unknown or foreign passports, snapshots and rule versions are refused.
+	bad := d.fakeVersion(103)
+	bad.PassportID = uuid.New()
+	_, _, err = e.insertVersion(t, bad)
+	requireCode(t, err, errcode.NotFound)
+	bad = d.fakeVersion(104)
+	bad.TenantID = other
+	_, _, err = e.insertVersion(t, bad)
+	requireCode(t, err, errcode.NotFound)
+	theirs := e.newDeps(t, other)
+	bad = d.fakeVersion(105)
+	bad.SnapshotID = theirs.snapshotID
+	_, _, err = e.insertVersion(t, bad)
+	require.True(t, store.IsForeignKeyViolation(err), "%v", err)
+	bad = d.fakeVersion(106)
+	bad.RulePackageVersionID = theirs.rulesID
+	_, _, err = e.insertVersion(t, bad)
+	require.True(t, store.IsForeignKeyViolation(err), "%v", err)
+	require.Equal(t, 2, e.count(t, `SELECT count(*) FROM passport_versions`))
+}
+
+func TestPassportVersionSigningAndQR(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other := e.otherTenant(t)
+	d := e.newDeps(t, store.DevTenantID)
+	in := d.fakeVersion(201)
+	v := e.mustInsertVersion(t, in)
+	id := v.PassportVersionID
+
+	art, err := e.store.LoadPassportArtifacts(e.ctx, e.pool, store.DevTenantID, id)
+	require.NoError(t, err)
+	require.Equal(t, in.Payload, art.Payload)
+	require.Equal(t, in.Proof, art.Proof)
+	require.Equal(t, in.Receipt, art.Receipt)
+	require.Nil(t, art.ReceiptSigned)
+	require.Nil(t, art.QRPNG)
+
+	// QR codes need a signature; signing happens once, from COMPILING.
+	requireCode(t, e.setQR(t, store.DevTenantID, id, []byte("png")), errcode.InvalidState)
+	// Another tenant cannot sign it (the store answers INVALID_STATE, not NOT_FOUND).
+	require.Error(t, e.setSigned(t, other, id, "c2ln", []byte(`{"signed":1}`)))
+	require.Equal(t, store.PassportCompiling, e.passportVersion(t, store.DevTenantID, id).Status)
+	require.NoError(t, e.setSigned(t, store.DevTenantID, id, "c2ln", []byte(`{"signed":1}`)))
+	requireCode(t, e.setSigned(t, store.DevTenantID, id, "b3RoZXI=", []byte(`{"signed":2}`)), errcode.InvalidState)
+	signed := e.passportVersion(t, store.DevTenantID, id)
+	require.Equal(t, store.PassportSigned, signed.Status)
+	require.Equal(t, "c2ln", *signed.Signature)
+	require.Equal(t, "cHVi", *signed.SigningPublicKey)
+	require.NotNil(t, signed.SignedAt)
+	require.Nil(t, signed.QRPayload)
+
+	require.Error(t, e.setQR(t, other, id, []byte("png")))
+	require.Nil(t, e.passportVersion(t, store.DevTenantID, id).QRPayload)
+	png := []byte("\x89PNG\r\n\x1a\n\x00binary\xff")
+	require.NoError(t, e.setQR(t, store.DevTenantID, id, png))
+	withQR := e.passportVersion(t, store.DevTenantID, id)
+	require.Equal(t, "BPC-QR-1:"+id.String(), *withQR.QRPayload)
+	require.NotNil(t, withQR.QRGeneratedAt)
+
+	art, err = e.store.LoadPassportArtifacts(e.ctx, e.pool, store.DevTenantID, id)
+	require.NoError(t, err)
+	require.Equal(t, in.Payload, art.Payload)
+	require.Equal(t, []byte(`{"signed":1}`), art.ReceiptSigned)
+	require.Equal(t, png, art.QRPNG)
+	_, err = e.store.LoadPassportArtifacts(e.ctx, e.pool, other, id)
+	requireCode(t, err, errcode.NotFound)
+}
+
+func TestActivatePassportVersion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other := e.otherTenant(t)
+	d := e.newDeps(t, store.DevTenantID)
+
+	compiling := e.mustInsertVersion(t, d.fakeVersion(301))
+	_, _, _, err := e.activate(t, store.DevTenantID, compiling.PassportVersionID)
+	requireCode(t, err, errcode.InvalidState)
+
+	noQR := e.mustInsertVersion(t, d.fakeVersion(302))
+	require.NoError(t, e.setSigned(t, store.DevTenantID, noQR.PassportVersionID, "c2ln", []byte("{}")))
+	_, _, _, err = e.activate(t, store.DevTenantID, noQR.PassportVersionID)
+	is := requireCode(t, err, errcode.InvalidState)
+	require.Contains(t, is.Message, "without a QR code")
+
+	first := e.signedWithQR(t, d, 303)
+	_, _, _, err = e.activate(t, other, first.PassportVersionID)
+	requireCode(t, err, errcode.NotFound)
+	active, previous, changed, err := e.activate(t, store.DevTenantID, first.PassportVersionID)
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.Nil(t, previous)
+	require.Equal(t, store.PassportActive, active.Status)
+	require.NotNil(t, active.ActivatedAt)
+	pp, err := e.store.GetPassport(e.ctx, e.pool, store.DevTenantID, d.passportID)
+	require.NoError(t, err)
+	require.Equal(t, first.PassportVersionID, *pp.ActiveVersionID)
+
+	// Again: nothing changes.
+	again, previous, changed, err := e.activate(t, store.DevTenantID, first.PassportVersionID)
+	require.NoError(t, err)
+	require.False(t, changed)
+	require.Nil(t, previous)
+	require.Equal(t, store.PassportActive, again.Status)
+	require.True(t, active.ActivatedAt.Equal(*again.ActivatedAt))
+
+	// A second version supersedes the first.
+	second := e.signedWithQR(t, d, 304)
+	active, previous, changed, err = e.activate(t, store.DevTenantID, second.PassportVersionID)
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.NotNil(t, previous)
+	require.Equal(t, first.PassportVersionID, *previous)
+	require.Equal(t, store.PassportActive, active.Status)
+	old := e.passportVersion(t, store.DevTenantID, first.PassportVersionID)
+	require.Equal(t, store.PassportSuperseded, old.Status)
+	require.NotNil(t, old.SupersededAt)
+	pp, err = e.store.GetPassport(e.ctx, e.pool, store.DevTenantID, d.passportID)
+	require.NoError(t, err)
+	require.Equal(t, second.PassportVersionID, *pp.ActiveVersionID)
+	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1 AND status = 'ACTIVE'`, d.passportID))
+
+	// A superseded version cannot come back.
+	_, _, _, err = e.activate(t, store.DevTenantID, first.PassportVersionID)
+	requireCode(t, err, errcode.InvalidState)
+
+	// Other passports are untouched.
+	d2 := d
+	d2.passportID = e.createPassport(t, store.DevTenantID).PassportID
+	otherPassport := e.signedWithQR(t, d2, 305)
+	_, previous, _, err = e.activate(t, store.DevTenantID, otherPassport.PassportVersionID)
+	require.NoError(t, err)
+	require.Nil(t, previous)
+	require.Equal(t, store.PassportActive, e.passportVersion(t, store.DevTenantID, second.PassportVersionID).Status)
+
+	// The schema allows at most one ACTIVE version per passport.
+	_, err = e.pool.Exec(e.ctx, `UPDATE passport_versions SET status = 'ACTIVE' WHERE passport_version_id = $1`, first.PassportVersionID)
+	require.True(t, store.IsUniqueViolation(err, "passport_versions_one_active"), "%v", err)
+}
+
+func TestRecordPassportExport(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	d := e.newDeps(t, store.DevTenantID)
+	v := e.signedWithQR(t, d, 401)
+
+	rec := func(ex store.PassportExport) store.PassportExport {
+		t.Helper()
+		var out store.PassportExport
+		require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
+			var err error
+			out, err = e.store.RecordPassportExport(e.ctx, tx, ex)
+			return err
+		}))
+		return out
+	}
+	ex := store.PassportExport{TenantID: store.DevTenantID, PassportVersionID: v.PassportVersionID, Format: "json",
+		Path: "/exports/a.json", SizeBytes: 123, SHA256: sha256Hex([]byte("a")), RiverJobID: ptr(int64(77))}
+	first := rec(ex)
+	require.Equal(t, "json", first.Format)
+	require.Equal(t, int64(123), first.SizeBytes)
+	require.Equal(t, int64(77), *first.RiverJobID)
+
+	again := rec(ex)
+	require.Equal(t, first.PassportExportID, again.PassportExportID)
+	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM passport_exports`))
+
+	ex.RiverJobID = ptr(int64(78))
+	ex.Format = "zip"
+	second := rec(ex)
+	require.NotEqual(t, first.PassportExportID, second.PassportExportID)
+
+	list, err := e.store.ListPassportExports(e.ctx, e.pool, store.DevTenantID, v.PassportVersionID)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.Equal(t, second.PassportExportID, list[0].PassportExportID, "newest first")
+	list, err = e.store.ListPassportExports(e.ctx, e.pool, e.otherTenant(t), v.PassportVersionID)
+	require.NoError(t, err)
+	require.Empty(t, list)
+}
+
+// compiledSample is the sample passport compiled from the database.
+type compiledSample struct {
+	deps    versionDeps
+	req     store.CompileRequest
+	in      compiler.Input
+	out     compiler.Output
+	version store.PassportVersion
+}
+
+var issuedAt = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// compileSample seals the sample facts, publishes the sample rules, loads the
+// compile input from the store, compiles it and stores the version.
+func (e env) compileSample(t *testing.T, jobID int64) compiledSample {
+	t.Helper()
+	sn, _ := e.sealedSample(t, store.DevTenantID)
+	rv := e.publishedSampleRules(t, store.DevTenantID)
+	product := e.createProduct(t, store.DevTenantID, nmc811.BatterySKU)
+	pp, err := e.store.CreatePassport(e.ctx, e.pool, store.DevTenantID, product.BatteryProductID)
+	require.NoError(t, err)
+	c := compiledSample{deps: versionDeps{store.DevTenantID, pp.PassportID, sn.SnapshotID, rv.RulePackageVersionID}}
+	c.req = store.CompileRequest{TenantID: store.DevTenantID, PassportID: pp.PassportID, SnapshotID: sn.SnapshotID,
+		RulePackageVersionID: rv.RulePackageVersionID, PassportVersionID: uuid.New(), CompilerBuildID: "bpc-test",
+		SigningKeyID: "test-key", IssuedAt: issuedAt}
+	c.in, err = e.store.LoadCompileInput(e.ctx, e.pool, c.req)
+	require.NoError(t, err)
+	c.out, err = compiler.CompilePassport(c.in)
+	require.NoError(t, err)
+	require.Equal(t, *sn.SnapshotHash, c.out.SnapshotHash, "the compiler and the store seal the same snapshot")
+	c.version = e.mustInsertVersion(t, store.NewPassportVersion{
+		PassportVersionID: c.req.PassportVersionID, TenantID: store.DevTenantID, PassportID: pp.PassportID,
+		SnapshotID: sn.SnapshotID, RulePackageVersionID: rv.RulePackageVersionID, CompilerBuildID: c.req.CompilerBuildID,
+		IssuedAt: issuedAt, SigningKeyID: c.req.SigningKeyID,
+		Payload: c.out.Payload, PayloadHash: c.out.PayloadHash, Proof: c.out.Proof, ProofRootHash: c.out.ProofRootHash,
+		Receipt: c.out.Receipt, ReceiptHash: c.out.ReceiptHash, CompileRiverJobID: jobID,
+	})
+	return c
+}
+
+// signStored signs a stored version as the signer does.
+func (e env) signStored(t *testing.T, tenantID, id uuid.UUID, key ed25519.PrivateKey) {
+	t.Helper()
+	art, err := e.store.LoadPassportArtifacts(e.ctx, e.pool, tenantID, id)
+	require.NoError(t, err)
+	r, err := receipt.Parse(art.Receipt)
+	require.NoError(t, err)
+	_, raw, err := receipt.Hash(r)
+	require.NoError(t, err)
+	r.Signature = sign.SignatureBase64(sign.SignHash(key, raw))
+	signed, err := receipt.SignedCanonical(r)
+	require.NoError(t, err)
+	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
+		return e.store.SetPassportVersionSigned(e.ctx, tx, tenantID, id, r.Signature, r.SigningKeyID,
+			sign.PublicKeyBase64(key.Public().(ed25519.PublicKey)), signed)
+	}))
+}
+
+func (e env) replay(t *testing.T, tenantID, id uuid.UUID) store.ReplayReport {
+	t.Helper()
+	rep, err := e.store.ReplayPassportVersion(e.ctx, e.pool, tenantID, id, compiler.Limits{})
+	require.NoError(t, err)
+	return rep
+}
+
+func TestLoadCompileInput(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other := e.otherTenant(t)
+	sealed, all := e.sealedSample(t, store.DevTenantID)
+	building := e.createSnapshot(t, store.DevTenantID)
+	draft := e.sampleRules(t, store.DevTenantID)
+	published := e.publishedSampleRules(t, store.DevTenantID)
+	product := e.createProduct(t, store.DevTenantID, nmc811.BatterySKU)
+	pp, err := e.store.CreatePassport(e.ctx, e.pool, store.DevTenantID, product.BatteryProductID)
+	require.NoError(t, err)
+
+	req := store.CompileRequest{TenantID: store.DevTenantID, PassportID: pp.PassportID, SnapshotID: sealed.SnapshotID,
+		RulePackageVersionID: published.RulePackageVersionID, PassportVersionID: uuid.New(), CompilerBuildID: "bpc-test",
+		SigningKeyID: "test-key", IssuedAt: issuedAt, Limits: compiler.Limits{PayloadMaxBytes: 1 << 20}}
+	load := func(mod func(r *store.CompileRequest)) (compiler.Input, error) {
+		r := req
+		mod(&r)
+		return e.store.LoadCompileInput(e.ctx, e.pool, r)
+	}
+
+	_, err = load(func(r *store.CompileRequest) { r.SnapshotID = building.SnapshotID })
+	requireCode(t, err, errcode.SnapshotNotReady)
+	_, err = e.markReady(t, store.DevTenantID, building.SnapshotID)
+	require.NoError(t, err)
+	_, err = load(func(r *store.CompileRequest) { r.SnapshotID = building.SnapshotID })
+	requireCode(t, err, errcode.SnapshotNotReady)
+	_, err = load(func(r *store.CompileRequest) { r.RulePackageVersionID = draft.RulePackageVersionID })
+	requireCode(t, err, errcode.RulePkgNotPublished)
+	e.recordRun(t, passedRun(store.DevTenantID, draft.RulePackageVersionID, store.MinRuleTestCases))
+	_, err = load(func(r *store.CompileRequest) { r.RulePackageVersionID = draft.RulePackageVersionID })
+	requireCode(t, err, errcode.RulePkgNotPublished) // VALIDATED is not enough
+	_, err = load(func(r *store.CompileRequest) { r.PassportID = uuid.New() })
+	requireCode(t, err, errcode.NotFound)
+	_, err = load(func(r *store.CompileRequest) { r.SnapshotID = uuid.New() })
+	requireCode(t, err, errcode.NotFound)
+	_, err = load(func(r *store.CompileRequest) { r.RulePackageVersionID = uuid.New() })
+	requireCode(t, err, errcode.NotFound)
+	_, err = load(func(r *store.CompileRequest) { r.TenantID = other })
+	requireCode(t, err, errcode.NotFound)
+
+	in, err := load(func(*store.CompileRequest) {})
+	require.NoError(t, err)
+	require.Equal(t, store.DevTenantID.String(), in.TenantID)
+	require.Equal(t, pp.PassportID.String(), in.PassportID)
+	require.Equal(t, product.BatteryProductID.String(), in.BatteryProductID)
+	require.Equal(t, sealed.SnapshotID.String(), in.SnapshotID)
+	require.Equal(t, published.RulePackageVersionID.String(), in.RulePackageVersionID)
+	require.Equal(t, req.PassportVersionID.String(), in.PassportVersionID)
+	require.Equal(t, nmc811.Rules(), in.DSLSource)
+	require.Equal(t, nmc811.Tests(), in.TestsSource)
+	require.Equal(t, "bpc-test", in.CompilerBuildID)
+	require.Equal(t, "test-key", in.SigningKeyID)
+	require.True(t, issuedAt.Equal(in.IssuedAt))
+	require.Equal(t, req.Limits, in.Limits)
+	require.Len(t, in.Facts, len(all))
+	sample, err := nmc811.Facts()
+	require.NoError(t, err)
+	require.ElementsMatch(t, sample, in.Facts)
+}
+
+func TestReplayPassportVersion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.compileSample(t, 501)
+	id := c.version.PassportVersionID
+
+	// Unsigned: the artifacts replay, there is no signature to check.
+	rep := e.replay(t, store.DevTenantID, id)
+	require.True(t, rep.Match, "%v", rep.Mismatches)
+	require.False(t, rep.SignatureValid)
+	require.Empty(t, rep.Mismatches)
+	require.Equal(t, c.out.PayloadHash, rep.PayloadHash)
+
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	e.signStored(t, store.DevTenantID, id, key)
+	rep = e.replay(t, store.DevTenantID, id)
+	require.True(t, rep.Match, "%v", rep.Mismatches)
+	require.True(t, rep.SignatureValid)
+	require.Equal(t, id, rep.PassportVersionID)
+	require.Equal(t, c.out.ReceiptHash, rep.ReceiptHash)
+	require.Equal(t, c.out.ProofRootHash, rep.ProofRootHash)
+
+	_, err = e.store.ReplayPassportVersion(e.ctx, e.pool, e.otherTenant(t), id, compiler.Limits{})
+	requireCode(t, err, errcode.NotFound)
+
+	// One byte of the stored payload changed.
+	art, err := e.store.LoadPassportArtifacts(e.ctx, e.pool, store.DevTenantID, id)
+	require.NoError(t, err)
+	tampered := slices.Clone(art.Payload)
+	tampered[len(tampered)/2] ^= 0x01
+	e.exec(t, `UPDATE passport_versions SET payload = $2 WHERE passport_version_id = $1`, id, tampered)
+	rep = e.replay(t, store.DevTenantID, id)
+	require.False(t, rep.Match)
+	require.Contains(t, rep.Mismatches, "payload")
+	require.NotContains(t, rep.Mismatches, "payload_hash", "the stored hash is untouched")
+	require.True(t, rep.SignatureValid)
+	e.exec(t, `UPDATE passport_versions SET payload = $2 WHERE passport_version_id = $1`, id, art.Payload)
+	require.True(t, e.replay(t, store.DevTenantID, id).Match)
+
+	// The stored payload hash changed.
+	e.exec(t, `UPDATE passport_versions SET payload_hash = $2 WHERE passport_version_id = $1`, id, sha256Hex([]byte("x")))
+	rep = e.replay(t, store.DevTenantID, id)
+	require.False(t, rep.Match)
+	require.Equal(t, []string{"payload_hash"}, rep.Mismatches)
+	e.exec(t, `UPDATE passport_versions SET payload_hash = $2 WHERE passport_version_id = $1`, id, c.out.PayloadHash)
+
+	// The stored signature changed (another valid-looking signature).
+	v := e.passportVersion(t, store.DevTenantID, id)
+	sig, err := base64.StdEncoding.DecodeString(*v.Signature)
+	require.NoError(t, err)
+	sig[0] ^= 0x01
+	e.exec(t, `UPDATE passport_versions SET signature = $2 WHERE passport_version_id = $1`, id, base64.StdEncoding.EncodeToString(sig))
+	rep = e.replay(t, store.DevTenantID, id)
+	require.False(t, rep.Match)
+	require.False(t, rep.SignatureValid)
+	require.Contains(t, rep.Mismatches, "signature")
+	require.NotContains(t, rep.Mismatches, "payload")
+	e.exec(t, `UPDATE passport_versions SET signature = $2 WHERE passport_version_id = $1`, id, *v.Signature)
+	require.True(t, e.replay(t, store.DevTenantID, id).Match)
+
+	// Another key's public half.
+	otherPub, _, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	e.exec(t, `UPDATE passport_versions SET signing_public_key = $2 WHERE passport_version_id = $1`, id, sign.PublicKeyBase64(otherPub))
+	rep = e.replay(t, store.DevTenantID, id)
+	require.False(t, rep.SignatureValid)
+	require.Contains(t, rep.Mismatches, "signature")
+	e.exec(t, `UPDATE passport_versions SET signing_public_key = $2 WHERE passport_version_id = $1`, id, *v.SigningPublicKey)
+
+	// A signature that is not even base64.
+	e.exec(t, `UPDATE passport_versions SET signature = 'not base64!' WHERE passport_version_id = $1`, id)
+	rep = e.replay(t, store.DevTenantID, id)
+	require.False(t, rep.SignatureValid)
+	require.Contains(t, rep.Mismatches, "signature")
+	require.Contains(t, rep.Mismatches, "receipt_signed")
+	e.exec(t, `UPDATE passport_versions SET signature = $2 WHERE passport_version_id = $1`, id, *v.Signature)
+
+	// The stored unsigned receipt changed: it no longer replays, and the
+	// signature no longer covers it.
+	otherReceipt := receiptWith(t, art.Receipt, func(r *receipt.Receipt) { r.CompilerBuildID = "bpc-forged" })
+	e.exec(t, `UPDATE passport_versions SET receipt = $2 WHERE passport_version_id = $1`, id, otherReceipt)
+	rep = e.replay(t, store.DevTenantID, id)
+	require.False(t, rep.Match)
+	require.Contains(t, rep.Mismatches, "receipt")
+	require.Contains(t, rep.Mismatches, "signature")
+	require.False(t, rep.SignatureValid)
+	e.exec(t, `UPDATE passport_versions SET receipt = $2 WHERE passport_version_id = $1`, id, art.Receipt)
+
+	// The stored signed receipt changed.
+	e.exec(t, `UPDATE passport_versions SET receipt_signed = $2 WHERE passport_version_id = $1`, id, art.Receipt)
+	rep = e.replay(t, store.DevTenantID, id)
+	require.Equal(t, []string{"receipt_signed"}, rep.Mismatches)
+	require.True(t, rep.SignatureValid)
+	e.exec(t, `UPDATE passport_versions SET receipt_signed = $2 WHERE passport_version_id = $1`, id, art.ReceiptSigned)
+
+	// Inputs that no longer compile are reported, not returned as an error.
+	e.exec(t, `UPDATE rule_package_versions SET dsl_source = 'this is not BPC-RULES-1' WHERE rule_package_version_id = $1`, c.deps.rulesID)
+	rep = e.replay(t, store.DevTenantID, id)
+	require.False(t, rep.Match)
+	require.Len(t, rep.Mismatches, 1)
+	require.Regexp(t, `^compile: `, rep.Mismatches[0])
+	require.True(t, rep.SignatureValid)
+}
+
+// receiptWith re-encodes a canonical unsigned receipt after mod.
+func receiptWith(t *testing.T, canonical []byte, mod func(r *receipt.Receipt)) []byte {
+	t.Helper()
+	r, err := receipt.Parse(canonical)
+	require.NoError(t, err)
+	mod(&r)
+	b, err := receipt.UnsignedCanonical(r)
+	require.NoError(t, err)
+	return b
+}
+
+func TestSigningKeys(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pub := func() string {
+		p, _, err := ed25519.GenerateKey(rand.Reader)
+		require.NoError(t, err)
+		return sign.PublicKeyBase64(p)
+	}
+	a, b := pub(), pub()
+
+	require.NoError(t, e.store.RegisterSigningKey(e.ctx, e.pool, "prod-1", a))
+	require.NoError(t, e.store.RegisterSigningKey(e.ctx, e.pool, "prod-1", a), "the same key again is fine")
+	requireCode(t, e.store.RegisterSigningKey(e.ctx, e.pool, "prod-1", b), errcode.Conflict)
+
+	_, err := e.store.DevSigningSeed(e.ctx, e.pool, "dev-1")
+	requireCode(t, err, errcode.NotFound)
+	require.True(t, errors.Is(err, store.ErrNotFound))
+	_, err = e.store.DevSigningSeed(e.ctx, e.pool, "prod-1")
+	require.True(t, errors.Is(err, store.ErrNotFound), "a registered key without a seed is no dev key")
+
+	seed := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	stored, err := e.store.StoreDevSigningKey(e.ctx, e.pool, "dev-1", b, seed)
+	require.NoError(t, err)
+	require.Equal(t, seed, stored)
+	got, err := e.store.DevSigningSeed(e.ctx, e.pool, "dev-1")
+	require.NoError(t, err)
+	require.Equal(t, seed, got)
+	// A second start that generated another key gets the first one's seed.
+	stored, err = e.store.StoreDevSigningKey(e.ctx, e.pool, "dev-1", a, base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	require.NoError(t, err)
+	require.Equal(t, seed, stored)
+	_, err = e.store.StoreDevSigningKey(e.ctx, e.pool, "prod-1", a, seed)
+	requireCode(t, err, errcode.Conflict)
+	require.NoError(t, e.store.RegisterSigningKey(e.ctx, e.pool, "dev-1", b), "registering a dev key's public half is fine")
+
+	keys, err := e.store.ListSigningKeys(e.ctx, e.pool)
+	require.NoError(t, err)
+	require.Len(t, keys, 2)
+	require.Equal(t, "dev-1", keys[0].KeyID)
+	require.Equal(t, b, keys[0].PublicKeyBase64)
+	require.Equal(t, "prod-1", keys[1].KeyID)
+	require.Equal(t, a, keys[1].PublicKeyBase64)
+	require.Equal(t, "ED25519", keys[1].Alg)
+}
