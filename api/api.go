@@ -27,6 +27,9 @@ type Config struct {
 	AdminToken string
 	// MaxBodyBytes limits request bodies.
 	MaxBodyBytes int64
+	// MaxQueueDepth (BPC_QUEUE_MAX_DEPTH), when positive, makes enqueues
+	// into a queue with more available jobs than this answer 429.
+	MaxQueueDepth int
 	// EnabledKinds are the job types with a registered worker.
 	EnabledKinds []string
 	// CompileLimits bound the artifacts of a replayed compile (zero members
@@ -56,6 +59,8 @@ type Server struct {
 	Admin bool
 	// Ready are the readiness checks of /v1/health/ready.
 	Ready []ReadyCheck
+	// depth caches queue depths for BPC_QUEUE_MAX_DEPTH.
+	depth depthGate
 	// pollInterval is the waitMs long-poll's first delay (tests shorten it).
 	pollInterval time.Duration
 }

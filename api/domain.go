@@ -78,6 +78,9 @@ func (s *Server) enqueueDomainJob(r *http.Request, args jobargs.Args, check func
 	if err := args.Validate(); err != nil {
 		return store.Job{}, err
 	}
+	if err := s.checkQueueDepth(ctx, args); err != nil {
+		return store.Job{}, err
+	}
 	req := store.EnqueueRequest{Args: args, IdempotencyKey: key}
 	if key != "" {
 		// The same fingerprint as store.EnqueueArgs and a plain POST /v1/jobs.

@@ -152,6 +152,10 @@ func (s *Server) handleUploadDocumentVersion(w http.ResponseWriter, r *http.Requ
 		return
 	}
 	ctx := r.Context()
+	if err := s.checkQueueDepth(ctx, jobargs.ParseFactsArgs{}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var out uploadVersionResponse
 	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
 		v, existed, err := s.Store.CreateDocumentVersion(ctx, tx, tenantID, documentID, mimeType, content)

@@ -112,6 +112,13 @@ func requestHash(in enqueueRequest, args jobargs.Args) (string, error) {
 // enqueue inserts the requests in one transaction, retrying once when a
 // concurrent request raced on the same idempotency key.
 func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest) ([]store.EnqueueResult, error) {
+	args := make([]jobargs.Args, len(reqs))
+	for i, req := range reqs {
+		args[i] = req.Args
+	}
+	if err := s.checkQueueDepth(ctx, args...); err != nil {
+		return nil, err
+	}
 	checked := map[uuid.UUID]bool{}
 	for _, req := range reqs {
 		if tenantID := req.Args.Tenant(); !checked[tenantID] {

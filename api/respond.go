@@ -108,6 +108,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if detail.Details == nil {
 		detail.Details = map[string]any{}
 	}
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
 	writeJSON(w, status, errorBody{Error: detail})
 }
 

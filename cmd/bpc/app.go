@@ -139,6 +139,7 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 			MaxBodyBytes:  cfg.HTTPMaxBodyBytes,
 			EnabledKinds:  workers.EnabledKinds(),
 			CompileLimits: cfg.compileLimits(),
+			MaxQueueDepth: cfg.QueueMaxDepth,
 		},
 		Store:    a.store,
 		River:    a.river,

@@ -31,6 +31,7 @@ type Config struct {
 	PollInterval        time.Duration
 	FetchCooldown       time.Duration
 	PipelinePoll        time.Duration
+	QueueMaxDepth       int
 	LeaseSeconds        int
 	LeaseRenewSeconds   int
 	MaxAttemptsDefault  int
@@ -95,6 +96,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.PollInterval = ms("BPC_JOBS_POLL_INTERVAL_MS", 1000, 1, 60_000)
 	c.FetchCooldown = ms("BPC_JOBS_FETCH_COOLDOWN_MS", 10, 1, 60_000)
 	c.PipelinePoll = ms("BPC_JOBS_PIPELINE_POLL_INTERVAL_MS", 100, 1, 60_000)
+	c.QueueMaxDepth = num("BPC_QUEUE_MAX_DEPTH", 0, 0, 1_000_000_000)
 	c.LeaseSeconds = num("BPC_JOBS_LEASE_SECONDS", 60, 2, 86_400)
 	c.LeaseRenewSeconds = num("BPC_JOBS_LEASE_RENEW_SECONDS", 30, 1, 86_400)
 	c.MaxAttemptsDefault = num("BPC_JOBS_MAX_ATTEMPTS_DEFAULT", 5, 1, 100)
