@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/riverqueue/river"
@@ -63,6 +64,15 @@ func (w *ExportPassportWorker) Work(ctx context.Context, job *river.Job[jobargs.
 	}
 	sum := hash.SHA256Hex(doc)
 	return inTx(ctx, w.Deps, job, func(s step) (bool, error) {
+		// A re-run of a completed export job rewrote the same file; its row
+		// is updated in place and its event is not appended again.
+		before, err := s.d.Store.ListPassportExports(ctx, s.tx, a.TenantID, v.PassportVersionID)
+		if err != nil {
+			return false, err
+		}
+		rerun := slices.ContainsFunc(before, func(e store.PassportExport) bool {
+			return e.RiverJobID != nil && *e.RiverJobID == job.ID
+		})
 		e, err := s.d.Store.RecordPassportExport(ctx, s.tx, store.PassportExport{
 			TenantID: a.TenantID, PassportVersionID: v.PassportVersionID, Format: format,
 			Path: path, SizeBytes: int64(len(doc)), SHA256: sum, RiverJobID: &job.ID,
@@ -70,9 +80,11 @@ func (w *ExportPassportWorker) Work(ctx context.Context, job *river.Job[jobargs.
 		if err != nil {
 			return false, err
 		}
-		if err := s.event(ctx, a.TenantID, AggregatePassportVersion, v.PassportVersionID, EventExported,
-			map[string]any{"format": format, "sha256": sum, "size_bytes": len(doc)}); err != nil {
-			return false, err
+		if !rerun {
+			if err := s.event(ctx, a.TenantID, AggregatePassportVersion, v.PassportVersionID, EventExported,
+				map[string]any{"format": format, "sha256": sum, "size_bytes": len(doc)}); err != nil {
+				return false, err
+			}
 		}
 		if err := river.RecordOutput(ctx, map[string]any{"passport_export_id": e.PassportExportID, "path": path,
 			"format": format, "size_bytes": len(doc), "sha256": sum}); err != nil {
@@ -138,6 +150,11 @@ func writeFileAtomic(path string, b []byte) (err error) {
 			_ = os.Remove(tmp.Name())
 		}
 	}()
+	// Readable by the group: exports are handed on to other processes.
+	if err := tmp.Chmod(0o640); err != nil {
+		_ = tmp.Close()
+		return ioErr("chmod", err)
+	}
 	if _, err := tmp.Write(b); err != nil {
 		_ = tmp.Close()
 		return ioErr("write", err)

@@ -153,9 +153,10 @@ func (w *SignPassportWorker) Work(ctx context.Context, job *river.Job[jobargs.Si
 		if err != nil {
 			return false, err
 		}
-		if r.SigningKeyID != s.d.Signer.KeyID {
+		keyID := s.d.Signer.KeyIDOrDefault()
+		if r.SigningKeyID != keyID {
 			return false, errcode.New(errcode.SigningKeyMissing,
-				"the receipt names signing key %q, but this worker holds key %q", r.SigningKeyID, s.d.Signer.KeyID)
+				"the receipt names signing key %q, but this worker holds key %q", r.SigningKeyID, keyID)
 		}
 		hexHash, raw, err := receipt.Hash(r)
 		if err != nil {
@@ -170,11 +171,11 @@ func (w *SignPassportWorker) Work(ctx context.Context, job *river.Job[jobargs.Si
 			return false, err
 		}
 		if err := s.d.Store.SetPassportVersionSigned(ctx, s.tx, a.TenantID, v.PassportVersionID, r.Signature,
-			s.d.Signer.KeyID, s.d.Signer.PublicKeyBase64(), signed); err != nil {
+			keyID, s.d.Signer.PublicKeyBase64(), signed); err != nil {
 			return false, err
 		}
 		if err := s.event(ctx, a.TenantID, AggregatePassportVersion, v.PassportVersionID, EventSigned,
-			map[string]any{"signing_key_id": s.d.Signer.KeyID, "receipt_hash": v.ReceiptHash}); err != nil {
+			map[string]any{"signing_key_id": keyID, "receipt_hash": v.ReceiptHash}); err != nil {
 			return false, err
 		}
 		return true, s.enqueue(ctx, next, qrKey(v.PassportVersionID))

@@ -1,0 +1,1204 @@
+package workers_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/core/canonjson"
+	"github.com/bpc-platform/bpc/core/compiler"
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/facts"
+	"github.com/bpc-platform/bpc/core/hash"
+	"github.com/bpc-platform/bpc/core/qr"
+	"github.com/bpc-platform/bpc/core/receipt"
+	"github.com/bpc-platform/bpc/core/sign"
+	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/workers"
+)
+
+var pipeTenant = store.DevTenantID
+
+const (
+	pipeKeyID   = "pipeline-test-key"
+	pipeBuildID = "bpc-pipeline-test"
+)
+
+// pipeOptions configure newPipeEnv.
+type pipeOptions struct {
+	// maxAttempts is the client's default (3 when zero).
+	maxAttempts int
+	// signer signs receipts; a fresh key under pipeKeyID when nil.
+	signer *workers.Signer
+	// exportDir is EXPORT_PASSPORT's directory; a temp dir when empty.
+	exportDir    string
+	beforeCommit func(ctx context.Context, job *rivertype.JobRow) error
+	// register adds the workers; workers.Register when nil.
+	register func(w *river.Workers, d workers.Deps)
+}
+
+// pipeEnv is a River client working every queue over a per-test schema,
+// with the pipeline's dependencies (signer, export dir, build id).
+type pipeEnv struct {
+	ctx       context.Context
+	st        *store.Store
+	client    *river.Client[pgx.Tx]
+	reg       *prometheus.Registry
+	metrics   *workers.Metrics
+	signer    *workers.Signer
+	exportDir string
+
+	// finished records the River attempts River has finalized (its
+	// completer persisted them), by {river job id, attempt}.
+	mu       sync.Mutex
+	finished map[[2]int64]bool
+}
+
+func newPipeEnv(t *testing.T, o pipeOptions) *pipeEnv {
+	t.Helper()
+	pool := testdb.New(t)
+	logger := slog.New(slog.DiscardHandler)
+	reg := prometheus.NewRegistry()
+	metrics := workers.NewMetrics(reg)
+	st := store.New(pool)
+	if o.maxAttempts == 0 {
+		o.maxAttempts = 3
+	}
+	if o.signer == nil {
+		o.signer = workers.NewSigner(pipeKeyID, newKey(t))
+	}
+	if o.exportDir == "" {
+		o.exportDir = t.TempDir()
+	}
+	if o.register == nil {
+		o.register = workers.Register
+	}
+	w := river.NewWorkers()
+	o.register(w, workers.Deps{Store: st, Logger: logger, Metrics: metrics,
+		HTTPClient: workers.NewHTTPClient(), WebhookTimeout: 5 * time.Second,
+		CompilerBuildID: pipeBuildID, Signer: o.signer, ExportDir: o.exportDir, BeforeCommit: o.beforeCommit})
+	client, err := workers.NewClient(pool, workers.ClientOptions{
+		ID: "pipeline-test", Logger: logger, Work: true, Concurrency: 4,
+		PollInterval: 20 * time.Millisecond, BackoffUnit: time.Millisecond, MaxAttempts: o.maxAttempts,
+		Workers: w, Observer: &workers.Observer{Logger: logger, Metrics: metrics},
+	})
+	require.NoError(t, err)
+	ctx := t.Context()
+	require.NoError(t, client.Start(ctx))
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = client.Stop(stopCtx)
+	})
+	e := &pipeEnv{ctx: ctx, st: st, client: client, reg: reg, metrics: metrics, signer: o.signer, exportDir: o.exportDir,
+		finished: map[[2]int64]bool{}}
+	events, unsubscribe := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled)
+	stop, drained := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(drained)
+		for {
+			select {
+			case <-stop:
+				return
+			case ev, ok := <-events:
+				if !ok {
+					return
+				}
+				e.mu.Lock()
+				e.finished[[2]int64{ev.Job.ID, int64(ev.Job.Attempt)}] = true
+				e.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-drained
+		unsubscribe()
+	})
+	return e
+}
+
+// waitFinalized waits until River has finalized the attempt of a job. A
+// handler completes its job in its own transaction (JobCompleteTx), so the
+// SSOT row says SUCCEEDED before River's completer has recorded the attempt.
+func (e *pipeEnv) waitFinalized(t *testing.T, riverJobID int64, attempt int32) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.finished[[2]int64{riverJobID, int64(attempt)}]
+	}, 15*time.Second, 5*time.Millisecond, "River job %d attempt %d never finalized", riverJobID, attempt)
+}
+
+func newKey(t *testing.T) ed25519.PrivateKey {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	return key
+}
+
+// enqueue inserts one job (with an idempotency key unless key is "").
+func (e *pipeEnv) enqueue(t *testing.T, args jobargs.Args, key string) store.Job {
+	t.Helper()
+	var job store.Job
+	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
+		var err error
+		job, err = e.st.EnqueueArgs(e.ctx, tx, e.client, args, key)
+		return err
+	}))
+	return job
+}
+
+// run enqueues a job and waits for it to finish.
+func (e *pipeEnv) run(t *testing.T, args jobargs.Args) store.Job {
+	t.Helper()
+	return e.wait(t, e.enqueue(t, args, "").JobID)
+}
+
+// wait waits until the job is terminal.
+func (e *pipeEnv) wait(t *testing.T, jobID uuid.UUID) store.Job {
+	t.Helper()
+	return e.waitUntil(t, jobID, func(j store.Job) bool { return store.IsTerminal(j.Status) })
+}
+
+func (e *pipeEnv) waitUntil(t *testing.T, jobID uuid.UUID, done func(store.Job) bool) store.Job {
+	t.Helper()
+	var job store.Job
+	require.Eventually(t, func() bool {
+		var err error
+		job, err = e.st.GetJob(e.ctx, e.st.Pool, pipeTenant, jobID)
+		require.NoError(t, err)
+		return done(job)
+	}, 15*time.Second, 10*time.Millisecond, "job %s never finished", jobID)
+	return job
+}
+
+// rerun retries a finished job in River (as River UI can) and waits for
+// the extra attempt to finish.
+//
+// It first waits for River to finalize the attempt: River's completer sets
+// a job's state without looking at the attempt, so a retry issued before
+// it ran would let it mark the new attempt completed while it still runs.
+func (e *pipeEnv) rerun(t *testing.T, job store.Job) store.Job {
+	t.Helper()
+	e.waitFinalized(t, job.RiverJobID, job.Attempts)
+	_, err := e.client.JobRetry(e.ctx, job.RiverJobID)
+	require.NoError(t, err)
+	e.waitFinalized(t, job.RiverJobID, job.Attempts+1)
+	return e.waitUntil(t, job.JobID, func(j store.Job) bool {
+		return j.Attempts > job.Attempts && store.IsTerminal(j.Status)
+	})
+}
+
+// jobByKey returns the job of kind enqueued with an idempotency key.
+func (e *pipeEnv) jobByKey(t *testing.T, kind, key string) store.Job {
+	t.Helper()
+	var id uuid.UUID
+	require.NoError(t, e.st.Pool.QueryRow(e.ctx, `SELECT job_id FROM jobs WHERE tenant_id = $1 AND type = $2 AND idempotency_key = $3`,
+		pipeTenant, kind, key).Scan(&id), "no %s job with key %s", kind, key)
+	job, err := e.st.GetJob(e.ctx, e.st.Pool, pipeTenant, id)
+	require.NoError(t, err)
+	return job
+}
+
+// count runs a count(*) query.
+func (e *pipeEnv) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, e.st.Pool.QueryRow(e.ctx, sql, args...).Scan(&n))
+	return n
+}
+
+func (e *pipeEnv) jobsOfType(t *testing.T, kind string) int {
+	t.Helper()
+	return e.count(t, `SELECT count(*) FROM jobs WHERE tenant_id = $1 AND type = $2`, pipeTenant, kind)
+}
+
+func (e *pipeEnv) events(t *testing.T, eventType string, aggregateID uuid.UUID) int {
+	t.Helper()
+	return e.count(t, `SELECT count(*) FROM events WHERE tenant_id = $1 AND event_type = $2 AND aggregate_id = $3`,
+		pipeTenant, eventType, aggregateID)
+}
+
+func (e *pipeEnv) consistent(t *testing.T) {
+	t.Helper()
+	rep, err := e.st.CheckConsistency(e.ctx, e.st.Pool)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
+}
+
+// jobError is a job's last_error.
+type jobError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func lastJobError(t *testing.T, job store.Job) jobError {
+	t.Helper()
+	var le jobError
+	require.NoError(t, json.Unmarshal(job.LastError, &le), "last_error %s", job.LastError)
+	return le
+}
+
+// requireFailed asserts a job failed permanently at its first attempt with code.
+func requireFailed(t *testing.T, job store.Job, code string) jobError {
+	t.Helper()
+	require.Equal(t, store.StatusFailed, job.Status, "last_error %s", job.LastError)
+	require.Equal(t, int32(1), job.Attempts, "a permanent error is not retried")
+	le := lastJobError(t, job)
+	require.Equal(t, code, le.Code, "last_error %s", job.LastError)
+	return le
+}
+
+func requireSucceeded(t *testing.T, job store.Job) {
+	t.Helper()
+	require.Equal(t, store.StatusSucceeded, job.Status, "last_error %s", job.LastError)
+}
+
+func nmcDocument(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := nmc811.Document(name)
+	require.NoError(t, err)
+	return b
+}
+
+// newDocument creates a document of kind.
+func (e *pipeEnv) newDocument(t *testing.T, kind string) store.Document {
+	t.Helper()
+	d, err := e.st.CreateDocument(e.ctx, e.st.Pool, pipeTenant, kind, kind+"-"+uuid.NewString()[:8])
+	require.NoError(t, err)
+	return d
+}
+
+// uploadVersion stores content as a new UPLOADED version of a new document.
+func (e *pipeEnv) uploadVersion(t *testing.T, kind string, content []byte) store.DocumentVersion {
+	t.Helper()
+	doc := e.newDocument(t, kind)
+	var v store.DocumentVersion
+	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
+		var err error
+		v, _, err = e.st.CreateDocumentVersion(e.ctx, tx, pipeTenant, doc.DocumentID, "application/json", content)
+		return err
+	}))
+	require.Equal(t, store.DocUploaded, v.Status)
+	return v
+}
+
+func (e *pipeEnv) docVersion(t *testing.T, id uuid.UUID) store.DocumentVersion {
+	t.Helper()
+	v, err := e.st.GetDocumentVersion(e.ctx, e.st.Pool, pipeTenant, id)
+	require.NoError(t, err)
+	return v
+}
+
+func (e *pipeEnv) factsOf(t *testing.T, versionID uuid.UUID) []store.Fact {
+	t.Helper()
+	fs, err := e.st.ListFacts(e.ctx, e.st.Pool, store.FactFilter{TenantID: pipeTenant, DocumentVersionID: versionID})
+	require.NoError(t, err)
+	return fs
+}
+
+func parseArgs(versionID uuid.UUID) *jobargs.ParseFactsArgs {
+	return &jobargs.ParseFactsArgs{Base: jobargs.Base{TenantID: pipeTenant}, DocumentVersionID: versionID}
+}
+
+func ingestArgs(documentID uuid.UUID, content []byte, mimeType string) *jobargs.IngestDocumentArgs {
+	return &jobargs.IngestDocumentArgs{Base: jobargs.Base{TenantID: pipeTenant}, DocumentID: documentID,
+		Content: base64.StdEncoding.EncodeToString(content), MimeType: mimeType}
+}
+
+// requireBOMFacts asserts the facts of the nmc811 BOM: 1 battery, 13
+// materials and 3 hazardous substances.
+func requireBOMFacts(t *testing.T, fs []store.Fact) {
+	t.Helper()
+	require.Len(t, fs, 17)
+	byType := map[string]int{}
+	for _, f := range fs {
+		byType[f.FactType]++
+		require.Equal(t, hash.SHA256Hex(f.Payload), f.PayloadHash, "fact (%s, %s)", f.FactType, f.FactKey)
+	}
+	require.Equal(t, map[string]int{"BOM": 1, "BOM_MATERIAL": 13, "BOM_HAZARDOUS": 3}, byType)
+}
+
+func TestIngestDocumentWorker(t *testing.T) {
+	t.Parallel()
+	e := newPipeEnv(t, pipeOptions{})
+	bom := nmcDocument(t, nmc811.DocBOM)
+
+	t.Run("base64 content becomes a version that is then parsed", func(t *testing.T) {
+		doc := e.newDocument(t, facts.KindBOM)
+		job := e.run(t, ingestArgs(doc.DocumentID, bom, "application/json; charset=utf-8"))
+		requireSucceeded(t, job)
+		versions, err := e.st.ListDocumentVersions(e.ctx, e.st.Pool, pipeTenant, doc.DocumentID)
+		require.NoError(t, err)
+		require.Len(t, versions, 1)
+		v := versions[0]
+		require.Equal(t, int32(1), v.Version)
+		require.Equal(t, hash.SHA256Hex(bom), v.ContentSHA256)
+		require.Equal(t, int32(len(bom)), v.SizeBytes)
+		require.Equal(t, 1, e.events(t, workers.EventDocumentUploaded, v.DocumentVersionID))
+
+		parse := e.wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+v.DocumentVersionID.String()).JobID)
+		requireSucceeded(t, parse)
+		v = e.docVersion(t, v.DocumentVersionID)
+		require.Equal(t, store.DocValidated, v.Status)
+		require.NotNil(t, v.FactCount)
+		require.Equal(t, int32(17), *v.FactCount)
+		require.NotNil(t, v.ProcessedAt)
+		requireBOMFacts(t, e.factsOf(t, v.DocumentVersionID))
+
+		// The same content again finds the same version and parse job.
+		again := e.run(t, ingestArgs(doc.DocumentID, bom, "application/json"))
+		requireSucceeded(t, again)
+		versions, err = e.st.ListDocumentVersions(e.ctx, e.st.Pool, pipeTenant, doc.DocumentID)
+		require.NoError(t, err)
+		require.Len(t, versions, 1)
+		require.Equal(t, 1, e.jobsOfType(t, jobargs.KindParseFacts))
+		require.Equal(t, 1, e.events(t, workers.EventDocumentUploaded, v.DocumentVersionID))
+	})
+
+	t.Run("content_ref is not supported", func(t *testing.T) {
+		doc := e.newDocument(t, facts.KindBOM)
+		job := e.run(t, &jobargs.IngestDocumentArgs{Base: jobargs.Base{TenantID: pipeTenant}, DocumentID: doc.DocumentID,
+			ContentRef: "s3://bucket/bom.json", MimeType: "application/json"})
+		le := requireFailed(t, job, "UNSUPPORTED_FORMAT")
+		require.Contains(t, le.Message, "content_ref")
+		versions, err := e.st.ListDocumentVersions(e.ctx, e.st.Pool, pipeTenant, doc.DocumentID)
+		require.NoError(t, err)
+		require.Empty(t, versions)
+	})
+
+	t.Run("a mime type other than JSON is not supported", func(t *testing.T) {
+		doc := e.newDocument(t, facts.KindBOM)
+		job := e.run(t, ingestArgs(doc.DocumentID, []byte("a,b\n1,2\n"), "text/csv"))
+		le := requireFailed(t, job, "UNSUPPORTED_FORMAT")
+		require.Contains(t, le.Message, "text/csv")
+		versions, err := e.st.ListDocumentVersions(e.ctx, e.st.Pool, pipeTenant, doc.DocumentID)
+		require.NoError(t, err)
+		require.Empty(t, versions)
+	})
+
+	t.Run("an unknown document is NOT_FOUND", func(t *testing.T) {
+		job := e.run(t, ingestArgs(uuid.New(), bom, "application/json"))
+		requireFailed(t, job, "NOT_FOUND")
+	})
+
+	require.Equal(t, 1, e.jobsOfType(t, jobargs.KindParseFacts), "failed ingests enqueue nothing")
+	e.consistent(t)
+}
+
+func TestParseFactsWorker(t *testing.T) {
+	t.Parallel()
+	e := newPipeEnv(t, pipeOptions{})
+
+	t.Run("parses the BOM once", func(t *testing.T) {
+		v := e.uploadVersion(t, facts.KindBOM, nmcDocument(t, nmc811.DocBOM))
+		job := e.run(t, parseArgs(v.DocumentVersionID))
+		requireSucceeded(t, job)
+		got := e.docVersion(t, v.DocumentVersionID)
+		require.Equal(t, store.DocValidated, got.Status)
+		require.Equal(t, int32(17), *got.FactCount)
+		require.Empty(t, got.Error)
+		fs := e.factsOf(t, v.DocumentVersionID)
+		requireBOMFacts(t, fs)
+		// The stored facts are the parser's, byte for byte.
+		want, err := facts.Parse(facts.KindBOM, nmcDocument(t, nmc811.DocBOM))
+		require.NoError(t, err)
+		wantHashes := map[string]string{}
+		for _, f := range want {
+			wantHashes[f.FactType+"|"+f.FactKey] = f.PayloadHash
+		}
+		for _, f := range fs {
+			require.Equal(t, wantHashes[f.FactType+"|"+f.FactKey], f.PayloadHash)
+			require.Equal(t, v.DocumentVersionID, f.SourceDocumentVersionID)
+		}
+		require.Equal(t, 1, e.events(t, workers.EventFactsParsed, v.DocumentVersionID))
+
+		// A second job on the same version succeeds without new facts.
+		second := e.run(t, parseArgs(v.DocumentVersionID))
+		requireSucceeded(t, second)
+		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
+		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
+		require.Equal(t, 1, e.events(t, workers.EventFactsParsed, v.DocumentVersionID), "nothing happened the second time")
+
+		// Re-running the completed job adds nothing either.
+		rerun := e.rerun(t, job)
+		requireSucceeded(t, rerun)
+		require.Equal(t, int32(2), rerun.Attempts)
+		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
+		require.Equal(t, 1, e.events(t, workers.EventFactsParsed, v.DocumentVersionID))
+	})
+
+	t.Run("an invalid document is rejected", func(t *testing.T) {
+		bad := []byte(`{"document_type":"BOM","schema_version":1,"battery":{"model":"no sku"},"materials":[]}`)
+		v := e.uploadVersion(t, facts.KindBOM, bad)
+		job := e.run(t, parseArgs(v.DocumentVersionID))
+		le := requireFailed(t, job, "VALIDATION_ERROR")
+		require.Contains(t, le.Message, "battery.sku")
+
+		got := e.docVersion(t, v.DocumentVersionID)
+		require.Equal(t, store.DocRejected, got.Status)
+		require.Nil(t, got.FactCount)
+		require.NotNil(t, got.ProcessedAt)
+		var detail struct {
+			Code    string `json:"code"`
+			Field   string `json:"field"`
+			Message string `json:"message"`
+		}
+		require.NoError(t, json.Unmarshal(got.Error, &detail), "error %s", got.Error)
+		require.Equal(t, "VALIDATION_ERROR", detail.Code)
+		require.Equal(t, "battery.sku", detail.Field)
+		require.NotEmpty(t, detail.Message)
+		require.Empty(t, e.factsOf(t, v.DocumentVersionID))
+		require.Equal(t, 1, e.events(t, workers.EventDocumentRejected, v.DocumentVersionID))
+
+		// A second job on the rejected version fails the same way, and
+		// records nothing more.
+		second := e.run(t, parseArgs(v.DocumentVersionID))
+		le = requireFailed(t, second, "VALIDATION_ERROR")
+		require.Contains(t, le.Message, "rejected")
+		require.Equal(t, store.DocRejected, e.docVersion(t, v.DocumentVersionID).Status)
+		require.Equal(t, 1, e.events(t, workers.EventDocumentRejected, v.DocumentVersionID))
+	})
+
+	t.Run("a document of another kind is rejected", func(t *testing.T) {
+		v := e.uploadVersion(t, facts.KindBOM, nmcDocument(t, nmc811.DocPCF))
+		requireFailed(t, e.run(t, parseArgs(v.DocumentVersionID)), "VALIDATION_ERROR")
+		var field string
+		require.NoError(t, e.st.Pool.QueryRow(e.ctx, `SELECT error->>'field' FROM document_versions WHERE document_version_id = $1`,
+			v.DocumentVersionID).Scan(&field))
+		require.Equal(t, "document_type", field)
+	})
+
+	t.Run("an unknown version is NOT_FOUND", func(t *testing.T) {
+		requireFailed(t, e.run(t, parseArgs(uuid.New())), "NOT_FOUND")
+	})
+	e.consistent(t)
+}
+
+func TestBuildSnapshotWorker(t *testing.T) {
+	t.Parallel()
+	e := newPipeEnv(t, pipeOptions{})
+	sn, err := e.st.CreateSnapshot(e.ctx, e.st.Pool, pipeTenant)
+	require.NoError(t, err)
+	args := &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: pipeTenant}, SnapshotID: sn.SnapshotID}
+
+	requireSucceeded(t, e.run(t, args))
+	got, err := e.st.GetSnapshot(e.ctx, e.st.Pool, pipeTenant, sn.SnapshotID)
+	require.NoError(t, err)
+	require.Equal(t, store.SnapshotReady, got.Status)
+	require.NotNil(t, got.ReadyAt)
+	require.Nil(t, got.SnapshotHash, "building does not seal")
+	require.Equal(t, 1, e.events(t, workers.EventSnapshotReady, sn.SnapshotID))
+
+	le := requireFailed(t, e.run(t, args), "INVALID_STATE")
+	require.Contains(t, le.Message, "READY")
+	require.Equal(t, 1, e.events(t, workers.EventSnapshotReady, sn.SnapshotID))
+
+	requireFailed(t, e.run(t, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: pipeTenant}, SnapshotID: uuid.New()}), "NOT_FOUND")
+	e.consistent(t)
+}
+
+// pipeFixture is a sealed snapshot of the nmc811 documents and a published
+// rule package version, set up through the store.
+type pipeFixture struct {
+	snapshotID, rulesID uuid.UUID
+}
+
+func (e *pipeEnv) fixture(t *testing.T) pipeFixture {
+	t.Helper()
+	var fx pipeFixture
+	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
+		sn, err := e.st.CreateSnapshot(e.ctx, tx, pipeTenant)
+		if err != nil {
+			return err
+		}
+		fx.snapshotID = sn.SnapshotID
+		for kind, name := range map[string]string{facts.KindBOM: nmc811.DocBOM, facts.KindPCF: nmc811.DocPCF, facts.KindDueDiligence: nmc811.DocDueDiligence} {
+			content, err := nmc811.Document(name)
+			if err != nil {
+				return err
+			}
+			doc, err := e.st.CreateDocument(e.ctx, tx, pipeTenant, kind, name)
+			if err != nil {
+				return err
+			}
+			v, _, err := e.st.CreateDocumentVersion(e.ctx, tx, pipeTenant, doc.DocumentID, "application/json", content)
+			if err != nil {
+				return err
+			}
+			parsed, err := facts.Parse(kind, content)
+			if err != nil {
+				return err
+			}
+			if _, err := e.st.InsertFacts(e.ctx, tx, pipeTenant, v.DocumentVersionID, parsed); err != nil {
+				return err
+			}
+			ids, err := e.st.FactsOfDocumentVersions(e.ctx, tx, pipeTenant, []uuid.UUID{v.DocumentVersionID})
+			if err != nil {
+				return err
+			}
+			if _, err := e.st.AddSnapshotItems(e.ctx, tx, pipeTenant, sn.SnapshotID, ids); err != nil {
+				return err
+			}
+		}
+		if _, err := e.st.MarkSnapshotReady(e.ctx, tx, pipeTenant, sn.SnapshotID); err != nil {
+			return err
+		}
+		if _, err := e.st.SealSnapshot(e.ctx, tx, pipeTenant, sn.SnapshotID); err != nil {
+			return err
+		}
+		rv, err := e.ruleVersion(tx, nmc811.Rules(), nmc811.Tests())
+		if err != nil {
+			return err
+		}
+		fx.rulesID = rv.RulePackageVersionID
+		// The suite's 766 cases pass (examples/nmc811 tests it); record it.
+		if _, _, err := e.st.RecordRuleTestsRun(e.ctx, tx, store.RuleTestsRun{TenantID: pipeTenant, RulePackageVersionID: rv.RulePackageVersionID,
+			Status: "PASSED", TotalCases: 766, Passed: 766}); err != nil {
+			return err
+		}
+		_, _, err = e.st.PublishRulePackageVersion(e.ctx, tx, pipeTenant, rv.RulePackageVersionID)
+		return err
+	}))
+	return fx
+}
+
+// ruleVersion creates a DRAFT version in a new package.
+func (e *pipeEnv) ruleVersion(tx pgx.Tx, dsl, tests string) (store.RulePackageVersion, error) {
+	pkg, err := e.st.CreateRulePackage(e.ctx, tx, pipeTenant, "rules-"+uuid.NewString()[:8])
+	if err != nil {
+		return store.RulePackageVersion{}, err
+	}
+	return e.st.CreateRulePackageVersion(e.ctx, tx, pipeTenant, pkg.RulePackageID, dsl, tests)
+}
+
+func (e *pipeEnv) draftRules(t *testing.T, dsl, tests string) store.RulePackageVersion {
+	t.Helper()
+	var rv store.RulePackageVersion
+	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
+		var err error
+		rv, err = e.ruleVersion(tx, dsl, tests)
+		return err
+	}))
+	require.Equal(t, store.RulesDraft, rv.Status)
+	return rv
+}
+
+// passport creates a battery product and its passport.
+func (e *pipeEnv) passport(t *testing.T) store.Passport {
+	t.Helper()
+	p, err := e.st.CreateBatteryProduct(e.ctx, e.st.Pool, pipeTenant, "SKU-"+uuid.NewString()[:8], "Voltaris EV Pack 75")
+	require.NoError(t, err)
+	pp, err := e.st.CreatePassport(e.ctx, e.st.Pool, pipeTenant, p.BatteryProductID)
+	require.NoError(t, err)
+	return pp
+}
+
+func compileArgs(passportID uuid.UUID, fx pipeFixture) *jobargs.CompilePassportArgs {
+	return &jobargs.CompilePassportArgs{Base: jobargs.Base{TenantID: pipeTenant},
+		PassportID: passportID, SnapshotID: fx.snapshotID, RulePackageVersionID: fx.rulesID}
+}
+
+func signArgsFor(versionID uuid.UUID) *jobargs.SignPassportArgs {
+	return &jobargs.SignPassportArgs{Base: jobargs.Base{TenantID: pipeTenant}, PassportVersionID: versionID}
+}
+
+func (e *pipeEnv) version(t *testing.T, id uuid.UUID) store.PassportVersion {
+	t.Helper()
+	v, err := e.st.GetPassportVersion(e.ctx, e.st.Pool, pipeTenant, id)
+	require.NoError(t, err)
+	return v
+}
+
+func (e *pipeEnv) versions(t *testing.T, passportID uuid.UUID) []store.PassportVersion {
+	t.Helper()
+	vs, err := e.st.ListPassportVersions(e.ctx, e.st.Pool, pipeTenant, passportID)
+	require.NoError(t, err)
+	return vs
+}
+
+// chain is one passport run through COMPILE_PASSPORT, SIGN_PASSPORT and
+// GENERATE_QR.
+type chain struct {
+	compile, sign, qr store.Job
+	version           store.PassportVersion
+}
+
+// compileChain compiles a new passport and waits for its QR code.
+func (e *pipeEnv) compileChain(t *testing.T, fx pipeFixture) chain {
+	t.Helper()
+	pp := e.passport(t)
+	var c chain
+	c.compile = e.run(t, compileArgs(pp.PassportID, fx))
+	requireSucceeded(t, c.compile)
+	vs := e.versions(t, pp.PassportID)
+	require.Len(t, vs, 1)
+	id := vs[0].PassportVersionID
+	c.sign = e.wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+id.String()).JobID)
+	requireSucceeded(t, c.sign)
+	c.qr = e.wait(t, e.jobByKey(t, jobargs.KindGenerateQR, "qr:"+id.String()).JobID)
+	requireSucceeded(t, c.qr)
+	c.version = e.version(t, id)
+	return c
+}
+
+// activate makes a signed version with its QR code ACTIVE.
+func (e *pipeEnv) activate(t *testing.T, id uuid.UUID) store.PassportVersion {
+	t.Helper()
+	var v store.PassportVersion
+	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
+		var err error
+		v, _, _, err = e.st.ActivatePassportVersion(e.ctx, tx, pipeTenant, id)
+		return err
+	}))
+	require.Equal(t, store.PassportActive, v.Status)
+	return v
+}
+
+// histogramCount is the number of observations of a histogram in the registry.
+func (e *pipeEnv) histogramCount(t *testing.T, name string) uint64 {
+	t.Helper()
+	mfs, err := e.reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			require.Len(t, mf.GetMetric(), 1)
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("metric %s not gathered", name)
+	return 0
+}
+
+func TestCompileSignQRChain(t *testing.T) {
+	t.Parallel()
+	e := newPipeEnv(t, pipeOptions{})
+	fx := e.fixture(t)
+	c := e.compileChain(t, fx)
+	v := c.version
+
+	t.Run("the version is signed with a QR code", func(t *testing.T) {
+		require.Equal(t, store.PassportSigned, v.Status)
+		require.Equal(t, int32(1), v.Version)
+		require.Equal(t, pipeBuildID, v.CompilerBuildID)
+		require.Equal(t, pipeKeyID, v.SigningKeyID)
+		require.Equal(t, fx.snapshotID, v.SnapshotID)
+		require.Equal(t, fx.rulesID, v.RulePackageVersionID)
+		require.NotNil(t, v.CompileRiverJobID)
+		require.Equal(t, c.compile.RiverJobID, *v.CompileRiverJobID)
+		require.NotNil(t, v.SignedAt)
+		require.NotNil(t, v.QRGeneratedAt)
+		require.Nil(t, v.ActivatedAt)
+
+		art, err := e.st.LoadPassportArtifacts(e.ctx, e.st.Pool, pipeTenant, v.PassportVersionID)
+		require.NoError(t, err)
+		require.Equal(t, hash.SHA256Hex(art.Payload), v.PayloadHash)
+		require.Equal(t, int32(len(art.Payload)), v.PayloadBytes)
+
+		// The signature verifies over the hash of the stored unsigned receipt.
+		r, err := receipt.Parse(art.Receipt)
+		require.NoError(t, err)
+		require.Empty(t, r.Signature)
+		require.Equal(t, pipeKeyID, r.SigningKeyID)
+		require.Equal(t, pipeBuildID, r.CompilerBuildID)
+		require.Equal(t, v.PassportVersionID.String(), r.PassportVersionID)
+		hexHash, raw, err := receipt.Hash(r)
+		require.NoError(t, err)
+		require.Equal(t, v.ReceiptHash, hexHash)
+		require.NotNil(t, v.Signature)
+		require.NotNil(t, v.SigningPublicKey)
+		require.Equal(t, e.signer.PublicKeyBase64(), *v.SigningPublicKey)
+		pub, err := sign.ParsePublicKey(*v.SigningPublicKey)
+		require.NoError(t, err)
+		sig, err := sign.ParseSignature(*v.Signature)
+		require.NoError(t, err)
+		require.NoError(t, sign.Verify(pub, raw, sig))
+		// Another key does not verify it.
+		otherPub := newKey(t).Public().(ed25519.PublicKey)
+		require.Error(t, sign.Verify(otherPub, raw, sig))
+
+		// The signed receipt is the unsigned one plus the signature.
+		signed, err := receipt.Parse(art.ReceiptSigned)
+		require.NoError(t, err)
+		require.Equal(t, *v.Signature, signed.Signature)
+		signed.Signature = ""
+		require.Equal(t, r, signed)
+
+		// The QR payload carries the version and its three hashes.
+		require.NotNil(t, v.QRPayload)
+		fields, err := qr.Parse(*v.QRPayload)
+		require.NoError(t, err)
+		require.Equal(t, qr.Fields{PassportVersionID: v.PassportVersionID.String(), PayloadHash: v.PayloadHash,
+			ProofRootHash: v.ProofRootHash, ReceiptHash: v.ReceiptHash}, fields)
+		require.True(t, bytes.HasPrefix(art.QRPNG, []byte("\x89PNG")), "qr_png is a PNG")
+
+		for _, ev := range []string{workers.EventCompiled, workers.EventSigned, workers.EventQRGenerated} {
+			require.Equal(t, 1, e.events(t, ev, v.PassportVersionID), ev)
+		}
+		rep, err := e.st.ReplayPassportVersion(e.ctx, e.st.Pool, pipeTenant, v.PassportVersionID, compiler.Limits{})
+		require.NoError(t, err)
+		require.True(t, rep.Match, "replay mismatches: %v", rep.Mismatches)
+		require.True(t, rep.SignatureValid)
+	})
+
+	t.Run("compile metrics are observed", func(t *testing.T) {
+		require.Equal(t, 1, testutil.CollectAndCount(e.metrics.CompileDuration))
+		for _, name := range []string{"bpc_compile_duration_seconds", "bpc_payload_bytes", "bpc_proof_bytes", "bpc_receipt_bytes"} {
+			require.Equal(t, uint64(1), e.histogramCount(t, name), name)
+		}
+		// The middleware counts a job after its handler returns, which is
+		// after the handler's transaction completed it.
+		for _, kind := range []string{jobargs.KindCompile, jobargs.KindSign, jobargs.KindGenerateQR} {
+			require.Eventually(t, func() bool {
+				return testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(kind, store.StatusSucceeded)) == 1
+			}, 5*time.Second, 10*time.Millisecond, kind)
+		}
+	})
+
+	t.Run("re-running the completed compile job adds nothing", func(t *testing.T) {
+		rerun := e.rerun(t, c.compile)
+		requireSucceeded(t, rerun)
+		require.Equal(t, int32(2), rerun.Attempts)
+		vs := e.versions(t, v.PassportID)
+		require.Len(t, vs, 1)
+		require.Equal(t, v.PassportVersionID, vs[0].PassportVersionID)
+		require.Equal(t, 1, e.jobsOfType(t, jobargs.KindSign))
+		require.Equal(t, 1, e.events(t, workers.EventCompiled, v.PassportVersionID))
+		require.Equal(t, uint64(1), e.histogramCount(t, "bpc_compile_duration_seconds"), "nothing was compiled again")
+	})
+
+	t.Run("re-running the completed sign job adds nothing", func(t *testing.T) {
+		rerun := e.rerun(t, c.sign)
+		requireSucceeded(t, rerun)
+		got := e.version(t, v.PassportVersionID)
+		require.Equal(t, store.PassportSigned, got.Status)
+		require.Equal(t, *v.Signature, *got.Signature)
+		require.Equal(t, v.SignedAt, got.SignedAt)
+		require.Equal(t, 1, e.jobsOfType(t, jobargs.KindGenerateQR))
+		require.Equal(t, 1, e.events(t, workers.EventSigned, v.PassportVersionID))
+	})
+
+	t.Run("re-running the completed QR job adds nothing", func(t *testing.T) {
+		rerun := e.rerun(t, c.qr)
+		requireSucceeded(t, rerun)
+		got := e.version(t, v.PassportVersionID)
+		require.Equal(t, *v.QRPayload, *got.QRPayload)
+		require.Equal(t, v.QRGeneratedAt, got.QRGeneratedAt)
+		require.Equal(t, 1, e.events(t, workers.EventQRGenerated, v.PassportVersionID))
+	})
+
+	t.Run("a second compile of the passport is its version 2", func(t *testing.T) {
+		job := e.run(t, compileArgs(v.PassportID, fx))
+		requireSucceeded(t, job)
+		vs := e.versions(t, v.PassportID)
+		require.Len(t, vs, 2)
+		require.Equal(t, int32(2), vs[0].Version)
+		require.NotEqual(t, v.PassportVersionID, vs[0].PassportVersionID)
+		requireSucceeded(t, e.wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+vs[0].PassportVersionID.String()).JobID))
+		requireSucceeded(t, e.wait(t, e.jobByKey(t, jobargs.KindGenerateQR, "qr:"+vs[0].PassportVersionID.String()).JobID))
+		require.Equal(t, 2, e.jobsOfType(t, jobargs.KindSign))
+	})
+	e.consistent(t)
+}
+
+func TestCompilePassportWorkerRejectsUnreadyInputs(t *testing.T) {
+	t.Parallel()
+	e := newPipeEnv(t, pipeOptions{})
+	fx := e.fixture(t)
+	pp := e.passport(t)
+
+	building, err := e.st.CreateSnapshot(e.ctx, e.st.Pool, pipeTenant)
+	require.NoError(t, err)
+	le := requireFailed(t, e.run(t, compileArgs(pp.PassportID, pipeFixture{snapshotID: building.SnapshotID, rulesID: fx.rulesID})), "SNAPSHOT_NOT_READY")
+	require.Contains(t, le.Message, "BUILDING")
+
+	ready, err := e.st.CreateSnapshot(e.ctx, e.st.Pool, pipeTenant)
+	require.NoError(t, err)
+	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
+		_, err := e.st.MarkSnapshotReady(e.ctx, tx, pipeTenant, ready.SnapshotID)
+		return err
+	}))
+	requireFailed(t, e.run(t, compileArgs(pp.PassportID, pipeFixture{snapshotID: ready.SnapshotID, rulesID: fx.rulesID})), "SNAPSHOT_NOT_READY")
+
+	draft := e.draftRules(t, nmc811.Rules(), nmc811.Tests())
+	le = requireFailed(t, e.run(t, compileArgs(pp.PassportID, pipeFixture{snapshotID: fx.snapshotID, rulesID: draft.RulePackageVersionID})), "RULE_PKG_NOT_PUBLISHED")
+	require.Contains(t, le.Message, "DRAFT")
+
+	requireFailed(t, e.run(t, compileArgs(uuid.New(), fx)), "NOT_FOUND")
+
+	require.Empty(t, e.versions(t, pp.PassportID))
+	require.Equal(t, 0, e.jobsOfType(t, jobargs.KindSign))
+	require.Equal(t, uint64(0), e.histogramCount(t, "bpc_compile_duration_seconds"))
+
+	// The later steps of an unknown version fail the same way.
+	unknown := uuid.New()
+	requireFailed(t, e.run(t, signArgsFor(unknown)), "NOT_FOUND")
+	requireFailed(t, e.run(t, &jobargs.GenerateQRArgs{Base: jobargs.Base{TenantID: pipeTenant}, PassportVersionID: unknown}), "NOT_FOUND")
+	requireFailed(t, e.run(t, exportArgs(unknown, "JSON")), "NOT_FOUND")
+	e.consistent(t)
+}
+
+func TestSignPassportWorkerWithoutKey(t *testing.T) {
+	t.Parallel()
+	// What LoadSigner gives outside dev without a key: an id, no key.
+	e := newPipeEnv(t, pipeOptions{signer: &workers.Signer{KeyID: pipeKeyID}})
+	fx := e.fixture(t)
+	pp := e.passport(t)
+
+	requireSucceeded(t, e.run(t, compileArgs(pp.PassportID, fx)))
+	vs := e.versions(t, pp.PassportID)
+	require.Len(t, vs, 1)
+	id := vs[0].PassportVersionID
+	require.Equal(t, pipeKeyID, vs[0].SigningKeyID, "the receipt names the configured key id")
+
+	sign := e.wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+id.String()).JobID)
+	requireFailed(t, sign, "SIGNING_KEY_MISSING")
+	v := e.version(t, id)
+	require.Equal(t, store.PassportCompiling, v.Status)
+	require.Nil(t, v.Signature)
+	require.Nil(t, v.SigningPublicKey)
+	require.Equal(t, 0, e.jobsOfType(t, jobargs.KindGenerateQR))
+	require.Equal(t, 0, e.events(t, workers.EventSigned, id))
+
+	t.Run("GENERATE_QR on a COMPILING version is INVALID_STATE", func(t *testing.T) {
+		job := e.run(t, &jobargs.GenerateQRArgs{Base: jobargs.Base{TenantID: pipeTenant}, PassportVersionID: id})
+		le := requireFailed(t, job, "INVALID_STATE")
+		require.Contains(t, le.Message, "COMPILING")
+		v := e.version(t, id)
+		require.Nil(t, v.QRPayload)
+		require.Equal(t, store.PassportCompiling, v.Status)
+	})
+
+	t.Run("EXPORT_PASSPORT of a COMPILING version is INVALID_STATE", func(t *testing.T) {
+		job := e.run(t, &jobargs.ExportPassportArgs{Base: jobargs.Base{TenantID: pipeTenant}, PassportVersionID: id, Format: "json"})
+		requireFailed(t, job, "INVALID_STATE")
+	})
+	e.consistent(t)
+}
+
+func TestSignPassportWorkerKeyIDMismatch(t *testing.T) {
+	t.Parallel()
+	// The version is compiled naming key-a, but the signing worker holds key-b.
+	compiling := workers.NewSigner("key-a", newKey(t))
+	signing := workers.NewSigner("key-b", newKey(t))
+	e := newPipeEnv(t, pipeOptions{signer: compiling, register: func(w *river.Workers, d workers.Deps) {
+		river.AddWorker(w, &workers.CompilePassportWorker{Deps: d})
+		sd := d
+		sd.Signer = signing
+		river.AddWorker(w, &workers.SignPassportWorker{Deps: sd})
+		river.AddWorker(w, &workers.GenerateQRWorker{Deps: d})
+	}})
+	fx := e.fixture(t)
+	pp := e.passport(t)
+	requireSucceeded(t, e.run(t, compileArgs(pp.PassportID, fx)))
+	vs := e.versions(t, pp.PassportID)
+	require.Len(t, vs, 1)
+	require.Equal(t, "key-a", vs[0].SigningKeyID)
+
+	sign := e.wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+vs[0].PassportVersionID.String()).JobID)
+	le := requireFailed(t, sign, "SIGNING_KEY_MISSING")
+	require.Contains(t, le.Message, "key-a")
+	require.Contains(t, le.Message, "key-b")
+	v := e.version(t, vs[0].PassportVersionID)
+	require.Equal(t, store.PassportCompiling, v.Status)
+	require.Nil(t, v.Signature)
+	require.Equal(t, 0, e.jobsOfType(t, jobargs.KindGenerateQR))
+}
+
+func exportArgs(versionID uuid.UUID, format string) *jobargs.ExportPassportArgs {
+	return &jobargs.ExportPassportArgs{Base: jobargs.Base{TenantID: pipeTenant}, PassportVersionID: versionID, Format: format}
+}
+
+func TestExportPassportWorker(t *testing.T) {
+	t.Parallel()
+	e := newPipeEnv(t, pipeOptions{})
+	fx := e.fixture(t)
+	c := e.compileChain(t, fx)
+	id := c.version.PassportVersionID
+
+	t.Run("a SIGNED version is not exported", func(t *testing.T) {
+		le := requireFailed(t, e.run(t, exportArgs(id, "JSON")), "INVALID_STATE")
+		require.Contains(t, le.Message, "SIGNED")
+		require.NoDirExists(t, filepath.Join(e.exportDir, pipeTenant.String()))
+	})
+
+	v := e.activate(t, id)
+
+	t.Run("PDF is not implemented", func(t *testing.T) {
+		requireFailed(t, e.run(t, exportArgs(id, "pdf")), "UNSUPPORTED_FORMAT")
+	})
+
+	t.Run("an ACTIVE version is written atomically", func(t *testing.T) {
+		job := e.run(t, exportArgs(id, "json"))
+		requireSucceeded(t, job)
+		path := filepath.Join(e.exportDir, pipeTenant.String(), id.String()+".json")
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+
+		exports, err := e.st.ListPassportExports(e.ctx, e.st.Pool, pipeTenant, id)
+		require.NoError(t, err)
+		require.Len(t, exports, 1)
+		ex := exports[0]
+		require.Equal(t, path, ex.Path)
+		require.Equal(t, "JSON", ex.Format)
+		require.Equal(t, hash.SHA256Hex(b), ex.SHA256)
+		require.Equal(t, int64(len(b)), ex.SizeBytes)
+		require.NotNil(t, ex.RiverJobID)
+		require.Equal(t, job.RiverJobID, *ex.RiverJobID)
+
+		canonical, err := canonjson.Canonicalize(b)
+		require.NoError(t, err)
+		require.Equal(t, canonical, b, "the export is canonical JSON")
+		art, err := e.st.LoadPassportArtifacts(e.ctx, e.st.Pool, pipeTenant, id)
+		require.NoError(t, err)
+		for name, part := range map[string][]byte{"payload": art.Payload, "proof": art.Proof, "signed receipt": art.ReceiptSigned} {
+			require.True(t, bytes.Contains(b, part), "the export embeds the %s bytes", name)
+		}
+		want, err := workers.ExportDocument(v, art)
+		require.NoError(t, err)
+		require.Equal(t, want, b)
+
+		var doc struct {
+			ExportFormat      string          `json:"export_format"`
+			PassportVersionID string          `json:"passport_version_id"`
+			Status            string          `json:"status"`
+			QRPayload         string          `json:"qr_payload"`
+			Payload           json.RawMessage `json:"payload"`
+			SigningKey        struct {
+				KeyID     string `json:"key_id"`
+				PublicKey string `json:"public_key_base64"`
+			} `json:"signing_key"`
+		}
+		require.NoError(t, json.Unmarshal(b, &doc))
+		require.Equal(t, workers.ExportFormat, doc.ExportFormat)
+		require.Equal(t, id.String(), doc.PassportVersionID)
+		require.Equal(t, store.PassportActive, doc.Status)
+		require.Equal(t, *v.QRPayload, doc.QRPayload)
+		require.Equal(t, art.Payload, []byte(doc.Payload))
+		require.Equal(t, pipeKeyID, doc.SigningKey.KeyID)
+		require.Equal(t, e.signer.PublicKeyBase64(), doc.SigningKey.PublicKey)
+
+		entries, err := os.ReadDir(filepath.Dir(path))
+		require.NoError(t, err)
+		require.Len(t, entries, 1, "no temporary file is left")
+		require.Equal(t, id.String()+".json", entries[0].Name())
+		require.Equal(t, 1, e.events(t, workers.EventExported, id))
+
+		// Re-running the completed job rewrites the same file and keeps
+		// one export row.
+		rerun := e.rerun(t, job)
+		requireSucceeded(t, rerun)
+		again, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.Equal(t, b, again)
+		exports, err = e.st.ListPassportExports(e.ctx, e.st.Pool, pipeTenant, id)
+		require.NoError(t, err)
+		require.Len(t, exports, 1)
+		require.Equal(t, ex.PassportExportID, exports[0].PassportExportID)
+		entries, err = os.ReadDir(filepath.Dir(path))
+		require.NoError(t, err)
+		require.Len(t, entries, 1)
+		require.Equal(t, 1, e.events(t, workers.EventExported, id), "a re-run appends no second event")
+	})
+	e.consistent(t)
+}
+
+func TestExportPassportWorkerIOError(t *testing.T) {
+	t.Parallel()
+	// The export dir is a regular file, so the tenant directory cannot be made.
+	notADir := filepath.Join(t.TempDir(), "exports")
+	require.NoError(t, os.WriteFile(notADir, []byte("not a directory"), 0o600))
+	e := newPipeEnv(t, pipeOptions{maxAttempts: 1, exportDir: notADir})
+	c := e.compileChain(t, e.fixture(t))
+	id := c.version.PassportVersionID
+	e.activate(t, id)
+
+	job := e.run(t, exportArgs(id, "JSON"))
+	require.Equal(t, store.StatusDeadLetter, job.Status, "IO_ERROR is retryable: the last attempt dead-letters; last_error %s", job.LastError)
+	require.Equal(t, int32(1), job.Attempts)
+	le := lastJobError(t, job)
+	require.Equal(t, "IO_ERROR", le.Code)
+	require.Contains(t, le.Message, "mkdir")
+	exports, err := e.st.ListPassportExports(e.ctx, e.st.Pool, pipeTenant, id)
+	require.NoError(t, err)
+	require.Empty(t, exports)
+	require.Equal(t, 0, e.events(t, workers.EventExported, id))
+	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.DeadLetter.WithLabelValues(jobargs.KindExport)))
+	e.consistent(t)
+}
+
+func rulesArgs(versionID uuid.UUID, seed int64) *jobargs.RunRuleTestsArgs {
+	return &jobargs.RunRuleTestsArgs{Base: jobargs.Base{TenantID: pipeTenant}, RulePackageVersionID: versionID, Seed: seed}
+}
+
+func (e *pipeEnv) runs(t *testing.T, versionID uuid.UUID) []store.RuleTestsRun {
+	t.Helper()
+	runs, err := e.st.ListRuleTestsRuns(e.ctx, e.st.Pool, pipeTenant, versionID)
+	require.NoError(t, err)
+	return runs
+}
+
+func (e *pipeEnv) ruleStatus(t *testing.T, versionID uuid.UUID) string {
+	t.Helper()
+	rv, err := e.st.GetRulePackageVersion(e.ctx, e.st.Pool, pipeTenant, versionID, false)
+	require.NoError(t, err)
+	return rv.Status
+}
+
+func TestRunRuleTestsWorker(t *testing.T) {
+	t.Parallel()
+	e := newPipeEnv(t, pipeOptions{})
+
+	t.Run("the nmc811 suite passes and validates the version", func(t *testing.T) {
+		rv := e.draftRules(t, nmc811.Rules(), nmc811.Tests())
+		job := e.run(t, rulesArgs(rv.RulePackageVersionID, 42))
+		requireSucceeded(t, job)
+		runs := e.runs(t, rv.RulePackageVersionID)
+		require.Len(t, runs, 1)
+		run := runs[0]
+		require.Equal(t, "PASSED", run.Status)
+		require.Equal(t, int32(766), run.TotalCases)
+		require.Equal(t, int32(766), run.Passed)
+		require.Equal(t, int32(0), run.Failed)
+		require.Equal(t, int64(42), run.Seed)
+		require.Empty(t, run.FirstFailure)
+		require.NotNil(t, run.RiverJobID)
+		require.Equal(t, job.RiverJobID, *run.RiverJobID)
+		require.Equal(t, store.RulesValidated, e.ruleStatus(t, rv.RulePackageVersionID))
+		require.Equal(t, 1, e.events(t, workers.EventTestsRun, rv.RulePackageVersionID))
+
+		// Re-running the completed job records no second run.
+		rerun := e.rerun(t, job)
+		requireSucceeded(t, rerun)
+		require.Equal(t, int32(2), rerun.Attempts)
+		require.Len(t, e.runs(t, rv.RulePackageVersionID), 1)
+		require.Equal(t, 1, e.events(t, workers.EventTestsRun, rv.RulePackageVersionID))
+	})
+
+	t.Run("too few cases fail the run and keep the version DRAFT", func(t *testing.T) {
+		rv := e.draftRules(t, "field a : Int = 1;", "example one: { } => expect(a, ==, 1);")
+		requireSucceeded(t, e.run(t, rulesArgs(rv.RulePackageVersionID, 1)))
+		runs := e.runs(t, rv.RulePackageVersionID)
+		require.Len(t, runs, 1)
+		require.Equal(t, "FAILED", runs[0].Status)
+		require.Equal(t, int32(1), runs[0].TotalCases)
+		require.Equal(t, int32(1), runs[0].Passed)
+		require.Equal(t, int32(0), runs[0].Failed)
+		require.Contains(t, string(runs[0].FirstFailure), "at least 500")
+		require.Equal(t, store.RulesDraft, e.ruleStatus(t, rv.RulePackageVersionID))
+	})
+
+	t.Run("a failing case fails the run with the first failure", func(t *testing.T) {
+		rv := e.draftRules(t, "field a : Int = 1;",
+			"example one: { } => expect(a, ==, 2);\nproperty p: cases(600) seed(1) => forall x: Int. implies(true, x == x);")
+		requireSucceeded(t, e.run(t, rulesArgs(rv.RulePackageVersionID, 7)))
+		runs := e.runs(t, rv.RulePackageVersionID)
+		require.Len(t, runs, 1)
+		require.Equal(t, "FAILED", runs[0].Status)
+		require.Equal(t, int32(601), runs[0].TotalCases)
+		require.Equal(t, int32(1), runs[0].Failed)
+		require.Contains(t, string(runs[0].FirstFailure), "one")
+		require.Equal(t, store.RulesDraft, e.ruleStatus(t, rv.RulePackageVersionID))
+	})
+
+	t.Run("an unknown version is NOT_FOUND", func(t *testing.T) {
+		requireFailed(t, e.run(t, rulesArgs(uuid.New(), 1)), "NOT_FOUND")
+	})
+	e.consistent(t)
+}
+
+func TestPipelineCrashBeforeCommit(t *testing.T) {
+	t.Parallel()
+	// Every pipeline job "crashes" once after its effects, before its commit.
+	var crashes atomic.Int32
+	e := newPipeEnv(t, pipeOptions{beforeCommit: func(_ context.Context, job *rivertype.JobRow) error {
+		if job.Attempt == 1 {
+			crashes.Add(1)
+			return errors.New("simulated crash before commit")
+		}
+		return nil
+	}})
+
+	t.Run("PARSE_FACTS", func(t *testing.T) {
+		v := e.uploadVersion(t, facts.KindBOM, nmcDocument(t, nmc811.DocBOM))
+		job := e.run(t, parseArgs(v.DocumentVersionID))
+		requireSucceeded(t, job)
+		require.Equal(t, int32(2), job.Attempts)
+		require.Equal(t, "INTERNAL_ERROR", lastJobError(t, job).Code, "the first attempt's error stays on record")
+		require.Equal(t, store.DocValidated, e.docVersion(t, v.DocumentVersionID).Status)
+		requireBOMFacts(t, e.factsOf(t, v.DocumentVersionID))
+		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
+		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
+		require.Equal(t, 1, e.events(t, workers.EventFactsParsed, v.DocumentVersionID))
+	})
+
+	t.Run("INGEST_DOCUMENT", func(t *testing.T) {
+		doc := e.newDocument(t, facts.KindPCF)
+		job := e.run(t, ingestArgs(doc.DocumentID, nmcDocument(t, nmc811.DocPCF), "application/json"))
+		requireSucceeded(t, job)
+		require.Equal(t, int32(2), job.Attempts)
+		versions, err := e.st.ListDocumentVersions(e.ctx, e.st.Pool, pipeTenant, doc.DocumentID)
+		require.NoError(t, err)
+		require.Len(t, versions, 1, "the rolled-back version was not kept")
+		require.Equal(t, int32(1), versions[0].Version)
+		parse := e.wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+versions[0].DocumentVersionID.String()).JobID)
+		requireSucceeded(t, parse)
+		require.Equal(t, int32(2), parse.Attempts)
+		require.Equal(t, 1, e.events(t, workers.EventDocumentUploaded, versions[0].DocumentVersionID))
+	})
+
+	t.Run("COMPILE_PASSPORT, SIGN_PASSPORT, GENERATE_QR", func(t *testing.T) {
+		c := e.compileChain(t, e.fixture(t))
+		for _, j := range []store.Job{c.compile, c.sign, c.qr} {
+			require.Equal(t, int32(2), j.Attempts, j.Type)
+		}
+		require.Len(t, e.versions(t, c.version.PassportID), 1, "the first attempt's version was rolled back")
+		require.Equal(t, 1, e.jobsOfType(t, jobargs.KindSign))
+		require.Equal(t, 1, e.jobsOfType(t, jobargs.KindGenerateQR))
+		for _, ev := range []string{workers.EventCompiled, workers.EventSigned, workers.EventQRGenerated} {
+			require.Equal(t, 1, e.events(t, ev, c.version.PassportVersionID), ev)
+		}
+		require.NotNil(t, c.version.QRPayload)
+	})
+	require.GreaterOrEqual(t, crashes.Load(), int32(6))
+	e.consistent(t)
+}
+
+func TestExportDocumentRequiresASignedVersion(t *testing.T) {
+	t.Parallel()
+	_, err := workers.ExportDocument(store.PassportVersion{PassportVersionID: uuid.New(), Status: store.PassportCompiling}, store.PassportArtifacts{})
+	require.Equal(t, errcode.InvalidState, errcode.CodeOf(err))
+}
+
+func TestEveryJobTypeHasAWorker(t *testing.T) {
+	t.Parallel()
+	require.ElementsMatch(t, jobargs.Kinds(), workers.EnabledKinds())
+	for _, kind := range jobargs.Kinds() {
+		require.True(t, workers.IsEnabled(kind), kind)
+	}
+	require.False(t, workers.IsEnabled("NO_SUCH_JOB"))
+	// Register adds each of them once (river.AddWorker panics on a repeat).
+	require.NotPanics(t, func() { workers.Register(river.NewWorkers(), workers.Deps{}) })
+}
