@@ -3,6 +3,7 @@ package jobargs_test
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -307,4 +308,31 @@ func TestValidateWithoutDecodeNamesBareField(t *testing.T) {
 	requireValidationField(t, err, "passport_id")
 	err = jobargs.DeliverWebhookArgs{WebhookDeliveryID: uuid.MustParse(idA)}.Validate()
 	requireValidationField(t, err, "tenant_id")
+}
+
+// FuzzDecode: every job payload decoder takes any bytes without panicking;
+// a rejection is a VALIDATION_ERROR naming a field under "payload" (or the
+// type), and accepted args validate and carry the request's tenant.
+func FuzzDecode(f *testing.F) {
+	tenant := uuid.MustParse("00000000-0000-0000-0000-00000000de00")
+	for _, kind := range jobargs.Kinds() {
+		for _, p := range []string{`{}`, `null`, `[]`, `{"tenant_id":"x"}`, `{"document_version_id":"3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f"}`,
+			`{"snapshot_id":"3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f","passport_id":"3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f","rule_package_version_id":"3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f"}`,
+			`{"format":"json","passport_version_id":"3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f"}`, `{"seed":1e3}`, `{"content":"e30=","mime_type":"application/json"}`} {
+			f.Add(kind, []byte(p))
+		}
+	}
+	f.Fuzz(func(t *testing.T, kind string, payload []byte) {
+		args, err := jobargs.Decode(kind, tenant, payload)
+		if err != nil {
+			e := errcode.As(err)
+			require.NotNil(t, e, "untyped error %v", err)
+			require.Equal(t, errcode.Validation, e.Code)
+			require.True(t, e.Field == "type" || e.Field == "payload" || strings.HasPrefix(e.Field, "payload."), "field %q", e.Field)
+			return
+		}
+		require.Equal(t, kind, args.Kind())
+		require.Equal(t, tenant, args.Tenant())
+		require.NoError(t, args.Validate())
+	})
 }
