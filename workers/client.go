@@ -35,6 +35,10 @@ type ClientOptions struct {
 	// River's limiter drops (at most one per queue per FetchCooldown), which
 	// would otherwise leave a next step waiting a whole PollInterval.
 	PipelinePollInterval time.Duration
+	// RescueStuckJobsAfter configures River's rescuer (zero: River's
+	// default, an hour). The lease reaper returns crashed workers' jobs
+	// long before; the rescuer is the backstop behind it.
+	RescueStuckJobsAfter time.Duration
 	BackoffUnit          time.Duration
 	MaxAttempts          int
 	// Workers are the registered workers (required when Work is true).
@@ -54,9 +58,10 @@ func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], erro
 		RetryPolicy:       &RetryPolicy{Unit: o.BackoffUnit},
 		FetchPollInterval: o.PollInterval,
 		FetchCooldown:     min(o.PollInterval, 100*time.Millisecond),
-		// River's rescuer keeps its default (an hour after the attempt
-		// started): without lease renewal it cannot tell a long job from
-		// a dead one, and rescuing a live job would run it twice.
+		// River's rescuer judges a job stuck by when its attempt started,
+		// so it cannot tell a long job from a dead one; the service's lease
+		// reaper does that, and the rescuer stays far behind it.
+		RescueStuckJobsAfter: o.RescueStuckJobsAfter,
 	}
 	if o.FetchCooldown > 0 {
 		cfg.FetchCooldown = min(o.PollInterval, o.FetchCooldown)

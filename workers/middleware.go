@@ -29,7 +29,10 @@ type Observer struct {
 	river.MiddlewareDefaults
 	Logger  *slog.Logger
 	Metrics *Metrics
-	kinds   sync.Map // kind → *kindMetrics
+	// Leases, when set, renews each job's lease while it runs and turns a
+	// cancellation by shutdown into a snooze (no attempt spent).
+	Leases *Leases
+	kinds  sync.Map // kind → *kindMetrics
 }
 
 // kindMetrics are one job kind's metric children, resolved once: label
@@ -58,6 +61,11 @@ func (o *Observer) metricsFor(kind string) *kindMetrics {
 
 // Work implements rivertype.WorkerMiddleware.
 func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) (err error) {
+	if o.Leases != nil {
+		var release func()
+		ctx, release = o.Leases.hold(ctx, job)
+		defer release() // after the outcome below is logged
+	}
 	var buf [9]slog.Attr
 	attrs := append(buf[:0],
 		slog.String("job_id", stringField(job.Metadata, "bpc_job_id")),
@@ -76,6 +84,7 @@ func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func
 				slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))...)
 			err = errcode.New(errcode.Internal, "panic: %v", p)
 		}
+		err = o.interrupted(ctx, err)
 		err = controlFlow(err)
 		status := outcome(ctx, job, err)
 		elapsed := time.Since(start)
@@ -118,6 +127,26 @@ func stringField(doc []byte, key string) string {
 	var v string
 	_ = json.Unmarshal(m[key], &v)
 	return v
+}
+
+// interrupted handles a job whose context ended before it did: cancelled by
+// a shutdown (requeued by a snooze, which spends no attempt) or by the loss
+// of its lease (LEASE_EXPIRED, whatever error the work returned). An
+// operator's cancel and River's job timeout keep their own meaning.
+func (o *Observer) interrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, river.ErrJobCancelledRemotely):
+		return err
+	case errors.Is(cause, errLeaseLost):
+		return errLeaseLost
+	case o.Leases.ShuttingDown() && errors.Is(ctx.Err(), context.Canceled):
+		return river.JobSnooze(0)
+	}
+	return err
 }
 
 // controlFlow maps a worker's error to what River should do with the job.

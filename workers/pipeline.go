@@ -78,7 +78,10 @@ func (s step) enqueue(ctx context.Context, args jobargs.Args, key string) error 
 }
 
 // inTx runs fn in a transaction. When fn returns complete = true, the job is
-// completed in the same transaction, after the BeforeCommit hook.
+// completed in the same transaction, after the lease fence and the
+// BeforeCommit hook. (A transaction that records a failure and does not
+// complete the job, like a rejected document, is not fenced: the record is
+// idempotent and the job's final state is River's to write.)
 func inTx[T river.JobArgs](ctx context.Context, d Deps, job *river.Job[T], fn func(s step) (complete bool, err error)) error {
 	ins, err := inserter(ctx)
 	if err != nil {
@@ -93,6 +96,12 @@ func inTx[T river.JobArgs](ctx context.Context, d Deps, job *river.Job[T], fn fu
 			if err := d.BeforeCommit(ctx, job.JobRow); err != nil {
 				return err
 			}
+		}
+		// Fencing: commit only while this attempt holds the job's lease. A
+		// worker that was paused or partitioned past its lease finds the
+		// job reaped (and maybe running elsewhere) and rolls back.
+		if err := d.Store.FenceLease(ctx, tx, job.ID, job.Attempt); err != nil {
+			return err
 		}
 		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
 			return fmt.Errorf("error completing job: %w", err)

@@ -38,18 +38,23 @@ const (
 // app is one running service: the River client (working jobs unless the
 // role is api), the admin API and River UI (unless the role is worker).
 type app struct {
-	cfg      Config
-	role     string
-	logger   *slog.Logger
-	pool     *pgxpool.Pool
-	store    *store.Store
-	river    *river.Client[pgx.Tx]
-	riverUI  *riverui.Handler
-	registry *prometheus.Registry
-	metrics  *workers.Metrics
-	handler  http.Handler
-	server   *http.Server
-	addr     string
+	cfg     Config
+	role    string
+	logger  *slog.Logger
+	pool    *pgxpool.Pool
+	store   *store.Store
+	river   *river.Client[pgx.Tx]
+	riverUI *riverui.Handler
+	leases  *workers.Leases
+	reaper  *workers.Reaper
+	// stopReaper ends the lease reaper (worker roles).
+	stopReaper context.CancelFunc
+	reaperDone chan struct{}
+	registry   *prometheus.Registry
+	metrics    *workers.Metrics
+	handler    http.Handler
+	server     *http.Server
+	addr       string
 	// riverRunning is true between a successful River start and its stop.
 	riverRunning atomic.Bool
 	serveErr     chan error
@@ -105,6 +110,10 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 			slog.String("key_id", signer.KeyID))
 	}
 
+	a.leases = &workers.Leases{Store: a.store, Logger: logger, Owner: cfg.WorkerID,
+		TTL: time.Duration(cfg.LeaseSeconds) * time.Second, Renew: time.Duration(cfg.LeaseRenewSeconds) * time.Second}
+	a.reaper = &workers.Reaper{Store: a.store, Logger: logger, Metrics: a.metrics, Interval: cfg.ReaperInterval}
+
 	riverWorkers := river.NewWorkers()
 	workers.Register(riverWorkers, workers.Deps{
 		Store: a.store, Logger: logger, Metrics: a.metrics,
@@ -126,7 +135,8 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 		BackoffUnit:          cfg.BackoffUnit,
 		MaxAttempts:          cfg.MaxAttemptsDefault,
 		Workers:              riverWorkers,
-		Observer:             &workers.Observer{Logger: logger, Metrics: a.metrics},
+		Observer:             &workers.Observer{Logger: logger, Metrics: a.metrics, Leases: a.leases},
+		RescueStuckJobsAfter: cfg.rescueAfter(),
 	})
 	if err != nil {
 		return nil, err
@@ -207,6 +217,12 @@ func (a *app) start(ctx context.Context) error {
 			<-a.river.Stopped()
 			a.riverRunning.Store(false)
 		}()
+		reaperCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		a.stopReaper, a.reaperDone = cancel, make(chan struct{})
+		go func() {
+			defer close(a.reaperDone)
+			a.reaper.Run(reaperCtx)
+		}()
 	}
 	if a.riverUI != nil {
 		if err := a.riverUI.Start(ctx); err != nil {
@@ -247,6 +263,10 @@ func (a *app) stop(ctx context.Context) {
 			cancel()
 		}
 		if a.role != roleAPI && a.riverRunning.Load() {
+			// Stop fetching and let running jobs finish; past the timeout,
+			// cancel them: the observer snoozes a job cancelled by shutdown
+			// back to the queue without spending an attempt.
+			a.leases.BeginShutdown()
 			softCtx, cancel := context.WithTimeout(ctx, a.cfg.ShutdownTimeout)
 			err := a.river.Stop(softCtx)
 			cancel()
@@ -258,6 +278,10 @@ func (a *app) stop(ctx context.Context) {
 				}
 				cancel()
 			}
+		}
+		if a.stopReaper != nil {
+			a.stopReaper()
+			<-a.reaperDone
 		}
 	})
 }

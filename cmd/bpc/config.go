@@ -32,6 +32,7 @@ type Config struct {
 	FetchCooldown       time.Duration
 	PipelinePoll        time.Duration
 	QueueMaxDepth       int
+	ReaperInterval      time.Duration
 	LeaseSeconds        int
 	LeaseRenewSeconds   int
 	MaxAttemptsDefault  int
@@ -52,6 +53,15 @@ type Config struct {
 	// beforeCommit is the workers' BeforeCommit test hook; never set from
 	// the environment.
 	beforeCommit func(ctx context.Context, job *rivertype.JobRow) error
+}
+
+// rescueAfter is when River's own rescuer takes a job back: a backstop
+// behind the lease (the reaper acts TTL after the last renewal) and behind
+// every job timeout, so that it never takes a live job: an hour, or more
+// when the lease or the webhook timeout are long.
+func (c Config) rescueAfter() time.Duration {
+	lease := time.Duration(c.LeaseSeconds) * time.Second
+	return max(time.Hour, 2*(c.WebhookTimeout+lease))
 }
 
 // compileLimits are the compiler's artifact size limits.
@@ -97,6 +107,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.FetchCooldown = ms("BPC_JOBS_FETCH_COOLDOWN_MS", 10, 1, 60_000)
 	c.PipelinePoll = ms("BPC_JOBS_PIPELINE_POLL_INTERVAL_MS", 100, 1, 60_000)
 	c.QueueMaxDepth = num("BPC_QUEUE_MAX_DEPTH", 0, 0, 1_000_000_000)
+	c.ReaperInterval = ms("BPC_JOBS_REAPER_INTERVAL_MS", 5000, 10, 3_600_000)
 	c.LeaseSeconds = num("BPC_JOBS_LEASE_SECONDS", 60, 2, 86_400)
 	c.LeaseRenewSeconds = num("BPC_JOBS_LEASE_RENEW_SECONDS", 30, 1, 86_400)
 	c.MaxAttemptsDefault = num("BPC_JOBS_MAX_ATTEMPTS_DEFAULT", 5, 1, 100)

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+)
+
+// reaperLock is the advisory lock key that makes one reaper per cluster act
+// at a time (any number of processes run one; the others skip the tick).
+const reaperLock = 0x6270635f6c656173 // "bpc_leas"
+
+// RenewLease extends the lease of a running attempt to now + ttl. It
+// returns false when the attempt no longer holds the lease (the job was
+// reaped, cancelled, finished, or another attempt runs it now).
+func (s *Store) RenewLease(ctx context.Context, db DBTX, riverJobID int64, attempt int, owner string, ttl time.Duration) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE jobs SET lease_expires_at = clock_timestamp() + make_interval(secs => $4)
+		WHERE river_job_id = $1 AND status = 'RUNNING' AND attempts = $2 AND lease_owner = $3
+		  AND lease_expires_at > clock_timestamp()`,
+		riverJobID, attempt, owner, ttl.Seconds())
+	if err != nil {
+		return false, fmt.Errorf("error renewing the lease of River job %d: %w", riverJobID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// FenceLease is the check a handler makes in its transaction just before it
+// commits: the River job is still running this attempt and its lease has
+// not expired. It locks the River job row until the transaction ends, so the
+// reaper (which skips locked rows) cannot take the job back between this
+// check and the commit. A lost lease is LEASE_EXPIRED: the transaction must
+// roll back, and its effects are left to the attempt that holds the lease.
+func (s *Store) FenceLease(ctx context.Context, tx pgx.Tx, riverJobID int64, attempt int) error {
+	var state string
+	var current int
+	err := tx.QueryRow(ctx, `SELECT state::text, attempt FROM river_job WHERE id = $1 FOR UPDATE`, riverJobID).Scan(&state, &current)
+	if err != nil {
+		return notFound(err, "River job", riverJobID)
+	}
+	if state != "running" || current != attempt {
+		return errcode.New(errcode.LeaseExpired, "attempt %d of River job %d lost its lease (the job is %s, attempt %d)", attempt, riverJobID, state, current)
+	}
+	var live bool
+	err = tx.QueryRow(ctx, `SELECT lease_expires_at > clock_timestamp() FROM jobs WHERE river_job_id = $1`, riverJobID).Scan(&live)
+	if err != nil {
+		return notFound(err, "SSOT job of River job", riverJobID)
+	}
+	if !live {
+		return errcode.New(errcode.LeaseExpired, "the lease of attempt %d of River job %d expired", attempt, riverJobID)
+	}
+	return nil
+}
+
+// ReapedJob is a running job whose lease expired and that the reaper
+// returned to River.
+type ReapedJob struct {
+	RiverJobID int64
+	Kind       string
+	// State is River's new state: available (retried at once) or discarded
+	// (its attempts were exhausted: DEAD_LETTER).
+	State     string
+	Attempt   int
+	Owner     string
+	ExpiredAt time.Time
+}
+
+// ReapExpiredLeases returns running jobs whose SSOT lease expired to River,
+// at most limit per call: available for another attempt, or discarded when
+// the expired attempt was the last, with the error "LEASE_EXPIRED: …"
+// appended to River's errors (so last_error.code is LEASE_EXPIRED), through
+// the same mirror as every River change. Only one process reaps at a time
+// (an advisory lock; the others return nothing), and rows a fencing handler
+// holds are skipped until its transaction ends.
+func (s *Store) ReapExpiredLeases(ctx context.Context, limit int) ([]ReapedJob, error) {
+	var out []ReapedJob
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		var locked bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(reaperLock)).Scan(&locked); err != nil {
+			return fmt.Errorf("error taking the reaper lock: %w", err)
+		}
+		if !locked {
+			return nil
+		}
+		rows, _ := tx.Query(ctx, `WITH expired AS (
+				SELECT r.id, r.attempt, r.max_attempts, j.lease_owner, j.lease_expires_at
+				FROM river_job r JOIN jobs j ON j.river_job_id = r.id
+				WHERE r.state = 'running' AND j.status = 'RUNNING' AND j.attempts = r.attempt
+				  AND j.lease_expires_at < clock_timestamp()
+				ORDER BY r.id
+				LIMIT $1
+				FOR UPDATE OF r SKIP LOCKED)
+			UPDATE river_job r SET
+				state = CASE WHEN e.attempt >= e.max_attempts THEN 'discarded' ELSE 'available' END::river_job_state,
+				scheduled_at = CASE WHEN e.attempt >= e.max_attempts THEN r.scheduled_at ELSE now() END,
+				finalized_at = CASE WHEN e.attempt >= e.max_attempts THEN now() END,
+				errors = array_append(r.errors, jsonb_build_object(
+					'at', now(), 'attempt', r.attempt, 'trace', '',
+					'error', format('LEASE_EXPIRED: the lease of %s expired at %s without renewal (worker crashed, paused or partitioned)',
+						coalesce(e.lease_owner, 'the worker'), e.lease_expires_at)))
+			FROM expired e WHERE r.id = e.id
+			RETURNING r.id, r.kind, r.state::text, r.attempt, coalesce(e.lease_owner, ''), e.lease_expires_at`, limit)
+		var err error
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ReapedJob, error) {
+			var j ReapedJob
+			err := row.Scan(&j.RiverJobID, &j.Kind, &j.State, &j.Attempt, &j.Owner, &j.ExpiredAt)
+			return j, err
+		})
+		if err != nil {
+			return fmt.Errorf("error reaping expired leases: %w", err)
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,143 @@
+package workers
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// Leases keeps the SSOT leases of the jobs this process runs (SPEC §3).
+// River gives a running job no lease of its own: its rescuer judges a job
+// stuck by when the attempt started, so a long healthy job and a dead one
+// look alike. Here a job's lease (jobs.lease_expires_at, set by the mirror
+// when the attempt starts) is renewed every Renew to now + TTL while the job
+// runs; the Reaper returns jobs whose lease expired, and handlers fence their
+// commit on the lease (store.FenceLease).
+type Leases struct {
+	Store  *store.Store
+	Logger *slog.Logger
+	// Owner is this process's River client id: the lease_owner of its jobs.
+	Owner string
+	TTL   time.Duration
+	Renew time.Duration
+
+	shuttingDown atomic.Bool
+}
+
+// errLeaseLost is the cause a job's context is cancelled with when its lease
+// is gone: the job was reaped (and may already run elsewhere) or cancelled.
+var errLeaseLost = errcode.New(errcode.LeaseExpired, "the job's lease was lost; its effects are left to the attempt that holds it")
+
+// hold starts renewing job's lease and returns the context to work the job
+// in, which is cancelled with a LEASE_EXPIRED cause when the lease is lost or
+// cannot be renewed before it would expire, and a func that stops renewing.
+// Renewal stops when the job's own context ends (River's job timeout), so a
+// worker hung past its timeout loses its lease within TTL and is reaped.
+func (l *Leases) hold(ctx context.Context, job *rivertype.JobRow) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(l.Renew)
+		defer t.Stop()
+		renewed := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			// Renewal runs outside the job's context: a renewal must not be
+			// cut short by the work it protects.
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), l.Renew)
+			ok, err := l.Store.RenewLease(rctx, l.Store.Pool, job.ID, job.Attempt, l.Owner, l.TTL)
+			rcancel()
+			switch {
+			case err == nil && ok:
+				renewed = time.Now()
+			case err == nil:
+				l.Logger.Warn("job lease lost", slog.Int64("river_job_id", job.ID), slog.String("type", job.Kind),
+					slog.Int("attempt", job.Attempt))
+				cancel(errLeaseLost)
+				return
+			case time.Since(renewed)+l.Renew >= l.TTL:
+				l.Logger.Warn("job lease could not be renewed before expiry", slog.Int64("river_job_id", job.ID),
+					slog.String("type", job.Kind), slog.String("error", err.Error()))
+				cancel(errLeaseLost)
+				return
+			default:
+				l.Logger.Warn("job lease renewal failed; retrying", slog.Int64("river_job_id", job.ID),
+					slog.String("error", err.Error()))
+			}
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		cancel(nil)
+	}
+}
+
+// BeginShutdown marks the process as stopping: jobs cancelled from now on
+// (River's StopAndCancel after the shutdown timeout) are snoozed back to the
+// queue instead of failing an attempt.
+func (l *Leases) BeginShutdown() {
+	if l != nil {
+		l.shuttingDown.Store(true)
+	}
+}
+
+// ShuttingDown reports whether BeginShutdown was called.
+func (l *Leases) ShuttingDown() bool { return l != nil && l.shuttingDown.Load() }
+
+// Reaper returns running jobs whose lease expired to River, on an interval,
+// in every worker process; an advisory lock lets one act per tick.
+type Reaper struct {
+	Store    *store.Store
+	Logger   *slog.Logger
+	Metrics  *Metrics
+	Interval time.Duration
+}
+
+// Run reaps until ctx ends.
+func (r *Reaper) Run(ctx context.Context) {
+	t := time.NewTicker(r.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := r.ReapOnce(ctx); err != nil && ctx.Err() == nil {
+			r.Logger.Warn("lease reaper failed; retrying next tick", slog.String("error", err.Error()))
+		}
+	}
+}
+
+// ReapOnce runs one reaping pass and returns the jobs it returned to River.
+func (r *Reaper) ReapOnce(ctx context.Context) ([]store.ReapedJob, error) {
+	reaped, err := r.Store.ReapExpiredLeases(ctx, 1000)
+	for _, j := range reaped {
+		status := store.StatusQueued
+		if j.State == "discarded" {
+			status = store.StatusDeadLetter
+			if r.Metrics != nil {
+				r.Metrics.DeadLetter.WithLabelValues(j.Kind).Inc()
+			}
+		}
+		if r.Metrics != nil {
+			r.Metrics.JobsCompleted.WithLabelValues(j.Kind, status).Inc()
+		}
+		r.Logger.Warn("job transition", slog.Int64("river_job_id", j.RiverJobID), slog.String("type", j.Kind),
+			slog.Int("attempt", j.Attempt), slog.String("status", status), slog.String("error_code", string(errcode.LeaseExpired)),
+			slog.String("lease_owner", j.Owner), slog.Time("lease_expired_at", j.ExpiredAt))
+	}
+	return reaped, err
+}
