@@ -158,10 +158,14 @@ func BenchmarkBurnDown(b *testing.B) {
 				metrics := workers.NewMetrics(prometheus.NewRegistry())
 				// The service's JSON logger at info (two lines per job), discarded.
 				logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+				// With the lease keeper every job gets (a heartbeat per running
+				// job; the defaults renew every 30 s, so no-op jobs never renew).
+				leases := &workers.Leases{Store: store.New(pool), Logger: logger, Owner: "bench-worker",
+					TTL: time.Minute, Renew: 30 * time.Second}
 				client, err := workers.NewClient(pool, workers.ClientOptions{
 					ID: "bench-worker", Logger: logger, Work: true, Concurrency: concurrency,
 					PollInterval: time.Second, BackoffUnit: time.Second, MaxAttempts: 5,
-					Workers: w, Observer: &workers.Observer{Logger: logger, Metrics: metrics},
+					Workers: w, Observer: &workers.Observer{Logger: logger, Metrics: metrics, Leases: leases},
 					ExtraQueues: []string{benchQueue},
 				})
 				require.NoError(b, err)

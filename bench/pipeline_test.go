@@ -153,7 +153,9 @@ func pipelineRound(b *testing.B, n int, loaded bool) (p50, p99 time.Duration, no
 	client, err := workers.NewClient(pool, workers.ClientOptions{
 		ID: "bench-pipeline", Logger: quiet, Work: true, Concurrency: 10,
 		PollInterval: time.Second, FetchCooldown: 10 * time.Millisecond, PipelinePollInterval: 100 * time.Millisecond, BackoffUnit: time.Second, MaxAttempts: 5,
-		Workers: w, Observer: &workers.Observer{Logger: quiet, Metrics: metrics}, ExtraQueues: []string{benchQueue},
+		Workers: w, Observer: &workers.Observer{Logger: quiet, Metrics: metrics,
+			Leases: &workers.Leases{Store: st, Logger: quiet, Owner: "bench-pipeline", TTL: time.Minute, Renew: 30 * time.Second}},
+		ExtraQueues: []string{benchQueue},
 	})
 	require.NoError(b, err)
 	require.NoError(b, client.Start(ctx))
