@@ -45,6 +45,10 @@ type ClientOptions struct {
 	Workers *river.Workers
 	// Observer is the job middleware (required when Work is true).
 	Observer *Observer
+	// Maintenance, when set, adds the maintenance queue and its periodic
+	// jobs (run by River's elected leader only) and sets River's job
+	// cleaner to its River retention.
+	Maintenance *MaintenanceConfig
 	// ExtraQueues adds queues beyond jobargs.Queues (benchmarks).
 	ExtraQueues []string
 }
@@ -75,8 +79,15 @@ func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], erro
 			}
 			cfg.Queues[q] = qc
 		}
+		if o.Maintenance != nil {
+			cfg.Queues[QueueMaintenance] = river.QueueConfig{MaxWorkers: 1}
+			cfg.PeriodicJobs = MaintenancePeriodicJobs(*o.Maintenance)
+		}
 		cfg.Workers = o.Workers
 		cfg.Middleware = []rivertype.Middleware{o.Observer}
+	}
+	if o.Maintenance != nil {
+		o.Maintenance.ConfigureJobCleaner(cfg)
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), cfg)
 	if err != nil {

@@ -124,6 +124,8 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 		ExportDir:       cfg.ExportDir,
 		BeforeCommit:    cfg.beforeCommit,
 	})
+	workers.RegisterMaintenance(riverWorkers, workers.MaintenanceDeps{Store: a.store, Logger: logger,
+		Metrics: workers.NewMaintenanceMetrics(a.registry), Config: cfg.Maintenance})
 	a.river, err = workers.NewClient(pool, workers.ClientOptions{
 		ID:                   cfg.WorkerID,
 		Logger:               logger,
@@ -137,6 +139,7 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 		Workers:              riverWorkers,
 		Observer:             &workers.Observer{Logger: logger, Metrics: a.metrics, Leases: a.leases},
 		RescueStuckJobsAfter: cfg.rescueAfter(),
+		Maintenance:          &cfg.Maintenance,
 	})
 	if err != nil {
 		return nil, err
@@ -209,7 +212,10 @@ func (a *app) schemaCurrent(ctx context.Context) error {
 // start starts River (unless api role), River UI's services and the HTTP server.
 func (a *app) start(ctx context.Context) error {
 	if a.role != roleAPI {
-		if err := a.river.Start(ctx); err != nil {
+		// Not the caller's (signal) context: cancelling River's start
+		// context cancels running jobs at once, and a shutdown must first
+		// let them finish (stop below).
+		if err := a.river.Start(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("error starting River: %w", err)
 		}
 		a.riverRunning.Store(true)

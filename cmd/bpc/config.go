@@ -17,6 +17,7 @@ import (
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/sign"
+	"github.com/bpc-platform/bpc/workers"
 )
 
 // Config is the service configuration (SPEC §5), read once from the
@@ -33,6 +34,7 @@ type Config struct {
 	PipelinePoll        time.Duration
 	QueueMaxDepth       int
 	ReaperInterval      time.Duration
+	Maintenance         workers.MaintenanceConfig
 	LeaseSeconds        int
 	LeaseRenewSeconds   int
 	MaxAttemptsDefault  int
@@ -108,6 +110,12 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.PipelinePoll = ms("BPC_JOBS_PIPELINE_POLL_INTERVAL_MS", 100, 1, 60_000)
 	c.QueueMaxDepth = num("BPC_QUEUE_MAX_DEPTH", 0, 0, 1_000_000_000)
 	c.ReaperInterval = ms("BPC_JOBS_REAPER_INTERVAL_MS", 5000, 10, 3_600_000)
+	c.Maintenance = workers.DefaultMaintenanceConfig()
+	day := 24 * time.Hour
+	c.Maintenance.RiverRetention = time.Duration(num("BPC_RETENTION_RIVER_DAYS", 7, 0, 36_500)) * day
+	c.Maintenance.JobsRetention = time.Duration(num("BPC_RETENTION_JOBS_DAYS", 90, 0, 36_500)) * day
+	c.Maintenance.ConsistencyInterval = ms("BPC_MAINTENANCE_CONSISTENCY_INTERVAL_MS", 300_000, 0, 86_400_000)
+	c.Maintenance.RetentionInterval = ms("BPC_MAINTENANCE_RETENTION_INTERVAL_MS", 3_600_000, 0, 86_400_000)
 	c.LeaseSeconds = num("BPC_JOBS_LEASE_SECONDS", 60, 2, 86_400)
 	c.LeaseRenewSeconds = num("BPC_JOBS_LEASE_RENEW_SECONDS", 30, 1, 86_400)
 	c.MaxAttemptsDefault = num("BPC_JOBS_MAX_ATTEMPTS_DEFAULT", 5, 1, 100)

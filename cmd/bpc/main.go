@@ -2,6 +2,7 @@
 //
 //	bpc serve [--role=all|worker|api] [--migrate]   run the service
 //	bpc migrate                                       apply migrations
+//	bpc tick [--max-duration 60s] [--max-jobs 1000]   work the due jobs once, then exit
 //	bpc doctor [--json]                               check River ↔ SSOT consistency
 //	bpc webhook-echo --secret S                       a verifying webhook receiver
 //	bpc demo [--url U] [--out DIR] [--tenant T]       walk the NMC811 sample through the pipeline
@@ -35,6 +36,14 @@ Usage:
         unless --migrate is given.
   bpc migrate
         Apply River's and the service's migrations, then exit.
+  bpc tick [--max-duration 60s] [--max-jobs 1000] [--maintenance=true]
+        For cron-style deployments: work the jobs due now (as the worker
+        role would) and exit once none is left, --max-jobs attempts were
+        worked or --max-duration passed; running jobs then get
+        BPC_WORKER_SHUTDOWN_TIMEOUT_MS to finish. Jobs scheduled later
+        (retries in backoff) wait for the next tick. --maintenance also runs
+        the maintenance jobs due in their interval. Prints a one-line
+        summary; exits non-zero only on errors.
   bpc doctor [--json]
         Compare River's jobs with the SSOT jobs table, verify every tenant's
         audit chain and the schema; exit 1 on any problem.
@@ -70,6 +79,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cmdServe(ctx, args[1:], getenv, stdout, stderr)
 	case "migrate":
 		return cmdMigrate(ctx, getenv, stdout)
+	case "tick":
+		return cmdTick(ctx, args[1:], getenv, stdout, stderr)
 	case "doctor":
 		return cmdDoctor(ctx, args[1:], getenv, stdout)
 	case "webhook-echo":

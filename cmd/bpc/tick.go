@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/migrations"
+	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/workers"
+)
+
+// `bpc tick` works the jobs that are due now and exits: for cron-style
+// deployments (Kubernetes CronJob, Cloud Run jobs) and one-shot runs. It is
+// the worker role of `bpc serve` — same River client, workers, leases and
+// mirror — run until there is nothing due or a budget is spent. Jobs
+// scheduled in the future (retries in backoff, snoozes, scheduled_at) are
+// left for the next tick.
+
+// tickOptions bound one tick.
+type tickOptions struct {
+	// MaxDuration is the time budget; running jobs then get the shutdown
+	// timeout (BPC_WORKER_SHUTDOWN_TIMEOUT_MS) to finish.
+	MaxDuration time.Duration
+	// MaxJobs is the item budget: job attempts worked. Jobs already fetched
+	// when it is reached still finish, so a tick may work up to the worker
+	// concurrency more (the tick caps concurrency at MaxJobs).
+	MaxJobs int
+	// Maintenance, when set, inserts the maintenance jobs not yet run in
+	// their current interval, so that a deployment of ticks alone still
+	// checks the mirror and applies retention (a short-lived process cannot
+	// rely on River's periodic enqueuer).
+	Maintenance *workers.MaintenanceConfig
+	// PollEvery is how often the queues are checked for due work.
+	PollEvery time.Duration
+}
+
+// Why a tick stopped.
+const (
+	tickEmpty       = "empty"
+	tickMaxJobs     = "max-jobs"
+	tickMaxDuration = "max-duration"
+	tickInterrupted = "interrupted"
+	tickFailed      = "error"
+)
+
+var tickReasons = map[string]string{
+	tickEmpty:       "no due jobs left",
+	tickMaxJobs:     "item budget (--max-jobs) reached",
+	tickMaxDuration: "time budget (--max-duration) spent",
+	tickInterrupted: "interrupted",
+	tickFailed:      "error",
+}
+
+// tickResult is what a tick did.
+type tickResult struct {
+	Reason string
+	// Worked counts job attempts this process finished, ByStatus by the
+	// SSOT status each left its job in (QUEUED: a retry or snooze follows).
+	Worked   int
+	ByStatus map[string]int
+	Duration time.Duration
+}
+
+func (r *tickResult) record(ev *river.Event) {
+	r.Worked++
+	r.ByStatus[store.ExpectedStatus(string(ev.Job.State), ev.Job.Metadata)]++
+}
+
+// summary is the tick's one-line report.
+func (r tickResult) summary() string {
+	var counts []string
+	for _, s := range store.Statuses {
+		if n := r.ByStatus[s]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%s=%d", s, n))
+		}
+	}
+	detail := ""
+	if len(counts) > 0 {
+		detail = " (" + strings.Join(counts, " ") + ")"
+	}
+	return fmt.Sprintf("bpc tick: worked %d job(s)%s in %s; stopped: %s",
+		r.Worked, detail, r.Duration.Round(time.Millisecond), tickReasons[r.Reason])
+}
+
+// tickEventKinds are the events River sends when an attempt ends.
+var tickEventKinds = []river.EventKind{
+	river.EventKindJobCompleted, river.EventKindJobFailed,
+	river.EventKindJobCancelled, river.EventKindJobSnoozed,
+}
+
+func cmdTick(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tick", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	maxDuration := fs.Duration("max-duration", 60*time.Second, "time budget")
+	maxJobs := fs.Int("max-jobs", 1000, "item budget: job attempts to work at most")
+	maintenance := fs.Bool("maintenance", true, "run the maintenance jobs due in their interval")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *maxDuration <= 0 || *maxJobs <= 0 {
+		return errors.New("--max-duration and --max-jobs must be positive")
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	pool, err := newPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st, err := migrations.Check(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("error checking the schema (is the database reachable?): %w", err)
+	}
+	if !st.Current() {
+		return fmt.Errorf("database schema is behind (%s): run `bpc migrate`", st)
+	}
+	o := tickOptions{MaxDuration: *maxDuration, MaxJobs: *maxJobs}
+	if *maintenance {
+		m := cfg.Maintenance
+		o.Maintenance = &m
+	}
+	_, err = runTick(ctx, cfg, pool, o, stdout)
+	return err
+}
+
+// runTick starts the worker role, waits until no job is due in the
+// service's queues or a budget is spent, stops gracefully and prints the
+// summary. It fails only on errors; a spent budget is a normal end.
+func runTick(ctx context.Context, cfg Config, pool *pgxpool.Pool, o tickOptions, stdout io.Writer) (tickResult, error) {
+	start := time.Now()
+	res := tickResult{ByStatus: map[string]int{}}
+	if o.PollEvery <= 0 {
+		o.PollEvery = 100 * time.Millisecond
+	}
+	// Health and metrics on a port nobody scrapes: an ephemeral loopback
+	// one, so a tick never collides with a service on the same host.
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.WorkerConcurrency = max(1, min(cfg.WorkerConcurrency, o.MaxJobs))
+	logger := newLogger(cfg, stdout)
+
+	a, err := newApp(cfg, roleWorker, logger, pool)
+	if err != nil {
+		return res, err
+	}
+	events, _ := a.river.Subscribe(tickEventKinds...) // closed by River's stop
+	// Not ctx: cancelling River's start context cancels running jobs, and
+	// an interrupted tick stops gracefully like serve.
+	if err := a.start(context.WithoutCancel(ctx)); err != nil {
+		a.stop(context.Background())
+		return res, err
+	}
+
+	var runErr error
+	fail := func(err error) {
+		if ctx.Err() != nil {
+			res.Reason = tickInterrupted
+			return
+		}
+		runErr, res.Reason = err, tickFailed
+	}
+	if o.Maintenance != nil {
+		if err := insertDueMaintenance(ctx, a, *o.Maintenance, logger); err != nil {
+			fail(err)
+		}
+	}
+	queues := append(slices.Clone(jobargs.Queues), workers.QueueMaintenance)
+	check := func() {
+		switch due, err := dueWork(ctx, pool, queues, cfg.WorkerID); {
+		case err != nil:
+			fail(err)
+		case !due:
+			res.Reason = tickEmpty
+		}
+	}
+	if res.Reason == "" {
+		check()
+	}
+	deadline := time.NewTimer(o.MaxDuration)
+	defer deadline.Stop()
+	poll := time.NewTicker(o.PollEvery)
+	defer poll.Stop()
+	for res.Reason == "" {
+		select {
+		case <-ctx.Done():
+			res.Reason = tickInterrupted
+		case <-deadline.C:
+			res.Reason = tickMaxDuration
+		case <-poll.C:
+			check()
+		case ev, ok := <-events:
+			if !ok {
+				fail(errors.New("River stopped while working jobs"))
+				events = nil
+				break
+			}
+			res.record(ev)
+			if res.Worked >= o.MaxJobs {
+				res.Reason = tickMaxJobs
+			}
+		}
+	}
+
+	if res.Reason == tickInterrupted {
+		forceExitOnSecondSignal(logger)
+	}
+	a.stop(context.Background())
+	// River delivers the events of the jobs that finished during the stop,
+	// then closes the subscription.
+	for drain := time.After(10 * time.Second); events != nil; {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			res.record(ev)
+		case <-drain:
+			events = nil
+		}
+	}
+	res.Duration = time.Since(start)
+	fmt.Fprintln(stdout, res.summary())
+	return res, runErr
+}
+
+// dueWork reports whether anything in queues is due now for this worker:
+// a job it is running, or one that is available or whose scheduled time
+// has come (River's scheduler makes those available). Other workers'
+// running jobs and paused queues are not waited for.
+func dueWork(ctx context.Context, pool *pgxpool.Pool, queues []string, workerID string) (bool, error) {
+	var due bool
+	err := pool.QueryRow(ctx, `SELECT EXISTS (
+		SELECT 1 FROM river_job j
+		WHERE j.queue = ANY($1)
+			AND ((j.state = 'running' AND j.attempted_by[array_upper(j.attempted_by, 1)] = $2)
+				OR (j.state IN ('available', 'scheduled', 'retryable') AND j.scheduled_at <= now()))
+			AND NOT EXISTS (SELECT 1 FROM river_queue q WHERE q.name = j.queue AND q.paused_at IS NOT NULL))`,
+		queues, workerID).Scan(&due)
+	if err != nil {
+		return false, fmt.Errorf("error looking for due jobs: %w", err)
+	}
+	return due, nil
+}
+
+// insertDueMaintenance inserts the maintenance jobs that have not run in
+// their current interval (unique per interval, so the periodic enqueuer and
+// other ticks add no second run).
+func insertDueMaintenance(ctx context.Context, a *app, m workers.MaintenanceConfig, logger *slog.Logger) error {
+	params := workers.DueMaintenanceJobs(m)
+	if len(params) == 0 {
+		return nil
+	}
+	res, err := a.river.InsertMany(ctx, params)
+	var unknown *river.UnknownJobKindError
+	switch {
+	case errors.As(err, &unknown):
+		logger.Warn("maintenance workers are not registered; skipping maintenance", slog.String("kind", unknown.Kind))
+		return nil
+	case err != nil:
+		return fmt.Errorf("error inserting maintenance jobs: %w", err)
+	}
+	for _, r := range res {
+		if !r.UniqueSkippedAsDuplicate {
+			logger.Info("maintenance job due", slog.String("type", r.Job.Kind), slog.Int64("river_job_id", r.Job.ID))
+		}
+	}
+	return nil
+}

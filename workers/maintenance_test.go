@@ -1,0 +1,280 @@
+package workers_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/workers"
+)
+
+// lockedBuffer is a log sink that River's goroutines may write to.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// maintEnv is a migrated schema with an insert-only River client and the
+// maintenance workers' dependencies.
+type maintEnv struct {
+	ctx    context.Context
+	pool   *pgxpool.Pool
+	st     *store.Store
+	client *river.Client[pgx.Tx]
+	logs   *lockedBuffer
+	deps   workers.MaintenanceDeps
+}
+
+func newMaintEnv(t *testing.T, cfg workers.MaintenanceConfig) *maintEnv {
+	t.Helper()
+	pool := testdb.New(t)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	logs := &lockedBuffer{}
+	st := store.New(pool)
+	return &maintEnv{ctx: t.Context(), pool: pool, st: st, client: client, logs: logs,
+		deps: workers.MaintenanceDeps{
+			Store:   st,
+			Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
+			Metrics: workers.NewMaintenanceMetrics(prometheus.NewRegistry()),
+			Config:  cfg,
+		}}
+}
+
+// enqueue inserts a BUILD_SNAPSHOT job (never worked here) through the store.
+func (e *maintEnv) enqueue(t *testing.T) store.Job {
+	t.Helper()
+	tx, err := e.pool.Begin(e.ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(e.ctx) //nolint:errcheck
+	job, err := e.st.EnqueueArgs(e.ctx, tx, e.client,
+		&jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: uuid.New()}, "")
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(e.ctx))
+	return job
+}
+
+// exec runs SQL as River or an operator would; the mirror follows.
+func (e *maintEnv) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	_, err := e.pool.Exec(e.ctx, sql, args...)
+	require.NoError(t, err)
+}
+
+// finish moves a River job to a final state as of ago.
+func (e *maintEnv) finish(t *testing.T, job store.Job, state string, ago time.Duration) {
+	t.Helper()
+	e.exec(t, `UPDATE river_job SET state = $2, attempt = 1, attempted_at = now() - $3::interval,
+		finalized_at = now() - $3::interval WHERE id = $1`, job.RiverJobID, state, ago.String())
+}
+
+func (e *maintEnv) jobExists(t *testing.T, job store.Job) bool {
+	t.Helper()
+	var n int
+	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT count(*) FROM jobs WHERE job_id = $1`, job.JobID).Scan(&n))
+	return n == 1
+}
+
+func TestMaintenanceConsistencyReportsDriftWithoutFailing(t *testing.T) {
+	t.Parallel()
+	e := newMaintEnv(t, workers.DefaultMaintenanceConfig())
+	w := &workers.MaintenanceConsistencyWorker{Deps: e.deps}
+	job := &river.Job[workers.MaintenanceConsistencyArgs]{JobRow: &rivertype.JobRow{}}
+
+	queued := e.enqueue(t)
+	done := e.enqueue(t)
+	e.finish(t, done, "completed", time.Minute)
+
+	// A clean mirror: zero drift.
+	require.NoError(t, w.Work(e.ctx, job))
+	require.Equal(t, 0.0, testutil.ToFloat64(e.deps.Metrics.MirrorDrift))
+	require.Positive(t, testutil.ToFloat64(e.deps.Metrics.MirrorChecked))
+	require.Contains(t, e.logs.String(), `"drift_count":0`)
+
+	// Someone edits the SSOT behind River's back: the check reports it,
+	// and the job still succeeds.
+	e.exec(t, `UPDATE jobs SET attempts = attempts + 5 WHERE job_id = $1`, queued.JobID)
+	require.NoError(t, w.Work(e.ctx, job))
+	require.Equal(t, 1.0, testutil.ToFloat64(e.deps.Metrics.MirrorDrift))
+	logs := e.logs.String()
+	require.Contains(t, logs, `"level":"WARN"`)
+	require.Contains(t, logs, `"drift_count":1`)
+	require.Contains(t, logs, "job_id="+queued.JobID.String())
+}
+
+func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
+	t.Parallel()
+	cfg := workers.DefaultMaintenanceConfig()
+	cfg.JobsRetention = 90 * 24 * time.Hour
+	cfg.RetentionBatchSize = 2 // three expired rows: two batches
+	e := newMaintEnv(t, cfg)
+	old, recent := 100*24*time.Hour, 24*time.Hour
+
+	// Expired: finished 100 days ago and River's row deleted (the mirror
+	// marks it river_deleted_at), in each terminal state.
+	var expired []store.Job
+	for _, state := range []string{"completed", "discarded"} {
+		j := e.enqueue(t)
+		e.finish(t, j, state, old)
+		e.exec(t, `DELETE FROM river_job WHERE id = $1`, j.RiverJobID)
+		expired = append(expired, j)
+	}
+	// Expired too: River's row is gone though the mirror never marked it
+	// (deleted with the triggers disabled).
+	unmarked := e.enqueue(t)
+	e.finish(t, unmarked, "completed", old)
+	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
+	e.exec(t, `DELETE FROM river_job WHERE id = $1`, unmarked.RiverJobID)
+	e.exec(t, `ALTER TABLE river_job ENABLE ALWAYS TRIGGER bpc_mirror_delete`)
+	expired = append(expired, unmarked)
+
+	// Kept: finished recently (River's row gone).
+	recentGone := e.enqueue(t)
+	e.finish(t, recentGone, "completed", recent)
+	e.exec(t, `DELETE FROM river_job WHERE id = $1`, recentGone.RiverJobID)
+	// Kept: finished long ago but River still has the job.
+	inRiver := e.enqueue(t)
+	e.finish(t, inRiver, "completed", old)
+	// Kept: running for 100 days (River's row exists).
+	running := e.enqueue(t)
+	e.exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - interval '100 days',
+		attempted_by = ARRAY['w1'] WHERE id = $1`, running.RiverJobID)
+	// Kept: not terminal in the SSOT, even with River's row gone and an old
+	// finished_at (a tampered row is the operator's to inspect).
+	orphan := e.enqueue(t)
+	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
+	e.exec(t, `DELETE FROM river_job WHERE id = $1`, orphan.RiverJobID)
+	e.exec(t, `ALTER TABLE river_job ENABLE ALWAYS TRIGGER bpc_mirror_delete`)
+	e.exec(t, `UPDATE jobs SET finished_at = now() - interval '100 days' WHERE job_id = $1`, orphan.JobID)
+
+	var eventsBefore int
+	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT count(*) FROM events`).Scan(&eventsBefore))
+
+	w := &workers.MaintenanceRetentionWorker{Deps: e.deps}
+	require.NoError(t, w.Work(e.ctx, &river.Job[workers.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
+
+	for _, j := range expired {
+		require.False(t, e.jobExists(t, j), "expired job %s kept", j.JobID)
+	}
+	for name, j := range map[string]store.Job{"recent": recentGone, "in River": inRiver, "running": running, "orphan": orphan} {
+		require.True(t, e.jobExists(t, j), "%s job deleted", name)
+	}
+	require.Equal(t, 3.0, testutil.ToFloat64(e.deps.Metrics.RetentionDeleted))
+	require.Contains(t, e.logs.String(), `"ssot_deleted":3`)
+	require.Contains(t, e.logs.String(), `"complete":true`)
+	var eventsAfter int
+	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT count(*) FROM events`).Scan(&eventsAfter))
+	require.Equal(t, eventsBefore, eventsAfter)
+
+	// A spent budget stops after one batch; the next run continues.
+	e.deps.Config.RetentionBatchSize = 1
+	e.deps.Config.RetentionBudget = 0
+	e.deps.Config.JobsRetention = time.Hour // recentGone expires now
+	more := e.enqueue(t)
+	e.finish(t, more, "cancelled", recent)
+	e.exec(t, `DELETE FROM river_job WHERE id = $1`, more.RiverJobID)
+	w = &workers.MaintenanceRetentionWorker{Deps: e.deps}
+	require.NoError(t, w.Work(e.ctx, &river.Job[workers.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
+	require.Equal(t, 4.0, testutil.ToFloat64(e.deps.Metrics.RetentionDeleted))
+	require.Contains(t, e.logs.String(), `"complete":false`)
+	require.NoError(t, w.Work(e.ctx, &river.Job[workers.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
+	require.False(t, e.jobExists(t, recentGone))
+	require.False(t, e.jobExists(t, more))
+}
+
+// TestMaintenancePeriodicJobsRunOnTheLeader runs the periodic jobs through a
+// real River client: the leader inserts both on start, they are worked and
+// mirrored, and inserting them again within the interval adds nothing.
+func TestMaintenancePeriodicJobsRunOnTheLeader(t *testing.T) {
+	t.Parallel()
+	cfg := workers.DefaultMaintenanceConfig()
+	// Long intervals: the uniqueness check below must not cross a period.
+	cfg.ConsistencyInterval, cfg.RetentionInterval = 1000*time.Hour, 1000*time.Hour
+	e := newMaintEnv(t, cfg)
+
+	w := river.NewWorkers()
+	workers.RegisterMaintenance(w, e.deps)
+	rc := &river.Config{
+		ID:                "maintenance-test",
+		Logger:            slog.New(slog.DiscardHandler),
+		Queues:            map[string]river.QueueConfig{workers.QueueMaintenance: {MaxWorkers: 2}},
+		Workers:           w,
+		PeriodicJobs:      workers.MaintenancePeriodicJobs(cfg),
+		FetchCooldown:     20 * time.Millisecond,
+		FetchPollInterval: 20 * time.Millisecond,
+		TestOnly:          true,
+	}
+	cfg.ConfigureJobCleaner(rc)
+	require.Equal(t, 7*24*time.Hour, rc.CompletedJobRetentionPeriod)
+	require.Equal(t, 7*24*time.Hour, rc.DiscardedJobRetentionPeriod)
+	client, err := river.NewClient(riverpgxv5.New(e.pool), rc)
+	require.NoError(t, err)
+	require.NoError(t, client.Start(e.ctx))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = client.Stop(ctx)
+	})
+
+	succeeded := func() map[string]int {
+		rows, err := e.pool.Query(e.ctx, `SELECT type, count(*) FROM jobs
+			WHERE queue = $1 AND status = 'SUCCEEDED' GROUP BY type`, workers.QueueMaintenance)
+		require.NoError(t, err)
+		out := map[string]int{}
+		for rows.Next() {
+			var kind string
+			var n int
+			require.NoError(t, rows.Scan(&kind, &n))
+			out[kind] = n
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	want := map[string]int{workers.KindMaintenanceConsistency: 1, workers.KindMaintenanceRetention: 1}
+	require.Eventually(t, func() bool {
+		got := succeeded()
+		return got[workers.KindMaintenanceConsistency] == 1 && got[workers.KindMaintenanceRetention] == 1
+	}, 20*time.Second, 20*time.Millisecond)
+	require.Positive(t, testutil.ToFloat64(e.deps.Metrics.MirrorChecked))
+
+	// Within the interval, inserting them again (as `bpc tick` does) is a no-op.
+	res, err := client.InsertMany(e.ctx, workers.DueMaintenanceJobs(cfg))
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	for _, r := range res {
+		require.True(t, r.UniqueSkippedAsDuplicate, "%s inserted twice in one interval", r.Job.Kind)
+	}
+	require.Equal(t, want, succeeded())
+
+	rep, err := e.st.CheckConsistency(e.ctx, e.pool)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
+}
