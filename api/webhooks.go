@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -104,7 +105,19 @@ func (s *Server) handleGetEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ep)
+	breaker, err := s.Store.GetWebhookBreaker(r.Context(), s.Store.Pool, tenantID, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, endpointResponse{WebhookEndpoint: ep, Breaker: breaker.View(time.Now())})
+}
+
+// endpointResponse is an endpoint with its circuit breaker (CLOSED with
+// zeros when it has none yet).
+type endpointResponse struct {
+	store.WebhookEndpoint
+	Breaker store.BreakerView `json:"breaker"`
 }
 
 type updateEndpointRequest struct {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"sort"
@@ -51,6 +52,11 @@ type DeliverWebhookWorker struct {
 	Metrics *Metrics
 	// RequestTimeout bounds one POST (BPC_WEBHOOK_TIMEOUT_MS).
 	RequestTimeout time.Duration
+	// Breaker tunes the endpoints' circuit breaker (workers/breaker.go);
+	// zero fields take DefaultBreakerConfig's values.
+	Breaker BreakerConfig
+	// Logger receives breaker transitions (slog.Default when nil).
+	Logger *slog.Logger
 }
 
 // Timeout gives River's job timeout headroom over the HTTP timeout so that
@@ -77,14 +83,30 @@ func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[jobargs.
 	}
 	if d.Endpoint.DeletedAt != nil || !d.Endpoint.IsActive {
 		err := errcode.New(errcode.InvalidState, "webhook endpoint %s is deleted or inactive", d.Endpoint.WebhookEndpointID)
-		return w.record(ctx, job, store.DeliveryAttempt{Status: store.DeliveryFailed, ErrorCode: string(err.Code), ErrorMessage: err.Message, At: time.Now()}, err)
+		return w.record(ctx, job, d, store.DeliveryAttempt{Status: store.DeliveryFailed, ErrorCode: string(err.Code), ErrorMessage: err.Message, At: time.Now()}, err, nil)
 	}
 
 	body, err := Body(d.Event)
 	if err != nil {
 		return err
 	}
+	// An open circuit breaker holds the delivery: a snooze spends no
+	// attempt and the delivery stays PENDING (workers/breaker.go).
+	hold, probe, err := w.admit(ctx, d)
+	if err != nil {
+		return err
+	}
+	if hold > 0 {
+		return river.JobSnooze(hold)
+	}
 	attempt, sendErr := w.send(ctx, d, body)
+	outcome := ClassifyOutcome(true, sendErr)
+	if ctx.Err() != nil {
+		// Cut short by this process (shutdown, lost lease, cancel): no
+		// verdict on the endpoint. A probe is released for the next delivery.
+		outcome = OutcomeNone
+	}
+	note := &breakerNote{outcome: outcome, probe: probe}
 	attempt.At = time.Now()
 	switch {
 	case sendErr == nil:
@@ -98,20 +120,31 @@ func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[jobargs.
 		e := errcode.As(sendErr)
 		attempt.ErrorCode, attempt.ErrorMessage = string(e.Code), e.Message
 	}
-	return w.record(ctx, job, attempt, sendErr)
+	return w.record(ctx, job, d, attempt, sendErr, note)
 }
 
-// record stores the attempt and returns the job's error. A delivered webhook
-// completes its job in the same transaction as the DELIVERED row, so the two
-// can never disagree.
-func (w *DeliverWebhookWorker) record(ctx context.Context, job *river.Job[jobargs.DeliverWebhookArgs], a store.DeliveryAttempt, jobErr error) error {
+// record stores the attempt, and what it says about the endpoint's health
+// on its circuit breaker (note; nil when nothing was sent), and returns the
+// job's error. A delivered webhook completes its job in the same transaction
+// as the DELIVERED row, so the two can never disagree; the breaker's row is
+// updated in that transaction too.
+func (w *DeliverWebhookWorker) record(ctx context.Context, job *river.Job[jobargs.DeliverWebhookArgs], d store.DeliveryToSend,
+	a store.DeliveryAttempt, jobErr error, note *breakerNote,
+) error {
 	w.Metrics.WebhookDeliveries.WithLabelValues(a.Status).Inc()
 	// Record even when the job's context was cancelled by a timeout.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	var t *BreakerTransition
 	err := w.Store.InTx(ctx, func(tx pgx.Tx) error {
 		if err := w.Store.RecordDeliveryAttempt(ctx, tx, job.Args.TenantID, job.Args.WebhookDeliveryID, a); err != nil {
 			return err
+		}
+		if note != nil && (note.outcome != OutcomeNone || note.probe) {
+			var err error
+			if t, err = w.recordOutcome(ctx, tx, d, note.outcome); err != nil {
+				return err
+			}
 		}
 		if jobErr == nil {
 			if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
@@ -122,6 +155,9 @@ func (w *DeliverWebhookWorker) record(ctx context.Context, job *river.Job[jobarg
 	})
 	if err != nil {
 		return errcode.Wrap(errcode.DBUnavailable, err, "error recording webhook delivery: %s", err.Error())
+	}
+	if t != nil {
+		w.reportTransition(ctx, *t)
 	}
 	return jobErr
 }

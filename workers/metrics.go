@@ -10,10 +10,19 @@ type Metrics struct {
 	JobDuration       *prometheus.HistogramVec
 	DeadLetter        *prometheus.CounterVec
 	WebhookDeliveries *prometheus.CounterVec
-	CompileDuration   prometheus.Histogram
-	PayloadBytes      prometheus.Histogram
-	ProofBytes        prometheus.Histogram
-	ReceiptBytes      prometheus.Histogram
+	// WebhookDeliveriesHeld counts deliveries snoozed by their endpoint's
+	// circuit breaker (no POST, no attempt spent).
+	WebhookDeliveriesHeld prometheus.Counter
+	// BreakerTransitions counts circuit breaker transitions by the state
+	// entered. A transition counter labelled by state (3 values) rather than
+	// a per-endpoint state gauge: endpoint ids are unbounded. The number of
+	// breakers open is a scrape-time gauge (BreakerCollector, from the
+	// database) because only the database knows the cluster-wide state.
+	BreakerTransitions *prometheus.CounterVec
+	CompileDuration    prometheus.Histogram
+	PayloadBytes       prometheus.Histogram
+	ProofBytes         prometheus.Histogram
+	ReceiptBytes       prometheus.Histogram
 }
 
 // NewMetrics creates the job metrics and registers them with reg.
@@ -36,6 +45,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bpc_webhook_deliveries_total",
 			Help: "Webhook delivery attempts, by the delivery status they left (PENDING means a retry follows).",
 		}, []string{"status"}),
+		WebhookDeliveriesHeld: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bpc_webhook_deliveries_held_total",
+			Help: "Webhook deliveries held (snoozed without POSTing) by their endpoint's open circuit breaker.",
+		}),
+		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bpc_webhook_breaker_transitions_total",
+			Help: "Webhook endpoint circuit breaker transitions, by the state entered (OPEN, HALF_OPEN, CLOSED).",
+		}, []string{"to"}),
 		CompileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "bpc_compile_duration_seconds",
 			Help:    "Duration of the pure compile (rules, proof, receipt) in COMPILE_PASSPORT.",
@@ -58,6 +75,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.JobsCompleted, m.JobDuration, m.DeadLetter, m.WebhookDeliveries,
+		m.WebhookDeliveriesHeld, m.BreakerTransitions,
 		m.CompileDuration, m.PayloadBytes, m.ProofBytes, m.ReceiptBytes)
 	return m
 }

@@ -97,7 +97,12 @@ func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func
 		level, fields := slog.LevelInfo, append(attrs[:base],
 			slog.String("status", status),
 			slog.Int64("duration_ms", elapsed.Milliseconds()))
-		if err != nil {
+		var snooze *rivertype.JobSnoozeError
+		switch {
+		case errors.As(err, &snooze):
+			// Held back (breaker open, shutdown): no attempt spent, no error.
+			fields = append(fields, slog.Bool("snoozed", true))
+		case err != nil:
 			fields = append(fields, slog.String("error_code", string(errcode.CodeOf(err))))
 			if status == store.StatusDeadLetter || status == store.StatusFailed {
 				level = slog.LevelWarn

@@ -22,6 +22,9 @@ type Deps struct {
 	Metrics        *Metrics
 	HTTPClient     *http.Client
 	WebhookTimeout time.Duration
+	// WebhookBreaker tunes the webhook endpoints' circuit breaker (zero
+	// fields: DefaultBreakerConfig).
+	WebhookBreaker BreakerConfig
 	// CompilerBuildID is recorded in every receipt (BPC_COMPILER_BUILD_ID).
 	CompilerBuildID string
 	// Limits are the artifact size limits (BPC_*_MAX_BYTES).
@@ -51,7 +54,8 @@ var registry = []struct {
 	{jobargs.KindExport, func(w *river.Workers, d Deps) { river.AddWorker(w, &ExportPassportWorker{Deps: d}) }},
 	{jobargs.KindRunRuleTests, func(w *river.Workers, d Deps) { river.AddWorker(w, &RunRuleTestsWorker{Deps: d}) }},
 	{jobargs.KindDeliverWebhook, func(w *river.Workers, d Deps) {
-		river.AddWorker(w, &DeliverWebhookWorker{Store: d.Store, Client: d.HTTPClient, Metrics: d.Metrics, RequestTimeout: d.WebhookTimeout})
+		river.AddWorker(w, &DeliverWebhookWorker{Store: d.Store, Client: d.HTTPClient, Metrics: d.Metrics,
+			RequestTimeout: d.WebhookTimeout, Breaker: d.WebhookBreaker, Logger: d.Logger})
 	}},
 }
 

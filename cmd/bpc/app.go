@@ -93,7 +93,7 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 	a := &app{cfg: cfg, role: role, logger: logger, pool: pool, store: store.New(pool), serveErr: make(chan error, 1)}
 	a.registry = prometheus.NewRegistry()
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a.registry.MustRegister(api.NewQueueCollector(pool, logger))
+	a.registry.MustRegister(api.NewQueueCollector(pool, logger), workers.NewBreakerCollector(a.store, logger))
 	a.metrics = workers.NewMetrics(a.registry)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -123,6 +123,7 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 		Signer:          signer,
 		ExportDir:       cfg.ExportDir,
 		BeforeCommit:    cfg.beforeCommit,
+		WebhookBreaker:  cfg.Breaker,
 	})
 	workers.RegisterMaintenance(riverWorkers, workers.MaintenanceDeps{Store: a.store, Logger: logger,
 		Metrics: workers.NewMaintenanceMetrics(a.registry), Config: cfg.Maintenance})

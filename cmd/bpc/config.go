@@ -35,6 +35,7 @@ type Config struct {
 	QueueMaxDepth       int
 	ReaperInterval      time.Duration
 	Maintenance         workers.MaintenanceConfig
+	Breaker             workers.BreakerConfig
 	LeaseSeconds        int
 	LeaseRenewSeconds   int
 	MaxAttemptsDefault  int
@@ -116,6 +117,21 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.Maintenance.JobsRetention = time.Duration(num("BPC_RETENTION_JOBS_DAYS", 90, 0, 36_500)) * day
 	c.Maintenance.ConsistencyInterval = ms("BPC_MAINTENANCE_CONSISTENCY_INTERVAL_MS", 300_000, 0, 86_400_000)
 	c.Maintenance.RetentionInterval = ms("BPC_MAINTENANCE_RETENTION_INTERVAL_MS", 3_600_000, 0, 86_400_000)
+	c.Breaker = workers.DefaultBreakerConfig()
+	switch v := strings.ToLower(or(getenv("BPC_WEBHOOK_BREAKER_ENABLED"), "true")); v {
+	case "true", "1":
+	case "false", "0":
+		c.Breaker.Disabled = true
+	default:
+		errs = append(errs, configError(errcode.Validation, "BPC_WEBHOOK_BREAKER_ENABLED", "must be true or false, got %q", v))
+	}
+	c.Breaker.Window = ms("BPC_WEBHOOK_BREAKER_WINDOW_MS", 60_000, 100, 86_400_000)
+	c.Breaker.MinAttempts = num("BPC_WEBHOOK_BREAKER_MIN_ATTEMPTS", 5, 1, 1_000_000)
+	c.Breaker.FailureThreshold = float64(num("BPC_WEBHOOK_BREAKER_FAILURE_PERCENT", 50, 1, 100)) / 100
+	c.Breaker.Cooldown = ms("BPC_WEBHOOK_BREAKER_COOLDOWN_MS", 30_000, 10, 86_400_000)
+	if err := c.Breaker.Validate(); err != nil {
+		errs = append(errs, configError(errcode.Validation, "BPC_WEBHOOK_BREAKER_*", "%s", err.Error()))
+	}
 	c.LeaseSeconds = num("BPC_JOBS_LEASE_SECONDS", 60, 2, 86_400)
 	c.LeaseRenewSeconds = num("BPC_JOBS_LEASE_RENEW_SECONDS", 30, 1, 86_400)
 	c.MaxAttemptsDefault = num("BPC_JOBS_MAX_ATTEMPTS_DEFAULT", 5, 1, 100)

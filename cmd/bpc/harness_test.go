@@ -64,6 +64,9 @@ func newHarnessWith(t *testing.T, role string, env map[string]string, mutate fun
 		"BPC_JOBS_BACKOFF_UNIT_MS":       "25",
 		"BPC_WEBHOOK_TIMEOUT_MS":         "5000",
 		"BPC_WORKER_SHUTDOWN_TIMEOUT_MS": "3000",
+		// A short breaker cool-down: tests that dead-letter an endpoint
+		// then fix it should not wait the default 30 s for the probe.
+		"BPC_WEBHOOK_BREAKER_COOLDOWN_MS": "300",
 		// No maintenance jobs unless a test asks: tests count jobs.
 		"BPC_MAINTENANCE_CONSISTENCY_INTERVAL_MS": "0",
 		"BPC_MAINTENANCE_RETENTION_INTERVAL_MS":   "0",

@@ -1,0 +1,349 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/jobargs"
+)
+
+// Circuit breaker states of a webhook endpoint.
+const (
+	// BreakerClosed lets every delivery through.
+	BreakerClosed = "CLOSED"
+	// BreakerOpen holds the endpoint's deliveries until next_probe_at.
+	BreakerOpen = "OPEN"
+	// BreakerHalfOpen lets one probe delivery through and holds the rest.
+	BreakerHalfOpen = "HALF_OPEN"
+)
+
+// BreakerWindow counts an endpoint's recent delivery attempts and failures
+// in a ring of time buckets: slot i counts the attempts whose time falls in
+// bucket Buckets[i] (unix milliseconds / bucket width). Totals covers the
+// current bucket and the len-1 before it, so the window slides at bucket
+// granularity. It is a value: Record returns a new window.
+type BreakerWindow struct {
+	BucketWidth time.Duration
+	Buckets     []int64
+	Attempts    []int32
+	Failures    []int32
+}
+
+// NewBreakerWindow returns an empty window of length split into buckets
+// slots (at least 1 ms each).
+func NewBreakerWindow(length time.Duration, buckets int) BreakerWindow {
+	buckets = max(buckets, 1)
+	width := max((length / time.Duration(buckets)).Truncate(time.Millisecond), time.Millisecond)
+	w := BreakerWindow{
+		BucketWidth: width,
+		Buckets:     make([]int64, buckets),
+		Attempts:    make([]int32, buckets),
+		Failures:    make([]int32, buckets),
+	}
+	for i := range w.Buckets {
+		w.Buckets[i] = -1 // counts nothing
+	}
+	return w
+}
+
+// Fits reports whether the window has the shape NewBreakerWindow(length,
+// buckets) gives; a window of another shape (configuration changed) is
+// replaced rather than reinterpreted.
+func (w BreakerWindow) Fits(length time.Duration, buckets int) bool {
+	want := NewBreakerWindow(length, buckets)
+	return w.BucketWidth == want.BucketWidth && len(w.Buckets) == len(want.Buckets) &&
+		len(w.Attempts) == len(w.Buckets) && len(w.Failures) == len(w.Buckets)
+}
+
+// Length is the time the window covers.
+func (w BreakerWindow) Length() time.Duration { return w.BucketWidth * time.Duration(len(w.Buckets)) }
+
+func (w BreakerWindow) bucketAt(t time.Time) int64 {
+	return t.UnixMilli() / max(w.BucketWidth.Milliseconds(), 1)
+}
+
+// Totals returns the attempts and failures counted in the window ending at
+// now. Buckets from the future (a clock behind another worker's) count too,
+// so that skew between hosts does not hide failures.
+func (w BreakerWindow) Totals(now time.Time) (attempts, failures int) {
+	if len(w.Buckets) == 0 || len(w.Attempts) != len(w.Buckets) || len(w.Failures) != len(w.Buckets) {
+		return 0, 0
+	}
+	cur := w.bucketAt(now)
+	oldest := cur - int64(len(w.Buckets)) + 1
+	for i, b := range w.Buckets {
+		if b >= oldest && b >= 0 {
+			attempts += int(w.Attempts[i])
+			failures += int(w.Failures[i])
+		}
+	}
+	return attempts, failures
+}
+
+// Record returns the window with one attempt at now counted (and a failure
+// when failure is true).
+func (w BreakerWindow) Record(now time.Time, failure bool) BreakerWindow {
+	out := BreakerWindow{
+		BucketWidth: w.BucketWidth,
+		Buckets:     append([]int64(nil), w.Buckets...),
+		Attempts:    append([]int32(nil), w.Attempts...),
+		Failures:    append([]int32(nil), w.Failures...),
+	}
+	if len(out.Buckets) == 0 {
+		return out
+	}
+	cur := out.bucketAt(now)
+	slot := int(((cur % int64(len(out.Buckets))) + int64(len(out.Buckets))) % int64(len(out.Buckets)))
+	if out.Buckets[slot] != cur {
+		out.Buckets[slot], out.Attempts[slot], out.Failures[slot] = cur, 0, 0
+	}
+	out.Attempts[slot]++
+	if failure {
+		out.Failures[slot]++
+	}
+	return out
+}
+
+// WebhookBreaker is the circuit breaker of one webhook endpoint, shared by
+// every worker process through its row in webhook_endpoint_breakers.
+type WebhookBreaker struct {
+	WebhookEndpointID uuid.UUID
+	TenantID          uuid.UUID
+	State             string
+	Window            BreakerWindow
+	// Attempts and Failures are the window's totals as of UpdatedAt.
+	Attempts        int32
+	Failures        int32
+	OpenedAt        *time.Time
+	NextProbeAt     *time.Time
+	ProbeDeliveryID *uuid.UUID
+	UpdatedAt       time.Time
+	// Stored is false when the endpoint has no row yet: CLOSED, nothing counted.
+	Stored bool
+}
+
+// BreakerView is what the API shows of a breaker.
+type BreakerView struct {
+	State            string     `json:"state"`
+	FailureRate      float64    `json:"failure_rate"`
+	AttemptsInWindow int        `json:"attempts_in_window"`
+	FailuresInWindow int        `json:"failures_in_window"`
+	OpenedAt         *time.Time `json:"opened_at"`
+	NextProbeAt      *time.Time `json:"next_probe_at"`
+}
+
+// View returns the breaker as of now: the window's totals age as time passes.
+func (b WebhookBreaker) View(now time.Time) BreakerView {
+	v := BreakerView{State: b.State, OpenedAt: b.OpenedAt, NextProbeAt: b.NextProbeAt}
+	if v.State == "" {
+		v.State = BreakerClosed
+	}
+	v.AttemptsInWindow, v.FailuresInWindow = b.Window.Totals(now)
+	if v.AttemptsInWindow > 0 {
+		v.FailureRate = float64(v.FailuresInWindow) / float64(v.AttemptsInWindow)
+	}
+	return v
+}
+
+// breakerRow is the table's row as scanned.
+type breakerRow struct {
+	WebhookEndpointID uuid.UUID  `db:"webhook_endpoint_id"`
+	TenantID          uuid.UUID  `db:"tenant_id"`
+	State             string     `db:"state"`
+	BucketMS          int32      `db:"bucket_ms"`
+	BucketIDs         []int64    `db:"bucket_ids"`
+	BucketAttempts    []int32    `db:"bucket_attempts"`
+	BucketFailures    []int32    `db:"bucket_failures"`
+	Attempts          int32      `db:"attempts"`
+	Failures          int32      `db:"failures"`
+	OpenedAt          *time.Time `db:"opened_at"`
+	NextProbeAt       *time.Time `db:"next_probe_at"`
+	ProbeDeliveryID   *uuid.UUID `db:"probe_delivery_id"`
+	UpdatedAt         time.Time  `db:"updated_at"`
+}
+
+func (r breakerRow) breaker() WebhookBreaker {
+	return WebhookBreaker{
+		WebhookEndpointID: r.WebhookEndpointID, TenantID: r.TenantID, State: r.State,
+		Window: BreakerWindow{
+			BucketWidth: time.Duration(r.BucketMS) * time.Millisecond,
+			Buckets:     r.BucketIDs, Attempts: r.BucketAttempts, Failures: r.BucketFailures,
+		},
+		Attempts: r.Attempts, Failures: r.Failures, OpenedAt: r.OpenedAt, NextProbeAt: r.NextProbeAt,
+		ProbeDeliveryID: r.ProbeDeliveryID, UpdatedAt: r.UpdatedAt, Stored: true,
+	}
+}
+
+const breakerColumns = `webhook_endpoint_id, tenant_id, state, bucket_ms, bucket_ids, bucket_attempts,
+	bucket_failures, attempts, failures, opened_at, next_probe_at, probe_delivery_id, updated_at`
+
+func closedBreaker(tenantID, endpointID uuid.UUID) WebhookBreaker {
+	return WebhookBreaker{WebhookEndpointID: endpointID, TenantID: tenantID, State: BreakerClosed}
+}
+
+func scanBreaker(rows pgx.Rows) (WebhookBreaker, error) {
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[breakerRow])
+	if err != nil {
+		return WebhookBreaker{}, err
+	}
+	return r.breaker(), nil
+}
+
+// GetWebhookBreaker returns the breaker of the tenant's endpoint: CLOSED
+// with an empty window when it has none yet.
+func (s *Store) GetWebhookBreaker(ctx context.Context, db DBTX, tenantID, endpointID uuid.UUID) (WebhookBreaker, error) {
+	rows, _ := db.Query(ctx, `SELECT `+breakerColumns+` FROM webhook_endpoint_breakers
+		WHERE tenant_id = $1 AND webhook_endpoint_id = $2`, tenantID, endpointID)
+	b, err := scanBreaker(rows)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return closedBreaker(tenantID, endpointID), nil
+	}
+	if err != nil {
+		return WebhookBreaker{}, fmt.Errorf("error loading breaker of webhook endpoint %s: %w", endpointID, err)
+	}
+	return b, nil
+}
+
+// UpdateWebhookBreaker applies fn to the endpoint's breaker under its row
+// lock, inside the caller's transaction (the one that records the delivery
+// attempt), and stores the result when fn says so: one locked read and one
+// single-row write per attempt. fn may run twice when a concurrent
+// transaction creates the row first. It returns the breaker before and after.
+func (s *Store) UpdateWebhookBreaker(ctx context.Context, tx pgx.Tx, tenantID, endpointID uuid.UUID,
+	fn func(WebhookBreaker) (WebhookBreaker, bool),
+) (before, after WebhookBreaker, err error) {
+	for range 2 {
+		rows, _ := tx.Query(ctx, `SELECT `+breakerColumns+` FROM webhook_endpoint_breakers
+			WHERE webhook_endpoint_id = $1 FOR UPDATE`, endpointID)
+		before, err = scanBreaker(rows)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			before = closedBreaker(tenantID, endpointID)
+		case err != nil:
+			return before, before, fmt.Errorf("error locking breaker of webhook endpoint %s: %w", endpointID, err)
+		}
+		next, write := fn(before)
+		if !write {
+			return before, before, nil
+		}
+		next.WebhookEndpointID, next.TenantID = endpointID, before.TenantID
+		if !before.Stored {
+			next.TenantID = tenantID
+		}
+		stored, err := s.writeBreaker(ctx, tx, next, before.Stored)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // created concurrently: lock it and apply fn again
+		}
+		if err != nil {
+			return before, before, err
+		}
+		return before, stored, nil
+	}
+	return before, before, fmt.Errorf("error updating breaker of webhook endpoint %s: row kept changing", endpointID)
+}
+
+// writeBreaker updates the row, or inserts it when it did not exist (then
+// pgx.ErrNoRows means another transaction inserted it first).
+func (s *Store) writeBreaker(ctx context.Context, tx pgx.Tx, b WebhookBreaker, exists bool) (WebhookBreaker, error) {
+	w := b.Window
+	args := []any{b.WebhookEndpointID, b.TenantID, b.State, int32(w.BucketWidth.Milliseconds()),
+		w.Buckets, w.Attempts, w.Failures, b.Attempts, b.Failures, b.OpenedAt, b.NextProbeAt, b.ProbeDeliveryID}
+	var rows pgx.Rows
+	if exists {
+		rows, _ = tx.Query(ctx, `UPDATE webhook_endpoint_breakers SET
+				tenant_id = $2, state = $3, bucket_ms = $4, bucket_ids = $5, bucket_attempts = $6, bucket_failures = $7,
+				attempts = $8, failures = $9, opened_at = $10, next_probe_at = $11, probe_delivery_id = $12,
+				updated_at = now()
+			WHERE webhook_endpoint_id = $1
+			RETURNING `+breakerColumns, args...)
+	} else {
+		rows, _ = tx.Query(ctx, `INSERT INTO webhook_endpoint_breakers (webhook_endpoint_id, tenant_id, state,
+				bucket_ms, bucket_ids, bucket_attempts, bucket_failures, attempts, failures, opened_at,
+				next_probe_at, probe_delivery_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			ON CONFLICT (webhook_endpoint_id) DO NOTHING
+			RETURNING `+breakerColumns, args...)
+	}
+	stored, err := scanBreaker(rows)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if IsForeignKeyViolation(err) {
+			return WebhookBreaker{}, errcode.New(errcode.NotFound, "webhook endpoint %s not found", b.WebhookEndpointID)
+		}
+		return WebhookBreaker{}, fmt.Errorf("error storing breaker of webhook endpoint %s: %w", b.WebhookEndpointID, err)
+	}
+	return stored, err
+}
+
+// ClaimWebhookBreakerProbe makes deliveryID the endpoint's probe: atomically,
+// only when the breaker is still in state from (OPEN, or HALF_OPEN whose
+// probe claim lapsed) and its next_probe_at has passed at now. The claim
+// lapses at leaseUntil. It returns whether this delivery won, and the
+// breaker as it is after the attempt (read afresh when it lost).
+func (s *Store) ClaimWebhookBreakerProbe(ctx context.Context, db DBTX, tenantID, endpointID uuid.UUID, from string,
+	deliveryID uuid.UUID, now, leaseUntil time.Time,
+) (bool, WebhookBreaker, error) {
+	rows, _ := db.Query(ctx, `UPDATE webhook_endpoint_breakers SET
+			state = 'HALF_OPEN', probe_delivery_id = $4, next_probe_at = $6, updated_at = now()
+		WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND state = $3
+			AND state IN ('OPEN', 'HALF_OPEN') AND next_probe_at <= $5
+		RETURNING `+breakerColumns, tenantID, endpointID, from, deliveryID, now, leaseUntil)
+	b, err := scanBreaker(rows)
+	switch {
+	case err == nil:
+		return true, b, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		b, err = s.GetWebhookBreaker(ctx, db, tenantID, endpointID)
+		return false, b, err
+	default:
+		return false, b, fmt.Errorf("error claiming probe of webhook endpoint %s: %w", endpointID, err)
+	}
+}
+
+// WakeHeldWebhookDeliveries makes up to limit of the endpoint's held
+// deliveries available at once: River jobs of its PENDING deliveries that
+// wait for a future time (snoozed by the breaker, or a short retry backoff).
+// Called when the breaker closes, so that held deliveries need not sleep
+// out their snooze. Rows locked elsewhere are skipped; the change to
+// river_job is mirrored into jobs by the mirror triggers, in this
+// transaction.
+func (s *Store) WakeHeldWebhookDeliveries(ctx context.Context, db DBTX, endpointID uuid.UUID, now time.Time, limit int) (int64, error) {
+	tag, err := db.Exec(ctx, `WITH held AS (
+			SELECT r.id FROM river_job r
+			JOIN webhook_deliveries d ON d.webhook_delivery_id = (r.args->>'webhook_delivery_id')::uuid
+			WHERE r.state IN ('scheduled', 'available') AND r.queue = $2 AND r.kind = $3
+				AND r.scheduled_at > $4 AND d.webhook_endpoint_id = $1 AND d.status = 'PENDING'
+			ORDER BY r.scheduled_at, r.id
+			LIMIT $5
+			FOR UPDATE OF r SKIP LOCKED)
+		UPDATE river_job r SET state = 'available', scheduled_at = $4
+		FROM held WHERE r.id = held.id`,
+		endpointID, jobargs.QueueWebhooks, jobargs.KindDeliverWebhook, now, limit)
+	if err != nil {
+		return 0, fmt.Errorf("error waking held deliveries of webhook endpoint %s: %w", endpointID, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// CountWebhookBreakers returns how many endpoints' breakers are in each
+// state other than CLOSED, cluster-wide.
+func (s *Store) CountWebhookBreakers(ctx context.Context, db DBTX) (map[string]int64, error) {
+	rows, _ := db.Query(ctx, `SELECT state, count(*) FROM webhook_endpoint_breakers
+		WHERE state <> 'CLOSED' GROUP BY state`)
+	out := map[string]int64{BreakerOpen: 0, BreakerHalfOpen: 0}
+	var state string
+	var n int64
+	_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error {
+		out[state] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error counting webhook breakers: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,316 @@
+package store_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/store"
+)
+
+func TestBreakerWindowSlidesAndAges(t *testing.T) {
+	t.Parallel()
+	t0 := time.UnixMilli(1_700_000_000_000) // on a bucket boundary
+	w := store.NewBreakerWindow(10*time.Second, 10)
+	require.Equal(t, time.Second, w.BucketWidth)
+	require.Equal(t, 10*time.Second, w.Length())
+	require.True(t, w.Fits(10*time.Second, 10))
+	require.False(t, w.Fits(20*time.Second, 10))
+	require.False(t, w.Fits(10*time.Second, 5))
+	a, f := w.Totals(t0)
+	require.Zero(t, a)
+	require.Zero(t, f)
+
+	w2 := w.Record(t0, true)
+	require.Equal(t, []int32{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, w.Attempts, "Record does not change its receiver")
+	w2 = w2.Record(t0.Add(500*time.Millisecond), false)
+	w2 = w2.Record(t0.Add(3*time.Second), true)
+	a, f = w2.Totals(t0.Add(3 * time.Second))
+	require.Equal(t, 3, a)
+	require.Equal(t, 2, f)
+
+	// 9.999 s later the first bucket still counts; at 10 s it has left.
+	a, f = w2.Totals(t0.Add(9*time.Second + 999*time.Millisecond))
+	require.Equal(t, 3, a)
+	require.Equal(t, 2, f)
+	a, f = w2.Totals(t0.Add(10 * time.Second))
+	require.Equal(t, 1, a)
+	require.Equal(t, 1, f)
+	a, _ = w2.Totals(t0.Add(13 * time.Second))
+	require.Zero(t, a)
+
+	// A slot is reused for a later bucket: its old counts are dropped.
+	w3 := w2.Record(t0.Add(10*time.Second), false)
+	a, f = w3.Totals(t0.Add(10 * time.Second))
+	require.Equal(t, 2, a, "the 3 s failure and the new success")
+	require.Equal(t, 1, f)
+
+	// A window too short for its buckets gets 1 ms buckets.
+	tiny := store.NewBreakerWindow(time.Millisecond, 10)
+	require.Equal(t, time.Millisecond, tiny.BucketWidth)
+}
+
+func TestBreakerViewOfNoRowIsClosedWithZeros(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/in", testSecret)
+	require.NoError(t, err)
+	b, err := e.store.GetWebhookBreaker(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID)
+	require.NoError(t, err)
+	require.False(t, b.Stored)
+	require.Equal(t, store.BreakerClosed, b.State)
+	require.Equal(t, store.BreakerView{State: store.BreakerClosed}, b.View(time.Now()))
+	require.Equal(t, store.BreakerView{State: store.BreakerClosed}, store.WebhookBreaker{}.View(time.Now()))
+}
+
+// record applies one outcome in its own transaction, the way the worker
+// does: CLOSED, counting the attempt.
+func recordOutcome(t *testing.T, e env, endpointID uuid.UUID, now time.Time, failure bool) (store.WebhookBreaker, store.WebhookBreaker) {
+	t.Helper()
+	var before, after store.WebhookBreaker
+	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
+		var err error
+		before, after, err = e.store.UpdateWebhookBreaker(e.ctx, tx, store.DevTenantID, endpointID,
+			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
+				if !b.Window.Fits(time.Minute, 10) {
+					b.Window = store.NewBreakerWindow(time.Minute, 10)
+				}
+				b.Window = b.Window.Record(now, failure)
+				a, f := b.Window.Totals(now)
+				b.Attempts, b.Failures = int32(a), int32(f)
+				return b, true
+			})
+		return err
+	}))
+	return before, after
+}
+
+func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/in", testSecret)
+	require.NoError(t, err)
+	now := time.Now()
+
+	before, after := recordOutcome(t, e, ep.WebhookEndpointID, now, true)
+	require.False(t, before.Stored)
+	require.True(t, after.Stored)
+	require.Equal(t, store.DevTenantID, after.TenantID)
+	require.Equal(t, store.BreakerClosed, after.State)
+	require.Equal(t, int32(1), after.Failures)
+
+	before, after = recordOutcome(t, e, ep.WebhookEndpointID, now, false)
+	require.True(t, before.Stored)
+	require.Equal(t, int32(2), after.Attempts)
+	require.Equal(t, int32(1), after.Failures)
+	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM webhook_endpoint_breakers`))
+
+	got, err := e.store.GetWebhookBreaker(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID)
+	require.NoError(t, err)
+	v := got.View(now)
+	require.Equal(t, store.BreakerView{State: store.BreakerClosed, FailureRate: 0.5, AttemptsInWindow: 2, FailuresInWindow: 1}, v)
+	require.Zero(t, got.View(now.Add(2*time.Minute)).AttemptsInWindow, "the view ages with time")
+
+	// Another tenant sees no breaker of this endpoint.
+	other, err := e.store.GetWebhookBreaker(e.ctx, e.pool, uuid.New(), ep.WebhookEndpointID)
+	require.NoError(t, err)
+	require.False(t, other.Stored)
+
+	// fn may decline to write.
+	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
+		_, after, err := e.store.UpdateWebhookBreaker(e.ctx, tx, store.DevTenantID, ep.WebhookEndpointID,
+			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) { b.Attempts = 99; return b, false })
+		require.Equal(t, int32(2), after.Attempts)
+		return err
+	}))
+
+	// An unknown endpoint is NOT_FOUND.
+	err = e.store.InTx(e.ctx, func(tx pgx.Tx) error {
+		_, _, err := e.store.UpdateWebhookBreaker(e.ctx, tx, store.DevTenantID, uuid.New(),
+			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
+				b.Window = store.NewBreakerWindow(time.Minute, 10)
+				return b, true
+			})
+		return err
+	})
+	requireCode(t, err, errcode.NotFound)
+}
+
+func TestUpdateWebhookBreakerLosesNoConcurrentOutcome(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/in", testSecret)
+	require.NoError(t, err)
+	now := time.Now()
+	const n = 16
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recordOutcome(t, e, ep.WebhookEndpointID, now, i%2 == 0)
+		}()
+	}
+	wg.Wait()
+	b, err := e.store.GetWebhookBreaker(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID)
+	require.NoError(t, err)
+	require.Equal(t, int32(n), b.Attempts, "the first insert races are retried under the row lock")
+	require.Equal(t, int32(n/2), b.Failures)
+}
+
+// openBreaker stores an OPEN breaker whose probe is due at nextProbe.
+func openBreaker(t *testing.T, e env, endpointID uuid.UUID, opened, nextProbe time.Time) {
+	t.Helper()
+	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
+		_, _, err := e.store.UpdateWebhookBreaker(e.ctx, tx, store.DevTenantID, endpointID,
+			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
+				b.Window = store.NewBreakerWindow(time.Minute, 10)
+				b.State, b.OpenedAt, b.NextProbeAt = store.BreakerOpen, &opened, &nextProbe
+				return b, true
+			})
+		return err
+	}))
+}
+
+func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/in", testSecret)
+	require.NoError(t, err)
+	now := time.Now()
+
+	// No row: nothing to claim.
+	won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+		store.BreakerOpen, uuid.New(), now, now.Add(time.Minute))
+	require.NoError(t, err)
+	require.False(t, won)
+	require.Equal(t, store.BreakerClosed, b.State)
+
+	// Not yet due.
+	openBreaker(t, e, ep.WebhookEndpointID, now, now.Add(time.Hour))
+	won, b, err = e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+		store.BreakerOpen, uuid.New(), now, now.Add(time.Minute))
+	require.NoError(t, err)
+	require.False(t, won)
+	require.Equal(t, store.BreakerOpen, b.State)
+
+	// Due: of many concurrent claimers exactly one wins.
+	openBreaker(t, e, ep.WebhookEndpointID, now, now.Add(-time.Millisecond))
+	const n = 12
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var winners []uuid.UUID
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := uuid.New()
+			won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+				store.BreakerOpen, id, now, now.Add(time.Minute))
+			require.NoError(t, err)
+			require.Equal(t, store.BreakerHalfOpen, b.State)
+			if won {
+				mu.Lock()
+				winners = append(winners, id)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, winners, 1)
+	b, err = e.store.GetWebhookBreaker(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID)
+	require.NoError(t, err)
+	require.Equal(t, winners[0], *b.ProbeDeliveryID)
+	require.WithinDuration(t, now.Add(time.Minute), *b.NextProbeAt, time.Millisecond)
+	require.Equal(t, now.UnixMicro(), b.OpenedAt.UnixMicro(), "opened_at is kept")
+
+	// A lapsed HALF_OPEN claim is taken over, only from the state read.
+	later := now.Add(2 * time.Minute)
+	won, _, err = e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+		store.BreakerOpen, uuid.New(), later, later.Add(time.Minute))
+	require.NoError(t, err)
+	require.False(t, won, "the breaker is no longer OPEN")
+	taker := uuid.New()
+	won, b, err = e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+		store.BreakerHalfOpen, taker, later, later.Add(time.Minute))
+	require.NoError(t, err)
+	require.True(t, won)
+	require.Equal(t, taker, *b.ProbeDeliveryID)
+
+	counts, err := e.store.CountWebhookBreakers(e.ctx, e.pool)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{store.BreakerOpen: 0, store.BreakerHalfOpen: 1}, counts)
+}
+
+func TestWebhookBreakerRowRejectsInconsistentStates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/in", testSecret)
+	require.NoError(t, err)
+	err = e.store.InTx(e.ctx, func(tx pgx.Tx) error {
+		_, _, err := e.store.UpdateWebhookBreaker(e.ctx, tx, store.DevTenantID, ep.WebhookEndpointID,
+			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
+				b.Window = store.NewBreakerWindow(time.Minute, 10)
+				b.State = store.BreakerOpen // without opened_at / next_probe_at
+				return b, true
+			})
+		return err
+	})
+	require.ErrorContains(t, err, "webhook_endpoint_breakers_state")
+}
+
+func TestWakeHeldWebhookDeliveries(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/a", testSecret)
+	require.NoError(t, err)
+	other, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/b", testSecret)
+	require.NoError(t, err)
+	deliver := func(endpointID uuid.UUID) store.DeliveryRef {
+		res := e.mustAppend(t, store.EventInput{TenantID: store.DevTenantID, AggregateType: "passport",
+			AggregateID: uuid.New(), EventType: "passport.activated", DeliverTo: &endpointID})
+		require.Len(t, res.Deliveries, 1)
+		return res.Deliveries[0]
+	}
+	held1, held2, delivered, otherHeld, due := deliver(ep.WebhookEndpointID), deliver(ep.WebhookEndpointID),
+		deliver(ep.WebhookEndpointID), deliver(other.WebhookEndpointID), deliver(ep.WebhookEndpointID)
+	hold := func(ref store.DeliveryRef, state string, in time.Duration) {
+		e.exec(t, `UPDATE river_job SET state = $2::river_job_state, scheduled_at = now() + make_interval(secs => $3)
+			WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, ref.JobID, state, in.Seconds())
+	}
+	hold(held1, "scheduled", time.Hour)
+	hold(held2, "available", 3*time.Second) // a short snooze stays available
+	hold(delivered, "scheduled", time.Hour)
+	hold(otherHeld, "scheduled", time.Hour)
+	e.exec(t, `UPDATE webhook_deliveries SET status = 'DELIVERED' WHERE webhook_delivery_id = $1`, delivered.WebhookDeliveryID)
+
+	now := time.Now()
+	n, err := e.store.WakeHeldWebhookDeliveries(e.ctx, e.pool, ep.WebhookEndpointID, now, 1000)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n, "the two held PENDING deliveries of the endpoint")
+	for _, ref := range []store.DeliveryRef{held1, held2, due} {
+		j := e.job(t, store.DevTenantID, ref.JobID)
+		require.Equal(t, store.StatusQueued, j.Status)
+		require.False(t, j.ScheduledAt.After(now), "mirrored into jobs: due now")
+	}
+	for _, ref := range []store.DeliveryRef{delivered, otherHeld} {
+		require.True(t, e.job(t, store.DevTenantID, ref.JobID).ScheduledAt.After(now.Add(time.Minute)))
+	}
+	var state string
+	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT state::text FROM river_job
+		WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, held1.JobID).Scan(&state))
+	require.Equal(t, "available", state)
+
+	// The limit bounds one wake.
+	hold(held1, "scheduled", time.Hour)
+	hold(held2, "scheduled", time.Hour)
+	n, err = e.store.WakeHeldWebhookDeliveries(e.ctx, e.pool, ep.WebhookEndpointID, time.Now(), 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	e.requireConsistent(t)
+}
