@@ -14,18 +14,53 @@ import (
 // at a time (any number of processes run one; the others skip the tick).
 const reaperLock = 0x6270635f6c656173 // "bpc_leas"
 
-// RenewLease extends the lease of a running attempt to now + ttl. It
-// returns false when the attempt no longer holds the lease (the job was
-// reaped, cancelled, finished, or another attempt runs it now).
-func (s *Store) RenewLease(ctx context.Context, db DBTX, riverJobID int64, attempt int, owner string, ttl time.Duration) (bool, error) {
-	tag, err := db.Exec(ctx, `UPDATE jobs SET lease_expires_at = clock_timestamp() + make_interval(secs => $4)
-		WHERE river_job_id = $1 AND status = 'RUNNING' AND attempts = $2 AND lease_owner = $3
-		  AND lease_expires_at > clock_timestamp()`,
-		riverJobID, attempt, owner, ttl.Seconds())
-	if err != nil {
-		return false, fmt.Errorf("error renewing the lease of River job %d: %w", riverJobID, err)
+// LeaseRenewal is what a renewal found.
+type LeaseRenewal int
+
+// Outcomes of RenewLease.
+const (
+	// LeaseRenewed: the lease now runs until now + ttl.
+	LeaseRenewed LeaseRenewal = iota
+	// LeaseBusy: a transaction holds the job's row — the job's own handler
+	// committing, most likely; nothing was changed, try again next period.
+	LeaseBusy
+	// LeaseFinished: this attempt ended (its completion is committed).
+	LeaseFinished
+	// LeaseLost: the attempt no longer holds the lease — reaped (the job
+	// may run elsewhere now), cancelled, or expired before the renewal.
+	LeaseLost
+)
+
+// RenewLease extends the lease of a running attempt to now + ttl. It never
+// waits for a lock: a row locked by a transaction in flight (the handler
+// committing its completion) is LeaseBusy, not lost.
+func (s *Store) RenewLease(ctx context.Context, db DBTX, riverJobID int64, attempt int, owner string, ttl time.Duration) (LeaseRenewal, error) {
+	var status string
+	var attempts int
+	var current *string
+	var live bool
+	err := db.QueryRow(ctx, `WITH target AS (
+			SELECT job_id FROM jobs WHERE river_job_id = $1 FOR UPDATE SKIP LOCKED),
+		renewed AS (
+			UPDATE jobs j SET lease_expires_at = clock_timestamp() + make_interval(secs => $4)
+			FROM target t
+			WHERE j.job_id = t.job_id AND j.status = 'RUNNING' AND j.attempts = $2 AND j.lease_owner = $3
+			  AND j.lease_expires_at > clock_timestamp()
+			RETURNING j.job_id)
+		SELECT j.status, j.attempts, j.lease_owner, EXISTS (SELECT 1 FROM renewed)
+		FROM jobs j JOIN target t ON t.job_id = j.job_id`,
+		riverJobID, attempt, owner, ttl.Seconds()).Scan(&status, &attempts, &current, &live)
+	switch {
+	case err == pgx.ErrNoRows:
+		return LeaseBusy, nil // locked (or gone: the next period tells)
+	case err != nil:
+		return LeaseLost, fmt.Errorf("error renewing the lease of River job %d: %w", riverJobID, err)
+	case live:
+		return LeaseRenewed, nil
+	case attempts == attempt && status != "RUNNING" && status != "QUEUED":
+		return LeaseFinished, nil
 	}
-	return tag.RowsAffected() == 1, nil
+	return LeaseLost, nil
 }
 
 // FenceLease is the check a handler makes in its transaction just before it
@@ -95,7 +130,9 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, limit int) ([]ReapedJob, 
 				FOR UPDATE OF r SKIP LOCKED)
 			UPDATE river_job r SET
 				state = CASE WHEN e.attempt >= e.max_attempts THEN 'discarded' ELSE 'available' END::river_job_state,
-				scheduled_at = CASE WHEN e.attempt >= e.max_attempts THEN r.scheduled_at ELSE now() END,
+				-- The job keeps its scheduled_at (in the past): River fetches by
+				-- priority, then scheduled_at, so it runs next, not behind the
+				-- backlog that queued up while it was lost.
 				finalized_at = CASE WHEN e.attempt >= e.max_attempts THEN now() END,
 				errors = array_append(r.errors, jsonb_build_object(
 					'at', now(), 'attempt', r.attempt, 'trace', '',

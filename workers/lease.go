@@ -57,22 +57,29 @@ func (l *Leases) hold(ctx context.Context, job *rivertype.JobRow) (context.Conte
 			// Renewal runs outside the job's context: a renewal must not be
 			// cut short by the work it protects.
 			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), l.Renew)
-			ok, err := l.Store.RenewLease(rctx, l.Store.Pool, job.ID, job.Attempt, l.Owner, l.TTL)
+			got, err := l.Store.RenewLease(rctx, l.Store.Pool, job.ID, job.Attempt, l.Owner, l.TTL)
 			rcancel()
 			switch {
-			case err == nil && ok:
+			case err == nil && got == store.LeaseRenewed:
 				renewed = time.Now()
-			case err == nil:
+			case err == nil && got == store.LeaseFinished:
+				return // committed: nothing left to protect
+			case err == nil && got == store.LeaseLost:
 				l.Logger.Warn("job lease lost", slog.Int64("river_job_id", job.ID), slog.String("type", job.Kind),
 					slog.Int("attempt", job.Attempt))
 				cancel(errLeaseLost)
 				return
 			case time.Since(renewed)+l.Renew >= l.TTL:
+				// Busy or failing for a whole lease: it is about to expire.
+				reason := "its row stayed locked"
+				if err != nil {
+					reason = err.Error()
+				}
 				l.Logger.Warn("job lease could not be renewed before expiry", slog.Int64("river_job_id", job.ID),
-					slog.String("type", job.Kind), slog.String("error", err.Error()))
+					slog.String("type", job.Kind), slog.String("error", reason))
 				cancel(errLeaseLost)
 				return
-			default:
+			case err != nil:
 				l.Logger.Warn("job lease renewal failed; retrying", slog.Int64("river_job_id", job.ID),
 					slog.String("error", err.Error()))
 			}
