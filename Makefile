@@ -6,7 +6,7 @@ GO    ?= go
 IMAGE ?= bpc:dev
 
 .DEFAULT_GOAL := help
-.PHONY: help run demo test bench build migrate doctor fmt vet lint pg-stop docker-build clean
+.PHONY: help run demo test chaos bench build migrate doctor fmt vet lint pg-stop docker-build clean
 
 # Go files of the repo: tracked plus new untracked ones (not ignored); find(1) outside git.
 GOFILES = $$( { git ls-files --cached --others --exclude-standard -- '*.go' 2>/dev/null || \
@@ -23,6 +23,9 @@ demo: ## walk the NMC811 sample through the pipeline over HTTP (BPC_URL, BPC_ADM
 
 test: ## go vet + go test -race against a fresh bpc_test database
 	bash scripts/test.sh
+
+chaos: ## chaos tests: real worker processes killed, Postgres restarted (build tag chaos)
+	bash scripts/chaos.sh
 
 bench: ## benchmarks in ./bench/... (fresh bpc_bench db), output in bench-results.txt
 	bash scripts/bench.sh

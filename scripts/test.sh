@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test.sh — what `make test` and .ci/run call.
 #
-#   scripts/test.sh                      # go vet ./... ; go test -race -count=1 ./...
+#   scripts/test.sh                      # go vet ./... ; go test -race -count=1 ./... ;
+#                                        # then the chaos tests (see below)
 #   scripts/test.sh -run Foo ./api/...   # go vet ./... ; go test -race -count=1 -run Foo ./api/...
 #
 # Arguments replace the default package pattern ./...; if none of them names a package
@@ -43,3 +44,12 @@ args=("$@")
 
 echo "test.sh: go test ${flags[*]} ${args[*]}" >&2
 go test "${flags[@]}" "${args[@]}"
+
+# Then the chaos tests (real worker processes killed, Postgres restarted; about a
+# minute), unless arguments chose what to run or BPC_SKIP_CHAOS=1. `make chaos` runs
+# them alone, verbosely.
+if [ "$#" -eq 0 ] && [ "${BPC_SKIP_CHAOS:-0}" != "1" ]; then
+	go vet -tags chaos ./cmd/bpc
+	echo "test.sh: go test -tags chaos -race=false -count=1 -run Chaos ./cmd/bpc" >&2
+	go test -tags chaos -race=false -count=1 -timeout 10m -run Chaos ./cmd/bpc
+fi

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# scripts/chaos.sh — what `make chaos` calls: the chaos tests (build tag chaos) in
+# cmd/bpc, which run the real bpc binary as separate worker processes, kill them
+# (SIGKILL, SIGTERM under load) and restart a private Postgres cluster under them.
+#
+#   scripts/chaos.sh                       # every TestChaos*
+#   scripts/chaos.sh -run ChaosKillDashNine
+#
+# Arguments replace the default -run Chaos. Database: TEST_DATABASE_URL if already
+# set; otherwise a freshly dropped and created database bpc_test from scripts/pg.sh,
+# as scripts/test.sh does. TestChaosPostgresRestart starts its own throwaway cluster
+# (initdb/pg_ctl on a free port, as user bpcpg when run as root) and skips when the
+# Postgres server binaries are not installed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+	export PATH="/usr/local/go/bin:$PATH"
+fi
+
+if [ -z "${TEST_DATABASE_URL:-}" ]; then
+	TEST_DATABASE_URL="$(env -u DATABASE_URL bash scripts/pg.sh --fresh bpc_test)"
+fi
+export TEST_DATABASE_URL
+
+args=("$@")
+[ "${#args[@]}" -gt 0 ] || args=(-run Chaos)
+
+echo "chaos.sh: go test -tags chaos -count=1 -timeout 15m ${args[*]} -v ./cmd/bpc" >&2
+go test -tags chaos -count=1 -timeout 15m "${args[@]}" -v ./cmd/bpc
