@@ -46,3 +46,31 @@ func TestQueueMaxDepthAnswers429(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, h.call(http.MethodPost, "/v1/snapshots/"+sn.SnapshotID.String()+"/build",
 		map[string]any{"tenant_id": devTenant}, nil))
 }
+
+// An endpoint's circuit breaker state is part of GET /v1/webhook-endpoints/{id}:
+// CLOSED with an empty window for a new endpoint, OPEN after failures.
+func TestWebhookEndpointShowsItsBreaker(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, roleAll, map[string]string{"BPC_WEBHOOK_BREAKER_MIN_ATTEMPTS": "2", "BPC_WEBHOOK_BREAKER_COOLDOWN_MS": "60000"})
+	recv := newReceiver(t, http.StatusInternalServerError)
+	endpointID := h.subscribe(recv.URL+"/hooks", "breaker.test")
+	type breaker struct {
+		State            string  `json:"state"`
+		FailureRate      float64 `json:"failure_rate"`
+		AttemptsInWindow int     `json:"attempts_in_window"`
+	}
+	var ep struct {
+		Breaker breaker `json:"breaker"`
+	}
+	path := "/v1/webhook-endpoints/" + endpointID.String() + "?tenant_id=" + devTenant
+	require.Equal(t, http.StatusOK, h.call(http.MethodGet, path, nil, &ep))
+	require.Equal(t, breaker{State: "CLOSED"}, ep.Breaker)
+
+	h.emit("breaker.test", map[string]any{"n": 1})
+	h.eventually("the breaker opens after two 500s", func() bool {
+		require.Equal(t, http.StatusOK, h.call(http.MethodGet, path, nil, &ep))
+		return ep.Breaker.State == "OPEN"
+	})
+	require.InDelta(t, 1.0, ep.Breaker.FailureRate, 0.001)
+	require.GreaterOrEqual(t, ep.Breaker.AttemptsInWindow, 2)
+}
