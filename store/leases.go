@@ -31,36 +31,67 @@ const (
 	LeaseLost
 )
 
-// RenewLease extends the lease of a running attempt to now + ttl. It never
-// waits for a lock: a row locked by a transaction in flight (the handler
-// committing its completion) is LeaseBusy, not lost.
-func (s *Store) RenewLease(ctx context.Context, db DBTX, riverJobID int64, attempt int, owner string, ttl time.Duration) (LeaseRenewal, error) {
-	var status string
-	var attempts int
-	var current *string
-	var live bool
-	err := db.QueryRow(ctx, `WITH target AS (
-			SELECT job_id FROM jobs WHERE river_job_id = $1 FOR UPDATE SKIP LOCKED),
+// LeaseHold names a running attempt whose lease a worker renews.
+type LeaseHold struct {
+	RiverJobID int64
+	Attempt    int
+}
+
+// RenewLeases extends the leases of this worker's running attempts to now +
+// ttl in one statement and reports, per River job id, what it found. It
+// never waits for a lock: a row locked by a transaction in flight (the
+// handler committing its completion) is LeaseBusy, not lost.
+func (s *Store) RenewLeases(ctx context.Context, db DBTX, holds []LeaseHold, owner string, ttl time.Duration) (map[int64]LeaseRenewal, error) {
+	out := make(map[int64]LeaseRenewal, len(holds))
+	if len(holds) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(holds))
+	attempts := make([]int32, len(holds))
+	for i, h := range holds {
+		ids[i], attempts[i] = h.RiverJobID, int32(h.Attempt)
+	}
+	rows, _ := db.Query(ctx, `WITH input AS (
+			SELECT * FROM unnest($1::bigint[], $2::int[]) AS u(rid, attempt)),
+		target AS (
+			SELECT j.job_id, j.river_job_id FROM jobs j JOIN input i ON j.river_job_id = i.rid
+			FOR UPDATE OF j SKIP LOCKED),
 		renewed AS (
 			UPDATE jobs j SET lease_expires_at = clock_timestamp() + make_interval(secs => $4)
-			FROM target t
-			WHERE j.job_id = t.job_id AND j.status = 'RUNNING' AND j.attempts = $2 AND j.lease_owner = $3
-			  AND j.lease_expires_at > clock_timestamp()
-			RETURNING j.job_id)
-		SELECT j.status, j.attempts, j.lease_owner, EXISTS (SELECT 1 FROM renewed)
-		FROM jobs j JOIN target t ON t.job_id = j.job_id`,
-		riverJobID, attempt, owner, ttl.Seconds()).Scan(&status, &attempts, &current, &live)
-	switch {
-	case err == pgx.ErrNoRows:
-		return LeaseBusy, nil // locked (or gone: the next period tells)
-	case err != nil:
-		return LeaseLost, fmt.Errorf("error renewing the lease of River job %d: %w", riverJobID, err)
-	case live:
-		return LeaseRenewed, nil
-	case attempts == attempt && status != "RUNNING" && status != "QUEUED":
-		return LeaseFinished, nil
+			FROM target t, input i
+			WHERE j.job_id = t.job_id AND i.rid = j.river_job_id AND j.status = 'RUNNING'
+			  AND j.attempts = i.attempt AND j.lease_owner = $3 AND j.lease_expires_at > clock_timestamp()
+			RETURNING j.river_job_id)
+		SELECT i.rid, i.attempt, t.job_id IS NOT NULL, coalesce(j.status, ''), coalesce(j.attempts, 0),
+			EXISTS (SELECT 1 FROM renewed r WHERE r.river_job_id = i.rid)
+		FROM input i
+		LEFT JOIN target t ON t.river_job_id = i.rid
+		LEFT JOIN jobs j ON j.river_job_id = i.rid`,
+		ids, attempts, owner, ttl.Seconds())
+	defer rows.Close()
+	for rows.Next() {
+		var rid int64
+		var attempt, current int32
+		var unlocked, live bool
+		var status string
+		if err := rows.Scan(&rid, &attempt, &unlocked, &status, &current, &live); err != nil {
+			return nil, fmt.Errorf("error renewing leases: %w", err)
+		}
+		switch {
+		case live:
+			out[rid] = LeaseRenewed
+		case !unlocked && status != "":
+			out[rid] = LeaseBusy
+		case current == attempt && status != "RUNNING" && status != "QUEUED" && status != "":
+			out[rid] = LeaseFinished
+		default:
+			out[rid] = LeaseLost
+		}
 	}
-	return LeaseLost, nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error renewing leases: %w", err)
+	}
+	return out, nil
 }
 
 // FenceLease is the check a handler makes in its transaction just before it

@@ -3,6 +3,7 @@ package workers
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,8 +18,9 @@ import (
 // stuck by when the attempt started, so a long healthy job and a dead one
 // look alike. Here a job's lease (jobs.lease_expires_at, set by the mirror
 // when the attempt starts) is renewed every Renew to now + TTL while the job
-// runs; the Reaper returns jobs whose lease expired, and handlers fence their
-// commit on the lease (store.FenceLease).
+// runs — one statement per period for all of the process's running jobs,
+// by Run — the Reaper returns jobs whose lease expired, and handlers fence
+// their commit on the lease (store.FenceLease).
 type Leases struct {
 	Store  *store.Store
 	Logger *slog.Logger
@@ -28,66 +30,118 @@ type Leases struct {
 	Renew time.Duration
 
 	shuttingDown atomic.Bool
+	// running is sharded by River job id: every job start and end touches
+	// it, from up to thousands of concurrent workers.
+	running [leaseShards]leaseShard
+}
+
+const leaseShards = 64
+
+type leaseShard struct {
+	mu sync.Mutex
+	m  map[int64]*heldLease
+}
+
+func (l *Leases) shard(id int64) *leaseShard { return &l.running[uint64(id)%leaseShards] }
+
+// heldLease is one running attempt whose lease Run renews.
+type heldLease struct {
+	attempt int
+	kind    string
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	renewed time.Time
 }
 
 // errLeaseLost is the cause a job's context is cancelled with when its lease
 // is gone: the job was reaped (and may already run elsewhere) or cancelled.
 var errLeaseLost = errcode.New(errcode.LeaseExpired, "the job's lease was lost; its effects are left to the attempt that holds it")
 
-// hold starts renewing job's lease and returns the context to work the job
-// in, which is cancelled with a LEASE_EXPIRED cause when the lease is lost or
-// cannot be renewed before it would expire, and a func that stops renewing.
+// hold registers job's lease for renewal and returns the context to work the
+// job in, cancelled with a LEASE_EXPIRED cause when the lease is lost or
+// cannot be renewed before it would expire, and a func that ends the hold.
 // Renewal stops when the job's own context ends (River's job timeout), so a
 // worker hung past its timeout loses its lease within TTL and is reaped.
+// Holding costs a map entry: no goroutine or timer per job.
 func (l *Leases) hold(ctx context.Context, job *rivertype.JobRow) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(l.Renew)
-		defer t.Stop()
-		renewed := time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			// Renewal runs outside the job's context: a renewal must not be
-			// cut short by the work it protects.
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), l.Renew)
-			got, err := l.Store.RenewLease(rctx, l.Store.Pool, job.ID, job.Attempt, l.Owner, l.TTL)
-			rcancel()
-			switch {
-			case err == nil && got == store.LeaseRenewed:
-				renewed = time.Now()
-			case err == nil && got == store.LeaseFinished:
-				return // committed: nothing left to protect
-			case err == nil && got == store.LeaseLost:
-				l.Logger.Warn("job lease lost", slog.Int64("river_job_id", job.ID), slog.String("type", job.Kind),
-					slog.Int("attempt", job.Attempt))
-				cancel(errLeaseLost)
-				return
-			case time.Since(renewed)+l.Renew >= l.TTL:
-				// Busy or failing for a whole lease: it is about to expire.
-				reason := "its row stayed locked"
-				if err != nil {
-					reason = err.Error()
-				}
-				l.Logger.Warn("job lease could not be renewed before expiry", slog.Int64("river_job_id", job.ID),
-					slog.String("type", job.Kind), slog.String("error", reason))
-				cancel(errLeaseLost)
-				return
-			case err != nil:
-				l.Logger.Warn("job lease renewal failed; retrying", slog.Int64("river_job_id", job.ID),
-					slog.String("error", err.Error()))
+	h := &heldLease{attempt: job.Attempt, kind: job.Kind, ctx: ctx, cancel: cancel, renewed: time.Now()}
+	sh := l.shard(job.ID)
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = map[int64]*heldLease{}
+	}
+	sh.m[job.ID] = h
+	sh.mu.Unlock()
+	return ctx, func() {
+		sh.mu.Lock()
+		if sh.m[job.ID] == h {
+			delete(sh.m, job.ID)
+		}
+		sh.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// Run renews the held leases every Renew until ctx ends.
+func (l *Leases) Run(ctx context.Context) {
+	t := time.NewTicker(l.Renew)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		l.renewOnce(ctx)
+	}
+}
+
+// renewOnce renews every held lease whose job is still working.
+func (l *Leases) renewOnce(ctx context.Context) {
+	var holds []store.LeaseHold
+	held := map[int64]*heldLease{}
+	for i := range l.running {
+		sh := &l.running[i]
+		sh.mu.Lock()
+		for id, h := range sh.m {
+			if h.ctx.Err() == nil {
+				holds = append(holds, store.LeaseHold{RiverJobID: id, Attempt: h.attempt})
+				held[id] = h
 			}
 		}
-	}()
-	return ctx, func() {
-		close(done)
-		cancel(nil)
+		sh.mu.Unlock()
+	}
+	if len(holds) == 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, l.Renew)
+	got, err := l.Store.RenewLeases(rctx, l.Store.Pool, holds, l.Owner, l.TTL)
+	cancel()
+	now := time.Now()
+	for id, h := range held {
+		outcome, ok := got[id]
+		switch {
+		case err == nil && ok && outcome == store.LeaseRenewed:
+			h.renewed = now
+		case err == nil && ok && outcome == store.LeaseFinished:
+			// Committed: nothing left to protect.
+		case err == nil && ok && outcome == store.LeaseLost:
+			l.Logger.Warn("job lease lost", slog.Int64("river_job_id", id), slog.String("type", h.kind),
+				slog.Int("attempt", h.attempt))
+			h.cancel(errLeaseLost)
+		case now.Sub(h.renewed)+l.Renew >= l.TTL:
+			// Busy or failing for a whole lease: it is about to expire.
+			reason := "its row stayed locked"
+			if err != nil {
+				reason = err.Error()
+			}
+			l.Logger.Warn("job lease could not be renewed before expiry", slog.Int64("river_job_id", id),
+				slog.String("type", h.kind), slog.String("error", reason))
+			h.cancel(errLeaseLost)
+		case err != nil:
+			l.Logger.Warn("job lease renewal failed; retrying", slog.Int64("river_job_id", id), slog.String("error", err.Error()))
+		}
 	}
 }
 

@@ -55,6 +55,7 @@ func newLeaseEnv(t *testing.T, renew time.Duration, hook func(context.Context, *
 	reaperCtx, stopReaper := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { reaper.Run(reaperCtx) })
+	wg.Go(func() { leases.Run(reaperCtx) })
 	t.Cleanup(func() {
 		stopReaper()
 		wg.Wait()

@@ -125,6 +125,11 @@ func stringField(doc []byte, key string) string {
 			return string(rest[:j])
 		}
 	}
+	// Absent (River's "{}" metadata of jobs not enqueued through the
+	// service): no need to decode anything.
+	if !bytes.Contains(doc, []byte(`"`+key+`"`)) {
+		return ""
+	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(doc, &m) != nil {
 		return ""

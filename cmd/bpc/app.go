@@ -228,7 +228,10 @@ func (a *app) start(ctx context.Context) error {
 		a.stopReaper, a.reaperDone = cancel, make(chan struct{})
 		go func() {
 			defer close(a.reaperDone)
+			var wg sync.WaitGroup
+			wg.Go(func() { a.leases.Run(reaperCtx) })
 			a.reaper.Run(reaperCtx)
+			wg.Wait()
 		}()
 	}
 	if a.riverUI != nil {
