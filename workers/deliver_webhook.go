@@ -147,6 +147,12 @@ func (w *DeliverWebhookWorker) record(ctx context.Context, job *river.Job[jobarg
 			}
 		}
 		if jobErr == nil {
+			// Fencing, as in the pipeline handlers: an attempt that lost its
+			// lease records nothing; the attempt holding it delivers again
+			// (receivers dedupe on X-BPC-Delivery-Id).
+			if err := w.Store.FenceLease(ctx, tx, job.ID, job.Attempt); err != nil {
+				return err
+			}
 			if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
 				return fmt.Errorf("error completing job: %w", err)
 			}
