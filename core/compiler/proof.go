@@ -12,11 +12,7 @@ func buildProof(res *rules.Result) (rootHash string, canonical []byte, err error
 	for i, f := range res.Fields {
 		fields[i] = proof.Field{Path: f.Path, Root: toStep(f.Trace)}
 	}
-	p, canonical, err := proof.Build(fields)
-	if err != nil {
-		return "", nil, err
-	}
-	return p.RootHash, canonical, nil
+	return proof.BuildCanonical(fields)
 }
 
 // toStep maps a trace node to a proof step one to one: the same type name,

@@ -79,40 +79,18 @@ type Proof struct {
 }
 
 // Build numbers the steps of every field in post-order, hashes them, adds
-// the root node and returns the proof with its canonical bytes.
+// the root node and returns the proof with its canonical bytes: the bytes of
+// BuildCanonical, parsed.
 func Build(fields []Field) (*Proof, []byte, error) {
-	b := &builder{proof: &Proof{ProofVersion: Version, FieldIndex: make(map[string]string, len(fields))}}
-	count := 1 // the root
-	for _, f := range fields {
-		count += countSteps(f.Root, 0)
-	}
-	b.proof.Nodes = make([]Node, 0, count)
-	paths := make([]string, len(fields))
-	roots := make([]Node, len(fields))
-	for i, f := range fields {
-		if f.Path == "" || f.Root == nil {
-			return nil, nil, errcode.Invalid("fields", "field %d has no path or no derivation", i)
-		}
-		if _, dup := b.proof.FieldIndex[f.Path]; dup {
-			return nil, nil, errcode.Invalid("fields", "field %s appears twice", f.Path)
-		}
-		n, err := b.add(f.Root, 0)
-		if err != nil {
-			return nil, nil, fmt.Errorf("error building the proof of %s: %w", f.Path, err)
-		}
-		paths[i], roots[i] = f.Path, n
-		b.proof.FieldIndex[f.Path] = n.ID
-	}
-	root, err := b.node(Op, map[string]any{"op": rootOp, "fields": paths}, roots)
+	_, canonical, err := BuildCanonical(fields)
 	if err != nil {
 		return nil, nil, err
 	}
-	b.proof.RootHash = root.Hash
-	canonical, err := b.proof.AppendCanonical(make([]byte, 0, b.size+len(b.proof.Nodes)*160))
-	if err != nil {
-		return nil, nil, fmt.Errorf("error encoding the proof: %w", err)
+	var p Proof
+	if err := json.Unmarshal(canonical, &p); err != nil {
+		return nil, nil, fmt.Errorf("error reading the built proof: %w", err)
 	}
-	return b.proof, canonical, nil
+	return &p, canonical, nil
 }
 
 // AppendCanonical appends the BPC-CJSON-1 encoding of p, written directly:
@@ -176,69 +154,6 @@ func (p *Proof) AppendCanonical(dst []byte) ([]byte, error) {
 
 // maxDepth bounds recursion over a derivation (rules nest far less).
 const maxDepth = 10_000
-
-// countSteps counts the steps of a derivation (bounded like add).
-func countSteps(s *Step, depth int) int {
-	if s == nil || depth > maxDepth {
-		return 0
-	}
-	n := 1
-	for _, c := range s.Children {
-		n += countSteps(c, depth+1)
-	}
-	return n
-}
-
-type builder struct {
-	proof   *Proof
-	arena   []byte // node data, encoded back to back; nodes hold capped slices of it
-	size    int    // bytes of node data so far
-	scratch []byte // nodeHash input
-}
-
-func (b *builder) add(s *Step, depth int) (Node, error) {
-	if depth > maxDepth {
-		return Node{}, errcode.Invalid("fields", "derivation nested deeper than %d", maxDepth)
-	}
-	children := make([]Node, len(s.Children))
-	for i, c := range s.Children {
-		if c == nil {
-			return Node{}, errcode.Invalid("fields", "nil child step")
-		}
-		n, err := b.add(c, depth+1)
-		if err != nil {
-			return Node{}, err
-		}
-		children[i] = n
-	}
-	return b.node(s.Type, s.Data, children)
-}
-
-// node appends a node after its children and returns (a copy of) it.
-func (b *builder) node(t NodeType, data any, children []Node) (Node, error) {
-	if !validTypes[t] {
-		return Node{}, errcode.Invalid("type", "unknown proof node type %q", t)
-	}
-	if cap(b.arena)-len(b.arena) < 1<<12 {
-		b.arena = make([]byte, 0, 1<<16) // earlier slices keep the old array alive
-	}
-	start := len(b.arena)
-	arena, err := canonjson.Append(b.arena, data)
-	if err != nil {
-		return Node{}, errcode.InvalidWrap("data", err, "node data is not canonical JSON: %s", err.Error())
-	}
-	b.arena = arena
-	raw := json.RawMessage(arena[start:len(arena):len(arena)])
-	b.size += len(raw)
-	n := Node{ID: "n" + strconv.Itoa(len(b.proof.Nodes)+1), Type: t, Data: raw, Children: make([]string, len(children))}
-	hashes := make([]string, len(children))
-	for i, c := range children {
-		n.Children[i], hashes[i] = c.ID, c.Hash
-	}
-	n.Hash = nodeHash(&b.scratch, n.ID, t, raw, hashes)
-	b.proof.Nodes = append(b.proof.Nodes, n)
-	return n, nil
-}
 
 // nodeHash is SHA-256 hex of canonical {id, type, data, children_hashes}.
 // The bytes are written directly — keys in canonical order, data already
