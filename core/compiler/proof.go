@@ -5,29 +5,38 @@ import (
 	"github.com/bpc-platform/bpc/core/rules"
 )
 
-// buildProof converts every field's derivation trace into a proof.Field, in
-// evaluation order, and builds the BPC-PROOF-1 document.
+// buildProof writes every field's derivation trace, in evaluation order, as
+// the BPC-PROOF-1 document: the trace nodes are walked as they are (see
+// traceTree), one to one.
 func buildProof(res *rules.Result) (rootHash string, canonical []byte, err error) {
-	fields := make([]proof.Field, len(res.Fields))
+	fields := make([]proof.TreeField, len(res.Fields))
 	for i, f := range res.Fields {
-		fields[i] = proof.Field{Path: f.Path, Root: toStep(f.Trace)}
+		fields[i].Path = f.Path
+		if f.Trace != nil {
+			fields[i].Root = traceTree{f.Trace}
+		}
 	}
-	return proof.BuildCanonical(fields)
+	return proof.BuildCanonicalTree(fields)
 }
 
-// toStep maps a trace node to a proof step one to one: the same type name,
-// the same data (FACT_GET nodes already carry the payload_hash of every fact
+// traceTree presents a trace node as a proof.Tree: the same type name, the
+// same data (FACT_GET nodes already carry the payload_hash of every fact
 // they read, which ties the proof to the snapshot) and the same children in
-// the same order.
-func toStep(n *rules.Node) *proof.Step {
-	if n == nil {
-		return nil
+// the same order. It is pointer-shaped, so it goes into an interface without
+// an allocation.
+type traceTree struct{ n *rules.Node }
+
+func (t traceTree) StepType() proof.NodeType { return proof.NodeType(t.n.Type) }
+
+func (t traceTree) AppendStepData(dst []byte) ([]byte, error) { return t.n.Data.AppendCanonical(dst) }
+
+func (t traceTree) NumChildren() int { return len(t.n.Children) }
+
+func (t traceTree) Child(i int) proof.Tree {
+	if c := t.n.Children[i]; c != nil {
+		return traceTree{c}
 	}
-	s := &proof.Step{Type: proof.NodeType(n.Type), Data: n.Data, Children: make([]*proof.Step, len(n.Children))}
-	for i, c := range n.Children {
-		s.Children[i] = toStep(c)
-	}
-	return s
+	return nil
 }
 
 // VerifyProof checks a stored BPC-PROOF-1 document: everything proof.Verify

@@ -61,6 +61,41 @@ type Field struct {
 	Root *Step
 }
 
+// Tree is a derivation as BuildCanonicalTree walks it, so that a caller's
+// own trace (the rules evaluator's nodes) is written without first being
+// copied into Steps. A nil Child ends the build with an error.
+type Tree interface {
+	// StepType is the node type (one of the NodeType constants).
+	StepType() NodeType
+	// AppendStepData appends the canonical JSON of the node's data.
+	AppendStepData(dst []byte) ([]byte, error)
+	NumChildren() int
+	Child(i int) Tree
+}
+
+// TreeField is one passport field's derivation as a Tree.
+type TreeField struct {
+	Path string
+	Root Tree
+}
+
+// StepType implements Tree.
+func (s *Step) StepType() NodeType { return s.Type }
+
+// AppendStepData implements Tree.
+func (s *Step) AppendStepData(dst []byte) ([]byte, error) { return canonjson.Append(dst, s.Data) }
+
+// NumChildren implements Tree.
+func (s *Step) NumChildren() int { return len(s.Children) }
+
+// Child implements Tree; a nil child step is a nil Tree.
+func (s *Step) Child(i int) Tree {
+	if s.Children[i] == nil {
+		return nil
+	}
+	return s.Children[i]
+}
+
 // Node is a node of a built proof.
 type Node struct {
 	ID       string          `json:"id"`

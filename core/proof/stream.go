@@ -18,6 +18,18 @@ import (
 // and hashed from there. It returns the root hash and the bytes; Build
 // parses the same bytes into a Proof.
 func BuildCanonical(fields []Field) (rootHash string, canonical []byte, err error) {
+	trees := make([]TreeField, len(fields))
+	for i, f := range fields {
+		trees[i].Path = f.Path
+		if f.Root != nil {
+			trees[i].Root = f.Root
+		}
+	}
+	return BuildCanonicalTree(trees)
+}
+
+// BuildCanonicalTree is BuildCanonical over Trees.
+func BuildCanonicalTree(fields []TreeField) (rootHash string, canonical []byte, err error) {
 	paths := make([]string, len(fields))
 	rootIDs := make([]int, len(fields))
 	seen := make(map[string]bool, len(fields))
@@ -71,7 +83,7 @@ func BuildCanonical(fields []Field) (rootHash string, canonical []byte, err erro
 	}
 	// The root: OP {"op":"PASSPORT","fields":[paths…]} over the fields'
 	// roots, which are what the stacks hold now, in field order.
-	root, err := w.node(Op, map[string]any{"op": rootOp, "fields": paths}, w.ids, len(fields))
+	root, err := w.node(Op, &Step{Type: Op, Data: map[string]any{"op": rootOp, "fields": paths}}, w.ids, len(fields))
 	if err != nil {
 		return "", nil, err
 	}
@@ -83,12 +95,13 @@ func BuildCanonical(fields []Field) (rootHash string, canonical []byte, err erro
 
 // checkSteps counts a derivation's steps and rejects what Build rejects: a
 // nil child or nesting deeper than maxDepth.
-func checkSteps(s *Step, depth int) (int, error) {
+func checkSteps(s Tree, depth int) (int, error) {
 	if depth > maxDepth {
 		return 0, errcode.Invalid("fields", "derivation nested deeper than %d", maxDepth)
 	}
 	n := 1
-	for _, c := range s.Children {
+	for i := range s.NumChildren() {
+		c := s.Child(i)
 		if c == nil {
 			return 0, errcode.Invalid("fields", "nil child step")
 		}
@@ -112,18 +125,19 @@ type streamWriter struct {
 }
 
 // emit writes s's subtree and pushes s's id and hash on the stacks.
-func (w *streamWriter) emit(s *Step) ([32]byte, error) {
-	for _, c := range s.Children {
-		if _, err := w.emit(c); err != nil {
+func (w *streamWriter) emit(s Tree) ([32]byte, error) {
+	k := s.NumChildren()
+	for i := range k {
+		if _, err := w.emit(s.Child(i)); err != nil {
 			return [32]byte{}, err
 		}
 	}
-	return w.node(s.Type, s.Data, w.ids, len(s.Children))
+	return w.node(s.StepType(), s, w.ids, k)
 }
 
 // node writes one node whose n children are the top n entries of the
 // stacks (ids is w.ids), pops them and pushes the node.
-func (w *streamWriter) node(t NodeType, data any, ids []int, n int) ([32]byte, error) {
+func (w *streamWriter) node(t NodeType, data Tree, ids []int, n int) ([32]byte, error) {
 	childIDs := ids[len(ids)-n:]
 	if !validTypes[t] {
 		return [32]byte{}, errcode.Invalid("type", "unknown proof node type %q", t)
@@ -143,7 +157,7 @@ func (w *streamWriter) node(t NodeType, data any, ids []int, n int) ([32]byte, e
 	w.buf = append(w.buf, `],"data":`...)
 	start := len(w.buf)
 	var err error
-	if w.buf, err = canonjson.Append(w.buf, data); err != nil {
+	if w.buf, err = data.AppendStepData(w.buf); err != nil {
 		return [32]byte{}, errcode.InvalidWrap("data", err, "node data is not canonical JSON: %s", err.Error())
 	}
 	// The node hash: SHA-256 of {"children_hashes":[…],"data":…,"id":…,"type":…}.

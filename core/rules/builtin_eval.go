@@ -19,7 +19,7 @@ func (ev *evaluator) call(e *Call, en *env) (Value, *Node, error) {
 	case "field":
 		p := e.Args[0].(*StringLit).Val
 		v := ev.values[p]
-		return v, node(NodeFieldRef, map[string]any{"field": p, "value": v}), nil
+		return v, node(NodeFieldRef, valueData("", v, Member{"field", p})), nil
 	case "map", "filter", "fold", "toMap":
 		return ev.higherOrder(e, en)
 	}
@@ -34,17 +34,14 @@ func (ev *evaluator) call(e *Call, en *env) (Value, *Node, error) {
 		args = make([]Value, len(e.Args))
 	}
 	kids := make([]*Node, 0, len(e.Args))
-	var extra map[string]any
+	var extra []Member
 	for i, a := range e.Args {
 		// Static string arguments (a member name, an error code and message)
 		// are recorded in the node's data instead of as CONST children.
 		if lit, ok := a.(*StringLit); ok && staticStringArg(e.Name, i) {
 			args[i] = textVal(lit.Val)
 			if ev.quiet == 0 { // lambda bodies are not traced
-				if extra == nil {
-					extra = map[string]any{}
-				}
-				extra[staticArgNames[e.Name][i-1]] = lit.Val
+				extra = append(extra, Member{staticArgNames[e.Name][i-1], lit.Val})
 			}
 			continue
 		}
@@ -73,7 +70,7 @@ func (ev *evaluator) call(e *Call, en *env) (Value, *Node, error) {
 		ev.compliance = append(ev.compliance, r)
 		v := Value{Kind: KindRecord, Keys: []string{"code", "detail", "ok"},
 			Elems: []Value{args[0], args[2], args[1]}}
-		return v, node(NodeComplianceEmit, map[string]any{"code": r.Code, "ok": r.OK, "detail": r.Detail}, kids...), nil
+		return v, node(NodeComplianceEmit, Data{Members: []Member{{"code", r.Code}, {"ok", r.OK}, {"detail", r.Detail}}}, kids...), nil
 	case "requireSome":
 		if !args[0].IsSome() {
 			return Value{}, nil, ev.rtErr(errcode.Code(args[1].S), e.At, "required value is none: %s", args[2].S)
@@ -99,12 +96,12 @@ func staticStringArg(name string, i int) bool {
 }
 
 // withData adds extra entries to a node's data.
-func withData(n *Node, extra map[string]any) *Node {
+func withData(n *Node, extra []Member) *Node {
 	if n == nil {
 		return nil
 	}
-	for k, v := range extra {
-		n.Data[k] = v
+	for _, m := range extra {
+		n.Data.Set(m.Key, m.Val)
 	}
 	return n
 }
@@ -302,11 +299,11 @@ func (ev *evaluator) decValue(e *Call, d *apd.Decimal, out Value) (Value, error)
 // getFact looks up one fact by type and key.
 func (ev *evaluator) getFact(typ, key string, kids []*Node) (Value, *Node, error) {
 	i, ok := slices.BinarySearchFunc(ev.facts, Fact{FactType: typ, FactKey: key}, compareFacts)
-	data := map[string]any{"fn": "getFact", "fact_type": typ, "fact_key": key, "found": ok}
+	data := Data{Members: []Member{{"fn", "getFact"}, {"fact_type", typ}, {"fact_key", key}, {"found", ok}}}
 	if !ok {
 		return noneVal(), node(NodeFactGet, data, kids...), nil
 	}
-	data["payload_hash"] = hash.SHA256Hex(ev.facts[i].Payload)
+	data.Set("payload_hash", hash.SHA256Hex(ev.facts[i].Payload))
 	return someVal(factVal(ev.fact(i))), node(NodeFactGet, data, kids...), nil
 }
 
@@ -322,7 +319,7 @@ func (ev *evaluator) getFactsByPrefix(typ, prefix string, kids []*Node) (Value, 
 	if vals == nil {
 		vals = []Value{}
 	}
-	data := map[string]any{"fn": "getFactsByPrefix", "fact_type": typ, "key_prefix": prefix, "facts": listed}
+	data := Data{Members: []Member{{"fn", "getFactsByPrefix"}, {"fact_type", typ}, {"key_prefix", prefix}, {"facts", listed}}}
 	return listVal(vals), node(NodeFactGet, data, kids...), nil
 }
 

@@ -36,14 +36,14 @@ const (
 	NodeComplianceEmit NodeType = "COMPLIANCE_EMIT"
 )
 
-// Node is one node of a field's derivation trace. Data holds only strings,
-// booleans, Values (which encode themselves canonically, see
+// Node is one node of a field's derivation trace. Its Data holds only
+// strings, booleans, Values (which encode themselves canonically, see
 // Value.AppendCanonical; values are immutable once built) and slices of maps
 // of those, so canonjson encodes it directly and deterministically.
 type Node struct {
-	Type     NodeType       `json:"type"`
-	Data     map[string]any `json:"data"`
-	Children []*Node        `json:"children"`
+	Type     NodeType `json:"type"`
+	Data     Data     `json:"data"`
+	Children []*Node  `json:"children"`
 }
 
 // MarshalCanonical encodes the node tree as BPC-CJSON-1.
@@ -178,7 +178,7 @@ func (ev *evaluator) badData(pos Pos, format string, args ...any) error {
 }
 
 // node builds a trace node, dropping nil children.
-func node(t NodeType, data map[string]any, children ...*Node) *Node {
+func node(t NodeType, data Data, children ...*Node) *Node {
 	kids := make([]*Node, 0, len(children))
 	for _, c := range children {
 		if c != nil {
@@ -193,7 +193,7 @@ func (ev *evaluator) opNode(op string, v Value, children ...*Node) *Node {
 	if ev.quiet > 0 {
 		return nil
 	}
-	return node(NodeOp, map[string]any{"op": op, "value": v}, children...)
+	return node(NodeOp, valueData(op, v), children...)
 }
 
 // constNode builds a CONST node unless inside a lambda body.
@@ -201,7 +201,7 @@ func (ev *evaluator) constNode(v Value) *Node {
 	if ev.quiet > 0 {
 		return nil
 	}
-	return node(NodeConst, map[string]any{"value": v})
+	return node(NodeConst, valueData("", v))
 }
 
 // eval evaluates e and returns its value and trace node (nil for a variable reference).
@@ -293,7 +293,7 @@ func (ev *evaluator) eval(e Expr, en *env) (Value, *Node, error) {
 		if ev.quiet > 0 {
 			return v, nil, nil
 		}
-		n := node(NodeOp, map[string]any{"op": "let", "name": e.Name, "value": v}, xn, bn)
+		n := node(NodeOp, valueData("let", v, Member{"name", e.Name}), xn, bn)
 		return v, n, nil
 	case *Assert:
 		c, cn, err := ev.eval(e.Cond, en)
@@ -307,7 +307,7 @@ func (ev *evaluator) eval(e Expr, en *env) (Value, *Node, error) {
 		if err != nil {
 			return Value{}, nil, err
 		}
-		return v, node(NodeAssert, map[string]any{"code": e.Code, "ok": true}, cn, bn), nil
+		return v, node(NodeAssert, Data{Members: []Member{{"code", e.Code}, {"ok", true}}}, cn, bn), nil
 	case *Call:
 		return ev.call(e, en)
 	}
