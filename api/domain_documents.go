@@ -55,21 +55,7 @@ func (s *Server) handleCreateDocument(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListDocuments(w http.ResponseWriter, r *http.Request) {
-	tenantID, err := queryTenant(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.requireTenantExists(r.Context(), tenantID); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ds, err := s.Store.ListDocuments(r.Context(), s.Store.Pool, tenantID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": ds})
+	serveTenantList(s, w, r, s.Store.ListDocuments)
 }
 
 type documentWithVersions struct {
@@ -78,23 +64,9 @@ type documentWithVersions struct {
 }
 
 func (s *Server) handleGetDocument(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ctx := r.Context()
-	d, err := s.Store.GetDocument(ctx, s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	vs, err := s.Store.ListDocumentVersions(ctx, s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, documentWithVersions{Document: d, Versions: vs})
+	serveParent(s, w, r, s.Store.GetDocument, s.Store.ListDocumentVersions, func(d store.Document, vs []store.DocumentVersion) any {
+		return documentWithVersions{Document: d, Versions: vs}
+	})
 }
 
 type uploadVersionRequest struct {
@@ -191,17 +163,7 @@ func (s *Server) handleUploadDocumentVersion(w http.ResponseWriter, r *http.Requ
 }
 
 func (s *Server) handleGetDocumentVersion(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	v, err := s.Store.GetDocumentVersion(r.Context(), s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+	serveByID(s, w, r, s.Store.GetDocumentVersion)
 }
 
 // handleListFacts lists facts, optionally of one document version and one type.

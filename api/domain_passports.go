@@ -57,35 +57,11 @@ func (s *Server) handleCreateProduct(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListProducts(w http.ResponseWriter, r *http.Request) {
-	tenantID, err := queryTenant(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.requireTenantExists(r.Context(), tenantID); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ps, err := s.Store.ListBatteryProducts(r.Context(), s.Store.Pool, tenantID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": ps})
+	serveTenantList(s, w, r, s.Store.ListBatteryProducts)
 }
 
 func (s *Server) handleGetProduct(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	p, err := s.Store.GetBatteryProduct(r.Context(), s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
+	serveByID(s, w, r, s.Store.GetBatteryProduct)
 }
 
 type createPassportRequest struct {
@@ -126,23 +102,9 @@ type passportWithVersions struct {
 }
 
 func (s *Server) handleGetPassport(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ctx := r.Context()
-	p, err := s.Store.GetPassport(ctx, s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	vs, err := s.Store.ListPassportVersions(ctx, s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, passportWithVersions{Passport: p, Versions: vs})
+	serveParent(s, w, r, s.Store.GetPassport, s.Store.ListPassportVersions, func(p store.Passport, vs []store.PassportVersion) any {
+		return passportWithVersions{Passport: p, Versions: vs}
+	})
 }
 
 type compileRequest struct {
@@ -190,17 +152,7 @@ func (s *Server) handleCompilePassport(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetPassportVersion(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	v, err := s.Store.GetPassportVersion(r.Context(), s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+	serveByID(s, w, r, s.Store.GetPassportVersion)
 }
 
 // artifact picks one stored artifact of a version, with its ETag hash.
@@ -359,22 +311,7 @@ func exportFormat(field, value string, optional bool) (string, error) {
 }
 
 func (s *Server) handleListPassportExports(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ctx := r.Context()
-	if _, err := s.Store.GetPassportVersion(ctx, s.Store.Pool, tenantID, id); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	es, err := s.Store.ListPassportExports(ctx, s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": es})
+	serveChildren(s, w, r, s.Store.GetPassportVersion, s.Store.ListPassportExports)
 }
 
 // handleGetExportFile serves the newest export of a format, after checking

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -49,21 +50,7 @@ func (s *Server) handleCreateRulePackage(w http.ResponseWriter, r *http.Request)
 }
 
 func (s *Server) handleListRulePackages(w http.ResponseWriter, r *http.Request) {
-	tenantID, err := queryTenant(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := s.requireTenantExists(r.Context(), tenantID); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ps, err := s.Store.ListRulePackages(r.Context(), s.Store.Pool, tenantID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": ps})
+	serveTenantList(s, w, r, s.Store.ListRulePackages)
 }
 
 type rulePackageWithVersions struct {
@@ -72,23 +59,9 @@ type rulePackageWithVersions struct {
 }
 
 func (s *Server) handleGetRulePackage(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ctx := r.Context()
-	p, err := s.Store.GetRulePackage(ctx, s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	vs, err := s.Store.ListRulePackageVersions(ctx, s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, rulePackageWithVersions{RulePackage: p, Versions: vs})
+	serveParent(s, w, r, s.Store.GetRulePackage, s.Store.ListRulePackageVersions, func(p store.RulePackage, vs []store.RulePackageVersion) any {
+		return rulePackageWithVersions{RulePackage: p, Versions: vs}
+	})
 }
 
 type createRuleVersionRequest struct {
@@ -218,22 +191,10 @@ func (s *Server) handleRunRuleTests(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListRuleTestsRuns(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	version := func(ctx context.Context, db store.DBTX, tenantID, id uuid.UUID) (store.RulePackageVersion, error) {
+		return s.Store.GetRulePackageVersion(ctx, db, tenantID, id, false)
 	}
-	ctx := r.Context()
-	if _, err := s.Store.GetRulePackageVersion(ctx, s.Store.Pool, tenantID, id, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	runs, err := s.Store.ListRuleTestsRuns(ctx, s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": runs})
+	serveChildren(s, w, r, version, s.Store.ListRuleTestsRuns)
 }
 
 // handlePublishRuleVersion publishes a VALIDATED version; publishing a

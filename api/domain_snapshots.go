@@ -35,17 +35,7 @@ func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGetSnapshot(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	sn, err := s.Store.GetSnapshot(r.Context(), s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, sn)
+	serveByID(s, w, r, s.Store.GetSnapshot)
 }
 
 type addItemsRequest struct {
@@ -164,22 +154,7 @@ func dedupUUIDs(ids []uuid.UUID) []uuid.UUID {
 }
 
 func (s *Server) handleListSnapshotItems(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ctx := r.Context()
-	if _, err := s.Store.GetSnapshot(ctx, s.Store.Pool, tenantID, id); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	items, err := s.Store.ListSnapshotItems(ctx, s.Store.Pool, tenantID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+	serveChildren(s, w, r, s.Store.GetSnapshot, s.Store.ListSnapshotItems)
 }
 
 // handleBuildSnapshot enqueues BUILD_SNAPSHOT (BUILDING → READY).
