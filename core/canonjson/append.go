@@ -42,8 +42,9 @@ func AppendString(dst []byte, s string) ([]byte, error) {
 	return appendStr(dst, s), nil
 }
 
-// appendStr is appendString for a string known to be valid UTF-8.
-func appendStr(dst []byte, s string) []byte {
+// appendStr appends s, known to be valid UTF-8, as a minimally escaped JSON
+// string: only '"', '\\' and U+0000–U+001F are escaped.
+func appendStr[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {

@@ -185,7 +185,7 @@ func (p *parser) value(depth int) error {
 		if err := p.str(); err != nil {
 			return err
 		}
-		p.out = appendString(p.out, p.scratch)
+		p.out = appendStr(p.out, p.scratch)
 		return nil
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
@@ -284,7 +284,7 @@ func (p *parser) object(depth int) error {
 		p.keys = append(p.keys, p.scratch...)
 		kEnd := len(p.keys)
 		start := len(p.out)
-		p.out = appendString(p.out, p.scratch)
+		p.out = appendStr(p.out, p.scratch)
 		p.out = append(p.out, ':')
 		p.path[len(p.path)-1] = pathSeg{index: kStart, end: kEnd, isKey: true}
 		p.skipWS()
@@ -537,36 +537,3 @@ func (p *parser) hex4(i int) (rune, error) {
 }
 
 const hexDigits = "0123456789abcdef"
-
-// appendString appends s (valid UTF-8) as a minimally escaped JSON string.
-func appendString(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i, c := range s {
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
