@@ -17,7 +17,7 @@ const reaperLock = 0x6270635f6c656173 // "bpc_leas"
 // LeaseRenewal is what a renewal found.
 type LeaseRenewal int
 
-// Outcomes of RenewLease.
+// Outcomes of RenewLeases.
 const (
 	// LeaseRenewed: the lease now runs until now + ttl.
 	LeaseRenewed LeaseRenewal = iota
