@@ -110,8 +110,9 @@ func requestHash(in enqueueRequest, args jobargs.Args) (string, error) {
 }
 
 // enqueue inserts the requests in one transaction, retrying once when a
-// concurrent request raced on the same idempotency key.
-func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest) ([]store.EnqueueResult, error) {
+// concurrent request raced on the same idempotency key. batch says whether
+// errors name fields as jobs[i].….
+func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest, batch bool) ([]store.EnqueueResult, error) {
 	args := make([]jobargs.Args, len(reqs))
 	for i, req := range reqs {
 		args[i] = req.Args
@@ -127,6 +128,9 @@ func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest) ([]st
 			}
 			checked[tenantID] = true
 		}
+	}
+	if err := s.requireRefs(ctx, reqs, batch); err != nil {
+		return nil, err
 	}
 	var results []store.EnqueueResult
 	var err error
@@ -168,7 +172,7 @@ func (s *Server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	results, err := s.enqueue(r.Context(), []store.EnqueueRequest{req})
+	results, err := s.enqueue(r.Context(), []store.EnqueueRequest{req}, false)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -208,7 +212,7 @@ func (s *Server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 		}
 		reqs[i] = req
 	}
-	results, err := s.enqueue(r.Context(), reqs)
+	results, err := s.enqueue(r.Context(), reqs, true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -361,8 +365,13 @@ func (s *Server) logTransition(ctx context.Context, job store.Job, source string
 
 func (s *Server) handleRetryJob(w http.ResponseWriter, r *http.Request) {
 	s.jobAction(w, r, func(job store.Job) error {
-		if job.Status == store.StatusRunning {
+		switch job.Status {
+		case store.StatusRunning:
 			return errcode.New(errcode.InvalidState, "job %s is running; cancel it first or wait", job.JobID)
+		case store.StatusSucceeded:
+			// Retry is for work that did not get done; re-running finished
+			// work is a new job (with a new idempotency key).
+			return errcode.New(errcode.InvalidState, "job %s already SUCCEEDED; enqueue a new job to run it again", job.JobID)
 		}
 		return nil
 	}, func(ctx context.Context, tx pgx.Tx, riverJobID int64) error {
@@ -381,6 +390,31 @@ func (s *Server) handleCancelJob(w http.ResponseWriter, r *http.Request) {
 		_, err := s.River.JobCancelTx(ctx, tx, riverJobID)
 		return err
 	})
+}
+
+// requireRefs returns NOT_FOUND naming the payload field of the first id
+// that does not exist in its job's tenant: another tenant's id is as unknown
+// as a made-up one, and no job is enqueued for it.
+func (s *Server) requireRefs(ctx context.Context, reqs []store.EnqueueRequest, batch bool) error {
+	var refs []jobargs.Ref
+	var owner []int
+	for i, req := range reqs {
+		for _, ref := range req.Args.Refs() {
+			refs = append(refs, ref)
+			owner = append(owner, i)
+		}
+	}
+	i, err := s.Store.MissingRef(ctx, s.Store.Pool, refs)
+	if err != nil || i < 0 {
+		return err
+	}
+	field := "payload." + refs[i].Field
+	if batch {
+		field = "jobs[" + strconv.Itoa(owner[i]) + "]." + field
+	}
+	e := errcode.New(errcode.NotFound, "%s %s not found", strings.ReplaceAll(string(refs[i].Entity), "_", " "), refs[i].ID)
+	e.Field, e.Details = field, map[string]any{"field": field}
+	return e
 }
 
 // requireTenantExists returns NOT_FOUND for an unknown tenant.

@@ -258,10 +258,34 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	// The API refuses ids that do not exist: every job names one real
+	// delivery (of an event that fans out to nothing, and an endpoint that
+	// no subscription names).
+	deliveryID := uuid.New()
+	{
+		buf, _ := json.Marshal(map[string]any{"tenant_id": store.DevTenantID, "aggregate_type": "Bench",
+			"aggregate_id": uuid.New(), "event_type": "bench.only", "payload": map[string]any{}})
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/events", bytes.NewReader(buf))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := httpClient.Do(req)
+		require.NoError(b, err)
+		var ev struct {
+			EventID uuid.UUID `json:"event_id"`
+		}
+		require.NoError(b, json.NewDecoder(resp.Body).Decode(&ev))
+		resp.Body.Close()
+		ctx := context.Background()
+		_, err = pool.Exec(ctx, `INSERT INTO webhook_endpoints (webhook_endpoint_id, tenant_id, url, secret, is_active)
+			VALUES ($1, $2, 'http://127.0.0.1:9/bench', 'bench-secret-0123456789', false)`, deliveryID, store.DevTenantID)
+		require.NoError(b, err)
+		_, err = pool.Exec(ctx, `INSERT INTO webhook_deliveries (webhook_delivery_id, tenant_id, webhook_endpoint_id, event_id)
+			VALUES ($1, $2, $1, $3)`, deliveryID, store.DevTenantID, ev.EventID)
+		require.NoError(b, err)
+	}
 	job := func() map[string]any {
 		return map[string]any{
 			"type": jobargs.KindDeliverWebhook, "tenant_id": store.DevTenantID,
-			"payload": map[string]any{"webhook_delivery_id": uuid.New()},
+			"payload": map[string]any{"webhook_delivery_id": deliveryID},
 		}
 	}
 

@@ -29,3 +29,10 @@ func (a BuildSnapshotArgs) Validate() error {
 	}
 	return requireUUID("snapshot_id", a.SnapshotID)
 }
+
+// Refs returns the rows the payload names (snapshot_id).
+func (a BuildSnapshotArgs) Refs() []Ref {
+	return []Ref{
+		a.ref("snapshot_id", EntitySnapshot, a.SnapshotID),
+	}
+}

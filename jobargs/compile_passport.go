@@ -37,3 +37,12 @@ func (a CompilePassportArgs) Validate() error {
 	}
 	return requireUUID("rule_package_version_id", a.RulePackageVersionID)
 }
+
+// Refs returns the rows the payload names (passport_id, snapshot_id, rule_package_version_id).
+func (a CompilePassportArgs) Refs() []Ref {
+	return []Ref{
+		a.ref("passport_id", EntityPassport, a.PassportID),
+		a.ref("snapshot_id", EntitySnapshot, a.SnapshotID),
+		a.ref("rule_package_version_id", EntityRulePackageVersion, a.RulePackageVersionID),
+	}
+}

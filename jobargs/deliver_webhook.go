@@ -29,3 +29,10 @@ func (a DeliverWebhookArgs) Validate() error {
 	}
 	return requireUUID("webhook_delivery_id", a.WebhookDeliveryID)
 }
+
+// Refs returns the rows the payload names (webhook_delivery_id).
+func (a DeliverWebhookArgs) Refs() []Ref {
+	return []Ref{
+		a.ref("webhook_delivery_id", EntityWebhookDelivery, a.WebhookDeliveryID),
+	}
+}

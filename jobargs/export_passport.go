@@ -49,3 +49,10 @@ const (
 	ExportFormatJSON = "JSON"
 	ExportFormatPDF  = "PDF"
 )
+
+// Refs returns the rows the payload names (passport_version_id).
+func (a ExportPassportArgs) Refs() []Ref {
+	return []Ref{
+		a.ref("passport_version_id", EntityPassportVersion, a.PassportVersionID),
+	}
+}

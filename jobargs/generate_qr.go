@@ -27,3 +27,10 @@ func (a GenerateQRArgs) Validate() error {
 	}
 	return requireUUID("passport_version_id", a.PassportVersionID)
 }
+
+// Refs returns the rows the payload names (passport_version_id).
+func (a GenerateQRArgs) Refs() []Ref {
+	return []Ref{
+		a.ref("passport_version_id", EntityPassportVersion, a.PassportVersionID),
+	}
+}

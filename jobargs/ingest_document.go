@@ -58,3 +58,10 @@ func (a IngestDocumentArgs) Validate() error {
 	}
 	return nil
 }
+
+// Refs returns the rows the payload names (document_id).
+func (a IngestDocumentArgs) Refs() []Ref {
+	return []Ref{
+		a.ref("document_id", EntityDocument, a.DocumentID),
+	}
+}

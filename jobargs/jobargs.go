@@ -51,6 +51,8 @@ type Args interface {
 	Tenant() uuid.UUID
 	// Validate checks the payload; errors are VALIDATION_ERROR naming the field.
 	Validate() error
+	// Refs returns the ids the payload names, which must exist in the tenant.
+	Refs() []Ref
 }
 
 // Base carries the tenant every job payload names.

@@ -27,3 +27,10 @@ func (a ParseFactsArgs) Validate() error {
 	}
 	return requireUUID("document_version_id", a.DocumentVersionID)
 }
+
+// Refs returns the rows the payload names (document_version_id).
+func (a ParseFactsArgs) Refs() []Ref {
+	return []Ref{
+		a.ref("document_version_id", EntityDocumentVersion, a.DocumentVersionID),
+	}
+}

@@ -29,3 +29,10 @@ func (a RunRuleTestsArgs) Validate() error {
 	}
 	return requireUUID("rule_package_version_id", a.RulePackageVersionID)
 }
+
+// Refs returns the rows the payload names (rule_package_version_id).
+func (a RunRuleTestsArgs) Refs() []Ref {
+	return []Ref{
+		a.ref("rule_package_version_id", EntityRulePackageVersion, a.RulePackageVersionID),
+	}
+}

@@ -15,8 +15,33 @@ import (
 	"github.com/bpc-platform/bpc/store"
 )
 
-func deliverPayload() map[string]any {
-	return map[string]any{"webhook_delivery_id": uuid.New()}
+// deliverPayload returns a DELIVER_WEBHOOK payload of the dev tenant naming
+// a delivery that exists (the API refuses ids it does not know) and is
+// already DELIVERED, so running the job sends nothing: the jobs endpoints
+// are tested on a job type that needs no receiver.
+func (h *harness) deliverPayload() map[string]any {
+	return h.deliverPayloadFor(store.DevTenantID)
+}
+
+// deliverPayloadFor is deliverPayload for tenantID. Each call makes a new
+// delivery, through an event of its own (no subscription, so the event fans
+// out to nothing).
+func (h *harness) deliverPayloadFor(tenantID uuid.UUID) map[string]any {
+	h.t.Helper()
+	var ev eventResponse
+	require.Equal(h.t, http.StatusCreated, h.call(http.MethodPost, "/v1/events", map[string]any{
+		"tenant_id": tenantID, "aggregate_type": "Fixture", "aggregate_id": uuid.New(),
+		"event_type": "fixture.only", "payload": map[string]any{}}, &ev))
+	id := uuid.New()
+	_, err := h.pool.Exec(context.Background(), `
+		INSERT INTO webhook_endpoints (webhook_endpoint_id, tenant_id, url, secret, is_active)
+		VALUES ($1, $2, 'http://127.0.0.1:9/fixture', 'fixture-secret-0123456789', false)`, id, tenantID)
+	require.NoError(h.t, err)
+	_, err = h.pool.Exec(context.Background(), `
+		INSERT INTO webhook_deliveries (webhook_delivery_id, tenant_id, webhook_endpoint_id, event_id, status, delivered_at)
+		VALUES ($1, $2, $1, $3, 'DELIVERED', now())`, id, tenantID, ev.EventID)
+	require.NoError(h.t, err)
+	return map[string]any{"webhook_delivery_id": id}
 }
 
 func (h *harness) riverJobCount() int {
@@ -31,7 +56,7 @@ func TestBadInputIsRejectedWithEnvelope(t *testing.T) {
 	h := newHarness(t, roleAPI, map[string]string{"BPC_HTTP_MAX_BODY_BYTES": "2048"})
 	auth := map[string]string{"Authorization": "Bearer " + testToken}
 	valid := func(mut func(m map[string]any)) map[string]any {
-		m := map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": deliverPayload()}
+		m := map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload()}
 		mut(m)
 		return m
 	}
@@ -144,7 +169,7 @@ func TestIdempotentEnqueue(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, roleAPI, nil)
 	req := map[string]any{
-		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": deliverPayload(),
+		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload(),
 		"idempotency_key": "redeliver-42", "priority": 1,
 	}
 	var first, again store.Job
@@ -162,7 +187,7 @@ func TestIdempotentEnqueue(t *testing.T) {
 
 	// Same key, different request.
 	req["idempotency_key"] = "redeliver-42"
-	req["payload"] = deliverPayload()
+	req["payload"] = h.deliverPayload()
 	var env errorEnvelope
 	require.Equal(t, http.StatusConflict, h.call(http.MethodPost, "/v1/jobs", req, &env))
 	require.Equal(t, "IDEMPOTENCY_CONFLICT", env.Error.Code)
@@ -172,6 +197,7 @@ func TestIdempotentEnqueue(t *testing.T) {
 	var tenant store.Tenant
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/tenants", map[string]any{"slug": "acme", "name": "ACME Batteries"}, &tenant))
 	req["tenant_id"] = tenant.TenantID
+	req["payload"] = h.deliverPayloadFor(tenant.TenantID)
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", req, nil))
 	require.Equal(t, 2, h.riverJobCount())
 	h.requireConsistent()
@@ -182,7 +208,7 @@ func TestBatchEnqueueListAndPaginate(t *testing.T) {
 	h := newHarness(t, roleAPI, nil)
 	jobs := make([]map[string]any, 7)
 	for i := range jobs {
-		jobs[i] = map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": deliverPayload()}
+		jobs[i] = map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload()}
 	}
 	jobs[6]["idempotency_key"] = "k-6"
 	var batch struct {
@@ -254,7 +280,7 @@ func TestWaitMsLongPoll(t *testing.T) {
 	// Not terminal within the wait: 202 with Retry-After.
 	var later store.Job
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
-		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": deliverPayload(),
+		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload(),
 		"scheduled_at": time.Now().Add(time.Hour),
 	}, &later))
 	req, _ := http.NewRequest(http.MethodGet, h.base+"/v1/jobs/"+later.JobID.String()+"?tenant_id="+devTenant+"&waitMs=300", nil)
@@ -294,7 +320,7 @@ func TestAdminAPIRetryAndCancel(t *testing.T) {
 
 	var later, cancelled store.Job
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
-		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": deliverPayload(),
+		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload(),
 		"scheduled_at": time.Now().Add(time.Hour),
 	}, &later))
 	require.Equal(t, http.StatusOK, h.call(http.MethodPost, "/v1/jobs/"+later.JobID.String()+"/cancel?tenant_id="+devTenant, nil, &cancelled))
@@ -369,4 +395,59 @@ func TestProdRequiresHTTPSWebhooks(t *testing.T) {
 	require.Equal(t, "url", env.Error.Details["field"])
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/webhook-endpoints",
 		map[string]any{"tenant_id": devTenant, "url": "https://example.com/hook", "secret": testSecret}, nil))
+}
+
+// An id in a payload that does not exist in the job's tenant — made up, or
+// another tenant's — is a 404 naming the field at the API, and nothing is
+// enqueued; the same id in its own tenant is accepted.
+func TestEnqueueRefusesUnknownAndForeignIDs(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, roleAPI, nil)
+	var other store.Tenant
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/tenants", map[string]any{"slug": "other", "name": "Other"}, &other))
+	var sn struct {
+		SnapshotID uuid.UUID `json:"snapshot_id"`
+	}
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/snapshots", map[string]any{"tenant_id": devTenant}, &sn))
+	before := h.riverJobCount()
+
+	for name, payload := range map[string]map[string]any{
+		"made up":        {"snapshot_id": uuid.New()},
+		"other tenant's": {"snapshot_id": sn.SnapshotID},
+	} {
+		var env errorEnvelope
+		require.Equal(t, http.StatusNotFound, h.call(http.MethodPost, "/v1/jobs", map[string]any{
+			"type": jobargs.KindBuildSnapshot, "tenant_id": other.TenantID, "payload": payload}, &env), name)
+		require.Equal(t, "NOT_FOUND", env.Error.Code, name)
+		require.Equal(t, "payload.snapshot_id", env.Error.Details["field"], name)
+		require.Contains(t, env.Error.Message, "snapshot", name)
+	}
+	// In a batch, the item is named; one foreign id rejects the whole batch.
+	var env errorEnvelope
+	require.Equal(t, http.StatusNotFound, h.call(http.MethodPost, "/v1/jobs:batch", map[string]any{"jobs": []any{
+		map[string]any{"type": jobargs.KindBuildSnapshot, "tenant_id": devTenant, "payload": map[string]any{"snapshot_id": sn.SnapshotID}},
+		map[string]any{"type": jobargs.KindCompile, "tenant_id": other.TenantID, "payload": map[string]any{
+			"passport_id": uuid.New(), "snapshot_id": sn.SnapshotID, "rule_package_version_id": uuid.New()}},
+	}}, &env))
+	require.Equal(t, "jobs[1].payload.passport_id", env.Error.Details["field"])
+	require.Equal(t, before, h.riverJobCount(), "nothing enqueued")
+
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
+		"type": jobargs.KindBuildSnapshot, "tenant_id": devTenant, "payload": map[string]any{"snapshot_id": sn.SnapshotID}}, nil))
+	require.Equal(t, before+1, h.riverJobCount())
+}
+
+// Retry is for work that did not get done: a SUCCEEDED job answers 409.
+func TestRetryOfSucceededJobIsRefused(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, roleAll, nil)
+	var job store.Job
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
+		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload()}, &job))
+	require.Equal(t, store.StatusSucceeded, h.waitJob(job.JobID).Status)
+	var env errorEnvelope
+	require.Equal(t, http.StatusConflict, h.call(http.MethodPost, "/v1/jobs/"+job.JobID.String()+"/retry?tenant_id="+devTenant, nil, &env))
+	require.Equal(t, "INVALID_STATE", env.Error.Code)
+	require.Equal(t, store.StatusSucceeded, h.job(job.JobID).Status)
+	require.Equal(t, 1, h.riverJobCount())
 }

@@ -18,9 +18,10 @@ import (
 func TestQueueMaxDepthAnswers429(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, roleAPI, map[string]string{"BPC_QUEUE_MAX_DEPTH": "2"})
+	payload := h.deliverPayload()
 	webhook := func() map[string]any {
 		return map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant,
-			"payload": map[string]any{"webhook_delivery_id": uuid.New()}}
+			"payload": payload}
 	}
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs:batch",
 		map[string]any{"jobs": []any{webhook(), webhook(), webhook()}}, nil), "a batch is checked once, before it")
