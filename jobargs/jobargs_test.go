@@ -336,3 +336,39 @@ func FuzzDecode(f *testing.F) {
 		require.NoError(t, args.Validate())
 	})
 }
+
+// Every uuid a payload carries, tenant_id aside, is a reference the API
+// checks before enqueueing: Refs names each one, with its payload field and
+// value, so a new field cannot slip past the check.
+func TestRefsNameEveryUUIDField(t *testing.T) {
+	for _, kind := range jobargs.Kinds() {
+		var payload map[string]any
+		for _, c := range kindCases {
+			if c.kind == kind {
+				require.NoError(t, json.Unmarshal([]byte(c.valid), &payload))
+			}
+		}
+		require.NotNil(t, payload, "kindCases has no valid payload of %s", kind)
+		args, err := jobargs.Decode(kind, tenant, mustJSON(t, payload))
+		require.NoError(t, err)
+		want := map[string]string{}
+		for k, v := range payload {
+			if s, ok := v.(string); ok && uuid.Validate(s) == nil {
+				want[k] = s
+			}
+		}
+		got := map[string]string{}
+		for _, r := range args.Refs() {
+			require.Equal(t, tenant, r.TenantID, kind)
+			require.NotEmpty(t, r.Entity, kind)
+			got[r.Field] = r.ID.String()
+		}
+		require.Equal(t, want, got, kind)
+	}
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
