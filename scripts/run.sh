@@ -29,7 +29,12 @@ if [ "$BPC_ENV" = dev ] && [ -z "${BPC_ADMIN_TOKEN:-}" ]; then
 	echo "run.sh: the admin token is in $token_file (make demo reads it from there)" >&2
 fi
 
-echo "run.sh: building bin/bpc" >&2
+if [ -x bin/bpc ]; then
+	echo "run.sh: building bin/bpc" >&2
+else
+	echo "run.sh: building bin/bpc for the first time: Go downloads the modules and compiles" >&2
+	echo "run.sh: everything once, which takes a few minutes; later builds take seconds" >&2
+fi
 go build -o bin/bpc ./cmd/bpc
 echo "run.sh: migrating" >&2
 bin/bpc migrate

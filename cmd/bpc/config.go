@@ -34,6 +34,7 @@ type Config struct {
 	PipelinePoll        time.Duration
 	QueueMaxDepth       int
 	ReaperInterval      time.Duration
+	MaxLeaseExpiries    int
 	Maintenance         workers.MaintenanceConfig
 	Breaker             workers.BreakerConfig
 	LeaseSeconds        int
@@ -134,6 +135,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.LeaseSeconds = num("BPC_JOBS_LEASE_SECONDS", 60, 2, 86_400)
 	c.LeaseRenewSeconds = num("BPC_JOBS_LEASE_RENEW_SECONDS", 30, 1, 86_400)
+	c.MaxLeaseExpiries = num("BPC_JOBS_MAX_LEASE_EXPIRIES", workers.DefaultMaxLeaseExpiries, 1, 100)
 	c.MaxAttemptsDefault = num("BPC_JOBS_MAX_ATTEMPTS_DEFAULT", 5, 1, 100)
 	c.BackoffUnit = ms("BPC_JOBS_BACKOFF_UNIT_MS", 1000, 1, 3_600_000)
 	c.WorkerConcurrency = num("BPC_WORKER_CONCURRENCY", 10, 1, 10_000)
@@ -167,7 +169,7 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		errs = append(errs, configError(errcode.Validation, "BPC_LOG_JSON", "must be true or false, got %q", v))
 	}
 	if c.DatabaseURL == "" {
-		errs = append(errs, configError(errcode.ConfigMissing, "DATABASE_URL", "is required (postgres://user@host:5432/db)"))
+		errs = append(errs, configError(errcode.ConfigMissing, "DATABASE_URL", "is required (postgres://user@host:5432/db); in a checkout, `make doctor`, `make migrate` and `make run` find or start the dev database for you"))
 	}
 	if c.AdminToken == "" {
 		if c.Env != "dev" {
