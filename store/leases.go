@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -127,21 +128,43 @@ type ReapedJob struct {
 	RiverJobID int64
 	Kind       string
 	// State is River's new state: available (retried at once) or discarded
-	// (its attempts were exhausted: DEAD_LETTER).
-	State     string
-	Attempt   int
+	// (DEAD_LETTER: its attempts were exhausted, or it lost its worker
+	// maxLosses times in a row).
+	State   string
+	Attempt int
+	// LeaseLosses is how many attempts in a row, this one included, ended
+	// with an expired lease.
+	LeaseLosses int
+	// Poison is true when the job was discarded for its lease losses.
+	Poison    bool
 	Owner     string
 	ExpiredAt time.Time
 }
 
 // ReapExpiredLeases returns running jobs whose SSOT lease expired to River,
-// at most limit per call: available for another attempt, or discarded when
-// the expired attempt was the last, with the error "LEASE_EXPIRED: …"
-// appended to River's errors (so last_error.code is LEASE_EXPIRED), through
-// the same mirror as every River change. Only one process reaps at a time
-// (an advisory lock; the others return nothing), and rows a fencing handler
-// holds are skipped until its transaction ends.
-func (s *Store) ReapExpiredLeases(ctx context.Context, limit int) ([]ReapedJob, error) {
+// at most limit per call: available for another attempt, or discarded
+// (DEAD_LETTER) when the expired attempt was the last, or when it is the
+// job's maxLosses-th attempt in a row to end with an expired lease. The
+// error "LEASE_EXPIRED: …" is appended to River's errors (so last_error.code
+// is LEASE_EXPIRED; for a job discarded for its losses the message reads
+// "worker lost N times in a row …"), through the same mirror as every River
+// change. Only one process reaps at a time (an advisory lock; the others
+// return nothing), and rows a fencing handler holds are skipped until its
+// transaction ends.
+//
+// Why a limit on losses: a job that crashes its worker process (a handler
+// bug no recover catches) would otherwise be handed to the next worker by
+// every reap, and take each of them down with every other job it was
+// running, until its attempts ran out. "In a row" is read from River's
+// errors, which keep one entry per failed attempt: the trailing entries
+// whose code is LEASE_EXPIRED, counted by attempt. Any other error in
+// between breaks the run (a snooze appends none: it neither counts nor
+// breaks); an operator's retry does not, so a retried poison job is
+// discarded at its next loss. maxLosses below 1 sets no limit.
+func (s *Store) ReapExpiredLeases(ctx context.Context, limit, maxLosses int) ([]ReapedJob, error) {
+	if maxLosses < 1 {
+		maxLosses = math.MaxInt32
+	}
 	var out []ReapedJob
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		var locked bool
@@ -152,29 +175,46 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, limit int) ([]ReapedJob, 
 			return nil
 		}
 		rows, _ := tx.Query(ctx, `WITH expired AS (
-				SELECT r.id, r.attempt, r.max_attempts, j.lease_owner, j.lease_expires_at
+				SELECT r.id, r.attempt, r.max_attempts, r.errors, j.lease_owner, j.lease_expires_at
 				FROM river_job r JOIN jobs j ON j.river_job_id = r.id
 				WHERE r.state = 'running' AND j.status = 'RUNNING' AND j.attempts = r.attempt
 				  AND j.lease_expires_at < clock_timestamp()
 				ORDER BY r.id
 				LIMIT $1
-				FOR UPDATE OF r SKIP LOCKED)
+				FOR UPDATE OF r SKIP LOCKED),
+			counted AS (
+				SELECT e.*, (
+					SELECT count(DISTINCT lost.attempt) FROM (
+						SELECT (x.e->>'attempt')::int AS attempt
+						FROM unnest(e.errors) WITH ORDINALITY AS x(e, i)
+						WHERE x.i > coalesce((
+							SELECT max(y.i) FROM unnest(e.errors) WITH ORDINALITY AS y(e, i)
+							WHERE coalesce(y.e->>'error', '') NOT LIKE 'LEASE_EXPIRED: %'), 0)
+						UNION ALL SELECT e.attempt) AS lost) AS losses
+				FROM expired e),
+			decided AS (
+				SELECT c.*, c.losses >= $2 AS poison, c.losses >= $2 OR c.attempt >= c.max_attempts AS discard
+				FROM counted c)
 			UPDATE river_job r SET
-				state = CASE WHEN e.attempt >= e.max_attempts THEN 'discarded' ELSE 'available' END::river_job_state,
+				state = CASE WHEN d.discard THEN 'discarded' ELSE 'available' END::river_job_state,
 				-- The job keeps its scheduled_at (in the past): River fetches by
 				-- priority, then scheduled_at, so it runs next, not behind the
 				-- backlog that queued up while it was lost.
-				finalized_at = CASE WHEN e.attempt >= e.max_attempts THEN now() END,
+				finalized_at = CASE WHEN d.discard THEN now() END,
 				errors = array_append(r.errors, jsonb_build_object(
 					'at', now(), 'attempt', r.attempt, 'trace', '',
-					'error', format('LEASE_EXPIRED: the lease of %s expired at %s without renewal (worker crashed, paused or partitioned)',
-						coalesce(e.lease_owner, 'the worker'), e.lease_expires_at)))
-			FROM expired e WHERE r.id = e.id
-			RETURNING r.id, r.kind, r.state::text, r.attempt, coalesce(e.lease_owner, ''), e.lease_expires_at`, limit)
+					'error', CASE WHEN d.poison
+						THEN format('LEASE_EXPIRED: worker lost %s times in a row (the lease of %s expired at %s without renewal); discarded so that it cannot take more workers down',
+							d.losses, coalesce(d.lease_owner, 'the worker'), d.lease_expires_at)
+						ELSE format('LEASE_EXPIRED: the lease of %s expired at %s without renewal (worker crashed, paused or partitioned)',
+							coalesce(d.lease_owner, 'the worker'), d.lease_expires_at) END))
+			FROM decided d WHERE r.id = d.id
+			RETURNING r.id, r.kind, r.state::text, r.attempt, d.losses, d.poison, coalesce(d.lease_owner, ''), d.lease_expires_at`,
+			limit, maxLosses)
 		var err error
 		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ReapedJob, error) {
 			var j ReapedJob
-			err := row.Scan(&j.RiverJobID, &j.Kind, &j.State, &j.Attempt, &j.Owner, &j.ExpiredAt)
+			err := row.Scan(&j.RiverJobID, &j.Kind, &j.State, &j.Attempt, &j.LeaseLosses, &j.Poison, &j.Owner, &j.ExpiredAt)
 			return j, err
 		})
 		if err != nil {

@@ -157,13 +157,24 @@ func (l *Leases) BeginShutdown() {
 // ShuttingDown reports whether BeginShutdown was called.
 func (l *Leases) ShuttingDown() bool { return l != nil && l.shuttingDown.Load() }
 
+// DefaultMaxLeaseExpiries is how many attempts in a row may end with an
+// expired lease before the job is discarded (BPC_JOBS_MAX_LEASE_EXPIRIES).
+const DefaultMaxLeaseExpiries = 2
+
 // Reaper returns running jobs whose lease expired to River, on an interval,
-// in every worker process; an advisory lock lets one act per tick.
+// in every worker process; an advisory lock lets one act per tick. A job
+// that lost its worker MaxLeaseExpiries times in a row is discarded instead
+// (DEAD_LETTER, "worker lost N times"): a job that crashes the process
+// working it would otherwise hop from worker to worker, taking each one down
+// with every other job it was running.
 type Reaper struct {
 	Store    *store.Store
 	Logger   *slog.Logger
 	Metrics  *Metrics
 	Interval time.Duration
+	// MaxLeaseExpiries bounds the lease losses in a row (zero:
+	// DefaultMaxLeaseExpiries).
+	MaxLeaseExpiries int
 }
 
 // Run reaps until ctx ends.
@@ -184,7 +195,11 @@ func (r *Reaper) Run(ctx context.Context) {
 
 // ReapOnce runs one reaping pass and returns the jobs it returned to River.
 func (r *Reaper) ReapOnce(ctx context.Context) ([]store.ReapedJob, error) {
-	reaped, err := r.Store.ReapExpiredLeases(ctx, 1000)
+	maxLosses := r.MaxLeaseExpiries
+	if maxLosses <= 0 {
+		maxLosses = DefaultMaxLeaseExpiries
+	}
+	reaped, err := r.Store.ReapExpiredLeases(ctx, 1000, maxLosses)
 	for _, j := range reaped {
 		status := store.StatusQueued
 		if j.State == "discarded" {
@@ -196,9 +211,15 @@ func (r *Reaper) ReapOnce(ctx context.Context) ([]store.ReapedJob, error) {
 		if r.Metrics != nil {
 			r.Metrics.JobsCompleted.WithLabelValues(j.Kind, status).Inc()
 		}
-		r.Logger.Warn("job transition", slog.Int64("river_job_id", j.RiverJobID), slog.String("type", j.Kind),
+		level := slog.LevelWarn
+		if j.Poison {
+			// Worth an operator's look: the job may crash whatever runs it.
+			level = slog.LevelError
+		}
+		r.Logger.LogAttrs(ctx, level, "job transition", slog.Int64("river_job_id", j.RiverJobID), slog.String("type", j.Kind),
 			slog.Int("attempt", j.Attempt), slog.String("status", status), slog.String("error_code", string(errcode.LeaseExpired)),
-			slog.String("lease_owner", j.Owner), slog.Time("lease_expired_at", j.ExpiredAt))
+			slog.String("lease_owner", j.Owner), slog.Time("lease_expired_at", j.ExpiredAt),
+			slog.Int("lease_losses", j.LeaseLosses), slog.Bool("poison", j.Poison))
 	}
 	return reaped, err
 }

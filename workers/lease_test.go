@@ -3,7 +3,9 @@ package workers_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -27,13 +30,21 @@ import (
 // connections, so the mirror starts each attempt with a 1 s lease), the
 // given renewal period and a fast reaper.
 type leaseEnv struct {
-	ctx    context.Context
-	st     *store.Store
-	client *river.Client[pgx.Tx]
-	reaper *workers.Reaper
+	ctx     context.Context
+	st      *store.Store
+	client  *river.Client[pgx.Tx]
+	reaper  *workers.Reaper
+	metrics *workers.Metrics
 }
 
 func newLeaseEnv(t *testing.T, renew time.Duration, hook func(context.Context, *rivertype.JobRow) error) leaseEnv {
+	t.Helper()
+	return newLeaseEnvWith(t, renew, 0, hook)
+}
+
+// newLeaseEnvWith is newLeaseEnv whose reaper discards a job after
+// maxLosses lease losses in a row (0: the default).
+func newLeaseEnvWith(t *testing.T, renew time.Duration, maxLosses int, hook func(context.Context, *rivertype.JobRow) error) leaseEnv {
 	t.Helper()
 	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 1})
 	logger := slog.New(slog.DiscardHandler)
@@ -51,7 +62,7 @@ func newLeaseEnv(t *testing.T, renew time.Duration, hook func(context.Context, *
 	require.NoError(t, err)
 	ctx := t.Context()
 	require.NoError(t, client.Start(ctx))
-	reaper := &workers.Reaper{Store: st, Logger: logger, Metrics: metrics, Interval: 100 * time.Millisecond}
+	reaper := &workers.Reaper{Store: st, Logger: logger, Metrics: metrics, Interval: 100 * time.Millisecond, MaxLeaseExpiries: maxLosses}
 	reaperCtx, stopReaper := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { reaper.Run(reaperCtx) })
@@ -63,7 +74,7 @@ func newLeaseEnv(t *testing.T, renew time.Duration, hook func(context.Context, *
 		defer cancel()
 		_ = client.Stop(stopCtx)
 	})
-	return leaseEnv{ctx: ctx, st: st, client: client, reaper: reaper}
+	return leaseEnv{ctx: ctx, st: st, client: client, reaper: reaper, metrics: metrics}
 }
 
 // buildJob creates a snapshot and enqueues its BUILD_SNAPSHOT job.
@@ -132,7 +143,9 @@ func TestRenewedLeaseKeepsALongJob(t *testing.T) {
 func TestFencingStopsAnAttemptThatLostItsLease(t *testing.T) {
 	t.Parallel()
 	var first atomic.Bool
-	e := newLeaseEnv(t, time.Hour, func(ctx context.Context, job *rivertype.JobRow) error {
+	// Nothing renews here, so every attempt may lose its lease: a higher
+	// limit than the default keeps the job from being discarded as poison.
+	e := newLeaseEnvWith(t, time.Hour, 5, func(ctx context.Context, job *rivertype.JobRow) error {
 		if job.Attempt == 1 && first.CompareAndSwap(false, true) {
 			time.Sleep(2500 * time.Millisecond) // stalled past the 1 s lease
 		}
@@ -247,4 +260,150 @@ func TestShutdownCancelRequeuesWithoutSpendingAnAttempt(t *testing.T) {
 	require.Equal(t, store.StatusQueued, j.Status, "back in the queue")
 	require.EqualValues(t, 0, j.Attempts, "the interrupted attempt is not counted")
 	require.Nil(t, j.LeaseOwner)
+}
+
+// A job whose worker hangs on every attempt (its lease is never renewed, as
+// when the process died) is reaped once and runs again, then is discarded
+// when its second attempt in a row loses its lease: DEAD_LETTER with
+// LEASE_EXPIRED "worker lost 2 times", instead of going round the workers
+// until its five attempts are spent.
+func TestJobLosingItsWorkerTwiceInARowIsDiscarded(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var started atomic.Int32
+	e := newLeaseEnv(t, time.Hour, func(ctx context.Context, job *rivertype.JobRow) error {
+		started.Add(1)
+		select { // a worker that never finishes nor renews: dead to the cluster
+		case <-ctx.Done():
+		case <-release:
+		}
+		return errors.New("released")
+	})
+	t.Cleanup(func() { close(release) }) // before the client stops (cleanups run last first)
+
+	_, job := e.buildJob(t)
+	done := e.wait(t, job.JobID)
+	require.Equal(t, store.StatusDeadLetter, done.Status)
+	require.EqualValues(t, 2, done.Attempts, "discarded after its second loss, not its fifth attempt")
+	require.EqualValues(t, 5, done.MaxAttempts)
+	require.Positive(t, started.Load())
+	var last struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Attempt int    `json:"attempt"`
+	}
+	require.NoError(t, json.Unmarshal(done.LastError, &last))
+	require.Equal(t, "LEASE_EXPIRED", last.Code)
+	require.Equal(t, 2, last.Attempt)
+	require.True(t, strings.HasPrefix(last.Message, "worker lost 2 times in a row"), last.Message)
+	require.Contains(t, last.Message, "lease-test", "names the worker that lost it")
+	require.Equal(t, float64(1), testutil.ToFloat64(e.metrics.DeadLetter.WithLabelValues(jobargs.KindBuildSnapshot)))
+	rep, err := e.st.CheckConsistency(e.ctx, e.st.Pool)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep.Drifts)
+}
+
+// Losses count in a row: the reaper discards a job at its
+// BPC_JOBS_MAX_LEASE_EXPIRIES-th consecutive LEASE_EXPIRED attempt; a job
+// lost once, or lost again after an attempt that ended otherwise, returns
+// to River as available.
+func TestReaperCountsLeaseLossesInARow(t *testing.T) {
+	t.Parallel()
+	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 1})
+	st := store.New(pool)
+	ctx := t.Context()
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	sn, err := st.CreateSnapshot(ctx, pool, store.DevTenantID)
+	require.NoError(t, err)
+	enqueue := func() store.Job {
+		var j store.Job
+		require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
+			var err error
+			j, err = st.EnqueueArgs(ctx, tx, client, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}, "")
+			return err
+		}))
+		return j
+	}
+	// die makes attempt run on a worker that died 5 s ago (its 1 s lease
+	// is long gone), as River's fetch would, through the mirror.
+	die := func(j store.Job, attempt int) {
+		_, err := pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = $2::int, attempted_at = now() - interval '5 seconds',
+			attempted_by = array_append(attempted_by, 'dead-worker-' || $2::text) WHERE id = $1`, j.RiverJobID, attempt)
+		require.NoError(t, err)
+	}
+	metrics := workers.NewMetrics(prometheus.NewRegistry())
+	reaper := &workers.Reaper{Store: st, Logger: slog.New(slog.DiscardHandler), Metrics: metrics, Interval: time.Hour}
+	reap := func(want int) {
+		reaped, err := reaper.ReapOnce(ctx)
+		require.NoError(t, err)
+		require.Len(t, reaped, want)
+	}
+	type lastError struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Attempt int    `json:"attempt"`
+	}
+	get := func(j store.Job) (store.Job, lastError) {
+		got, err := st.GetJob(ctx, pool, store.DevTenantID, j.JobID)
+		require.NoError(t, err)
+		var last lastError
+		require.NoError(t, json.Unmarshal(got.LastError, &last))
+		return got, last
+	}
+
+	lostTwice, lostOnce, broken := enqueue(), enqueue(), enqueue()
+	die(lostTwice, 1)
+	die(lostOnce, 1)
+	die(broken, 1)
+	reap(3)
+	for _, j := range []store.Job{lostTwice, lostOnce, broken} {
+		got, last := get(j)
+		require.Equal(t, store.StatusQueued, got.Status, "one loss: back to River")
+		require.Equal(t, "LEASE_EXPIRED", last.Code)
+		require.NotContains(t, last.Message, "worker lost")
+	}
+	var state string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT state FROM river_job WHERE id = $1`, lostOnce.RiverJobID).Scan(&state))
+	require.Equal(t, "available", state)
+
+	// broken's second attempt ends with an ordinary error: the run of
+	// losses is broken.
+	_, err = pool.Exec(ctx, `UPDATE river_job SET attempt = 2, errors = array_append(errors,
+		jsonb_build_object('at', now(), 'attempt', 2, 'error', 'INTERNAL_ERROR: boom', 'trace', '')) WHERE id = $1`, broken.RiverJobID)
+	require.NoError(t, err)
+
+	die(lostTwice, 2)
+	die(broken, 3)
+	reap(2)
+
+	dead, last := get(lostTwice)
+	require.Equal(t, store.StatusDeadLetter, dead.Status)
+	require.EqualValues(t, 2, dead.Attempts)
+	require.NotNil(t, dead.FinishedAt)
+	require.Nil(t, dead.LeaseOwner)
+	require.Equal(t, "LEASE_EXPIRED", last.Code)
+	require.Equal(t, 2, last.Attempt)
+	require.True(t, strings.HasPrefix(last.Message, "worker lost 2 times in a row"), last.Message)
+	require.Contains(t, last.Message, "dead-worker-2")
+
+	again, last := get(broken)
+	require.Equal(t, store.StatusQueued, again.Status, "losses 1 and 3 are not in a row")
+	require.Equal(t, "LEASE_EXPIRED", last.Code)
+
+	require.Equal(t, float64(1), testutil.ToFloat64(metrics.DeadLetter.WithLabelValues(jobargs.KindBuildSnapshot)))
+	rep, err := st.CheckConsistency(ctx, pool)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%+v", rep.Drifts)
+
+	// A larger limit lets the same run of losses go on.
+	lenient := &workers.Reaper{Store: st, Logger: slog.New(slog.DiscardHandler), Interval: time.Hour, MaxLeaseExpiries: 3}
+	die(lostOnce, 2)
+	reaped, err := lenient.ReapOnce(ctx)
+	require.NoError(t, err)
+	require.Len(t, reaped, 1)
+	require.Equal(t, 2, reaped[0].LeaseLosses)
+	require.False(t, reaped[0].Poison)
+	got, _ := get(lostOnce)
+	require.Equal(t, store.StatusQueued, got.Status)
 }

@@ -112,7 +112,8 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 
 	a.leases = &workers.Leases{Store: a.store, Logger: logger, Owner: cfg.WorkerID,
 		TTL: time.Duration(cfg.LeaseSeconds) * time.Second, Renew: time.Duration(cfg.LeaseRenewSeconds) * time.Second}
-	a.reaper = &workers.Reaper{Store: a.store, Logger: logger, Metrics: a.metrics, Interval: cfg.ReaperInterval}
+	a.reaper = &workers.Reaper{Store: a.store, Logger: logger, Metrics: a.metrics, Interval: cfg.ReaperInterval,
+		MaxLeaseExpiries: cfg.MaxLeaseExpiries}
 
 	riverWorkers := river.NewWorkers()
 	workers.Register(riverWorkers, workers.Deps{

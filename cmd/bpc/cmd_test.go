@@ -88,6 +88,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_JOBS_MAX_ATTEMPTS_DEFAULT": "0"}, errcode.Validation, "BPC_JOBS_MAX_ATTEMPTS_DEFAULT"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_JOBS_BACKOFF_UNIT_MS": "soon"}, errcode.Validation, "BPC_JOBS_BACKOFF_UNIT_MS"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_JOBS_LEASE_RENEW_SECONDS": "60"}, errcode.Validation, "BPC_JOBS_LEASE_RENEW_SECONDS"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_JOBS_MAX_LEASE_EXPIRIES": "0"}, errcode.Validation, "BPC_JOBS_MAX_LEASE_EXPIRIES"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_JOBS_MAX_LEASE_EXPIRIES": "two"}, errcode.Validation, "BPC_JOBS_MAX_LEASE_EXPIRIES"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_ADMIN_TOKEN": "short"}, errcode.Validation, "BPC_ADMIN_TOKEN"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_LOG_LEVEL": "loud"}, errcode.Validation, "BPC_LOG_LEVEL"},
 	}
@@ -108,6 +110,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	require.EqualValues(t, 1000, cfg.BackoffUnit.Milliseconds())
 	require.EqualValues(t, 30000, cfg.WebhookTimeout.Milliseconds())
 	require.Equal(t, 60, cfg.LeaseSeconds)
+	require.Equal(t, 2, cfg.MaxLeaseExpiries)
 
 	err = run(t.Context(), []string{"frobnicate"}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, "unknown subcommand")
