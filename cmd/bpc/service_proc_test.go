@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/testdb"
@@ -250,6 +251,16 @@ func (p *serviceProc) doctor() doctorReport {
 	var rep doctorReport
 	require.NoError(p.t, json.Unmarshal(out, &rep), "bpc doctor --json: %s", out)
 	return rep
+}
+
+// dbPool returns a pool on the process's database (its schema), closed
+// when the test ends.
+func (p *serviceProc) dbPool() *pgxpool.Pool {
+	p.t.Helper()
+	pool, err := pgxpool.New(context.Background(), p.env["DATABASE_URL"])
+	require.NoError(p.t, err)
+	p.t.Cleanup(pool.Close)
+	return pool
 }
 
 // tailFile returns the last n lines of the file at path.
