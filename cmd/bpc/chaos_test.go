@@ -11,8 +11,11 @@ package main
 //	go test -tags chaos -race=false -count=1 -run Chaos -v ./cmd/bpc
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync"
@@ -449,4 +452,139 @@ func TestChaosSIGTERMUnderLoad(t *testing.T) {
 		victim.id, chaosShutdownTimeout)
 	sum.requireExactlyOnce(t, jobs, true)
 	e.requireSettled(jobs)
+}
+
+// TestChaosPoisonJobIsDiscarded: a job that takes down whichever worker
+// process runs it (here: a DELIVER_WEBHOOK to an endpoint that never
+// answers, and the test kills with SIGKILL every worker that picks it up) is
+// reaped once and tried on another worker, and discarded at its second loss
+// (BPC_JOBS_MAX_LEASE_EXPIRIES=2): DEAD_LETTER with LEASE_EXPIRED "worker
+// lost 2 times", instead of hopping through the fleet until its five
+// attempts are spent. The third worker never runs it and stays up, working
+// other jobs, and so does the API process.
+func TestChaosPoisonJobIsDiscarded(t *testing.T) {
+	const others = 20
+	e := newChaosEnv(t)
+	// The POST outlives the test: only a lost lease ends an attempt.
+	e.extra["BPC_WEBHOOK_TIMEOUT_MS"] = "120000"
+	procs := e.startWorkers(3)
+	apiProc := e.startProc("api")
+	e.waitListening(apiProc)
+
+	var mu sync.Mutex
+	var posts []time.Time
+	hang := make(chan struct{})
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		posts = append(posts, time.Now())
+		mu.Unlock()
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(recv.Close)
+	t.Cleanup(func() { close(hang) })
+	postCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(posts)
+	}
+
+	var delivery store.DeliveryRef
+	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
+		ep, err := e.st.CreateWebhookEndpoint(e.ctx, tx, store.DevTenantID, recv.URL, testSecret)
+		if err != nil {
+			return err
+		}
+		res, err := e.st.AppendEvent(e.ctx, tx, e.ins, store.EventInput{TenantID: store.DevTenantID,
+			AggregateType: "Passport", AggregateID: uuid.New(), EventType: "chaos.poison",
+			Payload: []byte(`{}`), DeliverTo: &ep.WebhookEndpointID})
+		if err != nil {
+			return err
+		}
+		delivery = res.Deliveries[0]
+		return nil
+	}))
+	job, err := e.st.GetJob(e.ctx, e.pool, store.DevTenantID, delivery.JobID)
+	require.NoError(t, err)
+
+	// Kill every worker that runs it, as a crashing handler would.
+	byID := map[string]*chaosProc{}
+	for _, p := range procs {
+		byID[p.id] = p
+	}
+	var killed []string
+	var final store.Job
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		final, err = e.st.GetJob(e.ctx, e.pool, store.DevTenantID, job.JobID)
+		require.NoError(t, err)
+		if store.IsTerminal(final.Status) {
+			break
+		}
+		if final.Status == store.StatusRunning && final.LeaseOwner != nil && postCount() > len(killed) {
+			victim := byID[*final.LeaseOwner]
+			require.NotNil(t, victim, "lease owner %q", *final.LeaseOwner)
+			if !victim.exited() {
+				victim.signal(t, syscall.SIGKILL)
+				<-victim.done
+				killed = append(killed, victim.id)
+				t.Logf("attempt %d: killed %s, which was running it", final.Attempts, victim.id)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Equal(t, store.StatusDeadLetter, final.Status, "after %d kills", len(killed))
+	lostAt := time.Now()
+	require.Len(t, killed, 2, "two workers lost, then discarded")
+	require.EqualValues(t, 2, final.Attempts)
+	require.Less(t, final.Attempts, final.MaxAttempts, "discarded for its losses, with attempts to spare")
+	require.Equal(t, 2, postCount(), "the third worker never ran it")
+	var last struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Attempt int    `json:"attempt"`
+	}
+	require.NoError(t, json.Unmarshal(final.LastError, &last))
+	require.Equal(t, "LEASE_EXPIRED", last.Code)
+	require.Equal(t, 2, last.Attempt)
+	require.True(t, strings.HasPrefix(last.Message, "worker lost 2 times in a row"), last.Message)
+	require.Contains(t, last.Message, killed[1])
+	t.Logf("DEAD_LETTER after %d losses; last_error %s", len(killed), final.LastError)
+
+	// The survivors: the third worker and the API answer, and work goes on.
+	var survivor *chaosProc
+	for _, p := range procs {
+		if !p.exited() {
+			survivor = p
+		}
+	}
+	require.NotNil(t, survivor)
+	client := &http.Client{Timeout: 5 * time.Second}
+	require.Equal(t, http.StatusOK, survivor.ready(client), "the surviving worker")
+	require.Equal(t, http.StatusOK, apiProc.ready(client), "the API process")
+	req, err := http.NewRequest(http.MethodGet, "http://"+survivor.addr+"/v1/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, string(metrics), `bpc_jobs_dead_letter_total{type="DELIVER_WEBHOOK"} 1`,
+		"counted by the reaper that discarded it")
+
+	e.enqueue(e.snapshots(others))
+	e.waitAllSucceeded(others, 60*time.Second)
+	e.requireSnapshotsReadyOnce(others)
+	require.Equal(t, http.StatusOK, survivor.ready(client))
+	require.Equal(t, http.StatusOK, apiProc.ready(client))
+	require.Equal(t, 2, postCount(), "still not run again")
+	t.Logf("%d other jobs succeeded on %s within %s of the discard", others, survivor.id, time.Since(lostAt).Round(time.Millisecond))
+
+	require.Equal(t, map[string]int{store.StatusSucceeded: others, store.StatusDeadLetter: 1}, e.statusCounts())
+	rep, err := e.st.CheckConsistency(e.ctx, e.pool)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "mirror drift: %+v", rep.Drifts)
 }
