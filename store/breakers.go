@@ -282,17 +282,19 @@ func (s *Store) writeBreaker(ctx context.Context, tx pgx.Tx, b WebhookBreaker, e
 
 // ClaimWebhookBreakerProbe makes deliveryID the endpoint's probe: atomically,
 // only when the breaker is still in state from (OPEN, or HALF_OPEN whose
-// probe claim lapsed) and its next_probe_at has passed at now. The claim
-// lapses at leaseUntil. It returns whether this delivery won, and the
-// breaker as it is after the attempt (read afresh when it lost).
+// probe claim lapsed) and its next_probe_at has passed at now — or, when
+// early is set, as soon as it is OPEN (an operator's retry: no probe is in
+// flight, so the probe stays single). The claim lapses at leaseUntil. It
+// returns whether this delivery won, and the breaker as it is after the
+// attempt (read afresh when it lost).
 func (s *Store) ClaimWebhookBreakerProbe(ctx context.Context, db DBTX, tenantID, endpointID uuid.UUID, from string,
-	deliveryID uuid.UUID, now, leaseUntil time.Time,
+	deliveryID uuid.UUID, now, leaseUntil time.Time, early bool,
 ) (bool, WebhookBreaker, error) {
 	rows, _ := db.Query(ctx, `UPDATE webhook_endpoint_breakers SET
 			state = 'HALF_OPEN', probe_delivery_id = $4, next_probe_at = $6, updated_at = now()
 		WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND state = $3
-			AND state IN ('OPEN', 'HALF_OPEN') AND next_probe_at <= $5
-		RETURNING `+breakerColumns, tenantID, endpointID, from, deliveryID, now, leaseUntil)
+			AND state IN ('OPEN', 'HALF_OPEN') AND (next_probe_at <= $5 OR ($7 AND state = 'OPEN'))
+		RETURNING `+breakerColumns, tenantID, endpointID, from, deliveryID, now, leaseUntil, early)
 	b, err := scanBreaker(rows)
 	switch {
 	case err == nil:
@@ -311,12 +313,18 @@ func (s *Store) ClaimWebhookBreakerProbe(ctx context.Context, db DBTX, tenantID,
 // Called when the breaker closes, so that held deliveries need not sleep
 // out their snooze. Rows locked elsewhere are skipped; the change to
 // river_job is mirrored into jobs by the mirror triggers, in this
-// transaction.
+// transaction. The wake is automatic, not an operator's retry: the
+// statement sets bpc.automatic_wake (for the rest of the transaction, or of
+// the statement alone on a pool) before it changes any row, so that the
+// trigger bpc_mark_operator_retry leaves the jobs unmarked.
 func (s *Store) WakeHeldWebhookDeliveries(ctx context.Context, db DBTX, endpointID uuid.UUID, now time.Time, limit int) (int64, error) {
-	tag, err := db.Exec(ctx, `WITH held AS (
+	tag, err := db.Exec(ctx, `WITH automatic AS MATERIALIZED (
+			SELECT set_config('bpc.automatic_wake', 'on', true) AS flag),
+		held AS (
 			SELECT r.id FROM river_job r
 			JOIN webhook_deliveries d ON d.webhook_delivery_id = (r.args->>'webhook_delivery_id')::uuid
-			WHERE r.state IN ('scheduled', 'available') AND r.queue = $2 AND r.kind = $3
+			WHERE (SELECT flag FROM automatic) = 'on'
+				AND r.state IN ('scheduled', 'available') AND r.queue = $2 AND r.kind = $3
 				AND r.scheduled_at > $4 AND d.webhook_endpoint_id = $1 AND d.status = 'PENDING'
 			ORDER BY r.scheduled_at, r.id
 			LIMIT $5

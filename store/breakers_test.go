@@ -186,7 +186,7 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 
 	// No row: nothing to claim.
 	won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
-		store.BreakerOpen, uuid.New(), now, now.Add(time.Minute))
+		store.BreakerOpen, uuid.New(), now, now.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.False(t, won)
 	require.Equal(t, store.BreakerClosed, b.State)
@@ -194,7 +194,7 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 	// Not yet due.
 	openBreaker(t, e, ep.WebhookEndpointID, now, now.Add(time.Hour))
 	won, b, err = e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
-		store.BreakerOpen, uuid.New(), now, now.Add(time.Minute))
+		store.BreakerOpen, uuid.New(), now, now.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.False(t, won)
 	require.Equal(t, store.BreakerOpen, b.State)
@@ -211,7 +211,7 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 			defer wg.Done()
 			id := uuid.New()
 			won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
-				store.BreakerOpen, id, now, now.Add(time.Minute))
+				store.BreakerOpen, id, now, now.Add(time.Minute), false)
 			require.NoError(t, err)
 			require.Equal(t, store.BreakerHalfOpen, b.State)
 			if won {
@@ -232,12 +232,12 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 	// A lapsed HALF_OPEN claim is taken over, only from the state read.
 	later := now.Add(2 * time.Minute)
 	won, _, err = e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
-		store.BreakerOpen, uuid.New(), later, later.Add(time.Minute))
+		store.BreakerOpen, uuid.New(), later, later.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.False(t, won, "the breaker is no longer OPEN")
 	taker := uuid.New()
 	won, b, err = e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
-		store.BreakerHalfOpen, taker, later, later.Add(time.Minute))
+		store.BreakerHalfOpen, taker, later, later.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.True(t, won)
 	require.Equal(t, taker, *b.ProbeDeliveryID)
@@ -245,6 +245,49 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 	counts, err := e.store.CountWebhookBreakers(e.ctx, e.pool)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{store.BreakerOpen: 0, store.BreakerHalfOpen: 1}, counts)
+}
+
+// An operator's retry claims the probe early: while the breaker is OPEN,
+// before its cool-down ends, one claimer only; never while another probe is
+// in flight.
+func TestClaimWebhookBreakerProbeEarly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/in", testSecret)
+	require.NoError(t, err)
+	now := time.Now()
+	openBreaker(t, e, ep.WebhookEndpointID, now, now.Add(30*time.Second))
+
+	const n = 8
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var winners []uuid.UUID
+	for range n {
+		wg.Go(func() {
+			id := uuid.New()
+			won, _, err := e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+				store.BreakerOpen, id, now, now.Add(time.Minute), true)
+			require.NoError(t, err)
+			if won {
+				mu.Lock()
+				winners = append(winners, id)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, winners, 1, "one probe, cool-down or not")
+	b, err := e.store.GetWebhookBreaker(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID)
+	require.NoError(t, err)
+	require.Equal(t, store.BreakerHalfOpen, b.State)
+	require.Equal(t, winners[0], *b.ProbeDeliveryID)
+
+	// HALF_OPEN with a live claim: an early claim does not take it over.
+	won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+		store.BreakerHalfOpen, uuid.New(), now, now.Add(time.Minute), true)
+	require.NoError(t, err)
+	require.False(t, won)
+	require.Equal(t, winners[0], *b.ProbeDeliveryID)
 }
 
 func TestWebhookBreakerRowRejectsInconsistentStates(t *testing.T) {
@@ -305,6 +348,11 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT state::text FROM river_job
 		WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, held1.JobID).Scan(&state))
 	require.Equal(t, "available", state)
+
+	var marked bool
+	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT metadata ? $2 FROM river_job
+		WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, held1.JobID, store.OperatorRetryKey).Scan(&marked))
+	require.False(t, marked, "the breaker's wake is not an operator's retry")
 
 	// The limit bounds one wake.
 	hold(held1, "scheduled", time.Hour)

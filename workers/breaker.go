@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/store"
@@ -36,6 +37,18 @@ import (
 //     and wakes held deliveries; its failure re-opens it for another
 //     cool-down. A probe whose worker dies lapses after the request timeout
 //     plus a margin, and another delivery takes it over.
+//   - An operator's retry (River UI or POST /v1/jobs/{id}/retry) is the
+//     strongest sign that the endpoint is back: the attempt it asks for
+//     does not wait out the cool-down but claims the probe at once while
+//     the breaker is OPEN. The probe stays single: when another probe is in
+//     flight (HALF_OPEN), the operator's delivery is held for at most
+//     operatorRecheck and looks again — woken at once if that probe closes
+//     the breaker, the next probe if it fails. So retrying many dead
+//     deliveries of one endpoint sends one first and the rest as soon as it
+//     succeeds; against an endpoint still down they go one at a time, each
+//     failing fast, not as a burst. Automatic retries still wait. The
+//     attempt is recognised by the mark the retry leaves on the River job
+//     (store.LastOperatorRetry).
 //
 // A time window rather than "the last 20 attempts": failures age out, so a
 // burst long ago cannot trip the breaker together with one new failure, and
@@ -82,6 +95,10 @@ const breakerWakeLimit = 1000
 
 // minBreakerHold is the shortest snooze of a held delivery.
 const minBreakerHold = 5 * time.Millisecond
+
+// operatorRecheck is the longest an operator's retry is held while another
+// delivery's probe is in flight, before it looks at the breaker again.
+const operatorRecheck = time.Second
 
 // DefaultBreakerConfig returns the defaults: a 60 s window, at least 5
 // attempts, a 50 % failure threshold and a 30 s cool-down.
@@ -133,8 +150,9 @@ type BreakerAdmission struct {
 	// Allow lets the delivery POST; Probe marks it as the breaker's probe.
 	Allow, Probe bool
 	// Claim asks to claim the probe atomically (store.ClaimWebhookBreakerProbe)
-	// and POST as the probe only when the claim wins.
-	Claim bool
+	// and POST as the probe only when the claim wins; Early claims it before
+	// the cool-down ends (an operator's retry while OPEN).
+	Claim, Early bool
 	// Hold is how long to snooze the delivery when it may not POST.
 	Hold time.Duration
 }
@@ -157,6 +175,22 @@ func (c BreakerConfig) Admit(b store.WebhookBreaker, deliveryID uuid.UUID, now t
 		// cool-down later at most (the probe usually ends long before its
 		// claim lapses).
 		return BreakerAdmission{Hold: max(min(b.NextProbeAt.Sub(now), c.Cooldown), minBreakerHold)}
+	}
+}
+
+// AdmitOperatorRetry decides for the attempt an operator's retry asked for:
+// as Admit, except that while the breaker is OPEN it claims the probe at
+// once, and while another probe is in flight it is held for
+// operatorRecheck at most.
+func (c BreakerConfig) AdmitOperatorRetry(b store.WebhookBreaker, deliveryID uuid.UUID, now time.Time) BreakerAdmission {
+	adm := c.Admit(b, deliveryID, now)
+	switch {
+	case adm.Allow || adm.Claim:
+		return adm
+	case b.State == store.BreakerOpen:
+		return BreakerAdmission{Claim: true, Early: true}
+	default:
+		return BreakerAdmission{Hold: min(adm.Hold, operatorRecheck)}
 	}
 }
 
@@ -295,12 +329,18 @@ func (w *DeliverWebhookWorker) probeLease() time.Duration {
 	return max(w.breakerConfig().Cooldown, w.RequestTimeout+15*time.Second)
 }
 
-// admit consults the endpoint's breaker before a POST. It returns how long
-// to hold the delivery (0: send it) and whether it is the probe.
-func (w *DeliverWebhookWorker) admit(ctx context.Context, d store.DeliveryToSend) (time.Duration, bool, error) {
+// admit consults the endpoint's breaker before a POST. operator is true
+// for the attempt an operator's retry asked for (AdmitOperatorRetry). It
+// returns how long to hold the delivery (0: send it) and whether it is the
+// probe.
+func (w *DeliverWebhookWorker) admit(ctx context.Context, d store.DeliveryToSend, operator bool) (time.Duration, bool, error) {
 	cfg := w.breakerConfig()
 	if cfg.Disabled {
 		return 0, false, nil
+	}
+	decide := cfg.Admit
+	if operator {
+		decide = cfg.AdmitOperatorRetry
 	}
 	tenantID, endpointID, deliveryID := d.Delivery.TenantID, d.Endpoint.WebhookEndpointID, d.Delivery.WebhookDeliveryID
 	b, err := w.Store.GetWebhookBreaker(ctx, w.Store.Pool, tenantID, endpointID)
@@ -308,24 +348,31 @@ func (w *DeliverWebhookWorker) admit(ctx context.Context, d store.DeliveryToSend
 		return 0, false, errcode.Wrap(errcode.DBUnavailable, err, "error reading webhook breaker: %s", err.Error())
 	}
 	now := time.Now()
-	adm := cfg.Admit(b, deliveryID, now)
+	adm := decide(b, deliveryID, now)
 	if adm.Claim {
 		won, after, err := w.Store.ClaimWebhookBreakerProbe(ctx, w.Store.Pool, tenantID, endpointID, b.State,
-			deliveryID, now, now.Add(w.probeLease()))
+			deliveryID, now, now.Add(w.probeLease()), adm.Early)
 		if err != nil {
 			return 0, false, errcode.Wrap(errcode.DBUnavailable, err, "error claiming webhook breaker probe: %s", err.Error())
 		}
 		if won {
-			if t := transition(b, after, now); t != nil {
+			attrs := []any{slog.String("webhook_endpoint_id", endpointID.String()),
+				slog.String("webhook_delivery_id", deliveryID.String())}
+			switch t := transition(b, after, now); {
+			case adm.Early:
+				w.logger().InfoContext(ctx, "webhook breaker probe sent before the cool-down: an operator retried the delivery",
+					append(attrs, slog.Time("cooldown_until", *b.NextProbeAt))...)
+				if t != nil {
+					w.reportTransition(ctx, *t)
+				}
+			case t != nil:
 				w.reportTransition(ctx, *t)
-			} else {
-				w.logger().InfoContext(ctx, "webhook breaker probe taken over",
-					slog.String("webhook_endpoint_id", endpointID.String()),
-					slog.String("webhook_delivery_id", deliveryID.String()))
+			default:
+				w.logger().InfoContext(ctx, "webhook breaker probe taken over", attrs...)
 			}
 			return 0, true, nil
 		}
-		adm = cfg.Admit(after, deliveryID, now)
+		adm = decide(after, deliveryID, now)
 		if adm.Claim { // lost to a claim that has not lapsed yet by our clock
 			adm = BreakerAdmission{Hold: minBreakerHold}
 		}
@@ -336,8 +383,20 @@ func (w *DeliverWebhookWorker) admit(ctx context.Context, d store.DeliveryToSend
 	if w.Metrics != nil && w.Metrics.WebhookDeliveriesHeld != nil {
 		w.Metrics.WebhookDeliveriesHeld.Inc()
 	}
-	// Jitter spreads the wake-ups of many held deliveries.
-	return adm.Hold + rand.N(cfg.Cooldown/10+1), false, nil
+	// Jitter spreads the wake-ups of many held deliveries (an operator's,
+	// held for a short recheck, by a tenth of it).
+	jitter := cfg.Cooldown / 10
+	if operator {
+		jitter = min(jitter, adm.Hold/10)
+	}
+	return adm.Hold + rand.N(jitter+1), false, nil
+}
+
+// operatorAttempt reports whether job's attempt is the one an operator's
+// retry asked for (store.LastOperatorRetry).
+func operatorAttempt(job *rivertype.JobRow) bool {
+	r, ok := store.LastOperatorRetry(job.Metadata)
+	return ok && r.IsOperatorAttempt(job.Attempt)
 }
 
 // recordOutcome applies a delivery's outcome to its endpoint's breaker in

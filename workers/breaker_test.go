@@ -157,6 +157,35 @@ func TestBreakerStateMachine(t *testing.T) {
 	require.Equal(t, workers.BreakerAdmission{Allow: true}, workers.BreakerConfig{Disabled: true}.Admit(b, d1, now))
 }
 
+// The attempt an operator's retry asked for claims the probe as soon as the
+// breaker is OPEN; with another probe in flight it rechecks within a second
+// instead of a cool-down; otherwise it is admitted like any delivery.
+func TestBreakerAdmitsAnOperatorRetryAsTheProbe(t *testing.T) {
+	t.Parallel()
+	c := workers.BreakerConfig{Window: 10 * time.Second, MinAttempts: 5, FailureThreshold: 0.5, Cooldown: 30 * time.Second}
+	now := time.UnixMilli(1_700_000_000_000)
+	d1, d2 := uuid.New(), uuid.New()
+	next := now.Add(30 * time.Second)
+	open := store.WebhookBreaker{WebhookEndpointID: uuid.New(), State: store.BreakerOpen, OpenedAt: &now, NextProbeAt: &next}
+
+	require.Equal(t, workers.BreakerAdmission{Hold: 30 * time.Second}, c.Admit(open, d1, now), "an automatic retry waits")
+	require.Equal(t, workers.BreakerAdmission{Claim: true, Early: true}, c.AdmitOperatorRetry(open, d1, now))
+	require.Equal(t, workers.BreakerAdmission{Claim: true}, c.AdmitOperatorRetry(open, d1, next), "due anyway")
+
+	lease := now.Add(time.Minute)
+	half := open
+	half.State, half.ProbeDeliveryID, half.NextProbeAt = store.BreakerHalfOpen, &d2, &lease
+	require.Equal(t, workers.BreakerAdmission{Hold: 30 * time.Second}, c.Admit(half, d1, now))
+	require.Equal(t, workers.BreakerAdmission{Hold: time.Second}, c.AdmitOperatorRetry(half, d1, now), "one probe at a time")
+	require.Equal(t, workers.BreakerAdmission{Hold: 500 * time.Millisecond}, c.AdmitOperatorRetry(half, d1, lease.Add(-500*time.Millisecond)))
+	require.Equal(t, workers.BreakerAdmission{Claim: true}, c.AdmitOperatorRetry(half, d1, lease), "a lapsed probe is taken over")
+	require.Equal(t, workers.BreakerAdmission{Allow: true, Probe: true}, c.AdmitOperatorRetry(half, d2, now))
+
+	closed := store.WebhookBreaker{State: store.BreakerClosed}
+	require.Equal(t, workers.BreakerAdmission{Allow: true}, c.AdmitOperatorRetry(closed, d1, now))
+	require.Equal(t, workers.BreakerAdmission{Allow: true}, workers.BreakerConfig{Disabled: true}.AdmitOperatorRetry(open, d1, now))
+}
+
 func TestBreakerWindowForgetsOldFailures(t *testing.T) {
 	t.Parallel()
 	c := workers.BreakerConfig{Window: 10 * time.Second, MinAttempts: 5, FailureThreshold: 0.5, Cooldown: time.Second}

@@ -91,8 +91,9 @@ func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[jobargs.
 		return err
 	}
 	// An open circuit breaker holds the delivery: a snooze spends no
-	// attempt and the delivery stays PENDING (workers/breaker.go).
-	hold, probe, err := w.admit(ctx, d)
+	// attempt and the delivery stays PENDING (workers/breaker.go). An
+	// operator's retry is its probe at once.
+	hold, probe, err := w.admit(ctx, d, operatorAttempt(job.JobRow))
 	if err != nil {
 		return err
 	}
