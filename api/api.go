@@ -68,19 +68,17 @@ type Server struct {
 // Handler returns the router with every route of the service.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverer, s.correlate, s.observe)
+	r.Use(secureHeaders, s.recoverer, s.correlate, s.observe, s.refuseCrossOrigin, getHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errNotFoundRoute(r))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, errMethodNotAllowed(r))
-	})
+	r.MethodNotAllowed(s.methodNotAllowed)
 
 	r.Get("/v1/health/live", s.handleLive)
 	r.Get("/v1/health/ready", s.handleReady)
 
 	r.Group(func(r chi.Router) {
-		r.Use(s.requireBearer, s.limitBody)
+		r.Use(s.requireBearer, s.checkRequestText, s.limitBody)
 
 		r.Get("/v1/metrics", promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}).ServeHTTP)
 		if !s.Admin {
@@ -114,7 +112,7 @@ func (s *Server) Handler() http.Handler {
 	})
 
 	if s.Admin && s.RiverUI != nil {
-		ui := s.requireBasic(s.auditRiverUI(s.RiverUI))
+		ui := s.requireBasic(s.checkRequestText(s.auditRiverUI(s.RiverUI)))
 		r.Handle("/riverui", http.RedirectHandler("/riverui/", http.StatusMovedPermanently))
 		r.Handle("/riverui/*", ui)
 	}

@@ -2,8 +2,12 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/bpc-platform/bpc/internal/redact"
 )
 
 func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
@@ -17,14 +21,25 @@ type checkResult struct {
 }
 
 // handleReady runs every readiness check; any failure is a 503 naming it.
+// Health needs no auth, so the failure's text (database host and user,
+// schema versions) is logged and shown only to a caller with the admin
+// token.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
+	showDetail := s.hasAdminBearer(r)
 	status, results := http.StatusOK, make([]checkResult, 0, len(s.Ready))
 	for _, c := range s.Ready {
 		res := checkResult{Name: c.Name, OK: true}
 		if err := c.Check(ctx); err != nil {
-			res.OK, res.Detail, status = false, err.Error(), http.StatusServiceUnavailable
+			res.OK, status = false, http.StatusServiceUnavailable
+			detail := redact.String(err.Error())
+			s.Logger.WarnContext(r.Context(), "readiness check failed",
+				slog.String("correlation_id", correlationID(r.Context())),
+				slog.String("check", c.Name), slog.String("error", detail))
+			if showDetail {
+				res.Detail = detail
+			}
 		}
 		results = append(results, res)
 	}
@@ -33,4 +48,10 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		body["status"] = "not ready"
 	}
 	writeJSON(w, status, body)
+}
+
+// hasAdminBearer reports whether r carries the admin bearer token.
+func (s *Server) hasAdminBearer(r *http.Request) bool {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") && s.tokenMatches(strings.TrimSpace(token))
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/internal/redact"
 )
 
 // HeaderCorrelationID carries the request's correlation id in and out.
@@ -102,8 +104,27 @@ func (r *statusRecorder) Flush() {
 // Unwrap exposes the writer to http.ResponseController.
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// methodOther is the metric label of every method the service does not
+// know: a caller chooses the method, and each label value is a new series.
+const methodOther = "OTHER"
+
+// maxLoggedMethod bounds an unknown method in the request log line.
+const maxLoggedMethod = 32
+
+// methodLabel bounds the method label to the methods the service knows.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return method
+	}
+	return methodOther
+}
+
 // observe logs one line per request and records the HTTP metrics. The path
-// is logged without its query string.
+// is logged without its query string. Labels are bounded: the method by
+// methodLabel, the route by the pattern chi matched ("unmatched" for 404s
+// and 405s, one label for all of River UI).
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -120,13 +141,14 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if strings.HasPrefix(route, "/riverui") {
 			route = "/riverui/*"
 		}
+		method := methodLabel(r.Method)
 		if s.Metrics != nil {
-			s.Metrics.Requests.WithLabelValues(r.Method, route, strconv.Itoa(rec.status)).Inc()
-			s.Metrics.Duration.WithLabelValues(r.Method, route).Observe(elapsed.Seconds())
+			s.Metrics.Requests.WithLabelValues(method, route, strconv.Itoa(rec.status)).Inc()
+			s.Metrics.Duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
 		}
 		s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "http request",
 			slog.String("correlation_id", correlationID(r.Context())),
-			slog.String("method", r.Method),
+			slog.String("method", truncate(r.Method, maxLoggedMethod)),
 			slog.String("path", r.URL.Path),
 			slog.String("route", route),
 			slog.Int("status", rec.status),
@@ -144,7 +166,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 					panic(p)
 				}
 				s.Logger.ErrorContext(r.Context(), "handler panicked",
-					slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
+					slog.String("panic", redact.String(fmt.Sprint(p))), slog.String("stack", string(debug.Stack())))
 				s.writeError(w, r, errcode.New(errcode.Internal, "panic: %v", p))
 			}
 		}()
@@ -162,8 +184,7 @@ func (s *Server) tokenMatches(given string) bool {
 // requireBearer guards /v1 with Authorization: Bearer <BPC_ADMIN_TOKEN>.
 func (s *Server) requireBearer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || !s.tokenMatches(strings.TrimSpace(token)) {
+		if !s.hasAdminBearer(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="bpc"`)
 			s.writeError(w, r, errcode.New(errcode.Unauthorized, "a valid bearer token is required"))
 			return
@@ -201,9 +222,116 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 }
 
 func errNotFoundRoute(r *http.Request) error {
-	return errcode.New(errcode.NotFound, "no route for %s %s", r.Method, r.URL.Path)
+	return errcode.New(errcode.NotFound, "no route for %s %s", truncate(r.Method, maxLoggedMethod), r.URL.Path)
 }
 
-func errMethodNotAllowed(r *http.Request) error {
-	return errcode.New(codeMethodNotAllowed, "method %s is not allowed on %s", r.Method, r.URL.Path)
+// allowedMethods lists the methods the router serves for the request's
+// path, HEAD wherever GET is (getHead routes it), in a fixed order.
+func allowedMethods(r *http.Request) []string {
+	rctx := chi.RouteContext(r.Context())
+	if rctx == nil || rctx.Routes == nil {
+		return nil
+	}
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		if rctx.Routes.Match(chi.NewRouteContext(), m, path) ||
+			(m == http.MethodHead && slices.Contains(allowed, http.MethodGet)) {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
+}
+
+// methodNotAllowed answers a path the router knows with a method it does
+// not serve: 405 with Allow listing the methods it does serve. chi also
+// sends methods it has never heard of here, for any path: a path no method
+// serves is a 404.
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	allowed := allowedMethods(r)
+	if len(allowed) == 0 {
+		s.writeError(w, r, errNotFoundRoute(r))
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	s.writeError(w, r, &errcode.Error{Code: codeMethodNotAllowed,
+		Message: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", truncate(r.Method, maxLoggedMethod), r.URL.Path, strings.Join(allowed, ", ")),
+		Details: map[string]any{"allowed_methods": allowed}})
+}
+
+// getHead serves HEAD wherever GET is served, as HTTP requires (load
+// balancers probe health with HEAD); the server drops the body.
+func getHead(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			rctx := chi.RouteContext(r.Context())
+			path := r.URL.RawPath
+			if path == "" {
+				path = r.URL.Path
+			}
+			if !rctx.Routes.Match(chi.NewRouteContext(), http.MethodHead, path) {
+				rctx.RouteMethod = http.MethodGet
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// secureHeaders sets the headers every response of the service carries:
+// no MIME sniffing, no framing by any site (clickjacking of River UI's
+// buttons), no Referer with ids leaving the service, and no caching of
+// authenticated API data by browsers or proxies.
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1/"):
+			// JSON, PNG and export files: nothing in them may load or run anything.
+			h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+			h.Set("Cache-Control", "no-store")
+		case strings.HasPrefix(r.URL.Path, "/riverui/api/"):
+			h.Set("Content-Security-Policy", "frame-ancestors 'none'")
+			h.Set("Cache-Control", "no-store")
+		default:
+			// River UI's page and assets run its own scripts and styles.
+			h.Set("Content-Security-Policy", "frame-ancestors 'none'")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// refuseCrossOrigin answers 403 to a state-changing request (any method but
+// GET, HEAD, OPTIONS) that a browser sent from another origin: a
+// Sec-Fetch-Site of cross-site or same-site, or without it an Origin whose
+// host is not the request's Host (net/http.CrossOriginProtection).
+// Browsers resend River UI's cached Basic credentials with such requests,
+// and River UI's own pages post text/plain bodies, so neither the
+// credentials nor the content type can tell a forged request from a real
+// one. Requests without those headers (curl, API clients) pass: they are
+// not a browser acting on an operator's behalf.
+func (s *Server) refuseCrossOrigin(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := cop.Check(r); err != nil {
+			s.writeError(w, r, &errcode.Error{Code: errcode.Forbidden,
+				Message: "cross-origin request refused: " + r.Method + " must come from this service's own pages",
+				Details: map[string]any{"origin": truncate(r.Header.Get("Origin"), 200), "sec_fetch_site": truncate(r.Header.Get("Sec-Fetch-Site"), 50)}})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

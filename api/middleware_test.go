@@ -1,12 +1,19 @@
 package api
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 )
 
@@ -169,4 +176,275 @@ func TestRecovererTurnsPanicInto500Envelope(t *testing.T) {
 	require.Equal(t, http.StatusInternalServerError, rec.Code)
 	require.NotContains(t, rec.Body.String(), "secret-panic-value")
 	require.Equal(t, "INTERNAL_ERROR", readEnvelope(t, rec).Error.Code)
+}
+
+// riverUIStub stands in for River UI: an HTML page, and 204 for its JSON
+// API (not 200, so that the audit does not look jobs up in a store).
+type riverUIStub struct{ calls atomic.Int64 }
+
+func (u *riverUIStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.calls.Add(1)
+	if strings.HasPrefix(r.URL.Path, "/riverui/api/") {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write([]byte("<!doctype html><title>River</title>"))
+}
+
+func newUIHandler() (http.Handler, *riverUIStub, *prometheus.Registry) {
+	s := newTestServer()
+	s.Admin = true
+	reg := prometheus.NewRegistry()
+	s.Gatherer = reg
+	s.Metrics = NewMetrics(reg)
+	stub := &riverUIStub{}
+	s.RiverUI = stub
+	s.Ready = []ReadyCheck{{Name: "database", Check: func(context.Context) error { return nil }}}
+	return s.Handler(), stub, reg
+}
+
+func TestEveryResponseCarriesSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	h, _, _ := newUIHandler()
+	basic := func(r *http.Request) { r.SetBasicAuth("", testAdminToken) }
+	bearer := func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testAdminToken) }
+	none := func(*http.Request) {}
+	for _, tt := range []struct {
+		method, path string
+		auth         func(*http.Request)
+		status       int
+		noStore      bool
+	}{
+		{http.MethodGet, "/v1/health/live", none, 200, true},
+		{http.MethodGet, "/v1/metrics", bearer, 200, true},
+		{http.MethodGet, "/v1/jobs", none, 401, true},
+		{http.MethodGet, "/v1/nothing", bearer, 404, true},
+		{http.MethodDelete, "/v1/health/live", none, 405, true},
+		{http.MethodGet, "/riverui/", basic, 200, false},
+		{http.MethodGet, "/riverui/", none, 401, false},
+		{http.MethodPost, "/riverui/api/jobs/cancel", basic, 204, true},
+		{http.MethodPost, "/v1/tenants", func(r *http.Request) { bearer(r); r.Header.Set("Origin", "https://evil.example") }, 403, true},
+	} {
+		r := httptest.NewRequest(tt.method, tt.path, strings.NewReader("{}"))
+		tt.auth(r)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		require.Equal(t, tt.status, rec.Code, "%s %s", tt.method, tt.path)
+		hdr := rec.Header()
+		require.Equal(t, "nosniff", hdr.Get("X-Content-Type-Options"), tt.path)
+		require.Equal(t, "DENY", hdr.Get("X-Frame-Options"), tt.path)
+		require.Contains(t, hdr.Get("Content-Security-Policy"), "frame-ancestors 'none'", tt.path)
+		require.Equal(t, "no-referrer", hdr.Get("Referrer-Policy"), tt.path)
+		if tt.noStore {
+			require.Equal(t, "no-store", hdr.Get("Cache-Control"), tt.path)
+		} else {
+			require.Empty(t, hdr.Get("Cache-Control"), "River UI's page and assets may be cached: %s", tt.path)
+		}
+	}
+}
+
+func TestCrossOriginStateChangesAreRefused(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		method  string
+		headers map[string]string
+		want    int
+	}{
+		{"attacker page, text/plain, no Fetch metadata", http.MethodPost,
+			map[string]string{"Origin": "https://evil.example", "Content-Type": "text/plain"}, 403},
+		{"attacker page, Fetch metadata", http.MethodPost,
+			map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, 403},
+		{"sibling subdomain", http.MethodPost,
+			map[string]string{"Origin": "https://x.example.com", "Sec-Fetch-Site": "same-site"}, 403},
+		{"sandboxed frame (Origin null)", http.MethodPost, map[string]string{"Origin": "null"}, 403},
+		{"other port is another origin", http.MethodPut, map[string]string{"Origin": "http://example.com:8081"}, 403},
+		{"cross-site DELETE", http.MethodDelete, map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"River UI's own page", http.MethodPost,
+			map[string]string{"Origin": "http://example.com", "Sec-Fetch-Site": "same-origin", "Content-Type": "text/plain;charset=UTF-8"}, 204},
+		{"own origin, older browser", http.MethodPost, map[string]string{"Origin": "http://example.com"}, 204},
+		{"curl (no browser headers)", http.MethodPost, map[string]string{"Content-Type": "application/json"}, 204},
+		{"cross-site GET only reads", http.MethodGet, map[string]string{"Sec-Fetch-Site": "cross-site"}, 204},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h, stub, _ := newUIHandler()
+			r := httptest.NewRequest(tt.method, "/riverui/api/jobs/cancel", strings.NewReader(`{"ids":["1"]}`))
+			r.SetBasicAuth("", testAdminToken)
+			for k, v := range tt.headers {
+				r.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			require.Equal(t, tt.want, rec.Code, rec.Body.String())
+			if tt.want != http.StatusForbidden {
+				require.EqualValues(t, 1, stub.calls.Load())
+				return
+			}
+			require.Zero(t, stub.calls.Load(), "River UI never sees a refused request")
+			env := readEnvelope(t, rec)
+			require.Equal(t, "FORBIDDEN", env.Error.Code)
+			require.Contains(t, env.Error.Message, "cross-origin")
+		})
+	}
+}
+
+func TestCrossOriginCheckCoversTheAdminAPI(t *testing.T) {
+	t.Parallel()
+	h, _, _ := newUIHandler()
+	r := httptest.NewRequest(http.MethodPost, "/v1/tenants", strings.NewReader(`{"slug":"x","name":"x"}`))
+	r.Header.Set("Authorization", "Bearer "+testAdminToken)
+	r.Header.Set("Sec-Fetch-Site", "cross-site")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	require.Equal(t, http.StatusForbidden, rec.Code)
+	require.Equal(t, "FORBIDDEN", readEnvelope(t, rec).Error.Code)
+}
+
+func TestHeadIsServedWhereverGetIs(t *testing.T) {
+	t.Parallel()
+	h, _, _ := newUIHandler()
+	for _, path := range []string{"/v1/health/live", "/v1/health/ready"} {
+		rec := serve(h, http.MethodHead, path, "", false)
+		require.Equal(t, http.StatusOK, rec.Code, path)
+	}
+	rec := serve(h, http.MethodHead, "/v1/jobs", "", false)
+	require.Equal(t, http.StatusUnauthorized, rec.Code, "HEAD needs the same auth as GET")
+}
+
+func TestMethodNotAllowedListsTheAllowedMethods(t *testing.T) {
+	t.Parallel()
+	h, _, _ := newUIHandler()
+	for _, tt := range []struct{ method, path, allow string }{
+		{http.MethodDelete, "/v1/health/live", "GET, HEAD"},
+		{http.MethodPost, "/v1/health/ready", "GET, HEAD"},
+		{http.MethodPut, "/v1/tenants", "GET, HEAD, POST"},
+		{http.MethodGet, "/v1/jobs/3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f/retry", "POST"},
+		{http.MethodPost, "/v1/webhook-endpoints/3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f", "GET, HEAD, PATCH, DELETE"},
+		{"FROBNICATE", "/v1/health/live", "GET, HEAD"},
+	} {
+		rec := serve(h, tt.method, tt.path, "", true)
+		require.Equal(t, http.StatusMethodNotAllowed, rec.Code, "%s %s", tt.method, tt.path)
+		require.Equal(t, tt.allow, rec.Header().Get("Allow"), "%s %s", tt.method, tt.path)
+		env := readEnvelope(t, rec)
+		require.Equal(t, "METHOD_NOT_ALLOWED", env.Error.Code)
+		require.Contains(t, env.Error.Message, tt.allow)
+	}
+	// A method chi has never heard of on a path nothing serves is a 404.
+	rec := serve(h, "FROBNICATE", "/v1/nothing", "", true)
+	require.Equal(t, http.StatusNotFound, rec.Code)
+	require.Empty(t, rec.Header().Get("Allow"))
+}
+
+func TestMetricLabelsStayBoundedUnderRandomRequests(t *testing.T) {
+	t.Parallel()
+	h, _, reg := newUIHandler()
+	rng := rand.New(rand.NewPCG(1, 2))
+	letters := "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	randWord := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = letters[rng.IntN(len(letters))]
+		}
+		return string(b)
+	}
+	methods := []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"}
+	for i := range 500 {
+		method := methods[rng.IntN(len(methods))]
+		if i%2 == 0 {
+			method = randWord(3 + rng.IntN(8))
+		}
+		path := []string{"/v1/", "/riverui/", "/", "/v1/jobs/", "/v1/health/"}[rng.IntN(5)] + strings.ToLower(randWord(1+rng.IntN(12)))
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.Method = method
+		if rng.IntN(2) == 0 {
+			r.Header.Set("Authorization", "Bearer "+testAdminToken)
+		}
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	allowedMethods := map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "OPTIONS": true, "OTHER": true}
+	series := 0
+	for _, f := range families {
+		if !strings.HasPrefix(f.GetName(), "bpc_http_") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			series++
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "method":
+					require.True(t, allowedMethods[l.GetValue()], "method label %q", l.GetValue())
+				case "route":
+					v := l.GetValue()
+					require.True(t, v == "unmatched" || v == "/riverui/*" || strings.HasPrefix(v, "/v1/"), "route label %q", v)
+					require.NotContains(t, v, "frobnicate")
+				}
+			}
+		}
+	}
+	// 8 methods × a handful of routes × a handful of statuses, however
+	// many requests arrive.
+	require.Less(t, series, 120, "series after 500 random requests")
+}
+
+func TestReadyShowsFailureDetailOnlyToTheAdmin(t *testing.T) {
+	t.Parallel()
+	logs := &bytes.Buffer{}
+	s := newTestServer()
+	s.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	s.Gatherer = prometheus.NewRegistry()
+	s.Ready = []ReadyCheck{{Name: "database", Check: func(context.Context) error {
+		return errors.New("failed to connect to `user=bpc database=bpc`: 10.0.0.5:5432: password=hunter2-leaked")
+	}}}
+	rec := serve(s.Handler(), http.MethodGet, "/v1/health/ready", "", false)
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	require.JSONEq(t, `{"status":"not ready","checks":[{"name":"database","ok":false}]}`, rec.Body.String())
+
+	rec = serve(s.Handler(), http.MethodGet, "/v1/health/ready", "", true)
+	require.Contains(t, rec.Body.String(), "10.0.0.5:5432")
+	require.NotContains(t, rec.Body.String(), "hunter2")
+	require.Contains(t, logs.String(), "readiness check failed")
+	require.NotContains(t, logs.String(), "hunter2")
+}
+
+func TestRequestTextPostgresCannotStoreIsNamed(t *testing.T) {
+	t.Parallel()
+	h, stub, _ := newUIHandler()
+	for _, tt := range []struct {
+		method, target string
+		header         [2]string
+		basic          bool
+		field, msg     string
+	}{
+		{http.MethodGet, "/v1/jobs?tenant_id=3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f&type=%00", [2]string{}, false, "type", "must not contain a NUL character"},
+		{http.MethodGet, "/v1/jobs?status=%FF", [2]string{}, false, "status", "must be valid UTF-8"},
+		{http.MethodGet, "/v1/jobs?x%00=1", [2]string{}, false, "query", "must not contain a NUL character"},
+		{http.MethodGet, "/v1/jobs/%00", [2]string{}, false, "job_id", "must not contain a NUL character"},
+		{http.MethodGet, "/v1/webhook-endpoints/%C3%28", [2]string{}, false, "id", "must be valid UTF-8"},
+		{http.MethodPost, "/v1/jobs", [2]string{"Idempotency-Key", "key-\xff"}, false, "Idempotency-Key", "must be valid UTF-8"},
+		{http.MethodPut, "/riverui/api/queues/%00/pause", [2]string{}, true, "path", "must not contain a NUL character"},
+		{http.MethodGet, "/riverui/api/jobs?kinds=%FE", [2]string{}, true, "kinds", "must be valid UTF-8"},
+	} {
+		r := httptest.NewRequest(tt.method, tt.target, strings.NewReader("{}"))
+		if tt.basic {
+			r.SetBasicAuth("", testAdminToken)
+		} else {
+			r.Header.Set("Authorization", "Bearer "+testAdminToken)
+		}
+		if tt.header[0] != "" {
+			r.Header[tt.header[0]] = []string{tt.header[1]}
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		require.Equal(t, http.StatusUnprocessableEntity, rec.Code, "%s %s: %s", tt.method, tt.target, rec.Body.String())
+		env := readEnvelope(t, rec)
+		require.Equal(t, "VALIDATION_ERROR", env.Error.Code)
+		require.Equal(t, tt.field, env.Error.Details["field"], tt.target)
+		require.Contains(t, env.Error.Message, tt.msg, tt.target)
+	}
+	require.Zero(t, stub.calls.Load(), "River UI never sees such text")
 }

@@ -17,8 +17,13 @@ func parseUUID(field, value string) (uuid.UUID, error) {
 		return uuid.Nil, errcode.Invalid(field, "is required")
 	}
 	id, err := uuid.Parse(value)
-	if err != nil || id == uuid.Nil || len(value) != 36 {
+	if err != nil || len(value) != 36 {
 		return uuid.Nil, errcode.Invalid(field, "must be a uuid such as 3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f")
+	}
+	if id == uuid.Nil {
+		// A well-formed uuid, but no row ever has it: most likely a
+		// zero value a client forgot to fill in.
+		return uuid.Nil, errcode.Invalid(field, "must not be the nil uuid 00000000-0000-0000-0000-000000000000")
 	}
 	return id, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/internal/redact"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -98,7 +99,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.Logger.ErrorContext(r.Context(), "request failed",
 			slog.String("correlation_id", detail.CorrelationID),
 			slog.String("error_code", string(e.Code)),
-			slog.String("error", err.Error()))
+			slog.String("error", redact.String(err.Error())))
 		detail.Message = "internal error; quote the correlation id when reporting it"
 		if e.Code == errcode.DBUnavailable {
 			detail.Message = "database unavailable; retry later"
@@ -115,24 +116,25 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // decodeJSON reads the request body into dst: one JSON object, no unknown
-// fields, within the size limit. The Content-Type is not enforced, so that a
-// plain `curl -d` works.
+// fields, within the size limit, and no text Postgres would refuse (NUL,
+// invalid UTF-8) in any string of it, including free-form payloads. The
+// Content-Type is not enforced, so that a plain `curl -d` works.
 func decodeJSON(r *http.Request, dst any) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
 	}
 	// Anything but whitespace after the value is an error; read it raw (a
 	// second Decode would apply DisallowUnknownFields to it).
-	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), r.Body))
-	if err != nil {
-		return decodeError(err)
-	}
-	if len(bytes.TrimSpace(rest)) > 0 {
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return errcode.New(codeMalformedJSON, "request body must hold exactly one JSON value")
 	}
-	return nil
+	return checkJSONText(body)
 }
 
 func decodeError(err error) error {

@@ -84,6 +84,7 @@ type decodeTarget struct {
 	Nested struct {
 		Inner int `json:"inner"`
 	} `json:"nested"`
+	Payload json.RawMessage `json:"payload"`
 }
 
 func decodeBody(body string) (decodeTarget, error) {
@@ -211,9 +212,11 @@ func TestWriteErrorUntypedErrorIsGeneric500WithoutInternals(t *testing.T) {
 	require.Contains(t, env.Error.Message, "correlation id")
 	require.Equal(t, "corr-500", *env.Error.CorrelationID)
 	require.Empty(t, env.Error.Details)
-	// The operator finds the cause in the log by correlation id.
+	// The operator finds the cause in the log by correlation id, without
+	// the password.
 	require.Contains(t, logs.String(), `"correlation_id":"corr-500"`)
-	require.Contains(t, logs.String(), "hunter2")
+	require.Contains(t, logs.String(), "postgres://admin:[REDACTED]@db/prod")
+	require.NotContains(t, logs.String(), "hunter2")
 }
 
 func TestWriteErrorTypedServerErrorHidesMessageAndDetails(t *testing.T) {
@@ -254,4 +257,59 @@ func TestWriteJSONDoesNotEscapeHTML(t *testing.T) {
 	body, err := io.ReadAll(rec.Body)
 	require.NoError(t, err)
 	require.Equal(t, `{"url":"https://x.example/a?b=1&c=<d>"}`+"\n", string(body))
+}
+
+func TestDecodeJSONRefusesTextPostgresCannotStore(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		body      string
+		wantField string
+		wantMsg   string
+	}{
+		{"NUL escape in a field", `{"name":"a\u0000b"}`, "name", "name: must not contain a NUL character"},
+		{"invalid UTF-8 byte in a field", "{\"name\":\"caf\xe9\"}", "name", "name: must be valid UTF-8"},
+		{"truncated UTF-8 sequence", "{\"name\":\"\xe2\x82\"}", "name", "name: must be valid UTF-8"},
+		{"lone high surrogate", `{"name":"\ud800"}`, "name", "name: must be valid UTF-8"},
+		{"lone low surrogate", `{"name":"x\udc00y"}`, "name", "name: must be valid UTF-8"},
+		{"high surrogate then other escape", `{"name":"\ud800\u0041"}`, "name", "name: must be valid UTF-8"},
+		{"in an array", `{"tags":["ok","\u0000"]}`, "tags[1]", "tags[1]: must not contain a NUL character"},
+		{"in a payload member", `{"payload":{"name":"\u0000"}}`, "payload.name", ""},
+		{"deep in a payload", `{"payload":{"a":[{"b":1},{"c":["x","y\u0000"]}]}}`, "payload.a[1].c[1]", ""},
+		{"payload member name", `{"payload":{"k\u0000":1}}`, "payload", `payload: member name "k\x00" must not contain a NUL character`},
+		{"payload member name with a dot", `{"payload":{"a.b":{"c":"\u0000"}}}`, `payload["a.b"].c`, ""},
+		{"invalid UTF-8 in a payload", "{\"payload\":{\"n\":\"\xff\"}}", "payload.n", ""},
+		{"huge exponent in a payload", `{"payload":{"n":1e131072}}`, "payload.n", "payload.n: number out of range (exponent beyond ±1000)"},
+		{"huge negative exponent", `{"payload":{"n":[1E-20000]}}`, "payload.n[0]", ""},
+		{"long number", `{"payload":{"n":` + strings.Repeat("9", 1001) + `}}`, "payload.n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := decodeBody(tt.body)
+			e := errcode.As(err)
+			require.NotNil(t, e, "typed error expected, got %v", err)
+			require.Equal(t, errcode.Validation, e.Code, e.Error())
+			require.Equal(t, tt.wantField, e.Field)
+			require.Equal(t, tt.wantField, e.Details["field"])
+			if tt.wantMsg != "" {
+				require.Equal(t, tt.wantMsg, e.Message)
+			}
+			require.Equal(t, http.StatusUnprocessableEntity, httpStatus(e.Code))
+		})
+	}
+}
+
+func TestDecodeJSONAcceptsTextPostgresStores(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`{"name":"caf\u00e9 ☕ \ud83d\ude00","tags":["\\u0000 is only text here","\\ud800 too"]}`,
+		"{\"name\":\"\uFFFD sent as such\",\"payload\":{\"\uFFFD\":\"\\ufffd\"}}",
+		`{"payload":{"n":[1e1000,-1E-1000,0.5e+3,12345678901234567890]}}`,
+		`{"name":"3f2b8c4e-1234-4b7e-9c1f-2a3b4c5d6e7f"}`,
+		`{"payload":{"e":"` + strings.Repeat("7", 600) + `"}}`,
+	} {
+		_, err := decodeBody(body)
+		require.NoError(t, err, body)
+	}
 }
