@@ -200,13 +200,18 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-// joinConfigErrors reports every bad variable at once, first code first.
+// joinConfigErrors reports every bad variable at once under the first
+// error's code ("CONFIG_MISSING: DATABASE_URL: …; VALIDATION_ERROR: BPC_ENV:
+// …"): a message carries its own code only when it differs from that one.
 func joinConfigErrors(errs []error) error {
+	first := errcode.As(errs[0])
 	msgs := make([]string, len(errs))
 	for i, err := range errs {
 		msgs[i] = err.Error()
+		if e := errcode.As(err); e != nil && e.Code == first.Code {
+			msgs[i] = e.Message
+		}
 	}
-	first := errcode.As(errs[0])
 	return &errcode.Error{Code: first.Code, Message: strings.Join(msgs, "; "), Field: first.Field}
 }
 

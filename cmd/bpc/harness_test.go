@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -85,7 +84,9 @@ func newHarnessWith(t *testing.T, role string, env map[string]string, mutate fun
 			t.Logf("service log:\n%s", logs.String())
 		}
 	})
-	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The service's own logger (JSON, redacting), so that tests see what
+	// an operator's log would hold.
+	logger := newLogger(cfg, logs)
 	a, err := newApp(cfg, role, logger, pool)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -21,7 +21,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/internal/redact"
 	"github.com/bpc-platform/bpc/migrations"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -63,7 +66,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "bpc:", err)
+		fmt.Fprintln(os.Stderr, "bpc:", redact.String(err.Error()))
 		os.Exit(1)
 	}
 }
@@ -96,12 +99,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 }
 
+// newLogger returns the service's logger. Whatever it writes — the
+// service's lines, River's, pgx errors — passes through a redactor that
+// knows the process's own secrets, so that none reaches the log.
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	opts := redact.New(cfg.secrets()...).HandlerOptions(&slog.HandlerOptions{Level: cfg.LogLevel})
 	if cfg.LogJSON {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// secrets are the values no log line may hold: the admin token, the
+// signing key and the database password (from DATABASE_URL, or wherever
+// pgx would find it: PGPASSWORD, a passfile).
+func (c Config) secrets() []string {
+	out := []string{c.AdminToken, c.SigningKeyBase64}
+	if c.DatabaseURL != "" {
+		if pc, err := pgconn.ParseConfig(c.DatabaseURL); err == nil {
+			out = append(out, pc.Password)
+		}
+	}
+	return out
 }
 
 func cmdServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
