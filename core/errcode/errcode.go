@@ -48,6 +48,10 @@ const (
 	// ReplayMismatch: recompiling a stored passport version did not
 	// reproduce its stored bytes, hashes or signature.
 	ReplayMismatch Code = "REPLAY_MISMATCH"
+	// WebhookDestinationDenied: at send time the webhook endpoint's address
+	// is one the destination policy refuses (SPEC §12); nothing was sent,
+	// and a retry would dial the same address.
+	WebhookDestinationDenied Code = "WEBHOOK_DESTINATION_DENIED"
 
 	Unauthorized        Code = "UNAUTHORIZED"
 	Forbidden           Code = "FORBIDDEN"

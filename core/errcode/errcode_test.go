@@ -85,6 +85,18 @@ func TestHTTPOnlyCodesAreNotRetryable(t *testing.T) {
 	}
 }
 
+// SPEC §12 adds WEBHOOK_DESTINATION_DENIED: permanent, and its text parses
+// as "CODE: message" like every other code (the SSOT mirror's SQL reads
+// ^([A-Z][A-Z0-9_]+): ).
+func TestWebhookDestinationDenied(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, errcode.Code("WEBHOOK_DESTINATION_DENIED"), errcode.WebhookDestinationDenied)
+	require.False(t, errcode.WebhookDestinationDenied.Retryable())
+	err := errcode.New(errcode.WebhookDestinationDenied, "the webhook endpoint's address is not public")
+	require.Regexp(t, `^[A-Z][A-Z0-9_]+: `, err.Error())
+	require.Equal(t, "WEBHOOK_DESTINATION_DENIED: the webhook endpoint's address is not public", err.Error())
+}
+
 func TestInvalidNamesTheField(t *testing.T) {
 	t.Parallel()
 	err := errcode.Invalid("payload.snapshot_id", "must be a %s", "uuid")
