@@ -112,7 +112,7 @@ func (s *Server) Handler() http.Handler {
 	})
 
 	if s.Admin && s.RiverUI != nil {
-		ui := s.requireBasic(s.checkRequestText(s.auditRiverUI(s.RiverUI)))
+		ui := s.requireBasic(s.checkRequestText(s.limitBody(s.auditRiverUI(s.RiverUI))))
 		r.Handle("/riverui", http.RedirectHandler("/riverui/", http.StatusMovedPermanently))
 		r.Handle("/riverui/*", ui)
 	}

@@ -108,8 +108,12 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 // know: a caller chooses the method, and each label value is a new series.
 const methodOther = "OTHER"
 
-// maxLoggedMethod bounds an unknown method in the request log line.
-const maxLoggedMethod = 32
+// maxLoggedMethod and maxLoggedPath bound what a caller chooses in the
+// request log line and in error messages (a request line may be 1 MB).
+const (
+	maxLoggedMethod = 32
+	maxLoggedPath   = 512
+)
 
 // methodLabel bounds the method label to the methods the service knows.
 func methodLabel(method string) string {
@@ -149,7 +153,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "http request",
 			slog.String("correlation_id", correlationID(r.Context())),
 			slog.String("method", truncate(r.Method, maxLoggedMethod)),
-			slog.String("path", r.URL.Path),
+			slog.String("path", truncate(r.URL.Path, maxLoggedPath)),
 			slog.String("route", route),
 			slog.Int("status", rec.status),
 			slog.Int("bytes", rec.bytes),
@@ -222,7 +226,7 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 }
 
 func errNotFoundRoute(r *http.Request) error {
-	return errcode.New(errcode.NotFound, "no route for %s %s", truncate(r.Method, maxLoggedMethod), r.URL.Path)
+	return errcode.New(errcode.NotFound, "no route for %s %s", truncate(r.Method, maxLoggedMethod), truncate(r.URL.Path, maxLoggedPath))
 }
 
 // allowedMethods lists the methods the router serves for the request's
@@ -259,7 +263,8 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
 	s.writeError(w, r, &errcode.Error{Code: codeMethodNotAllowed,
-		Message: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", truncate(r.Method, maxLoggedMethod), r.URL.Path, strings.Join(allowed, ", ")),
+		Message: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", truncate(r.Method, maxLoggedMethod),
+			truncate(r.URL.Path, maxLoggedPath), strings.Join(allowed, ", ")),
 		Details: map[string]any{"allowed_methods": allowed}})
 }
 

@@ -448,3 +448,30 @@ func TestRequestTextPostgresCannotStoreIsNamed(t *testing.T) {
 	}
 	require.Zero(t, stub.calls.Load(), "River UI never sees such text")
 }
+
+func TestRiverUIBodiesAreLimited(t *testing.T) {
+	t.Parallel()
+	h, stub, _ := newUIHandler()
+	r := httptest.NewRequest(http.MethodPatch, "/riverui/api/queues/default", strings.NewReader(`{"x":"`+strings.Repeat("a", 1<<17)+`"}`))
+	r.SetBasicAuth("", testAdminToken)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
+	require.Equal(t, "BODY_TOO_LARGE", readEnvelope(t, rec).Error.Code)
+	require.Zero(t, stub.calls.Load())
+}
+
+func TestRequestLogBoundsWhatTheCallerChose(t *testing.T) {
+	t.Parallel()
+	logs := &bytes.Buffer{}
+	s := newTestServer()
+	s.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	s.Gatherer = prometheus.NewRegistry()
+	r := httptest.NewRequest(http.MethodGet, "/"+strings.Repeat("p", 10_000), nil)
+	r.Method = strings.Repeat("M", 1000)
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, r)
+	require.Equal(t, http.StatusNotFound, rec.Code)
+	require.Less(t, logs.Len(), 1500, "one bounded log line")
+	require.Less(t, rec.Body.Len(), 1000, "a bounded error message")
+}
