@@ -25,6 +25,7 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/webhook/destination"
 )
 
 // Bounds on what is kept of an endpoint's response.
@@ -187,11 +188,7 @@ func (w *DeliverWebhookWorker) send(ctx context.Context, d store.DeliveryToSend,
 
 	resp, err := w.Client.Do(req)
 	if err != nil {
-		var netErr net.Error
-		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
-			return a, errcode.New(errcode.WebhookTimeout, "no response within %s", w.RequestTimeout)
-		}
-		return a, errcode.New(errcode.WebhookNetwork, "request failed: %s", redactURL(err))
+		return a, w.transportError(d, err)
 	}
 	defer resp.Body.Close()
 	respBody, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBodyBytes))
@@ -214,6 +211,41 @@ func (w *DeliverWebhookWorker) send(ctx context.Context, d store.DeliveryToSend,
 	default:
 		return a, errcode.New(errcode.Webhook4xx, "endpoint answered HTTP %d", status)
 	}
+}
+
+// connectFailed is the one message of every WEBHOOK_NETWORK failure. The
+// cause (refused, unreachable, DNS, TLS, reset) goes to the log only: told
+// apart in the delivery, which the tenant reads, they would make the
+// service a port scanner of whatever it can reach.
+const connectFailed = "could not connect to the webhook endpoint"
+
+// transportError classifies a request that got no HTTP response: refused
+// by the destination policy (nothing was sent), timed out, or failed to
+// connect; the detail is logged, never recorded.
+func (w *DeliverWebhookWorker) transportError(d store.DeliveryToSend, err error) error {
+	attrs := []any{slog.String("webhook_endpoint_id", d.Endpoint.WebhookEndpointID.String()),
+		slog.String("webhook_delivery_id", d.Delivery.WebhookDeliveryID.String())}
+	var denied *destination.DeniedError
+	if errors.As(err, &denied) {
+		w.logger().Warn("webhook destination denied; nothing sent", append(attrs,
+			slog.String("host", denied.Host), slog.String("address", addrString(denied)), slog.String("reason", denied.Reason))...)
+		return errcode.Wrap(errcode.WebhookDestinationDenied, err,
+			"the webhook endpoint's address is not allowed (%s); nothing was sent", denied.Reason)
+	}
+	var netErr net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
+		w.logger().Info("webhook endpoint timed out", append(attrs, slog.String("error", redactURL(err)))...)
+		return errcode.New(errcode.WebhookTimeout, "no response within %s", w.RequestTimeout)
+	}
+	w.logger().Info("webhook endpoint unreachable", append(attrs, slog.String("error", redactURL(err)))...)
+	return errcode.New(errcode.WebhookNetwork, connectFailed)
+}
+
+func addrString(d *destination.DeniedError) string {
+	if d.Addr.IsValid() {
+		return d.Addr.String()
+	}
+	return ""
 }
 
 // Body is the BPC-WH-1 request body of an event: canonical JSON, so that the
@@ -270,14 +302,27 @@ func redactURL(err error) string {
 	return err.Error()
 }
 
-// NewHTTPClient returns the client webhooks are sent with: no redirects
-// followed (a redirect could carry the signed body elsewhere).
+// NewHTTPClient returns a webhook client that allows private destinations,
+// as dev and test do (their receivers listen on 127.0.0.1); the service
+// builds its client with NewPolicyHTTPClient from BPC_WEBHOOK_ALLOW_PRIVATE.
 func NewHTTPClient() *http.Client {
+	return NewPolicyHTTPClient(&destination.Policy{AllowPrivate: true})
+}
+
+// NewPolicyHTTPClient returns the client webhooks are sent with. Every
+// connection is dialed through the destination policy, whose Control hook
+// judges the resolved address before connecting. No proxy is used, even if
+// HTTP(S)_PROXY is set: the proxy would resolve and connect for us, out of
+// the hook's sight, and could reach what the policy refuses. Redirects are
+// not followed: a redirect could carry the signed body elsewhere, including
+// to an internal address.
+func NewPolicyHTTPClient(policy *destination.Policy) *http.Client {
+	dialer := policy.Dialer(net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
 	return &http.Client{
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		Transport: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			Proxy:               nil,
+			DialContext:         policy.DialContext(dialer),
 			MaxIdleConns:        100,
 			MaxIdleConnsPerHost: 10,
 			IdleConnTimeout:     90 * time.Second,

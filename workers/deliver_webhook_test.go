@@ -3,10 +3,13 @@ package workers_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +23,7 @@ import (
 
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/webhook/destination"
 	"github.com/bpc-platform/bpc/workers"
 )
 
@@ -79,27 +83,33 @@ type workerEnv struct {
 
 func newWorkerEnv(t *testing.T, maxAttempts int) workerEnv {
 	t.Helper()
+	return newWorkerEnvWithClient(t, maxAttempts, workers.NewHTTPClient())
+}
+
+// newWorkerEnvWithClient is newWorkerEnv sending webhooks with client.
+func newWorkerEnvWithClient(t *testing.T, maxAttempts int, client *http.Client) workerEnv {
+	t.Helper()
 	pool := testdb.New(t)
 	logger := slog.New(slog.DiscardHandler)
 	metrics := workers.NewMetrics(prometheus.NewRegistry())
 	st := store.New(pool)
 	w := river.NewWorkers()
 	workers.Register(w, workers.Deps{Store: st, Logger: logger, Metrics: metrics,
-		HTTPClient: workers.NewHTTPClient(), WebhookTimeout: 5 * time.Second})
-	client, err := workers.NewClient(pool, workers.ClientOptions{
+		HTTPClient: client, WebhookTimeout: 5 * time.Second})
+	riverClient, err := workers.NewClient(pool, workers.ClientOptions{
 		ID: "worker-test", Logger: logger, Work: true, Concurrency: 4,
 		PollInterval: 20 * time.Millisecond, BackoffUnit: time.Millisecond, MaxAttempts: maxAttempts,
 		Workers: w, Observer: &workers.Observer{Logger: logger, Metrics: metrics},
 	})
 	require.NoError(t, err)
 	ctx := t.Context()
-	require.NoError(t, client.Start(ctx))
+	require.NoError(t, riverClient.Start(ctx))
 	t.Cleanup(func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = client.Stop(stopCtx)
+		_ = riverClient.Stop(stopCtx)
 	})
-	return workerEnv{ctx: ctx, store: st, river: client, metrics: metrics}
+	return workerEnv{ctx: ctx, store: st, river: riverClient, metrics: metrics}
 }
 
 // deliverTo creates an endpoint at url and appends an event delivered to it.
@@ -256,3 +266,105 @@ func TestDeliverWebhookWorkerInactiveEndpointFailsWithoutPosting(t *testing.T) {
 }
 
 func ptrBool(b bool) *bool { return &b }
+
+// lastError is a job's last_error as the API shows it.
+func lastError(t *testing.T, job store.Job) (code, message string) {
+	t.Helper()
+	var le struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	require.NoError(t, json.Unmarshal(job.LastError, &le), "last_error %s", job.LastError)
+	return le.Code, le.Message
+}
+
+// With private destinations refused, a delivery to an endpoint that points
+// inside — stored before the policy, or whose name now resolves inside —
+// fails at once with WEBHOOK_DESTINATION_DENIED, nothing reaches the
+// address, and the delivery records no response.
+func TestDeliverWebhookWorkerDeniedDestination(t *testing.T) {
+	t.Parallel()
+	srv := newEndpointServer(t)
+	e := newWorkerEnvWithClient(t, 3, workers.NewPolicyHTTPClient(&destination.Policy{}))
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+
+	for _, url := range []string{
+		srv.URL + "/ok", // 127.0.0.1, refused before resolving
+		fmt.Sprintf("http://localhost:%d/ok", port),          // a localhost name
+		fmt.Sprintf("http://[::ffff:127.0.0.1]:%d/ok", port), // IPv4-mapped
+		fmt.Sprintf("http://2130706433:%d/ok", port),         // a numeric spelling
+	} {
+		_, ref := e.deliverTo(t, url)
+		job := e.waitTerminal(t, ref.JobID)
+		require.Equal(t, store.StatusFailed, job.Status, url)
+		require.Equal(t, int32(1), job.Attempts, "%s: not retried", url)
+		code, msg := lastError(t, job)
+		require.Equal(t, "WEBHOOK_DESTINATION_DENIED", code, url)
+		require.NotContains(t, msg, "127.0.0.1", "the delivery does not echo the address")
+		d := e.delivery(t, ref.WebhookDeliveryID)
+		require.Equal(t, store.DeliveryFailed, d.Status)
+		require.Equal(t, "WEBHOOK_DESTINATION_DENIED", *d.ErrorCode)
+		require.Nil(t, d.HTTPStatus)
+		require.Empty(t, d.ResponseBody)
+		require.True(t, len(d.ResponseHeaders) == 0 || string(d.ResponseHeaders) == "null" || string(d.ResponseHeaders) == "{}", "%s", d.ResponseHeaders)
+	}
+	require.Empty(t, srv.seen("/ok"), "nothing was sent")
+	rep, err := e.store.CheckConsistency(e.ctx, e.store.Pool)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
+}
+
+// closedPort returns a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	return port
+}
+
+// Every way of failing to reach an endpoint — two different closed ports, a
+// TLS handshake with a plain-HTTP server, a connection closed before any
+// answer — reads the same in the delivery and the job, so that deliveries
+// cannot map what the service can reach.
+func TestDeliverWebhookConnectErrorsAreUniform(t *testing.T) {
+	t.Parallel()
+	srv := newEndpointServer(t)
+	hangUp, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hangUp.Close() })
+	go func() {
+		for {
+			c, err := hangUp.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	e := newWorkerEnv(t, 1)
+
+	urls := []string{
+		fmt.Sprintf("http://127.0.0.1:%d/hook", closedPort(t)),
+		fmt.Sprintf("http://127.0.0.1:%d/hook", closedPort(t)),
+		strings.Replace(srv.URL, "http://", "https://", 1) + "/ok",
+		"http://" + hangUp.Addr().String() + "/hook",
+	}
+	var messages, deliveryMessages []string
+	for _, url := range urls {
+		_, ref := e.deliverTo(t, url)
+		job := e.waitTerminal(t, ref.JobID)
+		code, msg := lastError(t, job)
+		require.Equal(t, "WEBHOOK_NETWORK", code, url)
+		d := e.delivery(t, ref.WebhookDeliveryID)
+		require.Equal(t, "WEBHOOK_NETWORK", *d.ErrorCode, url)
+		require.Nil(t, d.HTTPStatus)
+		messages, deliveryMessages = append(messages, msg), append(deliveryMessages, *d.ErrorMessage)
+	}
+	for i := range urls {
+		require.Equal(t, "could not connect to the webhook endpoint", messages[i], urls[i])
+		require.Equal(t, "could not connect to the webhook endpoint", deliveryMessages[i], urls[i])
+	}
+	require.Empty(t, srv.seen("/ok"), "the TLS handshake never became a request")
+}
