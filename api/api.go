@@ -34,6 +34,8 @@ type Config struct {
 	EnabledKinds []string
 	// CompileLimits bound the artifacts of a replayed compile (zero members
 	// are the SPEC defaults); set from BPC_PAYLOAD/PROOF/RECEIPT_MAX_BYTES.
+	// Its Rules member (BPC_RULES_MAX_NODES, BPC_RULES_MAX_CASES) also bounds
+	// the sources of a new rule package version.
 	CompileLimits compiler.Limits
 }
 

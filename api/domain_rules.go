@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -89,7 +88,11 @@ func sourceError(source string, err error) error {
 }
 
 // handleCreateRuleVersion checks both sources (BPC-RULES-1 and its tests
-// language) and stores them as the package's next DRAFT version.
+// language) within the service's rule limits and stores them as the
+// package's next DRAFT version. A source beyond the limits is refused here,
+// 422 with its line:col (RULE_PARSE_ERROR for nesting or node count,
+// VALIDATION_ERROR for the cases a run would have), so that no job ever
+// works on it.
 func (s *Server) handleCreateRuleVersion(w http.ResponseWriter, r *http.Request) {
 	var in createRuleVersionRequest
 	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
@@ -112,12 +115,13 @@ func (s *Server) handleCreateRuleVersion(w http.ResponseWriter, r *http.Request)
 			return
 		}
 	}
-	prog, err := rules.Check(in.DSLSource)
+	limits := s.Config.CompileLimits.Rules
+	prog, err := limits.Check(in.DSLSource)
 	if err != nil {
 		s.writeError(w, r, sourceError("dsl_source", err))
 		return
 	}
-	if _, err := rules.CheckTests(prog, in.TestsSource); err != nil {
+	if _, err := limits.CheckTests(prog, in.TestsSource); err != nil {
 		s.writeError(w, r, sourceError("tests_source", err))
 		return
 	}

@@ -3,18 +3,19 @@ package workers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/riverqueue/river"
 
 	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/hash"
-	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -184,6 +185,14 @@ func writeFileAtomic(path string, b []byte) (err error) {
 // at least store.MinRuleTestCases cases moves a DRAFT version to VALIDATED,
 // any other run leaves it DRAFT with the first failure recorded. The job
 // succeeds either way: it ran the tests.
+//
+// A run that cannot start or finish records no run and fails the job: a
+// source beyond the rule limits (Deps.Limits.Rules: RULE_PARSE_ERROR, or
+// VALIDATION_ERROR naming BPC_RULES_MAX_CASES when the tests ask for more
+// cases in total), or a run stopped by the job timeout (RULE_TESTS_FAILED;
+// the run is deterministic, so a retry would time out again). The run
+// follows the job's context: an operator's cancel, a lost lease or a
+// shutdown stops it within milliseconds, and River records that outcome.
 type RunRuleTestsWorker struct {
 	river.WorkerDefaults[jobargs.RunRuleTestsArgs]
 	Deps
@@ -199,12 +208,18 @@ func (w *RunRuleTestsWorker) Work(ctx context.Context, job *river.Job[jobargs.Ru
 	if err != nil {
 		return err
 	}
-	prog, err := rules.Check(rv.DSLSource)
+	limits := w.Limits.Rules
+	prog, err := limits.Check(rv.DSLSource)
 	if err != nil {
 		return err
 	}
-	report, err := rules.RunTests(prog, rv.TestsSource, uint64(a.Seed))
+	start := time.Now()
+	report, err := limits.RunTests(ctx, prog, rv.TestsSource, uint64(a.Seed))
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return errcode.New(errcode.RuleTestsFailed, "the tests run was stopped by the job timeout after %s; "+
+				"a run is deterministic, so it is not retried: ask for fewer or cheaper cases", time.Since(start).Round(time.Second))
+		}
 		return err
 	}
 	status := "FAILED"

@@ -27,7 +27,9 @@ type Deps struct {
 	WebhookBreaker BreakerConfig
 	// CompilerBuildID is recorded in every receipt (BPC_COMPILER_BUILD_ID).
 	CompilerBuildID string
-	// Limits are the artifact size limits (BPC_*_MAX_BYTES).
+	// Limits are the artifact size limits (BPC_*_MAX_BYTES) and the rule
+	// limits (BPC_RULES_MAX_NODES, BPC_RULES_MAX_CASES) of compiles and
+	// rule test runs.
 	Limits compiler.Limits
 	// Signer signs receipts; its KeyID is compiled into them.
 	Signer *Signer

@@ -13,6 +13,8 @@
 package compiler
 
 import (
+	"errors"
+
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/core/receipt"
@@ -67,7 +69,7 @@ func CompilePassport(in Input) (Output, error) {
 		return Output{}, err
 	}
 	dslSHA256 := hash.SHA256HexString(in.DSLSource)
-	prog, err := programs.checked(dslSHA256, in.DSLSource)
+	prog, err := programs.checked(dslSHA256, in.DSLSource, limits.Rules)
 	if err != nil {
 		return Output{}, err
 	}
@@ -78,7 +80,7 @@ func CompilePassport(in Input) (Output, error) {
 
 	payload, err := buildPayload(in, snapshotHash, res)
 	if err != nil {
-		return Output{}, err
+		return Output{}, tooLarge(errcode.PayloadTooLarge, "payload", err, limits.PayloadMaxBytes)
 	}
 	if err := checkSize(errcode.PayloadTooLarge, "payload", payload, limits.PayloadMaxBytes); err != nil {
 		return Output{}, err
@@ -86,7 +88,7 @@ func CompilePassport(in Input) (Output, error) {
 
 	proofRoot, proofBytes, err := buildProof(res)
 	if err != nil {
-		return Output{}, err
+		return Output{}, tooLarge(errcode.ProofTooLarge, "proof", err, limits.ProofMaxBytes)
 	}
 	if err := checkSize(errcode.ProofTooLarge, "proof", proofBytes, limits.ProofMaxBytes); err != nil {
 		return Output{}, err
@@ -135,6 +137,19 @@ func CompilePassport(in Input) (Output, error) {
 		SnapshotHash:   snapshotHash,
 		Compliance:     res.Compliance,
 	}, nil
+}
+
+// tooLarge turns an encoding that stopped at rules.MaxEncodedBytes (values
+// that repeat a large part many times write far more than they hold) into
+// code with Details {"size", "limit"}, size being a lower bound; any other
+// error is returned as it is.
+func tooLarge(code errcode.Code, what string, err error, limit int) error {
+	if !errors.Is(err, rules.ErrEncodingTooLarge) {
+		return err
+	}
+	e := errcode.Wrap(code, err, "%s is more than %d bytes, limit is %d", what, rules.MaxEncodedBytes, limit)
+	e.Details = map[string]any{"size": rules.MaxEncodedBytes, "limit": limit}
+	return e
 }
 
 // checkSize returns code with Details {"size", "limit"} when b is longer than limit.

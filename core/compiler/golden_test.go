@@ -283,7 +283,7 @@ func verifyGoldenIndependently(t *testing.T, dir string, in Input) {
 	if in.TestsSource != "" {
 		prog, err := rules.Check(in.DSLSource)
 		require.NoError(t, err)
-		report, err := rules.RunTests(prog, in.TestsSource, 1)
+		report, err := rules.RunTests(t.Context(), prog, in.TestsSource, 1)
 		require.NoError(t, err)
 		require.Zero(t, report.Failed, "first failure: %+v", report.FirstFailure)
 	}

@@ -29,6 +29,9 @@ type Limits struct {
 	PayloadMaxBytes int
 	ProofMaxBytes   int
 	ReceiptMaxBytes int
+	// Rules bounds the rule source and its tests (BPC_RULES_MAX_NODES,
+	// BPC_RULES_MAX_CASES; zero members are the rules package's defaults).
+	Rules rules.Limits
 }
 
 // Input is everything a compile depends on. Ids are lowercase UUIDs.

@@ -17,7 +17,8 @@ const programCacheSize = 64
 // goroutines), so reusing one changes no output: CompilePassport stays a
 // function of its input. Only sources that passed Check and the payload path
 // check are cached; a failing source is checked again every time, which keeps
-// its error exact.
+// its error exact. A cached program is reused only within the caller's rule
+// limits (Program.Within), so the cache is no way around a lower node budget.
 var programs = &programCache{byDigest: map[string]*rules.Program{}}
 
 type programCache struct {
@@ -26,15 +27,16 @@ type programCache struct {
 	order    []string // insertion order, for eviction
 }
 
-// checked returns the checked program of src, whose SHA-256 hex is digest.
-func (c *programCache) checked(digest, src string) (*rules.Program, error) {
+// checked returns the checked program of src, whose SHA-256 hex is digest,
+// within limits.
+func (c *programCache) checked(digest, src string, limits rules.Limits) (*rules.Program, error) {
 	c.mu.Lock()
 	p, ok := c.byDigest[digest]
 	c.mu.Unlock()
-	if ok {
+	if ok && p.Within(limits) {
 		return p, nil
 	}
-	p, err := rules.Check(src)
+	p, err := limits.Check(src)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import "github.com/cockroachdb/apd/v3"
 // File is a parsed rule source: its field declarations in source order.
 type File struct {
 	Fields []*FieldDecl
+	nodes  int // syntax nodes, as Parse counted them against Limits.MaxNodes
 }
 
 // FieldDecl is `field a.b.c : Type = expr ;`.

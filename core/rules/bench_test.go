@@ -89,8 +89,8 @@ property a: cases(499) seed(7) => forall x: Dec(2). implies(x > 0.00, x + x > x)
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if r := s.Run(1); r.Failed != 0 || r.TotalCases != 500 {
-			b.Fatal(r.String())
+		if r, err := s.Run(b.Context(), 1); err != nil || r.Failed != 0 || r.TotalCases != 500 {
+			b.Fatal(r, err)
 		}
 	}
 }

@@ -68,8 +68,8 @@ func (ev *evaluator) call(e *Call, en *env) (Value, *Node, error) {
 	case "emitCompliance":
 		r := ComplianceResult{Field: ev.cur, Code: args[0].S, OK: args[1].B, Detail: args[2].S}
 		ev.compliance = append(ev.compliance, r)
-		v := Value{Kind: KindRecord, Keys: []string{"code", "detail", "ok"},
-			Elems: []Value{args[0], args[2], args[1]}}
+		v := shaped(Value{Kind: KindRecord, Keys: []string{"code", "detail", "ok"},
+			Elems: []Value{args[0], args[2], args[1]}})
 		return v, node(NodeComplianceEmit, Data{Members: []Member{{"code", r.Code}, {"ok", r.OK}, {"detail", r.Detail}}}, kids...), nil
 	case "requireSome":
 		if !args[0].IsSome() {
@@ -236,6 +236,13 @@ func (ev *evaluator) pure(e *Call, args []Value) (Value, error) {
 			}
 			b.WriteString(x.S)
 		}
+		// Text is the one thing a single step can build a megabyte of: it
+		// counts against MaxSteps by its length, so that an evaluation
+		// cannot build (and hold) gigabytes of it in a few thousand steps.
+		ev.steps += b.Len() / textBytesPerStep
+		if ev.steps > MaxSteps {
+			return Value{}, ev.rtErr(errcode.Validation, e.At, "evaluation exceeded %d steps", MaxSteps)
+		}
 		return textVal(b.String()), nil
 	case "list":
 		return listVal(slices.Clone(args)), nil
@@ -250,7 +257,7 @@ func (ev *evaluator) pure(e *Call, args []Value) (Value, error) {
 			v.Keys = append(v.Keys, e.Names[i])
 			v.Elems = append(v.Elems, args[i])
 		}
-		return v, nil
+		return shaped(v), nil
 	}
 	return Value{}, ev.rtErr(errcode.Internal, e.At, "unknown function %q", e.Name)
 }
@@ -398,6 +405,7 @@ func (ev *evaluator) higherOrder(e *Call, en *env) (Value, *Node, error) {
 			out.Keys = append(out.Keys, p.k)
 			out.Elems = append(out.Elems, p.v)
 		}
+		out = shaped(out)
 	}
 	return out, ev.opNode(e.Name, out, kids...), nil
 }

@@ -15,7 +15,12 @@ type Program struct {
 	// Deps maps each field path to the sorted paths it references via field(...).
 	Deps   map[string][]string
 	byPath map[string]*FieldDecl
+	nodes  int
 }
+
+// Within reports whether the program's source fits l: a program checked
+// once may be reused (by a cache keyed on its source) under other limits.
+func (p *Program) Within(l Limits) bool { return p.nodes <= l.effective().MaxNodes }
 
 // Order returns the field paths in evaluation order.
 func (p *Program) Order() []string {
@@ -29,19 +34,24 @@ func (p *Program) Order() []string {
 // Field returns the declaration of path, or nil.
 func (p *Program) Field(path string) *FieldDecl { return p.byPath[path] }
 
-// Check parses src, type-checks every field against its declared type and
-// orders the fields by their field(...) dependencies. Of all errors found it
-// returns the one at the earliest source position (a cycle is reported only
-// when there is no other error).
-func Check(src string) (*Program, error) {
-	file, err := Parse(src)
+// Check parses and checks src with DefaultLimits; see Limits.Check.
+func Check(src string) (*Program, error) { return DefaultLimits().Check(src) }
+
+// Check parses src within l, type-checks every field against its declared
+// type and orders the fields by their field(...) dependencies. Of all errors
+// found it returns the one at the earliest source position (a cycle is
+// reported only when there is no other error).
+func (l Limits) Check(src string) (*Program, error) {
+	file, err := l.Parse(src)
 	if err != nil {
 		return nil, err
 	}
 	return CheckFile(file)
 }
 
-// CheckFile type-checks and orders an already parsed File.
+// CheckFile type-checks and orders an already parsed File. A File from
+// Parse is at most MaxDepth deep; one built otherwise that nests deeper
+// than the checker's guard is a RULE_PARSE_ERROR, not a deeper recursion.
 func CheckFile(file *File) (*Program, error) {
 	c := &checker{decls: map[string]*FieldDecl{}, deps: map[string]map[string]bool{}}
 	var errs []*errcode.Error
@@ -83,14 +93,22 @@ func CheckFile(file *File) (*Program, error) {
 		})
 		return nil, errs[0]
 	}
-	return c.order()
+	prog, err := c.order()
+	if err != nil {
+		return nil, err
+	}
+	prog.nodes = file.nodes
+	return prog, nil
 }
 
-// checker holds the state of type-checking one source.
+// checker holds the state of type-checking one source. It recurses once per
+// level of the expression tree (expr → exprType → expr), which Parse keeps
+// within MaxDepth; depth is the guard against any other tree.
 type checker struct {
 	decls map[string]*FieldDecl
 	deps  map[string]map[string]bool
 	cur   string
+	depth int
 }
 
 // scope is an immutable linked list of variable bindings.
@@ -206,11 +224,23 @@ func findCycle(paths []string, deps map[string][]string, done map[string]bool) [
 // expr returns the static type of e in scope s; it never returns a nil type
 // without an error.
 func (c *checker) expr(e Expr, s *scope) (*Type, error) {
-	t, err := c.exprType(e, s)
-	if err == nil && t == nil {
-		return nil, c.typeErr(e.Position(), "cannot infer the type of this expression (a bare none needs a typed context)")
+	if c.depth >= guardDepth {
+		return nil, errAt(errcode.RuleParseError, c.cur, e.Position(), "nesting deeper than %d", MaxDepth)
 	}
-	return t, err
+	c.depth++
+	t, err := c.exprType(e, s)
+	c.depth--
+	switch {
+	case err != nil:
+		return nil, err
+	case t == nil:
+		return nil, c.typeErr(e.Position(), "cannot infer the type of this expression (a bare none needs a typed context)")
+	case t.size > MaxTypeNodes:
+		// Types are shared, so a few lets can double a type's size each
+		// time; past the bound, printing or comparing it would not end.
+		return nil, c.typeErr(e.Position(), "the type of this expression has more than %d parts", MaxTypeNodes)
+	}
+	return t, nil
 }
 
 func (c *checker) exprType(e Expr, s *scope) (*Type, error) {

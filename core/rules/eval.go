@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"slices"
@@ -90,10 +91,21 @@ const MaxSteps = 5_000_000
 // MaxTextBytes bounds the length of a Text value built by concat.
 const MaxTextBytes = 1 << 20
 
-// evaluator holds the state of one Evaluate call.
+// textBytesPerStep is how many bytes of text concat builds per step it is
+// charged beyond its own (at most 80 MB of text per MaxSteps).
+const textBytesPerStep = 16
+
+// evaluator holds the state of one Evaluate call. It recurses once per level
+// of the expression tree (lambda bodies included: they are nested in their
+// call), which Parse keeps within MaxDepth; depth is the guard against any
+// other tree. Values can outgrow their static type only through fold's
+// accumulator and shared parts, so every call's result is held to
+// MaxValueDepth and MaxValueNodes.
 type evaluator struct {
 	steps      int
-	quiet      int // > 0 while evaluating lambda bodies, whose trace is folded away
+	depth      int
+	ctx        context.Context // nil: not cancellable
+	quiet      int             // > 0 while evaluating lambda bodies, whose trace is folded away
 	facts      []Fact
 	decoded    map[int]any
 	values     map[string]Value
@@ -123,6 +135,13 @@ func (e *env) lookup(name string) Value {
 // none passed to requireSome, malformed fact data, overflow) stop the
 // evaluation with a typed error naming the field and position.
 func (p *Program) Evaluate(facts FactSet) (*Result, error) {
+	return p.evaluate(context.Background(), facts)
+}
+
+// evaluate is Evaluate, stopped with ctx's error once ctx is done (checked
+// every few thousand steps). A compile passes a context that never ends:
+// MaxSteps bounds it.
+func (p *Program) evaluate(ctx context.Context, facts FactSet) (*Result, error) {
 	sorted := slices.Clone(facts)
 	slices.SortFunc(sorted, compareFacts)
 	for i, f := range sorted {
@@ -133,7 +152,7 @@ func (p *Program) Evaluate(facts FactSet) (*Result, error) {
 			return nil, errcode.Invalid("facts", "payload of fact (%s, %s) is not canonical JSON", f.FactType, f.FactKey)
 		}
 	}
-	ev := &evaluator{facts: sorted, decoded: map[int]any{}, values: map[string]Value{}}
+	ev := &evaluator{ctx: ctx, facts: sorted, decoded: map[int]any{}, values: map[string]Value{}}
 	res := &Result{}
 	for _, d := range p.Fields {
 		ev.cur = d.Path
@@ -204,12 +223,33 @@ func (ev *evaluator) constNode(v Value) *Node {
 	return node(NodeConst, valueData("", v))
 }
 
+// checkEvery is how many steps pass between two looks at the context: a
+// step takes well under a microsecond, so a cancel is seen within
+// milliseconds at a cost too small to measure.
+const checkEvery = 1 << 12
+
 // eval evaluates e and returns its value and trace node (nil for a variable reference).
 func (ev *evaluator) eval(e Expr, en *env) (Value, *Node, error) {
 	ev.steps++
 	if ev.steps > MaxSteps {
 		return Value{}, nil, ev.rtErr(errcode.Validation, e.Position(), "evaluation exceeded %d steps", MaxSteps)
 	}
+	if ev.steps%checkEvery == 0 && ev.ctx != nil {
+		if err := ev.ctx.Err(); err != nil {
+			return Value{}, nil, err
+		}
+	}
+	if ev.depth >= guardDepth {
+		return Value{}, nil, ev.rtErr(errcode.RuleParseError, e.Position(), "nesting deeper than %d", MaxDepth)
+	}
+	ev.depth++
+	v, n, err := ev.evalNode(e, en)
+	ev.depth--
+	return v, n, err
+}
+
+// evalNode evaluates one expression node for eval.
+func (ev *evaluator) evalNode(e Expr, en *env) (Value, *Node, error) {
 	switch e := e.(type) {
 	case *BoolLit:
 		v := boolVal(e.Val)
@@ -309,7 +349,12 @@ func (ev *evaluator) eval(e Expr, en *env) (Value, *Node, error) {
 		}
 		return v, node(NodeAssert, Data{Members: []Member{{"code", e.Code}, {"ok", true}}}, cn, bn), nil
 	case *Call:
-		return ev.call(e, en)
+		v, n, err := ev.call(e, en)
+		if err == nil && (int(v.depth) > MaxValueDepth || v.size() > MaxValueNodes) {
+			return Value{}, nil, ev.rtErr(errcode.Validation, e.At,
+				"%s builds a value nested deeper than %d or with more than %d parts", e.Name, MaxValueDepth, MaxValueNodes)
+		}
+		return v, n, err
 	}
 	return Value{}, nil, ev.rtErr(errcode.Internal, e.Position(), "unsupported expression")
 }

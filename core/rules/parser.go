@@ -9,10 +9,6 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 )
 
-// maxDepth bounds expression and type nesting so hostile input cannot
-// exhaust the stack of the parser, checker or evaluator.
-const maxDepth = 200
-
 // reserved words cannot name variables.
 var reserved = map[string]bool{
 	"let": true, "if": true, "then": true, "else": true, "assert": true,
@@ -27,18 +23,32 @@ var (
 
 // parser is a recursive-descent parser. Tokens are lexed on demand so that
 // the tests parser can read raw JSON between tokens.
+//
+// It admits only trees the checker and evaluator can recurse over: depth is
+// the nesting of the parse functions now running (parentheses, types, lets,
+// unary operators …), which bounds the parser's own recursion before a node
+// exists, and h is the height of the expression just parsed, computed
+// bottom-up, which bounds what a loop builds without recursing: a chain
+// a+b+c+… is a left-nested tree one level taller per operator. Both stay
+// within MaxDepth, and every node counts against maxNodes.
 type parser struct {
-	lx     *lexer
-	toks   []token
-	i      int
-	lexErr error // first lexical error; it wins over the parse error it causes
-	depth  int
-	field  string // field (or test) being declared, for error messages
+	lx       *lexer
+	toks     []token
+	i        int
+	lexErr   error // first lexical error; it wins over the parse error it causes
+	depth    int
+	h        int // height of the expression last returned
+	nodes    int
+	maxNodes int
+	field    string // field (or test) being declared, for error messages
 }
 
-func newParser(src string) *parser {
-	// Source averages well over four bytes per token; sizing up front avoids regrowth.
-	return &parser{lx: &lexer{src: src, line: 1, col: 1}, toks: make([]token, 0, len(src)/4+1)}
+// tokenWindow is how many consumed tokens the parser keeps before it drops
+// them (see next): only the lookahead is ever read again.
+const tokenWindow = 256
+
+func newParser(src string, l Limits) *parser {
+	return &parser{lx: &lexer{src: src, line: 1, col: 1}, toks: make([]token, 0, 2*tokenWindow), maxNodes: l.effective().MaxNodes}
 }
 
 // fill returns token n, lexing as needed; after a lexical error or the end
@@ -69,11 +79,17 @@ func (p *parser) finish(err error) error {
 	return err
 }
 
+// Parse parses rule source into a File with DefaultLimits; see Limits.Parse.
+func Parse(src string) (*File, error) { return DefaultLimits().Parse(src) }
+
 // Parse parses rule source into a File; errors are RULE_PARSE_ERROR (or
 // UNIT_MISMATCH / RULE_TYPE_ERROR for an unknown unit or bad scale in a
-// declared type) with line:column.
-func Parse(src string) (*File, error) {
-	p := newParser(src)
+// declared type) with line:column. A source nested deeper than MaxDepth
+// (operator chains included) or with more than l.MaxNodes syntax nodes is a
+// RULE_PARSE_ERROR at the node that crossed the limit; parsing stops there,
+// so a hostile source costs no more than the limits allow.
+func (l Limits) Parse(src string) (*File, error) {
+	p := newParser(src, l)
 	f := &File{}
 	for p.peek().kind != tkEOF {
 		d, err := p.fieldDecl()
@@ -85,6 +101,7 @@ func Parse(src string) (*File, error) {
 	if p.lexErr != nil {
 		return nil, p.lexErr
 	}
+	f.nodes = p.nodes
 	return f, nil
 }
 
@@ -96,6 +113,12 @@ func (p *parser) next() token {
 	t := p.fill(p.i)
 	if t.kind != tkEOF {
 		p.i++
+		// Once every token lexed so far is consumed, start the buffer
+		// over: a long source is parsed in a small window instead of
+		// keeping (and regrowing, and copying) all of its tokens.
+		if p.i == len(p.toks) && p.i >= tokenWindow {
+			p.toks, p.i = p.toks[:0], 0
+		}
 	}
 	return t
 }
@@ -154,13 +177,36 @@ func (p *parser) str() (token, error) {
 
 func (p *parser) enter(pos Pos) error {
 	p.depth++
-	if p.depth > maxDepth {
-		return p.errf(pos, "nesting deeper than %d", maxDepth)
+	if p.depth > MaxDepth {
+		return p.errf(pos, "nesting deeper than %d", MaxDepth)
 	}
 	return nil
 }
 
 func (p *parser) leave() { p.depth-- }
+
+// count charges one syntax node at pos against the node budget.
+func (p *parser) count(pos Pos) error {
+	p.nodes++
+	if p.nodes > p.maxNodes {
+		return p.errf(pos, "source has more than %d syntax nodes (BPC_RULES_MAX_NODES)", p.maxNodes)
+	}
+	return nil
+}
+
+// built accounts for an expression node at pos whose tallest child is
+// childH high (0 for a leaf): it charges the node and sets p.h to its
+// height, which must stay within MaxDepth.
+func (p *parser) built(pos Pos, childH int) error {
+	if err := p.count(pos); err != nil {
+		return err
+	}
+	p.h = childH + 1
+	if p.h > MaxDepth {
+		return p.errf(pos, "nesting deeper than %d (an operator chain nests one level per operator: split it with let, or sum a list)", MaxDepth)
+	}
+	return nil
+}
 
 // path parses a dotted lower_snake path such as a.b.c.
 func (p *parser) path() (string, Pos, error) {
@@ -192,7 +238,7 @@ func (p *parser) fieldDecl() (*FieldDecl, error) {
 	if _, err := p.expect(":"); err != nil {
 		return nil, err
 	}
-	typ, err := p.typ()
+	typ, err := p.declType()
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +255,19 @@ func (p *parser) fieldDecl() (*FieldDecl, error) {
 	return &FieldDecl{Path: path, Pos: pos, Type: typ, Expr: e}, nil
 }
 
+// declType parses a declarable type and bounds its size (MaxTypeNodes).
+func (p *parser) declType() (*Type, error) {
+	at := p.peek().pos
+	t, err := p.typ()
+	if err != nil {
+		return nil, err
+	}
+	if t.parts() > MaxTypeNodes {
+		return nil, errAt(errcode.RuleTypeError, p.field, at, "type has more than %d parts", MaxTypeNodes)
+	}
+	return t, nil
+}
+
 // typ parses a declarable type.
 func (p *parser) typ() (*Type, error) {
 	t, err := p.ident()
@@ -219,6 +278,9 @@ func (p *parser) typ() (*Type, error) {
 		return nil, err
 	}
 	defer p.leave()
+	if err := p.count(t.pos); err != nil {
+		return nil, err
+	}
 	switch t.text {
 	case "Bool":
 		return tBool, nil
@@ -366,11 +428,15 @@ func (p *parser) letExpr() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	h := p.h
 	if _, err := p.expect(";"); err != nil {
 		return nil, err
 	}
 	body, err := p.expr()
 	if err != nil {
+		return nil, err
+	}
+	if err := p.built(at, max(h, p.h)); err != nil {
 		return nil, err
 	}
 	return &Let{At: at, Name: name.text, Value: v, Body: body}, nil
@@ -396,6 +462,7 @@ func (p *parser) ifExpr() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	h := p.h
 	if _, err := p.expect(")"); err != nil {
 		return nil, err
 	}
@@ -406,11 +473,15 @@ func (p *parser) ifExpr() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	h = max(h, p.h)
 	if err := p.expectKeyword("else"); err != nil {
 		return nil, err
 	}
 	b, err := p.expr()
 	if err != nil {
+		return nil, err
+	}
+	if err := p.built(at, max(h, p.h)); err != nil {
 		return nil, err
 	}
 	return &If{At: at, Cond: c, Then: a, Else: b}, nil
@@ -425,6 +496,7 @@ func (p *parser) assertExpr() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	h := p.h
 	if _, err := p.expect(","); err != nil {
 		return nil, err
 	}
@@ -447,6 +519,9 @@ func (p *parser) assertExpr() (Expr, error) {
 	}
 	body, err := p.expr()
 	if err != nil {
+		return nil, err
+	}
+	if err := p.built(at, max(h, p.h)); err != nil {
 		return nil, err
 	}
 	return &Assert{At: at, Cond: c, Code: code.text, CodePos: code.pos, Message: msg.text, Body: body}, nil
@@ -476,9 +551,15 @@ func (p *parser) binary(level int) (Expr, error) {
 		if t.kind != tkPunct || !contains(binaryLevels[level], t.text) {
 			return l, nil
 		}
+		lh := p.h
 		p.next()
 		r, err := p.binary(level + 1)
 		if err != nil {
+			return nil, err
+		}
+		// The chain grows a left-nested tree: each operator is one level
+		// above the longer of its operands.
+		if err := p.built(t.pos, max(lh, p.h)); err != nil {
 			return nil, err
 		}
 		l = &Binary{At: t.pos, Op: t.text, L: l, R: r}
@@ -506,6 +587,9 @@ func (p *parser) unary() (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := p.built(t.pos, p.h); err != nil {
+			return nil, err
+		}
 		return &Unary{At: t.pos, Op: t.text, X: x}, nil
 	}
 	return p.primary()
@@ -530,6 +614,12 @@ func (p *parser) isLambdaStart() bool {
 func (p *parser) primary() (Expr, error) {
 	t := p.peek()
 	switch t.kind {
+	case tkInt, tkDec, tkString:
+		if err := p.built(t.pos, 0); err != nil {
+			return nil, err
+		}
+	}
+	switch t.kind {
 	case tkInt:
 		p.next()
 		v, err := strconv.ParseInt(t.text, 10, 64)
@@ -552,6 +642,8 @@ func (p *parser) primary() (Expr, error) {
 			return p.lambda()
 		}
 		if t.text == "(" {
+			// Parentheses make no node: the expression keeps its height
+			// (their nesting counts in expr's depth).
 			p.next()
 			e, err := p.expr()
 			if err != nil {
@@ -567,14 +659,23 @@ func (p *parser) primary() (Expr, error) {
 		p.next()
 		switch t.text {
 		case "true", "false":
+			if err := p.built(t.pos, 0); err != nil {
+				return nil, err
+			}
 			return &BoolLit{At: t.pos, Val: t.text == "true"}, nil
 		case "none":
+			if err := p.built(t.pos, 0); err != nil {
+				return nil, err
+			}
 			return &NoneLit{At: t.pos}, nil
 		}
 		if reserved[t.text] && t.text != "field" {
 			return nil, p.errf(t.pos, "unexpected keyword '%s'", t.text)
 		}
 		if !p.isPunct("(") {
+			if err := p.built(t.pos, 0); err != nil {
+				return nil, err
+			}
 			return &Ident{At: t.pos, Name: t.text}, nil
 		}
 		if t.text == "date" {
@@ -612,6 +713,9 @@ func (p *parser) lambda() (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := p.built(at, p.h); err != nil {
+		return nil, err
+	}
 	return &Lambda{At: at, Params: params, Body: body}, nil
 }
 
@@ -626,6 +730,9 @@ func (p *parser) dateLit(at Pos) (Expr, error) {
 		return nil, p.errf(s.pos, "invalid date %q (want an existing YYYY-MM-DD)", s.text)
 	}
 	if _, err := p.expect(")"); err != nil {
+		return nil, err
+	}
+	if err := p.built(at, 0); err != nil {
 		return nil, err
 	}
 	return &DateLit{At: at, Val: s.text}, nil
@@ -643,6 +750,7 @@ func validDate(s string) bool {
 func (p *parser) call(name token) (Expr, error) {
 	p.next() // (
 	c := &Call{At: name.pos, Name: name.text}
+	h := 0
 	for !p.isPunct(")") {
 		if name.text == "record" {
 			n, err := p.ident()
@@ -658,6 +766,7 @@ func (p *parser) call(name token) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		h = max(h, p.h)
 		c.Args = append(c.Args, a)
 		if !p.isPunct(",") {
 			break
@@ -665,6 +774,9 @@ func (p *parser) call(name token) (Expr, error) {
 		p.next()
 	}
 	if _, err := p.expect(")"); err != nil {
+		return nil, err
+	}
+	if err := p.built(name.pos, h); err != nil {
 		return nil, err
 	}
 	return c, nil

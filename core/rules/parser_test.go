@@ -145,6 +145,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(`field a.b : Opt(Dec(2)) = if (x) then none else some(1.00);`)
 	f.Add("field a : Int = fold(list(1), 0, (a, b) => a + b);")
 	f.Add(`field a : Record(x: Int) = record(x: 1);`)
+	addNestingSeeds(f, false)
 	f.Fuzz(func(t *testing.T, src string) {
 		p, err := Check(src)
 		if err != nil {

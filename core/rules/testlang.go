@@ -1,7 +1,9 @@
 package rules
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -22,8 +24,11 @@ const genBound = 1_000_000_000_000_000
 
 // TestSuite is a parsed and type-checked tests source bound to a Program.
 type TestSuite struct {
-	prog  *Program
-	tests []ruleTest
+	prog   *Program
+	tests  []ruleTest
+	limits Limits
+	// cases is the number of cases a run has: one per example, N per property.
+	cases int64
 }
 
 // ruleTest is one example or property.
@@ -76,20 +81,37 @@ type TestFailure struct {
 	Actual   string          `json:"actual"`
 }
 
-// RunTests checks the tests source against prog and runs it with runSeed.
-func RunTests(prog *Program, testSrc string, runSeed uint64) (*TestReport, error) {
-	s, err := CheckTests(prog, testSrc)
+// RunTests checks the tests source against prog and runs it with runSeed,
+// within DefaultLimits; see Limits.RunTests.
+func RunTests(ctx context.Context, prog *Program, testSrc string, runSeed uint64) (*TestReport, error) {
+	return DefaultLimits().RunTests(ctx, prog, testSrc, runSeed)
+}
+
+// RunTests checks the tests source against prog within l and runs it with
+// runSeed until it ends or ctx is done (see TestSuite.Run).
+func (l Limits) RunTests(ctx context.Context, prog *Program, testSrc string, runSeed uint64) (*TestReport, error) {
+	s, err := l.CheckTests(prog, testSrc)
 	if err != nil {
 		return nil, err
 	}
-	return s.Run(runSeed), nil
+	return s.Run(ctx, runSeed)
+}
+
+// CheckTests parses and type-checks a tests source with DefaultLimits; see
+// Limits.CheckTests.
+func CheckTests(prog *Program, src string) (*TestSuite, error) {
+	return DefaultLimits().CheckTests(prog, src)
 }
 
 // CheckTests parses and type-checks a tests source against prog; errors are
-// RULE_PARSE_ERROR / RULE_TYPE_ERROR naming the test and position.
-func CheckTests(prog *Program, src string) (*TestSuite, error) {
-	p := newParser(src)
-	suite := &TestSuite{prog: prog}
+// RULE_PARSE_ERROR / RULE_TYPE_ERROR naming the test and position. The
+// source is bounded like a rule source (MaxDepth, l.MaxNodes, the JSON of
+// facts included), and the cases it asks for in total by l.MaxCases
+// (VALIDATION_ERROR at the test that crosses it).
+func (l Limits) CheckTests(prog *Program, src string) (*TestSuite, error) {
+	l = l.effective()
+	p := newParser(src, l)
+	suite := &TestSuite{prog: prog, limits: l}
 	seen := map[string]bool{}
 	for p.peek().kind != tkEOF {
 		t, err := p.testDecl(prog)
@@ -101,11 +123,23 @@ func CheckTests(prog *Program, src string) (*TestSuite, error) {
 		}
 		seen[t.name] = true
 		suite.tests = append(suite.tests, t)
+		suite.cases += t.numCases()
+		if suite.cases > int64(l.MaxCases) {
+			return nil, casesLimitError(t.name, t.pos, suite.cases, l.MaxCases)
+		}
 	}
 	if p.lexErr != nil {
 		return nil, p.lexErr
 	}
 	return suite, nil
+}
+
+// numCases is how many cases the test contributes to a run.
+func (t *ruleTest) numCases() int64 {
+	if t.isProp {
+		return int64(t.cases)
+	}
+	return 1
 }
 
 func (p *parser) testDecl(prog *Program) (ruleTest, error) {
@@ -209,6 +243,21 @@ func (p *parser) rawJSON() ([]byte, error) {
 		lx.advance()
 	}
 	start := lx.pos()
+	// The JSON is a construct of the source like any other: nested at most
+	// MaxDepth deep (reported at the bracket that goes deeper) and charged
+	// about one node per value, before anything decodes it.
+	values, deepAt := jsonShape(lx.src[lx.off:], MaxDepth)
+	if deepAt >= 0 {
+		at := *lx
+		for at.off < lx.off+deepAt {
+			at.advance()
+		}
+		return nil, p.errf(at.pos(), "nesting deeper than %d", MaxDepth)
+	}
+	p.nodes += values - 1
+	if err := p.count(start); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(strings.NewReader(lx.src[lx.off:]))
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
@@ -223,6 +272,55 @@ func (p *parser) rawJSON() ([]byte, error) {
 		return nil, p.errf(start, "invalid fact payload: %v", err)
 	}
 	return out, nil
+}
+
+// jsonShape scans the JSON value at the start of s, which may be followed by
+// more source, up to its end (or the end of s when it is malformed). It
+// returns about how many values it holds (brackets, separators and scalars
+// each count one) and the offset of the first bracket nested deeper than
+// maxDepth, or -1.
+func jsonShape(s string, maxDepth int) (values, deepAt int) {
+	depth, inString, escaped := 0, false, false
+	values = 1
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+				if depth == 0 {
+					return values, -1
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			values++
+			if depth > maxDepth {
+				return values, i
+			}
+		case '}', ']':
+			depth--
+			if depth <= 0 {
+				return values, -1
+			}
+		case ',', ':':
+			values++
+		case ';':
+			if depth == 0 {
+				return values, -1
+			}
+		}
+	}
+	return values, -1
 }
 
 // expectation parses expect(path, op, literal) or expect_error("CODE").
@@ -422,15 +520,37 @@ func (p *parser) genType() (genSpec, error) {
 		g.typ, g.lo, g.hi = tInt, lo, hi
 		return g, nil
 	}
-	typ, err := p.typ()
+	typ, err := p.declType()
 	if err != nil {
 		return g, err
 	}
 	if !generatable(typ) {
 		return g, errAt(errcode.RuleTypeError, p.field, t.pos, "cannot generate values of %s", typ)
 	}
+	if n := genParts(typ); n > maxGenNodes {
+		return g, errAt(errcode.RuleTypeError, p.field, t.pos,
+			"cannot generate values of %s: one case may draw up to %d parts, the limit is %d", typ, n, maxGenNodes)
+	}
 	g.typ = typ
 	return g, nil
+}
+
+// genParts is the most parts generate may draw for one value of t (a List
+// has up to 5 elements), saturating.
+func genParts(t *Type) int {
+	switch t.Kind {
+	case KindOpt:
+		return min(1+genParts(t.Elem), maxSize)
+	case KindList:
+		return min(1+5*genParts(t.Elem), maxSize)
+	case KindRecord:
+		n := 1
+		for _, f := range t.Fields {
+			n = min(n+genParts(f.Type), maxSize)
+		}
+		return n
+	}
+	return 1
 }
 
 // generatable reports whether the property generator supports t.
@@ -451,10 +571,21 @@ func generatable(t *Type) bool {
 	return false
 }
 
+// casesPerLook is how many cases run between two looks at the context (the
+// evaluator also looks every few thousand steps within a case).
+const casesPerLook = 64
+
 // Run executes every test: an example is one case, a property N cases. The
 // values of a property are drawn from a PCG (math/rand/v2) seeded with the
 // property's seed and runSeed, so equal seeds give equal cases.
-func (s *TestSuite) Run(runSeed uint64) *TestReport {
+//
+// The number of cases was checked against the suite's MaxCases by
+// CheckTests, and is again before anything runs. Once ctx is done the run
+// stops within milliseconds and returns ctx's error and no report.
+func (s *TestSuite) Run(ctx context.Context, runSeed uint64) (*TestReport, error) {
+	if limit := s.limits.effective().MaxCases; s.cases > int64(limit) {
+		return nil, casesLimitError("", Pos{Line: 1, Col: 1}, s.cases, limit)
+	}
 	rep := &TestReport{}
 	fail := func(f *TestFailure) {
 		rep.Failed++
@@ -464,38 +595,67 @@ func (s *TestSuite) Run(runSeed uint64) *TestReport {
 	}
 	for _, t := range s.tests {
 		if !t.isProp {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			rep.TotalCases++
-			if f := s.runExample(t); f != nil {
+			f, err := s.runExample(ctx, t)
+			switch {
+			case err != nil:
+				return nil, err
+			case f != nil:
 				fail(f)
-			} else {
+			default:
 				rep.Passed++
 			}
 			continue
 		}
 		rng := rand.New(rand.NewPCG(t.seed, runSeed))
 		for i := range t.cases {
+			if i%casesPerLook == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
 			rep.TotalCases++
 			x := generate(rng, t.gen.typ, t.gen.lo, t.gen.hi)
-			if f := runProperty(t, i, x); f != nil {
+			f, err := runProperty(ctx, t, i, x)
+			switch {
+			case err != nil:
+				return nil, err
+			case f != nil:
 				fail(f)
-			} else {
+			default:
 				rep.Passed++
 			}
 		}
 	}
-	return rep
+	return rep, nil
 }
 
-func (s *TestSuite) runExample(t ruleTest) *TestFailure {
+// interrupted returns ctx's error when err is the evaluator giving up
+// because ctx is done: the run stops instead of recording a failure.
+func interrupted(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errcode.As(err) == nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// runExample runs one example; a non-nil error means ctx ended the run.
+func (s *TestSuite) runExample(ctx context.Context, t ruleTest) (*TestFailure, error) {
 	inputs := make([]map[string]any, len(t.facts))
 	for i, f := range t.facts {
 		inputs[i] = map[string]any{"fact_type": f.FactType, "fact_key": f.FactKey, "payload": json.RawMessage(f.Payload)}
 	}
 	raw, _ := canonjson.Marshal(map[string]any{"facts": inputs})
-	failure := func(expected, actual string) *TestFailure {
-		return &TestFailure{Test: t.name, Case: 0, Inputs: raw, Expected: expected, Actual: actual}
+	failure := func(expected, actual string) (*TestFailure, error) {
+		return &TestFailure{Test: t.name, Case: 0, Inputs: raw, Expected: expected, Actual: actual}, nil
 	}
-	res, err := s.prog.Evaluate(t.facts)
+	res, err := s.prog.evaluate(ctx, t.facts)
+	if err := interrupted(ctx, err); err != nil {
+		return nil, err
+	}
 	for _, x := range t.expects {
 		if x.errCode != "" {
 			if err == nil {
@@ -510,41 +670,69 @@ func (s *TestSuite) runExample(t ruleTest) *TestFailure {
 			return failure(x.path+" "+x.op+" …", err.Error())
 		}
 		got, _ := res.Value(x.path)
-		ev := &evaluator{quiet: 1}
+		ev := &evaluator{quiet: 1, ctx: ctx}
 		ok, _, cerr := ev.eval(x.cmp, &env{name: "$field", val: got})
+		if err := interrupted(ctx, cerr); err != nil {
+			return nil, err
+		}
 		litVal, _, _ := ev.eval(x.lit, nil)
 		if cerr != nil {
-			return failure(x.path+" "+x.op+" "+litVal.String(), cerr.Error())
+			return failure(x.path+" "+x.op+" "+brief(litVal), cerr.Error())
 		}
 		if !ok.B {
-			return failure(x.path+" "+x.op+" "+litVal.String(), got.String())
+			return failure(x.path+" "+x.op+" "+brief(litVal), brief(got))
 		}
 	}
-	return nil
+	return nil, nil
 }
 
-func runProperty(t ruleTest, i int, x Value) *TestFailure {
-	raw, _ := canonjson.Marshal(map[string]any{t.varNm: x.jsonValue()})
-	failure := func(expected, actual string) *TestFailure {
-		return &TestFailure{Test: t.name, Case: i, Inputs: raw, Expected: expected, Actual: actual}
+// runProperty runs case i of a property; a non-nil error means ctx ended
+// the run.
+func runProperty(ctx context.Context, t ruleTest, i int, x Value) (*TestFailure, error) {
+	failure := func(expected, actual string) (*TestFailure, error) {
+		// The inputs are encoded for a failure only: a passing case needs none.
+		raw, _ := canonjson.Marshal(map[string]any{t.varNm: x.jsonValue()})
+		return &TestFailure{Test: t.name, Case: i, Inputs: raw, Expected: expected, Actual: actual}, nil
 	}
-	ev := &evaluator{quiet: 1, cur: t.name}
+	ev := &evaluator{quiet: 1, cur: t.name, ctx: ctx}
 	en := &env{name: t.varNm, val: x}
 	pre, _, err := ev.eval(t.pre, en)
+	if err := interrupted(ctx, err); err != nil {
+		return nil, err
+	}
 	if err != nil {
 		return failure("precondition evaluates", err.Error())
 	}
 	if !pre.B {
-		return nil
+		return nil, nil
 	}
 	post, _, err := ev.eval(t.post, en)
+	if err := interrupted(ctx, err); err != nil {
+		return nil, err
+	}
 	if err != nil {
 		return failure("postcondition holds", err.Error())
 	}
 	if !post.B {
 		return failure("postcondition holds", "postcondition is false")
 	}
-	return nil
+	return nil, nil
+}
+
+// briefBytes bounds a value quoted in a failure report.
+const briefBytes = 1024
+
+// brief renders v as its canonical JSON text, cut after briefBytes bytes
+// (a report quotes a value; it need not hold a large one whole).
+func brief(v Value) string {
+	b, err := v.appendCanonical(nil, briefBytes)
+	switch {
+	case errors.Is(err, ErrEncodingTooLarge):
+		return strings.ToValidUTF8(string(b[:briefBytes]), "") + "…"
+	case err != nil:
+		return "<invalid>"
+	}
+	return string(b)
 }
 
 // generate draws a value of type t (see LANGUAGE.md §11 for distributions).
@@ -588,7 +776,7 @@ func generate(r *rand.Rand, t *Type, lo, hi int64) Value {
 			v.Keys = append(v.Keys, f.Name)
 			v.Elems = append(v.Elems, generate(r, f.Type, -1000, 1000))
 		}
-		return v
+		return shaped(v)
 	}
 	return Value{}
 }

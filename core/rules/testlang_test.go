@@ -39,7 +39,7 @@ func mustProgram(t *testing.T, src string) *Program {
 
 func TestRunTestsPasses(t *testing.T) {
 	t.Parallel()
-	rep, err := RunTests(mustProgram(t, testRules), testSource, 42)
+	rep, err := RunTests(t.Context(), mustProgram(t, testRules), testSource, 42)
 	require.NoError(t, err)
 	require.Nil(t, rep.FirstFailure, rep.String())
 	require.Equal(t, TestReport{TotalCases: 402, Passed: 402}, *rep)
@@ -57,7 +57,7 @@ property bad: cases(10) seed(9) => forall x: Int. implies(x != 0, x > 0);
 property boom: cases(3) seed(9) => forall x: Dec(1). implies(true, 1.0 / 0.0 > x);
 property preboom: cases(3) seed(9) => forall x: Dec(1). implies(1.0 / 0.0 > x, true);
 `
-	rep, err := RunTests(mustProgram(t, testRules), src, 1)
+	rep, err := RunTests(t.Context(), mustProgram(t, testRules), src, 1)
 	require.NoError(t, err)
 	require.Equal(t, 20, rep.TotalCases)
 	require.Equal(t, rep.TotalCases, rep.Passed+rep.Failed)
@@ -79,7 +79,7 @@ property preboom: cases(3) seed(9) => forall x: Dec(1). implies(1.0 / 0.0 > x, t
 		{`property a: cases(3) seed(9) => forall x: Dec(1). implies(1.0 / 0.0 > x, true);`, "precondition evaluates", "DIVISION_BY_ZERO: field a at 1:63: division by zero"},
 		{`property a: cases(30) seed(9) => forall x: Int. implies(x != 0, x > 0);`, "postcondition holds", "postcondition is false"},
 	} {
-		rep, err := RunTests(mustProgram(t, testRules), tc.src, 1)
+		rep, err := RunTests(t.Context(), mustProgram(t, testRules), tc.src, 1)
 		require.NoError(t, err, tc.src)
 		require.NotNil(t, rep.FirstFailure, tc.src)
 		require.Equal(t, tc.expected, rep.FirstFailure.Expected, tc.src)
@@ -92,7 +92,7 @@ func TestRunTestsSeededDeterminism(t *testing.T) {
 	prog := mustProgram(t, testRules)
 	src := `property p: cases(500) seed(11) => forall x: List(Opt(Dec(3))). implies(len(x) > 3, false);`
 	run := func(seed uint64) []byte {
-		rep, err := RunTests(prog, src, seed)
+		rep, err := RunTests(t.Context(), prog, src, seed)
 		require.NoError(t, err)
 		b, err := json.Marshal(rep)
 		require.NoError(t, err)
@@ -145,13 +145,14 @@ func TestCheckTestsErrors(t *testing.T) {
 			requireErrorAt(t, err, tc.code, tc.test, tc.line, tc.col)
 		})
 	}
-	_, err := RunTests(prog, "nonsense", 1)
+	_, err := RunTests(t.Context(), prog, "nonsense", 1)
 	require.Equal(t, errcode.RuleParseError, errcode.CodeOf(err))
 }
 
 func FuzzCheckTests(f *testing.F) {
 	f.Add(testSource)
 	f.Add(`example a: { fact f("a","b") = [1,{"x":null}]; } => expect(cf.ok, ==, true);`)
+	addNestingSeeds(f, true)
 	prog, err := Check(testRules)
 	if err != nil {
 		f.Fatal(err)
@@ -169,6 +170,6 @@ func FuzzCheckTests(f *testing.F) {
 				return // keep fuzz iterations fast
 			}
 		}
-		_ = s.Run(1)
+		_, _ = s.Run(t.Context(), 1)
 	})
 }

@@ -41,12 +41,34 @@ type RecordField struct {
 // Opt, List and Map (the value type; keys are Text), Fields for Record
 // (sorted by name). An Opt or List with a nil Elem is the type of `none`
 // or of an empty list before it meets a concrete type.
+//
+// Types are immutable and shared, so one type may appear many times inside
+// another; size counts those appearances (the parts a printed or unified
+// type walks), saturating, and is set by the constructors of composite
+// types (zero for a scalar, which counts as one part). The checker keeps
+// every type within MaxTypeNodes.
 type Type struct {
 	Kind   Kind
 	Scale  int
 	Unit   string
 	Elem   *Type
 	Fields []RecordField
+	size   int
+}
+
+// maxSize is where sizes saturate (types and values), far above every limit.
+const maxSize = 1 << 40
+
+// parts is the number of parts of t counted as a tree: 0 for the unknown
+// element of none, 1 for a scalar.
+func (t *Type) parts() int {
+	switch {
+	case t == nil:
+		return 0
+	case t.size == 0:
+		return 1
+	}
+	return t.size
 }
 
 // Convenience singletons for the scalar types.
@@ -60,13 +82,26 @@ var (
 
 func decType(s int) *Type    { return &Type{Kind: KindDec, Scale: s} }
 func qtyType(u string) *Type { return &Type{Kind: KindQty, Unit: u} }
-func optType(t *Type) *Type  { return &Type{Kind: KindOpt, Elem: t} }
-func listType(t *Type) *Type { return &Type{Kind: KindList, Elem: t} }
-func mapType(t *Type) *Type  { return &Type{Kind: KindMap, Elem: t} }
+func optType(t *Type) *Type  { return elemType(KindOpt, t) }
+func listType(t *Type) *Type { return elemType(KindList, t) }
+func mapType(t *Type) *Type  { return elemType(KindMap, t) }
+
+// elemType is Opt, List or Map of t.
+func elemType(k Kind, t *Type) *Type { return &Type{Kind: k, Elem: t, size: min(1+t.parts(), maxSize)} }
+
 func recordType(fs []RecordField) *Type {
 	fs = slices.Clone(fs)
 	slices.SortFunc(fs, func(a, b RecordField) int { return strings.Compare(a.Name, b.Name) })
-	return &Type{Kind: KindRecord, Fields: fs}
+	return sortedRecordType(fs)
+}
+
+// sortedRecordType is the Record of fs, which are sorted by name already.
+func sortedRecordType(fs []RecordField) *Type {
+	n := 1
+	for _, f := range fs {
+		n = min(n+f.Type.parts(), maxSize)
+	}
+	return &Type{Kind: KindRecord, Fields: fs, size: n}
 }
 
 // complianceType is the result type of emitCompliance.
@@ -110,9 +145,12 @@ func (t *Type) String() string {
 }
 
 // unify returns the common type of a and b, where a nil element (from `none`
-// or an empty list) matches anything; ok is false when they differ.
+// or an empty list) matches anything; ok is false when they differ. When b
+// adds nothing to a, the result is a itself: the checker unifies a list's
+// type with each of its elements in turn, and that must not allocate (or
+// copy a large record type) per element.
 func unify(a, b *Type) (*Type, bool) {
-	if a == nil {
+	if a == nil || a == b {
 		return b, true
 	}
 	if b == nil {
@@ -128,15 +166,18 @@ func unify(a, b *Type) (*Type, bool) {
 		return a, a.Unit == b.Unit
 	case KindOpt, KindList, KindMap:
 		e, ok := unify(a.Elem, b.Elem)
-		if !ok {
+		switch {
+		case !ok:
 			return nil, false
+		case e == a.Elem:
+			return a, true
 		}
-		return &Type{Kind: a.Kind, Elem: e}, true
+		return elemType(a.Kind, e), true
 	case KindRecord:
 		if len(a.Fields) != len(b.Fields) {
 			return nil, false
 		}
-		fs := make([]RecordField, len(a.Fields))
+		var fs []RecordField // nil while every member is a's own
 		for i := range a.Fields {
 			if a.Fields[i].Name != b.Fields[i].Name {
 				return nil, false
@@ -145,9 +186,17 @@ func unify(a, b *Type) (*Type, bool) {
 			if !ok {
 				return nil, false
 			}
-			fs[i] = RecordField{Name: a.Fields[i].Name, Type: e}
+			if e != a.Fields[i].Type && fs == nil {
+				fs = slices.Clone(a.Fields)
+			}
+			if fs != nil {
+				fs[i].Type = e
+			}
 		}
-		return &Type{Kind: KindRecord, Fields: fs}, true
+		if fs == nil {
+			return a, true
+		}
+		return sortedRecordType(fs), true
 	}
 	return a, true
 }

@@ -2,7 +2,9 @@ package rules
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/cockroachdb/apd/v3"
@@ -16,9 +18,17 @@ import (
 // Elems with zero (none) or one element; List → Elems; Map → Keys (sorted)
 // and Elems; Record → Keys (member names, sorted) and Elems; Fact → Fact
 // (a decoded JSON value: nil, bool, json.Number, string, []any, map[string]any).
+//
+// Values are immutable and share their parts, so a value may hold one part
+// many times; depth (nesting of Opt, List, Map and Record) and parts (every
+// appearance counted, saturating) describe its tree for the limits
+// MaxValueDepth and MaxValueNodes. The constructors of composite values set
+// them (shaped); they are zero for scalars, and sit in B's padding.
 type Value struct {
 	Kind  Kind
 	B     bool
+	depth uint16
+	parts int32
 	I     int64
 	S     string
 	D     *apd.Decimal
@@ -35,8 +45,30 @@ func textVal(s string) Value   { return Value{Kind: KindText, S: s} }
 func dateVal(s string) Value   { return Value{Kind: KindDate, S: s} }
 func factVal(f any) Value      { return Value{Kind: KindFact, Fact: f} }
 func noneVal() Value           { return Value{Kind: KindOpt} }
-func someVal(v Value) Value    { return Value{Kind: KindOpt, Elems: []Value{v}} }
-func listVal(vs []Value) Value { return Value{Kind: KindList, Elems: vs} }
+func someVal(v Value) Value    { return shaped(Value{Kind: KindOpt, Elems: []Value{v}}) }
+func listVal(vs []Value) Value { return shaped(Value{Kind: KindList, Elems: vs}) }
+
+// size is the number of parts of v counted as a tree (1 for a scalar).
+func (v *Value) size() int {
+	if v.parts == 0 {
+		return 1
+	}
+	return int(v.parts)
+}
+
+// shaped returns v, a composite value, with depth and parts computed from
+// its elements.
+func shaped(v Value) Value {
+	d, n := 0, 1
+	for i := range v.Elems {
+		e := &v.Elems[i]
+		d = max(d, int(e.depth))
+		n = min(n+e.size(), math.MaxInt32)
+	}
+	v.depth = uint16(min(d+1, math.MaxUint16))
+	v.parts = int32(n)
+	return v
+}
 
 // IsSome reports whether an Opt value holds a value.
 func (v Value) IsSome() bool { return v.Kind == KindOpt && len(v.Elems) == 1 }
@@ -48,6 +80,17 @@ func (v Value) IsSome() bool { return v.Kind == KindOpt && len(v.Elems) == 1 }
 // the canonical JSON of the fact value.
 func (v Value) MarshalCanonical() ([]byte, error) { return v.AppendCanonical(nil) }
 
+// MaxEncodedBytes bounds a canonical encoding that holds values (a payload,
+// a proof): a value may hold one part many times (a list of the same long
+// text), so the bytes it writes are not bounded by its size in memory.
+// Value.AppendCanonical stops once dst is longer than this, far above the
+// artifact limits of a compile.
+const MaxEncodedBytes = 64 << 20
+
+// ErrEncodingTooLarge is the error (wrapped) of Value.AppendCanonical when
+// the encoding would pass MaxEncodedBytes.
+var ErrEncodingTooLarge = errors.New("rules: canonical encoding longer than MaxEncodedBytes")
+
 // MarshalJSON returns the canonical encoding, so a Value inside a struct
 // encodes the same way through encoding/json.
 func (v Value) MarshalJSON() ([]byte, error) { return v.MarshalCanonical() }
@@ -57,7 +100,18 @@ func (v Value) MarshalJSON() ([]byte, error) { return v.MarshalCanonical() }
 // encoded once, when the proof or payload is written). Dates, decimals and
 // unit names are plain ASCII and need no escaping; Map and Record keys are
 // kept sorted by their bytes, the canonical order.
+//
+// dst is the whole document being written: once it is longer than
+// MaxEncodedBytes, the encoding stops with ErrEncodingTooLarge.
 func (v Value) AppendCanonical(dst []byte) ([]byte, error) {
+	return v.appendCanonical(dst, MaxEncodedBytes)
+}
+
+// appendCanonical is AppendCanonical stopping once dst is longer than limit.
+func (v Value) appendCanonical(dst []byte, limit int) ([]byte, error) {
+	if len(dst) > limit {
+		return dst, fmt.Errorf("%w (%d bytes)", ErrEncodingTooLarge, limit)
+	}
 	var err error
 	switch v.Kind {
 	case KindBool:
@@ -77,14 +131,14 @@ func (v Value) AppendCanonical(dst []byte) ([]byte, error) {
 		if len(v.Elems) == 0 {
 			return append(dst, "null"...), nil
 		}
-		return v.Elems[0].AppendCanonical(dst)
+		return v.Elems[0].appendCanonical(dst, limit)
 	case KindList:
 		dst = append(dst, '[')
 		for i, e := range v.Elems {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, err = e.AppendCanonical(dst); err != nil {
+			if dst, err = e.appendCanonical(dst, limit); err != nil {
 				return dst, err
 			}
 		}
@@ -98,7 +152,7 @@ func (v Value) AppendCanonical(dst []byte) ([]byte, error) {
 			if dst, err = canonjson.AppendString(dst, k); err != nil {
 				return dst, err
 			}
-			if dst, err = v.Elems[i].AppendCanonical(append(dst, ':')); err != nil {
+			if dst, err = v.Elems[i].appendCanonical(append(dst, ':'), limit); err != nil {
 				return dst, err
 			}
 		}

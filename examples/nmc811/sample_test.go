@@ -150,7 +150,7 @@ func toStep(n *rules.Node) *proof.Step {
 func TestRunTestsSuite(t *testing.T) {
 	prog, _ := evaluate(t)
 	for _, seed := range []uint64{0, 1, 42} {
-		rep, err := rules.RunTests(prog, nmc811.Tests(), seed)
+		rep, err := rules.RunTests(t.Context(), prog, nmc811.Tests(), seed)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -160,7 +160,7 @@ func TestRunTestsSuite(t *testing.T) {
 		if rep.TotalCases < 500 {
 			t.Errorf("seed %d: %d cases, want at least 500", seed, rep.TotalCases)
 		}
-		again, err := rules.RunTests(prog, nmc811.Tests(), seed)
+		again, err := rules.RunTests(t.Context(), prog, nmc811.Tests(), seed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +183,7 @@ func TestSuiteCounts(t *testing.T) {
 		cases += int(n.Int64())
 	}
 	prog, _ := evaluate(t)
-	rep, err := rules.RunTests(prog, src, 0)
+	rep, err := rules.RunTests(t.Context(), prog, src, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,8 +422,8 @@ func BenchmarkRunTests(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if rep := suite.Run(0); rep.Failed != 0 {
-			b.Fatal(rep)
+		if rep, err := suite.Run(b.Context(), 0); err != nil || rep.Failed != 0 {
+			b.Fatal(rep, err)
 		}
 	}
 }
