@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/internal/testdb"
 )
 
@@ -92,6 +93,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_JOBS_MAX_LEASE_EXPIRIES": "two"}, errcode.Validation, "BPC_JOBS_MAX_LEASE_EXPIRIES"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_ADMIN_TOKEN": "short"}, errcode.Validation, "BPC_ADMIN_TOKEN"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_LOG_LEVEL": "loud"}, errcode.Validation, "BPC_LOG_LEVEL"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_RULES_MAX_NODES": "0"}, errcode.Validation, "BPC_RULES_MAX_NODES"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_RULES_MAX_CASES": "many"}, errcode.Validation, "BPC_RULES_MAX_CASES"},
 	}
 	for _, tc := range cases {
 		_, err := loadConfig(envOf(tc.vars))
@@ -111,6 +114,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	require.EqualValues(t, 30000, cfg.WebhookTimeout.Milliseconds())
 	require.Equal(t, 60, cfg.LeaseSeconds)
 	require.Equal(t, 2, cfg.MaxLeaseExpiries)
+	require.Equal(t, rules.Limits{MaxNodes: 200_000, MaxCases: 1_000_000}, cfg.compileLimits().Rules)
 
 	err = run(t.Context(), []string{"frobnicate"}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, "unknown subcommand")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -54,6 +55,9 @@ type Config struct {
 	HTTPMaxBodyBytes    int64
 	LogLevel            slog.Level
 	LogJSON             bool
+	// Rules bounds rule sources and test runs (BPC_RULES_MAX_NODES,
+	// BPC_RULES_MAX_CASES).
+	Rules rules.Limits
 	// beforeCommit is the workers' BeforeCommit test hook; never set from
 	// the environment.
 	beforeCommit func(ctx context.Context, job *rivertype.JobRow) error
@@ -68,9 +72,10 @@ func (c Config) rescueAfter() time.Duration {
 	return max(time.Hour, 2*(c.WebhookTimeout+lease))
 }
 
-// compileLimits are the compiler's artifact size limits.
+// compileLimits are the compiler's artifact size limits and the rule limits.
 func (c Config) compileLimits() compiler.Limits {
-	return compiler.Limits{PayloadMaxBytes: c.PayloadMaxBytes, ProofMaxBytes: c.ProofMaxBytes, ReceiptMaxBytes: c.ReceiptMaxBytes}
+	return compiler.Limits{PayloadMaxBytes: c.PayloadMaxBytes, ProofMaxBytes: c.ProofMaxBytes, ReceiptMaxBytes: c.ReceiptMaxBytes,
+		Rules: c.Rules}
 }
 
 // configError names the variable that stopped the process.
@@ -143,6 +148,8 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	c.PayloadMaxBytes = num("BPC_PAYLOAD_MAX_BYTES", 131_072, 1, 1<<30)
 	c.ProofMaxBytes = num("BPC_PROOF_MAX_BYTES", 262_144, 1, 1<<30)
 	c.ReceiptMaxBytes = num("BPC_RECEIPT_MAX_BYTES", 16_384, 1, 1<<30)
+	c.Rules.MaxNodes = num("BPC_RULES_MAX_NODES", rules.DefaultMaxNodes, 1, 10_000_000)
+	c.Rules.MaxCases = num("BPC_RULES_MAX_CASES", rules.DefaultMaxCases, 1, 1_000_000_000)
 	c.WebhookTimeout = ms("BPC_WEBHOOK_TIMEOUT_MS", 30_000, 1, 600_000)
 	// 8 MiB: a 4 MiB document (core/facts.MaxDocumentBytes) travels base64.
 	c.HTTPMaxBodyBytes = int64(num("BPC_HTTP_MAX_BODY_BYTES", 8<<20, 1024, 1<<30))
