@@ -6,7 +6,7 @@ GO    ?= go
 IMAGE ?= bpc:dev
 
 .DEFAULT_GOAL := help
-.PHONY: help run demo test chaos bench build migrate doctor fmt vet lint pg-stop docker-build clean
+.PHONY: help run demo test chaos fuzz bench build migrate doctor fmt vet lint pg-stop docker-build clean
 
 # Go files of the repo: tracked plus new untracked ones (not ignored); find(1) outside git.
 GOFILES = $$( { git ls-files --cached --others --exclude-standard -- '*.go' 2>/dev/null || \
@@ -26,6 +26,19 @@ test: ## go vet + go test -race against a fresh bpc_test database
 
 chaos: ## chaos tests: real worker processes killed, Postgres restarted (build tag chaos)
 	bash scripts/chaos.sh
+
+# make fuzz runs every fuzz target of FUZZPKGS, one at a time (go test -fuzz takes one
+# target), each for FUZZTIME on top of its corpus; make test runs the rules targets briefly.
+FUZZTIME ?= 60s
+FUZZPKGS ?= ./core/rules
+
+fuzz: ## run each rules fuzz target for FUZZTIME (60s; FUZZPKGS=./core/rules)
+	@for pkg in $(FUZZPKGS); do \
+		for target in $$($(GO) test -list 'Fuzz.*' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz: $$pkg $$target for $(FUZZTIME)"; \
+			$(GO) test -run "^$$target\$$" -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
 
 bench: ## benchmarks in ./bench/... (fresh bpc_bench db), output in bench-results.txt
 	bash scripts/bench.sh

@@ -45,6 +45,17 @@ args=("$@")
 echo "test.sh: go test ${flags[*]} ${args[*]}" >&2
 go test "${flags[@]}" "${args[@]}"
 
+# Then the rules fuzz targets (generated deep and wide programs against the parser,
+# checker, evaluator and tests language), each for BPC_FUZZTIME (8s) on top of its
+# corpus, one at a time, unless arguments chose what to run or BPC_SKIP_FUZZ=1.
+# `make fuzz` runs them longer. The list is whatever `go test -list` finds.
+if [ "$#" -eq 0 ] && [ "${BPC_SKIP_FUZZ:-0}" != "1" ]; then
+	for target in $(go test -list 'Fuzz.*' ./core/rules | grep '^Fuzz'); do
+		echo "test.sh: go test -run ^$target\$ -fuzz ^$target\$ -fuzztime ${BPC_FUZZTIME:-8s} ./core/rules" >&2
+		go test -run "^$target\$" -fuzz "^$target\$" -fuzztime "${BPC_FUZZTIME:-8s}" ./core/rules
+	done
+fi
+
 # Then the chaos tests (real worker processes killed, Postgres restarted; about a
 # minute), unless arguments chose what to run or BPC_SKIP_CHAOS=1. `make chaos` runs
 # them alone, verbosely.
