@@ -48,34 +48,65 @@ func textProblem(s string) string {
 // UTF-8 (raw bytes or an unpaired surrogate escape), or the first number
 // Postgres cannot store. body has been decoded successfully already.
 func checkJSONText(body []byte) error {
-	if utf8.Valid(body) && !bytes.Contains(body, []byte(`\u0000`)) &&
-		!bytes.Contains(body, []byte(`\ud`)) && !bytes.Contains(body, []byte(`\uD`)) &&
-		!hasBigNumber(body) {
-		return nil // the common case: nothing that needs a walk
+	if !mayNeedTextWalk(body) {
+		return nil // the common case, in one pass over the bytes
 	}
 	w := jsonWalker{dec: json.NewDecoder(bytes.NewReader(body)), body: body}
 	w.dec.UseNumber()
 	return w.walk()
 }
 
-// bigExponent finds what could be a number with an exponent of four or
-// more digits; hasBigNumber over-approximates, and the walk decides.
-var bigExponent = regexp.MustCompile(`[0-9][eE][+-]?[0-9]{4}`)
-
-// hasBigNumber reports whether body may hold a number that numberProblem
-// refuses: a long exponent or a run of digits near maxNumberChars.
-func hasBigNumber(body []byte) bool {
-	run := 0
-	for _, c := range body {
-		if c >= '0' && c <= '9' {
-			if run++; run > maxNumberChars/2 {
+// mayNeedTextWalk scans a valid JSON document once for anything the walk
+// might refuse: invalid UTF-8, a \u0000 or surrogate escape in a string, a
+// number with a long exponent or literal. It over-approximates (a valid
+// surrogate pair also says yes); the walk decides and names the field.
+func mayNeedTextWalk(body []byte) bool {
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case c == '"':
+			for i++; i < len(body) && body[i] != '"'; i++ {
+				switch c := body[i]; {
+				case c == '\\':
+					if i+1 < len(body) && body[i+1] == 'u' {
+						r, _ := hex4(body, i+2)
+						if r == 0 || (r >= 0xD800 && r <= 0xDFFF) {
+							return true
+						}
+					}
+					i++ // the escaped character, which may be a quote
+				case c >= utf8.RuneSelf:
+					r, size := utf8.DecodeRune(body[i:])
+					if r == utf8.RuneError && size == 1 {
+						return true
+					}
+					i += size - 1
+				}
+			}
+		case c == '-' || (c >= '0' && c <= '9'):
+			j, expDigits := i, -1
+		number:
+			for ; j < len(body); j++ {
+				switch c := body[j]; {
+				case c == 'e' || c == 'E':
+					expDigits = 0
+				case c >= '0' && c <= '9':
+					if expDigits >= 0 {
+						expDigits++
+					}
+				case c == '-' || c == '+' || c == '.':
+				default:
+					break number
+				}
+			}
+			if j-i > maxNumberChars || expDigits > 3 {
 				return true
 			}
-		} else {
-			run = 0
+			i = j - 1
+		case c >= utf8.RuneSelf:
+			return true // outside strings only in invalid JSON
 		}
 	}
-	return bigExponent.Match(body)
+	return false
 }
 
 // jsonFrame is one open object or array of the walk.
