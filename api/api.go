@@ -17,12 +17,17 @@ import (
 
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/webhook/destination"
 )
 
 // Config is what the API needs to know of the service configuration.
 type Config struct {
 	// Env is dev, test or prod; prod requires https webhook URLs.
 	Env string
+	// WebhookDestinations is the policy webhook URLs are checked against at
+	// registration (BPC_WEBHOOK_ALLOW_PRIVATE); nil refuses private
+	// destinations.
+	WebhookDestinations *destination.Policy
 	// AdminToken guards every route but health.
 	AdminToken string
 	// MaxBodyBytes limits request bodies.

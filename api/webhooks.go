@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/webhook/destination"
 )
 
 // Ping events are appended to the endpoint's own aggregate.
@@ -19,8 +22,11 @@ const (
 	pingEventType     = "webhook.ping"
 )
 
-// validateEndpointURL accepts absolute http(s) URLs; prod accepts https only.
-func (s *Server) validateEndpointURL(raw string) error {
+// validateEndpointURL accepts absolute http(s) URLs (https only in prod)
+// whose destination the webhook destination policy admits: refused are
+// hosts that are, spell or resolve to a non-public address (SPEC §12). It
+// may resolve the host, so it runs after the request's other checks.
+func (s *Server) validateEndpointURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	switch {
 	case raw == "":
@@ -33,6 +39,23 @@ func (s *Server) validateEndpointURL(raw string) error {
 		return errcode.Invalid("url", "must use https in production")
 	case u.User != nil:
 		return errcode.Invalid("url", "must not carry credentials; the HMAC secret authenticates deliveries")
+	}
+	policy := s.Config.WebhookDestinations
+	if policy == nil {
+		policy = &destination.Policy{}
+	}
+	err = policy.CheckURL(ctx, raw)
+	var denied *destination.DeniedError
+	var bad *destination.HostError
+	switch {
+	case errors.As(err, &denied):
+		e := errcode.Invalid("url", "%s; webhook destinations must be public", denied.Error())
+		e.Details["reason"] = denied.Reason
+		return e
+	case errors.As(err, &bad):
+		return errcode.Invalid("url", "%s", bad.Reason)
+	case err != nil:
+		return errcode.Invalid("url", "is not an allowed webhook destination")
 	}
 	return nil
 }
@@ -54,12 +77,12 @@ func (s *Server) handleCreateEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.validateEndpointURL(in.URL); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	if len(in.Secret) < 16 || len(in.Secret) > 512 {
 		s.writeError(w, r, errcode.Invalid("secret", "must be 16 to 512 characters"))
+		return
+	}
+	if err := s.validateEndpointURL(r.Context(), in.URL); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	ep, err := s.Store.CreateWebhookEndpoint(r.Context(), s.Store.Pool, tenantID, in.URL, in.Secret)
@@ -137,7 +160,7 @@ func (s *Server) handleUpdateEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.URL != "" {
-		if err := s.validateEndpointURL(in.URL); err != nil {
+		if err := s.validateEndpointURL(r.Context(), in.URL); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

@@ -388,7 +388,10 @@ func TestPingAndWebhookEndpointLifecycle(t *testing.T) {
 
 func TestProdRequiresHTTPSWebhooks(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAPI, map[string]string{"BPC_ENV": "prod"})
+	// Private destinations allowed: with them refused, registering
+	// example.com would resolve it, and tests send no DNS query off the
+	// machine (webhook_destination_test.go covers the refusal).
+	h := newHarness(t, roleAPI, map[string]string{"BPC_ENV": "prod", "BPC_WEBHOOK_ALLOW_PRIVATE": "true"})
 	var env errorEnvelope
 	require.Equal(t, http.StatusUnprocessableEntity, h.call(http.MethodPost, "/v1/webhook-endpoints",
 		map[string]any{"tenant_id": devTenant, "url": "http://example.com/hook", "secret": testSecret}, &env))

@@ -110,6 +110,10 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 			slog.String("key_id", signer.KeyID))
 	}
 
+	if cfg.Env == "prod" && cfg.WebhookAllowPrivate {
+		logger.Warn("BPC_WEBHOOK_ALLOW_PRIVATE=true in prod: tenants' webhooks may reach loopback and private addresses")
+	}
+
 	a.leases = &workers.Leases{Store: a.store, Logger: logger, Owner: cfg.WorkerID,
 		TTL: time.Duration(cfg.LeaseSeconds) * time.Second, Renew: time.Duration(cfg.LeaseRenewSeconds) * time.Second}
 	a.reaper = &workers.Reaper{Store: a.store, Logger: logger, Metrics: a.metrics, Interval: cfg.ReaperInterval,
@@ -118,7 +122,7 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 	riverWorkers := river.NewWorkers()
 	workers.Register(riverWorkers, workers.Deps{
 		Store: a.store, Logger: logger, Metrics: a.metrics,
-		HTTPClient: workers.NewHTTPClient(), WebhookTimeout: cfg.WebhookTimeout,
+		HTTPClient: workers.NewPolicyHTTPClient(cfg.webhookDestinations()), WebhookTimeout: cfg.WebhookTimeout,
 		CompilerBuildID: cfg.CompilerBuildID,
 		Limits:          cfg.compileLimits(),
 		Signer:          signer,
@@ -155,6 +159,8 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 			EnabledKinds:  workers.EnabledKinds(),
 			CompileLimits: cfg.compileLimits(),
 			MaxQueueDepth: cfg.QueueMaxDepth,
+
+			WebhookDestinations: cfg.webhookDestinations(),
 		},
 		Store:    a.store,
 		River:    a.river,

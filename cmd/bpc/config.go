@@ -18,6 +18,7 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/sign"
+	"github.com/bpc-platform/bpc/webhook/destination"
 	"github.com/bpc-platform/bpc/workers"
 )
 
@@ -51,6 +52,10 @@ type Config struct {
 	SigningKeyID        string
 	CompilerBuildID     string
 	WebhookTimeout      time.Duration
+	// WebhookAllowPrivate admits loopback, private and other non-public
+	// webhook destinations (BPC_WEBHOOK_ALLOW_PRIVATE; default true except
+	// in prod).
+	WebhookAllowPrivate bool
 	ExportDir           string
 	HTTPMaxBodyBytes    int64
 	LogLevel            slog.Level
@@ -70,6 +75,12 @@ type Config struct {
 func (c Config) rescueAfter() time.Duration {
 	lease := time.Duration(c.LeaseSeconds) * time.Second
 	return max(time.Hour, 2*(c.WebhookTimeout+lease))
+}
+
+// webhookDestinations is the destination policy of webhook URLs, applied
+// at registration and when dialing.
+func (c Config) webhookDestinations() *destination.Policy {
+	return &destination.Policy{AllowPrivate: c.WebhookAllowPrivate}
 }
 
 // compileLimits are the compiler's artifact size limits and the rule limits.
@@ -158,6 +169,18 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	case "dev", "test", "prod":
 	default:
 		errs = append(errs, configError(errcode.Validation, "BPC_ENV", "must be dev, test or prod, got %q", c.Env))
+	}
+	// Receivers run on the developer's machine in dev and test; production
+	// refuses private destinations unless the operator says otherwise.
+	c.WebhookAllowPrivate = c.Env != "prod"
+	switch v := strings.ToLower(strings.TrimSpace(getenv("BPC_WEBHOOK_ALLOW_PRIVATE"))); v {
+	case "":
+	case "true", "1":
+		c.WebhookAllowPrivate = true
+	case "false", "0":
+		c.WebhookAllowPrivate = false
+	default:
+		errs = append(errs, configError(errcode.Validation, "BPC_WEBHOOK_ALLOW_PRIVATE", "must be true or false, got %q", v))
 	}
 	if c.LeaseRenewSeconds >= c.LeaseSeconds {
 		errs = append(errs, configError(errcode.Validation, "BPC_JOBS_LEASE_RENEW_SECONDS", "must be less than BPC_JOBS_LEASE_SECONDS (%d)", c.LeaseSeconds))
