@@ -49,7 +49,11 @@ func (s *Server) validateEndpointURL(ctx context.Context, raw string) error {
 	var bad *destination.HostError
 	switch {
 	case errors.As(err, &denied):
-		e := errcode.Invalid("url", "%s; webhook destinations must be public", denied.Error())
+		hint := "webhook destinations must be public"
+		if denied.Reason == destination.ReasonNonCanonical {
+			hint = "write an IPv4 address as four decimal numbers a.b.c.d"
+		}
+		e := errcode.Invalid("url", "%s; %s", denied.Error(), hint)
 		e.Details["reason"] = denied.Reason
 		return e
 	case errors.As(err, &bad):

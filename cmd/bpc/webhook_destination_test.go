@@ -90,6 +90,8 @@ func TestWebhookDestinationsRefusedAtRegistration(t *testing.T) {
 	h.call(http.MethodPost, "/v1/webhook-endpoints", map[string]any{"tenant_id": devTenant, "url": "http://169.254.169.254/", "secret": testSecret}, &env)
 	require.Equal(t, "url: 169.254.169.254 is a link-local address; webhook destinations must be public", env.Error.Message)
 	require.Equal(t, "link-local", env.Error.Details["reason"])
+	h.call(http.MethodPost, "/v1/webhook-endpoints", map[string]any{"tenant_id": devTenant, "url": "http://2130706433/", "secret": testSecret}, &env)
+	require.Equal(t, "url: 2130706433 is a non-canonical numeric host; write an IPv4 address as four decimal numbers a.b.c.d", env.Error.Message)
 }
 
 // An endpoint stored before the policy (or by a process allowing private
