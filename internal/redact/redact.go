@@ -21,20 +21,23 @@ const minExactSecret = 12
 
 // patterns find credentials by their shape; each keeps its prefix group.
 var patterns = []struct {
+	// may is a cheap test that s could match: most logged strings (ids,
+	// states, kinds) cannot, and skip the regular expression.
+	may  func(s string) bool
 	re   *regexp.Regexp
 	repl string
 }{
 	// scheme://user:password@host — postgres DSNs and URLs with userinfo.
 	// The password may hold unescaped '/' or ':' (people write them raw).
-	{regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)[^\s@]*@`), "${1}" + Mask + "@"},
+	{has("@"), regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*:)[^\s@]*@`), "${1}" + Mask + "@"},
 	// key=value credentials: libpq keyword DSNs (password='a b'), query strings.
-	{regexp.MustCompile(`(?i)\b((?:ssl)?password|passwd|pwd|secret|client_secret|token|access_token|refresh_token|api[_-]?key)(\s*=\s*)(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s&;,'"]+)`), "${1}${2}" + Mask},
+	{has("="), regexp.MustCompile(`(?i)\b((?:ssl)?password|passwd|pwd|secret|client_secret|token|access_token|refresh_token|api[_-]?key)(\s*=\s*)(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s&;,'"]+)`), "${1}${2}" + Mask},
 	// The same in JSON text: "password":"...".
-	{regexp.MustCompile(`(?i)("(?:(?:ssl)?password|passwd|secret|client_secret|token|access_token|refresh_token|api[_-]?key|authorization)"\s*:\s*)"(?:[^"\\]|\\.)*"`), `${1}"` + Mask + `"`},
+	{has(`":`, `" :`), regexp.MustCompile(`(?i)("(?:(?:ssl)?password|passwd|secret|client_secret|token|access_token|refresh_token|api[_-]?key|authorization)"\s*:\s*)"(?:[^"\\]|\\.)*"`), `${1}"` + Mask + `"`},
 	// Authorization header values.
-	{regexp.MustCompile(`(?i)\b(Bearer|Basic)\s+[A-Za-z0-9._~+/-]{8,}=*`), "${1} " + Mask},
+	{has("earer", "EARER", "asic", "ASIC"), regexp.MustCompile(`(?i)\b(Bearer|Basic)\s+[A-Za-z0-9._~+/-]{8,}=*`), "${1} " + Mask},
 	// Tenant API keys (bpc_<prefix>_<secret>).
-	{regexp.MustCompile(`\bbpc_[A-Za-z0-9]+_[A-Za-z0-9]{16,}`), Mask},
+	{has("bpc_"), regexp.MustCompile(`\bbpc_[A-Za-z0-9]+_[A-Za-z0-9]{16,}`), Mask},
 }
 
 // sensitiveKeys are log attribute keys whose value is never written.
@@ -43,10 +46,24 @@ var sensitiveKeys = map[string]bool{
 	"api_key": true, "admin_token": true, "database_url": true, "private_key": true,
 }
 
+// has returns a test for any of subs in s.
+func has(subs ...string) func(string) bool {
+	return func(s string) bool {
+		for _, sub := range subs {
+			if strings.Contains(s, sub) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // String removes credentials found by their shape.
 func String(s string) string {
 	for _, p := range patterns {
-		s = p.re.ReplaceAllString(s, p.repl)
+		if p.may(s) {
+			s = p.re.ReplaceAllString(s, p.repl)
+		}
 	}
 	return s
 }

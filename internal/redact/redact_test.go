@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"testing"
@@ -65,4 +66,15 @@ func TestHandlerOptionsRedactEveryPartOfALogLine(t *testing.T) {
 	require.NotContains(t, buf.String(), sentinel)
 	require.NotContains(t, buf.String(), "anything")
 	require.Contains(t, buf.String(), `"msg":"cannot reach postgres://bpc:[REDACTED]@db/bpc"`)
+}
+
+func BenchmarkReplaceAttrOrdinaryLine(b *testing.B) {
+	r := redact.New(sentinel)
+	opts := r.HandlerOptions(nil)
+	logger := slog.New(slog.NewJSONHandler(io.Discard, opts))
+	for b.Loop() {
+		logger.Info("job transition", slog.String("job_id", "3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f"),
+			slog.String("type", "DELIVER_WEBHOOK"), slog.String("status", "SUCCEEDED"), slog.Int("attempt", 1),
+			slog.String("error_code", ""), slog.String("source", "river_ui_retry"))
+	}
 }
