@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -24,12 +25,16 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
 )
 
 // hostileSecret is a webhook secret the log must never show.
 const hostileSecret = "whsec-hostile-never-logged-0123456789"
+
+// hostileDBPassword is the database password the log must never show.
+const hostileDBPassword = "pg-password-never-logged-7d1f"
 
 // hostile is the suite's world: the process, a second tenant, and the
 // readiness watcher's findings.
@@ -42,7 +47,13 @@ type hostile struct {
 
 func TestHostile(t *testing.T) {
 	t.Parallel()
-	svc := startService(t, roleAll, map[string]string{
+	// The database password is a sentinel the log must never show (the test
+	// Postgres trusts, so any password connects).
+	_, schemaURL := testdb.EmptySchema(t)
+	u, err := url.Parse(schemaURL)
+	require.NoError(t, err)
+	u.User = url.UserPassword(u.User.Username(), hostileDBPassword)
+	svc := startServiceAt(t, roleAll, u.String(), map[string]string{
 		"BPC_WEBHOOK_ALLOW_PRIVATE":   "false",
 		"BPC_JOBS_MAX_LEASE_EXPIRIES": "2",
 		"BPC_JOBS_BACKOFF_UNIT_MS":    "50",
@@ -95,7 +106,7 @@ func TestHostile(t *testing.T) {
 	require.NoError(t, err)
 	stderr, err := os.ReadFile(h.stderr)
 	require.NoError(t, err)
-	for _, secret := range []string{testToken, hostileSecret} {
+	for _, secret := range []string{testToken, hostileSecret, hostileDBPassword} {
 		require.NotContains(t, string(logs), secret, "the log holds a secret")
 		require.NotContains(t, string(stderr), secret, "stderr holds a secret")
 	}
@@ -390,7 +401,7 @@ func hostileRiverUICrossSite(t *testing.T, h *hostile) {
 	require.Equal(t, http.StatusCreated, h.admin(http.MethodPost, "/v1/jobs", map[string]any{
 		"type": jobargs.KindBuildSnapshot, "tenant_id": devTenant, "payload": map[string]any{"snapshot_id": h.snapshot()},
 		"scheduled_at": time.Now().Add(time.Hour)}, &job))
-	body := fmt.Sprintf(`{"job_ids":["%d"]}`, job.RiverJobID)
+	body := fmt.Sprintf(`{"ids":["%d"]}`, job.RiverJobID)
 	auth := basicAuth("ops", testToken)
 	for name, headers := range map[string]map[string]string{
 		"origin":         {"Authorization": auth, "Content-Type": "text/plain", "Origin": "https://evil.example"},

@@ -89,7 +89,14 @@ var listenBanner = regexp.MustCompile(`listening on (\S+)`)
 func startService(t *testing.T, role string, env map[string]string) *serviceProc {
 	t.Helper()
 	_, schemaURL := testdb.EmptySchema(t)
-	u, err := url.Parse(schemaURL)
+	return startServiceAt(t, role, schemaURL, env)
+}
+
+// startServiceAt is startService over dbURL (a database, or a schema through
+// search_path).
+func startServiceAt(t *testing.T, role, dbURL string, env map[string]string) *serviceProc {
+	t.Helper()
+	u, err := url.Parse(dbURL)
 	require.NoError(t, err)
 	q := u.Query()
 	q.Set("pool_max_conns", "10")
