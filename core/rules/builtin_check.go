@@ -284,11 +284,16 @@ func (c *checker) callType(e *Call, s *scope) (*Type, error) {
 		}
 		return listType(t), nil
 	case "record":
+		if len(e.Args) >= MaxTypeNodes {
+			return nil, c.typeErr(e.At, "record has %d members; a type has at most %d parts", len(e.Args), MaxTypeNodes)
+		}
 		fs := make([]RecordField, len(e.Args))
+		seen := make(map[string]bool, len(e.Args))
 		for i := range e.Args {
-			if slices.Contains(e.Names[:i], e.Names[i]) {
+			if seen[e.Names[i]] {
 				return nil, c.typeErr(e.Args[i].Position(), "duplicate record member %q", e.Names[i])
 			}
+			seen[e.Names[i]] = true
 			at, err := arg(i)
 			if err != nil {
 				return nil, err

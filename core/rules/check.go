@@ -153,25 +153,25 @@ func (c *checker) order() (*Program, error) {
 			users[d] = append(users[d], p)
 		}
 	}
-	var ready []string
+	// ready is a min-heap, so the lexically smallest ready path goes first
+	// (a sorted slice would cost a copy of its tail per insertion: quadratic
+	// in the fields of a large source).
+	var ready pathHeap
 	for _, p := range paths {
 		if indeg[p] == 0 {
-			ready = append(ready, p)
+			ready = append(ready, p) // paths is sorted: already a heap
 		}
 	}
 	prog := &Program{Deps: deps, byPath: c.decls}
 	done := map[string]bool{}
 	for len(ready) > 0 {
-		// ready is kept sorted, so the lexically smallest path goes first.
-		p := ready[0]
-		ready = ready[1:]
+		p := ready.pop()
 		done[p] = true
 		prog.Fields = append(prog.Fields, c.decls[p])
 		for _, u := range users[p] {
 			indeg[u]--
 			if indeg[u] == 0 {
-				i, _ := slices.BinarySearch(ready, u)
-				ready = slices.Insert(ready, i, u)
+				ready.push(u)
 			}
 		}
 	}
@@ -184,6 +184,46 @@ func (c *checker) order() (*Program, error) {
 		"dependency cycle: %s -> %s", strings.Join(cycle, " -> "), cycle[0])
 	e.Details["cycle"] = cycle
 	return nil, e
+}
+
+// pathHeap is a binary min-heap of field paths.
+type pathHeap []string
+
+func (h *pathHeap) push(p string) {
+	*h = append(*h, p)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if s[parent] <= s[i] {
+			break
+		}
+		s[parent], s[i] = s[i], s[parent]
+		i = parent
+	}
+}
+
+func (h *pathHeap) pop() string {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
+		small, l, r := i, 2*i+1, 2*i+2
+		if l < len(s) && s[l] < s[small] {
+			small = l
+		}
+		if r < len(s) && s[r] < s[small] {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		s[i], s[small] = s[small], s[i]
+		i = small
+	}
+	*h = s
+	return top
 }
 
 // findCycle walks from the smallest unfinished field along its smallest

@@ -206,6 +206,38 @@ func TestLargestAdmittedSource(t *testing.T) {
 	t.Logf("%d bytes, %d fields checked and evaluated in %v", b.Len(), len(res.Fields), time.Since(start))
 }
 
+// The checker's work grows linearly with a source within the limits: many
+// fields that become ready at once, a record of many members, a list of
+// many large records.
+func TestWideSourcesCheckQuickly(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("field a : Int = 1;\n")
+	for i := range 30_000 {
+		fmt.Fprintf(&b, "field b%d : Int = field(\"a\");\nfield z%d : Int = 1;\n", i, i)
+	}
+	start := time.Now()
+	p, err := Check(b.String())
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b0", "b1", "b10", "b100"}, p.Order()[:5])
+	require.Less(t, time.Since(start), 3*quickly)
+
+	var members []string
+	for i := range 50_000 {
+		members = append(members, fmt.Sprintf("m%d: 1", i))
+	}
+	start = time.Now()
+	_, err = Check("field a : Int = len(list(record(" + strings.Join(members, ", ") + ")));")
+	require.Less(t, time.Since(start), quickly)
+	requireLimitError(t, err, errcode.RuleTypeError, "a type has at most 1000 parts", 100)
+
+	rec := "record(" + strings.Join(members[:900], ", ") + ")"
+	start = time.Now()
+	_, err = Check("field a : Int = let r = " + rec + "; let s = " + rec + "; len(list(r" + strings.Repeat(", s", 90_000) + "));")
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 3*quickly)
+}
+
 // CheckFile takes any File, not only one from Parse: a tree deeper than the
 // parser admits is refused by the checker's guard instead of overflowing.
 // The evaluator has the same guard.
