@@ -29,7 +29,7 @@ func TestRepeatedValuesStopTheEncodingEarly(t *testing.T) {
 		in.DSLSource = tc.src
 		start := time.Now()
 		_, err := CompilePassport(in)
-		require.Less(t, time.Since(start), 10*time.Second, tc.name)
+		require.Less(t, time.Since(start), 30*time.Second, tc.name) // seconds; before, minutes and then the OOM killer
 		require.Equal(t, tc.code, errcode.CodeOf(err), "%s: %v", tc.name, err)
 		require.Contains(t, errcode.As(err).Details, "limit")
 	}
