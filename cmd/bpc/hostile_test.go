@@ -234,7 +234,7 @@ func hostileRuleChains(t *testing.T, h *hostile) {
 		"parens":       "field a : Int = " + strings.Repeat("(", 300_000) + "1" + strings.Repeat(")", 300_000) + ";",
 		"nested lets":  repeat("field a : Int = ", "let x = 1; ", "x;"),
 		"nested ifs":   repeat("field a : Int = ", "if (true) then 1 else ", "1;"),
-		"nested calls": "field a : Int = " + strings.Repeat("unwrapOr(", 100_000) + "1" + strings.Repeat(", 1)", 100_000) + ";",
+		"nested calls": "field a : Int = " + strings.Repeat("unwrapOr(", 60_000) + "1" + strings.Repeat(", 1)", 60_000) + ";",
 		"nested types": "field a : " + strings.Repeat("Opt(", 100_000) + "Int" + strings.Repeat(")", 100_000) + " = none;",
 		"nested tests": "field a : Int = 1;",
 	} {
