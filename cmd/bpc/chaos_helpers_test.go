@@ -54,54 +54,6 @@ const (
 	chaosPollIntervalMS    = 50
 )
 
-var (
-	chaosBinOnce sync.Once
-	chaosBinPath string
-	chaosBinErr  error
-)
-
-// chaosBinary builds ./cmd/bpc once per test binary run.
-func chaosBinary(t *testing.T) string {
-	t.Helper()
-	chaosBinOnce.Do(func() {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			chaosBinErr = fmt.Errorf("go env GOMOD: %w", err)
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		if root == "." || root == "" {
-			root, _ = filepath.Abs("../..")
-		}
-		// A fixed path per user keeps reruns from littering the temp dir.
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("bpc-chaos-bin-%d", os.Getuid()))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			chaosBinErr = err
-			return
-		}
-		// One binary per test process (a concurrent run must not replace a
-		// running binary), named by its pid; those of test processes that
-		// are gone are removed.
-		old, _ := filepath.Glob(filepath.Join(dir, "bpc-*"))
-		for _, f := range old {
-			pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(f), "bpc-"))
-			if err == nil && syscall.Kill(pid, 0) == syscall.ESRCH {
-				_ = os.Remove(f)
-			}
-		}
-		bin := filepath.Join(dir, fmt.Sprintf("bpc-%d", os.Getpid()))
-		cmd := exec.Command("go", "build", "-o", bin, "./cmd/bpc")
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			chaosBinErr = fmt.Errorf("go build ./cmd/bpc: %w\n%s", err, b)
-			return
-		}
-		chaosBinPath = bin
-	})
-	require.NoError(t, chaosBinErr)
-	return chaosBinPath
-}
-
 // chaosEnv is one test's world: a migrated database (schema), a pool and an
 // insert-only River client to enqueue through the store, and the worker
 // processes.
@@ -134,7 +86,7 @@ func newChaosEnv(t *testing.T) *chaosEnv {
 // max_connections is often 100.
 func newChaosEnvAt(t *testing.T, dbURL string, poolConns int) *chaosEnv {
 	t.Helper()
-	e := &chaosEnv{t: t, ctx: context.Background(), bin: chaosBinary(t), dir: t.TempDir(), extra: map[string]string{}}
+	e := &chaosEnv{t: t, ctx: context.Background(), bin: bpcBinary(t), dir: t.TempDir(), extra: map[string]string{}}
 	e.dbURL = withQuery(t, dbURL, "pool_max_conns", strconv.Itoa(poolConns))
 	seed := make([]byte, ed25519.SeedSize)
 	_, err := rand.Read(seed)
