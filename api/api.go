@@ -53,7 +53,7 @@ type ReadyCheck struct {
 // Server holds the API's dependencies.
 type Server struct {
 	Config  Config
-	Store   *store.Store
+	Store   *store.Queries
 	River   *river.Client[pgx.Tx]
 	Logger  *slog.Logger
 	Metrics *Metrics

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -63,12 +62,9 @@ func (s *Server) queueDepth(ctx context.Context, queue string, limit int) (int, 
 		return r.depth, nil
 	}
 	s.depth.mu.Unlock()
-	var depth int
-	err := s.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM (
-			SELECT 1 FROM river_job WHERE state = 'available' AND queue = $1 LIMIT $2) AS q`,
-		queue, limit+1).Scan(&depth)
+	depth, err := s.Store.CountAvailable(ctx, queue, limit+1)
 	if err != nil {
-		return 0, fmt.Errorf("error measuring queue %s: %w", queue, err)
+		return 0, err
 	}
 	s.depth.mu.Lock()
 	if s.depth.cache == nil {

@@ -2,27 +2,17 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
 	"net/http"
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/facts"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
-
-// Audit events of documents.
-const (
-	aggregateDocumentVersion = "DocumentVersion"
-	eventDocumentUploaded    = "document.uploaded"
-)
-
-// mimeJSON is the one document type PARSE_FACTS reads.
-const mimeJSON = "application/json"
 
 type createDocumentRequest struct {
 	TenantID string `json:"tenant_id"`
@@ -46,7 +36,7 @@ func (s *Server) handleCreateDocument(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	d, err := s.Store.CreateDocument(r.Context(), s.Store.Pool, tenantID, in.Kind, name)
+	d, err := s.Store.CreateDocument(r.Context(), tenantID, in.Kind, name)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -95,32 +85,14 @@ func (s *Server) handleUploadDocumentVersion(w http.ResponseWriter, r *http.Requ
 		s.writeError(w, r, err)
 		return
 	}
-	mimeType := strings.ToLower(strings.TrimSpace(in.MimeType))
-	if i := strings.IndexByte(mimeType, ';'); i >= 0 { // "application/json; charset=utf-8"
-		mimeType = strings.TrimSpace(mimeType[:i])
-	}
-	switch {
-	case mimeType == "":
-		s.writeError(w, r, errcode.Invalid("mime_type", "is required (%s)", mimeJSON))
-		return
-	case mimeType != mimeJSON:
-		e := errcode.New(errcode.UnsupportedFormat, "mime_type: %q is not supported; documents are %s", in.MimeType, mimeJSON)
-		e.Field = "mime_type"
-		e.Details = map[string]any{"field": "mime_type", "supported": []string{mimeJSON}}
-		s.writeError(w, r, e)
-		return
-	}
-	if in.Content == "" {
-		s.writeError(w, r, errcode.Invalid("content", "is required: the document bytes in standard base64"))
-		return
-	}
-	content, err := base64.StdEncoding.DecodeString(in.Content)
+	mimeType, err := passport.DocumentMIME(in.MimeType)
 	if err != nil {
-		s.writeError(w, r, errcode.Invalid("content", "must be standard base64 (RFC 4648 §4, with padding)"))
+		s.writeError(w, r, err)
 		return
 	}
-	if len(content) == 0 {
-		s.writeError(w, r, errcode.Invalid("content", "must not be empty"))
+	content, err := passport.DocumentContent(in.Content)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	ctx := r.Context()
@@ -128,38 +100,26 @@ func (s *Server) handleUploadDocumentVersion(w http.ResponseWriter, r *http.Requ
 		s.writeError(w, r, err)
 		return
 	}
-	var out uploadVersionResponse
-	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-		v, existed, err := s.Store.CreateDocumentVersion(ctx, tx, tenantID, documentID, mimeType, content)
-		if err != nil {
-			return err
-		}
-		out = uploadVersionResponse{DocumentVersion: v}
-		if existed {
-			return nil
-		}
-		if err := s.appendDomainEvent(ctx, tx, tenantID, aggregateDocumentVersion, v.DocumentVersionID, eventDocumentUploaded,
-			map[string]any{"content_sha256": v.ContentSHA256, "size_bytes": v.SizeBytes}); err != nil {
-			return err
-		}
-		job, err := s.Store.EnqueueArgs(ctx, tx, s.River,
-			jobargs.ParseFactsArgs{Base: jobargs.Base{TenantID: tenantID}, DocumentVersionID: v.DocumentVersionID}, "")
-		if err != nil {
-			return enqueueError(err, jobargs.KindParseFacts)
-		}
-		out.Job = &job
-		return nil
+	var up passport.Uploaded
+	err = s.inTx(ctx, func(t passport.Tx) error {
+		up, err = passport.UploadDocumentVersion(ctx, t, passport.Upload{
+			TenantID: tenantID, DocumentID: documentID, MimeType: mimeType, Content: content,
+		})
+		return err
 	})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if out.Job == nil {
-		writeJSON(w, http.StatusOK, out)
+	// The same bytes again answer 200 with the version and no job.
+	if up.Existed {
+		writeJSON(w, http.StatusOK, uploadVersionResponse{DocumentVersion: up.Version})
 		return
 	}
-	s.logTransition(ctx, *out.Job, "api")
-	writeJSON(w, http.StatusCreated, out)
+	if !up.ParseJob.Existing {
+		s.logTransition(ctx, up.ParseJob.Job, "api")
+	}
+	writeJSON(w, http.StatusCreated, uploadVersionResponse{DocumentVersion: up.Version, Job: &up.ParseJob.Job})
 }
 
 func (s *Server) handleGetDocumentVersion(w http.ResponseWriter, r *http.Request) {
@@ -194,7 +154,7 @@ func (s *Server) handleListFacts(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	fs, err := s.Store.ListFacts(ctx, s.Store.Pool, f)
+	fs, err := s.Store.ListFacts(ctx, f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -206,7 +166,7 @@ func (s *Server) handleListFacts(w http.ResponseWriter, r *http.Request) {
 // version is the tenant's: an unknown one is 404, not an empty list.
 func (s *Server) requireFactScope(ctx context.Context, tenantID, versionID uuid.UUID) error {
 	if versionID != uuid.Nil {
-		_, err := s.Store.GetDocumentVersion(ctx, s.Store.Pool, tenantID, versionID)
+		_, err := s.Store.GetDocumentVersion(ctx, tenantID, versionID)
 		return err
 	}
 	return s.requireTenantExists(ctx, tenantID)

@@ -9,20 +9,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
-)
-
-// Audit events of passport versions.
-const (
-	aggregatePassportVersion = "PassportVersion"
-	eventPassportActivated   = "passport.activated"
-	eventPassportSuperseded  = "passport.superseded"
 )
 
 type createProductRequest struct {
@@ -48,7 +39,7 @@ func (s *Server) handleCreateProduct(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.Store.CreateBatteryProduct(r.Context(), s.Store.Pool, tenantID, sku, name)
+	p, err := s.Store.CreateBatteryProduct(r.Context(), tenantID, sku, name)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -88,7 +79,7 @@ func (s *Server) handleCreatePassport(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.Store.CreatePassport(ctx, s.Store.Pool, tenantID, productID)
+	p, err := s.Store.CreatePassport(ctx, tenantID, productID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -140,8 +131,8 @@ func (s *Server) handleCompilePassport(w http.ResponseWriter, r *http.Request) {
 	}
 	args := jobargs.CompilePassportArgs{Base: jobargs.Base{TenantID: tenantID},
 		PassportID: passportID, SnapshotID: snapshotID, RulePackageVersionID: ruleVersionID}
-	job, err := s.enqueueDomainJob(r, args, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := s.Store.GetPassport(ctx, tx, tenantID, passportID)
+	job, err := s.enqueueDomainJob(r, args, func(ctx context.Context, q *store.Queries) error {
+		_, err := q.GetPassport(ctx, tenantID, passportID)
 		return err
 	})
 	if err != nil {
@@ -192,12 +183,12 @@ func (s *Server) serveArtifact(contentType string, pick artifact) http.HandlerFu
 			return
 		}
 		ctx := r.Context()
-		v, err := s.Store.GetPassportVersion(ctx, s.Store.Pool, tenantID, id)
+		v, err := s.Store.GetPassportVersion(ctx, tenantID, id)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		a, err := s.Store.LoadPassportArtifacts(ctx, s.Store.Pool, tenantID, id)
+		a, err := s.Store.LoadPassportArtifacts(ctx, tenantID, id)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -233,24 +224,9 @@ func (s *Server) handleActivatePassportVersion(w http.ResponseWriter, r *http.Re
 	}
 	ctx := r.Context()
 	var v store.PassportVersion
-	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-		var previous *uuid.UUID
-		var changed bool
-		v, previous, changed, err = s.Store.ActivatePassportVersion(ctx, tx, tenantID, id)
-		if err != nil || !changed {
-			return err
-		}
-		if err := s.appendDomainEvent(ctx, tx, tenantID, aggregatePassportVersion, id, eventPassportActivated, map[string]any{
-			"passport_id": v.PassportID, "superseded_version_id": previous,
-		}); err != nil {
-			return err
-		}
-		if previous == nil || *previous == id {
-			return nil
-		}
-		return s.appendDomainEvent(ctx, tx, tenantID, aggregatePassportVersion, *previous, eventPassportSuperseded, map[string]any{
-			"passport_id": v.PassportID, "superseded_by_version_id": id,
-		})
+	err = s.inTx(ctx, func(t passport.Tx) error {
+		v, err = passport.ActivatePassportVersion(ctx, t, tenantID, id)
+		return err
 	})
 	if err != nil {
 		s.writeError(w, r, err)
@@ -284,8 +260,8 @@ func (s *Server) handleExportPassportVersion(w http.ResponseWriter, r *http.Requ
 		return
 	}
 	args := jobargs.ExportPassportArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: id, Format: format}
-	job, err := s.enqueueDomainJob(r, args, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := s.Store.GetPassportVersion(ctx, tx, tenantID, id)
+	job, err := s.enqueueDomainJob(r, args, func(ctx context.Context, q *store.Queries) error {
+		_, err := q.GetPassportVersion(ctx, tenantID, id)
 		return err
 	})
 	if err != nil {
@@ -328,11 +304,11 @@ func (s *Server) handleGetExportFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	if _, err := s.Store.GetPassportVersion(ctx, s.Store.Pool, tenantID, id); err != nil {
+	if _, err := s.Store.GetPassportVersion(ctx, tenantID, id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	es, err := s.Store.ListPassportExports(ctx, s.Store.Pool, tenantID, id)
+	es, err := s.Store.ListPassportExports(ctx, tenantID, id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -381,7 +357,7 @@ func (s *Server) handleReplayPassportVersion(w http.ResponseWriter, r *http.Requ
 		s.writeError(w, r, err)
 		return
 	}
-	rep, err := s.Store.ReplayPassportVersion(r.Context(), s.Store.Pool, tenantID, id, s.Config.CompileLimits)
+	rep, err := passport.Replay(r.Context(), s.Store, s.Config.CompileLimits, tenantID, id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -403,7 +379,7 @@ type signingKeyView struct {
 
 // handleListSigningKeys lists the service-wide public keys that verify receipts.
 func (s *Server) handleListSigningKeys(w http.ResponseWriter, r *http.Request) {
-	keys, err := s.Store.ListSigningKeys(r.Context(), s.Store.Pool)
+	keys, err := s.Store.ListSigningKeys(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -5,18 +5,16 @@ import (
 	"net/http"
 
 	"github.com/google/uuid"
-
-	"github.com/bpc-platform/bpc/store"
 )
 
 // The read endpoints of the domain share four shapes; these serve them from
 // a store method (a method value such as s.Store.GetSnapshot).
 
 // listFunc lists a tenant's resources.
-type listFunc[T any] func(ctx context.Context, db store.DBTX, tenantID uuid.UUID) ([]T, error)
+type listFunc[T any] func(ctx context.Context, tenantID uuid.UUID) ([]T, error)
 
 // getFunc reads one resource (or the children of one) of a tenant.
-type getFunc[T any] func(ctx context.Context, db store.DBTX, tenantID, id uuid.UUID) (T, error)
+type getFunc[T any] func(ctx context.Context, tenantID, id uuid.UUID) (T, error)
 
 // serveTenantList answers GET …?tenant_id= with {items}; an unknown tenant is 404.
 func serveTenantList[T any](s *Server, w http.ResponseWriter, r *http.Request, list listFunc[T]) {
@@ -26,7 +24,7 @@ func serveTenantList[T any](s *Server, w http.ResponseWriter, r *http.Request, l
 	}
 	var items []T
 	if err == nil {
-		items, err = list(r.Context(), s.Store.Pool, tenantID)
+		items, err = list(r.Context(), tenantID)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -40,7 +38,7 @@ func serveByID[T any](s *Server, w http.ResponseWriter, r *http.Request, get get
 	tenantID, id, err := tenantAndID(r)
 	var v T
 	if err == nil {
-		v, err = get(r.Context(), s.Store.Pool, tenantID, id)
+		v, err = get(r.Context(), tenantID, id)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -61,11 +59,11 @@ func serveParent[P, T any](s *Server, w http.ResponseWriter, r *http.Request, pa
 	tenantID, id, err := tenantAndID(r)
 	var p P
 	if err == nil {
-		p, err = parent(r.Context(), s.Store.Pool, tenantID, id)
+		p, err = parent(r.Context(), tenantID, id)
 	}
 	var items []T
 	if err == nil {
-		items, err = children(r.Context(), s.Store.Pool, tenantID, id)
+		items, err = children(r.Context(), tenantID, id)
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -2,26 +2,16 @@ package api
 
 import (
 	"context"
-	"maps"
 	"net/http"
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
-
-// Audit events of rule packages.
-const (
-	aggregateRuleVersion = "RulePackageVersion"
-	eventRulesPublished  = "rules.published"
-)
-
-// maxRuleSourceBytes bounds each of a version's DSL and tests sources.
-const maxRuleSourceBytes = 1 << 20
 
 type createRulePackageRequest struct {
 	TenantID string `json:"tenant_id"`
@@ -40,7 +30,7 @@ func (s *Server) handleCreateRulePackage(w http.ResponseWriter, r *http.Request)
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.Store.CreateRulePackage(r.Context(), s.Store.Pool, tenantID, name)
+	p, err := s.Store.CreateRulePackage(r.Context(), tenantID, name)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -69,24 +59,6 @@ type createRuleVersionRequest struct {
 	TestsSource string `json:"tests_source"`
 }
 
-// sourceError returns a rules error as is (its code, line and col), naming
-// the source it is in; the rules package's own "field" detail is the rule
-// field path, so the request field goes to "source".
-func sourceError(source string, err error) error {
-	e := errcode.As(err)
-	if e == nil {
-		return err
-	}
-	out := *e
-	out.Details = maps.Clone(e.Details)
-	if out.Details == nil {
-		out.Details = map[string]any{}
-	}
-	out.Details["source"] = source
-	out.Message = source + ": " + e.Message
-	return &out
-}
-
 // handleCreateRuleVersion checks both sources (BPC-RULES-1 and its tests
 // language) within the service's rule limits and stores them as the
 // package's next DRAFT version. A source beyond the limits is refused here,
@@ -105,30 +77,15 @@ func (s *Server) handleCreateRuleVersion(w http.ResponseWriter, r *http.Request)
 		s.writeError(w, r, err)
 		return
 	}
-	for _, src := range []struct{ field, value string }{{"dsl_source", in.DSLSource}, {"tests_source", in.TestsSource}} {
-		switch {
-		case strings.TrimSpace(src.value) == "":
-			s.writeError(w, r, errcode.Invalid(src.field, "is required"))
-			return
-		case len(src.value) > maxRuleSourceBytes:
-			s.writeError(w, r, errcode.Invalid(src.field, "is %d bytes, limit is %d", len(src.value), maxRuleSourceBytes))
-			return
-		}
-	}
-	limits := s.Config.CompileLimits.Rules
-	prog, err := limits.Check(in.DSLSource)
+	src, err := passport.CheckRuleSources(s.Config.CompileLimits.Rules, passport.RuleSources{DSL: in.DSLSource, Tests: in.TestsSource})
 	if err != nil {
-		s.writeError(w, r, sourceError("dsl_source", err))
-		return
-	}
-	if _, err := limits.CheckTests(prog, in.TestsSource); err != nil {
-		s.writeError(w, r, sourceError("tests_source", err))
+		s.writeError(w, r, err)
 		return
 	}
 	ctx := r.Context()
 	var v store.RulePackageVersion
-	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-		v, err = s.Store.CreateRulePackageVersion(ctx, tx, tenantID, packageID, in.DSLSource, in.TestsSource)
+	err = s.inTx(ctx, func(t passport.Tx) error {
+		v, err = passport.CreateRuleVersion(ctx, t, tenantID, packageID, src)
 		return err
 	})
 	if err != nil {
@@ -153,7 +110,7 @@ func (s *Server) handleGetRuleVersion(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errcode.Invalid("include", "must be \"sources\" or absent"))
 		return
 	}
-	v, err := s.Store.GetRulePackageVersion(r.Context(), s.Store.Pool, tenantID, id, withSources)
+	v, err := s.Store.GetRulePackageVersion(r.Context(), tenantID, id, withSources)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -183,8 +140,8 @@ func (s *Server) handleRunRuleTests(w http.ResponseWriter, r *http.Request) {
 	if in.Seed != nil {
 		args.Seed = *in.Seed
 	}
-	job, err := s.enqueueDomainJob(r, args, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := s.Store.GetRulePackageVersion(ctx, tx, tenantID, id, false)
+	job, err := s.enqueueDomainJob(r, args, func(ctx context.Context, q *store.Queries) error {
+		_, err := q.GetRulePackageVersion(ctx, tenantID, id, false)
 		return err
 	})
 	if err != nil {
@@ -195,8 +152,8 @@ func (s *Server) handleRunRuleTests(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListRuleTestsRuns(w http.ResponseWriter, r *http.Request) {
-	version := func(ctx context.Context, db store.DBTX, tenantID, id uuid.UUID) (store.RulePackageVersion, error) {
-		return s.Store.GetRulePackageVersion(ctx, db, tenantID, id, false)
+	version := func(ctx context.Context, tenantID, id uuid.UUID) (store.RulePackageVersion, error) {
+		return s.Store.GetRulePackageVersion(ctx, tenantID, id, false)
 	}
 	serveChildren(s, w, r, version, s.Store.ListRuleTestsRuns)
 }
@@ -211,16 +168,9 @@ func (s *Server) handlePublishRuleVersion(w http.ResponseWriter, r *http.Request
 	}
 	ctx := r.Context()
 	var v store.RulePackageVersion
-	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-		var changed bool
-		v, changed, err = s.Store.PublishRulePackageVersion(ctx, tx, tenantID, id)
-		if err != nil || !changed {
-			return err
-		}
-		return s.appendDomainEvent(ctx, tx, tenantID, aggregateRuleVersion, id, eventRulesPublished, map[string]any{
-			"rule_package_id": v.RulePackageID, "version": v.Version,
-			"dsl_sha256": v.DSLSHA256, "tests_sha256": v.TestsSHA256,
-		})
+	err = s.inTx(ctx, func(t passport.Tx) error {
+		v, err = passport.PublishRuleVersion(ctx, t, tenantID, id)
+		return err
 	})
 	if err != nil {
 		s.writeError(w, r, err)

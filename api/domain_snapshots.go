@@ -6,17 +6,11 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
-)
-
-// Audit events of snapshots.
-const (
-	aggregateSnapshot   = "DataSnapshot"
-	eventSnapshotSealed = "snapshot.sealed"
 )
 
 func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) {
@@ -26,7 +20,7 @@ func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	sn, err := s.Store.CreateSnapshot(r.Context(), s.Store.Pool, tenantID)
+	sn, err := s.Store.CreateSnapshot(r.Context(), tenantID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -80,8 +74,8 @@ func (s *Server) handleAddSnapshotItems(w http.ResponseWriter, r *http.Request) 
 	case len(in.FactIDs) == 0 && len(in.DocumentVersionIDs) == 0:
 		s.writeError(w, r, errcode.Invalid("fact_ids", "fact_ids or document_version_ids must list at least one id"))
 		return
-	case len(in.FactIDs)+len(in.DocumentVersionIDs) > maxItemIDs:
-		s.writeError(w, r, errcode.Invalid("fact_ids", "fact_ids and document_version_ids may list at most %d ids together", maxItemIDs))
+	case len(in.FactIDs)+len(in.DocumentVersionIDs) > passport.MaxSnapshotItemIDs:
+		s.writeError(w, r, errcode.Invalid("fact_ids", "fact_ids and document_version_ids may list at most %d ids together", passport.MaxSnapshotItemIDs))
 		return
 	}
 	factIDs, err := parseUUIDs("fact_ids", in.FactIDs)
@@ -96,61 +90,15 @@ func (s *Server) handleAddSnapshotItems(w http.ResponseWriter, r *http.Request) 
 	}
 	ctx := r.Context()
 	var out addItemsResponse
-	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-		if len(versionIDs) > 0 {
-			if err := s.requireDocumentVersions(ctx, tx, tenantID, versionIDs); err != nil {
-				return err
-			}
-			more, err := s.Store.FactsOfDocumentVersions(ctx, tx, tenantID, versionIDs)
-			if err != nil {
-				return err
-			}
-			factIDs = dedupUUIDs(append(factIDs, more...))
-		}
-		added, err := s.Store.AddSnapshotItems(ctx, tx, tenantID, snapshotID, factIDs)
-		if err != nil {
-			return err
-		}
-		sn, err := s.Store.GetSnapshot(ctx, tx, tenantID, snapshotID)
-		if err != nil {
-			return err
-		}
-		out = addItemsResponse{Snapshot: sn, Added: added}
-		return nil
+	err = s.inTx(ctx, func(t passport.Tx) error {
+		out.Snapshot, out.Added, err = passport.AddSnapshotItems(ctx, t, tenantID, snapshotID, factIDs, versionIDs)
+		return err
 	})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// requireDocumentVersions returns NOT_FOUND naming the first listed version
-// the tenant does not have (a version without facts yet is fine).
-func (s *Server) requireDocumentVersions(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, ids []uuid.UUID) error {
-	var missing uuid.UUID
-	err := tx.QueryRow(ctx, `SELECT u.id FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, n)
-		WHERE NOT EXISTS (SELECT 1 FROM document_versions v WHERE v.tenant_id = $1 AND v.document_version_id = u.id)
-		ORDER BY u.n LIMIT 1`, tenantID, ids).Scan(&missing)
-	switch {
-	case err == pgx.ErrNoRows:
-		return nil
-	case err != nil:
-		return err
-	}
-	return errcode.New(errcode.NotFound, "document version %s not found", missing)
-}
-
-func dedupUUIDs(ids []uuid.UUID) []uuid.UUID {
-	seen := make(map[uuid.UUID]bool, len(ids))
-	out := ids[:0]
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 func (s *Server) handleListSnapshotItems(w http.ResponseWriter, r *http.Request) {
@@ -165,8 +113,8 @@ func (s *Server) handleBuildSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	job, err := s.enqueueDomainJob(r, jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: tenantID}, SnapshotID: id},
-		func(ctx context.Context, tx pgx.Tx) error {
-			_, err := s.Store.GetSnapshot(ctx, tx, tenantID, id)
+		func(ctx context.Context, q *store.Queries) error {
+			_, err := q.GetSnapshot(ctx, tenantID, id)
 			return err
 		})
 	if err != nil {
@@ -185,13 +133,9 @@ func (s *Server) handleSealSnapshot(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	var sn store.Snapshot
-	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-		sn, err = s.Store.SealSnapshot(ctx, tx, tenantID, id)
-		if err != nil {
-			return err
-		}
-		return s.appendDomainEvent(ctx, tx, tenantID, aggregateSnapshot, id, eventSnapshotSealed,
-			map[string]any{"snapshot_hash": sn.SnapshotHash})
+	err = s.inTx(ctx, func(t passport.Tx) error {
+		sn, err = passport.SealSnapshot(ctx, t, tenantID, id)
+		return err
 	})
 	if err != nil {
 		s.writeError(w, r, err)

@@ -68,7 +68,7 @@ func (s *Server) handleAppendEvent(w http.ResponseWriter, r *http.Request) {
 	}
 	var res store.AppendResult
 	err = s.Store.InTx(r.Context(), func(tx pgx.Tx) error {
-		res, err = s.Store.AppendEvent(r.Context(), tx, s.River, store.EventInput{
+		res, err = s.Store.WithTx(tx).AppendEvent(r.Context(), s.River, store.EventInput{
 			TenantID: tenantID, AggregateType: in.AggregateType, AggregateID: aggregateID,
 			EventType: in.EventType, ActorID: in.ActorID, Payload: in.Payload,
 		})

@@ -14,10 +14,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -81,32 +80,13 @@ func (s *Server) toStoreRequest(in enqueueRequest, prefix string) (store.Enqueue
 		IdempotencyKey: in.IdempotencyKey,
 	}
 	if in.IdempotencyKey != "" {
-		req.RequestHash, err = requestHash(in, args)
+		req.RequestHash, err = passport.RequestHash(args, passport.EnqueueOptions{
+			Priority: in.Priority, MaxAttempts: in.MaxAttempts, ScheduledAt: in.ScheduledAt})
 		if err != nil {
 			return store.EnqueueRequest{}, err
 		}
 	}
 	return req, nil
-}
-
-// requestHash fingerprints what an idempotent request asks for, so that a
-// repeat with different content is told apart from a retry.
-func requestHash(in enqueueRequest, args jobargs.Args) (string, error) {
-	doc := map[string]any{"type": in.Type, "tenant_id": args.Tenant().String(), "args": args}
-	if in.Priority != nil {
-		doc["priority"] = *in.Priority
-	}
-	if in.MaxAttempts != nil {
-		doc["max_attempts"] = *in.MaxAttempts
-	}
-	if in.ScheduledAt != nil {
-		doc["scheduled_at"] = in.ScheduledAt.UTC().Format(time.RFC3339Nano)
-	}
-	b, err := canonjson.Marshal(doc)
-	if err != nil {
-		return "", errcode.Wrap(errcode.Internal, err, "error fingerprinting request: %s", err.Error())
-	}
-	return hash.SHA256Hex(b), nil
 }
 
 // enqueue inserts the requests in one transaction, retrying once when a
@@ -136,7 +116,7 @@ func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest, batch
 	var err error
 	for range 3 {
 		err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-			results, err = s.Store.EnqueueTx(ctx, tx, s.River, reqs)
+			results, err = s.Store.WithTx(tx).EnqueueTx(ctx, s.River, reqs)
 			return err
 		})
 		if !errors.Is(err, store.ErrIdempotencyRace) {
@@ -248,7 +228,7 @@ func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	page, err := s.Store.ListJobs(r.Context(), s.Store.Pool, f)
+	page, err := s.Store.ListJobs(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -274,7 +254,7 @@ func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	job, err := s.Store.GetJob(r.Context(), s.Store.Pool, tenantID, jobID)
+	job, err := s.Store.GetJob(r.Context(), tenantID, jobID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -301,7 +281,7 @@ func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(min(delay, remaining)):
 		}
 		delay = min(delay*2, time.Second)
-		if job, err = s.Store.GetJob(r.Context(), s.Store.Pool, tenantID, jobID); err != nil {
+		if job, err = s.Store.GetJob(r.Context(), tenantID, jobID); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -325,7 +305,7 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, check func(st
 	ctx := r.Context()
 	var job store.Job
 	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-		job, err = s.Store.GetJobForUpdate(ctx, tx, tenantID, jobID)
+		job, err = s.Store.WithTx(tx).GetJobForUpdate(ctx, tenantID, jobID)
 		if err != nil {
 			return err
 		}
@@ -338,7 +318,7 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, check func(st
 		if err := act(ctx, tx, job.RiverJobID); err != nil {
 			return err
 		}
-		job, err = s.Store.GetJob(ctx, tx, tenantID, jobID)
+		job, err = s.Store.WithTx(tx).GetJob(ctx, tenantID, jobID)
 		return err
 	})
 	if err != nil {
@@ -404,7 +384,7 @@ func (s *Server) requireRefs(ctx context.Context, reqs []store.EnqueueRequest, b
 			owner = append(owner, i)
 		}
 	}
-	i, err := s.Store.MissingRef(ctx, s.Store.Pool, refs)
+	i, err := s.Store.MissingRef(ctx, refs)
 	if err != nil || i < 0 {
 		return err
 	}
@@ -419,5 +399,5 @@ func (s *Server) requireRefs(ctx context.Context, reqs []store.EnqueueRequest, b
 
 // requireTenantExists returns NOT_FOUND for an unknown tenant.
 func (s *Server) requireTenantExists(ctx context.Context, tenantID uuid.UUID) error {
-	return s.Store.RequireTenant(ctx, s.Store.Pool, tenantID)
+	return s.Store.RequireTenant(ctx, tenantID)
 }

@@ -49,7 +49,7 @@ func (s *Server) auditRiverUI(next http.Handler) http.Handler {
 				ids = append(ids, n)
 			}
 		}
-		jobs, err := s.Store.JobsByRiverIDs(r.Context(), s.Store.Pool, ids)
+		jobs, err := s.Store.JobsByRiverIDs(r.Context(), ids)
 		if err != nil {
 			s.Logger.WarnContext(r.Context(), "River UI action not audited", slog.String("error", err.Error()))
 			return

@@ -30,7 +30,7 @@ func (s *Server) handleCreateTenant(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errcode.Invalid("name", "is required, at most 200 characters"))
 		return
 	}
-	t, err := s.Store.CreateTenant(r.Context(), s.Store.Pool, in.Slug, in.Name)
+	t, err := s.Store.CreateTenant(r.Context(), in.Slug, in.Name)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -39,7 +39,7 @@ func (s *Server) handleCreateTenant(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListTenants(w http.ResponseWriter, r *http.Request) {
-	tenants, err := s.Store.ListTenants(r.Context(), s.Store.Pool)
+	tenants, err := s.Store.ListTenants(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -89,7 +89,7 @@ func (s *Server) handleCreateEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ep, err := s.Store.CreateWebhookEndpoint(r.Context(), s.Store.Pool, tenantID, in.URL, in.Secret)
+	ep, err := s.Store.CreateWebhookEndpoint(r.Context(), tenantID, in.URL, in.Secret)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -103,7 +103,7 @@ func (s *Server) handleListEndpoints(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	eps, err := s.Store.ListWebhookEndpoints(r.Context(), s.Store.Pool, tenantID)
+	eps, err := s.Store.ListWebhookEndpoints(r.Context(), tenantID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -127,12 +127,12 @@ func (s *Server) handleGetEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	ep, err := s.Store.GetWebhookEndpoint(r.Context(), s.Store.Pool, tenantID, id)
+	ep, err := s.Store.GetWebhookEndpoint(r.Context(), tenantID, id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	breaker, err := s.Store.GetWebhookBreaker(r.Context(), s.Store.Pool, tenantID, id)
+	breaker, err := s.Store.GetWebhookBreaker(r.Context(), tenantID, id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -169,7 +169,7 @@ func (s *Server) handleUpdateEndpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ep, err := s.Store.UpdateWebhookEndpoint(r.Context(), s.Store.Pool, tenantID, id, in.URL, in.IsActive)
+	ep, err := s.Store.UpdateWebhookEndpoint(r.Context(), tenantID, id, in.URL, in.IsActive)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -184,7 +184,7 @@ func (s *Server) handleDeleteEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err = s.Store.InTx(r.Context(), func(tx pgx.Tx) error {
-		return s.Store.DeleteWebhookEndpoint(r.Context(), tx, tenantID, id)
+		return s.Store.WithTx(tx).DeleteWebhookEndpoint(r.Context(), tenantID, id)
 	})
 	if err != nil {
 		s.writeError(w, r, err)
@@ -210,14 +210,14 @@ func (s *Server) handlePingEndpoint(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var res store.AppendResult
 	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-		ep, err := s.Store.GetWebhookEndpoint(ctx, tx, tenantID, id)
+		ep, err := s.Store.WithTx(tx).GetWebhookEndpoint(ctx, tenantID, id)
 		if err != nil {
 			return err
 		}
 		if ep.DeletedAt != nil {
 			return errcode.New(errcode.NotFound, "webhook endpoint %s not found", id)
 		}
-		res, err = s.Store.AppendEvent(ctx, tx, s.River, store.EventInput{
+		res, err = s.Store.WithTx(tx).AppendEvent(ctx, s.River, store.EventInput{
 			TenantID: tenantID, AggregateType: pingAggregateType, AggregateID: id,
 			EventType: pingEventType, ActorID: "admin-api",
 			Payload: []byte(`{"ping":true}`), DeliverTo: &id,
@@ -263,7 +263,7 @@ func (s *Server) handleCreateSubscription(w http.ResponseWriter, r *http.Request
 		s.writeError(w, r, errcode.Invalid("event_type", "must be an event type or '*' for all"))
 		return
 	}
-	sub, err := s.Store.CreateWebhookSubscription(r.Context(), s.Store.Pool, tenantID, endpointID, in.EventType)
+	sub, err := s.Store.CreateWebhookSubscription(r.Context(), tenantID, endpointID, in.EventType)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -286,7 +286,7 @@ func (s *Server) handleListSubscriptions(w http.ResponseWriter, r *http.Request)
 		}
 		endpointID = &id
 	}
-	subs, err := s.Store.ListWebhookSubscriptions(r.Context(), s.Store.Pool, tenantID, endpointID)
+	subs, err := s.Store.ListWebhookSubscriptions(r.Context(), tenantID, endpointID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -300,7 +300,7 @@ func (s *Server) handleDeleteSubscription(w http.ResponseWriter, r *http.Request
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.Store.DeleteWebhookSubscription(r.Context(), s.Store.Pool, tenantID, id); err != nil {
+	if err := s.Store.DeleteWebhookSubscription(r.Context(), tenantID, id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -313,7 +313,7 @@ func (s *Server) handleGetDelivery(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	d, err := s.Store.GetWebhookDelivery(r.Context(), s.Store.Pool, tenantID, id)
+	d, err := s.Store.GetWebhookDelivery(r.Context(), tenantID, id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

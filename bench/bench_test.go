@@ -178,7 +178,7 @@ func BenchmarkBurnDown(b *testing.B) {
 				var succeeded int
 				require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'SUCCEEDED' AND attempts = 1`).Scan(&succeeded))
 				require.Equal(b, n, succeeded)
-				rep, err := store.New(pool).CheckConsistency(ctx, pool)
+				rep, err := store.New(pool).CheckConsistency(ctx)
 				require.NoError(b, err)
 				require.True(b, rep.OK(), "drift: %+v", rep.Drifts)
 				b.Logf("round %d (b) mirror updates that were HOT: %s", round+1, hotShare(b, pool))

@@ -20,6 +20,7 @@ import (
 	"github.com/bpc-platform/bpc/core/facts"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -30,13 +31,13 @@ type pipelineFixture struct {
 	snapshotID, rulesID uuid.UUID
 }
 
-func preparePipeline(b *testing.B, st *store.Store) pipelineFixture {
+func preparePipeline(b *testing.B, st *store.Queries) pipelineFixture {
 	b.Helper()
 	ctx := context.Background()
 	tenant := store.DevTenantID
 	var fx pipelineFixture
 	err := st.InTx(ctx, func(tx pgx.Tx) error {
-		sn, err := st.CreateSnapshot(ctx, tx, tenant)
+		sn, err := st.WithTx(tx).CreateSnapshot(ctx, tenant)
 		if err != nil {
 			return err
 		}
@@ -46,11 +47,11 @@ func preparePipeline(b *testing.B, st *store.Store) pipelineFixture {
 			if err != nil {
 				return err
 			}
-			doc, err := st.CreateDocument(ctx, tx, tenant, kind, name)
+			doc, err := st.WithTx(tx).CreateDocument(ctx, tenant, kind, name)
 			if err != nil {
 				return err
 			}
-			v, _, err := st.CreateDocumentVersion(ctx, tx, tenant, doc.DocumentID, "application/json", content)
+			v, _, err := st.WithTx(tx).CreateDocumentVersion(ctx, tenant, doc.DocumentID, "application/json", content)
 			if err != nil {
 				return err
 			}
@@ -58,38 +59,38 @@ func preparePipeline(b *testing.B, st *store.Store) pipelineFixture {
 			if err != nil {
 				return err
 			}
-			if _, err := st.InsertFacts(ctx, tx, tenant, v.DocumentVersionID, parsed); err != nil {
+			if _, err := st.WithTx(tx).InsertFacts(ctx, tenant, v.DocumentVersionID, parsed); err != nil {
 				return err
 			}
-			ids, err := st.FactsOfDocumentVersions(ctx, tx, tenant, []uuid.UUID{v.DocumentVersionID})
+			ids, err := st.WithTx(tx).FactsOfDocumentVersions(ctx, tenant, []uuid.UUID{v.DocumentVersionID})
 			if err != nil {
 				return err
 			}
-			if _, err := st.AddSnapshotItems(ctx, tx, tenant, sn.SnapshotID, ids); err != nil {
+			if _, err := st.WithTx(tx).AddSnapshotItems(ctx, tenant, sn.SnapshotID, ids); err != nil {
 				return err
 			}
 		}
-		if _, err := st.MarkSnapshotReady(ctx, tx, tenant, sn.SnapshotID); err != nil {
+		if _, err := st.WithTx(tx).MarkSnapshotReady(ctx, tenant, sn.SnapshotID); err != nil {
 			return err
 		}
-		if _, err := st.SealSnapshot(ctx, tx, tenant, sn.SnapshotID); err != nil {
+		if _, err := st.WithTx(tx).SealSnapshot(ctx, tenant, sn.SnapshotID); err != nil {
 			return err
 		}
-		pkg, err := st.CreateRulePackage(ctx, tx, tenant, "nmc811-bench")
+		pkg, err := st.WithTx(tx).CreateRulePackage(ctx, tenant, "nmc811-bench")
 		if err != nil {
 			return err
 		}
-		rv, err := st.CreateRulePackageVersion(ctx, tx, tenant, pkg.RulePackageID, nmc811.Rules(), nmc811.Tests())
+		rv, err := st.WithTx(tx).CreateRulePackageVersion(ctx, tenant, pkg.RulePackageID, nmc811.Rules(), nmc811.Tests())
 		if err != nil {
 			return err
 		}
 		fx.rulesID = rv.RulePackageVersionID
 		// The suite's 766 cases pass (examples/nmc811 tests it); record it.
-		if _, _, err := st.RecordRuleTestsRun(ctx, tx, store.RuleTestsRun{TenantID: tenant, RulePackageVersionID: rv.RulePackageVersionID,
+		if _, _, err := st.WithTx(tx).RecordRuleTestsRun(ctx, store.RuleTestsRun{TenantID: tenant, RulePackageVersionID: rv.RulePackageVersionID,
 			Status: "PASSED", TotalCases: 766, Passed: 766}); err != nil {
 			return err
 		}
-		_, _, err = st.PublishRulePackageVersion(ctx, tx, tenant, rv.RulePackageVersionID)
+		_, _, err = st.WithTx(tx).PublishRulePackageVersion(ctx, tenant, rv.RulePackageVersionID)
 		return err
 	})
 	require.NoError(b, err)
@@ -132,9 +133,9 @@ func pipelineRound(b *testing.B, n int, loaded bool) (p50, p99 time.Duration, no
 
 	passports := make([]uuid.UUID, n)
 	for i := range passports {
-		p, err := st.CreateBatteryProduct(ctx, pool, store.DevTenantID, fmt.Sprintf("SKU-%04d", i), "bench pack")
+		p, err := st.CreateBatteryProduct(ctx, store.DevTenantID, fmt.Sprintf("SKU-%04d", i), "bench pack")
 		require.NoError(b, err)
-		pp, err := st.CreatePassport(ctx, pool, store.DevTenantID, p.BatteryProductID)
+		pp, err := st.CreatePassport(ctx, store.DevTenantID, p.BatteryProductID)
 		require.NoError(b, err)
 		passports[i] = pp.PassportID
 	}
@@ -145,7 +146,7 @@ func pipelineRound(b *testing.B, n int, loaded bool) (p50, p99 time.Duration, no
 	_, key, err := ed25519.GenerateKey(nil)
 	require.NoError(b, err)
 	workers.Register(w, workers.Deps{Store: st, Logger: quiet, Metrics: metrics, HTTPClient: workers.NewHTTPClient(),
-		WebhookTimeout: time.Second, CompilerBuildID: "bpc-bench", Signer: workers.NewSigner("bench-key", key), ExportDir: b.TempDir()})
+		WebhookTimeout: time.Second, CompilerBuildID: "bpc-bench", Signer: passport.NewSigner("bench-key", key), ExportDir: b.TempDir()})
 	river.AddWorker(w, &noopWorker{done: &done})
 	// The service's defaults: poll 1 s (LISTEN/NOTIFY wakes producers at
 	// once), fetch cooldown 10 ms (BPC_JOBS_FETCH_COOLDOWN_MS), 10 workers
@@ -185,7 +186,7 @@ func pipelineRound(b *testing.B, n int, loaded bool) (p50, p99 time.Duration, no
 
 	for _, passportID := range passports {
 		err := st.InTx(ctx, func(tx pgx.Tx) error {
-			_, err := st.EnqueueArgs(ctx, tx, client, &jobargs.CompilePassportArgs{Base: jobargs.Base{TenantID: store.DevTenantID},
+			_, err := passport.NewTx(tx, client, "").Enqueue(ctx, &jobargs.CompilePassportArgs{Base: jobargs.Base{TenantID: store.DevTenantID},
 				PassportID: passportID, SnapshotID: fx.snapshotID, RulePackageVersionID: fx.rulesID}, "")
 			return err
 		})
@@ -208,7 +209,7 @@ func pipelineRound(b *testing.B, n int, loaded bool) (p50, p99 time.Duration, no
 	debugHops(b, pool)
 	latencies := pipelineLatencies(b, pool)
 	require.Len(b, latencies, n)
-	rep, err := st.CheckConsistency(ctx, pool)
+	rep, err := st.CheckConsistency(ctx)
 	require.NoError(b, err)
 	require.True(b, rep.OK(), "drift: %+v", rep.Drifts)
 	return percentile(latencies, 50), percentile(latencies, 99), done.Load()

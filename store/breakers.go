@@ -197,8 +197,8 @@ func scanBreaker(rows pgx.Rows) (WebhookBreaker, error) {
 
 // GetWebhookBreaker returns the breaker of the tenant's endpoint: CLOSED
 // with an empty window when it has none yet.
-func (s *Store) GetWebhookBreaker(ctx context.Context, db DBTX, tenantID, endpointID uuid.UUID) (WebhookBreaker, error) {
-	rows, _ := db.Query(ctx, `SELECT `+breakerColumns+` FROM webhook_endpoint_breakers
+func (q *Queries) GetWebhookBreaker(ctx context.Context, tenantID, endpointID uuid.UUID) (WebhookBreaker, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+breakerColumns+` FROM webhook_endpoint_breakers
 		WHERE tenant_id = $1 AND webhook_endpoint_id = $2`, tenantID, endpointID)
 	b, err := scanBreaker(rows)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -215,11 +215,11 @@ func (s *Store) GetWebhookBreaker(ctx context.Context, db DBTX, tenantID, endpoi
 // attempt), and stores the result when fn says so: one locked read and one
 // single-row write per attempt. fn may run twice when a concurrent
 // transaction creates the row first. It returns the breaker before and after.
-func (s *Store) UpdateWebhookBreaker(ctx context.Context, tx pgx.Tx, tenantID, endpointID uuid.UUID,
+func (q *Queries) UpdateWebhookBreaker(ctx context.Context, tenantID, endpointID uuid.UUID,
 	fn func(WebhookBreaker) (WebhookBreaker, bool),
 ) (before, after WebhookBreaker, err error) {
 	for range 2 {
-		rows, _ := tx.Query(ctx, `SELECT `+breakerColumns+` FROM webhook_endpoint_breakers
+		rows, _ := q.db.Query(ctx, `SELECT `+breakerColumns+` FROM webhook_endpoint_breakers
 			WHERE webhook_endpoint_id = $1 FOR UPDATE`, endpointID)
 		before, err = scanBreaker(rows)
 		switch {
@@ -236,7 +236,7 @@ func (s *Store) UpdateWebhookBreaker(ctx context.Context, tx pgx.Tx, tenantID, e
 		if !before.Stored {
 			next.TenantID = tenantID
 		}
-		stored, err := s.writeBreaker(ctx, tx, next, before.Stored)
+		stored, err := q.writeBreaker(ctx, next, before.Stored)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // created concurrently: lock it and apply fn again
 		}
@@ -250,20 +250,20 @@ func (s *Store) UpdateWebhookBreaker(ctx context.Context, tx pgx.Tx, tenantID, e
 
 // writeBreaker updates the row, or inserts it when it did not exist (then
 // pgx.ErrNoRows means another transaction inserted it first).
-func (s *Store) writeBreaker(ctx context.Context, tx pgx.Tx, b WebhookBreaker, exists bool) (WebhookBreaker, error) {
+func (q *Queries) writeBreaker(ctx context.Context, b WebhookBreaker, exists bool) (WebhookBreaker, error) {
 	w := b.Window
 	args := []any{b.WebhookEndpointID, b.TenantID, b.State, int32(w.BucketWidth.Milliseconds()),
 		w.Buckets, w.Attempts, w.Failures, b.Attempts, b.Failures, b.OpenedAt, b.NextProbeAt, b.ProbeDeliveryID}
 	var rows pgx.Rows
 	if exists {
-		rows, _ = tx.Query(ctx, `UPDATE webhook_endpoint_breakers SET
+		rows, _ = q.db.Query(ctx, `UPDATE webhook_endpoint_breakers SET
 				tenant_id = $2, state = $3, bucket_ms = $4, bucket_ids = $5, bucket_attempts = $6, bucket_failures = $7,
 				attempts = $8, failures = $9, opened_at = $10, next_probe_at = $11, probe_delivery_id = $12,
 				updated_at = now()
 			WHERE webhook_endpoint_id = $1
 			RETURNING `+breakerColumns, args...)
 	} else {
-		rows, _ = tx.Query(ctx, `INSERT INTO webhook_endpoint_breakers (webhook_endpoint_id, tenant_id, state,
+		rows, _ = q.db.Query(ctx, `INSERT INTO webhook_endpoint_breakers (webhook_endpoint_id, tenant_id, state,
 				bucket_ms, bucket_ids, bucket_attempts, bucket_failures, attempts, failures, opened_at,
 				next_probe_at, probe_delivery_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
@@ -287,10 +287,10 @@ func (s *Store) writeBreaker(ctx context.Context, tx pgx.Tx, b WebhookBreaker, e
 // flight, so the probe stays single). The claim lapses at leaseUntil. It
 // returns whether this delivery won, and the breaker as it is after the
 // attempt (read afresh when it lost).
-func (s *Store) ClaimWebhookBreakerProbe(ctx context.Context, db DBTX, tenantID, endpointID uuid.UUID, from string,
+func (q *Queries) ClaimWebhookBreakerProbe(ctx context.Context, tenantID, endpointID uuid.UUID, from string,
 	deliveryID uuid.UUID, now, leaseUntil time.Time, early bool,
 ) (bool, WebhookBreaker, error) {
-	rows, _ := db.Query(ctx, `UPDATE webhook_endpoint_breakers SET
+	rows, _ := q.db.Query(ctx, `UPDATE webhook_endpoint_breakers SET
 			state = 'HALF_OPEN', probe_delivery_id = $4, next_probe_at = $6, updated_at = now()
 		WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND state = $3
 			AND state IN ('OPEN', 'HALF_OPEN') AND (next_probe_at <= $5 OR ($7 AND state = 'OPEN'))
@@ -300,7 +300,7 @@ func (s *Store) ClaimWebhookBreakerProbe(ctx context.Context, db DBTX, tenantID,
 	case err == nil:
 		return true, b, nil
 	case errors.Is(err, pgx.ErrNoRows):
-		b, err = s.GetWebhookBreaker(ctx, db, tenantID, endpointID)
+		b, err = q.GetWebhookBreaker(ctx, tenantID, endpointID)
 		return false, b, err
 	default:
 		return false, b, fmt.Errorf("error claiming probe of webhook endpoint %s: %w", endpointID, err)
@@ -317,8 +317,8 @@ func (s *Store) ClaimWebhookBreakerProbe(ctx context.Context, db DBTX, tenantID,
 // statement sets bpc.automatic_wake (for the rest of the transaction, or of
 // the statement alone on a pool) before it changes any row, so that the
 // trigger bpc_mark_operator_retry leaves the jobs unmarked.
-func (s *Store) WakeHeldWebhookDeliveries(ctx context.Context, db DBTX, endpointID uuid.UUID, now time.Time, limit int) (int64, error) {
-	tag, err := db.Exec(ctx, `WITH automatic AS MATERIALIZED (
+func (q *Queries) WakeHeldWebhookDeliveries(ctx context.Context, endpointID uuid.UUID, now time.Time, limit int) (int64, error) {
+	tag, err := q.db.Exec(ctx, `WITH automatic AS MATERIALIZED (
 			SELECT set_config('bpc.automatic_wake', 'on', true) AS flag),
 		held AS (
 			SELECT r.id FROM river_job r
@@ -340,8 +340,8 @@ func (s *Store) WakeHeldWebhookDeliveries(ctx context.Context, db DBTX, endpoint
 
 // CountWebhookBreakers returns how many endpoints' breakers are in each
 // state other than CLOSED, cluster-wide.
-func (s *Store) CountWebhookBreakers(ctx context.Context, db DBTX) (map[string]int64, error) {
-	rows, _ := db.Query(ctx, `SELECT state, count(*) FROM webhook_endpoint_breakers
+func (q *Queries) CountWebhookBreakers(ctx context.Context) (map[string]int64, error) {
+	rows, _ := q.db.Query(ctx, `SELECT state, count(*) FROM webhook_endpoint_breakers
 		WHERE state <> 'CLOSED' GROUP BY state`)
 	out := map[string]int64{BreakerOpen: 0, BreakerHalfOpen: 0}
 	var state string

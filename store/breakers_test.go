@@ -58,9 +58,9 @@ func TestBreakerWindowSlidesAndAges(t *testing.T) {
 func TestBreakerViewOfNoRowIsClosedWithZeros(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/in", testSecret)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
 	require.NoError(t, err)
-	b, err := e.store.GetWebhookBreaker(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID)
+	b, err := e.store.GetWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.False(t, b.Stored)
 	require.Equal(t, store.BreakerClosed, b.State)
@@ -75,7 +75,7 @@ func recordOutcome(t *testing.T, e env, endpointID uuid.UUID, now time.Time, fai
 	var before, after store.WebhookBreaker
 	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
 		var err error
-		before, after, err = e.store.UpdateWebhookBreaker(e.ctx, tx, store.DevTenantID, endpointID,
+		before, after, err = e.store.WithTx(tx).UpdateWebhookBreaker(e.ctx, store.DevTenantID, endpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				if !b.Window.Fits(time.Minute, 10) {
 					b.Window = store.NewBreakerWindow(time.Minute, 10)
@@ -93,7 +93,7 @@ func recordOutcome(t *testing.T, e env, endpointID uuid.UUID, now time.Time, fai
 func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/in", testSecret)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
 	require.NoError(t, err)
 	now := time.Now()
 
@@ -110,20 +110,20 @@ func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 	require.Equal(t, int32(1), after.Failures)
 	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM webhook_endpoint_breakers`))
 
-	got, err := e.store.GetWebhookBreaker(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID)
+	got, err := e.store.GetWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	v := got.View(now)
 	require.Equal(t, store.BreakerView{State: store.BreakerClosed, FailureRate: 0.5, AttemptsInWindow: 2, FailuresInWindow: 1}, v)
 	require.Zero(t, got.View(now.Add(2*time.Minute)).AttemptsInWindow, "the view ages with time")
 
 	// Another tenant sees no breaker of this endpoint.
-	other, err := e.store.GetWebhookBreaker(e.ctx, e.pool, uuid.New(), ep.WebhookEndpointID)
+	other, err := e.store.GetWebhookBreaker(e.ctx, uuid.New(), ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.False(t, other.Stored)
 
 	// fn may decline to write.
 	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, after, err := e.store.UpdateWebhookBreaker(e.ctx, tx, store.DevTenantID, ep.WebhookEndpointID,
+		_, after, err := e.store.WithTx(tx).UpdateWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) { b.Attempts = 99; return b, false })
 		require.Equal(t, int32(2), after.Attempts)
 		return err
@@ -131,7 +131,7 @@ func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 
 	// An unknown endpoint is NOT_FOUND.
 	err = e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, _, err := e.store.UpdateWebhookBreaker(e.ctx, tx, store.DevTenantID, uuid.New(),
+		_, _, err := e.store.WithTx(tx).UpdateWebhookBreaker(e.ctx, store.DevTenantID, uuid.New(),
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				b.Window = store.NewBreakerWindow(time.Minute, 10)
 				return b, true
@@ -144,7 +144,7 @@ func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 func TestUpdateWebhookBreakerLosesNoConcurrentOutcome(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/in", testSecret)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
 	require.NoError(t, err)
 	now := time.Now()
 	const n = 16
@@ -157,7 +157,7 @@ func TestUpdateWebhookBreakerLosesNoConcurrentOutcome(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	b, err := e.store.GetWebhookBreaker(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID)
+	b, err := e.store.GetWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.Equal(t, int32(n), b.Attempts, "the first insert races are retried under the row lock")
 	require.Equal(t, int32(n/2), b.Failures)
@@ -167,7 +167,7 @@ func TestUpdateWebhookBreakerLosesNoConcurrentOutcome(t *testing.T) {
 func openBreaker(t *testing.T, e env, endpointID uuid.UUID, opened, nextProbe time.Time) {
 	t.Helper()
 	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, _, err := e.store.UpdateWebhookBreaker(e.ctx, tx, store.DevTenantID, endpointID,
+		_, _, err := e.store.WithTx(tx).UpdateWebhookBreaker(e.ctx, store.DevTenantID, endpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				b.Window = store.NewBreakerWindow(time.Minute, 10)
 				b.State, b.OpenedAt, b.NextProbeAt = store.BreakerOpen, &opened, &nextProbe
@@ -180,12 +180,12 @@ func openBreaker(t *testing.T, e env, endpointID uuid.UUID, opened, nextProbe ti
 func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/in", testSecret)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
 	require.NoError(t, err)
 	now := time.Now()
 
 	// No row: nothing to claim.
-	won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+	won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
 		store.BreakerOpen, uuid.New(), now, now.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.False(t, won)
@@ -193,7 +193,7 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 
 	// Not yet due.
 	openBreaker(t, e, ep.WebhookEndpointID, now, now.Add(time.Hour))
-	won, b, err = e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+	won, b, err = e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
 		store.BreakerOpen, uuid.New(), now, now.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.False(t, won)
@@ -210,7 +210,7 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			id := uuid.New()
-			won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+			won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
 				store.BreakerOpen, id, now, now.Add(time.Minute), false)
 			require.NoError(t, err)
 			require.Equal(t, store.BreakerHalfOpen, b.State)
@@ -223,7 +223,7 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 	}
 	wg.Wait()
 	require.Len(t, winners, 1)
-	b, err = e.store.GetWebhookBreaker(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID)
+	b, err = e.store.GetWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.Equal(t, winners[0], *b.ProbeDeliveryID)
 	require.WithinDuration(t, now.Add(time.Minute), *b.NextProbeAt, time.Millisecond)
@@ -231,18 +231,18 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 
 	// A lapsed HALF_OPEN claim is taken over, only from the state read.
 	later := now.Add(2 * time.Minute)
-	won, _, err = e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+	won, _, err = e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
 		store.BreakerOpen, uuid.New(), later, later.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.False(t, won, "the breaker is no longer OPEN")
 	taker := uuid.New()
-	won, b, err = e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+	won, b, err = e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
 		store.BreakerHalfOpen, taker, later, later.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.True(t, won)
 	require.Equal(t, taker, *b.ProbeDeliveryID)
 
-	counts, err := e.store.CountWebhookBreakers(e.ctx, e.pool)
+	counts, err := e.store.CountWebhookBreakers(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{store.BreakerOpen: 0, store.BreakerHalfOpen: 1}, counts)
 }
@@ -253,7 +253,7 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 func TestClaimWebhookBreakerProbeEarly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/in", testSecret)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
 	require.NoError(t, err)
 	now := time.Now()
 	openBreaker(t, e, ep.WebhookEndpointID, now, now.Add(30*time.Second))
@@ -265,7 +265,7 @@ func TestClaimWebhookBreakerProbeEarly(t *testing.T) {
 	for range n {
 		wg.Go(func() {
 			id := uuid.New()
-			won, _, err := e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+			won, _, err := e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
 				store.BreakerOpen, id, now, now.Add(time.Minute), true)
 			require.NoError(t, err)
 			if won {
@@ -277,13 +277,13 @@ func TestClaimWebhookBreakerProbeEarly(t *testing.T) {
 	}
 	wg.Wait()
 	require.Len(t, winners, 1, "one probe, cool-down or not")
-	b, err := e.store.GetWebhookBreaker(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID)
+	b, err := e.store.GetWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.Equal(t, store.BreakerHalfOpen, b.State)
 	require.Equal(t, winners[0], *b.ProbeDeliveryID)
 
 	// HALF_OPEN with a live claim: an early claim does not take it over.
-	won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, e.pool, store.DevTenantID, ep.WebhookEndpointID,
+	won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
 		store.BreakerHalfOpen, uuid.New(), now, now.Add(time.Minute), true)
 	require.NoError(t, err)
 	require.False(t, won)
@@ -293,10 +293,10 @@ func TestClaimWebhookBreakerProbeEarly(t *testing.T) {
 func TestWebhookBreakerRowRejectsInconsistentStates(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/in", testSecret)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
 	require.NoError(t, err)
 	err = e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, _, err := e.store.UpdateWebhookBreaker(e.ctx, tx, store.DevTenantID, ep.WebhookEndpointID,
+		_, _, err := e.store.WithTx(tx).UpdateWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				b.Window = store.NewBreakerWindow(time.Minute, 10)
 				b.State = store.BreakerOpen // without opened_at / next_probe_at
@@ -310,9 +310,9 @@ func TestWebhookBreakerRowRejectsInconsistentStates(t *testing.T) {
 func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/a", testSecret)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/a", testSecret)
 	require.NoError(t, err)
-	other, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://hooks.example/b", testSecret)
+	other, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/b", testSecret)
 	require.NoError(t, err)
 	deliver := func(endpointID uuid.UUID) store.DeliveryRef {
 		res := e.mustAppend(t, store.EventInput{TenantID: store.DevTenantID, AggregateType: "passport",
@@ -333,7 +333,7 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	e.exec(t, `UPDATE webhook_deliveries SET status = 'DELIVERED' WHERE webhook_delivery_id = $1`, delivered.WebhookDeliveryID)
 
 	now := time.Now()
-	n, err := e.store.WakeHeldWebhookDeliveries(e.ctx, e.pool, ep.WebhookEndpointID, now, 1000)
+	n, err := e.store.WakeHeldWebhookDeliveries(e.ctx, ep.WebhookEndpointID, now, 1000)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n, "the two held PENDING deliveries of the endpoint")
 	for _, ref := range []store.DeliveryRef{held1, held2, due} {
@@ -357,7 +357,7 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	// The limit bounds one wake.
 	hold(held1, "scheduled", time.Hour)
 	hold(held2, "scheduled", time.Hour)
-	n, err = e.store.WakeHeldWebhookDeliveries(e.ctx, e.pool, ep.WebhookEndpointID, time.Now(), 1)
+	n, err = e.store.WakeHeldWebhookDeliveries(e.ctx, ep.WebhookEndpointID, time.Now(), 1)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
 	e.requireConsistent(t)

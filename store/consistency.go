@@ -61,7 +61,7 @@ func ExpectedStatus(riverState string, metadata []byte) string {
 // CheckConsistency compares every River job with its SSOT row and reports
 // drift: missing rows on either side, and any mirrored field that differs.
 // It is an operator tool and reads across tenants.
-func (s *Store) CheckConsistency(ctx context.Context, db DBTX) (ConsistencyReport, error) {
+func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, error) {
 	rep := ConsistencyReport{Drifts: []Drift{}}
 	add := func(riverID *int64, jobID *uuid.UUID, format string, args ...any) {
 		rep.DriftCount++
@@ -70,7 +70,7 @@ func (s *Store) CheckConsistency(ctx context.Context, db DBTX) (ConsistencyRepor
 		}
 	}
 
-	rows, err := db.Query(ctx, `SELECT t.tgname, t.tgenabled FROM pg_trigger t
+	rows, err := q.db.Query(ctx, `SELECT t.tgname, t.tgenabled FROM pg_trigger t
 		WHERE t.tgrelid = 'river_job'::regclass AND t.tgname = ANY($1)`, mirrorTriggers)
 	if err != nil {
 		return rep, fmt.Errorf("error reading mirror triggers: %w", err)
@@ -95,7 +95,7 @@ func (s *Store) CheckConsistency(ctx context.Context, db DBTX) (ConsistencyRepor
 		}
 	}
 
-	rows, err = db.Query(ctx, `SELECT
+	rows, err = q.db.Query(ctx, `SELECT
 			r.id, r.kind, r.state::text, r.metadata, r.attempt, r.max_attempts, r.priority, r.queue,
 			r.scheduled_at, r.attempted_at, r.finalized_at, r.attempted_by[array_upper(r.attempted_by, 1)],
 			r.args->>'tenant_id', jsonb_array_length(COALESCE(to_jsonb(r.errors), '[]')),

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,11 +54,11 @@ const documentVersionColumns = `document_version_id, tenant_id, document_id, ver
 	content_sha256, octet_length(content) AS size_bytes, status, error, fact_count, created_at, processed_at`
 
 // CreateDocument creates a document of kind.
-func (s *Store) CreateDocument(ctx context.Context, db DBTX, tenantID uuid.UUID, kind, name string) (Document, error) {
+func (q *Queries) CreateDocument(ctx context.Context, tenantID uuid.UUID, kind, name string) (Document, error) {
 	if !facts.IsKind(kind) {
 		return Document{}, errcode.Invalid("kind", "must be one of %v", facts.Kinds)
 	}
-	rows, _ := db.Query(ctx, `INSERT INTO documents (document_id, tenant_id, kind, name)
+	rows, _ := q.db.Query(ctx, `INSERT INTO documents (document_id, tenant_id, kind, name)
 		VALUES ($1, $2, $3, $4) RETURNING `+documentColumns, uuid.New(), tenantID, kind, name)
 	d, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Document])
 	if IsForeignKeyViolation(err) {
@@ -70,8 +71,8 @@ func (s *Store) CreateDocument(ctx context.Context, db DBTX, tenantID uuid.UUID,
 }
 
 // GetDocument returns the tenant's document.
-func (s *Store) GetDocument(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (Document, error) {
-	rows, _ := db.Query(ctx, `SELECT `+documentColumns+` FROM documents WHERE tenant_id = $1 AND document_id = $2`, tenantID, id)
+func (q *Queries) GetDocument(ctx context.Context, tenantID, id uuid.UUID) (Document, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+documentColumns+` FROM documents WHERE tenant_id = $1 AND document_id = $2`, tenantID, id)
 	d, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Document])
 	if err != nil {
 		return Document{}, notFound(err, "document", id)
@@ -80,8 +81,8 @@ func (s *Store) GetDocument(ctx context.Context, db DBTX, tenantID, id uuid.UUID
 }
 
 // ListDocuments returns the tenant's documents, oldest first.
-func (s *Store) ListDocuments(ctx context.Context, db DBTX, tenantID uuid.UUID) ([]Document, error) {
-	rows, _ := db.Query(ctx, `SELECT `+documentColumns+` FROM documents WHERE tenant_id = $1 ORDER BY created_at, document_id`, tenantID)
+func (q *Queries) ListDocuments(ctx context.Context, tenantID uuid.UUID) ([]Document, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+documentColumns+` FROM documents WHERE tenant_id = $1 ORDER BY created_at, document_id`, tenantID)
 	ds, err := pgx.CollectRows(rows, pgx.RowToStructByName[Document])
 	if err != nil {
 		return nil, fmt.Errorf("error listing documents: %w", err)
@@ -92,7 +93,7 @@ func (s *Store) ListDocuments(ctx context.Context, db DBTX, tenantID uuid.UUID) 
 // CreateDocumentVersion stores content as the document's next version
 // (UPLOADED). The same bytes uploaded again return the existing version and
 // existed = true. Run it in the transaction that also enqueues PARSE_FACTS.
-func (s *Store) CreateDocumentVersion(ctx context.Context, tx pgx.Tx, tenantID, documentID uuid.UUID, mimeType string, content []byte) (v DocumentVersion, existed bool, err error) {
+func (q *Queries) CreateDocumentVersion(ctx context.Context, tenantID, documentID uuid.UUID, mimeType string, content []byte) (v DocumentVersion, existed bool, err error) {
 	if len(content) == 0 {
 		return DocumentVersion{}, false, errcode.Invalid("content", "must not be empty")
 	}
@@ -101,13 +102,13 @@ func (s *Store) CreateDocumentVersion(ctx context.Context, tx pgx.Tx, tenantID, 
 	}
 	// Lock the document: versions are numbered one at a time.
 	var locked uuid.UUID
-	err = tx.QueryRow(ctx, `SELECT document_id FROM documents WHERE tenant_id = $1 AND document_id = $2 FOR UPDATE`,
+	err = q.db.QueryRow(ctx, `SELECT document_id FROM documents WHERE tenant_id = $1 AND document_id = $2 FOR UPDATE`,
 		tenantID, documentID).Scan(&locked)
 	if err != nil {
 		return DocumentVersion{}, false, notFound(err, "document", documentID)
 	}
 	sum := hash.SHA256Hex(content)
-	rows, _ := tx.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
+	rows, _ := q.db.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
 		WHERE document_id = $1 AND content_sha256 = $2`, documentID, sum)
 	existing, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DocumentVersion])
 	if err == nil {
@@ -116,7 +117,7 @@ func (s *Store) CreateDocumentVersion(ctx context.Context, tx pgx.Tx, tenantID, 
 	if err != pgx.ErrNoRows {
 		return DocumentVersion{}, false, fmt.Errorf("error looking up document content: %w", err)
 	}
-	rows, _ = tx.Query(ctx, `INSERT INTO document_versions
+	rows, _ = q.db.Query(ctx, `INSERT INTO document_versions
 		(document_version_id, tenant_id, document_id, version, mime_type, content, content_sha256)
 		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, $4, $5, $6 FROM document_versions WHERE document_id = $3
 		RETURNING `+documentVersionColumns, uuid.New(), tenantID, documentID, mimeType, content, sum)
@@ -128,8 +129,8 @@ func (s *Store) CreateDocumentVersion(ctx context.Context, tx pgx.Tx, tenantID, 
 }
 
 // GetDocumentVersion returns a version without its content.
-func (s *Store) GetDocumentVersion(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (DocumentVersion, error) {
-	rows, _ := db.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
+func (q *Queries) GetDocumentVersion(ctx context.Context, tenantID, id uuid.UUID) (DocumentVersion, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
 		WHERE tenant_id = $1 AND document_version_id = $2`, tenantID, id)
 	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DocumentVersion])
 	if err != nil {
@@ -139,8 +140,8 @@ func (s *Store) GetDocumentVersion(ctx context.Context, db DBTX, tenantID, id uu
 }
 
 // ListDocumentVersions returns a document's versions, newest first.
-func (s *Store) ListDocumentVersions(ctx context.Context, db DBTX, tenantID, documentID uuid.UUID) ([]DocumentVersion, error) {
-	rows, _ := db.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
+func (q *Queries) ListDocumentVersions(ctx context.Context, tenantID, documentID uuid.UUID) ([]DocumentVersion, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
 		WHERE tenant_id = $1 AND document_id = $2 ORDER BY version DESC`, tenantID, documentID)
 	vs, err := pgx.CollectRows(rows, pgx.RowToStructByName[DocumentVersion])
 	if err != nil {
@@ -159,16 +160,16 @@ type VersionToParse struct {
 
 // LockDocumentVersionForParse locks a version (FOR UPDATE) and loads what
 // PARSE_FACTS needs.
-func (s *Store) LockDocumentVersionForParse(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (VersionToParse, error) {
+func (q *Queries) LockDocumentVersionForParse(ctx context.Context, tenantID, id uuid.UUID) (VersionToParse, error) {
 	var out VersionToParse
-	rows, _ := tx.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
+	rows, _ := q.db.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
 		WHERE tenant_id = $1 AND document_version_id = $2 FOR UPDATE`, tenantID, id)
 	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DocumentVersion])
 	if err != nil {
 		return out, notFound(err, "document version", id)
 	}
 	out.Version = v
-	err = tx.QueryRow(ctx, `SELECT d.kind, v.content FROM document_versions v
+	err = q.db.QueryRow(ctx, `SELECT d.kind, v.content FROM document_versions v
 		JOIN documents d ON d.tenant_id = v.tenant_id AND d.document_id = v.document_id
 		WHERE v.tenant_id = $1 AND v.document_version_id = $2`, tenantID, id).Scan(&out.Kind, &out.Content)
 	if err != nil {
@@ -178,8 +179,8 @@ func (s *Store) LockDocumentVersionForParse(ctx context.Context, tx pgx.Tx, tena
 }
 
 // MarkDocumentVersionValidated sets a version VALIDATED with its fact count.
-func (s *Store) MarkDocumentVersionValidated(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID, factCount int) error {
-	_, err := tx.Exec(ctx, `UPDATE document_versions SET status = 'VALIDATED', fact_count = $3, error = NULL, processed_at = now()
+func (q *Queries) MarkDocumentVersionValidated(ctx context.Context, tenantID, id uuid.UUID, factCount int) error {
+	_, err := q.db.Exec(ctx, `UPDATE document_versions SET status = 'VALIDATED', fact_count = $3, error = NULL, processed_at = now()
 		WHERE tenant_id = $1 AND document_version_id = $2`, tenantID, id, factCount)
 	if err != nil {
 		return fmt.Errorf("error validating document version %s: %w", id, err)
@@ -188,7 +189,7 @@ func (s *Store) MarkDocumentVersionValidated(ctx context.Context, tx pgx.Tx, ten
 }
 
 // MarkDocumentVersionRejected sets a version REJECTED with the parse error.
-func (s *Store) MarkDocumentVersionRejected(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID, cause *errcode.Error) error {
+func (q *Queries) MarkDocumentVersionRejected(ctx context.Context, tenantID, id uuid.UUID, cause *errcode.Error) error {
 	detail := map[string]any{"code": cause.Code, "message": cause.Message}
 	if cause.Field != "" {
 		detail["field"] = cause.Field
@@ -197,7 +198,7 @@ func (s *Store) MarkDocumentVersionRejected(ctx context.Context, tx pgx.Tx, tena
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `UPDATE document_versions SET status = 'REJECTED', error = $3, fact_count = NULL, processed_at = now()
+	_, err = q.db.Exec(ctx, `UPDATE document_versions SET status = 'REJECTED', error = $3, fact_count = NULL, processed_at = now()
 		WHERE tenant_id = $1 AND document_version_id = $2`, tenantID, id, b)
 	if err != nil {
 		return fmt.Errorf("error rejecting document version %s: %w", id, err)
@@ -225,7 +226,7 @@ const factColumns = `fact_id, tenant_id, fact_type, fact_key, schema_version, pa
 // that the version yielded them. A fact already stored with the same (type,
 // key, schema version, payload hash) is reused, so parsing the same content
 // twice adds nothing. It returns how many facts were new.
-func (s *Store) InsertFacts(ctx context.Context, tx pgx.Tx, tenantID, versionID uuid.UUID, fs []facts.Fact) (int, error) {
+func (q *Queries) InsertFacts(ctx context.Context, tenantID, versionID uuid.UUID, fs []facts.Fact) (int, error) {
 	if len(fs) == 0 {
 		return 0, nil
 	}
@@ -238,7 +239,7 @@ func (s *Store) InsertFacts(ctx context.Context, tx pgx.Tx, tenantID, versionID 
 	for i, f := range fs {
 		ids[i], types[i], keys[i], schemas[i], payloads[i], hashes[i] = uuid.New(), f.FactType, f.FactKey, int32(f.SchemaVersion), f.Payload, f.PayloadHash
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO facts (fact_id, tenant_id, fact_type, fact_key, schema_version,
+	tag, err := q.db.Exec(ctx, `INSERT INTO facts (fact_id, tenant_id, fact_type, fact_key, schema_version,
 			payload_canonical, payload_hash, source_document_version_id)
 		SELECT u.id, $1, u.typ, u.key, u.schema, u.payload, u.hash, $2
 		FROM unnest($3::uuid[], $4::text[], $5::text[], $6::int[], $7::bytea[], $8::text[])
@@ -248,7 +249,7 @@ func (s *Store) InsertFacts(ctx context.Context, tx pgx.Tx, tenantID, versionID 
 	if err != nil {
 		return 0, fmt.Errorf("error storing facts: %w", err)
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO document_version_facts (tenant_id, document_version_id, fact_id)
+	_, err = q.db.Exec(ctx, `INSERT INTO document_version_facts (tenant_id, document_version_id, fact_id)
 		SELECT $1, $2, f.fact_id
 		FROM unnest($3::text[], $4::text[], $5::int[], $6::text[]) AS u(typ, key, schema, hash)
 		JOIN facts f ON f.tenant_id = $1 AND f.fact_type = u.typ AND f.fact_key = u.key
@@ -269,12 +270,12 @@ type FactFilter struct {
 }
 
 // ListFacts returns the tenant's facts by type and key, at most f.Limit (default 1000).
-func (s *Store) ListFacts(ctx context.Context, db DBTX, f FactFilter) ([]Fact, error) {
+func (q *Queries) ListFacts(ctx context.Context, f FactFilter) ([]Fact, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, _ := db.Query(ctx, `SELECT `+factColumns+` FROM facts
+	rows, _ := q.db.Query(ctx, `SELECT `+factColumns+` FROM facts
 		WHERE tenant_id = $1
 		  AND ($2::uuid IS NULL OR fact_id IN (SELECT fact_id FROM document_version_facts
 		                                        WHERE tenant_id = $1 AND document_version_id = $2))
@@ -290,8 +291,8 @@ func (s *Store) ListFacts(ctx context.Context, db DBTX, f FactFilter) ([]Fact, e
 
 // FactsOfDocumentVersions returns the ids of the facts the given versions
 // yielded (including facts first stored from an earlier version).
-func (s *Store) FactsOfDocumentVersions(ctx context.Context, db DBTX, tenantID uuid.UUID, versionIDs []uuid.UUID) ([]uuid.UUID, error) {
-	rows, _ := db.Query(ctx, `SELECT DISTINCT fact_id FROM document_version_facts
+func (q *Queries) FactsOfDocumentVersions(ctx context.Context, tenantID uuid.UUID, versionIDs []uuid.UUID) ([]uuid.UUID, error) {
+	rows, _ := q.db.Query(ctx, `SELECT DISTINCT fact_id FROM document_version_facts
 		WHERE tenant_id = $1 AND document_version_id = ANY($2) ORDER BY fact_id`, tenantID, versionIDs)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil {
@@ -305,4 +306,20 @@ func nullUUID(id uuid.UUID) *uuid.UUID {
 		return nil
 	}
 	return &id
+}
+
+// RequireDocumentVersions returns NOT_FOUND naming the first listed version
+// the tenant does not have.
+func (q *Queries) RequireDocumentVersions(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) error {
+	var missing uuid.UUID
+	err := q.db.QueryRow(ctx, `SELECT u.id FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, n)
+		WHERE NOT EXISTS (SELECT 1 FROM document_versions v WHERE v.tenant_id = $1 AND v.document_version_id = u.id)
+		ORDER BY u.n LIMIT 1`, tenantID, ids).Scan(&missing)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("error checking document versions: %w", err)
+	}
+	return errcode.New(errcode.NotFound, "document version %s not found", missing)
 }

@@ -67,7 +67,7 @@ const eventColumns = `event_id, tenant_id, aggregate_type, aggregate_id, aggrega
 // transaction, creates one PENDING delivery and one DELIVER_WEBHOOK job per
 // subscribed active endpoint. Two writers appending to one aggregate at once
 // collide: EVENT_VERSION_CONFLICT (retryable).
-func (s *Store) AppendEvent(ctx context.Context, tx pgx.Tx, ins Inserter, in EventInput) (AppendResult, error) {
+func (q *Queries) AppendEvent(ctx context.Context, ins Inserter, in EventInput) (AppendResult, error) {
 	payload := in.Payload
 	if len(payload) == 0 {
 		payload = json.RawMessage("{}")
@@ -79,7 +79,7 @@ func (s *Store) AppendEvent(ctx context.Context, tx pgx.Tx, ins Inserter, in Eve
 
 	var prevVersion int64
 	var prevHash *string
-	err = tx.QueryRow(ctx, `SELECT aggregate_version, event_hash FROM events
+	err = q.db.QueryRow(ctx, `SELECT aggregate_version, event_hash FROM events
 		WHERE tenant_id = $1 AND aggregate_type = $2 AND aggregate_id = $3
 		ORDER BY aggregate_version DESC LIMIT 1`,
 		in.TenantID, in.AggregateType, in.AggregateID).Scan(&prevVersion, &prevHash)
@@ -106,7 +106,7 @@ func (s *Store) AppendEvent(ctx context.Context, tx pgx.Tx, ins Inserter, in Eve
 	if err != nil {
 		return AppendResult{}, err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO events (`+eventColumns+`)
+	_, err = q.db.Exec(ctx, `INSERT INTO events (`+eventColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		ev.EventID, ev.TenantID, ev.AggregateType, ev.AggregateID, ev.AggregateVersion, ev.EventType,
 		ev.OccurredAt, ev.ActorID, []byte(ev.Payload), ev.PayloadHash, ev.PrevEventHash, ev.EventHash)
@@ -120,7 +120,7 @@ func (s *Store) AppendEvent(ctx context.Context, tx pgx.Tx, ins Inserter, in Eve
 		return AppendResult{}, fmt.Errorf("error appending event: %w", err)
 	}
 
-	deliveries, err := s.fanOut(ctx, tx, ins, ev, in.DeliverTo)
+	deliveries, err := q.fanOut(ctx, ins, ev, in.DeliverTo)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -147,13 +147,13 @@ func hashInput(ev Event) audit.Event {
 }
 
 // fanOut creates the deliveries and DELIVER_WEBHOOK jobs of a new event.
-func (s *Store) fanOut(ctx context.Context, tx pgx.Tx, ins Inserter, ev Event, only *uuid.UUID) ([]DeliveryRef, error) {
+func (q *Queries) fanOut(ctx context.Context, ins Inserter, ev Event, only *uuid.UUID) ([]DeliveryRef, error) {
 	var rows pgx.Rows
 	if only != nil {
-		rows, _ = tx.Query(ctx, `SELECT webhook_endpoint_id FROM webhook_endpoints
+		rows, _ = q.db.Query(ctx, `SELECT webhook_endpoint_id FROM webhook_endpoints
 			WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND deleted_at IS NULL`, ev.TenantID, *only)
 	} else {
-		rows, _ = tx.Query(ctx, `SELECT DISTINCT e.webhook_endpoint_id
+		rows, _ = q.db.Query(ctx, `SELECT DISTINCT e.webhook_endpoint_id
 			FROM webhook_subscriptions s
 			JOIN webhook_endpoints e ON e.webhook_endpoint_id = s.webhook_endpoint_id
 			WHERE s.tenant_id = $1 AND (s.event_type = $2 OR s.event_type = '*')
@@ -171,7 +171,7 @@ func (s *Store) fanOut(ctx context.Context, tx pgx.Tx, ins Inserter, ev Event, o
 	reqs := make([]EnqueueRequest, len(endpoints))
 	for i, endpointID := range endpoints {
 		refs[i] = DeliveryRef{WebhookDeliveryID: uuid.New(), WebhookEndpointID: endpointID, JobID: uuid.New()}
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries
+		if _, err := q.db.Exec(ctx, `INSERT INTO webhook_deliveries
 			(webhook_delivery_id, tenant_id, webhook_endpoint_id, event_id, job_id)
 			VALUES ($1, $2, $3, $4, $5)`,
 			refs[i].WebhookDeliveryID, ev.TenantID, endpointID, ev.EventID, refs[i].JobID); err != nil {
@@ -185,15 +185,15 @@ func (s *Store) fanOut(ctx context.Context, tx pgx.Tx, ins Inserter, ev Event, o
 			},
 		}
 	}
-	if _, err := s.EnqueueTx(ctx, tx, ins, reqs); err != nil {
+	if _, err := q.EnqueueTx(ctx, ins, reqs); err != nil {
 		return nil, fmt.Errorf("error enqueueing webhook deliveries: %w", err)
 	}
 	return refs, nil
 }
 
 // GetEvent returns the tenant's event.
-func (s *Store) GetEvent(ctx context.Context, db DBTX, tenantID, eventID uuid.UUID) (Event, error) {
-	rows, _ := db.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE tenant_id = $1 AND event_id = $2`, tenantID, eventID)
+func (q *Queries) GetEvent(ctx context.Context, tenantID, eventID uuid.UUID) (Event, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE tenant_id = $1 AND event_id = $2`, tenantID, eventID)
 	ev, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Event])
 	if err != nil {
 		return Event{}, notFound(err, "event", eventID)
@@ -204,8 +204,8 @@ func (s *Store) GetEvent(ctx context.Context, db DBTX, tenantID, eventID uuid.UU
 // VerifyAuditChain recomputes every payload hash and event hash of the
 // tenant's events and checks each aggregate's versions are contiguous and
 // linked to their predecessor. It returns the number of events checked.
-func (s *Store) VerifyAuditChain(ctx context.Context, db DBTX, tenantID uuid.UUID) (int, error) {
-	rows, _ := db.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE tenant_id = $1
+func (q *Queries) VerifyAuditChain(ctx context.Context, tenantID uuid.UUID) (int, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE tenant_id = $1
 		ORDER BY aggregate_type, aggregate_id, aggregate_version`, tenantID)
 	events, err := pgx.CollectRows(rows, pgx.RowToStructByName[Event])
 	if err != nil {

@@ -23,7 +23,7 @@ func (e env) append(t *testing.T, in store.EventInput) (store.AppendResult, erro
 	var res store.AppendResult
 	err := e.store.InTx(e.ctx, func(tx pgx.Tx) error {
 		var err error
-		res, err = e.store.AppendEvent(e.ctx, tx, e.river, in)
+		res, err = e.store.WithTx(tx).AppendEvent(e.ctx, e.river, in)
 		return err
 	})
 	return res, err
@@ -70,7 +70,7 @@ func TestAppendEventBuildsHashChain(t *testing.T) {
 	require.Equal(t, hash.SHA256Hex([]byte(`{"a":1,"b":2}`)), first.PayloadHash)
 
 	// event_hash is BPC-EVENT-1 over the stored fields, recomputed independently of the store.
-	stored, err := e.store.GetEvent(e.ctx, e.pool, store.DevTenantID, second.EventID)
+	stored, err := e.store.GetEvent(e.ctx, store.DevTenantID, second.EventID)
 	require.NoError(t, err)
 	require.Equal(t, "operator-7", *stored.ActorID)
 	want, err := audit.Hash(audit.Event{
@@ -82,7 +82,7 @@ func TestAppendEventBuildsHashChain(t *testing.T) {
 	require.Equal(t, want, stored.EventHash)
 	require.Equal(t, second.EventHash, stored.EventHash, "the hash returned equals the hash stored")
 
-	n, err := e.store.VerifyAuditChain(e.ctx, e.pool, store.DevTenantID)
+	n, err := e.store.VerifyAuditChain(e.ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
 }
@@ -95,7 +95,7 @@ func TestAppendEventRejectsFractionalPayload(t *testing.T) {
 		ve := requireCode(t, err, errcode.Validation)
 		require.Equal(t, "payload", ve.Field, payload)
 	}
-	n, err := e.store.VerifyAuditChain(e.ctx, e.pool, store.DevTenantID)
+	n, err := e.store.VerifyAuditChain(e.ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing was appended")
 }
@@ -121,7 +121,7 @@ func TestEventsTableIsAppendOnly(t *testing.T) {
 		require.Equal(t, "23001", pgErr.Code, "restrict_violation: %s", pgErr.Message)
 		require.Contains(t, pgErr.Message, "append-only")
 	}
-	n, err := e.store.VerifyAuditChain(e.ctx, e.pool, store.DevTenantID)
+	n, err := e.store.VerifyAuditChain(e.ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 }
@@ -151,14 +151,14 @@ func TestVerifyAuditChainDetectsTampering(t *testing.T) {
 	e := newEnv(t)
 	tenants := make([]uuid.UUID, len(tests))
 	for i := range tests {
-		tn, err := e.store.CreateTenant(e.ctx, e.pool, fmt.Sprintf("tamper-%d", i), "Tamper")
+		tn, err := e.store.CreateTenant(e.ctx, fmt.Sprintf("tamper-%d", i), "Tamper")
 		require.NoError(t, err)
 		tenants[i] = tn.TenantID
 		agg := uuid.New()
 		for _, payload := range []string{`{"n":1}`, `{"n":2}`, `{"n":3}`} {
 			e.mustAppend(t, passportEvent(tn.TenantID, agg, "passport.updated", payload))
 		}
-		n, err := e.store.VerifyAuditChain(e.ctx, e.pool, tn.TenantID)
+		n, err := e.store.VerifyAuditChain(e.ctx, tn.TenantID)
 		require.NoError(t, err)
 		require.Equal(t, 3, n)
 	}
@@ -166,7 +166,7 @@ func TestVerifyAuditChainDetectsTampering(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e.exec(t, tt.tamper, tenants[i])
-			_, err := e.store.VerifyAuditChain(e.ctx, e.pool, tenants[i])
+			_, err := e.store.VerifyAuditChain(e.ctx, tenants[i])
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tt.wantError)
 		})
@@ -188,11 +188,11 @@ func TestAppendEventConcurrentAppendIsVersionConflict(t *testing.T) {
 	var pid2 int
 	require.NoError(t, tx2.QueryRow(e.ctx, `SELECT pg_backend_pid()`).Scan(&pid2))
 
-	_, err = e.store.AppendEvent(e.ctx, tx1, e.river, passportEvent(store.DevTenantID, agg, "passport.compiled", `{"by":1}`))
+	_, err = e.store.WithTx(tx1).AppendEvent(e.ctx, e.river, passportEvent(store.DevTenantID, agg, "passport.compiled", `{"by":1}`))
 	require.NoError(t, err)
 	second := make(chan error, 1)
 	go func() {
-		_, err := e.store.AppendEvent(e.ctx, tx2, e.river, passportEvent(store.DevTenantID, agg, "passport.compiled", `{"by":2}`))
+		_, err := e.store.WithTx(tx2).AppendEvent(e.ctx, e.river, passportEvent(store.DevTenantID, agg, "passport.compiled", `{"by":2}`))
 		second <- err
 	}()
 	waitUntilBlocked(t, e, pid2)
@@ -202,7 +202,7 @@ func TestAppendEventConcurrentAppendIsVersionConflict(t *testing.T) {
 	conflict := requireCode(t, err, errcode.EventVersionConflict)
 	require.True(t, conflict.Retryable(), "a version conflict is retried")
 
-	n, err := e.store.VerifyAuditChain(e.ctx, e.pool, store.DevTenantID)
+	n, err := e.store.VerifyAuditChain(e.ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 }
@@ -210,15 +210,15 @@ func TestAppendEventConcurrentAppendIsVersionConflict(t *testing.T) {
 func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other, err := e.store.CreateTenant(e.ctx, e.pool, "other", "Other")
+	other, err := e.store.CreateTenant(e.ctx, "other", "Other")
 	require.NoError(t, err)
 
 	endpoint := func(tenantID uuid.UUID, eventType string) store.WebhookEndpoint {
 		t.Helper()
-		ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, tenantID, "https://hooks.example/"+uuid.NewString(), "whsec-0123456789abcdef")
+		ep, err := e.store.CreateWebhookEndpoint(e.ctx, tenantID, "https://hooks.example/"+uuid.NewString(), "whsec-0123456789abcdef")
 		require.NoError(t, err)
 		if eventType != "" {
-			_, err = e.store.CreateWebhookSubscription(e.ctx, e.pool, tenantID, ep.WebhookEndpointID, eventType)
+			_, err = e.store.CreateWebhookSubscription(e.ctx, tenantID, ep.WebhookEndpointID, eventType)
 			require.NoError(t, err)
 		}
 		return ep
@@ -226,14 +226,14 @@ func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {
 	exact := endpoint(store.DevTenantID, "passport.activated")
 	wildcard := endpoint(store.DevTenantID, "*")
 	both := endpoint(store.DevTenantID, "passport.activated")
-	_, err = e.store.CreateWebhookSubscription(e.ctx, e.pool, store.DevTenantID, both.WebhookEndpointID, "*")
+	_, err = e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, both.WebhookEndpointID, "*")
 	require.NoError(t, err)
 	unrelated := endpoint(store.DevTenantID, "passport.created")
 	inactive := endpoint(store.DevTenantID, "passport.activated")
-	_, err = e.store.UpdateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, inactive.WebhookEndpointID, "", ptr(false))
+	_, err = e.store.UpdateWebhookEndpoint(e.ctx, store.DevTenantID, inactive.WebhookEndpointID, "", ptr(false))
 	require.NoError(t, err)
 	deleted := endpoint(store.DevTenantID, "passport.activated")
-	require.NoError(t, e.store.DeleteWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, deleted.WebhookEndpointID))
+	require.NoError(t, e.store.DeleteWebhookEndpoint(e.ctx, store.DevTenantID, deleted.WebhookEndpointID))
 	foreign := endpoint(other.TenantID, "passport.activated")
 	_ = endpoint(other.TenantID, "*")
 
@@ -252,7 +252,7 @@ func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {
 	}
 
 	for _, ref := range res.Deliveries {
-		d, err := e.store.GetWebhookDelivery(e.ctx, e.pool, store.DevTenantID, ref.WebhookDeliveryID)
+		d, err := e.store.GetWebhookDelivery(e.ctx, store.DevTenantID, ref.WebhookDeliveryID)
 		require.NoError(t, err)
 		require.Equal(t, store.DeliveryPending, d.Status)
 		require.Equal(t, res.Event.EventID, d.EventID)
@@ -270,7 +270,7 @@ func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {
 		require.Equal(t, ref.WebhookDeliveryID, args.WebhookDeliveryID)
 		require.Equal(t, store.DevTenantID, args.TenantID)
 
-		toSend, err := e.store.LoadDeliveryToSend(e.ctx, e.pool, store.DevTenantID, ref.WebhookDeliveryID)
+		toSend, err := e.store.LoadDeliveryToSend(e.ctx, store.DevTenantID, ref.WebhookDeliveryID)
 		require.NoError(t, err)
 		require.Equal(t, ref.WebhookEndpointID, toSend.Endpoint.WebhookEndpointID)
 		require.Equal(t, "whsec-0123456789abcdef", toSend.Endpoint.Secret)
@@ -300,15 +300,15 @@ func TestAppendEventWithoutSubscribersHasNoDeliveries(t *testing.T) {
 func TestAppendEventDeliverToSendsToExactlyThatEndpoint(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other, err := e.store.CreateTenant(e.ctx, e.pool, "other", "Other")
+	other, err := e.store.CreateTenant(e.ctx, "other", "Other")
 	require.NoError(t, err)
-	target, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://a.example/hook", "whsec-0123456789abcdef")
+	target, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://a.example/hook", "whsec-0123456789abcdef")
 	require.NoError(t, err)
-	subscribed, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, store.DevTenantID, "https://b.example/hook", "whsec-0123456789abcdef")
+	subscribed, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://b.example/hook", "whsec-0123456789abcdef")
 	require.NoError(t, err)
-	_, err = e.store.CreateWebhookSubscription(e.ctx, e.pool, store.DevTenantID, subscribed.WebhookEndpointID, "*")
+	_, err = e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, subscribed.WebhookEndpointID, "*")
 	require.NoError(t, err)
-	foreign, err := e.store.CreateWebhookEndpoint(e.ctx, e.pool, other.TenantID, "https://c.example/hook", "whsec-0123456789abcdef")
+	foreign, err := e.store.CreateWebhookEndpoint(e.ctx, other.TenantID, "https://c.example/hook", "whsec-0123456789abcdef")
 	require.NoError(t, err)
 
 	in := passportEvent(store.DevTenantID, target.WebhookEndpointID, "webhook.ping", `{}`)
@@ -329,10 +329,10 @@ func TestAppendEventDeliverToSendsToExactlyThatEndpoint(t *testing.T) {
 func TestGetEventIsTenantScoped(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other, err := e.store.CreateTenant(e.ctx, e.pool, "other", "Other")
+	other, err := e.store.CreateTenant(e.ctx, "other", "Other")
 	require.NoError(t, err)
 	ev := e.mustAppend(t, passportEvent(store.DevTenantID, uuid.New(), "passport.created", `{}`)).Event
-	_, err = e.store.GetEvent(e.ctx, e.pool, other.TenantID, ev.EventID)
+	_, err = e.store.GetEvent(e.ctx, other.TenantID, ev.EventID)
 	requireCode(t, err, errcode.NotFound)
 	require.True(t, errors.Is(err, store.ErrNotFound))
 }

@@ -23,7 +23,7 @@ import (
 type env struct {
 	ctx   context.Context
 	pool  *pgxpool.Pool
-	store *store.Store
+	store *store.Queries
 	river *river.Client[pgx.Tx]
 }
 
@@ -41,7 +41,7 @@ func (e env) enqueue(t *testing.T, reqs ...store.EnqueueRequest) ([]store.Enqueu
 	var res []store.EnqueueResult
 	err := e.store.InTx(e.ctx, func(tx pgx.Tx) error {
 		var err error
-		res, err = e.store.EnqueueTx(e.ctx, tx, e.river, reqs)
+		res, err = e.store.WithTx(tx).EnqueueTx(e.ctx, e.river, reqs)
 		return err
 	})
 	return res, err
@@ -58,7 +58,7 @@ func (e env) mustEnqueue(t *testing.T, req store.EnqueueRequest) store.Job {
 
 func (e env) job(t *testing.T, tenantID, jobID uuid.UUID) store.Job {
 	t.Helper()
-	j, err := e.store.GetJob(e.ctx, e.pool, tenantID, jobID)
+	j, err := e.store.GetJob(e.ctx, tenantID, jobID)
 	require.NoError(t, err)
 	return j
 }
@@ -72,7 +72,7 @@ func (e env) exec(t *testing.T, sql string, args ...any) {
 // requireConsistent asserts that CheckConsistency finds no drift.
 func (e env) requireConsistent(t *testing.T) store.ConsistencyReport {
 	t.Helper()
-	rep, err := e.store.CheckConsistency(e.ctx, e.pool)
+	rep, err := e.store.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
 	return rep

@@ -13,9 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
-	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/jobargs"
 )
 
@@ -71,8 +69,8 @@ const jobColumns = `job_id, tenant_id, type, status, priority, attempts, max_att
 	lease_owner, lease_expires_at, last_error, river_job_id, river_deleted_at, created_at, updated_at`
 
 // GetJob returns the tenant's job.
-func (s *Store) GetJob(ctx context.Context, db DBTX, tenantID, jobID uuid.UUID) (Job, error) {
-	rows, _ := db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2`, tenantID, jobID)
+func (q *Queries) GetJob(ctx context.Context, tenantID, jobID uuid.UUID) (Job, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2`, tenantID, jobID)
 	job, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Job])
 	if err != nil {
 		return Job{}, notFound(err, "job", jobID)
@@ -81,8 +79,8 @@ func (s *Store) GetJob(ctx context.Context, db DBTX, tenantID, jobID uuid.UUID) 
 }
 
 // GetJobForUpdate returns the tenant's job and locks its row until the end of tx.
-func (s *Store) GetJobForUpdate(ctx context.Context, tx pgx.Tx, tenantID, jobID uuid.UUID) (Job, error) {
-	rows, _ := tx.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2 FOR UPDATE`, tenantID, jobID)
+func (q *Queries) GetJobForUpdate(ctx context.Context, tenantID, jobID uuid.UUID) (Job, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2 FOR UPDATE`, tenantID, jobID)
 	job, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Job])
 	if err != nil {
 		return Job{}, notFound(err, "job", jobID)
@@ -112,7 +110,7 @@ type jobCursor struct {
 }
 
 // ListJobs returns the tenant's jobs newest first with keyset pagination.
-func (s *Store) ListJobs(ctx context.Context, db DBTX, f JobFilter) (JobPage, error) {
+func (q *Queries) ListJobs(ctx context.Context, f JobFilter) (JobPage, error) {
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 50
 	}
@@ -135,7 +133,7 @@ func (s *Store) ListJobs(ctx context.Context, db DBTX, f JobFilter) (JobPage, er
 		where = append(where, fmt.Sprintf("(created_at, job_id) < ($%d, $%d)", len(args)-1, len(args)))
 	}
 	args = append(args, f.Limit+1)
-	rows, _ := db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE `+strings.Join(where, " AND ")+
+	rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE `+strings.Join(where, " AND ")+
 		fmt.Sprintf(` ORDER BY created_at DESC, job_id DESC LIMIT $%d`, len(args)), args...)
 	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
 	if err != nil {
@@ -196,7 +194,7 @@ var ErrIdempotencyRace = errors.New("concurrent enqueue with the same idempotenc
 // idempotency key and request hash passed in River's metadata. A repeated
 // idempotency key with the same request hash returns the existing job; with
 // a different one, IDEMPOTENCY_CONFLICT.
-func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, ins Inserter, reqs []EnqueueRequest) ([]EnqueueResult, error) {
+func (q *Queries) EnqueueTx(ctx context.Context, ins Inserter, reqs []EnqueueRequest) ([]EnqueueResult, error) {
 	results := make([]EnqueueResult, len(reqs))
 	// For each request: the index of its new job in newIDs, or -1 when it
 	// resolved to an existing job; sameAs[i] >= 0 when request i repeats an
@@ -218,7 +216,7 @@ func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, ins Inserter, reqs []E
 				continue
 			}
 			firstWithKey[key] = i
-			existing, err := s.jobByIdempotencyKey(ctx, tx, req.Args.Tenant(), req.Args.Kind(), req.IdempotencyKey)
+			existing, err := q.jobByIdempotencyKey(ctx, req.Args.Tenant(), req.Args.Kind(), req.IdempotencyKey)
 			if err == nil {
 				if existing.RequestHash == nil || *existing.RequestHash != req.RequestHash {
 					return nil, idempotencyConflict(req.IdempotencyKey)
@@ -243,13 +241,17 @@ func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, ins Inserter, reqs []E
 		newIDs = append(newIDs, id)
 	}
 	if len(params) > 0 {
+		tx, err := q.tx()
+		if err != nil {
+			return nil, err
+		}
 		if _, err := ins.InsertManyTx(ctx, tx, params); err != nil {
 			if IsUniqueViolation(err, "jobs_idempotency_key_uniq") {
 				return nil, ErrIdempotencyRace
 			}
 			return nil, fmt.Errorf("error inserting River jobs: %w", err)
 		}
-		rows, _ := tx.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE job_id = ANY($1)`, newIDs)
+		rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE job_id = ANY($1)`, newIDs)
 		jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
 		if err != nil {
 			return nil, fmt.Errorf("error reading enqueued jobs: %w", err)
@@ -281,8 +283,8 @@ func idempotencyConflict(key string) error {
 	return errcode.New(errcode.IdempotencyConflict, "idempotency key %q was used for a different request", key)
 }
 
-func (s *Store) jobByIdempotencyKey(ctx context.Context, db DBTX, tenantID uuid.UUID, kind, key string) (Job, error) {
-	rows, _ := db.Query(ctx, `SELECT `+jobColumns+` FROM jobs
+func (q *Queries) jobByIdempotencyKey(ctx context.Context, tenantID uuid.UUID, kind, key string) (Job, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs
 		WHERE tenant_id = $1 AND type = $2 AND idempotency_key = $3`, tenantID, kind, key)
 	job, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Job])
 	if err != nil {
@@ -319,8 +321,8 @@ func insertOpts(req EnqueueRequest, jobID uuid.UUID) (*river.InsertOpts, error) 
 
 // JobByRiverID returns the SSOT job mirroring a River job, across tenants
 // (used by workers, which know the River job, and by operator tools).
-func (s *Store) JobByRiverID(ctx context.Context, db DBTX, riverJobID int64) (Job, error) {
-	rows, _ := db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE river_job_id = $1`, riverJobID)
+func (q *Queries) JobByRiverID(ctx context.Context, riverJobID int64) (Job, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE river_job_id = $1`, riverJobID)
 	job, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Job])
 	if err != nil {
 		return Job{}, notFound(err, "job for River job", riverJobID)
@@ -330,8 +332,8 @@ func (s *Store) JobByRiverID(ctx context.Context, db DBTX, riverJobID int64) (Jo
 
 // JobsByRiverIDs returns the SSOT jobs mirroring the given River jobs,
 // across tenants (River UI is an operator tool over every tenant).
-func (s *Store) JobsByRiverIDs(ctx context.Context, db DBTX, riverJobIDs []int64) ([]Job, error) {
-	rows, _ := db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE river_job_id = ANY($1) ORDER BY river_job_id`, riverJobIDs)
+func (q *Queries) JobsByRiverIDs(ctx context.Context, riverJobIDs []int64) ([]Job, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE river_job_id = ANY($1) ORDER BY river_job_id`, riverJobIDs)
 	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
 	if err != nil {
 		return nil, fmt.Errorf("error loading jobs of River jobs %v: %w", riverJobIDs, err)
@@ -339,22 +341,16 @@ func (s *Store) JobsByRiverIDs(ctx context.Context, db DBTX, riverJobIDs []int64
 	return jobs, nil
 }
 
-// EnqueueArgs enqueues one job in tx with the type's defaults: what handlers
-// do to start the next step and domain endpoints to start a job. With an
-// idempotency key, enqueueing the same args again returns the existing job
-// (the request hash is the one the admin API computes for a plain request).
-func (s *Store) EnqueueArgs(ctx context.Context, tx pgx.Tx, ins Inserter, args jobargs.Args, idempotencyKey string) (Job, error) {
-	if err := args.Validate(); err != nil {
-		return Job{}, err
-	}
-	doc := map[string]any{"type": args.Kind(), "tenant_id": args.Tenant().String(), "args": args}
-	b, err := canonjson.Marshal(doc)
+// CountAvailable counts the available River jobs of queue, stopping at
+// limit: a full count of a deep queue would cost more than the answer is
+// worth to a caller comparing it with a threshold.
+func (q *Queries) CountAvailable(ctx context.Context, queue string, limit int) (int, error) {
+	var n int
+	err := q.db.QueryRow(ctx, `SELECT count(*) FROM (
+			SELECT 1 FROM river_job WHERE state = 'available' AND queue = $1 LIMIT $2) AS q`,
+		queue, limit).Scan(&n)
 	if err != nil {
-		return Job{}, errcode.Wrap(errcode.Internal, err, "error fingerprinting job: %s", err.Error())
+		return 0, fmt.Errorf("error measuring queue %s: %w", queue, err)
 	}
-	res, err := s.EnqueueTx(ctx, tx, ins, []EnqueueRequest{{Args: args, IdempotencyKey: idempotencyKey, RequestHash: hash.SHA256Hex(b)}})
-	if err != nil {
-		return Job{}, err
-	}
-	return res[0].Job, nil
+	return n, nil
 }

@@ -50,7 +50,7 @@ func TestEnqueueWritesSSOTRowMirroringRiver(t *testing.T) {
 	require.NoError(t, json.Unmarshal(meta, &m))
 	require.Equal(t, jobID.String(), m["bpc_job_id"])
 
-	byRiver, err := e.store.JobByRiverID(e.ctx, e.pool, riverID)
+	byRiver, err := e.store.JobByRiverID(e.ctx, riverID)
 	require.NoError(t, err)
 	require.Equal(t, jobID, byRiver.JobID)
 	e.requireConsistent(t)
@@ -113,7 +113,7 @@ func TestEnqueueIdempotency(t *testing.T) {
 	})
 
 	t.Run("key is scoped to type and tenant", func(t *testing.T) {
-		other, err := e.store.CreateTenant(e.ctx, e.pool, "idem-other", "Other")
+		other, err := e.store.CreateTenant(e.ctx, "idem-other", "Other")
 		require.NoError(t, err)
 		res, err := e.enqueue(t,
 			store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID), IdempotencyKey: "order-42", RequestHash: "hash-a"},
@@ -163,11 +163,11 @@ func TestEnqueueConcurrentSameKeyIsAnIdempotencyRace(t *testing.T) {
 	var pid2 int
 	require.NoError(t, tx2.QueryRow(e.ctx, `SELECT pg_backend_pid()`).Scan(&pid2))
 
-	_, err = e.store.EnqueueTx(e.ctx, tx1, e.river, []store.EnqueueRequest{req})
+	_, err = e.store.WithTx(tx1).EnqueueTx(e.ctx, e.river, []store.EnqueueRequest{req})
 	require.NoError(t, err)
 	second := make(chan error, 1)
 	go func() {
-		_, err := e.store.EnqueueTx(e.ctx, tx2, e.river, []store.EnqueueRequest{req})
+		_, err := e.store.WithTx(tx2).EnqueueTx(e.ctx, e.river, []store.EnqueueRequest{req})
 		second <- err
 	}()
 	waitUntilBlocked(t, e, pid2)
@@ -195,7 +195,7 @@ func waitUntilBlocked(t *testing.T, e env, pid int) {
 func TestListJobsFiltersAndIsolatesTenants(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other, err := e.store.CreateTenant(e.ctx, e.pool, "acme", "Acme")
+	other, err := e.store.CreateTenant(e.ctx, "acme", "Acme")
 	require.NoError(t, err)
 
 	parse := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
@@ -213,7 +213,7 @@ func TestListJobsFiltersAndIsolatesTenants(t *testing.T) {
 	}
 	list := func(f store.JobFilter) store.JobPage {
 		t.Helper()
-		p, err := e.store.ListJobs(e.ctx, e.pool, f)
+		p, err := e.store.ListJobs(e.ctx, f)
 		require.NoError(t, err)
 		return p
 	}
@@ -233,7 +233,7 @@ func TestListJobsFiltersAndIsolatesTenants(t *testing.T) {
 	require.NotNil(t, empty.Items, "an empty page serialises as [] not null")
 	require.Empty(t, empty.Items)
 
-	_, err = e.store.GetJob(e.ctx, e.pool, other.TenantID, parse.JobID)
+	_, err = e.store.GetJob(e.ctx, other.TenantID, parse.JobID)
 	requireCode(t, err, errcode.NotFound)
 }
 
@@ -249,7 +249,7 @@ func TestListJobsKeysetPagination(t *testing.T) {
 	var pages [][]store.Job
 	f := store.JobFilter{TenantID: store.DevTenantID, Limit: 3}
 	for {
-		p, err := e.store.ListJobs(e.ctx, e.pool, f)
+		p, err := e.store.ListJobs(e.ctx, f)
 		require.NoError(t, err)
 		pages = append(pages, p.Items)
 		if p.NextCursor == "" {
@@ -295,7 +295,7 @@ func TestListJobsPaginationWithEqualCreatedAt(t *testing.T) {
 	seen := map[uuid.UUID]bool{}
 	f := store.JobFilter{TenantID: store.DevTenantID, Limit: 2}
 	for range 5 {
-		p, err := e.store.ListJobs(e.ctx, e.pool, f)
+		p, err := e.store.ListJobs(e.ctx, f)
 		require.NoError(t, err)
 		for _, j := range p.Items {
 			require.False(t, seen[j.JobID], "duplicate %s", j.JobID)
@@ -313,7 +313,7 @@ func TestListJobsBadCursorIsValidationError(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	for _, cursor := range []string{"not base64 !", "e30", "bm9wZQ"} { // garbage, "{}", "nope"
-		_, err := e.store.ListJobs(e.ctx, e.pool, store.JobFilter{TenantID: store.DevTenantID, Cursor: cursor})
+		_, err := e.store.ListJobs(e.ctx, store.JobFilter{TenantID: store.DevTenantID, Cursor: cursor})
 		ve := requireCode(t, err, errcode.Validation)
 		require.Equal(t, "cursor", ve.Field)
 	}
@@ -322,14 +322,14 @@ func TestListJobsBadCursorIsValidationError(t *testing.T) {
 func TestGetJobUnknownIsNotFound(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.store.GetJob(e.ctx, e.pool, store.DevTenantID, uuid.New())
+	_, err := e.store.GetJob(e.ctx, store.DevTenantID, uuid.New())
 	requireCode(t, err, errcode.NotFound)
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = e.store.JobByRiverID(e.ctx, e.pool, 987654)
+	_, err = e.store.JobByRiverID(e.ctx, 987654)
 	requireCode(t, err, errcode.NotFound)
 
 	err = e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, err := e.store.GetJobForUpdate(e.ctx, tx, store.DevTenantID, uuid.New())
+		_, err := e.store.WithTx(tx).GetJobForUpdate(e.ctx, store.DevTenantID, uuid.New())
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)

@@ -42,7 +42,7 @@ type LeaseHold struct {
 // ttl in one statement and reports, per River job id, what it found. It
 // never waits for a lock: a row locked by a transaction in flight (the
 // handler committing its completion) is LeaseBusy, not lost.
-func (s *Store) RenewLeases(ctx context.Context, db DBTX, holds []LeaseHold, owner string, ttl time.Duration) (map[int64]LeaseRenewal, error) {
+func (q *Queries) RenewLeases(ctx context.Context, holds []LeaseHold, owner string, ttl time.Duration) (map[int64]LeaseRenewal, error) {
 	out := make(map[int64]LeaseRenewal, len(holds))
 	if len(holds) == 0 {
 		return out, nil
@@ -52,7 +52,7 @@ func (s *Store) RenewLeases(ctx context.Context, db DBTX, holds []LeaseHold, own
 	for i, h := range holds {
 		ids[i], attempts[i] = h.RiverJobID, int32(h.Attempt)
 	}
-	rows, _ := db.Query(ctx, `WITH input AS (
+	rows, _ := q.db.Query(ctx, `WITH input AS (
 			SELECT * FROM unnest($1::bigint[], $2::int[]) AS u(rid, attempt)),
 		target AS (
 			SELECT j.job_id, j.river_job_id FROM jobs j JOIN input i ON j.river_job_id = i.rid
@@ -101,10 +101,10 @@ func (s *Store) RenewLeases(ctx context.Context, db DBTX, holds []LeaseHold, own
 // reaper (which skips locked rows) cannot take the job back between this
 // check and the commit. A lost lease is LEASE_EXPIRED: the transaction must
 // roll back, and its effects are left to the attempt that holds the lease.
-func (s *Store) FenceLease(ctx context.Context, tx pgx.Tx, riverJobID int64, attempt int) error {
+func (q *Queries) FenceLease(ctx context.Context, riverJobID int64, attempt int) error {
 	var state string
 	var current int
-	err := tx.QueryRow(ctx, `SELECT state::text, attempt FROM river_job WHERE id = $1 FOR UPDATE`, riverJobID).Scan(&state, &current)
+	err := q.db.QueryRow(ctx, `SELECT state::text, attempt FROM river_job WHERE id = $1 FOR UPDATE`, riverJobID).Scan(&state, &current)
 	if err != nil {
 		return notFound(err, "River job", riverJobID)
 	}
@@ -112,7 +112,7 @@ func (s *Store) FenceLease(ctx context.Context, tx pgx.Tx, riverJobID int64, att
 		return errcode.New(errcode.LeaseExpired, "attempt %d of River job %d lost its lease (the job is %s, attempt %d)", attempt, riverJobID, state, current)
 	}
 	var live bool
-	err = tx.QueryRow(ctx, `SELECT lease_expires_at > clock_timestamp() FROM jobs WHERE river_job_id = $1`, riverJobID).Scan(&live)
+	err = q.db.QueryRow(ctx, `SELECT lease_expires_at > clock_timestamp() FROM jobs WHERE river_job_id = $1`, riverJobID).Scan(&live)
 	if err != nil {
 		return notFound(err, "SSOT job of River job", riverJobID)
 	}
@@ -161,12 +161,12 @@ type ReapedJob struct {
 // between breaks the run (a snooze appends none: it neither counts nor
 // breaks); an operator's retry does not, so a retried poison job is
 // discarded at its next loss. maxLosses below 1 sets no limit.
-func (s *Store) ReapExpiredLeases(ctx context.Context, limit, maxLosses int) ([]ReapedJob, error) {
+func (q *Queries) ReapExpiredLeases(ctx context.Context, limit, maxLosses int) ([]ReapedJob, error) {
 	if maxLosses < 1 {
 		maxLosses = math.MaxInt32
 	}
 	var out []ReapedJob
-	err := s.InTx(ctx, func(tx pgx.Tx) error {
+	err := q.InTx(ctx, func(tx pgx.Tx) error {
 		var locked bool
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(reaperLock)).Scan(&locked); err != nil {
 			return fmt.Errorf("error taking the reaper lock: %w", err)

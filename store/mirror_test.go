@@ -83,7 +83,7 @@ func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 	require.NotNil(t, got.RiverDeletedAt)
 	require.Nil(t, got.LeaseOwner)
 	require.Nil(t, got.LeaseExpiresAt)
-	page, err := e.store.ListJobs(e.ctx, e.pool, store.JobFilter{TenantID: store.DevTenantID})
+	page, err := e.store.ListJobs(e.ctx, store.JobFilter{TenantID: store.DevTenantID})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 3, "TRUNCATE loses no history")
 	rep := e.requireConsistent(t)
@@ -117,7 +117,7 @@ func TestMirrorRiverJobInsertedBySQLWithoutTenant(t *testing.T) {
 	var riverID int64
 	require.NoError(t, e.pool.QueryRow(e.ctx, `INSERT INTO river_job (args, kind, max_attempts, priority, queue, state, scheduled_at)
 		VALUES ('{"x":1}', 'CUSTOM_MAINTENANCE', 3, 1, 'default', 'available', now()) RETURNING id`).Scan(&riverID))
-	job, err := e.store.JobByRiverID(e.ctx, e.pool, riverID)
+	job, err := e.store.JobByRiverID(e.ctx, riverID)
 	require.NoError(t, err)
 	require.Equal(t, store.SystemTenantID, job.TenantID, "a job without tenant belongs to the system tenant")
 	require.Equal(t, "CUSTOM_MAINTENANCE", job.Type)
@@ -280,7 +280,7 @@ func TestMirrorFiresUnderReplicaSessionRole(t *testing.T) {
 	require.NoError(t, err)
 
 	require.Equal(t, store.StatusSucceeded, e.job(t, store.DevTenantID, j.JobID).Status)
-	_, err = e.store.JobByRiverID(e.ctx, e.pool, insertedID)
+	_, err = e.store.JobByRiverID(e.ctx, insertedID)
 	require.NoError(t, err, "an insert under replica role is mirrored")
 	e.requireConsistent(t)
 }
@@ -304,7 +304,7 @@ func TestConsistencyDetectsDisabledUpdateTrigger(t *testing.T) {
 	e.exec(t, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, j.RiverJobID)
 	require.Equal(t, store.StatusQueued, e.job(t, store.DevTenantID, j.JobID).Status, "the mirror really was bypassed")
 
-	rep, err := e.store.CheckConsistency(e.ctx, e.pool)
+	rep, err := e.store.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.False(t, rep.OK())
 	require.GreaterOrEqual(t, rep.DriftCount, 2)
@@ -330,7 +330,7 @@ func TestConsistencyDetectsRiverJobWithoutSSOTRow(t *testing.T) {
 	res, err := e.river.Insert(e.ctx, parseFacts(store.DevTenantID), nil)
 	require.NoError(t, err)
 
-	rep, err := e.store.CheckConsistency(e.ctx, e.pool)
+	rep, err := e.store.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.False(t, rep.OK())
 	require.Equal(t, int64(1), rep.RiverJobs)
@@ -359,7 +359,7 @@ func TestConsistencyDetectsVanishedRiverJob(t *testing.T) {
 	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
 	e.exec(t, `DELETE FROM river_job WHERE id = $1`, j.RiverJobID)
 
-	rep, err := e.store.CheckConsistency(e.ctx, e.pool)
+	rep, err := e.store.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.False(t, rep.OK())
 	problems := driftProblems(rep)
@@ -373,7 +373,7 @@ func TestConsistencyDetectsFieldDrift(t *testing.T) {
 	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	// Someone edits the mirror by hand.
 	e.exec(t, `UPDATE jobs SET attempts = 3, priority = 0, queue = 'elsewhere', lease_owner = 'ghost' WHERE job_id = $1`, j.JobID)
-	rep, err := e.store.CheckConsistency(e.ctx, e.pool)
+	rep, err := e.store.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, 4, rep.DriftCount, driftProblems(rep))
 	problems := driftProblems(rep)

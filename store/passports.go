@@ -110,8 +110,8 @@ const passportVersionColumns = `passport_version_id, tenant_id, passport_id, ver
 	qr_payload, compile_river_job_id, created_at, signed_at, qr_generated_at, activated_at, superseded_at`
 
 // CreateBatteryProduct creates a product; a repeated SKU is CONFLICT.
-func (s *Store) CreateBatteryProduct(ctx context.Context, db DBTX, tenantID uuid.UUID, sku, name string) (BatteryProduct, error) {
-	rows, _ := db.Query(ctx, `INSERT INTO battery_products (battery_product_id, tenant_id, sku, name) VALUES ($1, $2, $3, $4)
+func (q *Queries) CreateBatteryProduct(ctx context.Context, tenantID uuid.UUID, sku, name string) (BatteryProduct, error) {
+	rows, _ := q.db.Query(ctx, `INSERT INTO battery_products (battery_product_id, tenant_id, sku, name) VALUES ($1, $2, $3, $4)
 		RETURNING `+productColumns, uuid.New(), tenantID, sku, name)
 	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[BatteryProduct])
 	switch {
@@ -126,8 +126,8 @@ func (s *Store) CreateBatteryProduct(ctx context.Context, db DBTX, tenantID uuid
 }
 
 // GetBatteryProduct returns the tenant's product.
-func (s *Store) GetBatteryProduct(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (BatteryProduct, error) {
-	rows, _ := db.Query(ctx, `SELECT `+productColumns+` FROM battery_products WHERE tenant_id = $1 AND battery_product_id = $2`, tenantID, id)
+func (q *Queries) GetBatteryProduct(ctx context.Context, tenantID, id uuid.UUID) (BatteryProduct, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+productColumns+` FROM battery_products WHERE tenant_id = $1 AND battery_product_id = $2`, tenantID, id)
 	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[BatteryProduct])
 	if err != nil {
 		return BatteryProduct{}, notFound(err, "battery product", id)
@@ -136,8 +136,8 @@ func (s *Store) GetBatteryProduct(ctx context.Context, db DBTX, tenantID, id uui
 }
 
 // ListBatteryProducts returns the tenant's products by SKU.
-func (s *Store) ListBatteryProducts(ctx context.Context, db DBTX, tenantID uuid.UUID) ([]BatteryProduct, error) {
-	rows, _ := db.Query(ctx, `SELECT `+productColumns+` FROM battery_products WHERE tenant_id = $1 ORDER BY sku`, tenantID)
+func (q *Queries) ListBatteryProducts(ctx context.Context, tenantID uuid.UUID) ([]BatteryProduct, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+productColumns+` FROM battery_products WHERE tenant_id = $1 ORDER BY sku`, tenantID)
 	ps, err := pgx.CollectRows(rows, pgx.RowToStructByName[BatteryProduct])
 	if err != nil {
 		return nil, fmt.Errorf("error listing battery products: %w", err)
@@ -146,8 +146,8 @@ func (s *Store) ListBatteryProducts(ctx context.Context, db DBTX, tenantID uuid.
 }
 
 // CreatePassport creates a passport for a product.
-func (s *Store) CreatePassport(ctx context.Context, db DBTX, tenantID, productID uuid.UUID) (Passport, error) {
-	rows, _ := db.Query(ctx, `INSERT INTO passports (passport_id, tenant_id, battery_product_id) VALUES ($1, $2, $3)
+func (q *Queries) CreatePassport(ctx context.Context, tenantID, productID uuid.UUID) (Passport, error) {
+	rows, _ := q.db.Query(ctx, `INSERT INTO passports (passport_id, tenant_id, battery_product_id) VALUES ($1, $2, $3)
 		RETURNING `+passportColumns, uuid.New(), tenantID, productID)
 	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Passport])
 	if IsForeignKeyViolation(err) {
@@ -160,8 +160,8 @@ func (s *Store) CreatePassport(ctx context.Context, db DBTX, tenantID, productID
 }
 
 // GetPassport returns the tenant's passport.
-func (s *Store) GetPassport(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (Passport, error) {
-	rows, _ := db.Query(ctx, `SELECT `+passportColumns+` FROM passports WHERE tenant_id = $1 AND passport_id = $2`, tenantID, id)
+func (q *Queries) GetPassport(ctx context.Context, tenantID, id uuid.UUID) (Passport, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+passportColumns+` FROM passports WHERE tenant_id = $1 AND passport_id = $2`, tenantID, id)
 	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Passport])
 	if err != nil {
 		return Passport{}, notFound(err, "passport", id)
@@ -170,8 +170,8 @@ func (s *Store) GetPassport(ctx context.Context, db DBTX, tenantID, id uuid.UUID
 }
 
 // ListPassportVersions returns a passport's versions, newest first.
-func (s *Store) ListPassportVersions(ctx context.Context, db DBTX, tenantID, passportID uuid.UUID) ([]PassportVersion, error) {
-	rows, _ := db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions
+func (q *Queries) ListPassportVersions(ctx context.Context, tenantID, passportID uuid.UUID) ([]PassportVersion, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions
 		WHERE tenant_id = $1 AND passport_id = $2 ORDER BY version DESC`, tenantID, passportID)
 	vs, err := pgx.CollectRows(rows, pgx.RowToStructByName[PassportVersion])
 	if err != nil {
@@ -183,13 +183,13 @@ func (s *Store) ListPassportVersions(ctx context.Context, db DBTX, tenantID, pas
 // InsertPassportVersion stores a compiled version (COMPILING) as the
 // passport's next version. A version stored before by the same River job
 // (a re-run of a completed compile job) is returned instead, existed = true.
-func (s *Store) InsertPassportVersion(ctx context.Context, tx pgx.Tx, in NewPassportVersion) (PassportVersion, bool, error) {
+func (q *Queries) InsertPassportVersion(ctx context.Context, in NewPassportVersion) (PassportVersion, bool, error) {
 	var locked uuid.UUID
-	if err := tx.QueryRow(ctx, `SELECT passport_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`,
+	if err := q.db.QueryRow(ctx, `SELECT passport_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`,
 		in.TenantID, in.PassportID).Scan(&locked); err != nil {
 		return PassportVersion{}, false, notFound(err, "passport", in.PassportID)
 	}
-	rows, _ := tx.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions WHERE compile_river_job_id = $1`, in.CompileRiverJobID)
+	rows, _ := q.db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions WHERE compile_river_job_id = $1`, in.CompileRiverJobID)
 	existing, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportVersion])
 	if err == nil {
 		return existing, true, nil
@@ -197,7 +197,7 @@ func (s *Store) InsertPassportVersion(ctx context.Context, tx pgx.Tx, in NewPass
 	if err != pgx.ErrNoRows {
 		return PassportVersion{}, false, fmt.Errorf("error looking up the compiled version: %w", err)
 	}
-	rows, _ = tx.Query(ctx, `INSERT INTO passport_versions (passport_version_id, tenant_id, passport_id, version, status,
+	rows, _ = q.db.Query(ctx, `INSERT INTO passport_versions (passport_version_id, tenant_id, passport_id, version, status,
 			snapshot_id, rule_package_version_id, compiler_build_id, issued_at, payload, payload_hash, proof, proof_root_hash,
 			receipt, receipt_hash, signing_key_id, compile_river_job_id)
 		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, 'COMPILING', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
@@ -214,8 +214,8 @@ func (s *Store) InsertPassportVersion(ctx context.Context, tx pgx.Tx, in NewPass
 
 // PassportVersionByCompileJob returns the version a River compile job
 // stored, if any (ErrNotFound otherwise).
-func (s *Store) PassportVersionByCompileJob(ctx context.Context, db DBTX, tenantID uuid.UUID, riverJobID int64) (PassportVersion, error) {
-	rows, _ := db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions
+func (q *Queries) PassportVersionByCompileJob(ctx context.Context, tenantID uuid.UUID, riverJobID int64) (PassportVersion, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions
 		WHERE tenant_id = $1 AND compile_river_job_id = $2`, tenantID, riverJobID)
 	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportVersion])
 	if err != nil {
@@ -225,17 +225,17 @@ func (s *Store) PassportVersionByCompileJob(ctx context.Context, db DBTX, tenant
 }
 
 // GetPassportVersion returns the tenant's passport version without artifacts.
-func (s *Store) GetPassportVersion(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (PassportVersion, error) {
-	return s.passportVersion(ctx, db, tenantID, id, "")
+func (q *Queries) GetPassportVersion(ctx context.Context, tenantID, id uuid.UUID) (PassportVersion, error) {
+	return q.passportVersion(ctx, tenantID, id, "")
 }
 
 // LockPassportVersion returns a version locked FOR UPDATE.
-func (s *Store) LockPassportVersion(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (PassportVersion, error) {
-	return s.passportVersion(ctx, tx, tenantID, id, " FOR UPDATE")
+func (q *Queries) LockPassportVersion(ctx context.Context, tenantID, id uuid.UUID) (PassportVersion, error) {
+	return q.passportVersion(ctx, tenantID, id, " FOR UPDATE")
 }
 
-func (s *Store) passportVersion(ctx context.Context, db DBTX, tenantID, id uuid.UUID, lock string) (PassportVersion, error) {
-	rows, _ := db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions
+func (q *Queries) passportVersion(ctx context.Context, tenantID, id uuid.UUID, lock string) (PassportVersion, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions
 		WHERE tenant_id = $1 AND passport_version_id = $2`+lock, tenantID, id)
 	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportVersion])
 	if err != nil {
@@ -245,9 +245,9 @@ func (s *Store) passportVersion(ctx context.Context, db DBTX, tenantID, id uuid.
 }
 
 // LoadPassportArtifacts returns a version's stored bytes.
-func (s *Store) LoadPassportArtifacts(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (PassportArtifacts, error) {
+func (q *Queries) LoadPassportArtifacts(ctx context.Context, tenantID, id uuid.UUID) (PassportArtifacts, error) {
 	var a PassportArtifacts
-	err := db.QueryRow(ctx, `SELECT payload, proof, receipt, receipt_signed, qr_png FROM passport_versions
+	err := q.db.QueryRow(ctx, `SELECT payload, proof, receipt, receipt_signed, qr_png FROM passport_versions
 		WHERE tenant_id = $1 AND passport_version_id = $2`, tenantID, id).
 		Scan(&a.Payload, &a.Proof, &a.Receipt, &a.ReceiptSigned, &a.QRPNG)
 	if err != nil {
@@ -257,8 +257,8 @@ func (s *Store) LoadPassportArtifacts(ctx context.Context, db DBTX, tenantID, id
 }
 
 // SetPassportVersionSigned stores the signature and moves COMPILING → SIGNED.
-func (s *Store) SetPassportVersionSigned(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID, signature, keyID, publicKey string, receiptSigned []byte) error {
-	tag, err := tx.Exec(ctx, `UPDATE passport_versions SET status = 'SIGNED', signature = $3, signing_key_id = $4,
+func (q *Queries) SetPassportVersionSigned(ctx context.Context, tenantID, id uuid.UUID, signature, keyID, publicKey string, receiptSigned []byte) error {
+	tag, err := q.db.Exec(ctx, `UPDATE passport_versions SET status = 'SIGNED', signature = $3, signing_key_id = $4,
 			signing_public_key = $5, receipt_signed = $6, signed_at = now()
 		WHERE tenant_id = $1 AND passport_version_id = $2 AND status = 'COMPILING'`,
 		tenantID, id, signature, keyID, publicKey, receiptSigned)
@@ -272,8 +272,8 @@ func (s *Store) SetPassportVersionSigned(ctx context.Context, tx pgx.Tx, tenantI
 }
 
 // SetPassportVersionQR stores the QR payload and PNG of a SIGNED version.
-func (s *Store) SetPassportVersionQR(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID, payload string, png []byte) error {
-	tag, err := tx.Exec(ctx, `UPDATE passport_versions SET qr_payload = $3, qr_png = $4, qr_generated_at = now()
+func (q *Queries) SetPassportVersionQR(ctx context.Context, tenantID, id uuid.UUID, payload string, png []byte) error {
+	tag, err := q.db.Exec(ctx, `UPDATE passport_versions SET qr_payload = $3, qr_png = $4, qr_generated_at = now()
 		WHERE tenant_id = $1 AND passport_version_id = $2 AND status = 'SIGNED'`, tenantID, id, payload, png)
 	if err != nil {
 		return fmt.Errorf("error storing the QR code of passport version %s: %w", id, err)
@@ -288,8 +288,8 @@ func (s *Store) SetPassportVersionQR(ctx context.Context, tx pgx.Tx, tenantID, i
 // passport's ACTIVE version and supersedes the previous ACTIVE one, in one
 // transaction. It returns the activated version and the superseded one's id
 // (nil if none). Activating the ACTIVE version again changes nothing.
-func (s *Store) ActivatePassportVersion(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (PassportVersion, *uuid.UUID, bool, error) {
-	v, err := s.LockPassportVersion(ctx, tx, tenantID, id)
+func (q *Queries) ActivatePassportVersion(ctx context.Context, tenantID, id uuid.UUID) (PassportVersion, *uuid.UUID, bool, error) {
+	v, err := q.LockPassportVersion(ctx, tenantID, id)
 	if err != nil {
 		return PassportVersion{}, nil, false, err
 	}
@@ -302,23 +302,23 @@ func (s *Store) ActivatePassportVersion(ctx context.Context, tx pgx.Tx, tenantID
 			id, v.Status, map[bool]string{true: " without a QR code", false: ""}[v.Status == PassportSigned])
 	}
 	var previous *uuid.UUID
-	if err := tx.QueryRow(ctx, `SELECT active_version_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`,
+	if err := q.db.QueryRow(ctx, `SELECT active_version_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`,
 		tenantID, v.PassportID).Scan(&previous); err != nil {
 		return PassportVersion{}, nil, false, notFound(err, "passport", v.PassportID)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE passport_versions SET status = 'SUPERSEDED', superseded_at = now()
+	if _, err := q.db.Exec(ctx, `UPDATE passport_versions SET status = 'SUPERSEDED', superseded_at = now()
 		WHERE tenant_id = $1 AND passport_id = $2 AND status = 'ACTIVE'`, tenantID, v.PassportID); err != nil {
 		return PassportVersion{}, nil, false, fmt.Errorf("error superseding the active version: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE passport_versions SET status = 'ACTIVE', activated_at = now()
+	if _, err := q.db.Exec(ctx, `UPDATE passport_versions SET status = 'ACTIVE', activated_at = now()
 		WHERE tenant_id = $1 AND passport_version_id = $2`, tenantID, id); err != nil {
 		return PassportVersion{}, nil, false, fmt.Errorf("error activating passport version %s: %w", id, err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE passports SET active_version_id = $3, updated_at = now()
+	if _, err := q.db.Exec(ctx, `UPDATE passports SET active_version_id = $3, updated_at = now()
 		WHERE tenant_id = $1 AND passport_id = $2`, tenantID, v.PassportID, id); err != nil {
 		return PassportVersion{}, nil, false, fmt.Errorf("error updating passport %s: %w", v.PassportID, err)
 	}
-	v, err = s.passportVersion(ctx, tx, tenantID, id, "")
+	v, err = q.passportVersion(ctx, tenantID, id, "")
 	return v, previous, true, err
 }
 
@@ -340,8 +340,8 @@ const exportColumns = `passport_export_id, tenant_id, passport_version_id, forma
 // RecordPassportExport stores an export. The same River job recording again
 // (a re-run rewrote the file) updates its row's path, size and SHA-256 and
 // keeps its id.
-func (s *Store) RecordPassportExport(ctx context.Context, tx pgx.Tx, e PassportExport) (PassportExport, error) {
-	rows, _ := tx.Query(ctx, `INSERT INTO passport_exports (passport_export_id, tenant_id, passport_version_id, format, path,
+func (q *Queries) RecordPassportExport(ctx context.Context, e PassportExport) (PassportExport, error) {
+	rows, _ := q.db.Query(ctx, `INSERT INTO passport_exports (passport_export_id, tenant_id, passport_version_id, format, path,
 			size_bytes, sha256, river_job_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (river_job_id) DO UPDATE SET path = EXCLUDED.path, size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256
@@ -355,8 +355,8 @@ func (s *Store) RecordPassportExport(ctx context.Context, tx pgx.Tx, e PassportE
 }
 
 // ListPassportExports returns a version's exports, newest first.
-func (s *Store) ListPassportExports(ctx context.Context, db DBTX, tenantID, versionID uuid.UUID) ([]PassportExport, error) {
-	rows, _ := db.Query(ctx, `SELECT `+exportColumns+` FROM passport_exports
+func (q *Queries) ListPassportExports(ctx context.Context, tenantID, versionID uuid.UUID) ([]PassportExport, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+exportColumns+` FROM passport_exports
 		WHERE tenant_id = $1 AND passport_version_id = $2 ORDER BY created_at DESC, passport_export_id`, tenantID, versionID)
 	es, err := pgx.CollectRows(rows, pgx.RowToStructByName[PassportExport])
 	if err != nil {

@@ -18,12 +18,13 @@ import (
 	"github.com/bpc-platform/bpc/core/receipt"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
 func (e env) createProduct(t *testing.T, tenantID uuid.UUID, sku string) store.BatteryProduct {
 	t.Helper()
-	p, err := e.store.CreateBatteryProduct(e.ctx, e.pool, tenantID, sku, "Pack "+sku)
+	p, err := e.store.CreateBatteryProduct(e.ctx, tenantID, sku, "Pack "+sku)
 	require.NoError(t, err)
 	return p
 }
@@ -31,7 +32,7 @@ func (e env) createProduct(t *testing.T, tenantID uuid.UUID, sku string) store.B
 func (e env) createPassport(t *testing.T, tenantID uuid.UUID) store.Passport {
 	t.Helper()
 	product := e.createProduct(t, tenantID, "SKU-"+uuid.NewString()[:8])
-	p, err := e.store.CreatePassport(e.ctx, e.pool, tenantID, product.BatteryProductID)
+	p, err := e.store.CreatePassport(e.ctx, tenantID, product.BatteryProductID)
 	require.NoError(t, err)
 	return p
 }
@@ -73,7 +74,7 @@ func (e env) insertVersion(t *testing.T, in store.NewPassportVersion) (store.Pas
 	var existed bool
 	err := e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		v, existed, err = e.store.InsertPassportVersion(e.ctx, tx, in)
+		v, existed, err = e.store.WithTx(tx).InsertPassportVersion(e.ctx, in)
 		return err
 	})
 	return v, existed, err
@@ -90,14 +91,14 @@ func (e env) mustInsertVersion(t *testing.T, in store.NewPassportVersion) store.
 func (e env) setSigned(t *testing.T, tenantID, id uuid.UUID, signature string, receiptSigned []byte) error {
 	t.Helper()
 	return e.inTx(t, func(tx pgx.Tx) error {
-		return e.store.SetPassportVersionSigned(e.ctx, tx, tenantID, id, signature, "test-key", "cHVi", receiptSigned)
+		return e.store.WithTx(tx).SetPassportVersionSigned(e.ctx, tenantID, id, signature, "test-key", "cHVi", receiptSigned)
 	})
 }
 
 func (e env) setQR(t *testing.T, tenantID, id uuid.UUID, png []byte) error {
 	t.Helper()
 	return e.inTx(t, func(tx pgx.Tx) error {
-		return e.store.SetPassportVersionQR(e.ctx, tx, tenantID, id, "BPC-QR-1:"+id.String(), png)
+		return e.store.WithTx(tx).SetPassportVersionQR(e.ctx, tenantID, id, "BPC-QR-1:"+id.String(), png)
 	})
 }
 
@@ -108,7 +109,7 @@ func (e env) activate(t *testing.T, tenantID, id uuid.UUID) (store.PassportVersi
 	var changed bool
 	err := e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		v, previous, changed, err = e.store.ActivatePassportVersion(e.ctx, tx, tenantID, id)
+		v, previous, changed, err = e.store.WithTx(tx).ActivatePassportVersion(e.ctx, tenantID, id)
 		return err
 	})
 	return v, previous, changed, err
@@ -116,7 +117,7 @@ func (e env) activate(t *testing.T, tenantID, id uuid.UUID) (store.PassportVersi
 
 func (e env) passportVersion(t *testing.T, tenantID, id uuid.UUID) store.PassportVersion {
 	t.Helper()
-	v, err := e.store.GetPassportVersion(e.ctx, e.pool, tenantID, id)
+	v, err := e.store.GetPassportVersion(e.ctx, tenantID, id)
 	require.NoError(t, err)
 	return v
 }
@@ -135,45 +136,45 @@ func TestBatteryProducts(t *testing.T) {
 	e := newEnv(t)
 	other := e.otherTenant(t)
 
-	p, err := e.store.CreateBatteryProduct(e.ctx, e.pool, store.DevTenantID, nmc811.BatterySKU, "Voltaris EV Pack 75")
+	p, err := e.store.CreateBatteryProduct(e.ctx, store.DevTenantID, nmc811.BatterySKU, "Voltaris EV Pack 75")
 	require.NoError(t, err)
 	require.Equal(t, nmc811.BatterySKU, p.SKU)
 	require.Equal(t, "Voltaris EV Pack 75", p.Name)
-	_, err = e.store.CreateBatteryProduct(e.ctx, e.pool, store.DevTenantID, nmc811.BatterySKU, "Again")
+	_, err = e.store.CreateBatteryProduct(e.ctx, store.DevTenantID, nmc811.BatterySKU, "Again")
 	c := requireCode(t, err, errcode.Conflict)
 	require.Contains(t, c.Message, nmc811.BatterySKU)
-	_, err = e.store.CreateBatteryProduct(e.ctx, e.pool, uuid.New(), "X-1", "X")
+	_, err = e.store.CreateBatteryProduct(e.ctx, uuid.New(), "X-1", "X")
 	requireCode(t, err, errcode.NotFound)
-	theirs, err := e.store.CreateBatteryProduct(e.ctx, e.pool, other, nmc811.BatterySKU, "Theirs")
+	theirs, err := e.store.CreateBatteryProduct(e.ctx, other, nmc811.BatterySKU, "Theirs")
 	require.NoError(t, err, "SKUs are unique per tenant")
 	e.createProduct(t, store.DevTenantID, "AAA-1")
 
-	got, err := e.store.GetBatteryProduct(e.ctx, e.pool, store.DevTenantID, p.BatteryProductID)
+	got, err := e.store.GetBatteryProduct(e.ctx, store.DevTenantID, p.BatteryProductID)
 	require.NoError(t, err)
 	require.Equal(t, p.SKU, got.SKU)
-	_, err = e.store.GetBatteryProduct(e.ctx, e.pool, other, p.BatteryProductID)
+	_, err = e.store.GetBatteryProduct(e.ctx, other, p.BatteryProductID)
 	requireCode(t, err, errcode.NotFound)
-	list, err := e.store.ListBatteryProducts(e.ctx, e.pool, store.DevTenantID)
+	list, err := e.store.ListBatteryProducts(e.ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.Equal(t, []string{"AAA-1", nmc811.BatterySKU}, []string{list[0].SKU, list[1].SKU})
 
 	// Passports.
-	pp, err := e.store.CreatePassport(e.ctx, e.pool, store.DevTenantID, p.BatteryProductID)
+	pp, err := e.store.CreatePassport(e.ctx, store.DevTenantID, p.BatteryProductID)
 	require.NoError(t, err)
 	require.Equal(t, p.BatteryProductID, pp.BatteryProductID)
 	require.Nil(t, pp.ActiveVersionID)
-	_, err = e.store.CreatePassport(e.ctx, e.pool, store.DevTenantID, uuid.New())
+	_, err = e.store.CreatePassport(e.ctx, store.DevTenantID, uuid.New())
 	requireCode(t, err, errcode.NotFound)
-	_, err = e.store.CreatePassport(e.ctx, e.pool, store.DevTenantID, theirs.BatteryProductID)
+	_, err = e.store.CreatePassport(e.ctx, store.DevTenantID, theirs.BatteryProductID)
 	requireCode(t, err, errcode.NotFound)
-	_, err = e.store.CreatePassport(e.ctx, e.pool, other, p.BatteryProductID)
+	_, err = e.store.CreatePassport(e.ctx, other, p.BatteryProductID)
 	requireCode(t, err, errcode.NotFound)
 
-	gotPP, err := e.store.GetPassport(e.ctx, e.pool, store.DevTenantID, pp.PassportID)
+	gotPP, err := e.store.GetPassport(e.ctx, store.DevTenantID, pp.PassportID)
 	require.NoError(t, err)
 	require.Equal(t, pp.PassportID, gotPP.PassportID)
-	_, err = e.store.GetPassport(e.ctx, e.pool, other, pp.PassportID)
+	_, err = e.store.GetPassport(e.ctx, other, pp.PassportID)
 	requireCode(t, err, errcode.NotFound)
 }
 
@@ -210,25 +211,25 @@ func TestInsertPassportVersion(t *testing.T) {
 	require.Equal(t, v1.PassportVersionID, again.PassportVersionID)
 	require.Equal(t, int32(1), again.Version)
 	require.Equal(t, 2, e.count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1`, d.passportID))
-	_, err = e.store.GetPassportVersion(e.ctx, e.pool, store.DevTenantID, rerun.PassportVersionID)
+	_, err = e.store.GetPassportVersion(e.ctx, store.DevTenantID, rerun.PassportVersionID)
 	requireCode(t, err, errcode.NotFound)
 
-	byJob, err := e.store.PassportVersionByCompileJob(e.ctx, e.pool, store.DevTenantID, 102)
+	byJob, err := e.store.PassportVersionByCompileJob(e.ctx, store.DevTenantID, 102)
 	require.NoError(t, err)
 	require.Equal(t, v2.PassportVersionID, byJob.PassportVersionID)
-	_, err = e.store.PassportVersionByCompileJob(e.ctx, e.pool, store.DevTenantID, 999)
+	_, err = e.store.PassportVersionByCompileJob(e.ctx, store.DevTenantID, 999)
 	requireCode(t, err, errcode.NotFound)
 	require.True(t, errors.Is(err, store.ErrNotFound))
-	_, err = e.store.PassportVersionByCompileJob(e.ctx, e.pool, other, 102)
+	_, err = e.store.PassportVersionByCompileJob(e.ctx, other, 102)
 	requireCode(t, err, errcode.NotFound)
 
-	list, err := e.store.ListPassportVersions(e.ctx, e.pool, store.DevTenantID, d.passportID)
+	list, err := e.store.ListPassportVersions(e.ctx, store.DevTenantID, d.passportID)
 	require.NoError(t, err)
 	require.Equal(t, []int32{2, 1}, []int32{list[0].Version, list[1].Version})
-	list, err = e.store.ListPassportVersions(e.ctx, e.pool, other, d.passportID)
+	list, err = e.store.ListPassportVersions(e.ctx, other, d.passportID)
 	require.NoError(t, err)
 	require.Empty(t, list)
-	_, err = e.store.GetPassportVersion(e.ctx, e.pool, other, v1.PassportVersionID)
+	_, err = e.store.GetPassportVersion(e.ctx, other, v1.PassportVersionID)
 	requireCode(t, err, errcode.NotFound)
 
 	// Unknown or foreign passports, snapshots and rule versions are refused.
@@ -261,7 +262,7 @@ func TestPassportVersionSigningAndQR(t *testing.T) {
 	v := e.mustInsertVersion(t, in)
 	id := v.PassportVersionID
 
-	art, err := e.store.LoadPassportArtifacts(e.ctx, e.pool, store.DevTenantID, id)
+	art, err := e.store.LoadPassportArtifacts(e.ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	require.Equal(t, in.Payload, art.Payload)
 	require.Equal(t, in.Proof, art.Proof)
@@ -291,12 +292,12 @@ func TestPassportVersionSigningAndQR(t *testing.T) {
 	require.Equal(t, "BPC-QR-1:"+id.String(), *withQR.QRPayload)
 	require.NotNil(t, withQR.QRGeneratedAt)
 
-	art, err = e.store.LoadPassportArtifacts(e.ctx, e.pool, store.DevTenantID, id)
+	art, err = e.store.LoadPassportArtifacts(e.ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	require.Equal(t, in.Payload, art.Payload)
 	require.Equal(t, []byte(`{"signed":1}`), art.ReceiptSigned)
 	require.Equal(t, png, art.QRPNG)
-	_, err = e.store.LoadPassportArtifacts(e.ctx, e.pool, other, id)
+	_, err = e.store.LoadPassportArtifacts(e.ctx, other, id)
 	requireCode(t, err, errcode.NotFound)
 }
 
@@ -325,7 +326,7 @@ func TestActivatePassportVersion(t *testing.T) {
 	require.Nil(t, previous)
 	require.Equal(t, store.PassportActive, active.Status)
 	require.NotNil(t, active.ActivatedAt)
-	pp, err := e.store.GetPassport(e.ctx, e.pool, store.DevTenantID, d.passportID)
+	pp, err := e.store.GetPassport(e.ctx, store.DevTenantID, d.passportID)
 	require.NoError(t, err)
 	require.Equal(t, first.PassportVersionID, *pp.ActiveVersionID)
 
@@ -348,7 +349,7 @@ func TestActivatePassportVersion(t *testing.T) {
 	old := e.passportVersion(t, store.DevTenantID, first.PassportVersionID)
 	require.Equal(t, store.PassportSuperseded, old.Status)
 	require.NotNil(t, old.SupersededAt)
-	pp, err = e.store.GetPassport(e.ctx, e.pool, store.DevTenantID, d.passportID)
+	pp, err = e.store.GetPassport(e.ctx, store.DevTenantID, d.passportID)
 	require.NoError(t, err)
 	require.Equal(t, second.PassportVersionID, *pp.ActiveVersionID)
 	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1 AND status = 'ACTIVE'`, d.passportID))
@@ -382,7 +383,7 @@ func TestRecordPassportExport(t *testing.T) {
 		var out store.PassportExport
 		require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
 			var err error
-			out, err = e.store.RecordPassportExport(e.ctx, tx, ex)
+			out, err = e.store.WithTx(tx).RecordPassportExport(e.ctx, ex)
 			return err
 		}))
 		return out
@@ -403,11 +404,11 @@ func TestRecordPassportExport(t *testing.T) {
 	second := rec(ex)
 	require.NotEqual(t, first.PassportExportID, second.PassportExportID)
 
-	list, err := e.store.ListPassportExports(e.ctx, e.pool, store.DevTenantID, v.PassportVersionID)
+	list, err := e.store.ListPassportExports(e.ctx, store.DevTenantID, v.PassportVersionID)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.Equal(t, second.PassportExportID, list[0].PassportExportID, "newest first")
-	list, err = e.store.ListPassportExports(e.ctx, e.pool, e.otherTenant(t), v.PassportVersionID)
+	list, err = e.store.ListPassportExports(e.ctx, e.otherTenant(t), v.PassportVersionID)
 	require.NoError(t, err)
 	require.Empty(t, list)
 }
@@ -415,7 +416,7 @@ func TestRecordPassportExport(t *testing.T) {
 // compiledSample is the sample passport compiled from the database.
 type compiledSample struct {
 	deps    versionDeps
-	req     store.CompileRequest
+	req     passport.CompileRequest
 	in      compiler.Input
 	out     compiler.Output
 	version store.PassportVersion
@@ -430,13 +431,13 @@ func (e env) compileSample(t *testing.T, jobID int64) compiledSample {
 	sn, _ := e.sealedSample(t, store.DevTenantID)
 	rv := e.publishedSampleRules(t, store.DevTenantID)
 	product := e.createProduct(t, store.DevTenantID, nmc811.BatterySKU)
-	pp, err := e.store.CreatePassport(e.ctx, e.pool, store.DevTenantID, product.BatteryProductID)
+	pp, err := e.store.CreatePassport(e.ctx, store.DevTenantID, product.BatteryProductID)
 	require.NoError(t, err)
 	c := compiledSample{deps: versionDeps{store.DevTenantID, pp.PassportID, sn.SnapshotID, rv.RulePackageVersionID}}
-	c.req = store.CompileRequest{TenantID: store.DevTenantID, PassportID: pp.PassportID, SnapshotID: sn.SnapshotID,
+	c.req = passport.CompileRequest{TenantID: store.DevTenantID, PassportID: pp.PassportID, SnapshotID: sn.SnapshotID,
 		RulePackageVersionID: rv.RulePackageVersionID, PassportVersionID: uuid.New(), CompilerBuildID: "bpc-test",
 		SigningKeyID: "test-key", IssuedAt: issuedAt}
-	c.in, err = e.store.LoadCompileInput(e.ctx, e.pool, c.req)
+	c.in, err = passport.LoadCompileInput(e.ctx, e.store, c.req)
 	require.NoError(t, err)
 	c.out, err = compiler.CompilePassport(c.in)
 	require.NoError(t, err)
@@ -454,7 +455,7 @@ func (e env) compileSample(t *testing.T, jobID int64) compiledSample {
 // signStored signs a stored version as the signer does.
 func (e env) signStored(t *testing.T, tenantID, id uuid.UUID, key ed25519.PrivateKey) {
 	t.Helper()
-	art, err := e.store.LoadPassportArtifacts(e.ctx, e.pool, tenantID, id)
+	art, err := e.store.LoadPassportArtifacts(e.ctx, tenantID, id)
 	require.NoError(t, err)
 	r, err := receipt.Parse(art.Receipt)
 	require.NoError(t, err)
@@ -464,14 +465,14 @@ func (e env) signStored(t *testing.T, tenantID, id uuid.UUID, key ed25519.Privat
 	signed, err := receipt.SignedCanonical(r)
 	require.NoError(t, err)
 	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		return e.store.SetPassportVersionSigned(e.ctx, tx, tenantID, id, r.Signature, r.SigningKeyID,
+		return e.store.WithTx(tx).SetPassportVersionSigned(e.ctx, tenantID, id, r.Signature, r.SigningKeyID,
 			sign.PublicKeyBase64(key.Public().(ed25519.PublicKey)), signed)
 	}))
 }
 
-func (e env) replay(t *testing.T, tenantID, id uuid.UUID) store.ReplayReport {
+func (e env) replay(t *testing.T, tenantID, id uuid.UUID) passport.ReplayReport {
 	t.Helper()
-	rep, err := e.store.ReplayPassportVersion(e.ctx, e.pool, tenantID, id, compiler.Limits{})
+	rep, err := passport.Replay(e.ctx, e.store, compiler.Limits{}, tenantID, id)
 	require.NoError(t, err)
 	return rep
 }
@@ -485,39 +486,39 @@ func TestLoadCompileInput(t *testing.T) {
 	draft := e.sampleRules(t, store.DevTenantID)
 	published := e.publishedSampleRules(t, store.DevTenantID)
 	product := e.createProduct(t, store.DevTenantID, nmc811.BatterySKU)
-	pp, err := e.store.CreatePassport(e.ctx, e.pool, store.DevTenantID, product.BatteryProductID)
+	pp, err := e.store.CreatePassport(e.ctx, store.DevTenantID, product.BatteryProductID)
 	require.NoError(t, err)
 
-	req := store.CompileRequest{TenantID: store.DevTenantID, PassportID: pp.PassportID, SnapshotID: sealed.SnapshotID,
+	req := passport.CompileRequest{TenantID: store.DevTenantID, PassportID: pp.PassportID, SnapshotID: sealed.SnapshotID,
 		RulePackageVersionID: published.RulePackageVersionID, PassportVersionID: uuid.New(), CompilerBuildID: "bpc-test",
 		SigningKeyID: "test-key", IssuedAt: issuedAt, Limits: compiler.Limits{PayloadMaxBytes: 1 << 20}}
-	load := func(mod func(r *store.CompileRequest)) (compiler.Input, error) {
+	load := func(mod func(r *passport.CompileRequest)) (compiler.Input, error) {
 		r := req
 		mod(&r)
-		return e.store.LoadCompileInput(e.ctx, e.pool, r)
+		return passport.LoadCompileInput(e.ctx, e.store, r)
 	}
 
-	_, err = load(func(r *store.CompileRequest) { r.SnapshotID = building.SnapshotID })
+	_, err = load(func(r *passport.CompileRequest) { r.SnapshotID = building.SnapshotID })
 	requireCode(t, err, errcode.SnapshotNotReady)
 	_, err = e.markReady(t, store.DevTenantID, building.SnapshotID)
 	require.NoError(t, err)
-	_, err = load(func(r *store.CompileRequest) { r.SnapshotID = building.SnapshotID })
+	_, err = load(func(r *passport.CompileRequest) { r.SnapshotID = building.SnapshotID })
 	requireCode(t, err, errcode.SnapshotNotReady)
-	_, err = load(func(r *store.CompileRequest) { r.RulePackageVersionID = draft.RulePackageVersionID })
+	_, err = load(func(r *passport.CompileRequest) { r.RulePackageVersionID = draft.RulePackageVersionID })
 	requireCode(t, err, errcode.RulePkgNotPublished)
 	e.recordRun(t, passedRun(store.DevTenantID, draft.RulePackageVersionID, store.MinRuleTestCases))
-	_, err = load(func(r *store.CompileRequest) { r.RulePackageVersionID = draft.RulePackageVersionID })
+	_, err = load(func(r *passport.CompileRequest) { r.RulePackageVersionID = draft.RulePackageVersionID })
 	requireCode(t, err, errcode.RulePkgNotPublished) // VALIDATED is not enough
-	_, err = load(func(r *store.CompileRequest) { r.PassportID = uuid.New() })
+	_, err = load(func(r *passport.CompileRequest) { r.PassportID = uuid.New() })
 	requireCode(t, err, errcode.NotFound)
-	_, err = load(func(r *store.CompileRequest) { r.SnapshotID = uuid.New() })
+	_, err = load(func(r *passport.CompileRequest) { r.SnapshotID = uuid.New() })
 	requireCode(t, err, errcode.NotFound)
-	_, err = load(func(r *store.CompileRequest) { r.RulePackageVersionID = uuid.New() })
+	_, err = load(func(r *passport.CompileRequest) { r.RulePackageVersionID = uuid.New() })
 	requireCode(t, err, errcode.NotFound)
-	_, err = load(func(r *store.CompileRequest) { r.TenantID = other })
+	_, err = load(func(r *passport.CompileRequest) { r.TenantID = other })
 	requireCode(t, err, errcode.NotFound)
 
-	in, err := load(func(*store.CompileRequest) {})
+	in, err := load(func(*passport.CompileRequest) {})
 	require.NoError(t, err)
 	require.Equal(t, store.DevTenantID.String(), in.TenantID)
 	require.Equal(t, pp.PassportID.String(), in.PassportID)
@@ -560,11 +561,11 @@ func TestReplayPassportVersion(t *testing.T) {
 	require.Equal(t, c.out.ReceiptHash, rep.ReceiptHash)
 	require.Equal(t, c.out.ProofRootHash, rep.ProofRootHash)
 
-	_, err = e.store.ReplayPassportVersion(e.ctx, e.pool, e.otherTenant(t), id, compiler.Limits{})
+	_, err = passport.Replay(e.ctx, e.store, compiler.Limits{}, e.otherTenant(t), id)
 	requireCode(t, err, errcode.NotFound)
 
 	// One byte of the stored payload changed.
-	art, err := e.store.LoadPassportArtifacts(e.ctx, e.pool, store.DevTenantID, id)
+	art, err := e.store.LoadPassportArtifacts(e.ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	tampered := slices.Clone(art.Payload)
 	tampered[len(tampered)/2] ^= 0x01
@@ -663,32 +664,32 @@ func TestSigningKeys(t *testing.T) {
 	}
 	a, b := pub(), pub()
 
-	require.NoError(t, e.store.RegisterSigningKey(e.ctx, e.pool, "prod-1", a))
-	require.NoError(t, e.store.RegisterSigningKey(e.ctx, e.pool, "prod-1", a), "the same key again is fine")
-	requireCode(t, e.store.RegisterSigningKey(e.ctx, e.pool, "prod-1", b), errcode.Conflict)
+	require.NoError(t, e.store.RegisterSigningKey(e.ctx, "prod-1", a))
+	require.NoError(t, e.store.RegisterSigningKey(e.ctx, "prod-1", a), "the same key again is fine")
+	requireCode(t, e.store.RegisterSigningKey(e.ctx, "prod-1", b), errcode.Conflict)
 
-	_, err := e.store.DevSigningSeed(e.ctx, e.pool, "dev-1")
+	_, err := e.store.DevSigningSeed(e.ctx, "dev-1")
 	requireCode(t, err, errcode.NotFound)
 	require.True(t, errors.Is(err, store.ErrNotFound))
-	_, err = e.store.DevSigningSeed(e.ctx, e.pool, "prod-1")
+	_, err = e.store.DevSigningSeed(e.ctx, "prod-1")
 	require.True(t, errors.Is(err, store.ErrNotFound), "a registered key without a seed is no dev key")
 
 	seed := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
-	stored, err := e.store.StoreDevSigningKey(e.ctx, e.pool, "dev-1", b, seed)
+	stored, err := e.store.StoreDevSigningKey(e.ctx, "dev-1", b, seed)
 	require.NoError(t, err)
 	require.Equal(t, seed, stored)
-	got, err := e.store.DevSigningSeed(e.ctx, e.pool, "dev-1")
+	got, err := e.store.DevSigningSeed(e.ctx, "dev-1")
 	require.NoError(t, err)
 	require.Equal(t, seed, got)
 	// A second start that generated another key gets the first one's seed.
-	stored, err = e.store.StoreDevSigningKey(e.ctx, e.pool, "dev-1", a, base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	stored, err = e.store.StoreDevSigningKey(e.ctx, "dev-1", a, base64.StdEncoding.EncodeToString(make([]byte, 32)))
 	require.NoError(t, err)
 	require.Equal(t, seed, stored)
-	_, err = e.store.StoreDevSigningKey(e.ctx, e.pool, "prod-1", a, seed)
+	_, err = e.store.StoreDevSigningKey(e.ctx, "prod-1", a, seed)
 	requireCode(t, err, errcode.Conflict)
-	require.NoError(t, e.store.RegisterSigningKey(e.ctx, e.pool, "dev-1", b), "registering a dev key's public half is fine")
+	require.NoError(t, e.store.RegisterSigningKey(e.ctx, "dev-1", b), "registering a dev key's public half is fine")
 
-	keys, err := e.store.ListSigningKeys(e.ctx, e.pool)
+	keys, err := e.store.ListSigningKeys(e.ctx)
 	require.NoError(t, err)
 	require.Len(t, keys, 2)
 	require.Equal(t, "dev-1", keys[0].KeyID)

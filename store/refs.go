@@ -45,7 +45,7 @@ ORDER BY r.n LIMIT 1`
 
 // MissingRef returns the index in refs of the first id whose row does not
 // exist in the ref's tenant, or -1 when all exist.
-func (s *Store) MissingRef(ctx context.Context, db DBTX, refs []jobargs.Ref) (int, error) {
+func (q *Queries) MissingRef(ctx context.Context, refs []jobargs.Ref) (int, error) {
 	if len(refs) == 0 {
 		return -1, nil
 	}
@@ -59,7 +59,7 @@ func (s *Store) MissingRef(ctx context.Context, db DBTX, refs []jobargs.Ref) (in
 		entities[i], tenants[i], ids[i] = string(r.Entity), r.TenantID, r.ID
 	}
 	var n int
-	err := db.QueryRow(ctx, missingRefSQL, entities, tenants, ids).Scan(&n)
+	err := q.db.QueryRow(ctx, missingRefSQL, entities, tenants, ids).Scan(&n)
 	switch {
 	case err == nil:
 		return n - 1, nil

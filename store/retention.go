@@ -15,8 +15,8 @@ import (
 // the number of rows deleted; callers loop until it is below limit.
 //
 // Audit events and domain rows do not reference jobs and are not touched.
-func (s *Store) DeleteExpiredJobs(ctx context.Context, db DBTX, before time.Time, limit int) (int64, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM jobs WHERE job_id IN (
+func (q *Queries) DeleteExpiredJobs(ctx context.Context, before time.Time, limit int) (int64, error) {
+	tag, err := q.db.Exec(ctx, `DELETE FROM jobs WHERE job_id IN (
 		SELECT j.job_id FROM jobs j
 		WHERE j.status IN ('SUCCEEDED', 'FAILED', 'CANCELLED', 'DEAD_LETTER')
 			AND j.finished_at < $1

@@ -76,8 +76,8 @@ const ruleTestsRunColumns = `rule_tests_run_id, tenant_id, rule_package_version_
 	total_cases, passed, failed, first_failure, river_job_id, created_at`
 
 // CreateRulePackage creates a rule package; names are unique per tenant.
-func (s *Store) CreateRulePackage(ctx context.Context, db DBTX, tenantID uuid.UUID, name string) (RulePackage, error) {
-	rows, _ := db.Query(ctx, `INSERT INTO rule_packages (rule_package_id, tenant_id, name) VALUES ($1, $2, $3)
+func (q *Queries) CreateRulePackage(ctx context.Context, tenantID uuid.UUID, name string) (RulePackage, error) {
+	rows, _ := q.db.Query(ctx, `INSERT INTO rule_packages (rule_package_id, tenant_id, name) VALUES ($1, $2, $3)
 		RETURNING `+rulePackageColumns, uuid.New(), tenantID, name)
 	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RulePackage])
 	switch {
@@ -92,8 +92,8 @@ func (s *Store) CreateRulePackage(ctx context.Context, db DBTX, tenantID uuid.UU
 }
 
 // GetRulePackage returns the tenant's rule package.
-func (s *Store) GetRulePackage(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (RulePackage, error) {
-	rows, _ := db.Query(ctx, `SELECT `+rulePackageColumns+` FROM rule_packages WHERE tenant_id = $1 AND rule_package_id = $2`, tenantID, id)
+func (q *Queries) GetRulePackage(ctx context.Context, tenantID, id uuid.UUID) (RulePackage, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+rulePackageColumns+` FROM rule_packages WHERE tenant_id = $1 AND rule_package_id = $2`, tenantID, id)
 	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RulePackage])
 	if err != nil {
 		return RulePackage{}, notFound(err, "rule package", id)
@@ -102,8 +102,8 @@ func (s *Store) GetRulePackage(ctx context.Context, db DBTX, tenantID, id uuid.U
 }
 
 // ListRulePackages returns the tenant's rule packages by name.
-func (s *Store) ListRulePackages(ctx context.Context, db DBTX, tenantID uuid.UUID) ([]RulePackage, error) {
-	rows, _ := db.Query(ctx, `SELECT `+rulePackageColumns+` FROM rule_packages WHERE tenant_id = $1 ORDER BY name`, tenantID)
+func (q *Queries) ListRulePackages(ctx context.Context, tenantID uuid.UUID) ([]RulePackage, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+rulePackageColumns+` FROM rule_packages WHERE tenant_id = $1 ORDER BY name`, tenantID)
 	ps, err := pgx.CollectRows(rows, pgx.RowToStructByName[RulePackage])
 	if err != nil {
 		return nil, fmt.Errorf("error listing rule packages: %w", err)
@@ -113,13 +113,13 @@ func (s *Store) ListRulePackages(ctx context.Context, db DBTX, tenantID uuid.UUI
 
 // CreateRulePackageVersion stores the package's next version as DRAFT. The
 // caller checks the sources first (rules.Check, rules.CheckTests).
-func (s *Store) CreateRulePackageVersion(ctx context.Context, tx pgx.Tx, tenantID, packageID uuid.UUID, dsl, tests string) (RulePackageVersion, error) {
+func (q *Queries) CreateRulePackageVersion(ctx context.Context, tenantID, packageID uuid.UUID, dsl, tests string) (RulePackageVersion, error) {
 	var locked uuid.UUID
-	if err := tx.QueryRow(ctx, `SELECT rule_package_id FROM rule_packages WHERE tenant_id = $1 AND rule_package_id = $2 FOR UPDATE`,
+	if err := q.db.QueryRow(ctx, `SELECT rule_package_id FROM rule_packages WHERE tenant_id = $1 AND rule_package_id = $2 FOR UPDATE`,
 		tenantID, packageID).Scan(&locked); err != nil {
 		return RulePackageVersion{}, notFound(err, "rule package", packageID)
 	}
-	rows, _ := tx.Query(ctx, `INSERT INTO rule_package_versions
+	rows, _ := q.db.Query(ctx, `INSERT INTO rule_package_versions
 		(rule_package_version_id, tenant_id, rule_package_id, version, dsl_source, dsl_sha256, tests_source, tests_sha256)
 		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, $4, $5, $6, $7 FROM rule_package_versions WHERE rule_package_id = $3
 		RETURNING `+rulePackageVersionMeta,
@@ -133,23 +133,23 @@ func (s *Store) CreateRulePackageVersion(ctx context.Context, tx pgx.Tx, tenantI
 
 // GetRulePackageVersion returns a version; withSources also loads the DSL
 // and tests sources.
-func (s *Store) GetRulePackageVersion(ctx context.Context, db DBTX, tenantID, id uuid.UUID, withSources bool) (RulePackageVersion, error) {
+func (q *Queries) GetRulePackageVersion(ctx context.Context, tenantID, id uuid.UUID, withSources bool) (RulePackageVersion, error) {
 	cols := rulePackageVersionMeta
 	if withSources {
 		cols = rulePackageVersionFull
 	}
-	return s.rulePackageVersion(ctx, db, `SELECT `+cols+` FROM rule_package_versions
+	return q.rulePackageVersion(ctx, `SELECT `+cols+` FROM rule_package_versions
 		WHERE tenant_id = $1 AND rule_package_version_id = $2`, tenantID, id)
 }
 
 // LockRulePackageVersion returns a version with its sources, locked FOR UPDATE.
-func (s *Store) LockRulePackageVersion(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (RulePackageVersion, error) {
-	return s.rulePackageVersion(ctx, tx, `SELECT `+rulePackageVersionFull+` FROM rule_package_versions
+func (q *Queries) LockRulePackageVersion(ctx context.Context, tenantID, id uuid.UUID) (RulePackageVersion, error) {
+	return q.rulePackageVersion(ctx, `SELECT `+rulePackageVersionFull+` FROM rule_package_versions
 		WHERE tenant_id = $1 AND rule_package_version_id = $2 FOR UPDATE`, tenantID, id)
 }
 
-func (s *Store) rulePackageVersion(ctx context.Context, db DBTX, sql string, tenantID, id uuid.UUID) (RulePackageVersion, error) {
-	rows, _ := db.Query(ctx, sql, tenantID, id)
+func (q *Queries) rulePackageVersion(ctx context.Context, sql string, tenantID, id uuid.UUID) (RulePackageVersion, error) {
+	rows, _ := q.db.Query(ctx, sql, tenantID, id)
 	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RulePackageVersion])
 	if err != nil {
 		return RulePackageVersion{}, notFound(err, "rule package version", id)
@@ -158,8 +158,8 @@ func (s *Store) rulePackageVersion(ctx context.Context, db DBTX, sql string, ten
 }
 
 // ListRulePackageVersions returns a package's versions, newest first, without sources.
-func (s *Store) ListRulePackageVersions(ctx context.Context, db DBTX, tenantID, packageID uuid.UUID) ([]RulePackageVersion, error) {
-	rows, _ := db.Query(ctx, `SELECT `+rulePackageVersionMeta+` FROM rule_package_versions
+func (q *Queries) ListRulePackageVersions(ctx context.Context, tenantID, packageID uuid.UUID) ([]RulePackageVersion, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+rulePackageVersionMeta+` FROM rule_package_versions
 		WHERE tenant_id = $1 AND rule_package_id = $2 ORDER BY version DESC`, tenantID, packageID)
 	vs, err := pgx.CollectRows(rows, pgx.RowToStructByName[RulePackageVersion])
 	if err != nil {
@@ -172,9 +172,9 @@ func (s *Store) ListRulePackageVersions(ctx context.Context, db DBTX, tenantID, 
 // before (a re-run of a completed job) is returned instead, with
 // existed = true. A PASSED run with at least MinRuleTestCases cases moves a
 // DRAFT version to VALIDATED; the caller decides the run's status.
-func (s *Store) RecordRuleTestsRun(ctx context.Context, tx pgx.Tx, run RuleTestsRun) (RuleTestsRun, bool, error) {
+func (q *Queries) RecordRuleTestsRun(ctx context.Context, run RuleTestsRun) (RuleTestsRun, bool, error) {
 	if run.RiverJobID != nil {
-		rows, _ := tx.Query(ctx, `SELECT `+ruleTestsRunColumns+` FROM rule_tests_runs WHERE river_job_id = $1`, *run.RiverJobID)
+		rows, _ := q.db.Query(ctx, `SELECT `+ruleTestsRunColumns+` FROM rule_tests_runs WHERE river_job_id = $1`, *run.RiverJobID)
 		existing, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RuleTestsRun])
 		if err == nil {
 			return existing, true, nil
@@ -186,7 +186,7 @@ func (s *Store) RecordRuleTestsRun(ctx context.Context, tx pgx.Tx, run RuleTests
 	if run.FirstFailure == nil {
 		run.FirstFailure = json.RawMessage("null")
 	}
-	rows, _ := tx.Query(ctx, `INSERT INTO rule_tests_runs (rule_tests_run_id, tenant_id, rule_package_version_id, seed,
+	rows, _ := q.db.Query(ctx, `INSERT INTO rule_tests_runs (rule_tests_run_id, tenant_id, rule_package_version_id, seed,
 			status, total_cases, passed, failed, first_failure, river_job_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9::jsonb, 'null'::jsonb), $10)
 		RETURNING `+ruleTestsRunColumns,
@@ -197,7 +197,7 @@ func (s *Store) RecordRuleTestsRun(ctx context.Context, tx pgx.Tx, run RuleTests
 		return RuleTestsRun{}, false, fmt.Errorf("error storing the tests run: %w", err)
 	}
 	if stored.Status == "PASSED" && stored.TotalCases >= MinRuleTestCases {
-		if _, err := tx.Exec(ctx, `UPDATE rule_package_versions SET status = 'VALIDATED', validated_at = now()
+		if _, err := q.db.Exec(ctx, `UPDATE rule_package_versions SET status = 'VALIDATED', validated_at = now()
 			WHERE tenant_id = $1 AND rule_package_version_id = $2 AND status = 'DRAFT'`,
 			run.TenantID, run.RulePackageVersionID); err != nil {
 			return RuleTestsRun{}, false, fmt.Errorf("error validating rule package version: %w", err)
@@ -207,8 +207,8 @@ func (s *Store) RecordRuleTestsRun(ctx context.Context, tx pgx.Tx, run RuleTests
 }
 
 // ListRuleTestsRuns returns a version's runs, newest first.
-func (s *Store) ListRuleTestsRuns(ctx context.Context, db DBTX, tenantID, versionID uuid.UUID) ([]RuleTestsRun, error) {
-	rows, _ := db.Query(ctx, `SELECT `+ruleTestsRunColumns+` FROM rule_tests_runs
+func (q *Queries) ListRuleTestsRuns(ctx context.Context, tenantID, versionID uuid.UUID) ([]RuleTestsRun, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+ruleTestsRunColumns+` FROM rule_tests_runs
 		WHERE tenant_id = $1 AND rule_package_version_id = $2 ORDER BY created_at DESC, rule_tests_run_id`, tenantID, versionID)
 	runs, err := pgx.CollectRows(rows, pgx.RowToStructByName[RuleTestsRun])
 	if err != nil {
@@ -220,8 +220,8 @@ func (s *Store) ListRuleTestsRuns(ctx context.Context, db DBTX, tenantID, versio
 // PublishRulePackageVersion publishes a VALIDATED version (one with a
 // passing run of at least MinRuleTestCases cases). A DRAFT version is
 // RULE_TESTS_FAILED; publishing a PUBLISHED version again changes nothing.
-func (s *Store) PublishRulePackageVersion(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (RulePackageVersion, bool, error) {
-	v, err := s.LockRulePackageVersion(ctx, tx, tenantID, id)
+func (q *Queries) PublishRulePackageVersion(ctx context.Context, tenantID, id uuid.UUID) (RulePackageVersion, bool, error) {
+	v, err := q.LockRulePackageVersion(ctx, tenantID, id)
 	if err != nil {
 		return RulePackageVersion{}, false, err
 	}
@@ -233,10 +233,10 @@ func (s *Store) PublishRulePackageVersion(ctx context.Context, tx pgx.Tx, tenant
 		return RulePackageVersion{}, false, errcode.New(errcode.RuleTestsFailed,
 			"rule package version %s has no passing tests run with at least %d cases; run its tests first", id, MinRuleTestCases)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE rule_package_versions SET status = 'PUBLISHED', published_at = now()
+	if _, err := q.db.Exec(ctx, `UPDATE rule_package_versions SET status = 'PUBLISHED', published_at = now()
 		WHERE tenant_id = $1 AND rule_package_version_id = $2`, tenantID, id); err != nil {
 		return RulePackageVersion{}, false, fmt.Errorf("error publishing rule package version: %w", err)
 	}
-	v, err = s.GetRulePackageVersion(ctx, tx, tenantID, id, false)
+	v, err = q.GetRulePackageVersion(ctx, tenantID, id, false)
 	return v, true, err
 }

@@ -15,7 +15,7 @@ import (
 
 func (e env) createRulePackage(t *testing.T, tenantID uuid.UUID, name string) store.RulePackage {
 	t.Helper()
-	p, err := e.store.CreateRulePackage(e.ctx, e.pool, tenantID, name)
+	p, err := e.store.CreateRulePackage(e.ctx, tenantID, name)
 	require.NoError(t, err)
 	return p
 }
@@ -25,7 +25,7 @@ func (e env) createRuleVersion(t *testing.T, tenantID, packageID uuid.UUID, dsl,
 	var v store.RulePackageVersion
 	err := e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		v, err = e.store.CreateRulePackageVersion(e.ctx, tx, tenantID, packageID, dsl, tests)
+		v, err = e.store.WithTx(tx).CreateRulePackageVersion(e.ctx, tenantID, packageID, dsl, tests)
 		return err
 	})
 	return v, err
@@ -37,7 +37,7 @@ func (e env) recordRun(t *testing.T, run store.RuleTestsRun) (store.RuleTestsRun
 	var existed bool
 	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		out, existed, err = e.store.RecordRuleTestsRun(e.ctx, tx, run)
+		out, existed, err = e.store.WithTx(tx).RecordRuleTestsRun(e.ctx, run)
 		return err
 	}))
 	return out, existed
@@ -49,7 +49,7 @@ func (e env) publish(t *testing.T, tenantID, versionID uuid.UUID) (store.RulePac
 	var changed bool
 	err := e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		v, changed, err = e.store.PublishRulePackageVersion(e.ctx, tx, tenantID, versionID)
+		v, changed, err = e.store.WithTx(tx).PublishRulePackageVersion(e.ctx, tenantID, versionID)
 		return err
 	})
 	return v, changed, err
@@ -57,7 +57,7 @@ func (e env) publish(t *testing.T, tenantID, versionID uuid.UUID) (store.RulePac
 
 func (e env) ruleVersion(t *testing.T, tenantID, id uuid.UUID) store.RulePackageVersion {
 	t.Helper()
-	v, err := e.store.GetRulePackageVersion(e.ctx, e.pool, tenantID, id, false)
+	v, err := e.store.GetRulePackageVersion(e.ctx, tenantID, id, false)
 	require.NoError(t, err)
 	return v
 }
@@ -96,27 +96,27 @@ func TestCreateRulePackage(t *testing.T) {
 	p := e.createRulePackage(t, store.DevTenantID, "eu-battery")
 	require.Equal(t, "eu-battery", p.Name)
 	require.Equal(t, store.DevTenantID, p.TenantID)
-	_, err := e.store.CreateRulePackage(e.ctx, e.pool, store.DevTenantID, "eu-battery")
+	_, err := e.store.CreateRulePackage(e.ctx, store.DevTenantID, "eu-battery")
 	c := requireCode(t, err, errcode.Conflict)
 	require.Contains(t, c.Message, "eu-battery")
-	_, err = e.store.CreateRulePackage(e.ctx, e.pool, uuid.New(), "eu-battery")
+	_, err = e.store.CreateRulePackage(e.ctx, uuid.New(), "eu-battery")
 	requireCode(t, err, errcode.NotFound)
 	// Names are unique per tenant only.
 	theirs := e.createRulePackage(t, other, "eu-battery")
 	require.NotEqual(t, p.RulePackageID, theirs.RulePackageID)
 	e.createRulePackage(t, store.DevTenantID, "a-first")
 
-	got, err := e.store.GetRulePackage(e.ctx, e.pool, store.DevTenantID, p.RulePackageID)
+	got, err := e.store.GetRulePackage(e.ctx, store.DevTenantID, p.RulePackageID)
 	require.NoError(t, err)
 	require.Equal(t, p.Name, got.Name)
-	_, err = e.store.GetRulePackage(e.ctx, e.pool, other, p.RulePackageID)
+	_, err = e.store.GetRulePackage(e.ctx, other, p.RulePackageID)
 	requireCode(t, err, errcode.NotFound)
 
-	list, err := e.store.ListRulePackages(e.ctx, e.pool, store.DevTenantID)
+	list, err := e.store.ListRulePackages(e.ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.Equal(t, []string{"a-first", "eu-battery"}, []string{list[0].Name, list[1].Name})
-	list, err = e.store.ListRulePackages(e.ctx, e.pool, other)
+	list, err = e.store.ListRulePackages(e.ctx, other)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 }
@@ -154,13 +154,13 @@ func TestCreateRulePackageVersion(t *testing.T) {
 	require.NotContains(t, string(b), "dsl_source")
 	require.NotContains(t, string(b), "tests_source")
 
-	full, err := e.store.GetRulePackageVersion(e.ctx, e.pool, store.DevTenantID, v1.RulePackageVersionID, true)
+	full, err := e.store.GetRulePackageVersion(e.ctx, store.DevTenantID, v1.RulePackageVersionID, true)
 	require.NoError(t, err)
 	require.Equal(t, dsl, full.DSLSource)
 	require.Equal(t, tests, full.TestsSource)
 	require.Equal(t, sha256Hex([]byte(full.DSLSource)), full.DSLSHA256)
 
-	list, err := e.store.ListRulePackageVersions(e.ctx, e.pool, store.DevTenantID, p.RulePackageID)
+	list, err := e.store.ListRulePackageVersions(e.ctx, store.DevTenantID, p.RulePackageID)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.Equal(t, []int32{2, 1}, []int32{list[0].Version, list[1].Version})
@@ -170,9 +170,9 @@ func TestCreateRulePackageVersion(t *testing.T) {
 	requireCode(t, err, errcode.NotFound)
 	_, err = e.createRuleVersion(t, other, p.RulePackageID, dsl, tests)
 	requireCode(t, err, errcode.NotFound)
-	_, err = e.store.GetRulePackageVersion(e.ctx, e.pool, other, v1.RulePackageVersionID, true)
+	_, err = e.store.GetRulePackageVersion(e.ctx, other, v1.RulePackageVersionID, true)
 	requireCode(t, err, errcode.NotFound)
-	list, err = e.store.ListRulePackageVersions(e.ctx, e.pool, other, p.RulePackageID)
+	list, err = e.store.ListRulePackageVersions(e.ctx, other, p.RulePackageID)
 	require.NoError(t, err)
 	require.Empty(t, list)
 }
@@ -222,11 +222,11 @@ func TestRuleTestsRunsValidateAndPublish(t *testing.T) {
 	require.Equal(t, int64(7), again.Seed)
 	require.Equal(t, 3, e.count(t, `SELECT count(*) FROM rule_tests_runs WHERE rule_package_version_id = $1`, id))
 
-	runs, err := e.store.ListRuleTestsRuns(e.ctx, e.pool, store.DevTenantID, id)
+	runs, err := e.store.ListRuleTestsRuns(e.ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	require.Len(t, runs, 3)
 	require.Equal(t, passed.RuleTestsRunID, runs[0].RuleTestsRunID, "newest first")
-	runs, err = e.store.ListRuleTestsRuns(e.ctx, e.pool, e.otherTenant(t), id)
+	runs, err = e.store.ListRuleTestsRuns(e.ctx, e.otherTenant(t), id)
 	require.NoError(t, err)
 	require.Empty(t, runs)
 
@@ -270,7 +270,7 @@ func TestRuleVersionsAreTenantScoped(t *testing.T) {
 
 	// A run cannot be recorded for another tenant's version (composite foreign key).
 	err := e.inTx(t, func(tx pgx.Tx) error {
-		_, _, err := e.store.RecordRuleTestsRun(e.ctx, tx, passedRun(other, v.RulePackageVersionID, store.MinRuleTestCases))
+		_, _, err := e.store.WithTx(tx).RecordRuleTestsRun(e.ctx, passedRun(other, v.RulePackageVersionID, store.MinRuleTestCases))
 		return err
 	})
 	require.Error(t, err)
@@ -282,7 +282,7 @@ func TestRuleVersionsAreTenantScoped(t *testing.T) {
 	requireCode(t, err, errcode.NotFound)
 	require.Equal(t, store.RulesValidated, e.ruleVersion(t, store.DevTenantID, v.RulePackageVersionID).Status)
 	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, err := e.store.LockRulePackageVersion(e.ctx, tx, other, v.RulePackageVersionID)
+		_, err := e.store.WithTx(tx).LockRulePackageVersion(e.ctx, other, v.RulePackageVersionID)
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)

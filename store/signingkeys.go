@@ -22,9 +22,9 @@ type SigningKey struct {
 // RegisterSigningKey records the public key of keyID. The same key again is
 // a no-op; another public key under a registered id is a CONFLICT, because
 // receipts signed under that id must stay verifiable: rotate to a new id.
-func (s *Store) RegisterSigningKey(ctx context.Context, db DBTX, keyID, publicKeyBase64 string) error {
+func (q *Queries) RegisterSigningKey(ctx context.Context, keyID, publicKeyBase64 string) error {
 	var stored string
-	err := db.QueryRow(ctx, `INSERT INTO signing_keys (key_id, public_key_base64) VALUES ($1, $2)
+	err := q.db.QueryRow(ctx, `INSERT INTO signing_keys (key_id, public_key_base64) VALUES ($1, $2)
 		ON CONFLICT (key_id) DO UPDATE SET key_id = EXCLUDED.key_id
 		RETURNING public_key_base64`, keyID, publicKeyBase64).Scan(&stored)
 	if err != nil {
@@ -38,9 +38,9 @@ func (s *Store) RegisterSigningKey(ctx context.Context, db DBTX, keyID, publicKe
 
 // DevSigningSeed returns the seed of a dev key generated for this database
 // under keyID, or ErrNotFound.
-func (s *Store) DevSigningSeed(ctx context.Context, db DBTX, keyID string) (string, error) {
+func (q *Queries) DevSigningSeed(ctx context.Context, keyID string) (string, error) {
 	var seed *string
-	err := db.QueryRow(ctx, `SELECT dev_seed_base64 FROM signing_keys WHERE key_id = $1`, keyID).Scan(&seed)
+	err := q.db.QueryRow(ctx, `SELECT dev_seed_base64 FROM signing_keys WHERE key_id = $1`, keyID).Scan(&seed)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && seed == nil) {
 		return "", errcode.Wrap(errcode.NotFound, ErrNotFound, "no dev signing key %s", keyID)
 	}
@@ -52,9 +52,9 @@ func (s *Store) DevSigningSeed(ctx context.Context, db DBTX, keyID string) (stri
 
 // StoreDevSigningKey records a generated dev key with its seed, unless one
 // was stored first (concurrent starts): the stored seed is returned.
-func (s *Store) StoreDevSigningKey(ctx context.Context, db DBTX, keyID, publicKeyBase64, seedBase64 string) (string, error) {
+func (q *Queries) StoreDevSigningKey(ctx context.Context, keyID, publicKeyBase64, seedBase64 string) (string, error) {
 	var seed *string
-	err := db.QueryRow(ctx, `INSERT INTO signing_keys (key_id, public_key_base64, dev_seed_base64) VALUES ($1, $2, $3)
+	err := q.db.QueryRow(ctx, `INSERT INTO signing_keys (key_id, public_key_base64, dev_seed_base64) VALUES ($1, $2, $3)
 		ON CONFLICT (key_id) DO UPDATE SET key_id = EXCLUDED.key_id
 		RETURNING dev_seed_base64`, keyID, publicKeyBase64, seedBase64).Scan(&seed)
 	if err != nil {
@@ -67,8 +67,8 @@ func (s *Store) StoreDevSigningKey(ctx context.Context, db DBTX, keyID, publicKe
 }
 
 // ListSigningKeys returns every registered public key by id.
-func (s *Store) ListSigningKeys(ctx context.Context, db DBTX) ([]SigningKey, error) {
-	rows, _ := db.Query(ctx, `SELECT key_id, alg, public_key_base64, created_at FROM signing_keys ORDER BY key_id`)
+func (q *Queries) ListSigningKeys(ctx context.Context) ([]SigningKey, error) {
+	rows, _ := q.db.Query(ctx, `SELECT key_id, alg, public_key_base64, created_at FROM signing_keys ORDER BY key_id`)
 	keys, err := pgx.CollectRows(rows, pgx.RowToStructByName[SigningKey])
 	if err != nil {
 		return nil, fmt.Errorf("error listing signing keys: %w", err)

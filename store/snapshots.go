@@ -46,30 +46,30 @@ const snapshotColumns = `s.snapshot_id, s.tenant_id, s.status, s.snapshot_hash,
 	s.created_at, s.ready_at, s.sealed_at`
 
 // CreateSnapshot creates an empty BUILDING snapshot.
-func (s *Store) CreateSnapshot(ctx context.Context, db DBTX, tenantID uuid.UUID) (Snapshot, error) {
+func (q *Queries) CreateSnapshot(ctx context.Context, tenantID uuid.UUID) (Snapshot, error) {
 	id := uuid.New()
-	_, err := db.Exec(ctx, `INSERT INTO data_snapshots (snapshot_id, tenant_id) VALUES ($1, $2)`, id, tenantID)
+	_, err := q.db.Exec(ctx, `INSERT INTO data_snapshots (snapshot_id, tenant_id) VALUES ($1, $2)`, id, tenantID)
 	if IsForeignKeyViolation(err) {
 		return Snapshot{}, errcode.New(errcode.NotFound, "tenant %s not found", tenantID)
 	}
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("error creating snapshot: %w", err)
 	}
-	return s.GetSnapshot(ctx, db, tenantID, id)
+	return q.GetSnapshot(ctx, tenantID, id)
 }
 
 // GetSnapshot returns the tenant's snapshot.
-func (s *Store) GetSnapshot(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (Snapshot, error) {
-	return s.snapshot(ctx, db, tenantID, id, "")
+func (q *Queries) GetSnapshot(ctx context.Context, tenantID, id uuid.UUID) (Snapshot, error) {
+	return q.snapshot(ctx, tenantID, id, "")
 }
 
 // LockSnapshot returns the snapshot locked FOR UPDATE.
-func (s *Store) LockSnapshot(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (Snapshot, error) {
-	return s.snapshot(ctx, tx, tenantID, id, " FOR UPDATE OF s")
+func (q *Queries) LockSnapshot(ctx context.Context, tenantID, id uuid.UUID) (Snapshot, error) {
+	return q.snapshot(ctx, tenantID, id, " FOR UPDATE OF s")
 }
 
-func (s *Store) snapshot(ctx context.Context, db DBTX, tenantID, id uuid.UUID, lock string) (Snapshot, error) {
-	rows, _ := db.Query(ctx, `SELECT `+snapshotColumns+` FROM data_snapshots s
+func (q *Queries) snapshot(ctx context.Context, tenantID, id uuid.UUID, lock string) (Snapshot, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+snapshotColumns+` FROM data_snapshots s
 		WHERE s.tenant_id = $1 AND s.snapshot_id = $2`+lock, tenantID, id)
 	sn, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Snapshot])
 	if err != nil {
@@ -82,8 +82,8 @@ func (s *Store) snapshot(ctx context.Context, db DBTX, tenantID, id uuid.UUID, l
 // were new. A fact already in the snapshot is skipped; a second fact with
 // the same (type, key) as one already in it is a VALIDATION_ERROR (the
 // compiler reads one fact per type and key).
-func (s *Store) AddSnapshotItems(ctx context.Context, tx pgx.Tx, tenantID, snapshotID uuid.UUID, factIDs []uuid.UUID) (int, error) {
-	sn, err := s.LockSnapshot(ctx, tx, tenantID, snapshotID)
+func (q *Queries) AddSnapshotItems(ctx context.Context, tenantID, snapshotID uuid.UUID, factIDs []uuid.UUID) (int, error) {
+	sn, err := q.LockSnapshot(ctx, tenantID, snapshotID)
 	if err != nil {
 		return 0, err
 	}
@@ -93,7 +93,7 @@ func (s *Store) AddSnapshotItems(ctx context.Context, tx pgx.Tx, tenantID, snaps
 	if len(factIDs) == 0 {
 		return 0, nil
 	}
-	rows, _ := tx.Query(ctx, `SELECT u.id FROM unnest($2::uuid[]) AS u(id)
+	rows, _ := q.db.Query(ctx, `SELECT u.id FROM unnest($2::uuid[]) AS u(id)
 		WHERE NOT EXISTS (SELECT 1 FROM facts f WHERE f.tenant_id = $1 AND f.fact_id = u.id)`, tenantID, factIDs)
 	missing, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil {
@@ -103,7 +103,7 @@ func (s *Store) AddSnapshotItems(ctx context.Context, tx pgx.Tx, tenantID, snaps
 		return 0, errcode.New(errcode.NotFound, "fact %s not found", missing[0])
 	}
 	var conflict struct{ typ, key string }
-	err = tx.QueryRow(ctx, `WITH wanted AS (
+	err = q.db.QueryRow(ctx, `WITH wanted AS (
 			SELECT f.fact_id, f.fact_type, f.fact_key FROM facts f WHERE f.tenant_id = $1 AND f.fact_id = ANY($3)
 			UNION
 			SELECT i.fact_id, i.fact_type, i.fact_key FROM snapshot_items i WHERE i.snapshot_id = $2)
@@ -115,7 +115,7 @@ func (s *Store) AddSnapshotItems(ctx context.Context, tx pgx.Tx, tenantID, snaps
 	case err != pgx.ErrNoRows:
 		return 0, fmt.Errorf("error checking snapshot items: %w", err)
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO snapshot_items (tenant_id, snapshot_id, fact_id, fact_type, fact_key, payload_hash)
+	tag, err := q.db.Exec(ctx, `INSERT INTO snapshot_items (tenant_id, snapshot_id, fact_id, fact_type, fact_key, payload_hash)
 		SELECT f.tenant_id, $2, f.fact_id, f.fact_type, f.fact_key, f.payload_hash
 		FROM facts f WHERE f.tenant_id = $1 AND f.fact_id = ANY($3)
 		ON CONFLICT (snapshot_id, fact_id) DO NOTHING`, tenantID, snapshotID, factIDs)
@@ -136,8 +136,8 @@ func requireBuilding(sn Snapshot) error {
 }
 
 // ListSnapshotItems returns a snapshot's items by type and key.
-func (s *Store) ListSnapshotItems(ctx context.Context, db DBTX, tenantID, snapshotID uuid.UUID) ([]SnapshotItem, error) {
-	rows, _ := db.Query(ctx, `SELECT fact_id, fact_type, fact_key, payload_hash FROM snapshot_items
+func (q *Queries) ListSnapshotItems(ctx context.Context, tenantID, snapshotID uuid.UUID) ([]SnapshotItem, error) {
+	rows, _ := q.db.Query(ctx, `SELECT fact_id, fact_type, fact_key, payload_hash FROM snapshot_items
 		WHERE tenant_id = $1 AND snapshot_id = $2 ORDER BY fact_type, fact_key`, tenantID, snapshotID)
 	items, err := pgx.CollectRows(rows, pgx.RowToStructByName[SnapshotItem])
 	if err != nil {
@@ -148,26 +148,26 @@ func (s *Store) ListSnapshotItems(ctx context.Context, db DBTX, tenantID, snapsh
 
 // MarkSnapshotReady moves a BUILDING snapshot to READY (an empty snapshot is
 // valid). Any other state is INVALID_STATE.
-func (s *Store) MarkSnapshotReady(ctx context.Context, tx pgx.Tx, tenantID, snapshotID uuid.UUID) (Snapshot, error) {
-	sn, err := s.LockSnapshot(ctx, tx, tenantID, snapshotID)
+func (q *Queries) MarkSnapshotReady(ctx context.Context, tenantID, snapshotID uuid.UUID) (Snapshot, error) {
+	sn, err := q.LockSnapshot(ctx, tenantID, snapshotID)
 	if err != nil {
 		return Snapshot{}, err
 	}
 	if sn.Status != SnapshotBuilding {
 		return Snapshot{}, errcode.New(errcode.InvalidState, "snapshot %s is %s, not BUILDING", snapshotID, sn.Status)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE data_snapshots SET status = 'READY', ready_at = now()
+	if _, err := q.db.Exec(ctx, `UPDATE data_snapshots SET status = 'READY', ready_at = now()
 		WHERE tenant_id = $1 AND snapshot_id = $2`, tenantID, snapshotID); err != nil {
 		return Snapshot{}, fmt.Errorf("error marking snapshot %s ready: %w", snapshotID, err)
 	}
-	return s.GetSnapshot(ctx, tx, tenantID, snapshotID)
+	return q.GetSnapshot(ctx, tenantID, snapshotID)
 }
 
 // SealSnapshot seals a READY snapshot: its BPC-SNAPSHOT-1 hash over the
 // items is stored and it becomes SEALED. BUILDING is SNAPSHOT_NOT_READY;
 // SEALED is SNAPSHOT_SEALED.
-func (s *Store) SealSnapshot(ctx context.Context, tx pgx.Tx, tenantID, snapshotID uuid.UUID) (Snapshot, error) {
-	sn, err := s.LockSnapshot(ctx, tx, tenantID, snapshotID)
+func (q *Queries) SealSnapshot(ctx context.Context, tenantID, snapshotID uuid.UUID) (Snapshot, error) {
+	sn, err := q.LockSnapshot(ctx, tenantID, snapshotID)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -177,7 +177,7 @@ func (s *Store) SealSnapshot(ctx context.Context, tx pgx.Tx, tenantID, snapshotI
 	case SnapshotSealed:
 		return Snapshot{}, errcode.New(errcode.SnapshotSealed, "snapshot %s is already sealed", snapshotID)
 	}
-	items, err := s.ListSnapshotItems(ctx, tx, tenantID, snapshotID)
+	items, err := q.ListSnapshotItems(ctx, tenantID, snapshotID)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -189,17 +189,17 @@ func (s *Store) SealSnapshot(ctx context.Context, tx pgx.Tx, tenantID, snapshotI
 	if err != nil {
 		return Snapshot{}, err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE data_snapshots SET status = 'SEALED', snapshot_hash = $3, sealed_at = now()
+	if _, err := q.db.Exec(ctx, `UPDATE data_snapshots SET status = 'SEALED', snapshot_hash = $3, sealed_at = now()
 		WHERE tenant_id = $1 AND snapshot_id = $2`, tenantID, snapshotID, digest); err != nil {
 		return Snapshot{}, fmt.Errorf("error sealing snapshot %s: %w", snapshotID, err)
 	}
-	return s.GetSnapshot(ctx, tx, tenantID, snapshotID)
+	return q.GetSnapshot(ctx, tenantID, snapshotID)
 }
 
 // SnapshotFacts returns the facts of a snapshot with their canonical
 // payloads, as the compiler takes them.
-func (s *Store) SnapshotFacts(ctx context.Context, db DBTX, tenantID, snapshotID uuid.UUID) ([]rules.Fact, error) {
-	rows, _ := db.Query(ctx, `SELECT f.fact_type, f.fact_key, f.payload_canonical
+func (q *Queries) SnapshotFacts(ctx context.Context, tenantID, snapshotID uuid.UUID) ([]rules.Fact, error) {
+	rows, _ := q.db.Query(ctx, `SELECT f.fact_type, f.fact_key, f.payload_canonical
 		FROM snapshot_items i JOIN facts f ON f.tenant_id = i.tenant_id AND f.fact_id = i.fact_id
 		WHERE i.tenant_id = $1 AND i.snapshot_id = $2 ORDER BY f.fact_type, f.fact_key`, tenantID, snapshotID)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (rules.Fact, error) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -27,6 +26,7 @@ type DBTX interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
 // Inserter inserts River jobs inside a transaction; *river.Client[pgx.Tx] is one.
@@ -34,17 +34,36 @@ type Inserter interface {
 	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 }
 
-// Store is the service's data access over a pgx pool.
-type Store struct {
-	Pool *pgxpool.Pool
+// Queries runs the service's SQL on whatever it was made with: a pool (each
+// statement on its own connection) or a transaction (WithTx). It is cheap to
+// make, so a caller holding a transaction wraps it where it needs it.
+type Queries struct {
+	db DBTX
 }
 
-// New returns a Store over pool.
-func New(pool *pgxpool.Pool) *Store { return &Store{Pool: pool} }
+// New returns Queries running on db, a pool or a transaction.
+func New(db DBTX) *Queries { return &Queries{db: db} }
 
-// InTx runs fn in a transaction, committing when it returns nil.
-func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.Pool, fn)
+// WithTx returns Queries running inside tx.
+func (q *Queries) WithTx(tx pgx.Tx) *Queries { return &Queries{db: tx} }
+
+// DB is the pool or transaction q runs on.
+func (q *Queries) DB() DBTX { return q.db }
+
+// InTx runs fn in a transaction begun on q's pool (a savepoint when q
+// already runs in a transaction), committing when fn returns nil.
+func (q *Queries) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, q.db, fn)
+}
+
+// tx is the transaction q runs in, for statements that must share it with
+// River's inserts.
+func (q *Queries) tx() (pgx.Tx, error) {
+	tx, ok := q.db.(pgx.Tx)
+	if !ok {
+		return nil, errors.New("store: River inserts need Queries made WithTx")
+	}
+	return tx, nil
 }
 
 // notFound maps pgx.ErrNoRows to a NOT_FOUND error naming what was missing.

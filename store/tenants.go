@@ -17,7 +17,7 @@ var SystemTenantID = uuid.Nil
 // DevTenantID is the seeded `dev` tenant.
 var DevTenantID = uuid.MustParse("00000000-0000-0000-0000-00000000de00")
 
-// Tenant is an organisation whose data is kept apart from every other's.
+// Tenant is an organisation whose data is kept apart from every other'q.
 type Tenant struct {
 	TenantID  uuid.UUID `db:"tenant_id" json:"tenant_id"`
 	Slug      string    `db:"slug" json:"slug"`
@@ -26,8 +26,8 @@ type Tenant struct {
 }
 
 // CreateTenant inserts a tenant; a taken slug is a 409-style INVALID_STATE.
-func (s *Store) CreateTenant(ctx context.Context, db DBTX, slug, name string) (Tenant, error) {
-	rows, _ := db.Query(ctx, `INSERT INTO tenants (tenant_id, slug, name) VALUES ($1, $2, $3)
+func (q *Queries) CreateTenant(ctx context.Context, slug, name string) (Tenant, error) {
+	rows, _ := q.db.Query(ctx, `INSERT INTO tenants (tenant_id, slug, name) VALUES ($1, $2, $3)
 		RETURNING tenant_id, slug, name, created_at`, uuid.New(), slug, name)
 	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Tenant])
 	if IsUniqueViolation(err, "tenants_slug_key") {
@@ -40,8 +40,8 @@ func (s *Store) CreateTenant(ctx context.Context, db DBTX, slug, name string) (T
 }
 
 // ListTenants returns every tenant but the internal system tenant, by slug.
-func (s *Store) ListTenants(ctx context.Context, db DBTX) ([]Tenant, error) {
-	rows, _ := db.Query(ctx, `SELECT tenant_id, slug, name, created_at FROM tenants
+func (q *Queries) ListTenants(ctx context.Context) ([]Tenant, error) {
+	rows, _ := q.db.Query(ctx, `SELECT tenant_id, slug, name, created_at FROM tenants
 		WHERE tenant_id <> $1 ORDER BY slug`, SystemTenantID)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Tenant])
 	if err != nil {
@@ -51,9 +51,9 @@ func (s *Store) ListTenants(ctx context.Context, db DBTX) ([]Tenant, error) {
 }
 
 // RequireTenant returns NOT_FOUND unless the tenant exists.
-func (s *Store) RequireTenant(ctx context.Context, db DBTX, tenantID uuid.UUID) error {
+func (q *Queries) RequireTenant(ctx context.Context, tenantID uuid.UUID) error {
 	var one int
-	err := db.QueryRow(ctx, `SELECT 1 FROM tenants WHERE tenant_id = $1`, tenantID).Scan(&one)
+	err := q.db.QueryRow(ctx, `SELECT 1 FROM tenants WHERE tenant_id = $1`, tenantID).Scan(&one)
 	if err != nil {
 		return notFound(err, "tenant", tenantID)
 	}

@@ -90,8 +90,8 @@ func (d WebhookDelivery) MarshalJSON() ([]byte, error) {
 const endpointColumns = `webhook_endpoint_id, tenant_id, url, secret, is_active, created_at, deleted_at`
 
 // CreateWebhookEndpoint stores an endpoint and its secret.
-func (s *Store) CreateWebhookEndpoint(ctx context.Context, db DBTX, tenantID uuid.UUID, url, secret string) (WebhookEndpoint, error) {
-	rows, _ := db.Query(ctx, `INSERT INTO webhook_endpoints (webhook_endpoint_id, tenant_id, url, secret)
+func (q *Queries) CreateWebhookEndpoint(ctx context.Context, tenantID uuid.UUID, url, secret string) (WebhookEndpoint, error) {
+	rows, _ := q.db.Query(ctx, `INSERT INTO webhook_endpoints (webhook_endpoint_id, tenant_id, url, secret)
 		VALUES ($1, $2, $3, $4) RETURNING `+endpointColumns, uuid.New(), tenantID, url, secret)
 	ep, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookEndpoint])
 	if IsForeignKeyViolation(err) {
@@ -104,8 +104,8 @@ func (s *Store) CreateWebhookEndpoint(ctx context.Context, db DBTX, tenantID uui
 }
 
 // ListWebhookEndpoints returns the tenant's endpoints that are not deleted.
-func (s *Store) ListWebhookEndpoints(ctx context.Context, db DBTX, tenantID uuid.UUID) ([]WebhookEndpoint, error) {
-	rows, _ := db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+func (q *Queries) ListWebhookEndpoints(ctx context.Context, tenantID uuid.UUID) ([]WebhookEndpoint, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, webhook_endpoint_id`, tenantID)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WebhookEndpoint])
 	if err != nil {
@@ -115,8 +115,8 @@ func (s *Store) ListWebhookEndpoints(ctx context.Context, db DBTX, tenantID uuid
 }
 
 // GetWebhookEndpoint returns the tenant's endpoint, deleted or not.
-func (s *Store) GetWebhookEndpoint(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (WebhookEndpoint, error) {
-	rows, _ := db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+func (q *Queries) GetWebhookEndpoint(ctx context.Context, tenantID, id uuid.UUID) (WebhookEndpoint, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE tenant_id = $1 AND webhook_endpoint_id = $2`, tenantID, id)
 	ep, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookEndpoint])
 	if err != nil {
@@ -126,8 +126,8 @@ func (s *Store) GetWebhookEndpoint(ctx context.Context, db DBTX, tenantID, id uu
 }
 
 // UpdateWebhookEndpoint changes an endpoint's URL (when url != "") and activity.
-func (s *Store) UpdateWebhookEndpoint(ctx context.Context, db DBTX, tenantID, id uuid.UUID, url string, isActive *bool) (WebhookEndpoint, error) {
-	rows, _ := db.Query(ctx, `UPDATE webhook_endpoints SET
+func (q *Queries) UpdateWebhookEndpoint(ctx context.Context, tenantID, id uuid.UUID, url string, isActive *bool) (WebhookEndpoint, error) {
+	rows, _ := q.db.Query(ctx, `UPDATE webhook_endpoints SET
 			url = COALESCE(NULLIF($3, ''), url),
 			is_active = COALESCE($4, is_active)
 		WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND deleted_at IS NULL
@@ -141,8 +141,8 @@ func (s *Store) UpdateWebhookEndpoint(ctx context.Context, db DBTX, tenantID, id
 
 // DeleteWebhookEndpoint soft-deletes an endpoint and drops its
 // subscriptions; its deliveries stay as history and pending ones fail.
-func (s *Store) DeleteWebhookEndpoint(ctx context.Context, db DBTX, tenantID, id uuid.UUID) error {
-	tag, err := db.Exec(ctx, `UPDATE webhook_endpoints SET deleted_at = now(), is_active = false
+func (q *Queries) DeleteWebhookEndpoint(ctx context.Context, tenantID, id uuid.UUID) error {
+	tag, err := q.db.Exec(ctx, `UPDATE webhook_endpoints SET deleted_at = now(), is_active = false
 		WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND deleted_at IS NULL`, tenantID, id)
 	if err != nil {
 		return fmt.Errorf("error deleting webhook endpoint %s: %w", id, err)
@@ -150,7 +150,7 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, db DBTX, tenantID, id
 	if tag.RowsAffected() == 0 {
 		return errcode.Wrap(errcode.NotFound, ErrNotFound, "webhook endpoint %s not found", id)
 	}
-	if _, err := db.Exec(ctx, `DELETE FROM webhook_subscriptions WHERE tenant_id = $1 AND webhook_endpoint_id = $2`, tenantID, id); err != nil {
+	if _, err := q.db.Exec(ctx, `DELETE FROM webhook_subscriptions WHERE tenant_id = $1 AND webhook_endpoint_id = $2`, tenantID, id); err != nil {
 		return fmt.Errorf("error deleting subscriptions of endpoint %s: %w", id, err)
 	}
 	return nil
@@ -159,8 +159,8 @@ func (s *Store) DeleteWebhookEndpoint(ctx context.Context, db DBTX, tenantID, id
 const subscriptionColumns = `webhook_subscription_id, tenant_id, webhook_endpoint_id, event_type, created_at`
 
 // CreateWebhookSubscription subscribes the tenant's endpoint to an event type.
-func (s *Store) CreateWebhookSubscription(ctx context.Context, db DBTX, tenantID, endpointID uuid.UUID, eventType string) (WebhookSubscription, error) {
-	rows, _ := db.Query(ctx, `INSERT INTO webhook_subscriptions (webhook_subscription_id, tenant_id, webhook_endpoint_id, event_type)
+func (q *Queries) CreateWebhookSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventType string) (WebhookSubscription, error) {
+	rows, _ := q.db.Query(ctx, `INSERT INTO webhook_subscriptions (webhook_subscription_id, tenant_id, webhook_endpoint_id, event_type)
 		SELECT $1, $2, webhook_endpoint_id, $4 FROM webhook_endpoints
 		WHERE tenant_id = $2 AND webhook_endpoint_id = $3 AND deleted_at IS NULL
 		RETURNING `+subscriptionColumns, uuid.New(), tenantID, endpointID, eventType)
@@ -175,8 +175,8 @@ func (s *Store) CreateWebhookSubscription(ctx context.Context, db DBTX, tenantID
 }
 
 // ListWebhookSubscriptions returns the tenant's subscriptions, optionally of one endpoint.
-func (s *Store) ListWebhookSubscriptions(ctx context.Context, db DBTX, tenantID uuid.UUID, endpointID *uuid.UUID) ([]WebhookSubscription, error) {
-	rows, _ := db.Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
+func (q *Queries) ListWebhookSubscriptions(ctx context.Context, tenantID uuid.UUID, endpointID *uuid.UUID) ([]WebhookSubscription, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
 		WHERE tenant_id = $1 AND ($2::uuid IS NULL OR webhook_endpoint_id = $2)
 		ORDER BY created_at, webhook_subscription_id`, tenantID, endpointID)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WebhookSubscription])
@@ -187,8 +187,8 @@ func (s *Store) ListWebhookSubscriptions(ctx context.Context, db DBTX, tenantID 
 }
 
 // DeleteWebhookSubscription removes a subscription.
-func (s *Store) DeleteWebhookSubscription(ctx context.Context, db DBTX, tenantID, id uuid.UUID) error {
-	tag, err := db.Exec(ctx, `DELETE FROM webhook_subscriptions WHERE tenant_id = $1 AND webhook_subscription_id = $2`, tenantID, id)
+func (q *Queries) DeleteWebhookSubscription(ctx context.Context, tenantID, id uuid.UUID) error {
+	tag, err := q.db.Exec(ctx, `DELETE FROM webhook_subscriptions WHERE tenant_id = $1 AND webhook_subscription_id = $2`, tenantID, id)
 	if err != nil {
 		return fmt.Errorf("error deleting webhook subscription %s: %w", id, err)
 	}
@@ -203,8 +203,8 @@ const deliveryColumns = `webhook_delivery_id, tenant_id, webhook_endpoint_id, ev
 	created_at, updated_at`
 
 // GetWebhookDelivery returns the tenant's delivery.
-func (s *Store) GetWebhookDelivery(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (WebhookDelivery, error) {
-	rows, _ := db.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries
+func (q *Queries) GetWebhookDelivery(ctx context.Context, tenantID, id uuid.UUID) (WebhookDelivery, error) {
+	rows, _ := q.db.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries
 		WHERE tenant_id = $1 AND webhook_delivery_id = $2`, tenantID, id)
 	d, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookDelivery])
 	if err != nil {
@@ -226,7 +226,7 @@ type DeliveryAttempt struct {
 }
 
 // RecordDeliveryAttempt stores the outcome of an attempt on the delivery.
-func (s *Store) RecordDeliveryAttempt(ctx context.Context, db DBTX, tenantID, id uuid.UUID, a DeliveryAttempt) error {
+func (q *Queries) RecordDeliveryAttempt(ctx context.Context, tenantID, id uuid.UUID, a DeliveryAttempt) error {
 	var headers []byte
 	if a.ResponseHeaders != nil {
 		var err error
@@ -238,7 +238,7 @@ func (s *Store) RecordDeliveryAttempt(ctx context.Context, db DBTX, tenantID, id
 	if a.Status == DeliveryDelivered {
 		deliveredAt = &a.At
 	}
-	tag, err := db.Exec(ctx, `UPDATE webhook_deliveries SET
+	tag, err := q.db.Exec(ctx, `UPDATE webhook_deliveries SET
 			status = $3, attempts = attempts + 1, http_status = $4, response_headers = $5,
 			response_body = $6, error_code = NULLIF($7, ''), error_message = NULLIF($8, ''),
 			last_attempt_at = $9, delivered_at = $10, updated_at = now()
@@ -261,16 +261,16 @@ type DeliveryToSend struct {
 }
 
 // LoadDeliveryToSend loads a delivery with its endpoint and event.
-func (s *Store) LoadDeliveryToSend(ctx context.Context, db DBTX, tenantID, id uuid.UUID) (DeliveryToSend, error) {
-	d, err := s.GetWebhookDelivery(ctx, db, tenantID, id)
+func (q *Queries) LoadDeliveryToSend(ctx context.Context, tenantID, id uuid.UUID) (DeliveryToSend, error) {
+	d, err := q.GetWebhookDelivery(ctx, tenantID, id)
 	if err != nil {
 		return DeliveryToSend{}, err
 	}
-	ep, err := s.GetWebhookEndpoint(ctx, db, tenantID, d.WebhookEndpointID)
+	ep, err := q.GetWebhookEndpoint(ctx, tenantID, d.WebhookEndpointID)
 	if err != nil {
 		return DeliveryToSend{}, err
 	}
-	ev, err := s.GetEvent(ctx, db, tenantID, d.EventID)
+	ev, err := q.GetEvent(ctx, tenantID, d.EventID)
 	if err != nil {
 		return DeliveryToSend{}, err
 	}

@@ -343,14 +343,14 @@ func (w *DeliverWebhookWorker) admit(ctx context.Context, d store.DeliveryToSend
 		decide = cfg.AdmitOperatorRetry
 	}
 	tenantID, endpointID, deliveryID := d.Delivery.TenantID, d.Endpoint.WebhookEndpointID, d.Delivery.WebhookDeliveryID
-	b, err := w.Store.GetWebhookBreaker(ctx, w.Store.Pool, tenantID, endpointID)
+	b, err := w.Store.GetWebhookBreaker(ctx, tenantID, endpointID)
 	if err != nil {
 		return 0, false, errcode.Wrap(errcode.DBUnavailable, err, "error reading webhook breaker: %s", err.Error())
 	}
 	now := time.Now()
 	adm := decide(b, deliveryID, now)
 	if adm.Claim {
-		won, after, err := w.Store.ClaimWebhookBreakerProbe(ctx, w.Store.Pool, tenantID, endpointID, b.State,
+		won, after, err := w.Store.ClaimWebhookBreakerProbe(ctx, tenantID, endpointID, b.State,
 			deliveryID, now, now.Add(w.probeLease()), adm.Early)
 		if err != nil {
 			return 0, false, errcode.Wrap(errcode.DBUnavailable, err, "error claiming webhook breaker probe: %s", err.Error())
@@ -410,14 +410,14 @@ func (w *DeliverWebhookWorker) recordOutcome(ctx context.Context, tx pgx.Tx, d s
 	}
 	now := time.Now()
 	deliveryID := d.Delivery.WebhookDeliveryID
-	before, after, err := w.Store.UpdateWebhookBreaker(ctx, tx, d.Delivery.TenantID, d.Endpoint.WebhookEndpointID,
+	before, after, err := w.Store.WithTx(tx).UpdateWebhookBreaker(ctx, d.Delivery.TenantID, d.Endpoint.WebhookEndpointID,
 		func(b store.WebhookBreaker) (store.WebhookBreaker, bool) { return cfg.Next(b, deliveryID, o, now) })
 	if err != nil {
 		return nil, err
 	}
 	t := transition(before, after, now)
 	if t != nil && t.To == store.BreakerClosed {
-		if _, err := w.Store.WakeHeldWebhookDeliveries(ctx, tx, d.Endpoint.WebhookEndpointID, now, breakerWakeLimit); err != nil {
+		if _, err := w.Store.WithTx(tx).WakeHeldWebhookDeliveries(ctx, d.Endpoint.WebhookEndpointID, now, breakerWakeLimit); err != nil {
 			return nil, err
 		}
 	}
@@ -466,14 +466,14 @@ func (w *DeliverWebhookWorker) logger() *slog.Logger {
 // metrics carry the bounded aggregate, by state, plus
 // bpc_webhook_breaker_transitions_total{to} in Metrics.
 type BreakerCollector struct {
-	Store  *store.Store
+	Store  *store.Queries
 	Logger *slog.Logger
 	open   *prometheus.Desc
 }
 
 // NewBreakerCollector returns a collector over st; register it once per
 // process (workers or API).
-func NewBreakerCollector(st *store.Store, logger *slog.Logger) *BreakerCollector {
+func NewBreakerCollector(st *store.Queries, logger *slog.Logger) *BreakerCollector {
 	return &BreakerCollector{Store: st, Logger: logger,
 		open: prometheus.NewDesc("bpc_webhook_breakers_open",
 			"Webhook endpoints whose circuit breaker holds deliveries, by state (OPEN, HALF_OPEN), cluster-wide.",
@@ -487,7 +487,7 @@ func (c *BreakerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.open }
 func (c *BreakerCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	counts, err := c.Store.CountWebhookBreakers(ctx, c.Store.Pool)
+	counts, err := c.Store.CountWebhookBreakers(ctx)
 	if err != nil {
 		if c.Logger != nil {
 			c.Logger.Warn("webhook breaker metrics unavailable", slog.String("error", err.Error()))

@@ -318,7 +318,7 @@ func newBreakerEnv(t *testing.T, cfg workers.BreakerConfig, maxAttempts int) bre
 
 func (e breakerEnv) endpoint(t *testing.T, url string) uuid.UUID {
 	t.Helper()
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.store.Pool, store.DevTenantID, url, secret)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, url, secret)
 	require.NoError(t, err)
 	return ep.WebhookEndpointID
 }
@@ -329,7 +329,7 @@ func (e breakerEnv) deliver(t *testing.T, endpointID uuid.UUID) store.DeliveryRe
 	var res store.AppendResult
 	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
 		var err error
-		res, err = e.store.AppendEvent(e.ctx, tx, e.river, store.EventInput{
+		res, err = e.store.WithTx(tx).AppendEvent(e.ctx, e.river, store.EventInput{
 			TenantID: store.DevTenantID, AggregateType: "passport", AggregateID: uuid.New(),
 			EventType: "passport.activated", Payload: json.RawMessage(`{"n":1}`), DeliverTo: &endpointID,
 		})
@@ -341,7 +341,7 @@ func (e breakerEnv) deliver(t *testing.T, endpointID uuid.UUID) store.DeliveryRe
 
 func (e breakerEnv) breaker(t *testing.T, endpointID uuid.UUID) store.WebhookBreaker {
 	t.Helper()
-	b, err := e.store.GetWebhookBreaker(e.ctx, e.store.Pool, store.DevTenantID, endpointID)
+	b, err := e.store.GetWebhookBreaker(e.ctx, store.DevTenantID, endpointID)
 	require.NoError(t, err)
 	return b
 }
@@ -358,7 +358,7 @@ func (e breakerEnv) waitState(t *testing.T, endpointID uuid.UUID, state string, 
 
 func (e breakerEnv) job(t *testing.T, jobID uuid.UUID) store.Job {
 	t.Helper()
-	j, err := e.store.GetJob(e.ctx, e.store.Pool, store.DevTenantID, jobID)
+	j, err := e.store.GetJob(e.ctx, store.DevTenantID, jobID)
 	require.NoError(t, err)
 	return j
 }
@@ -383,7 +383,7 @@ func (e breakerEnv) settledAttempts(t *testing.T, refs []store.DeliveryRef) map[
 func (e breakerEnv) snoozes(t *testing.T, jobID uuid.UUID) int {
 	t.Helper()
 	var n int
-	require.NoError(t, e.store.Pool.QueryRow(e.ctx, `SELECT COALESCE((metadata->>'snoozes')::int, 0) FROM river_job
+	require.NoError(t, e.store.DB().QueryRow(e.ctx, `SELECT COALESCE((metadata->>'snoozes')::int, 0) FROM river_job
 		WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, jobID).Scan(&n))
 	return n
 }
@@ -517,7 +517,7 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	require.Zero(t, closed.FailureRate)
 	require.Equal(t, store.BreakerClosed, e.breaker(t, healthy).State)
 
-	rep, err := e.store.CheckConsistency(e.ctx, e.store.Pool)
+	rep, err := e.store.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
 }

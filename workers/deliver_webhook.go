@@ -48,7 +48,7 @@ const (
 // 5xx, 408 and 429 are retried; any other status fails the delivery at once.
 type DeliverWebhookWorker struct {
 	river.WorkerDefaults[jobargs.DeliverWebhookArgs]
-	Store   *store.Store
+	Store   *store.Queries
 	Client  *http.Client
 	Metrics *Metrics
 	// RequestTimeout bounds one POST (BPC_WEBHOOK_TIMEOUT_MS).
@@ -72,7 +72,7 @@ func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[jobargs.
 		return err
 	}
 	tenantID, deliveryID := job.Args.TenantID, job.Args.WebhookDeliveryID
-	d, err := w.Store.LoadDeliveryToSend(ctx, w.Store.Pool, tenantID, deliveryID)
+	d, err := w.Store.LoadDeliveryToSend(ctx, tenantID, deliveryID)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (w *DeliverWebhookWorker) record(ctx context.Context, job *river.Job[jobarg
 	defer cancel()
 	var t *BreakerTransition
 	err := w.Store.InTx(ctx, func(tx pgx.Tx) error {
-		if err := w.Store.RecordDeliveryAttempt(ctx, tx, job.Args.TenantID, job.Args.WebhookDeliveryID, a); err != nil {
+		if err := w.Store.WithTx(tx).RecordDeliveryAttempt(ctx, job.Args.TenantID, job.Args.WebhookDeliveryID, a); err != nil {
 			return err
 		}
 		if note != nil && (note.outcome != OutcomeNone || note.probe) {
@@ -152,7 +152,7 @@ func (w *DeliverWebhookWorker) record(ctx context.Context, job *river.Job[jobarg
 			// Fencing, as in the pipeline handlers: an attempt that lost its
 			// lease records nothing; the attempt holding it delivers again
 			// (receivers dedupe on X-BPC-Delivery-Id).
-			if err := w.Store.FenceLease(ctx, tx, job.ID, job.Attempt); err != nil {
+			if err := w.Store.WithTx(tx).FenceLease(ctx, job.ID, job.Attempt); err != nil {
 				return err
 			}
 			if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {

@@ -76,7 +76,7 @@ func (s *endpointServer) seen(path string) []received {
 
 type workerEnv struct {
 	ctx     context.Context
-	store   *store.Store
+	store   *store.Queries
 	river   *river.Client[pgx.Tx]
 	metrics *workers.Metrics
 }
@@ -115,11 +115,11 @@ func newWorkerEnvWithClient(t *testing.T, maxAttempts int, client *http.Client) 
 // deliverTo creates an endpoint at url and appends an event delivered to it.
 func (e workerEnv) deliverTo(t *testing.T, url string) (store.Event, store.DeliveryRef) {
 	t.Helper()
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.store.Pool, store.DevTenantID, url, secret)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, url, secret)
 	require.NoError(t, err)
 	var res store.AppendResult
 	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		res, err = e.store.AppendEvent(e.ctx, tx, e.river, store.EventInput{
+		res, err = e.store.WithTx(tx).AppendEvent(e.ctx, e.river, store.EventInput{
 			TenantID: store.DevTenantID, AggregateType: "passport", AggregateID: uuid.New(),
 			EventType: "passport.activated", Payload: json.RawMessage(`{"passport_id":"p-1"}`),
 			DeliverTo: &ep.WebhookEndpointID,
@@ -135,7 +135,7 @@ func (e workerEnv) waitTerminal(t *testing.T, jobID uuid.UUID) store.Job {
 	var job store.Job
 	require.Eventually(t, func() bool {
 		var err error
-		job, err = e.store.GetJob(e.ctx, e.store.Pool, store.DevTenantID, jobID)
+		job, err = e.store.GetJob(e.ctx, store.DevTenantID, jobID)
 		require.NoError(t, err)
 		return store.IsTerminal(job.Status)
 	}, 15*time.Second, 20*time.Millisecond, "job %s never finished", jobID)
@@ -144,7 +144,7 @@ func (e workerEnv) waitTerminal(t *testing.T, jobID uuid.UUID) store.Job {
 
 func (e workerEnv) delivery(t *testing.T, id uuid.UUID) store.WebhookDelivery {
 	t.Helper()
-	d, err := e.store.GetWebhookDelivery(e.ctx, e.store.Pool, store.DevTenantID, id)
+	d, err := e.store.GetWebhookDelivery(e.ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	return d
 }
@@ -183,7 +183,7 @@ func TestDeliverWebhookWorker(t *testing.T) {
 
 		reqs := srv.seen("/ok")
 		require.Len(t, reqs, 1)
-		stored, err := e.store.GetEvent(e.ctx, e.store.Pool, store.DevTenantID, okEvent.EventID)
+		stored, err := e.store.GetEvent(e.ctx, store.DevTenantID, okEvent.EventID)
 		require.NoError(t, err)
 		wantBody, err := workers.Body(stored)
 		require.NoError(t, err)
@@ -232,7 +232,7 @@ func TestDeliverWebhookWorker(t *testing.T) {
 	})
 
 	require.Equal(t, 2.0, testutil.ToFloat64(e.metrics.DeadLetter.WithLabelValues("DELIVER_WEBHOOK")))
-	rep, err := e.store.CheckConsistency(e.ctx, e.store.Pool)
+	rep, err := e.store.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
 }
@@ -242,13 +242,13 @@ func TestDeliverWebhookWorkerInactiveEndpointFailsWithoutPosting(t *testing.T) {
 	srv := newEndpointServer(t)
 	e := newWorkerEnv(t, 3)
 	// Hold the job until the endpoint is deactivated.
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, e.store.Pool, store.DevTenantID, srv.URL+"/ok", secret)
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, srv.URL+"/ok", secret)
 	require.NoError(t, err)
-	_, err = e.store.UpdateWebhookEndpoint(e.ctx, e.store.Pool, store.DevTenantID, ep.WebhookEndpointID, "", ptrBool(false))
+	_, err = e.store.UpdateWebhookEndpoint(e.ctx, store.DevTenantID, ep.WebhookEndpointID, "", ptrBool(false))
 	require.NoError(t, err)
 	var res store.AppendResult
 	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		res, err = e.store.AppendEvent(e.ctx, tx, e.river, store.EventInput{
+		res, err = e.store.WithTx(tx).AppendEvent(e.ctx, e.river, store.EventInput{
 			TenantID: store.DevTenantID, AggregateType: "webhook_endpoint", AggregateID: ep.WebhookEndpointID,
 			EventType: "webhook.ping", DeliverTo: &ep.WebhookEndpointID,
 		})
@@ -309,7 +309,7 @@ func TestDeliverWebhookWorkerDeniedDestination(t *testing.T) {
 		require.True(t, len(d.ResponseHeaders) == 0 || string(d.ResponseHeaders) == "null" || string(d.ResponseHeaders) == "{}", "%s", d.ResponseHeaders)
 	}
 	require.Empty(t, srv.seen("/ok"), "nothing was sent")
-	rep, err := e.store.CheckConsistency(e.ctx, e.store.Pool)
+	rep, err := e.store.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
 }

@@ -22,7 +22,7 @@ import (
 // by Run — the Reaper returns jobs whose lease expired, and handlers fence
 // their commit on the lease (store.FenceLease).
 type Leases struct {
-	Store  *store.Store
+	Store  *store.Queries
 	Logger *slog.Logger
 	// Owner is this process's River client id: the lease_owner of its jobs.
 	Owner string
@@ -116,7 +116,7 @@ func (l *Leases) renewOnce(ctx context.Context) {
 		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, l.Renew)
-	got, err := l.Store.RenewLeases(rctx, l.Store.Pool, holds, l.Owner, l.TTL)
+	got, err := l.Store.RenewLeases(rctx, holds, l.Owner, l.TTL)
 	cancel()
 	now := time.Now()
 	for id, h := range held {
@@ -168,7 +168,7 @@ const DefaultMaxLeaseExpiries = 2
 // working it would otherwise hop from worker to worker, taking each one down
 // with every other job it was running.
 type Reaper struct {
-	Store    *store.Store
+	Store    *store.Queries
 	Logger   *slog.Logger
 	Metrics  *Metrics
 	Interval time.Duration

@@ -22,6 +22,7 @@ import (
 
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -31,7 +32,7 @@ import (
 // given renewal period and a fast reaper.
 type leaseEnv struct {
 	ctx     context.Context
-	st      *store.Store
+	st      *store.Queries
 	client  *river.Client[pgx.Tx]
 	reaper  *workers.Reaper
 	metrics *workers.Metrics
@@ -80,11 +81,12 @@ func newLeaseEnvWith(t *testing.T, renew time.Duration, maxLosses int, hook func
 // buildJob creates a snapshot and enqueues its BUILD_SNAPSHOT job.
 func (e leaseEnv) buildJob(t *testing.T) (uuid.UUID, store.Job) {
 	t.Helper()
-	sn, err := e.st.CreateSnapshot(e.ctx, e.st.Pool, store.DevTenantID)
+	sn, err := e.st.CreateSnapshot(e.ctx, store.DevTenantID)
 	require.NoError(t, err)
 	var job store.Job
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-		job, err = e.st.EnqueueArgs(e.ctx, tx, e.client, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}, "")
+		res, err := passport.NewTx(tx, e.client, "").Enqueue(e.ctx, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}, "")
+		job = res.Job
 		return err
 	}))
 	return sn.SnapshotID, job
@@ -95,7 +97,7 @@ func (e leaseEnv) wait(t *testing.T, jobID uuid.UUID) store.Job {
 	var job store.Job
 	require.Eventually(t, func() bool {
 		var err error
-		job, err = e.st.GetJob(e.ctx, e.st.Pool, store.DevTenantID, jobID)
+		job, err = e.st.GetJob(e.ctx, store.DevTenantID, jobID)
 		require.NoError(t, err)
 		return store.IsTerminal(job.Status)
 	}, 20*time.Second, 20*time.Millisecond)
@@ -104,7 +106,7 @@ func (e leaseEnv) wait(t *testing.T, jobID uuid.UUID) store.Job {
 
 func (e leaseEnv) readyEvents(t *testing.T, snapshotID uuid.UUID) int {
 	var n int
-	require.NoError(t, e.st.Pool.QueryRow(e.ctx, `SELECT count(*) FROM events WHERE aggregate_id = $1 AND event_type = 'snapshot.ready'`,
+	require.NoError(t, e.st.DB().QueryRow(e.ctx, `SELECT count(*) FROM events WHERE aggregate_id = $1 AND event_type = 'snapshot.ready'`,
 		snapshotID).Scan(&n))
 	return n
 }
@@ -119,7 +121,7 @@ func TestRenewedLeaseKeepsALongJob(t *testing.T) {
 		deadline := time.Now().Add(3 * time.Second)
 		for time.Now().Before(deadline) {
 			var ahead bool
-			err := e.st.Pool.QueryRow(context.Background(), `SELECT lease_expires_at > started_at + interval '1.5 seconds'
+			err := e.st.DB().QueryRow(context.Background(), `SELECT lease_expires_at > started_at + interval '1.5 seconds'
 				FROM jobs WHERE river_job_id = $1`, job.ID).Scan(&ahead)
 			if err == nil && ahead {
 				extended.Store(true)
@@ -164,10 +166,10 @@ func TestFencingStopsAnAttemptThatLostItsLease(t *testing.T) {
 	require.Equal(t, 1, e.readyEvents(t, snapshotID), "the stalled attempt committed nothing: one effect")
 
 	var errs []json.RawMessage
-	require.NoError(t, e.st.Pool.QueryRow(e.ctx, `SELECT to_jsonb(errors) FROM river_job WHERE id = $1`, done.RiverJobID).Scan(&errs))
+	require.NoError(t, e.st.DB().QueryRow(e.ctx, `SELECT to_jsonb(errors) FROM river_job WHERE id = $1`, done.RiverJobID).Scan(&errs))
 	require.NotEmpty(t, errs)
 	require.Contains(t, string(errs[0]), "LEASE_EXPIRED", "the reaper recorded why attempt 1 ended")
-	rep, err := e.st.CheckConsistency(e.ctx, e.st.Pool)
+	rep, err := e.st.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%+v", rep.Drifts)
 }
@@ -181,13 +183,13 @@ func TestReaperDiscardsTheLastAttempt(t *testing.T) {
 	ctx := t.Context()
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
-	sn, err := st.CreateSnapshot(ctx, pool, store.DevTenantID)
+	sn, err := st.CreateSnapshot(ctx, store.DevTenantID)
 	require.NoError(t, err)
 	var jobs []store.Job
 	for range 2 {
 		require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-			j, err := st.EnqueueArgs(ctx, tx, client, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}, "")
-			jobs = append(jobs, j)
+			res, err := passport.NewTx(tx, client, "").Enqueue(ctx, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}, "")
+			jobs = append(jobs, res.Job)
 			return err
 		}))
 	}
@@ -206,7 +208,7 @@ func TestReaperDiscardsTheLastAttempt(t *testing.T) {
 	require.Empty(t, again, "nothing left to reap")
 
 	for i, want := range []string{store.StatusQueued, store.StatusDeadLetter} {
-		j, err := st.GetJob(ctx, pool, store.DevTenantID, jobs[i].JobID)
+		j, err := st.GetJob(ctx, store.DevTenantID, jobs[i].JobID)
 		require.NoError(t, err)
 		require.Equal(t, want, j.Status)
 		var last struct {
@@ -216,7 +218,7 @@ func TestReaperDiscardsTheLastAttempt(t *testing.T) {
 		require.Equal(t, "LEASE_EXPIRED", last.Code)
 		require.Nil(t, j.LeaseOwner)
 	}
-	rep, err := st.CheckConsistency(ctx, pool)
+	rep, err := st.CheckConsistency(ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%+v", rep.Drifts)
 }
@@ -255,7 +257,7 @@ func TestShutdownCancelRequeuesWithoutSpendingAnAttempt(t *testing.T) {
 	defer cancel()
 	require.NoError(t, client.StopAndCancel(stopCtx))
 
-	j, err := st.GetJob(ctx, pool, store.DevTenantID, job.JobID)
+	j, err := st.GetJob(ctx, store.DevTenantID, job.JobID)
 	require.NoError(t, err)
 	require.Equal(t, store.StatusQueued, j.Status, "back in the queue")
 	require.EqualValues(t, 0, j.Attempts, "the interrupted attempt is not counted")
@@ -298,7 +300,7 @@ func TestJobLosingItsWorkerTwiceInARowIsDiscarded(t *testing.T) {
 	require.True(t, strings.HasPrefix(last.Message, "worker lost 2 times in a row"), last.Message)
 	require.Contains(t, last.Message, "lease-test", "names the worker that lost it")
 	require.Equal(t, float64(1), testutil.ToFloat64(e.metrics.DeadLetter.WithLabelValues(jobargs.KindBuildSnapshot)))
-	rep, err := e.st.CheckConsistency(e.ctx, e.st.Pool)
+	rep, err := e.st.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%+v", rep.Drifts)
 }
@@ -314,13 +316,13 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	ctx := t.Context()
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
-	sn, err := st.CreateSnapshot(ctx, pool, store.DevTenantID)
+	sn, err := st.CreateSnapshot(ctx, store.DevTenantID)
 	require.NoError(t, err)
 	enqueue := func() store.Job {
 		var j store.Job
 		require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-			var err error
-			j, err = st.EnqueueArgs(ctx, tx, client, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}, "")
+			res, err := passport.NewTx(tx, client, "").Enqueue(ctx, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}, "")
+			j = res.Job
 			return err
 		}))
 		return j
@@ -345,7 +347,7 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 		Attempt int    `json:"attempt"`
 	}
 	get := func(j store.Job) (store.Job, lastError) {
-		got, err := st.GetJob(ctx, pool, store.DevTenantID, j.JobID)
+		got, err := st.GetJob(ctx, store.DevTenantID, j.JobID)
 		require.NoError(t, err)
 		var last lastError
 		require.NoError(t, json.Unmarshal(got.LastError, &last))
@@ -392,7 +394,7 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	require.Equal(t, "LEASE_EXPIRED", last.Code)
 
 	require.Equal(t, float64(1), testutil.ToFloat64(metrics.DeadLetter.WithLabelValues(jobargs.KindBuildSnapshot)))
-	rep, err := st.CheckConsistency(ctx, pool)
+	rep, err := st.CheckConsistency(ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%+v", rep.Drifts)
 

@@ -198,7 +198,7 @@ func NewMaintenanceMetrics(reg prometheus.Registerer) *MaintenanceMetrics {
 
 // MaintenanceDeps are what the maintenance workers need.
 type MaintenanceDeps struct {
-	Store   *store.Store
+	Store   *store.Queries
 	Logger  *slog.Logger
 	Metrics *MaintenanceMetrics
 	Config  MaintenanceConfig
@@ -230,7 +230,7 @@ func (w *MaintenanceConsistencyWorker) Timeout(*river.Job[MaintenanceConsistency
 // Work runs the check.
 func (w *MaintenanceConsistencyWorker) Work(ctx context.Context, _ *river.Job[MaintenanceConsistencyArgs]) error {
 	start := time.Now()
-	rep, err := w.Deps.Store.CheckConsistency(ctx, w.Deps.Store.Pool)
+	rep, err := w.Deps.Store.CheckConsistency(ctx)
 	if err != nil {
 		return err
 	}
@@ -292,7 +292,7 @@ func (w *MaintenanceRetentionWorker) Work(ctx context.Context, _ *river.Job[Main
 	var deleted int64
 	done := false
 	for { // at least one batch, however small the budget
-		n, err := w.Deps.Store.DeleteExpiredJobs(ctx, w.Deps.Store.Pool, before, batch)
+		n, err := w.Deps.Store.DeleteExpiredJobs(ctx, before, batch)
 		deleted += n
 		w.Deps.Metrics.RetentionDeleted.Add(float64(n))
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -47,7 +48,7 @@ func (b *lockedBuffer) String() string {
 type maintEnv struct {
 	ctx    context.Context
 	pool   *pgxpool.Pool
-	st     *store.Store
+	st     *store.Queries
 	client *river.Client[pgx.Tx]
 	logs   *lockedBuffer
 	deps   workers.MaintenanceDeps
@@ -75,9 +76,10 @@ func (e *maintEnv) enqueue(t *testing.T) store.Job {
 	tx, err := e.pool.Begin(e.ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(e.ctx) //nolint:errcheck
-	job, err := e.st.EnqueueArgs(e.ctx, tx, e.client,
+	res, err := passport.NewTx(tx, e.client, "").Enqueue(e.ctx,
 		&jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: uuid.New()}, "")
 	require.NoError(t, err)
+	job := res.Job
 	require.NoError(t, tx.Commit(e.ctx))
 	return job
 }
@@ -274,7 +276,7 @@ func TestMaintenancePeriodicJobsRunOnTheLeader(t *testing.T) {
 	}
 	require.Equal(t, want, succeeded())
 
-	rep, err := e.st.CheckConsistency(e.ctx, e.pool)
+	rep, err := e.st.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
 }

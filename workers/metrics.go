@@ -1,7 +1,11 @@
 package workers
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bpc-platform/bpc/core/compiler"
 )
 
 // Metrics are the job metrics of SPEC §9.
@@ -78,4 +82,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.WebhookDeliveriesHeld, m.BreakerTransitions,
 		m.CompileDuration, m.PayloadBytes, m.ProofBytes, m.ReceiptBytes)
 	return m
+}
+
+// observeCompile records a compile's duration and artifact sizes.
+func (m *Metrics) observeCompile(d time.Duration, out compiler.Output) {
+	if m == nil {
+		return
+	}
+	m.CompileDuration.Observe(d.Seconds())
+	m.PayloadBytes.Observe(float64(len(out.Payload)))
+	m.ProofBytes.Observe(float64(len(out.Proof)))
+	m.ReceiptBytes.Observe(float64(len(out.Receipt)))
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -50,7 +51,7 @@ type pipeOptions struct {
 	// maxAttempts is the client's default (3 when zero).
 	maxAttempts int
 	// signer signs receipts; a fresh key under pipeKeyID when nil.
-	signer *workers.Signer
+	signer *passport.Signer
 	// exportDir is EXPORT_PASSPORT's directory; a temp dir when empty.
 	exportDir    string
 	beforeCommit func(ctx context.Context, job *rivertype.JobRow) error
@@ -62,11 +63,11 @@ type pipeOptions struct {
 // with the pipeline's dependencies (signer, export dir, build id).
 type pipeEnv struct {
 	ctx       context.Context
-	st        *store.Store
+	st        *store.Queries
 	client    *river.Client[pgx.Tx]
 	reg       *prometheus.Registry
 	metrics   *workers.Metrics
-	signer    *workers.Signer
+	signer    *passport.Signer
 	exportDir string
 
 	// finished records the River attempts River has finalized (its
@@ -86,7 +87,7 @@ func newPipeEnv(t *testing.T, o pipeOptions) *pipeEnv {
 		o.maxAttempts = 3
 	}
 	if o.signer == nil {
-		o.signer = workers.NewSigner(pipeKeyID, newKey(t))
+		o.signer = passport.NewSigner(pipeKeyID, newKey(t))
 	}
 	if o.exportDir == "" {
 		o.exportDir = t.TempDir()
@@ -163,8 +164,8 @@ func (e *pipeEnv) enqueue(t *testing.T, args jobargs.Args, key string) store.Job
 	t.Helper()
 	var job store.Job
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-		var err error
-		job, err = e.st.EnqueueArgs(e.ctx, tx, e.client, args, key)
+		res, err := passport.NewTx(tx, e.client, "").Enqueue(e.ctx, args, key)
+		job = res.Job
 		return err
 	}))
 	return job
@@ -187,7 +188,7 @@ func (e *pipeEnv) waitUntil(t *testing.T, jobID uuid.UUID, done func(store.Job) 
 	var job store.Job
 	require.Eventually(t, func() bool {
 		var err error
-		job, err = e.st.GetJob(e.ctx, e.st.Pool, pipeTenant, jobID)
+		job, err = e.st.GetJob(e.ctx, pipeTenant, jobID)
 		require.NoError(t, err)
 		return done(job)
 	}, 15*time.Second, 10*time.Millisecond, "job %s never finished", jobID)
@@ -215,9 +216,9 @@ func (e *pipeEnv) rerun(t *testing.T, job store.Job) store.Job {
 func (e *pipeEnv) jobByKey(t *testing.T, kind, key string) store.Job {
 	t.Helper()
 	var id uuid.UUID
-	require.NoError(t, e.st.Pool.QueryRow(e.ctx, `SELECT job_id FROM jobs WHERE tenant_id = $1 AND type = $2 AND idempotency_key = $3`,
+	require.NoError(t, e.st.DB().QueryRow(e.ctx, `SELECT job_id FROM jobs WHERE tenant_id = $1 AND type = $2 AND idempotency_key = $3`,
 		pipeTenant, kind, key).Scan(&id), "no %s job with key %s", kind, key)
-	job, err := e.st.GetJob(e.ctx, e.st.Pool, pipeTenant, id)
+	job, err := e.st.GetJob(e.ctx, pipeTenant, id)
 	require.NoError(t, err)
 	return job
 }
@@ -226,7 +227,7 @@ func (e *pipeEnv) jobByKey(t *testing.T, kind, key string) store.Job {
 func (e *pipeEnv) count(t *testing.T, sql string, args ...any) int {
 	t.Helper()
 	var n int
-	require.NoError(t, e.st.Pool.QueryRow(e.ctx, sql, args...).Scan(&n))
+	require.NoError(t, e.st.DB().QueryRow(e.ctx, sql, args...).Scan(&n))
 	return n
 }
 
@@ -243,7 +244,7 @@ func (e *pipeEnv) events(t *testing.T, eventType string, aggregateID uuid.UUID) 
 
 func (e *pipeEnv) consistent(t *testing.T) {
 	t.Helper()
-	rep, err := e.st.CheckConsistency(e.ctx, e.st.Pool)
+	rep, err := e.st.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
 }
@@ -286,7 +287,7 @@ func nmcDocument(t *testing.T, name string) []byte {
 // newDocument creates a document of kind.
 func (e *pipeEnv) newDocument(t *testing.T, kind string) store.Document {
 	t.Helper()
-	d, err := e.st.CreateDocument(e.ctx, e.st.Pool, pipeTenant, kind, kind+"-"+uuid.NewString()[:8])
+	d, err := e.st.CreateDocument(e.ctx, pipeTenant, kind, kind+"-"+uuid.NewString()[:8])
 	require.NoError(t, err)
 	return d
 }
@@ -298,7 +299,7 @@ func (e *pipeEnv) uploadVersion(t *testing.T, kind string, content []byte) store
 	var v store.DocumentVersion
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
 		var err error
-		v, _, err = e.st.CreateDocumentVersion(e.ctx, tx, pipeTenant, doc.DocumentID, "application/json", content)
+		v, _, err = e.st.WithTx(tx).CreateDocumentVersion(e.ctx, pipeTenant, doc.DocumentID, "application/json", content)
 		return err
 	}))
 	require.Equal(t, store.DocUploaded, v.Status)
@@ -307,14 +308,14 @@ func (e *pipeEnv) uploadVersion(t *testing.T, kind string, content []byte) store
 
 func (e *pipeEnv) docVersion(t *testing.T, id uuid.UUID) store.DocumentVersion {
 	t.Helper()
-	v, err := e.st.GetDocumentVersion(e.ctx, e.st.Pool, pipeTenant, id)
+	v, err := e.st.GetDocumentVersion(e.ctx, pipeTenant, id)
 	require.NoError(t, err)
 	return v
 }
 
 func (e *pipeEnv) factsOf(t *testing.T, versionID uuid.UUID) []store.Fact {
 	t.Helper()
-	fs, err := e.st.ListFacts(e.ctx, e.st.Pool, store.FactFilter{TenantID: pipeTenant, DocumentVersionID: versionID})
+	fs, err := e.st.ListFacts(e.ctx, store.FactFilter{TenantID: pipeTenant, DocumentVersionID: versionID})
 	require.NoError(t, err)
 	return fs
 }
@@ -350,14 +351,14 @@ func TestIngestDocumentWorker(t *testing.T) {
 		doc := e.newDocument(t, facts.KindBOM)
 		job := e.run(t, ingestArgs(doc.DocumentID, bom, "application/json; charset=utf-8"))
 		requireSucceeded(t, job)
-		versions, err := e.st.ListDocumentVersions(e.ctx, e.st.Pool, pipeTenant, doc.DocumentID)
+		versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
 		require.NoError(t, err)
 		require.Len(t, versions, 1)
 		v := versions[0]
 		require.Equal(t, int32(1), v.Version)
 		require.Equal(t, hash.SHA256Hex(bom), v.ContentSHA256)
 		require.Equal(t, int32(len(bom)), v.SizeBytes)
-		require.Equal(t, 1, e.events(t, workers.EventDocumentUploaded, v.DocumentVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventDocumentUploaded, v.DocumentVersionID))
 
 		parse := e.wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+v.DocumentVersionID.String()).JobID)
 		requireSucceeded(t, parse)
@@ -371,11 +372,11 @@ func TestIngestDocumentWorker(t *testing.T) {
 		// The same content again finds the same version and parse job.
 		again := e.run(t, ingestArgs(doc.DocumentID, bom, "application/json"))
 		requireSucceeded(t, again)
-		versions, err = e.st.ListDocumentVersions(e.ctx, e.st.Pool, pipeTenant, doc.DocumentID)
+		versions, err = e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
 		require.NoError(t, err)
 		require.Len(t, versions, 1)
 		require.Equal(t, 1, e.jobsOfType(t, jobargs.KindParseFacts))
-		require.Equal(t, 1, e.events(t, workers.EventDocumentUploaded, v.DocumentVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventDocumentUploaded, v.DocumentVersionID))
 	})
 
 	t.Run("content_ref is not supported", func(t *testing.T) {
@@ -384,7 +385,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 			ContentRef: "s3://bucket/bom.json", MimeType: "application/json"})
 		le := requireFailed(t, job, "UNSUPPORTED_FORMAT")
 		require.Contains(t, le.Message, "content_ref")
-		versions, err := e.st.ListDocumentVersions(e.ctx, e.st.Pool, pipeTenant, doc.DocumentID)
+		versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
 		require.NoError(t, err)
 		require.Empty(t, versions)
 	})
@@ -394,7 +395,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 		job := e.run(t, ingestArgs(doc.DocumentID, []byte("a,b\n1,2\n"), "text/csv"))
 		le := requireFailed(t, job, "UNSUPPORTED_FORMAT")
 		require.Contains(t, le.Message, "text/csv")
-		versions, err := e.st.ListDocumentVersions(e.ctx, e.st.Pool, pipeTenant, doc.DocumentID)
+		versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
 		require.NoError(t, err)
 		require.Empty(t, versions)
 	})
@@ -433,21 +434,21 @@ func TestParseFactsWorker(t *testing.T) {
 			require.Equal(t, wantHashes[f.FactType+"|"+f.FactKey], f.PayloadHash)
 			require.Equal(t, v.DocumentVersionID, f.SourceDocumentVersionID)
 		}
-		require.Equal(t, 1, e.events(t, workers.EventFactsParsed, v.DocumentVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventFactsParsed, v.DocumentVersionID))
 
 		// A second job on the same version succeeds without new facts.
 		second := e.run(t, parseArgs(v.DocumentVersionID))
 		requireSucceeded(t, second)
 		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
 		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
-		require.Equal(t, 1, e.events(t, workers.EventFactsParsed, v.DocumentVersionID), "nothing happened the second time")
+		require.Equal(t, 1, e.events(t, passport.EventFactsParsed, v.DocumentVersionID), "nothing happened the second time")
 
 		// Re-running the completed job adds nothing either.
 		rerun := e.rerun(t, job)
 		requireSucceeded(t, rerun)
 		require.Equal(t, int32(2), rerun.Attempts)
 		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
-		require.Equal(t, 1, e.events(t, workers.EventFactsParsed, v.DocumentVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventFactsParsed, v.DocumentVersionID))
 	})
 
 	t.Run("an invalid document is rejected", func(t *testing.T) {
@@ -471,7 +472,7 @@ func TestParseFactsWorker(t *testing.T) {
 		require.Equal(t, "battery.sku", detail.Field)
 		require.NotEmpty(t, detail.Message)
 		require.Empty(t, e.factsOf(t, v.DocumentVersionID))
-		require.Equal(t, 1, e.events(t, workers.EventDocumentRejected, v.DocumentVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventDocumentRejected, v.DocumentVersionID))
 
 		// A second job on the rejected version fails the same way, and
 		// records nothing more.
@@ -479,14 +480,14 @@ func TestParseFactsWorker(t *testing.T) {
 		le = requireFailed(t, second, "VALIDATION_ERROR")
 		require.Contains(t, le.Message, "rejected")
 		require.Equal(t, store.DocRejected, e.docVersion(t, v.DocumentVersionID).Status)
-		require.Equal(t, 1, e.events(t, workers.EventDocumentRejected, v.DocumentVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventDocumentRejected, v.DocumentVersionID))
 	})
 
 	t.Run("a document of another kind is rejected", func(t *testing.T) {
 		v := e.uploadVersion(t, facts.KindBOM, nmcDocument(t, nmc811.DocPCF))
 		requireFailed(t, e.run(t, parseArgs(v.DocumentVersionID)), "VALIDATION_ERROR")
 		var field string
-		require.NoError(t, e.st.Pool.QueryRow(e.ctx, `SELECT error->>'field' FROM document_versions WHERE document_version_id = $1`,
+		require.NoError(t, e.st.DB().QueryRow(e.ctx, `SELECT error->>'field' FROM document_versions WHERE document_version_id = $1`,
 			v.DocumentVersionID).Scan(&field))
 		require.Equal(t, "document_type", field)
 	})
@@ -500,21 +501,21 @@ func TestParseFactsWorker(t *testing.T) {
 func TestBuildSnapshotWorker(t *testing.T) {
 	t.Parallel()
 	e := newPipeEnv(t, pipeOptions{})
-	sn, err := e.st.CreateSnapshot(e.ctx, e.st.Pool, pipeTenant)
+	sn, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
 	require.NoError(t, err)
 	args := &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: pipeTenant}, SnapshotID: sn.SnapshotID}
 
 	requireSucceeded(t, e.run(t, args))
-	got, err := e.st.GetSnapshot(e.ctx, e.st.Pool, pipeTenant, sn.SnapshotID)
+	got, err := e.st.GetSnapshot(e.ctx, pipeTenant, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Equal(t, store.SnapshotReady, got.Status)
 	require.NotNil(t, got.ReadyAt)
 	require.Nil(t, got.SnapshotHash, "building does not seal")
-	require.Equal(t, 1, e.events(t, workers.EventSnapshotReady, sn.SnapshotID))
+	require.Equal(t, 1, e.events(t, passport.EventSnapshotReady, sn.SnapshotID))
 
 	le := requireFailed(t, e.run(t, args), "INVALID_STATE")
 	require.Contains(t, le.Message, "READY")
-	require.Equal(t, 1, e.events(t, workers.EventSnapshotReady, sn.SnapshotID))
+	require.Equal(t, 1, e.events(t, passport.EventSnapshotReady, sn.SnapshotID))
 
 	requireFailed(t, e.run(t, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: pipeTenant}, SnapshotID: uuid.New()}), "NOT_FOUND")
 	e.consistent(t)
@@ -530,7 +531,7 @@ func (e *pipeEnv) fixture(t *testing.T) pipeFixture {
 	t.Helper()
 	var fx pipeFixture
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-		sn, err := e.st.CreateSnapshot(e.ctx, tx, pipeTenant)
+		sn, err := e.st.WithTx(tx).CreateSnapshot(e.ctx, pipeTenant)
 		if err != nil {
 			return err
 		}
@@ -540,11 +541,11 @@ func (e *pipeEnv) fixture(t *testing.T) pipeFixture {
 			if err != nil {
 				return err
 			}
-			doc, err := e.st.CreateDocument(e.ctx, tx, pipeTenant, kind, name)
+			doc, err := e.st.WithTx(tx).CreateDocument(e.ctx, pipeTenant, kind, name)
 			if err != nil {
 				return err
 			}
-			v, _, err := e.st.CreateDocumentVersion(e.ctx, tx, pipeTenant, doc.DocumentID, "application/json", content)
+			v, _, err := e.st.WithTx(tx).CreateDocumentVersion(e.ctx, pipeTenant, doc.DocumentID, "application/json", content)
 			if err != nil {
 				return err
 			}
@@ -552,21 +553,21 @@ func (e *pipeEnv) fixture(t *testing.T) pipeFixture {
 			if err != nil {
 				return err
 			}
-			if _, err := e.st.InsertFacts(e.ctx, tx, pipeTenant, v.DocumentVersionID, parsed); err != nil {
+			if _, err := e.st.WithTx(tx).InsertFacts(e.ctx, pipeTenant, v.DocumentVersionID, parsed); err != nil {
 				return err
 			}
-			ids, err := e.st.FactsOfDocumentVersions(e.ctx, tx, pipeTenant, []uuid.UUID{v.DocumentVersionID})
+			ids, err := e.st.WithTx(tx).FactsOfDocumentVersions(e.ctx, pipeTenant, []uuid.UUID{v.DocumentVersionID})
 			if err != nil {
 				return err
 			}
-			if _, err := e.st.AddSnapshotItems(e.ctx, tx, pipeTenant, sn.SnapshotID, ids); err != nil {
+			if _, err := e.st.WithTx(tx).AddSnapshotItems(e.ctx, pipeTenant, sn.SnapshotID, ids); err != nil {
 				return err
 			}
 		}
-		if _, err := e.st.MarkSnapshotReady(e.ctx, tx, pipeTenant, sn.SnapshotID); err != nil {
+		if _, err := e.st.WithTx(tx).MarkSnapshotReady(e.ctx, pipeTenant, sn.SnapshotID); err != nil {
 			return err
 		}
-		if _, err := e.st.SealSnapshot(e.ctx, tx, pipeTenant, sn.SnapshotID); err != nil {
+		if _, err := e.st.WithTx(tx).SealSnapshot(e.ctx, pipeTenant, sn.SnapshotID); err != nil {
 			return err
 		}
 		rv, err := e.ruleVersion(tx, nmc811.Rules(), nmc811.Tests())
@@ -575,11 +576,11 @@ func (e *pipeEnv) fixture(t *testing.T) pipeFixture {
 		}
 		fx.rulesID = rv.RulePackageVersionID
 		// The suite's 766 cases pass (examples/nmc811 tests it); record it.
-		if _, _, err := e.st.RecordRuleTestsRun(e.ctx, tx, store.RuleTestsRun{TenantID: pipeTenant, RulePackageVersionID: rv.RulePackageVersionID,
+		if _, _, err := e.st.WithTx(tx).RecordRuleTestsRun(e.ctx, store.RuleTestsRun{TenantID: pipeTenant, RulePackageVersionID: rv.RulePackageVersionID,
 			Status: "PASSED", TotalCases: 766, Passed: 766}); err != nil {
 			return err
 		}
-		_, _, err = e.st.PublishRulePackageVersion(e.ctx, tx, pipeTenant, rv.RulePackageVersionID)
+		_, _, err = e.st.WithTx(tx).PublishRulePackageVersion(e.ctx, pipeTenant, rv.RulePackageVersionID)
 		return err
 	}))
 	return fx
@@ -587,11 +588,11 @@ func (e *pipeEnv) fixture(t *testing.T) pipeFixture {
 
 // ruleVersion creates a DRAFT version in a new package.
 func (e *pipeEnv) ruleVersion(tx pgx.Tx, dsl, tests string) (store.RulePackageVersion, error) {
-	pkg, err := e.st.CreateRulePackage(e.ctx, tx, pipeTenant, "rules-"+uuid.NewString()[:8])
+	pkg, err := e.st.WithTx(tx).CreateRulePackage(e.ctx, pipeTenant, "rules-"+uuid.NewString()[:8])
 	if err != nil {
 		return store.RulePackageVersion{}, err
 	}
-	return e.st.CreateRulePackageVersion(e.ctx, tx, pipeTenant, pkg.RulePackageID, dsl, tests)
+	return e.st.WithTx(tx).CreateRulePackageVersion(e.ctx, pipeTenant, pkg.RulePackageID, dsl, tests)
 }
 
 func (e *pipeEnv) draftRules(t *testing.T, dsl, tests string) store.RulePackageVersion {
@@ -609,9 +610,9 @@ func (e *pipeEnv) draftRules(t *testing.T, dsl, tests string) store.RulePackageV
 // passport creates a battery product and its passport.
 func (e *pipeEnv) passport(t *testing.T) store.Passport {
 	t.Helper()
-	p, err := e.st.CreateBatteryProduct(e.ctx, e.st.Pool, pipeTenant, "SKU-"+uuid.NewString()[:8], "Voltaris EV Pack 75")
+	p, err := e.st.CreateBatteryProduct(e.ctx, pipeTenant, "SKU-"+uuid.NewString()[:8], "Voltaris EV Pack 75")
 	require.NoError(t, err)
-	pp, err := e.st.CreatePassport(e.ctx, e.st.Pool, pipeTenant, p.BatteryProductID)
+	pp, err := e.st.CreatePassport(e.ctx, pipeTenant, p.BatteryProductID)
 	require.NoError(t, err)
 	return pp
 }
@@ -627,14 +628,14 @@ func signArgsFor(versionID uuid.UUID) *jobargs.SignPassportArgs {
 
 func (e *pipeEnv) version(t *testing.T, id uuid.UUID) store.PassportVersion {
 	t.Helper()
-	v, err := e.st.GetPassportVersion(e.ctx, e.st.Pool, pipeTenant, id)
+	v, err := e.st.GetPassportVersion(e.ctx, pipeTenant, id)
 	require.NoError(t, err)
 	return v
 }
 
 func (e *pipeEnv) versions(t *testing.T, passportID uuid.UUID) []store.PassportVersion {
 	t.Helper()
-	vs, err := e.st.ListPassportVersions(e.ctx, e.st.Pool, pipeTenant, passportID)
+	vs, err := e.st.ListPassportVersions(e.ctx, pipeTenant, passportID)
 	require.NoError(t, err)
 	return vs
 }
@@ -670,7 +671,7 @@ func (e *pipeEnv) activate(t *testing.T, id uuid.UUID) store.PassportVersion {
 	var v store.PassportVersion
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
 		var err error
-		v, _, _, err = e.st.ActivatePassportVersion(e.ctx, tx, pipeTenant, id)
+		v, _, _, err = e.st.WithTx(tx).ActivatePassportVersion(e.ctx, pipeTenant, id)
 		return err
 	}))
 	require.Equal(t, store.PassportActive, v.Status)
@@ -712,7 +713,7 @@ func TestCompileSignQRChain(t *testing.T) {
 		require.NotNil(t, v.QRGeneratedAt)
 		require.Nil(t, v.ActivatedAt)
 
-		art, err := e.st.LoadPassportArtifacts(e.ctx, e.st.Pool, pipeTenant, v.PassportVersionID)
+		art, err := e.st.LoadPassportArtifacts(e.ctx, pipeTenant, v.PassportVersionID)
 		require.NoError(t, err)
 		require.Equal(t, hash.SHA256Hex(art.Payload), v.PayloadHash)
 		require.Equal(t, int32(len(art.Payload)), v.PayloadBytes)
@@ -754,10 +755,10 @@ func TestCompileSignQRChain(t *testing.T) {
 			ProofRootHash: v.ProofRootHash, ReceiptHash: v.ReceiptHash}, fields)
 		require.True(t, bytes.HasPrefix(art.QRPNG, []byte("\x89PNG")), "qr_png is a PNG")
 
-		for _, ev := range []string{workers.EventCompiled, workers.EventSigned, workers.EventQRGenerated} {
+		for _, ev := range []string{passport.EventCompiled, passport.EventSigned, passport.EventQRGenerated} {
 			require.Equal(t, 1, e.events(t, ev, v.PassportVersionID), ev)
 		}
-		rep, err := e.st.ReplayPassportVersion(e.ctx, e.st.Pool, pipeTenant, v.PassportVersionID, compiler.Limits{})
+		rep, err := passport.Replay(e.ctx, e.st, compiler.Limits{}, pipeTenant, v.PassportVersionID)
 		require.NoError(t, err)
 		require.True(t, rep.Match, "replay mismatches: %v", rep.Mismatches)
 		require.True(t, rep.SignatureValid)
@@ -785,7 +786,7 @@ func TestCompileSignQRChain(t *testing.T) {
 		require.Len(t, vs, 1)
 		require.Equal(t, v.PassportVersionID, vs[0].PassportVersionID)
 		require.Equal(t, 1, e.jobsOfType(t, jobargs.KindSign))
-		require.Equal(t, 1, e.events(t, workers.EventCompiled, v.PassportVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventCompiled, v.PassportVersionID))
 		require.Equal(t, uint64(1), e.histogramCount(t, "bpc_compile_duration_seconds"), "nothing was compiled again")
 	})
 
@@ -797,7 +798,7 @@ func TestCompileSignQRChain(t *testing.T) {
 		require.Equal(t, *v.Signature, *got.Signature)
 		require.Equal(t, v.SignedAt, got.SignedAt)
 		require.Equal(t, 1, e.jobsOfType(t, jobargs.KindGenerateQR))
-		require.Equal(t, 1, e.events(t, workers.EventSigned, v.PassportVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventSigned, v.PassportVersionID))
 	})
 
 	t.Run("re-running the completed QR job adds nothing", func(t *testing.T) {
@@ -806,7 +807,7 @@ func TestCompileSignQRChain(t *testing.T) {
 		got := e.version(t, v.PassportVersionID)
 		require.Equal(t, *v.QRPayload, *got.QRPayload)
 		require.Equal(t, v.QRGeneratedAt, got.QRGeneratedAt)
-		require.Equal(t, 1, e.events(t, workers.EventQRGenerated, v.PassportVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventQRGenerated, v.PassportVersionID))
 	})
 
 	t.Run("a second compile of the passport is its version 2", func(t *testing.T) {
@@ -829,15 +830,15 @@ func TestCompilePassportWorkerRejectsUnreadyInputs(t *testing.T) {
 	fx := e.fixture(t)
 	pp := e.passport(t)
 
-	building, err := e.st.CreateSnapshot(e.ctx, e.st.Pool, pipeTenant)
+	building, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
 	require.NoError(t, err)
 	le := requireFailed(t, e.run(t, compileArgs(pp.PassportID, pipeFixture{snapshotID: building.SnapshotID, rulesID: fx.rulesID})), "SNAPSHOT_NOT_READY")
 	require.Contains(t, le.Message, "BUILDING")
 
-	ready, err := e.st.CreateSnapshot(e.ctx, e.st.Pool, pipeTenant)
+	ready, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
 	require.NoError(t, err)
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, err := e.st.MarkSnapshotReady(e.ctx, tx, pipeTenant, ready.SnapshotID)
+		_, err := e.st.WithTx(tx).MarkSnapshotReady(e.ctx, pipeTenant, ready.SnapshotID)
 		return err
 	}))
 	requireFailed(t, e.run(t, compileArgs(pp.PassportID, pipeFixture{snapshotID: ready.SnapshotID, rulesID: fx.rulesID})), "SNAPSHOT_NOT_READY")
@@ -863,7 +864,7 @@ func TestCompilePassportWorkerRejectsUnreadyInputs(t *testing.T) {
 func TestSignPassportWorkerWithoutKey(t *testing.T) {
 	t.Parallel()
 	// What LoadSigner gives outside dev without a key: an id, no key.
-	e := newPipeEnv(t, pipeOptions{signer: &workers.Signer{KeyID: pipeKeyID}})
+	e := newPipeEnv(t, pipeOptions{signer: &passport.Signer{KeyID: pipeKeyID}})
 	fx := e.fixture(t)
 	pp := e.passport(t)
 
@@ -880,7 +881,7 @@ func TestSignPassportWorkerWithoutKey(t *testing.T) {
 	require.Nil(t, v.Signature)
 	require.Nil(t, v.SigningPublicKey)
 	require.Equal(t, 0, e.jobsOfType(t, jobargs.KindGenerateQR))
-	require.Equal(t, 0, e.events(t, workers.EventSigned, id))
+	require.Equal(t, 0, e.events(t, passport.EventSigned, id))
 
 	t.Run("GENERATE_QR on a COMPILING version is INVALID_STATE", func(t *testing.T) {
 		job := e.run(t, &jobargs.GenerateQRArgs{Base: jobargs.Base{TenantID: pipeTenant}, PassportVersionID: id})
@@ -901,8 +902,8 @@ func TestSignPassportWorkerWithoutKey(t *testing.T) {
 func TestSignPassportWorkerKeyIDMismatch(t *testing.T) {
 	t.Parallel()
 	// The version is compiled naming key-a, but the signing worker holds key-b.
-	compiling := workers.NewSigner("key-a", newKey(t))
-	signing := workers.NewSigner("key-b", newKey(t))
+	compiling := passport.NewSigner("key-a", newKey(t))
+	signing := passport.NewSigner("key-b", newKey(t))
 	e := newPipeEnv(t, pipeOptions{signer: compiling, register: func(w *river.Workers, d workers.Deps) {
 		river.AddWorker(w, &workers.CompilePassportWorker{Deps: d})
 		sd := d
@@ -957,7 +958,7 @@ func TestExportPassportWorker(t *testing.T) {
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 
-		exports, err := e.st.ListPassportExports(e.ctx, e.st.Pool, pipeTenant, id)
+		exports, err := e.st.ListPassportExports(e.ctx, pipeTenant, id)
 		require.NoError(t, err)
 		require.Len(t, exports, 1)
 		ex := exports[0]
@@ -971,12 +972,12 @@ func TestExportPassportWorker(t *testing.T) {
 		canonical, err := canonjson.Canonicalize(b)
 		require.NoError(t, err)
 		require.Equal(t, canonical, b, "the export is canonical JSON")
-		art, err := e.st.LoadPassportArtifacts(e.ctx, e.st.Pool, pipeTenant, id)
+		art, err := e.st.LoadPassportArtifacts(e.ctx, pipeTenant, id)
 		require.NoError(t, err)
 		for name, part := range map[string][]byte{"payload": art.Payload, "proof": art.Proof, "signed receipt": art.ReceiptSigned} {
 			require.True(t, bytes.Contains(b, part), "the export embeds the %s bytes", name)
 		}
-		want, err := workers.ExportDocument(v, art)
+		want, err := passport.ExportDocument(v, art)
 		require.NoError(t, err)
 		require.Equal(t, want, b)
 
@@ -992,7 +993,7 @@ func TestExportPassportWorker(t *testing.T) {
 			} `json:"signing_key"`
 		}
 		require.NoError(t, json.Unmarshal(b, &doc))
-		require.Equal(t, workers.ExportFormat, doc.ExportFormat)
+		require.Equal(t, passport.ExportFormat, doc.ExportFormat)
 		require.Equal(t, id.String(), doc.PassportVersionID)
 		require.Equal(t, store.PassportActive, doc.Status)
 		require.Equal(t, *v.QRPayload, doc.QRPayload)
@@ -1004,7 +1005,7 @@ func TestExportPassportWorker(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, entries, 1, "no temporary file is left")
 		require.Equal(t, id.String()+".json", entries[0].Name())
-		require.Equal(t, 1, e.events(t, workers.EventExported, id))
+		require.Equal(t, 1, e.events(t, passport.EventExported, id))
 
 		// Re-running the completed job rewrites the same file and keeps
 		// one export row.
@@ -1013,14 +1014,14 @@ func TestExportPassportWorker(t *testing.T) {
 		again, err := os.ReadFile(path)
 		require.NoError(t, err)
 		require.Equal(t, b, again)
-		exports, err = e.st.ListPassportExports(e.ctx, e.st.Pool, pipeTenant, id)
+		exports, err = e.st.ListPassportExports(e.ctx, pipeTenant, id)
 		require.NoError(t, err)
 		require.Len(t, exports, 1)
 		require.Equal(t, ex.PassportExportID, exports[0].PassportExportID)
 		entries, err = os.ReadDir(filepath.Dir(path))
 		require.NoError(t, err)
 		require.Len(t, entries, 1)
-		require.Equal(t, 1, e.events(t, workers.EventExported, id), "a re-run appends no second event")
+		require.Equal(t, 1, e.events(t, passport.EventExported, id), "a re-run appends no second event")
 	})
 	e.consistent(t)
 }
@@ -1041,10 +1042,10 @@ func TestExportPassportWorkerIOError(t *testing.T) {
 	le := lastJobError(t, job)
 	require.Equal(t, "IO_ERROR", le.Code)
 	require.Contains(t, le.Message, "mkdir")
-	exports, err := e.st.ListPassportExports(e.ctx, e.st.Pool, pipeTenant, id)
+	exports, err := e.st.ListPassportExports(e.ctx, pipeTenant, id)
 	require.NoError(t, err)
 	require.Empty(t, exports)
-	require.Equal(t, 0, e.events(t, workers.EventExported, id))
+	require.Equal(t, 0, e.events(t, passport.EventExported, id))
 	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.DeadLetter.WithLabelValues(jobargs.KindExport)))
 	e.consistent(t)
 }
@@ -1055,14 +1056,14 @@ func rulesArgs(versionID uuid.UUID, seed int64) *jobargs.RunRuleTestsArgs {
 
 func (e *pipeEnv) runs(t *testing.T, versionID uuid.UUID) []store.RuleTestsRun {
 	t.Helper()
-	runs, err := e.st.ListRuleTestsRuns(e.ctx, e.st.Pool, pipeTenant, versionID)
+	runs, err := e.st.ListRuleTestsRuns(e.ctx, pipeTenant, versionID)
 	require.NoError(t, err)
 	return runs
 }
 
 func (e *pipeEnv) ruleStatus(t *testing.T, versionID uuid.UUID) string {
 	t.Helper()
-	rv, err := e.st.GetRulePackageVersion(e.ctx, e.st.Pool, pipeTenant, versionID, false)
+	rv, err := e.st.GetRulePackageVersion(e.ctx, pipeTenant, versionID, false)
 	require.NoError(t, err)
 	return rv.Status
 }
@@ -1087,14 +1088,14 @@ func TestRunRuleTestsWorker(t *testing.T) {
 		require.NotNil(t, run.RiverJobID)
 		require.Equal(t, job.RiverJobID, *run.RiverJobID)
 		require.Equal(t, store.RulesValidated, e.ruleStatus(t, rv.RulePackageVersionID))
-		require.Equal(t, 1, e.events(t, workers.EventTestsRun, rv.RulePackageVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventTestsRun, rv.RulePackageVersionID))
 
 		// Re-running the completed job records no second run.
 		rerun := e.rerun(t, job)
 		requireSucceeded(t, rerun)
 		require.Equal(t, int32(2), rerun.Attempts)
 		require.Len(t, e.runs(t, rv.RulePackageVersionID), 1)
-		require.Equal(t, 1, e.events(t, workers.EventTestsRun, rv.RulePackageVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventTestsRun, rv.RulePackageVersionID))
 	})
 
 	t.Run("too few cases fail the run and keep the version DRAFT", func(t *testing.T) {
@@ -1151,7 +1152,7 @@ func TestPipelineCrashBeforeCommit(t *testing.T) {
 		requireBOMFacts(t, e.factsOf(t, v.DocumentVersionID))
 		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
 		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
-		require.Equal(t, 1, e.events(t, workers.EventFactsParsed, v.DocumentVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventFactsParsed, v.DocumentVersionID))
 	})
 
 	t.Run("INGEST_DOCUMENT", func(t *testing.T) {
@@ -1159,14 +1160,14 @@ func TestPipelineCrashBeforeCommit(t *testing.T) {
 		job := e.run(t, ingestArgs(doc.DocumentID, nmcDocument(t, nmc811.DocPCF), "application/json"))
 		requireSucceeded(t, job)
 		require.Equal(t, int32(2), job.Attempts)
-		versions, err := e.st.ListDocumentVersions(e.ctx, e.st.Pool, pipeTenant, doc.DocumentID)
+		versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
 		require.NoError(t, err)
 		require.Len(t, versions, 1, "the rolled-back version was not kept")
 		require.Equal(t, int32(1), versions[0].Version)
 		parse := e.wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+versions[0].DocumentVersionID.String()).JobID)
 		requireSucceeded(t, parse)
 		require.Equal(t, int32(2), parse.Attempts)
-		require.Equal(t, 1, e.events(t, workers.EventDocumentUploaded, versions[0].DocumentVersionID))
+		require.Equal(t, 1, e.events(t, passport.EventDocumentUploaded, versions[0].DocumentVersionID))
 	})
 
 	t.Run("COMPILE_PASSPORT, SIGN_PASSPORT, GENERATE_QR", func(t *testing.T) {
@@ -1177,7 +1178,7 @@ func TestPipelineCrashBeforeCommit(t *testing.T) {
 		require.Len(t, e.versions(t, c.version.PassportID), 1, "the first attempt's version was rolled back")
 		require.Equal(t, 1, e.jobsOfType(t, jobargs.KindSign))
 		require.Equal(t, 1, e.jobsOfType(t, jobargs.KindGenerateQR))
-		for _, ev := range []string{workers.EventCompiled, workers.EventSigned, workers.EventQRGenerated} {
+		for _, ev := range []string{passport.EventCompiled, passport.EventSigned, passport.EventQRGenerated} {
 			require.Equal(t, 1, e.events(t, ev, c.version.PassportVersionID), ev)
 		}
 		require.NotNil(t, c.version.QRPayload)
@@ -1188,7 +1189,7 @@ func TestPipelineCrashBeforeCommit(t *testing.T) {
 
 func TestExportDocumentRequiresASignedVersion(t *testing.T) {
 	t.Parallel()
-	_, err := workers.ExportDocument(store.PassportVersion{PassportVersionID: uuid.New(), Status: store.PassportCompiling}, store.PassportArtifacts{})
+	_, err := passport.ExportDocument(store.PassportVersion{PassportVersionID: uuid.New(), Status: store.PassportCompiling}, store.PassportArtifacts{})
 	require.Equal(t, errcode.InvalidState, errcode.CodeOf(err))
 }
 

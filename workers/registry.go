@@ -12,12 +12,13 @@ import (
 	"github.com/bpc-platform/bpc/core/compiler"
 
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
 // Deps are what workers need from the service.
 type Deps struct {
-	Store          *store.Store
+	Store          *store.Queries
 	Logger         *slog.Logger
 	Metrics        *Metrics
 	HTTPClient     *http.Client
@@ -32,7 +33,7 @@ type Deps struct {
 	// rule test runs.
 	Limits compiler.Limits
 	// Signer signs receipts; its KeyID is compiled into them.
-	Signer *Signer
+	Signer *passport.Signer
 	// ExportDir is where EXPORT_PASSPORT writes files (BPC_EXPORT_DIR).
 	ExportDir string
 	// BeforeCommit, when set, runs inside a pipeline handler's transaction

@@ -1,6 +1,3 @@
-// Package workers holds one River worker per job type, the retry policy and
-// the middleware that every job runs through (typed errors → River control
-// flow, one log line per transition, metrics).
 package workers
 
 import (

@@ -381,7 +381,7 @@ func TestPingAndWebhookEndpointLifecycle(t *testing.T) {
 	}, &env))
 	require.Equal(t, "payload", env.Error.Details["field"])
 
-	n, err := store.New(h.pool).VerifyAuditChain(context.Background(), h.pool, store.DevTenantID)
+	n, err := store.New(h.pool).VerifyAuditChain(context.Background(), store.DevTenantID)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 }

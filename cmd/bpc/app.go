@@ -23,6 +23,7 @@ import (
 	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/migrations"
+	"github.com/bpc-platform/bpc/passport"
 	bpcriverui "github.com/bpc-platform/bpc/riverui"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
@@ -42,7 +43,7 @@ type app struct {
 	role    string
 	logger  *slog.Logger
 	pool    *pgxpool.Pool
-	store   *store.Store
+	store   *store.Queries
 	river   *river.Client[pgx.Tx]
 	riverUI *riverui.Handler
 	leases  *workers.Leases
@@ -98,7 +99,7 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	signer, err := workers.LoadSigner(ctx, a.store, cfg.Env, cfg.SigningKeyID, cfg.SigningKeyBase64)
+	signer, err := passport.LoadSigner(ctx, a.store, cfg.Env, cfg.SigningKeyID, cfg.SigningKeyBase64)
 	if err != nil {
 		return nil, err
 	}

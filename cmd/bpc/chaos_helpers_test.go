@@ -63,7 +63,7 @@ type chaosEnv struct {
 	bin    string
 	dbURL  string // what the processes get as DATABASE_URL
 	pool   *pgxpool.Pool
-	st     *store.Store
+	st     *store.Queries
 	ins    *river.Client[pgx.Tx]
 	dir    string
 	seed   string
@@ -332,7 +332,7 @@ func (e *chaosEnv) enqueue(args []jobargs.Args) {
 			reqs = append(reqs, store.EnqueueRequest{Args: a})
 		}
 		require.NoError(e.t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-			_, err := e.st.EnqueueTx(e.ctx, tx, e.ins, reqs)
+			_, err := e.st.WithTx(tx).EnqueueTx(e.ctx, e.ins, reqs)
 			return err
 		}))
 	}
@@ -391,10 +391,10 @@ func (e *chaosEnv) requireSettled(want int) {
 	e.t.Helper()
 	counts := e.statusCounts()
 	require.Equal(e.t, map[string]int{store.StatusSucceeded: want}, counts, "SSOT job statuses")
-	rep, err := e.st.CheckConsistency(e.ctx, e.pool)
+	rep, err := e.st.CheckConsistency(e.ctx)
 	require.NoError(e.t, err)
 	require.True(e.t, rep.OK(), "mirror drift (%d): %+v", rep.DriftCount, rep.Drifts)
-	n, err := e.st.VerifyAuditChain(e.ctx, e.pool, store.DevTenantID)
+	n, err := e.st.VerifyAuditChain(e.ctx, store.DevTenantID)
 	require.NoError(e.t, err, "audit chain")
 	e.t.Logf("settled: %d jobs SUCCEEDED, %d River jobs, audit chain ok (%d events)", want, rep.RiverJobs, n)
 }

@@ -30,8 +30,8 @@ import (
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/workers"
 )
 
 // snapshots creates n BUILDING snapshots and returns their BUILD_SNAPSHOT args.
@@ -40,7 +40,7 @@ func (e *chaosEnv) snapshots(n int) []jobargs.Args {
 	out := make([]jobargs.Args, 0, n)
 	require.NoError(e.t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
 		for range n {
-			sn, err := e.st.CreateSnapshot(e.ctx, tx, store.DevTenantID)
+			sn, err := e.st.WithTx(tx).CreateSnapshot(e.ctx, store.DevTenantID)
 			if err != nil {
 				return err
 			}
@@ -61,12 +61,12 @@ func (e *chaosEnv) ruleTests(n int) []jobargs.Args {
 		pkgs := make([]store.RulePackage, packages)
 		for i := range pkgs {
 			var err error
-			if pkgs[i], err = e.st.CreateRulePackage(e.ctx, tx, store.DevTenantID, "chaos-"+uuid.NewString()[:8]); err != nil {
+			if pkgs[i], err = e.st.WithTx(tx).CreateRulePackage(e.ctx, store.DevTenantID, "chaos-"+uuid.NewString()[:8]); err != nil {
 				return err
 			}
 		}
 		for i := range n {
-			v, err := e.st.CreateRulePackageVersion(e.ctx, tx, store.DevTenantID, pkgs[i%packages].RulePackageID, nmc811.Rules(), nmc811.Tests())
+			v, err := e.st.WithTx(tx).CreateRulePackageVersion(e.ctx, store.DevTenantID, pkgs[i%packages].RulePackageID, nmc811.Rules(), nmc811.Tests())
 			if err != nil {
 				return err
 			}
@@ -89,10 +89,10 @@ func (e *chaosEnv) requireSnapshotsReadyOnce(want int) {
 		       count(*) FILTER (WHERE (SELECT count(*) FROM events ev
 		           WHERE ev.tenant_id = s.tenant_id AND ev.aggregate_type = $1
 		             AND ev.aggregate_id = s.snapshot_id AND ev.event_type = $2) <> 1)
-		FROM data_snapshots s`, workers.AggregateSnapshot, workers.EventSnapshotReady).Scan(&total, &ready, &bad))
+		FROM data_snapshots s`, passport.AggregateSnapshot, passport.EventSnapshotReady).Scan(&total, &ready, &bad))
 	require.Equal(e.t, want, total, "snapshots")
 	require.Equal(e.t, want, ready, "READY snapshots")
-	require.Zero(e.t, bad, "snapshots without exactly one %s event", workers.EventSnapshotReady)
+	require.Zero(e.t, bad, "snapshots without exactly one %s event", passport.EventSnapshotReady)
 }
 
 // requireTestsRunOnce asserts every rule package version has exactly one
@@ -112,10 +112,10 @@ func (e *chaosEnv) requireTestsRunOnce(want int) {
 		  FROM rule_package_versions v)
 		SELECT count(*), count(*) FILTER (WHERE runs <> 1), count(*) FILTER (WHERE events <> 1),
 		       count(*) FILTER (WHERE by_job <> 1)
-		FROM v`, workers.AggregateRulePackageVersion, workers.EventTestsRun).Scan(&total, &badRuns, &badEvents, &badJob))
+		FROM v`, passport.AggregateRulePackageVersion, passport.EventTestsRun).Scan(&total, &badRuns, &badEvents, &badJob))
 	require.Equal(e.t, want, total, "rule package versions")
 	require.Zero(e.t, badRuns, "versions without exactly one tests run")
-	require.Zero(e.t, badEvents, "versions without exactly one %s event", workers.EventTestsRun)
+	require.Zero(e.t, badEvents, "versions without exactly one %s event", passport.EventTestsRun)
 	require.Zero(e.t, badJob, "versions whose run was not recorded by their own job")
 }
 
@@ -493,11 +493,11 @@ func TestChaosPoisonJobIsDiscarded(t *testing.T) {
 
 	var delivery store.DeliveryRef
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-		ep, err := e.st.CreateWebhookEndpoint(e.ctx, tx, store.DevTenantID, recv.URL, testSecret)
+		ep, err := e.st.WithTx(tx).CreateWebhookEndpoint(e.ctx, store.DevTenantID, recv.URL, testSecret)
 		if err != nil {
 			return err
 		}
-		res, err := e.st.AppendEvent(e.ctx, tx, e.ins, store.EventInput{TenantID: store.DevTenantID,
+		res, err := e.st.WithTx(tx).AppendEvent(e.ctx, e.ins, store.EventInput{TenantID: store.DevTenantID,
 			AggregateType: "Passport", AggregateID: uuid.New(), EventType: "chaos.poison",
 			Payload: []byte(`{}`), DeliverTo: &ep.WebhookEndpointID})
 		if err != nil {
@@ -506,7 +506,7 @@ func TestChaosPoisonJobIsDiscarded(t *testing.T) {
 		delivery = res.Deliveries[0]
 		return nil
 	}))
-	job, err := e.st.GetJob(e.ctx, e.pool, store.DevTenantID, delivery.JobID)
+	job, err := e.st.GetJob(e.ctx, store.DevTenantID, delivery.JobID)
 	require.NoError(t, err)
 
 	// Kill every worker that runs it, as a crashing handler would.
@@ -518,7 +518,7 @@ func TestChaosPoisonJobIsDiscarded(t *testing.T) {
 	var final store.Job
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		final, err = e.st.GetJob(e.ctx, e.pool, store.DevTenantID, job.JobID)
+		final, err = e.st.GetJob(e.ctx, store.DevTenantID, job.JobID)
 		require.NoError(t, err)
 		if store.IsTerminal(final.Status) {
 			break
@@ -584,7 +584,7 @@ func TestChaosPoisonJobIsDiscarded(t *testing.T) {
 	t.Logf("%d other jobs succeeded on %s within %s of the discard", others, survivor.id, time.Since(lostAt).Round(time.Millisecond))
 
 	require.Equal(t, map[string]int{store.StatusSucceeded: others, store.StatusDeadLetter: 1}, e.statusCounts())
-	rep, err := e.st.CheckConsistency(e.ctx, e.pool)
+	rep, err := e.st.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "mirror drift: %+v", rep.Drifts)
 }

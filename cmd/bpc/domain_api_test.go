@@ -26,6 +26,7 @@ import (
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -418,7 +419,7 @@ func TestDomainRulePackages(t *testing.T) {
 	ctx := context.Background()
 	st := store.New(d.h.pool)
 	require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-		_, _, err := st.RecordRuleTestsRun(ctx, tx, store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: v.RulePackageVersionID,
+		_, _, err := st.WithTx(tx).RecordRuleTestsRun(ctx, store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: v.RulePackageVersionID,
 			Seed: 42, Status: "PASSED", TotalCases: store.MinRuleTestCases, Passed: store.MinRuleTestCases})
 		return err
 	}))
@@ -531,7 +532,7 @@ func TestDomainProductsPassportsAndMissingVersions(t *testing.T) {
 // do through the store.
 type sampleFixture struct {
 	d          domainAPI
-	st         *store.Store
+	st         *store.Queries
 	passport   store.Passport
 	snapshotID uuid.UUID
 	rulesID    uuid.UUID
@@ -555,10 +556,10 @@ func newSampleFixture(t *testing.T, d domainAPI) *sampleFixture {
 		fs, err := facts.Parse(doc.kind, content)
 		require.NoError(t, err)
 		require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-			if _, err := st.InsertFacts(ctx, tx, store.DevTenantID, v.DocumentVersionID, fs); err != nil {
+			if _, err := st.WithTx(tx).InsertFacts(ctx, store.DevTenantID, v.DocumentVersionID, fs); err != nil {
 				return err
 			}
-			return st.MarkDocumentVersionValidated(ctx, tx, store.DevTenantID, v.DocumentVersionID, len(fs))
+			return st.WithTx(tx).MarkDocumentVersionValidated(ctx, store.DevTenantID, v.DocumentVersionID, len(fs))
 		}))
 		versionIDs = append(versionIDs, v.DocumentVersionID)
 		total += len(fs)
@@ -582,7 +583,7 @@ func newSampleFixture(t *testing.T, d domainAPI) *sampleFixture {
 	d.do(http.MethodPost, path+"/items", map[string]any{"document_version_ids": versionIDs}, http.StatusOK, &added)
 	require.Equal(t, 0, added.Added, "adding the same facts again adds nothing")
 	require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-		_, err := st.MarkSnapshotReady(ctx, tx, store.DevTenantID, sn.SnapshotID)
+		_, err := st.WithTx(tx).MarkSnapshotReady(ctx, store.DevTenantID, sn.SnapshotID)
 		return err
 	}))
 	d.do(http.MethodPost, path+"/seal", nil, http.StatusOK, &sn)
@@ -603,7 +604,7 @@ func newSampleFixture(t *testing.T, d domainAPI) *sampleFixture {
 	d.do(http.MethodPost, "/v1/rule-packages/"+pkg.RulePackageID.String()+"/versions",
 		map[string]any{"dsl_source": nmc811.Rules(), "tests_source": nmc811.Tests()}, http.StatusCreated, &rv)
 	require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-		_, _, err := st.RecordRuleTestsRun(ctx, tx, store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: rv.RulePackageVersionID,
+		_, _, err := st.WithTx(tx).RecordRuleTestsRun(ctx, store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: rv.RulePackageVersionID,
 			Status: "PASSED", TotalCases: store.MinRuleTestCases, Passed: store.MinRuleTestCases})
 		return err
 	}))
@@ -620,7 +621,7 @@ func newSampleFixture(t *testing.T, d domainAPI) *sampleFixture {
 func (f *sampleFixture) compile(t *testing.T) (store.PassportVersion, compiler.Output) {
 	ctx := context.Background()
 	id := uuid.New()
-	in, err := f.st.LoadCompileInput(ctx, f.d.h.pool, store.CompileRequest{
+	in, err := passport.LoadCompileInput(ctx, f.st, passport.CompileRequest{
 		TenantID: store.DevTenantID, PassportID: f.passport.PassportID, SnapshotID: f.snapshotID,
 		RulePackageVersionID: f.rulesID, PassportVersionID: id, CompilerBuildID: "bpc-test",
 		SigningKeyID: "test-key", IssuedAt: time.Now().UTC().Truncate(time.Second),
@@ -631,7 +632,7 @@ func (f *sampleFixture) compile(t *testing.T) (store.PassportVersion, compiler.O
 	f.riverJobID++
 	var v store.PassportVersion
 	require.NoError(t, f.st.InTx(ctx, func(tx pgx.Tx) error {
-		v, _, err = f.st.InsertPassportVersion(ctx, tx, store.NewPassportVersion{
+		v, _, err = f.st.WithTx(tx).InsertPassportVersion(ctx, store.NewPassportVersion{
 			PassportVersionID: id, TenantID: store.DevTenantID, PassportID: f.passport.PassportID,
 			SnapshotID: f.snapshotID, RulePackageVersionID: f.rulesID, CompilerBuildID: in.CompilerBuildID,
 			IssuedAt: in.IssuedAt, SigningKeyID: in.SigningKeyID,
@@ -659,11 +660,11 @@ func (f *sampleFixture) signAndQR(t *testing.T, v store.PassportVersion, out com
 	png, err := qr.PNG(payload)
 	require.NoError(t, err)
 	require.NoError(t, f.st.InTx(ctx, func(tx pgx.Tx) error {
-		if err := f.st.SetPassportVersionSigned(ctx, tx, store.DevTenantID, v.PassportVersionID, sig, v.SigningKeyID,
+		if err := f.st.WithTx(tx).SetPassportVersionSigned(ctx, store.DevTenantID, v.PassportVersionID, sig, v.SigningKeyID,
 			sign.PublicKeyBase64(pub), signed); err != nil {
 			return err
 		}
-		return f.st.SetPassportVersionQR(ctx, tx, store.DevTenantID, v.PassportVersionID, payload, png)
+		return f.st.WithTx(tx).SetPassportVersionQR(ctx, store.DevTenantID, v.PassportVersionID, payload, png)
 	}))
 	return signed
 }
@@ -700,7 +701,7 @@ func TestDomainPassportVersionArtifactsActivateReplayAndExports(t *testing.T) {
 
 	// A COMPILING version cannot be activated; an unsigned one replays.
 	d.fail(http.MethodPost, path+"/activate", nil, http.StatusConflict, "INVALID_STATE")
-	var rep store.ReplayReport
+	var rep passport.ReplayReport
 	d.do(http.MethodPost, path+"/replay", nil, http.StatusOK, &rep)
 	require.True(t, rep.Match, "%v", rep.Mismatches)
 	require.Equal(t, []string{}, rep.Mismatches)
@@ -764,7 +765,7 @@ func TestDomainPassportVersionArtifactsActivateReplayAndExports(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, content, 0o600))
 	ctx := context.Background()
 	require.NoError(t, f.st.InTx(ctx, func(tx pgx.Tx) error {
-		_, err := f.st.RecordPassportExport(ctx, tx, store.PassportExport{TenantID: store.DevTenantID, PassportVersionID: v2.PassportVersionID,
+		_, err := f.st.WithTx(tx).RecordPassportExport(ctx, store.PassportExport{TenantID: store.DevTenantID, PassportVersionID: v2.PassportVersionID,
 			Format: "JSON", Path: file, SizeBytes: int64(len(content)), SHA256: hash.SHA256Hex(content), RiverJobID: &exported.Job.RiverJobID})
 		return err
 	}))

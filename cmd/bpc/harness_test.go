@@ -188,7 +188,7 @@ func (h *harness) eventually(what string, cond func() bool) {
 // requireConsistent asserts the mirror has no drift.
 func (h *harness) requireConsistent() {
 	h.t.Helper()
-	rep, err := store.New(h.pool).CheckConsistency(context.Background(), h.pool)
+	rep, err := store.New(h.pool).CheckConsistency(context.Background())
 	require.NoError(h.t, err)
 	require.True(h.t, rep.OK(), "mirror drift: %+v", rep.Drifts)
 }

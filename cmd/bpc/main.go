@@ -279,16 +279,16 @@ func cmdDoctor(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	rep.Schema = st.String()
 	rep.OK = st.Current()
-	if rep.Consistency, err = s.CheckConsistency(ctx, pool); err != nil {
+	if rep.Consistency, err = s.CheckConsistency(ctx); err != nil {
 		return err
 	}
 	rep.OK = rep.OK && rep.Consistency.OK()
-	tenants, err := s.ListTenants(ctx, pool)
+	tenants, err := s.ListTenants(ctx)
 	if err != nil {
 		return err
 	}
 	for _, t := range tenants {
-		n, err := s.VerifyAuditChain(ctx, pool, t.TenantID)
+		n, err := s.VerifyAuditChain(ctx, t.TenantID)
 		if err != nil {
 			rep.AuditChains[t.Slug] = "BROKEN: " + err.Error()
 			rep.OK = false

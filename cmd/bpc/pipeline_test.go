@@ -27,6 +27,7 @@ import (
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -321,7 +322,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	require.True(t, bytes.Contains(file, payload), "the export embeds the payload bytes")
 
 	// Replay reproduces the stored version; one tampered byte does not.
-	var rep store.ReplayReport
+	var rep passport.ReplayReport
 	h.post("/v1/passport-versions/"+v.PassportVersionID.String()+"/replay", map[string]any{}, http.StatusOK, &rep)
 	require.True(t, rep.Match)
 	_, err = h.pool.Exec(ctx, `UPDATE passport_versions SET payload = overlay(payload placing '9'::bytea from 100 for 1)
@@ -355,7 +356,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 		"EXPORT_PASSPORT SUCCEEDED": 1,
 	}, counts)
 	h.requireConsistent()
-	n, err := store.New(h.pool).VerifyAuditChain(ctx, h.pool, store.DevTenantID)
+	n, err := store.New(h.pool).VerifyAuditChain(ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, n, 12, "uploads, parses, snapshot, tests, publish, compile, sign, QR, activate, export")
 }
@@ -503,7 +504,7 @@ func TestPipelineCrashBeforeCommitIsRetriedWithoutDuplicates(t *testing.T) {
 	pp := h.passport()
 	h.succeeded(h.compile(pp.PassportID, sn.SnapshotID, rules.RulePackageVersionID))
 	v := h.signedWithQR(pp.PassportID)
-	var rep store.ReplayReport
+	var rep passport.ReplayReport
 	h.post("/v1/passport-versions/"+v.PassportVersionID.String()+"/replay", map[string]any{}, http.StatusOK, &rep)
 	require.True(t, rep.Match)
 
@@ -528,6 +529,6 @@ func TestPipelineCrashBeforeCommitIsRetriedWithoutDuplicates(t *testing.T) {
 	require.Len(t, crashed, count(`SELECT count(*) FROM jobs`))
 	mu.Unlock()
 	h.requireConsistent()
-	_, err = store.New(h.pool).VerifyAuditChain(ctx, h.pool, store.DevTenantID)
+	_, err = store.New(h.pool).VerifyAuditChain(ctx, store.DevTenantID)
 	require.NoError(t, err)
 }

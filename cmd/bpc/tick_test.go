@@ -24,7 +24,7 @@ type tickEnv struct {
 	ctx    context.Context
 	cfg    Config
 	pool   *pgxpool.Pool
-	st     *store.Store
+	st     *store.Queries
 	client *river.Client[pgx.Tx]
 }
 
@@ -55,7 +55,7 @@ func newTickEnv(t *testing.T, env map[string]string) *tickEnv {
 // BUILD_SNAPSHOT job, scheduled at `at` when it is not zero.
 func (e *tickEnv) enqueueSnapshotBuild(t *testing.T, at time.Time) store.Job {
 	t.Helper()
-	sn, err := e.st.CreateSnapshot(e.ctx, e.pool, store.DevTenantID)
+	sn, err := e.st.CreateSnapshot(e.ctx, store.DevTenantID)
 	require.NoError(t, err)
 	tx, err := e.pool.Begin(e.ctx)
 	require.NoError(t, err)
@@ -64,7 +64,7 @@ func (e *tickEnv) enqueueSnapshotBuild(t *testing.T, at time.Time) store.Job {
 	if !at.IsZero() {
 		req.ScheduledAt = &at
 	}
-	res, err := e.st.EnqueueTx(e.ctx, tx, e.client, []store.EnqueueRequest{req})
+	res, err := e.st.WithTx(tx).EnqueueTx(e.ctx, e.client, []store.EnqueueRequest{req})
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(e.ctx))
 	return res[0].Job
@@ -72,7 +72,7 @@ func (e *tickEnv) enqueueSnapshotBuild(t *testing.T, at time.Time) store.Job {
 
 func (e *tickEnv) status(t *testing.T, job store.Job) string {
 	t.Helper()
-	j, err := e.st.GetJob(e.ctx, e.pool, job.TenantID, job.JobID)
+	j, err := e.st.GetJob(e.ctx, job.TenantID, job.JobID)
 	require.NoError(t, err)
 	return j.Status
 }
@@ -107,7 +107,7 @@ func TestTickWorksDueJobsAndLeavesFutureOnes(t *testing.T) {
 	require.Contains(t, out, "SUCCEEDED=")
 
 	// The mirror is intact and the next tick finds nothing to do.
-	rep, err := e.st.CheckConsistency(e.ctx, e.pool)
+	rep, err := e.st.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
 	res, out = e.tick(t, tickOptions{MaxDuration: 30 * time.Second, MaxJobs: 1000})

@@ -105,7 +105,7 @@ func TestWebhookDestinationDeniedAtDialTime(t *testing.T) {
 	port := rcv.Listener.Addr().(*net.TCPAddr).Port
 	st := store.New(h.pool)
 	for i, u := range []string{rcv.URL + "/hook", fmt.Sprintf("http://localhost:%d/hook", port)} {
-		ep, err := st.CreateWebhookEndpoint(context.Background(), h.pool, store.DevTenantID, u, testSecret)
+		ep, err := st.CreateWebhookEndpoint(context.Background(), store.DevTenantID, u, testSecret)
 		require.NoError(t, err)
 		eventType := fmt.Sprintf("ssrf.dial.%d", i)
 		require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/webhook-subscriptions",

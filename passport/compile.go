@@ -1,4 +1,4 @@
-package store
+package passport
 
 import (
 	"bytes"
@@ -11,9 +11,12 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/receipt"
 	"github.com/bpc-platform/bpc/core/sign"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/store"
 )
 
-// CompileRequest names what a compile reads.
+// CompileRequest names what a compile reads and the identity it gives the
+// new version.
 type CompileRequest struct {
 	TenantID             uuid.UUID
 	PassportID           uuid.UUID
@@ -29,27 +32,35 @@ type CompileRequest struct {
 
 // LoadCompileInput gathers a compile's input: the passport's product, the
 // snapshot's facts (SNAPSHOT_NOT_READY unless SEALED) and the rule package
-// version's sources (RULE_PKG_NOT_PUBLISHED unless PUBLISHED).
-func (s *Store) LoadCompileInput(ctx context.Context, db DBTX, r CompileRequest) (compiler.Input, error) {
-	passport, err := s.GetPassport(ctx, db, r.TenantID, r.PassportID)
+// version's sources (RULE_PKG_NOT_PUBLISHED unless PUBLISHED). SEALED and
+// PUBLISHED are final states, so what it reads cannot go stale before the
+// compile is recorded.
+func LoadCompileInput(ctx context.Context, q *store.Queries, r CompileRequest) (compiler.Input, error) {
+	return loadInput(ctx, q, r, true)
+}
+
+// loadInput reads a compile's input; a replay reads a stored version's
+// inputs, SEALED by construction, without the status check.
+func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, requireSealed bool) (compiler.Input, error) {
+	passport, err := q.GetPassport(ctx, r.TenantID, r.PassportID)
 	if err != nil {
 		return compiler.Input{}, err
 	}
-	sn, err := s.GetSnapshot(ctx, db, r.TenantID, r.SnapshotID)
+	sn, err := q.GetSnapshot(ctx, r.TenantID, r.SnapshotID)
 	if err != nil {
 		return compiler.Input{}, err
 	}
-	if sn.Status != SnapshotSealed {
+	if requireSealed && sn.Status != store.SnapshotSealed {
 		return compiler.Input{}, errcode.New(errcode.SnapshotNotReady, "snapshot %s is %s, not SEALED", r.SnapshotID, sn.Status)
 	}
-	rv, err := s.GetRulePackageVersion(ctx, db, r.TenantID, r.RulePackageVersionID, true)
+	rv, err := q.GetRulePackageVersion(ctx, r.TenantID, r.RulePackageVersionID, true)
 	if err != nil {
 		return compiler.Input{}, err
 	}
-	if rv.Status != RulesPublished {
+	if rv.Status != store.RulesPublished {
 		return compiler.Input{}, errcode.New(errcode.RulePkgNotPublished, "rule package version %s is %s, not PUBLISHED", r.RulePackageVersionID, rv.Status)
 	}
-	facts, err := s.SnapshotFacts(ctx, db, r.TenantID, r.SnapshotID)
+	facts, err := q.SnapshotFacts(ctx, r.TenantID, r.SnapshotID)
 	if err != nil {
 		return compiler.Input{}, err
 	}
@@ -70,6 +81,56 @@ func (s *Store) LoadCompileInput(ctx context.Context, db DBTX, r CompileRequest)
 	}, nil
 }
 
+// Compiled is a compile's output for the version it will become.
+type Compiled struct {
+	Request CompileRequest
+	Output  compiler.Output
+}
+
+// RecordCompiled stores a compile made by River job riverJobID as a new
+// passport version (COMPILING), records passport.compiled and enqueues its
+// SIGN_PASSPORT. The version is keyed by the job: recording the same job's
+// compile again returns the version recorded first.
+func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (store.PassportVersion, error) {
+	r, out := c.Request, c.Output
+	v, _, err := t.Q.InsertPassportVersion(ctx, store.NewPassportVersion{
+		PassportVersionID:    r.PassportVersionID,
+		TenantID:             r.TenantID,
+		PassportID:           r.PassportID,
+		SnapshotID:           r.SnapshotID,
+		RulePackageVersionID: r.RulePackageVersionID,
+		CompilerBuildID:      r.CompilerBuildID,
+		IssuedAt:             r.IssuedAt,
+		SigningKeyID:         r.SigningKeyID,
+		Payload:              out.Payload,
+		PayloadHash:          out.PayloadHash,
+		Proof:                out.Proof,
+		ProofRootHash:        out.ProofRootHash,
+		Receipt:              out.Receipt,
+		ReceiptHash:          out.ReceiptHash,
+		CompileRiverJobID:    riverJobID,
+	})
+	if err != nil {
+		return store.PassportVersion{}, err
+	}
+	if err := t.Event(ctx, r.TenantID, AggregatePassportVersion, v.PassportVersionID, EventCompiled, map[string]any{
+		"passport_id": r.PassportID, "version": v.Version, "snapshot_id": r.SnapshotID,
+		"rule_package_version_id": r.RulePackageVersionID, "compiler_build_id": r.CompilerBuildID,
+		"payload_hash": v.PayloadHash, "proof_root_hash": v.ProofRootHash, "receipt_hash": v.ReceiptHash,
+	}); err != nil {
+		return store.PassportVersion{}, err
+	}
+	return v, EnqueueSign(ctx, t, r.TenantID, v.PassportVersionID)
+}
+
+// EnqueueSign enqueues a compiled version's SIGN_PASSPORT (idempotent by
+// the version).
+func EnqueueSign(ctx context.Context, t Tx, tenantID, versionID uuid.UUID) error {
+	_, err := t.Enqueue(ctx, &jobargs.SignPassportArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: versionID},
+		"sign:"+versionID.String())
+	return err
+}
+
 // ReplayReport is the outcome of recompiling a stored passport version.
 type ReplayReport struct {
 	PassportVersionID uuid.UUID `json:"passport_version_id"`
@@ -84,22 +145,32 @@ type ReplayReport struct {
 	Mismatches []string `json:"mismatches"`
 }
 
-// ReplayPassportVersion recompiles a stored version from its stored inputs
-// (the sealed snapshot's facts, the rule package version's sources, the ids,
-// build id, key id and issue time it was compiled with) and compares the
-// result with the stored bytes and hashes, then verifies the stored
-// signature over the receipt hash with the stored public key.
-func (s *Store) ReplayPassportVersion(ctx context.Context, db DBTX, tenantID, id uuid.UUID, limits compiler.Limits) (ReplayReport, error) {
-	v, err := s.GetPassportVersion(ctx, db, tenantID, id)
+// Replay recompiles a stored version from its stored inputs (the sealed
+// snapshot's facts, the rule package version's sources, the ids, build id,
+// key id and issue time it was compiled with) and compares the result with
+// the stored bytes and hashes, then verifies the stored signature over the
+// receipt hash with the stored public key.
+func Replay(ctx context.Context, q *store.Queries, limits compiler.Limits, tenantID, id uuid.UUID) (ReplayReport, error) {
+	v, err := q.GetPassportVersion(ctx, tenantID, id)
 	if err != nil {
 		return ReplayReport{}, err
 	}
-	art, err := s.LoadPassportArtifacts(ctx, db, tenantID, id)
+	art, err := q.LoadPassportArtifacts(ctx, tenantID, id)
 	if err != nil {
 		return ReplayReport{}, err
 	}
 	rep := ReplayReport{PassportVersionID: id, PayloadHash: v.PayloadHash, ProofRootHash: v.ProofRootHash, ReceiptHash: v.ReceiptHash, Mismatches: []string{}}
-	in, err := s.loadReplayInput(ctx, db, v, limits)
+	in, err := loadInput(ctx, q, CompileRequest{
+		TenantID:             v.TenantID,
+		PassportID:           v.PassportID,
+		SnapshotID:           v.SnapshotID,
+		RulePackageVersionID: v.RulePackageVersionID,
+		PassportVersionID:    v.PassportVersionID,
+		CompilerBuildID:      v.CompilerBuildID,
+		SigningKeyID:         v.SigningKeyID,
+		IssuedAt:             v.IssuedAt,
+		Limits:               limits,
+	}, false)
 	if err != nil {
 		return ReplayReport{}, err
 	}
@@ -138,27 +209,10 @@ func (s *Store) ReplayPassportVersion(ctx context.Context, db DBTX, tenantID, id
 	return rep, nil
 }
 
-// loadReplayInput is LoadCompileInput for a stored version, without the
-// status checks (a snapshot and a rule version stay SEALED and PUBLISHED).
-func (s *Store) loadReplayInput(ctx context.Context, db DBTX, v PassportVersion, limits compiler.Limits) (compiler.Input, error) {
-	in, err := s.LoadCompileInput(ctx, db, CompileRequest{
-		TenantID:             v.TenantID,
-		PassportID:           v.PassportID,
-		SnapshotID:           v.SnapshotID,
-		RulePackageVersionID: v.RulePackageVersionID,
-		PassportVersionID:    v.PassportVersionID,
-		CompilerBuildID:      v.CompilerBuildID,
-		SigningKeyID:         v.SigningKeyID,
-		IssuedAt:             v.IssuedAt,
-		Limits:               limits,
-	})
-	return in, err
-}
-
 // verifyStoredSignature checks the stored signature with the stored public
 // key over the stored receipt hash, and that the hash is the SHA-256 of the
 // stored unsigned receipt.
-func verifyStoredSignature(v PassportVersion, art PassportArtifacts) error {
+func verifyStoredSignature(v store.PassportVersion, art store.PassportArtifacts) error {
 	if v.Signature == nil || v.SigningPublicKey == nil {
 		return errcode.New(errcode.SignatureInvalid, "version is not signed")
 	}
@@ -186,7 +240,7 @@ func verifyStoredSignature(v PassportVersion, art PassportArtifacts) error {
 
 // signedReceiptMatches checks the stored signed receipt against the
 // recompiled receipt plus the stored signature.
-func signedReceiptMatches(out compiler.Output, v PassportVersion, art PassportArtifacts) bool {
+func signedReceiptMatches(out compiler.Output, v store.PassportVersion, art store.PassportArtifacts) bool {
 	r := out.ReceiptFields
 	r.Signature = *v.Signature
 	want, err := receipt.SignedCanonical(r)

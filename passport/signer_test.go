@@ -1,4 +1,4 @@
-package workers_test
+package passport_test
 
 import (
 	"context"
@@ -11,18 +11,18 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/workers"
 )
 
-func newSignerStore(t *testing.T) (context.Context, *store.Store) {
+func newSignerStore(t *testing.T) (context.Context, *store.Queries) {
 	t.Helper()
 	return t.Context(), store.New(testdb.New(t))
 }
 
-func registeredKeys(t *testing.T, ctx context.Context, st *store.Store) map[string]string {
+func registeredKeys(t *testing.T, ctx context.Context, st *store.Queries) map[string]string {
 	t.Helper()
-	keys, err := st.ListSigningKeys(ctx, st.Pool)
+	keys, err := st.ListSigningKeys(ctx)
 	require.NoError(t, err)
 	out := map[string]string{}
 	for _, k := range keys {
@@ -35,7 +35,7 @@ func registeredKeys(t *testing.T, ctx context.Context, st *store.Store) map[stri
 func TestNewSigner(t *testing.T) {
 	t.Parallel()
 	key := newKey(t)
-	s := workers.NewSigner("k-1", key)
+	s := passport.NewSigner("k-1", key)
 	require.Equal(t, "k-1", s.KeyID)
 	require.Equal(t, "env", s.Source)
 	got, err := s.Key()
@@ -44,15 +44,15 @@ func TestNewSigner(t *testing.T) {
 	require.Equal(t, base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey)), s.PublicKeyBase64())
 	require.Equal(t, "k-1", s.KeyIDOrDefault())
 
-	for name, keyless := range map[string]*workers.Signer{"nil": nil, "no key": {KeyID: "k-2"}} {
+	for name, keyless := range map[string]*passport.Signer{"nil": nil, "no key": {KeyID: "k-2"}} {
 		_, err := keyless.Key()
 		require.Equal(t, errcode.SigningKeyMissing, errcode.CodeOf(err), name)
 		require.Empty(t, keyless.PublicKeyBase64(), name)
 	}
-	var none *workers.Signer
+	var none *passport.Signer
 	require.Equal(t, "dev-key-1", none.KeyIDOrDefault())
-	require.Equal(t, "dev-key-1", (&workers.Signer{}).KeyIDOrDefault())
-	require.Equal(t, "k-2", (&workers.Signer{KeyID: "k-2"}).KeyIDOrDefault())
+	require.Equal(t, "dev-key-1", (&passport.Signer{}).KeyIDOrDefault())
+	require.Equal(t, "k-2", (&passport.Signer{KeyID: "k-2"}).KeyIDOrDefault())
 }
 
 func TestLoadSignerFromEnv(t *testing.T) {
@@ -61,7 +61,7 @@ func TestLoadSignerFromEnv(t *testing.T) {
 	key := newKey(t)
 	seed := base64.StdEncoding.EncodeToString(key.Seed())
 
-	s, err := workers.LoadSigner(ctx, st, "prod", "prod-key-1", seed)
+	s, err := passport.LoadSigner(ctx, st, "prod", "prod-key-1", seed)
 	require.NoError(t, err)
 	require.Equal(t, "env", s.Source)
 	require.Equal(t, "prod-key-1", s.KeyID)
@@ -73,13 +73,13 @@ func TestLoadSignerFromEnv(t *testing.T) {
 	require.Equal(t, map[string]string{"prod-key-1": pub}, registeredKeys(t, ctx, st))
 
 	// The same key again (a restart) is fine, also as a 64-byte private key.
-	again, err := workers.LoadSigner(ctx, st, "prod", "prod-key-1", base64.StdEncoding.EncodeToString(key))
+	again, err := passport.LoadSigner(ctx, st, "prod", "prod-key-1", base64.StdEncoding.EncodeToString(key))
 	require.NoError(t, err)
 	require.Equal(t, pub, again.PublicKeyBase64())
 
 	// Another key under the same id is refused: old receipts must verify.
 	other := base64.StdEncoding.EncodeToString(newKey(t).Seed())
-	_, err = workers.LoadSigner(ctx, st, "prod", "prod-key-1", other)
+	_, err = passport.LoadSigner(ctx, st, "prod", "prod-key-1", other)
 	require.Error(t, err)
 	require.Equal(t, errcode.Conflict, errcode.CodeOf(err))
 	require.Contains(t, err.Error(), "BPC_SIGNING_KEY_ID")
@@ -87,14 +87,14 @@ func TestLoadSignerFromEnv(t *testing.T) {
 	require.Equal(t, map[string]string{"prod-key-1": pub}, registeredKeys(t, ctx, st), "the registered key is kept")
 
 	// A new id for the new key is a rotation.
-	rotated, err := workers.LoadSigner(ctx, st, "prod", "prod-key-2", other)
+	rotated, err := passport.LoadSigner(ctx, st, "prod", "prod-key-2", other)
 	require.NoError(t, err)
 	require.Len(t, registeredKeys(t, ctx, st), 2)
 	require.Equal(t, rotated.PublicKeyBase64(), registeredKeys(t, ctx, st)["prod-key-2"])
 
 	// A dev start under an id registered from the environment has no seed
 	// to reuse: it is refused rather than silently signing with a new key.
-	_, err = workers.LoadSigner(ctx, st, "dev", "prod-key-1", "")
+	_, err = passport.LoadSigner(ctx, st, "dev", "prod-key-1", "")
 	require.Error(t, err)
 	require.Equal(t, errcode.Conflict, errcode.CodeOf(err))
 }
@@ -108,7 +108,7 @@ func TestLoadSignerRejectsBadKeysWithoutEchoingThem(t *testing.T) {
 		"64 bytes, mismatched public half": base64.StdEncoding.EncodeToString(
 			append(append([]byte{}, newKey(t).Seed()...), newKey(t).Public().(ed25519.PublicKey)...)),
 	} {
-		s, err := workers.LoadSigner(ctx, st, "prod", "bad-key", bad)
+		s, err := passport.LoadSigner(ctx, st, "prod", "bad-key", bad)
 		require.Error(t, err, name)
 		require.Nil(t, s, name)
 		require.Contains(t, err.Error(), "BPC_SIGNING_ED25519_PRIVATE_KEY_BASE64", name)
@@ -122,7 +122,7 @@ func TestLoadSignerDevKeyIsGeneratedOnceAndKept(t *testing.T) {
 	t.Parallel()
 	ctx, st := newSignerStore(t)
 
-	first, err := workers.LoadSigner(ctx, st, "dev", "dev-key-1", "")
+	first, err := passport.LoadSigner(ctx, st, "dev", "dev-key-1", "")
 	require.NoError(t, err)
 	require.Equal(t, "dev-generated", first.Source)
 	require.Equal(t, "dev-key-1", first.KeyID)
@@ -132,7 +132,7 @@ func TestLoadSignerDevKeyIsGeneratedOnceAndKept(t *testing.T) {
 	require.Equal(t, map[string]string{"dev-key-1": first.PublicKeyBase64()}, registeredKeys(t, ctx, st))
 
 	// A restart signs with the same key.
-	second, err := workers.LoadSigner(ctx, st, "dev", "dev-key-1", "")
+	second, err := passport.LoadSigner(ctx, st, "dev", "dev-key-1", "")
 	require.NoError(t, err)
 	require.Equal(t, "dev-database", second.Source)
 	require.Equal(t, first.PublicKeyBase64(), second.PublicKeyBase64())
@@ -148,7 +148,7 @@ func TestLoadSignerDevKeyIsGeneratedOnceAndKept(t *testing.T) {
 	require.NoError(t, sign.Verify(pub, digest, sign.SignHash(k1, digest)))
 
 	// Another id gets its own key.
-	other, err := workers.LoadSigner(ctx, st, "dev", "dev-key-2", "")
+	other, err := passport.LoadSigner(ctx, st, "dev", "dev-key-2", "")
 	require.NoError(t, err)
 	require.Equal(t, "dev-generated", other.Source)
 	require.NotEqual(t, first.PublicKeyBase64(), other.PublicKeyBase64())
@@ -158,7 +158,7 @@ func TestLoadSignerWithoutKeyOutsideDev(t *testing.T) {
 	t.Parallel()
 	ctx, st := newSignerStore(t)
 	for _, env := range []string{"prod", "test"} {
-		s, err := workers.LoadSigner(ctx, st, env, "k-"+env, "")
+		s, err := passport.LoadSigner(ctx, st, env, "k-"+env, "")
 		require.NoError(t, err, env)
 		require.Equal(t, "k-"+env, s.KeyID)
 		require.Empty(t, s.Source)
@@ -168,4 +168,11 @@ func TestLoadSignerWithoutKeyOutsideDev(t *testing.T) {
 		require.Equal(t, "k-"+env, s.KeyIDOrDefault())
 	}
 	require.Empty(t, registeredKeys(t, ctx, st), "no key is generated outside dev")
+}
+
+func newKey(t *testing.T) ed25519.PrivateKey {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	return key
 }

@@ -1,4 +1,4 @@
-package workers
+package passport
 
 import (
 	"context"
@@ -55,14 +55,14 @@ func (s *Signer) PublicKeyBase64() string {
 //     sign with the same key and old signatures stay verifiable;
 //   - otherwise (test, prod): no key; SIGN_PASSPORT fails with
 //     SIGNING_KEY_MISSING.
-func LoadSigner(ctx context.Context, st *store.Store, env, keyID, keyBase64 string) (*Signer, error) {
+func LoadSigner(ctx context.Context, st *store.Queries, env, keyID, keyBase64 string) (*Signer, error) {
 	if keyBase64 != "" {
 		key, err := sign.ParsePrivateKey(keyBase64)
 		if err != nil {
 			return nil, fmt.Errorf("BPC_SIGNING_ED25519_PRIVATE_KEY_BASE64: %w", err)
 		}
 		s := &Signer{KeyID: keyID, key: key, Source: "env"}
-		if err := st.RegisterSigningKey(ctx, st.Pool, keyID, s.PublicKeyBase64()); err != nil {
+		if err := st.RegisterSigningKey(ctx, keyID, s.PublicKeyBase64()); err != nil {
 			return nil, fmt.Errorf("BPC_SIGNING_KEY_ID: %w", err)
 		}
 		return s, nil
@@ -70,7 +70,7 @@ func LoadSigner(ctx context.Context, st *store.Store, env, keyID, keyBase64 stri
 	if env != "dev" {
 		return &Signer{KeyID: keyID}, nil
 	}
-	seed, err := st.DevSigningSeed(ctx, st.Pool, keyID)
+	seed, err := st.DevSigningSeed(ctx, keyID)
 	source := "dev-database"
 	if errors.Is(err, store.ErrNotFound) {
 		fresh := make([]byte, ed25519.SeedSize)
@@ -78,7 +78,7 @@ func LoadSigner(ctx context.Context, st *store.Store, env, keyID, keyBase64 stri
 			return nil, fmt.Errorf("error generating a dev signing key: %w", err)
 		}
 		pub := ed25519.NewKeyFromSeed(fresh).Public().(ed25519.PublicKey)
-		seed, err = st.StoreDevSigningKey(ctx, st.Pool, keyID, sign.PublicKeyBase64(pub), base64.StdEncoding.EncodeToString(fresh))
+		seed, err = st.StoreDevSigningKey(ctx, keyID, sign.PublicKeyBase64(pub), base64.StdEncoding.EncodeToString(fresh))
 		source = "dev-generated"
 	}
 	if err != nil {
@@ -89,4 +89,12 @@ func LoadSigner(ctx context.Context, st *store.Store, env, keyID, keyBase64 stri
 		return nil, fmt.Errorf("the dev signing key stored for %s is unreadable: %w", keyID, err)
 	}
 	return &Signer{KeyID: keyID, key: key, Source: source}, nil
+}
+
+// KeyIDOrDefault returns the signer's key id, or dev-key-1 without a signer.
+func (s *Signer) KeyIDOrDefault() string {
+	if s == nil || s.KeyID == "" {
+		return "dev-key-1"
+	}
+	return s.KeyID
 }

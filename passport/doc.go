@@ -1,0 +1,27 @@
+// Package passport holds the domain operations of the Battery Passport
+// Compiler: every state change of a document version, snapshot, rule
+// package version or passport version, written once and called by both the
+// admin API and the River workers.
+//
+// An operation takes the transaction it runs in (Tx). Inside it, it writes
+// the domain rows through the store, appends the audit event (whose
+// subscribers get their webhook deliveries in the same transaction) and
+// enqueues the next job of the pipeline under an idempotency key derived
+// from what it is about, so that running it twice — an API retry, a River
+// retry of a job whose completion was lost — has no second effect. The
+// event names, aggregate types and idempotency keys of the pipeline are
+// declared here and nowhere else.
+//
+// What an operation does not do is decide how its transaction ends: an API
+// handler commits it; a worker also fences its lease and completes its River
+// job in it (river.JobCompleteTx), which is why operations never see River's
+// job context. Work that must not hold a transaction open — compiling,
+// running rule tests, rendering a QR code, writing an export file — is a
+// separate, pure step whose result the recording operation takes.
+//
+// The pipeline (SPEC §2):
+//
+//	upload ─► PARSE_FACTS ─► (add items) ─► BUILD_SNAPSHOT ─► seal
+//	rule version ─► RUN_RULE_TESTS ─► publish
+//	COMPILE_PASSPORT ─► SIGN_PASSPORT ─► GENERATE_QR ─► activate ─► EXPORT_PASSPORT
+package passport

@@ -1,0 +1,135 @@
+package passport
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/qr"
+	"github.com/bpc-platform/bpc/core/receipt"
+	"github.com/bpc-platform/bpc/core/sign"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// SignPassportVersion signs a COMPILING version's receipt hash (the 32 raw
+// bytes) with Ed25519, stores the signature, the key id and public key and
+// the signed receipt, moves the version to SIGNED, records passport.signed
+// and enqueues its GENERATE_QR. A version signed before only gets its
+// GENERATE_QR made sure of. The receipt must name the signer's key
+// (SIGNING_KEY_MISSING otherwise) and hash to the version's receipt_hash.
+func SignPassportVersion(ctx context.Context, t Tx, signer *Signer, tenantID, versionID uuid.UUID) error {
+	v, err := t.Q.LockPassportVersion(ctx, tenantID, versionID)
+	if err != nil {
+		return err
+	}
+	if v.Status != store.PassportCompiling {
+		return enqueueQR(ctx, t, tenantID, versionID)
+	}
+	key, err := signer.Key()
+	if err != nil {
+		return err
+	}
+	art, err := t.Q.LoadPassportArtifacts(ctx, tenantID, versionID)
+	if err != nil {
+		return err
+	}
+	r, err := receipt.Parse(art.Receipt)
+	if err != nil {
+		return err
+	}
+	keyID := signer.KeyIDOrDefault()
+	if r.SigningKeyID != keyID {
+		return errcode.New(errcode.SigningKeyMissing,
+			"the receipt names signing key %q, but this worker holds key %q", r.SigningKeyID, keyID)
+	}
+	hexHash, raw, err := receipt.Hash(r)
+	if err != nil {
+		return err
+	}
+	if hexHash != v.ReceiptHash {
+		return errcode.New(errcode.SignatureInvalid, "the stored receipt does not hash to the version's receipt_hash")
+	}
+	r.Signature = sign.SignatureBase64(sign.SignHash(key, raw))
+	signed, err := receipt.SignedCanonical(r)
+	if err != nil {
+		return err
+	}
+	if err := t.Q.SetPassportVersionSigned(ctx, tenantID, versionID, r.Signature, keyID, signer.PublicKeyBase64(), signed); err != nil {
+		return err
+	}
+	if err := t.Event(ctx, tenantID, AggregatePassportVersion, versionID, EventSigned,
+		map[string]any{"signing_key_id": keyID, "receipt_hash": v.ReceiptHash}); err != nil {
+		return err
+	}
+	return enqueueQR(ctx, t, tenantID, versionID)
+}
+
+func enqueueQR(ctx context.Context, t Tx, tenantID, versionID uuid.UUID) error {
+	_, err := t.Enqueue(ctx, &jobargs.GenerateQRArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: versionID},
+		"qr:"+versionID.String())
+	return err
+}
+
+// QRCode is a version's BPC-QR-1 payload and its PNG.
+type QRCode struct {
+	Payload string
+	PNG     []byte
+}
+
+// RenderQR renders a version's QR code (error correction M) from its
+// hashes; it holds no transaction.
+func RenderQR(v store.PassportVersion) (QRCode, error) {
+	payload, err := qr.Payload(v.PassportVersionID.String(), v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
+	if err != nil {
+		return QRCode{}, err
+	}
+	png, err := qr.PNG(payload)
+	if err != nil {
+		return QRCode{}, err
+	}
+	return QRCode{Payload: payload, PNG: png}, nil
+}
+
+// RecordQR stores a SIGNED version's QR code and records
+// passport.qr_generated; the status stays SIGNED. A version that has its
+// QR code already is left as it is.
+func RecordQR(ctx context.Context, t Tx, tenantID, versionID uuid.UUID, code QRCode) error {
+	v, err := t.Q.LockPassportVersion(ctx, tenantID, versionID)
+	if err != nil {
+		return err
+	}
+	if v.QRPayload != nil {
+		return nil
+	}
+	if v.Status != store.PassportSigned {
+		return errcode.New(errcode.InvalidState, "passport version %s is %s, not SIGNED", versionID, v.Status)
+	}
+	if err := t.Q.SetPassportVersionQR(ctx, tenantID, versionID, code.Payload, code.PNG); err != nil {
+		return err
+	}
+	return t.Event(ctx, tenantID, AggregatePassportVersion, versionID, EventQRGenerated, map[string]any{"qr_payload": code.Payload})
+}
+
+// ActivatePassportVersion activates a SIGNED version with its QR code,
+// superseding the passport's previous ACTIVE version, and records
+// passport.activated (and passport.superseded for the previous one).
+// Activating the ACTIVE version again changes nothing.
+func ActivatePassportVersion(ctx context.Context, t Tx, tenantID, versionID uuid.UUID) (store.PassportVersion, error) {
+	v, previous, changed, err := t.Q.ActivatePassportVersion(ctx, tenantID, versionID)
+	if err != nil || !changed {
+		return v, err
+	}
+	if err := t.Event(ctx, tenantID, AggregatePassportVersion, versionID, EventPassportActivated, map[string]any{
+		"passport_id": v.PassportID, "superseded_version_id": previous,
+	}); err != nil {
+		return v, err
+	}
+	if previous == nil || *previous == versionID {
+		return v, nil
+	}
+	return v, t.Event(ctx, tenantID, AggregatePassportVersion, *previous, EventPassportSuperseded, map[string]any{
+		"passport_id": v.PassportID, "superseded_by_version_id": versionID,
+	})
+}

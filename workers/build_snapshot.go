@@ -1,0 +1,30 @@
+package workers
+
+import (
+	"context"
+
+	"github.com/riverqueue/river"
+
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
+)
+
+// BuildSnapshotWorker moves a BUILDING snapshot to READY
+// (passport.BuildSnapshot); any other state fails the job with
+// INVALID_STATE.
+type BuildSnapshotWorker struct {
+	river.WorkerDefaults[jobargs.BuildSnapshotArgs]
+	Deps
+}
+
+// Work builds the snapshot.
+func (w *BuildSnapshotWorker) Work(ctx context.Context, job *river.Job[jobargs.BuildSnapshotArgs]) error {
+	a := job.Args
+	if err := validate(a); err != nil {
+		return err
+	}
+	return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
+		_, err := passport.BuildSnapshot(ctx, t, a.TenantID, a.SnapshotID)
+		return err == nil, err
+	})
+}

@@ -1,0 +1,73 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+
+	"github.com/bpc-platform/bpc/core/compiler"
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// CompilePassportWorker compiles a SEALED snapshot with a PUBLISHED rule
+// package version into a new passport version (COMPILING) with its payload,
+// proof and unsigned receipt, and enqueues SIGN_PASSPORT. The compile runs
+// outside any transaction; its result is recorded with the job's
+// completion (passport.RecordCompiled).
+type CompilePassportWorker struct {
+	river.WorkerDefaults[jobargs.CompilePassportArgs]
+	Deps
+}
+
+// Work compiles.
+func (w *CompilePassportWorker) Work(ctx context.Context, job *river.Job[jobargs.CompilePassportArgs]) error {
+	a := job.Args
+	if err := validate(a); err != nil {
+		return err
+	}
+	// A re-run of a compile job that completed before finds its version.
+	if v, err := w.Store.PassportVersionByCompileJob(ctx, a.TenantID, job.ID); err == nil {
+		return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
+			return true, passport.EnqueueSign(ctx, t, a.TenantID, v.PassportVersionID)
+		})
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	req := passport.CompileRequest{
+		TenantID:             a.TenantID,
+		PassportID:           a.PassportID,
+		SnapshotID:           a.SnapshotID,
+		RulePackageVersionID: a.RulePackageVersionID,
+		PassportVersionID:    uuid.New(),
+		CompilerBuildID:      w.CompilerBuildID,
+		SigningKeyID:         w.Signer.KeyIDOrDefault(),
+		IssuedAt:             time.Now().UTC().Truncate(time.Second),
+		Limits:               w.Limits,
+	}
+	in, err := passport.LoadCompileInput(ctx, w.Store, req)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	out, err := compiler.CompilePassport(in)
+	if err != nil {
+		return err
+	}
+	w.Metrics.observeCompile(time.Since(start), out)
+	return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
+		v, err := passport.RecordCompiled(ctx, t, passport.Compiled{Request: req, Output: out}, job.ID)
+		if err != nil {
+			return false, err
+		}
+		if err := river.RecordOutput(ctx, map[string]any{"passport_version_id": v.PassportVersionID, "version": v.Version}); err != nil {
+			return false, errcode.Wrap(errcode.Internal, err, "error recording job output: %s", err.Error())
+		}
+		return true, nil
+	})
+}

@@ -1,0 +1,42 @@
+package workers
+
+import (
+	"context"
+
+	"github.com/riverqueue/river"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
+)
+
+// ExportPassportWorker writes an ACTIVE version's export file under
+// BPC_EXPORT_DIR (passport.WriteExport) and records it with the job's
+// completion; the file's path, size and SHA-256 are the job's output.
+type ExportPassportWorker struct {
+	river.WorkerDefaults[jobargs.ExportPassportArgs]
+	Deps
+}
+
+// Work exports.
+func (w *ExportPassportWorker) Work(ctx context.Context, job *river.Job[jobargs.ExportPassportArgs]) error {
+	a := job.Args
+	if err := validate(a); err != nil {
+		return err
+	}
+	f, err := passport.WriteExport(ctx, w.Store, w.ExportDir, a.TenantID, a.PassportVersionID, a.Format)
+	if err != nil {
+		return err
+	}
+	return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
+		e, err := passport.RecordExport(ctx, t, f, job.ID)
+		if err != nil {
+			return false, err
+		}
+		if err := river.RecordOutput(ctx, map[string]any{"passport_export_id": e.PassportExportID, "path": f.Path,
+			"format": f.Format, "size_bytes": f.SizeBytes, "sha256": f.SHA256}); err != nil {
+			return false, errcode.Wrap(errcode.Internal, err, "error recording job output: %s", err.Error())
+		}
+		return true, nil
+	})
+}

@@ -1,0 +1,37 @@
+package workers
+
+import (
+	"context"
+
+	"github.com/riverqueue/river"
+
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
+)
+
+// GenerateQRWorker renders a SIGNED version's BPC-QR-1 code outside any
+// transaction and records it with the job's completion (passport.RecordQR).
+type GenerateQRWorker struct {
+	river.WorkerDefaults[jobargs.GenerateQRArgs]
+	Deps
+}
+
+// Work renders the QR code.
+func (w *GenerateQRWorker) Work(ctx context.Context, job *river.Job[jobargs.GenerateQRArgs]) error {
+	a := job.Args
+	if err := validate(a); err != nil {
+		return err
+	}
+	v, err := w.Store.GetPassportVersion(ctx, a.TenantID, a.PassportVersionID)
+	if err != nil {
+		return err
+	}
+	code, err := passport.RenderQR(v)
+	if err != nil {
+		return err
+	}
+	return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
+		err := passport.RecordQR(ctx, t, a.TenantID, a.PassportVersionID, code)
+		return err == nil, err
+	})
+}

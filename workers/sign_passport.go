@@ -1,0 +1,29 @@
+package workers
+
+import (
+	"context"
+
+	"github.com/riverqueue/river"
+
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
+)
+
+// SignPassportWorker signs a COMPILING version's receipt with the service's
+// key (passport.SignPassportVersion) and enqueues GENERATE_QR.
+type SignPassportWorker struct {
+	river.WorkerDefaults[jobargs.SignPassportArgs]
+	Deps
+}
+
+// Work signs.
+func (w *SignPassportWorker) Work(ctx context.Context, job *river.Job[jobargs.SignPassportArgs]) error {
+	a := job.Args
+	if err := validate(a); err != nil {
+		return err
+	}
+	return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
+		err := passport.SignPassportVersion(ctx, t, w.Signer, a.TenantID, a.PassportVersionID)
+		return err == nil, err
+	})
+}
