@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bpc-platform/bpc/core/compiler"
+	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/webhook/destination"
 )
@@ -35,8 +36,8 @@ type Config struct {
 	// MaxQueueDepth (BPC_QUEUE_MAX_DEPTH), when positive, makes enqueues
 	// into a queue with more available jobs than this answer 429.
 	MaxQueueDepth int
-	// EnabledKinds are the job types with a registered worker.
-	EnabledKinds []string
+	// Kinds are the job types (the workers' registry).
+	Kinds []jobargs.Kind
 	// CompileLimits bound the artifacts of a replayed compile (zero members
 	// are the SPEC defaults); set from BPC_PAYLOAD/PROOF/RECEIPT_MAX_BYTES.
 	// Its Rules member (BPC_RULES_MAX_NODES, BPC_RULES_MAX_CASES) also bounds

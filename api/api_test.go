@@ -121,7 +121,6 @@ func TestEnqueueValidationNamesTheField(t *testing.T) {
 		{"nil tenant", "/v1/jobs", `{"tenant_id":"00000000-0000-0000-0000-000000000000","type":"DELIVER_WEBHOOK"}`, "VALIDATION_ERROR", "tenant_id", 422},
 		{"missing type", "/v1/jobs", `{` + dev + `}`, "VALIDATION_ERROR", "type", 422},
 		{"unknown type", "/v1/jobs", `{` + dev + `,"type":"MAKE_COFFEE"}`, "VALIDATION_ERROR", "type", 422},
-		{"type without worker", "/v1/jobs", `{` + dev + `,"type":"COMPILE_PASSPORT","payload":{}}`, "VALIDATION_ERROR", "type", 422},
 		{"priority out of range", "/v1/jobs", `{` + dev + `,"type":"DELIVER_WEBHOOK","priority":4}`, "VALIDATION_ERROR", "priority", 422},
 		{"max_attempts zero", "/v1/jobs", `{` + dev + `,"type":"DELIVER_WEBHOOK","max_attempts":0}`, "VALIDATION_ERROR", "max_attempts", 422},
 		{"priority wrong type", "/v1/jobs", `{` + dev + `,"type":"DELIVER_WEBHOOK","priority":"high"}`, "VALIDATION_ERROR", "priority", 422},
@@ -143,15 +142,6 @@ func TestEnqueueValidationNamesTheField(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestEnqueueTypeWithoutWorkerListsEnabledTypes(t *testing.T) {
-	t.Parallel()
-	rec := serve(newAdminHandler(), http.MethodPost, "/v1/jobs",
-		`{"tenant_id":"00000000-0000-0000-0000-00000000de00","type":"SIGN_PASSPORT"}`, true)
-	require.Equal(t, http.StatusUnprocessableEntity, rec.Code)
-	env := readEnvelope(t, rec)
-	require.Equal(t, []any{"DELIVER_WEBHOOK"}, env.Error.Details["enabled_types"])
 }
 
 func TestEnqueueIdempotencyHeaderMustMatchBody(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/bpc-platform/bpc/internal/testdb"
-	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/workers"
 )
 
 // fuzzRoutes are the routes that decode a JSON body; {id} is a fixed uuid.
@@ -36,7 +36,7 @@ func FuzzAdminJSON(f *testing.F) {
 	}
 	s := newTestServer()
 	s.Admin, s.Gatherer, s.Store, s.River = true, prometheus.NewRegistry(), store.New(pool), client
-	s.Config.EnabledKinds = jobargs.Kinds()
+	s.Config.Kinds = workers.Kinds()
 	h := s.Handler()
 
 	seeds := []string{

@@ -51,16 +51,12 @@ func (s *Server) toStoreRequest(in enqueueRequest, prefix string) (store.Enqueue
 	if err != nil {
 		return store.EnqueueRequest{}, prefixed(err)
 	}
+	kind, known := jobargs.Find(s.Config.Kinds, in.Type)
 	switch {
 	case in.Type == "":
-		return store.EnqueueRequest{}, prefixed(errcode.Invalid("type", "is required (one of %s)", strings.Join(jobargs.Kinds(), ", ")))
-	case !jobargs.IsKind(in.Type):
-		return store.EnqueueRequest{}, prefixed(errcode.Invalid("type", "unknown job type %q (known: %s)", in.Type, strings.Join(jobargs.Kinds(), ", ")))
-	case !slices.Contains(s.Config.EnabledKinds, in.Type):
-		err := errcode.Invalid("type", "job type %s has no worker in this release; enabled types: %s",
-			in.Type, strings.Join(s.Config.EnabledKinds, ", "))
-		err.Details["enabled_types"] = s.Config.EnabledKinds
-		return store.EnqueueRequest{}, prefixed(err)
+		return store.EnqueueRequest{}, prefixed(errcode.Invalid("type", "is required (one of %s)", strings.Join(jobargs.Names(s.Config.Kinds), ", ")))
+	case !known:
+		return store.EnqueueRequest{}, prefixed(errcode.Invalid("type", "unknown job type %q (known: %s)", in.Type, strings.Join(jobargs.Names(s.Config.Kinds), ", ")))
 	case in.Priority != nil && (*in.Priority < jobargs.PriorityCritical || *in.Priority > jobargs.PriorityLow):
 		return store.EnqueueRequest{}, prefixed(errcode.Invalid("priority", "must be 0 (critical) to 3 (low)"))
 	case in.MaxAttempts != nil && (*in.MaxAttempts < 1 || *in.MaxAttempts > maxAttemptsCap):
@@ -68,7 +64,7 @@ func (s *Server) toStoreRequest(in enqueueRequest, prefix string) (store.Enqueue
 	case len(in.IdempotencyKey) > 255:
 		return store.EnqueueRequest{}, prefixed(errcode.Invalid("idempotency_key", "must be at most 255 characters"))
 	}
-	args, err := jobargs.Decode(in.Type, tenantID, in.Payload)
+	args, err := jobargs.Decode(kind, tenantID, in.Payload)
 	if err != nil {
 		return store.EnqueueRequest{}, prefixed(err)
 	}
@@ -216,7 +212,7 @@ func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	f := store.JobFilter{TenantID: tenantID, Type: q.Get("type"), Status: q.Get("status"), Cursor: q.Get("cursor")}
-	if f.Type != "" && !jobargs.IsKind(f.Type) {
+	if _, known := jobargs.Find(s.Config.Kinds, f.Type); f.Type != "" && !known {
 		s.writeError(w, r, errcode.Invalid("type", "unknown job type %q", f.Type))
 		return
 	}

@@ -15,13 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/workers"
 )
 
 const testAdminToken = "test-admin-token-0123456789"
 
 func newTestServer() *Server {
 	return &Server{
-		Config: Config{AdminToken: testAdminToken, MaxBodyBytes: 1 << 16, EnabledKinds: []string{"DELIVER_WEBHOOK"}},
+		Config: Config{AdminToken: testAdminToken, MaxBodyBytes: 1 << 16, Kinds: workers.Kinds()},
 		Logger: slog.New(slog.DiscardHandler),
 	}
 }

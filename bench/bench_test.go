@@ -240,7 +240,7 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 	reg := prometheus.NewRegistry()
 	const token = "bench-admin-token-0123456789"
 	srv := &api.Server{
-		Config: api.Config{Env: "test", AdminToken: token, MaxBodyBytes: 8 << 20, EnabledKinds: workers.EnabledKinds()},
+		Config: api.Config{Env: "test", AdminToken: token, MaxBodyBytes: 8 << 20, Kinds: workers.Kinds()},
 		Store:  store.New(pool), River: client, Metrics: api.NewMetrics(reg), Gatherer: reg, Admin: true,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	}

@@ -1,7 +1,8 @@
-// Package jobargs declares the nine SSOT job types as River JobArgs: their
-// kinds (equal to the SSOT type names), default insert options (queue and
-// priority) and the payload validation that the admin API and the workers
-// share.
+// Package jobargs declares the SSOT job types as River JobArgs, one file
+// each: their kinds (equal to the SSOT type names), default insert options
+// (queue and priority), the payload validation that the admin API and the
+// workers share, and the rows a payload names (Refs). The list of job types
+// is the workers package's registry.
 package jobargs
 
 import (
@@ -79,42 +80,12 @@ func insertOpts(queue string, ssotPriority int) river.InsertOpts {
 	return river.InsertOpts{Queue: queue, Priority: RiverPriority(ssotPriority)}
 }
 
-// kinds maps each job type to a constructor of its zero args.
-var kinds = map[string]func() Args{
-	KindIngestDocument: func() Args { return &IngestDocumentArgs{} },
-	KindParseFacts:     func() Args { return &ParseFactsArgs{} },
-	KindBuildSnapshot:  func() Args { return &BuildSnapshotArgs{} },
-	KindCompile:        func() Args { return &CompilePassportArgs{} },
-	KindSign:           func() Args { return &SignPassportArgs{} },
-	KindGenerateQR:     func() Args { return &GenerateQRArgs{} },
-	KindExport:         func() Args { return &ExportPassportArgs{} },
-	KindRunRuleTests:   func() Args { return &RunRuleTestsArgs{} },
-	KindDeliverWebhook: func() Args { return &DeliverWebhookArgs{} },
-}
-
-// Kinds returns every SSOT job type, sorted.
-func Kinds() []string {
-	out := make([]string, 0, len(kinds))
-	for k := range kinds {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// IsKind reports whether kind is one of the SSOT job types.
-func IsKind(kind string) bool { _, ok := kinds[kind]; return ok }
-
 // Decode builds the args of kind from a JSON payload for tenantID and
 // validates them. Unknown fields, wrong types and a payload tenant_id that
 // differs from tenantID are VALIDATION_ERRORs naming the field (prefixed
 // "payload.").
-func Decode(kind string, tenantID uuid.UUID, payload json.RawMessage) (Args, error) {
-	newArgs, ok := kinds[kind]
-	if !ok {
-		return nil, errcode.Invalid("type", "unknown job type %q (known: %s)", kind, strings.Join(Kinds(), ", "))
-	}
-	args := newArgs()
+func Decode(kind Kind, tenantID uuid.UUID, payload json.RawMessage) (Args, error) {
+	args := kind.New()
 	if err := decodeFields(payload, args); err != nil {
 		return nil, err
 	}

@@ -1192,14 +1192,3 @@ func TestExportDocumentRequiresASignedVersion(t *testing.T) {
 	_, err := passport.ExportDocument(store.PassportVersion{PassportVersionID: uuid.New(), Status: store.PassportCompiling}, store.PassportArtifacts{})
 	require.Equal(t, errcode.InvalidState, errcode.CodeOf(err))
 }
-
-func TestEveryJobTypeHasAWorker(t *testing.T) {
-	t.Parallel()
-	require.ElementsMatch(t, jobargs.Kinds(), workers.EnabledKinds())
-	for _, kind := range jobargs.Kinds() {
-		require.True(t, workers.IsEnabled(kind), kind)
-	}
-	require.False(t, workers.IsEnabled("NO_SUCH_JOB"))
-	// Register adds each of them once (river.AddWorker panics on a repeat).
-	require.NotPanics(t, func() { workers.Register(river.NewWorkers(), workers.Deps{}) })
-}

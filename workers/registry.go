@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -42,48 +43,63 @@ type Deps struct {
 	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
 }
 
-// registry is the one list of implemented workers: adding a job type adds a
-// line here.
-var registry = []struct {
-	kind string
-	add  func(*river.Workers, Deps)
-}{
-	{jobargs.KindIngestDocument, func(w *river.Workers, d Deps) { river.AddWorker(w, &IngestDocumentWorker{Deps: d}) }},
-	{jobargs.KindParseFacts, func(w *river.Workers, d Deps) { river.AddWorker(w, &ParseFactsWorker{Deps: d}) }},
-	{jobargs.KindBuildSnapshot, func(w *river.Workers, d Deps) { river.AddWorker(w, &BuildSnapshotWorker{Deps: d}) }},
-	{jobargs.KindCompile, func(w *river.Workers, d Deps) { river.AddWorker(w, &CompilePassportWorker{Deps: d}) }},
-	{jobargs.KindSign, func(w *river.Workers, d Deps) { river.AddWorker(w, &SignPassportWorker{Deps: d}) }},
-	{jobargs.KindGenerateQR, func(w *river.Workers, d Deps) { river.AddWorker(w, &GenerateQRWorker{Deps: d}) }},
-	{jobargs.KindExport, func(w *river.Workers, d Deps) { river.AddWorker(w, &ExportPassportWorker{Deps: d}) }},
-	{jobargs.KindRunRuleTests, func(w *river.Workers, d Deps) { river.AddWorker(w, &RunRuleTestsWorker{Deps: d}) }},
-	{jobargs.KindDeliverWebhook, func(w *river.Workers, d Deps) {
-		river.AddWorker(w, &DeliverWebhookWorker{Store: d.Store, Client: d.HTTPClient, Metrics: d.Metrics,
-			RequestTimeout: d.WebhookTimeout, Breaker: d.WebhookBreaker, Logger: d.Logger})
-	}},
+// registry is the one list of job types: adding a job type is its args in
+// jobargs/<kind>.go, its worker in workers/<kind>.go and one line here. The
+// admin API's enqueue validation, the OpenAPI document and the tests derive
+// from it.
+var registry = []registration{
+	register("Stores a new version of a document and enqueues its PARSE_FACTS.",
+		func(d Deps) river.Worker[jobargs.IngestDocumentArgs] { return &IngestDocumentWorker{Deps: d} }),
+	register("Parses an uploaded document version into facts.",
+		func(d Deps) river.Worker[jobargs.ParseFactsArgs] { return &ParseFactsWorker{Deps: d} }),
+	register("Moves a snapshot from BUILDING to READY.",
+		func(d Deps) river.Worker[jobargs.BuildSnapshotArgs] { return &BuildSnapshotWorker{Deps: d} }),
+	register("Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.",
+		func(d Deps) river.Worker[jobargs.CompilePassportArgs] { return &CompilePassportWorker{Deps: d} }),
+	register("Signs a compiled passport version's receipt with Ed25519 and enqueues its GENERATE_QR.",
+		func(d Deps) river.Worker[jobargs.SignPassportArgs] { return &SignPassportWorker{Deps: d} }),
+	register("Renders the BPC-QR-1 code of a signed passport version.",
+		func(d Deps) river.Worker[jobargs.GenerateQRArgs] { return &GenerateQRWorker{Deps: d} }),
+	register("Writes an ACTIVE passport version to an export file.",
+		func(d Deps) river.Worker[jobargs.ExportPassportArgs] { return &ExportPassportWorker{Deps: d} }),
+	register("Runs a rule package version's example and property tests and records the run.",
+		func(d Deps) river.Worker[jobargs.RunRuleTestsArgs] { return &RunRuleTestsWorker{Deps: d} }),
+	register("POSTs one event to one webhook endpoint with an HMAC signature.",
+		func(d Deps) river.Worker[jobargs.DeliverWebhookArgs] {
+			return &DeliverWebhookWorker{Store: d.Store, Client: d.HTTPClient, Metrics: d.Metrics,
+				RequestTimeout: d.WebhookTimeout, Breaker: d.WebhookBreaker, Logger: d.Logger}
+		}),
 }
 
-// EnabledKinds lists the job types that have a worker, in registry order.
-func EnabledKinds() []string {
-	out := make([]string, len(registry))
+// registration is a job type and how to add its worker.
+type registration struct {
+	jobargs.Kind
+	add func(*river.Workers, Deps) error
+}
+
+// register pairs the job type whose args are A with its worker.
+func register[A jobargs.Args](summary string, newWorker func(Deps) river.Worker[A]) registration {
+	return registration{
+		Kind: jobargs.KindOf[A](summary),
+		add:  func(w *river.Workers, d Deps) error { return river.AddWorkerSafely(w, newWorker(d)) },
+	}
+}
+
+// Kinds returns the job types, in registry order.
+func Kinds() []jobargs.Kind {
+	out := make([]jobargs.Kind, len(registry))
 	for i, r := range registry {
-		out[i] = r.kind
+		out[i] = r.Kind
 	}
 	return out
 }
 
-// IsEnabled reports whether kind has a worker.
-func IsEnabled(kind string) bool {
-	for _, r := range registry {
-		if r.kind == kind {
-			return true
-		}
-	}
-	return false
-}
-
-// Register adds every implemented worker to w.
+// Register adds every job type's worker to w. Like river.AddWorker, it
+// panics on a kind registered twice: a programming error.
 func Register(w *river.Workers, d Deps) {
 	for _, r := range registry {
-		r.add(w, d)
+		if err := r.add(w, d); err != nil {
+			panic(fmt.Sprintf("error registering the %s worker: %v", r.Name, err))
+		}
 	}
 }

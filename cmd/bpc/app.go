@@ -157,7 +157,7 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 			Env:           cfg.Env,
 			AdminToken:    cfg.AdminToken,
 			MaxBodyBytes:  cfg.HTTPMaxBodyBytes,
-			EnabledKinds:  workers.EnabledKinds(),
+			Kinds:         workers.Kinds(),
 			CompileLimits: cfg.compileLimits(),
 			MaxQueueDepth: cfg.QueueMaxDepth,
 
