@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Code is a SPEC §4 error code such as VALIDATION_ERROR.
@@ -78,7 +79,7 @@ var retryable = map[Code]bool{
 func (c Code) Retryable() bool { return retryable[c] }
 
 // Error is a typed error with a SPEC code. Its Error() text is "CODE: message",
-// the form the SSOT mirror parses into last_error.
+// for logs and people; a job attempt stores it as Encode's JSON instead.
 type Error struct {
 	Code    Code
 	Message string
@@ -148,10 +149,16 @@ func CodeOf(err error) Code {
 	return Internal
 }
 
-// oneLine collapses newlines and runs of whitespace so that messages stay on one line.
+// oneLine collapses newlines and runs of whitespace so that messages stay on
+// one line. Other control characters become spaces too: NUL among them,
+// which Postgres cannot hold in jsonb (River stores attempt errors there).
 func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n\t") {
+	if !strings.ContainsFunc(s, breaksLine) {
 		return s
 	}
-	return strings.Join(strings.Fields(s), " ")
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+}
+
+func breaksLine(r rune) bool {
+	return unicode.IsControl(r) || (unicode.IsSpace(r) && r != ' ')
 }

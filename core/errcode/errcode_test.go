@@ -21,6 +21,7 @@ func TestErrorTextIsCodeColonMessageOnOneLine(t *testing.T) {
 		{"plain", errcode.New(errcode.NotFound, "job %s not found", "abc"), "NOT_FOUND: job abc not found"},
 		{"newlines collapsed", errcode.New(errcode.Internal, "line one\nline two\r\n\tline three"), "INTERNAL_ERROR: line one line two line three"},
 		{"wrap keeps message", errcode.Wrap(errcode.IOError, io.ErrUnexpectedEOF, "read failed:\n%s", "disk"), "IO_ERROR: read failed: disk"},
+		{"control characters are spaces", errcode.New(errcode.Internal, "nul\x00here\x7f and\u2028there"), "INTERNAL_ERROR: nul here and there"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,16 +86,15 @@ func TestHTTPOnlyCodesAreNotRetryable(t *testing.T) {
 	}
 }
 
-// SPEC §12 adds WEBHOOK_DESTINATION_DENIED: permanent, and its text parses
-// as "CODE: message" like every other code (the SSOT mirror's SQL reads
-// ^([A-Z][A-Z0-9_]+): ).
+// SPEC §12 adds WEBHOOK_DESTINATION_DENIED: permanent, and stored with a
+// job attempt like every other code.
 func TestWebhookDestinationDenied(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, errcode.Code("WEBHOOK_DESTINATION_DENIED"), errcode.WebhookDestinationDenied)
 	require.False(t, errcode.WebhookDestinationDenied.Retryable())
 	err := errcode.New(errcode.WebhookDestinationDenied, "the webhook endpoint's address is not public")
-	require.Regexp(t, `^[A-Z][A-Z0-9_]+: `, err.Error())
 	require.Equal(t, "WEBHOOK_DESTINATION_DENIED: the webhook endpoint's address is not public", err.Error())
+	require.Equal(t, `{"code":"WEBHOOK_DESTINATION_DENIED","message":"the webhook endpoint's address is not public"}`, errcode.Encode(err))
 }
 
 func TestInvalidNamesTheField(t *testing.T) {
