@@ -1,28 +1,5 @@
 package workers
 
-// Periodic maintenance: a consistency check of the SSOT mirror and the
-// retention of job history, as River periodic jobs.
-//
-// River's periodic job enqueuer runs on the elected leader only, so however
-// many nodes run, each maintenance job is inserted once per interval and
-// worked once (by whichever node fetches it from QueueMaintenance). Each job
-// is also unique per interval (UniqueOpts.ByPeriod), so a leader change, a
-// restart (RunOnStart) or `bpc tick` inserting it again within the same
-// interval adds no second run.
-//
-// Retention has two halves:
-//
-//   - River's rows: River's own job cleaner (a leader-only maintenance
-//     service) already deletes finalized river_job rows in batches; it is
-//     configured with MaintenanceConfig.RiverRetention through
-//     ConfigureJobCleaner instead of deleting river_job rows here. The mirror's
-//     delete trigger keeps each SSOT row, marked river_deleted_at.
-//   - SSOT rows: those kept rows are the job history; the retention job
-//     deletes them once they are terminal, finished longer than
-//     MaintenanceConfig.JobsRetention ago and their River row is gone
-//     (store.DeleteExpiredJobs). Audit events and domain data are never
-//     deleted. An idempotency key is remembered as long as its SSOT row.
-
 import (
 	"context"
 	"fmt"
@@ -46,7 +23,29 @@ const (
 	KindMaintenanceRetention   = "BPC_MAINTENANCE_RETENTION"
 )
 
-// MaintenanceConfig schedules the maintenance jobs and sets retention.
+// MaintenanceConfig schedules the maintenance jobs and sets retention: a
+// consistency check of the SSOT mirror and the retention of job history, as
+// River periodic jobs.
+//
+// River's periodic job enqueuer runs on the elected leader only, so however
+// many nodes run, each maintenance job is inserted once per interval and
+// worked once (by whichever node fetches it from QueueMaintenance). Each job
+// is also unique per interval (UniqueOpts.ByPeriod), so a leader change, a
+// restart (RunOnStart) or `bpc tick` inserting it again within the same
+// interval adds no second run.
+//
+// Retention has two halves:
+//
+//   - River's rows: River's own job cleaner (a leader-only maintenance
+//     service) already deletes finalized river_job rows in batches; it is
+//     configured with MaintenanceConfig.RiverRetention through
+//     ConfigureJobCleaner instead of deleting river_job rows here. The mirror's
+//     delete trigger keeps each SSOT row, marked river_deleted_at.
+//   - SSOT rows: those kept rows are the job history; the retention job
+//     deletes them once they are terminal, finished longer than
+//     MaintenanceConfig.JobsRetention ago and their River row is gone
+//     (store.DeleteExpiredJobs). Audit events and domain data are never
+//     deleted. An idempotency key is remembered as long as its SSOT row.
 type MaintenanceConfig struct {
 	// ConsistencyInterval is how often the mirror is checked.
 	ConsistencyInterval time.Duration

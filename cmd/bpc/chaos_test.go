@@ -2,7 +2,7 @@
 
 package main
 
-// Chaos tests (issue 5 item 7): real `bpc serve --role=worker` processes
+// Chaos tests: real `bpc serve --role=worker` processes
 // killed with SIGKILL, stopped with SIGTERM under load, and a Postgres
 // restarted under them. The execution log is (a) the committed effects,
 // counted per work item, and (b) the workers' "job transition" lines.
