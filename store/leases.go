@@ -144,11 +144,11 @@ type ReapedJob struct {
 // ReapExpiredLeases returns running jobs whose SSOT lease expired to River,
 // at most limit per call: available for another attempt, or discarded
 // (DEAD_LETTER) when the expired attempt was the last, or when it is the
-// job's maxLosses-th attempt in a row to end with an expired lease. The
-// error "LEASE_EXPIRED: …" is appended to River's errors (so last_error.code
-// is LEASE_EXPIRED; for a job discarded for its losses the message reads
-// "worker lost N times in a row …"), through the same mirror as every River
-// change. Only one process reaps at a time (an advisory lock; the others
+// job's maxLosses-th attempt in a row to end with an expired lease. A
+// LEASE_EXPIRED error is appended to River's errors in the form workers store
+// theirs (errcode.Encode's JSON), so last_error.code is LEASE_EXPIRED (for a
+// job discarded for its losses the message reads "worker lost N times in a
+// row …"), through the same mirror as every River change. Only one process reaps at a time (an advisory lock; the others
 // return nothing), and rows a fencing handler holds are skipped until its
 // transaction ends.
 //
@@ -157,7 +157,8 @@ type ReapedJob struct {
 // every reap, and take each of them down with every other job it was
 // running, until its attempts ran out. "In a row" is read from River's
 // errors, which keep one entry per failed attempt: the trailing entries
-// whose code is LEASE_EXPIRED, counted by attempt. Any other error in
+// whose code is LEASE_EXPIRED (read by the mirror's own decoder,
+// bpc_last_error), counted by attempt. Any other error in
 // between breaks the run (a snooze appends none: it neither counts nor
 // breaks); an operator's retry does not, so a retried poison job is
 // discarded at its next loss. maxLosses below 1 sets no limit.
@@ -189,7 +190,7 @@ func (q *Queries) ReapExpiredLeases(ctx context.Context, limit, maxLosses int) (
 						FROM unnest(e.errors) WITH ORDINALITY AS x(e, i)
 						WHERE x.i > coalesce((
 							SELECT max(y.i) FROM unnest(e.errors) WITH ORDINALITY AS y(e, i)
-							WHERE coalesce(y.e->>'error', '') NOT LIKE 'LEASE_EXPIRED: %'), 0)
+							WHERE bpc_last_error(y.e)->>'code' IS DISTINCT FROM 'LEASE_EXPIRED'), 0)
 						UNION ALL SELECT e.attempt) AS lost) AS losses
 				FROM expired e),
 			decided AS (
@@ -203,11 +204,11 @@ func (q *Queries) ReapExpiredLeases(ctx context.Context, limit, maxLosses int) (
 				finalized_at = CASE WHEN d.discard THEN now() END,
 				errors = array_append(r.errors, jsonb_build_object(
 					'at', now(), 'attempt', r.attempt, 'trace', '',
-					'error', CASE WHEN d.poison
-						THEN format('LEASE_EXPIRED: worker lost %s times in a row (the lease of %s expired at %s without renewal); discarded so that it cannot take more workers down',
+					'error', jsonb_build_object('code', 'LEASE_EXPIRED', 'message', CASE WHEN d.poison
+						THEN format('worker lost %s times in a row (the lease of %s expired at %s without renewal); discarded so that it cannot take more workers down',
 							d.losses, coalesce(d.lease_owner, 'the worker'), d.lease_expires_at)
-						ELSE format('LEASE_EXPIRED: the lease of %s expired at %s without renewal (worker crashed, paused or partitioned)',
-							coalesce(d.lease_owner, 'the worker'), d.lease_expires_at) END))
+						ELSE format('the lease of %s expired at %s without renewal (worker crashed, paused or partitioned)',
+							coalesce(d.lease_owner, 'the worker'), d.lease_expires_at) END)::text))
 			FROM decided d WHERE r.id = d.id
 			RETURNING r.id, r.kind, r.state::text, r.attempt, d.losses, d.poison, coalesce(d.lease_owner, ''), d.lease_expires_at`,
 			limit, maxLosses)

@@ -11,8 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -146,7 +148,7 @@ func TestMirrorFinalStatesAndLastError(t *testing.T) {
 		{
 			name: "worker cancel is FAILED",
 			update: `state = 'cancelled', attempt = 1, attempted_at = now(), finalized_at = now(),
-				errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":1,"error":"JobCancelError: VALIDATION_ERROR: x"}'::jsonb]`,
+				errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 1, 'error', '{"code":"VALIDATION_ERROR","message":"x"}')]`,
 			wantStatus: store.StatusFailed, wantCode: "VALIDATION_ERROR", wantMessage: "x", wantAttempt: 1,
 		},
 		{
@@ -157,14 +159,14 @@ func TestMirrorFinalStatesAndLastError(t *testing.T) {
 		{
 			name: "discarded is DEAD_LETTER with the last error",
 			update: `state = 'discarded', attempt = 5, attempted_at = now(), finalized_at = now(),
-				errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":5,"error":"WEBHOOK_5XX: endpoint answered HTTP 500"}'::jsonb]`,
+				errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 5, 'error', '{"code":"WEBHOOK_5XX","message":"endpoint answered HTTP 500"}')]`,
 			wantStatus: store.StatusDeadLetter, wantCode: "WEBHOOK_5XX", wantMessage: "endpoint answered HTTP 500", wantAttempt: 5,
 		},
 		{
 			name: "last of several errors wins",
 			update: `state = 'discarded', attempt = 2, attempted_at = now(), finalized_at = now(),
-				errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":1,"error":"DB_UNAVAILABLE: down"}'::jsonb,
-				               '{"at":"2026-01-01T00:00:02Z","attempt":2,"error":"WEBHOOK_TIMEOUT: no response within 30s"}'::jsonb]`,
+				errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 1, 'error', '{"code":"DB_UNAVAILABLE","message":"down"}'),
+				               jsonb_build_object('at', '2026-01-01T00:00:02Z', 'attempt', 2, 'error', '{"code":"WEBHOOK_TIMEOUT","message":"no response within 30s"}')]`,
 			wantStatus: store.StatusDeadLetter, wantCode: "WEBHOOK_TIMEOUT", wantMessage: "no response within 30s", wantAttempt: 2,
 		},
 		{
@@ -176,7 +178,7 @@ func TestMirrorFinalStatesAndLastError(t *testing.T) {
 		{
 			name: "multi-line message is one line",
 			update: `state = 'retryable', attempt = 1, attempted_at = now(), scheduled_at = now() + interval '1 hour',
-				errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 1, 'error', E'IO_ERROR: first\nsecond\t third')]`,
+				errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 1, 'error', '{"code":"IO_ERROR","message":"first\nsecond\t third"}')]`,
 			wantStatus: store.StatusQueued, wantCode: "IO_ERROR", wantMessage: "first second third", wantAttempt: 1,
 		},
 	}
@@ -208,7 +210,7 @@ func TestMirrorBoundsLastErrorMessage(t *testing.T) {
 	e := newEnv(t)
 	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	e.exec(t, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_at = now(),
-		errors = ARRAY[jsonb_build_object('at', now(), 'attempt', 1, 'error', 'IO_ERROR: ' || repeat('x', 5000))] WHERE id = $1`, j.RiverJobID)
+		errors = ARRAY[jsonb_build_object('at', now(), 'attempt', 1, 'error', '{"code":"IO_ERROR","message":"' || repeat('x', 5000) || '"}')] WHERE id = $1`, j.RiverJobID)
 	le := decodeLastError(t, e.job(t, store.DevTenantID, j.JobID).LastError)
 	require.Equal(t, "IO_ERROR", le.Code)
 	require.Len(t, le.Message, 500)
@@ -227,7 +229,7 @@ func TestMirrorFollowsRiverClientActions(t *testing.T) {
 	require.Equal(t, store.StatusCancelled, e.job(t, store.DevTenantID, cancelled.JobID).Status)
 
 	e.exec(t, `UPDATE river_job SET state = 'discarded', attempt = 25, attempted_at = now(), finalized_at = now(),
-		errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":25,"error":"WEBHOOK_5XX: endpoint answered HTTP 503"}'::jsonb] WHERE id = $1`, retried.RiverJobID)
+		errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 25, 'error', '{"code":"WEBHOOK_5XX","message":"endpoint answered HTTP 503"}')] WHERE id = $1`, retried.RiverJobID)
 	require.Equal(t, store.StatusDeadLetter, e.job(t, store.DevTenantID, retried.JobID).Status)
 	_, err = e.river.JobRetry(e.ctx, retried.RiverJobID)
 	require.NoError(t, err)
@@ -381,6 +383,93 @@ func TestConsistencyDetectsFieldDrift(t *testing.T) {
 	require.Contains(t, problems, "priority 0, River priority 3")
 	require.Contains(t, problems, "queue elsewhere, River queue pipeline")
 	require.Contains(t, problems, `lease_owner "ghost"`)
+}
+
+// Workers store an attempt's error as errcode.Encode's JSON; River writes
+// some texts itself, and jobs that failed before the JSON form carry
+// "CODE: message". The mirror reads a code and a one-line message from each
+// and never fails River's update on a text it cannot read.
+func TestMirrorReadsEveryAttemptErrorText(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tests := []struct {
+		name, text, wantCode, wantMessage string
+	}{
+		{"typed", errcode.Encode(errcode.New(errcode.SnapshotNotReady, "snapshot abc is BUILDING")),
+			"SNAPSHOT_NOT_READY", "snapshot abc is BUILDING"},
+		{"typed, quotes and non-ASCII", errcode.Encode(errcode.New(errcode.Webhook4xx, `endpoint <https://x.test/?a=1&b=2> answered "404" — nicht gefunden`)),
+			"WEBHOOK_4XX", `endpoint <https://x.test/?a=1&b=2> answered "404" — nicht gefunden`},
+		{"untyped through the encoder", errcode.Encode(errors.New("boom")), "INTERNAL_ERROR", "boom"},
+		{"jsonb's spacing, as the reaper writes it", `{"code": "LEASE_EXPIRED", "message": "the lease of w1 expired"}`,
+			"LEASE_EXPIRED", "the lease of w1 expired"},
+		{"typed without a message", `{"code":"IO_ERROR"}`, "IO_ERROR", ""},
+
+		{"River: an operator cancelled the running job", river.ErrJobCancelledRemotely.Error(), "CANCELLED", "job cancelled remotely"},
+		{"River: unknown job kind", (&rivertype.UnknownJobKindError{Kind: "NOPE"}).Error(),
+			"INTERNAL_ERROR", (&rivertype.UnknownJobKindError{Kind: "NOPE"}).Error()},
+		{"River: a panic over several lines", "runtime error: index out of range [3] with length 3\ngoroutine 7 [running]:\n\tmain.f()",
+			"INTERNAL_ERROR", "runtime error: index out of range [3] with length 3 goroutine 7 [running]: main.f()"},
+		{"no text", "", "INTERNAL_ERROR", ""},
+
+		{"legacy", "SNAPSHOT_NOT_READY: snapshot abc is BUILDING", "SNAPSHOT_NOT_READY", "snapshot abc is BUILDING"},
+		{"legacy through river.JobCancel", "JobCancelError: VALIDATION_ERROR: x", "VALIDATION_ERROR", "x"},
+		{"legacy multi-line", "IO_ERROR: first\nsecond\t third", "IO_ERROR", "first second third"},
+		{"legacy lease loss", "LEASE_EXPIRED: the lease of w1 expired", "LEASE_EXPIRED", "the lease of w1 expired"},
+		{"cancel of an untyped error", "JobCancelError: given up", "INTERNAL_ERROR", "given up"},
+
+		{"opens like JSON, is not", `{"code":"X"`, "INTERNAL_ERROR", `{"code":"X"`},
+		{"JSON without a code", `{"message":"m"}`, "INTERNAL_ERROR", `{"message":"m"}`},
+		{"JSON with an empty code", `{"code":"","message":"m"}`, "INTERNAL_ERROR", `{"code":"","message":"m"}`},
+		{"JSON with a code that is no string", `{"code":5,"message":"m"}`, "INTERNAL_ERROR", `{"code":5,"message":"m"}`},
+		{"JSON jsonb cannot hold", `{"code":"X","message":"a\u0000b"}`, "INTERNAL_ERROR", `{"code":"X","message":"a\u0000b"}`},
+		{"JSON nested too deep", `{"a":` + strings.Repeat("[", 100_000), "INTERNAL_ERROR", (`{"a":` + strings.Repeat("[", 100_000))[:500]},
+	}
+	jobs := make([]store.Job, len(tests))
+	for i := range tests {
+		jobs[i] = e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.exec(t, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_at = now(), scheduled_at = now() + interval '1 hour',
+				errors = ARRAY[jsonb_build_object('at', now(), 'attempt', 1, 'error', $2::text)] WHERE id = $1`, jobs[i].RiverJobID, tt.text)
+			le := decodeLastError(t, e.job(t, store.DevTenantID, jobs[i].JobID).LastError)
+			require.Equal(t, tt.wantCode, le.Code)
+			require.Equal(t, tt.wantMessage, le.Message)
+			require.Equal(t, 1, le.Attempt)
+		})
+	}
+	e.requireConsistent(t)
+}
+
+// An attempt error without its error text (plain SQL) is still mirrored.
+func TestMirrorReadsAnAttemptErrorWithoutText(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	e.exec(t, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_at = now(),
+		errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":1}'::jsonb] WHERE id = $1`, j.RiverJobID)
+	le := decodeLastError(t, e.job(t, store.DevTenantID, j.JobID).LastError)
+	require.Equal(t, "INTERNAL_ERROR", le.Code)
+	require.Equal(t, "", le.Message)
+}
+
+// bpc_last_error tries its cast in an exception block, which no parallel
+// query may enter: it is PARALLEL UNSAFE, so an operator's query over River's
+// errors runs it in the leader alone instead of failing.
+func TestLastErrorDecodesInAQueryPlannedInParallel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tx, err := e.pool.Begin(e.ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(e.ctx) }()
+	for _, set := range []string{"force_parallel_mode = on", "parallel_setup_cost = 0", "parallel_tuple_cost = 0", "min_parallel_table_scan_size = 0"} {
+		_, err := tx.Exec(e.ctx, "SET LOCAL "+set)
+		require.NoError(t, err)
+	}
+	var codes []string
+	require.NoError(t, tx.QueryRow(e.ctx, `SELECT array_agg(bpc_last_error(jsonb_build_object('attempt', 1, 'error', t))->>'code')
+		FROM (VALUES ('{"code":"IO_ERROR","message":"m"}'), ('{not json'), ('SNAPSHOT_SEALED: m')) v(t)`).Scan(&codes))
+	require.ElementsMatch(t, []string{"SNAPSHOT_SEALED", "IO_ERROR", "INTERNAL_ERROR"}, codes)
 }
 
 func TestExpectedStatusMapsEveryRiverState(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
@@ -168,7 +169,11 @@ func TestFencingStopsAnAttemptThatLostItsLease(t *testing.T) {
 	var errs []json.RawMessage
 	require.NoError(t, e.st.DB().QueryRow(e.ctx, `SELECT to_jsonb(errors) FROM river_job WHERE id = $1`, done.RiverJobID).Scan(&errs))
 	require.NotEmpty(t, errs)
-	require.Contains(t, string(errs[0]), "LEASE_EXPIRED", "the reaper recorded why attempt 1 ended")
+	var reaped rivertype.AttemptError
+	require.NoError(t, json.Unmarshal(errs[0], &reaped))
+	stored, ok := errcode.Decode(reaped.Error)
+	require.True(t, ok, reaped.Error)
+	require.Equal(t, errcode.LeaseExpired, stored.Code, "the reaper recorded why attempt 1 ended")
 	rep, err := e.st.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%+v", rep.Drifts)
@@ -372,12 +377,21 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	// broken's second attempt ends with an ordinary error: the run of
 	// losses is broken.
 	_, err = pool.Exec(ctx, `UPDATE river_job SET attempt = 2, errors = array_append(errors,
-		jsonb_build_object('at', now(), 'attempt', 2, 'error', 'INTERNAL_ERROR: boom', 'trace', '')) WHERE id = $1`, broken.RiverJobID)
+		jsonb_build_object('at', now(), 'attempt', 2, 'error', $2::text, 'trace', '')) WHERE id = $1`,
+		broken.RiverJobID, errcode.Encode(errors.New("boom")))
+	require.NoError(t, err)
+
+	// A loss a reaper recorded before errors were JSON counts too.
+	legacy := enqueue()
+	_, err = pool.Exec(ctx, `UPDATE river_job SET attempt = 1, attempted_at = now() - interval '1 minute', errors = ARRAY[
+		jsonb_build_object('at', now(), 'attempt', 1, 'error', 'LEASE_EXPIRED: the lease of old-worker expired without renewal', 'trace', '')]
+		WHERE id = $1`, legacy.RiverJobID)
 	require.NoError(t, err)
 
 	die(lostTwice, 2)
 	die(broken, 3)
-	reap(2)
+	die(legacy, 2)
+	reap(3)
 
 	dead, last := get(lostTwice)
 	require.Equal(t, store.StatusDeadLetter, dead.Status)
@@ -393,7 +407,20 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	require.Equal(t, store.StatusQueued, again.Status, "losses 1 and 3 are not in a row")
 	require.Equal(t, "LEASE_EXPIRED", last.Code)
 
-	require.Equal(t, float64(1), testutil.ToFloat64(metrics.DeadLetter.WithLabelValues(jobargs.KindBuildSnapshot)))
+	dead, last = get(legacy)
+	require.Equal(t, store.StatusDeadLetter, dead.Status, "its legacy loss and this one are in a row")
+	require.True(t, strings.HasPrefix(last.Message, "worker lost 2 times in a row"), last.Message)
+
+	require.Equal(t, float64(2), testutil.ToFloat64(metrics.DeadLetter.WithLabelValues(jobargs.KindBuildSnapshot)))
+
+	// The reaper stores its error in the form workers store theirs.
+	var text string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT errors[array_upper(errors, 1)]->>'error' FROM river_job WHERE id = $1`, lostTwice.RiverJobID).Scan(&text))
+	stored, ok := errcode.Decode(text)
+	require.True(t, ok, text)
+	require.Equal(t, errcode.LeaseExpired, stored.Code)
+	_, last = get(lostTwice)
+	require.Equal(t, last.Message, stored.Message)
 	rep, err := st.CheckConsistency(ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%+v", rep.Drifts)
