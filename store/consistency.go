@@ -2,11 +2,11 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // mirrorTriggers are the triggers on river_job that keep jobs in step.
@@ -33,34 +33,12 @@ func (r ConsistencyReport) OK() bool { return r.DriftCount == 0 }
 // maxReportedDrifts bounds the report; DriftCount still counts them all.
 const maxReportedDrifts = 100
 
-// ExpectedStatus is the SSOT status a River job in state with metadata
-// must have (SPEC §3). It is written independently of the SQL mapping in
-// the mirror trigger so that the check compares two implementations.
-func ExpectedStatus(riverState string, metadata []byte) string {
-	switch riverState {
-	case "available", "scheduled", "pending", "retryable":
-		return StatusQueued
-	case "running":
-		return StatusRunning
-	case "completed":
-		return StatusSucceeded
-	case "discarded":
-		return StatusDeadLetter
-	case "cancelled":
-		var m map[string]json.RawMessage
-		if json.Unmarshal(metadata, &m) == nil {
-			if _, operator := m["cancel_attempted_at"]; operator {
-				return StatusCancelled
-			}
-		}
-		return StatusFailed
-	}
-	return "UNKNOWN(" + riverState + ")"
-}
-
 // CheckConsistency compares every River job with its SSOT row and reports
 // drift: missing rows on either side, and any mirrored field that differs.
-// It is an operator tool and reads across tenants.
+// The status River's state stands for is StatusOf's, the Go side of the
+// mapping the mirror's SQL is tested against, so a mirror function changed
+// in the database by hand shows as drift too. It is an operator tool and
+// reads across tenants.
 func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, error) {
 	rep := ConsistencyReport{Drifts: []Drift{}}
 	add := func(riverID *int64, jobID *uuid.UUID, format string, args ...any) {
@@ -146,7 +124,7 @@ func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, erro
 		case jDelAt != nil:
 			add(rID, jID, "SSOT row is marked deleted but the River job exists")
 		}
-		want := ExpectedStatus(*rState, rMeta)
+		want := StatusOf(rivertype.JobState(*rState), CancelledByOperator(rMeta))
 		if *jStatus != want {
 			add(rID, jID, "status %s, River state %s means %s", *jStatus, *rState, want)
 		}

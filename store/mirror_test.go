@@ -471,16 +471,3 @@ func TestLastErrorDecodesInAQueryPlannedInParallel(t *testing.T) {
 		FROM (VALUES ('{"code":"IO_ERROR","message":"m"}'), ('{not json'), ('SNAPSHOT_SEALED: m')) v(t)`).Scan(&codes))
 	require.ElementsMatch(t, []string{"SNAPSHOT_SEALED", "IO_ERROR", "INTERNAL_ERROR"}, codes)
 }
-
-func TestExpectedStatusMapsEveryRiverState(t *testing.T) {
-	t.Parallel()
-	for state, want := range map[string]string{
-		"available": store.StatusQueued, "scheduled": store.StatusQueued, "pending": store.StatusQueued,
-		"retryable": store.StatusQueued, "running": store.StatusRunning, "completed": store.StatusSucceeded,
-		"discarded": store.StatusDeadLetter, "cancelled": store.StatusFailed,
-	} {
-		require.Equal(t, want, store.ExpectedStatus(state, []byte(`{}`)), state)
-	}
-	require.Equal(t, store.StatusCancelled, store.ExpectedStatus("cancelled", []byte(`{"cancel_attempted_at":"2026-01-01T00:00:00Z"}`)))
-	require.Equal(t, store.StatusFailed, store.ExpectedStatus("cancelled", nil))
-}

@@ -86,7 +86,7 @@ func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func
 		}
 		err = o.interrupted(ctx, err)
 		err = controlFlow(err)
-		status := outcome(ctx, job, err)
+		status := store.StatusOf(outcome(ctx, job, err))
 		elapsed := time.Since(start)
 		km := o.metricsFor(job.Kind)
 		km.completed[status].Inc()
@@ -184,27 +184,31 @@ func controlFlow(err error) error {
 	return errcode.Wrap(errcode.Internal, err, "%s", err.Error())
 }
 
-// outcome is the SSOT status the job will be in once River records err.
-func outcome(ctx context.Context, job *rivertype.JobRow, err error) string {
+// outcome is the River state a job will be in once River records err, and
+// whether an operator's cancel put it there: store.StatusOf of it is the
+// SSOT status the mirror will show.
+func outcome(ctx context.Context, job *rivertype.JobRow, err error) (state rivertype.JobState, byOperator bool) {
 	var cancelErr *rivertype.JobCancelError
 	var snoozeErr *rivertype.JobSnoozeError
 	switch {
 	case err == nil:
-		return store.StatusSucceeded
+		return rivertype.JobStateCompleted, false
 	case errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely):
 		// An operator cancelled the running job (River UI, API); River
 		// records it as cancelled whatever the worker returned. (Not
 		// errors.Is(err, ...): every JobCancelError matches that target.)
-		return store.StatusCancelled
+		return rivertype.JobStateCancelled, true
 	case errors.As(err, &cancelErr):
-		return store.StatusFailed
+		return rivertype.JobStateCancelled, false
 	case errors.As(err, &snoozeErr):
-		return store.StatusQueued
+		// Available instead when the snooze is shorter than River's
+		// scheduler interval: the same status.
+		return rivertype.JobStateScheduled, false
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return store.StatusQueued // interrupted by shutdown: River requeues it
+		return rivertype.JobStateAvailable, false // interrupted by shutdown: River requeues it
 	case job.Attempt >= job.MaxAttempts:
-		return store.StatusDeadLetter
+		return rivertype.JobStateDiscarded, false
 	default:
-		return store.StatusQueued
+		return rivertype.JobStateRetryable, false
 	}
 }

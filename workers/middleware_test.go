@@ -100,7 +100,7 @@ func TestOutcome(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tt.want, outcome(ctx, jobRow(tt.attempt, 5), controlFlow(tt.err)))
+			require.Equal(t, tt.want, store.StatusOf(outcome(ctx, jobRow(tt.attempt, 5), controlFlow(tt.err))))
 		})
 	}
 }
@@ -109,7 +109,8 @@ func TestOutcomeInterruptedByShutdownIsQueued(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	require.Equal(t, store.StatusQueued, outcome(ctx, jobRow(5, 5), controlFlow(ctx.Err())))
+	state, _ := outcome(ctx, jobRow(5, 5), controlFlow(ctx.Err()))
+	require.Equal(t, rivertype.JobStateAvailable, state)
 }
 
 // A permanent error is FAILED, not CANCELLED: every JobCancelError matches
@@ -117,18 +118,22 @@ func TestOutcomeInterruptedByShutdownIsQueued(t *testing.T) {
 // at the context's cause instead.
 func TestOutcomeNonRetryableTypedErrorIsFailed(t *testing.T) {
 	t.Parallel()
-	got := outcome(context.Background(), jobRow(1, 5), controlFlow(errcode.New(errcode.Validation, "bad input")))
-	require.Equal(t, store.StatusFailed, got)
+	state, byOperator := outcome(context.Background(), jobRow(1, 5), controlFlow(errcode.New(errcode.Validation, "bad input")))
+	require.Equal(t, rivertype.JobStateCancelled, state)
+	require.False(t, byOperator)
+	require.Equal(t, store.StatusFailed, store.StatusOf(state, byOperator))
 }
 
 func TestOutcomeRemoteCancelSeenByWorkerAsContextCanceled(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(river.ErrJobCancelledRemotely)
-	got := outcome(ctx, jobRow(1, 5), controlFlow(ctx.Err()))
-	require.Equal(t, store.StatusCancelled, got)
+	state, byOperator := outcome(ctx, jobRow(1, 5), controlFlow(ctx.Err()))
+	require.Equal(t, rivertype.JobStateCancelled, state)
+	require.True(t, byOperator)
+	require.Equal(t, store.StatusCancelled, store.StatusOf(state, byOperator))
 	// Whatever the worker made of it, even on its last attempt.
-	require.Equal(t, store.StatusCancelled, outcome(ctx, jobRow(5, 5), controlFlow(errcode.New(errcode.WebhookNetwork, "context canceled"))))
+	require.Equal(t, store.StatusCancelled, store.StatusOf(outcome(ctx, jobRow(5, 5), controlFlow(errcode.New(errcode.WebhookNetwork, "context canceled")))))
 }
 
 type observed struct {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
@@ -73,6 +74,12 @@ func TestRunRuleTestsWorkerStopsOnCancel(t *testing.T) {
 	require.Equal(t, store.StatusCancelled, done.Status, "last_error %s", done.LastError)
 	require.Less(t, took, 2*time.Second, "left RUNNING %v after the cancel", took)
 	t.Logf("CANCELLED %v after the cancel", took)
+	// River records its own text for it; the mirror reads it as CANCELLED.
+	le := lastJobError(t, done)
+	require.Equal(t, "CANCELLED", le.Code)
+	require.Equal(t, "job cancelled remotely", le.Message)
+	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindRunRuleTests, store.StatusCancelled)),
+		"the observer counted the status the mirror shows")
 	require.Empty(t, e.runs(t, rv.RulePackageVersionID))
 	e.consistent(t)
 }

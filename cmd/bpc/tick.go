@@ -74,7 +74,7 @@ type tickResult struct {
 
 func (r *tickResult) record(ev *river.Event) {
 	r.Worked++
-	r.ByStatus[store.ExpectedStatus(string(ev.Job.State), ev.Job.Metadata)]++
+	r.ByStatus[store.StatusOf(ev.Job.State, store.CancelledByOperator(ev.Job.Metadata))]++
 }
 
 // summary is the tick's one-line report.
