@@ -21,10 +21,11 @@ import (
 
 // Observer is the worker middleware every job runs through. It turns typed
 // errors into River's control flow (a permanent error cancels the job, which
-// the mirror shows as FAILED), wraps untyped errors as INTERNAL_ERROR so
-// last_error always has a code, logs one line per transition and records
-// metrics. It is synchronous with the job, unlike River's event stream, so
-// no outcome is lost under load.
+// the mirror shows as FAILED), types untyped errors as INTERNAL_ERROR, hands
+// River each error's text as errcode.Encode's JSON, which the mirror reads
+// into last_error, logs one line per transition and records metrics. It is
+// synchronous with the job, unlike River's event stream, so no outcome is
+// lost under load.
 type Observer struct {
 	river.MiddlewareDefaults
 	Logger  *slog.Logger
@@ -159,30 +160,61 @@ func (o *Observer) interrupted(ctx context.Context, err error) error {
 	return err
 }
 
-// controlFlow maps a worker's error to what River should do with the job.
+// controlFlow maps a worker's error to what River should do with the job
+// and the text it stores: nil, a snooze as it is, or an *attemptError whose
+// text is the typed error's errcode.Encode and which wraps the error River
+// acts on — river.JobCancel of it for a permanent code (and for a worker's
+// own river.JobCancel), so that River cancels the job. An untyped error is
+// INTERNAL_ERROR, or DB_UNAVAILABLE when the database is out of reach.
 func controlFlow(err error) error {
 	if err == nil {
 		return nil
 	}
-	var cancelErr *rivertype.JobCancelError
 	var snoozeErr *rivertype.JobSnoozeError
-	if errors.As(err, &cancelErr) || errors.As(err, &snoozeErr) {
+	if errors.As(err, &snoozeErr) {
 		return err
 	}
-	if e := errcode.As(err); e != nil {
-		if !e.Retryable() {
-			return river.JobCancel(err)
+	var cancelErr *rivertype.JobCancelError
+	cancel := errors.As(err, &cancelErr)
+	if errcode.As(err) == nil {
+		switch {
+		case cancel:
+			// The worker's own text, not River's Error() of the
+			// cancel, which prefixes "JobCancelError: ".
+			msg := "cancelled by the worker"
+			if inner := cancelErr.Unwrap(); inner != nil {
+				msg = inner.Error()
+			}
+			err = errcode.Wrap(errcode.Internal, err, "%s", msg)
+		case errors.Is(err, context.DeadlineExceeded):
+			err = errcode.Wrap(errcode.Internal, err, "job timed out: %s", err.Error())
+		case store.IsUnavailable(err):
+			err = errcode.Wrap(errcode.DBUnavailable, err, "%s", err.Error())
+		default:
+			err = errcode.Wrap(errcode.Internal, err, "%s", err.Error())
 		}
-		return err
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return errcode.Wrap(errcode.Internal, err, "job timed out: %s", err.Error())
+	text := errcode.Encode(err)
+	if !cancel && !errcode.As(err).Retryable() {
+		err = river.JobCancel(err)
 	}
-	if store.IsUnavailable(err) {
-		return errcode.Wrap(errcode.DBUnavailable, err, "%s", err.Error())
-	}
-	return errcode.Wrap(errcode.Internal, err, "%s", err.Error())
+	return &attemptError{text: text, err: err}
 }
+
+// attemptError is the error the observer hands River for a failed attempt.
+// River stores its text with the attempt; it acts on what the error wraps
+// (errors.As finds the *rivertype.JobCancelError of a permanent error), and
+// wrapping keeps River's "JobCancelError: " prefix out of the stored text.
+type attemptError struct {
+	text string
+	err  error
+}
+
+// Error returns the stored form, errcode.Encode's JSON.
+func (e *attemptError) Error() string { return e.text }
+
+// Unwrap returns the typed error, wrapped by river.JobCancel if permanent.
+func (e *attemptError) Unwrap() error { return e.err }
 
 // outcome is the River state a job will be in once River records err, and
 // whether an operator's cancel put it there: store.StatusOf of it is the

@@ -40,6 +40,8 @@ func TestControlFlowCancelsNonRetryableTypedErrors(t *testing.T) {
 		var cancelErr *rivertype.JobCancelError
 		require.ErrorAs(t, err, &cancelErr, "%s must cancel the job", code)
 		require.Equal(t, code, errcode.CodeOf(err), "the code survives the cancel wrapper")
+		require.Equal(t, `{"code":"`+string(code)+`","message":"permanent"}`, err.Error(),
+			"River stores the typed form, without its JobCancelError prefix")
 	}
 }
 
@@ -50,7 +52,8 @@ func TestControlFlowKeepsRetryableTypedErrorsRetryable(t *testing.T) {
 		err := controlFlow(in)
 		var cancelErr *rivertype.JobCancelError
 		require.False(t, errors.As(err, &cancelErr), "%s must be retried", code)
-		require.Same(t, in, err)
+		require.Same(t, in, errcode.As(err))
+		require.Equal(t, errcode.Encode(in), err.Error())
 	}
 }
 
@@ -63,11 +66,22 @@ func TestControlFlowTypesUntypedErrorsAsInternal(t *testing.T) {
 	require.Equal(t, errcode.Internal, e.Code)
 	require.True(t, e.Retryable())
 	require.ErrorIs(t, err, cause)
-	require.Equal(t, "INTERNAL_ERROR: disk on fire second line", err.Error(), "one line, as last_error parses it")
+	require.Equal(t, `{"code":"INTERNAL_ERROR","message":"disk on fire second line"}`, err.Error(), "one line, as last_error reads it")
 
 	timedOut := controlFlow(fmt.Errorf("POST: %w", context.DeadlineExceeded))
 	require.Equal(t, errcode.Internal, errcode.CodeOf(timedOut))
 	require.Contains(t, timedOut.Error(), "job timed out")
+}
+
+// A typed error a handler wraps with context keeps its code: the stored text
+// is the typed error's (before it was encoded, "context: CODE: message"
+// reached the mirror as INTERNAL_ERROR).
+func TestControlFlowFindsTheCodeUnderContext(t *testing.T) {
+	t.Parallel()
+	err := controlFlow(fmt.Errorf("error loading snapshot: %w", errcode.New(errcode.SnapshotNotReady, "snapshot abc is BUILDING")))
+	require.Equal(t, `{"code":"SNAPSHOT_NOT_READY","message":"snapshot abc is BUILDING"}`, err.Error())
+	var cancelErr *rivertype.JobCancelError
+	require.ErrorAs(t, err, &cancelErr)
 }
 
 func TestControlFlowPassesRiverControlErrorsThrough(t *testing.T) {
@@ -75,8 +89,18 @@ func TestControlFlowPassesRiverControlErrorsThrough(t *testing.T) {
 	require.NoError(t, controlFlow(nil))
 	snooze := river.JobSnooze(time.Minute)
 	require.Same(t, snooze, controlFlow(snooze))
-	cancel := river.JobCancel(errors.New("operator said so"))
-	require.Same(t, cancel, controlFlow(cancel))
+
+	// A worker's own river.JobCancel still cancels; its text is typed too.
+	cancel := river.JobCancel(errors.New("given up"))
+	err := controlFlow(cancel)
+	var cancelErr *rivertype.JobCancelError
+	require.ErrorAs(t, err, &cancelErr)
+	require.Same(t, cancel, cancelErr)
+	require.Equal(t, `{"code":"INTERNAL_ERROR","message":"given up"}`, err.Error())
+	typedCancel := river.JobCancel(errcode.New(errcode.Webhook5xx, "HTTP 503"))
+	err = controlFlow(typedCancel)
+	require.ErrorAs(t, err, &cancelErr, "cancelled although the code is retryable: the worker said so")
+	require.Equal(t, `{"code":"WEBHOOK_5XX","message":"HTTP 503"}`, err.Error())
 }
 
 func TestOutcome(t *testing.T) {
@@ -214,6 +238,7 @@ func TestObserverCancelsPermanentErrors(t *testing.T) {
 	var cancelErr *rivertype.JobCancelError
 	require.ErrorAs(t, err, &cancelErr, "River must not retry a VALIDATION_ERROR")
 	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
+	require.Equal(t, `{"code":"VALIDATION_ERROR","message":"webhook_delivery_id: is required"}`, err.Error(), "what River stores")
 	require.Equal(t, "VALIDATION_ERROR", o.lastLog(t)["error_code"])
 }
 
