@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -53,7 +54,7 @@ func (h *harness) riverJobCount() int {
 // Bad input never enqueues anything and always answers with the envelope.
 func TestBadInputIsRejectedWithEnvelope(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAPI, map[string]string{"BPC_HTTP_MAX_BODY_BYTES": "2048"})
+	h := newHarness(t, service.RoleAPI, map[string]string{"BPC_HTTP_MAX_BODY_BYTES": "2048"})
 	auth := map[string]string{"Authorization": "Bearer " + testToken}
 	valid := func(mut func(m map[string]any)) map[string]any {
 		m := map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload()}
@@ -121,7 +122,7 @@ func TestBadInputIsRejectedWithEnvelope(t *testing.T) {
 
 func TestAuthIsRequiredExceptHealth(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, nil)
+	h := newHarness(t, service.RoleAll, nil)
 	for _, hdr := range []map[string]string{
 		nil,
 		{"Authorization": "Bearer wrong-token-0123456789"},
@@ -167,7 +168,7 @@ func TestAuthIsRequiredExceptHealth(t *testing.T) {
 
 func TestIdempotentEnqueue(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAPI, nil)
+	h := newHarness(t, service.RoleAPI, nil)
 	req := map[string]any{
 		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload(),
 		"idempotency_key": "redeliver-42", "priority": 1,
@@ -205,7 +206,7 @@ func TestIdempotentEnqueue(t *testing.T) {
 
 func TestBatchEnqueueListAndPaginate(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAPI, nil)
+	h := newHarness(t, service.RoleAPI, nil)
 	jobs := make([]map[string]any, 7)
 	for i := range jobs {
 		jobs[i] = map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload()}
@@ -264,7 +265,7 @@ func TestBatchEnqueueListAndPaginate(t *testing.T) {
 
 func TestWaitMsLongPoll(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, nil)
+	h := newHarness(t, service.RoleAll, nil)
 	recv := newReceiver(t, http.StatusOK)
 	h.subscribe(recv.URL, "w.test")
 
@@ -300,7 +301,7 @@ func TestWaitMsLongPoll(t *testing.T) {
 
 func TestAdminAPIRetryAndCancel(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, nil)
+	h := newHarness(t, service.RoleAll, nil)
 	recv := newReceiver(t, http.StatusBadRequest)
 	h.subscribe(recv.URL, "r.test")
 	ev := h.emit("r.test", map[string]any{})
@@ -335,7 +336,7 @@ func TestAdminAPIRetryAndCancel(t *testing.T) {
 
 func TestPingAndWebhookEndpointLifecycle(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, nil)
+	h := newHarness(t, service.RoleAll, nil)
 	recv := newReceiver(t, http.StatusOK)
 	endpointID := h.subscribe(recv.URL, "*")
 
@@ -391,7 +392,7 @@ func TestProdRequiresHTTPSWebhooks(t *testing.T) {
 	// Private destinations allowed: with them refused, registering
 	// example.com would resolve it, and tests send no DNS query off the
 	// machine (webhook_destination_test.go covers the refusal).
-	h := newHarness(t, roleAPI, map[string]string{"BPC_ENV": "prod", "BPC_WEBHOOK_ALLOW_PRIVATE": "true"})
+	h := newHarness(t, service.RoleAPI, map[string]string{"BPC_ENV": "prod", "BPC_WEBHOOK_ALLOW_PRIVATE": "true"})
 	var env errorEnvelope
 	require.Equal(t, http.StatusUnprocessableEntity, h.call(http.MethodPost, "/v1/webhook-endpoints",
 		map[string]any{"tenant_id": devTenant, "url": "http://example.com/hook", "secret": testSecret}, &env))
@@ -405,7 +406,7 @@ func TestProdRequiresHTTPSWebhooks(t *testing.T) {
 // enqueued; the same id in its own tenant is accepted.
 func TestEnqueueRefusesUnknownAndForeignIDs(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAPI, nil)
+	h := newHarness(t, service.RoleAPI, nil)
 	var other store.Tenant
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/tenants", map[string]any{"slug": "other", "name": "Other"}, &other))
 	var sn struct {
@@ -443,7 +444,7 @@ func TestEnqueueRefusesUnknownAndForeignIDs(t *testing.T) {
 // Retry is for work that did not get done: a SUCCEEDED job answers 409.
 func TestRetryOfSucceededJobIsRefused(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, nil)
+	h := newHarness(t, service.RoleAll, nil)
 	var job store.Job
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
 		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload()}, &job))

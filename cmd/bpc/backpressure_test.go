@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/service"
 )
 
 // BPC_QUEUE_MAX_DEPTH: an enqueue into a queue holding more available jobs
@@ -17,7 +18,7 @@ import (
 // keep accepting work. The API role works no jobs, so the backlog stays.
 func TestQueueMaxDepthAnswers429(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAPI, map[string]string{"BPC_QUEUE_MAX_DEPTH": "2"})
+	h := newHarness(t, service.RoleAPI, map[string]string{"BPC_QUEUE_MAX_DEPTH": "2"})
 	payload := h.deliverPayload()
 	webhook := func() map[string]any {
 		return map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant,
@@ -52,7 +53,7 @@ func TestQueueMaxDepthAnswers429(t *testing.T) {
 // CLOSED with an empty window for a new endpoint, OPEN after failures.
 func TestWebhookEndpointShowsItsBreaker(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, map[string]string{"BPC_WEBHOOK_BREAKER_MIN_ATTEMPTS": "2", "BPC_WEBHOOK_BREAKER_COOLDOWN_MS": "60000"})
+	h := newHarness(t, service.RoleAll, map[string]string{"BPC_WEBHOOK_BREAKER_MIN_ATTEMPTS": "2", "BPC_WEBHOOK_BREAKER_COOLDOWN_MS": "60000"})
 	recv := newReceiver(t, http.StatusInternalServerError)
 	endpointID := h.subscribe(recv.URL+"/hooks", "breaker.test")
 	type breaker struct {

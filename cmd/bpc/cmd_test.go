@@ -13,6 +13,7 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/service"
 )
 
 // emptySchemaURL returns a database URL whose search_path is a new, empty schema.
@@ -97,13 +98,13 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_RULES_MAX_CASES": "many"}, errcode.Validation, "BPC_RULES_MAX_CASES"},
 	}
 	for _, tc := range cases {
-		_, err := loadConfig(envOf(tc.vars))
+		_, err := service.LoadConfig(envOf(tc.vars))
 		require.Error(t, err, "%v", tc.vars)
 		require.Equal(t, tc.code, errcode.CodeOf(err), "%v", err)
 		require.Contains(t, err.Error(), tc.names)
 	}
 
-	cfg, err := loadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x"}))
+	cfg, err := service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x"}))
 	require.NoError(t, err)
 	require.Equal(t, "dev", cfg.Env)
 	require.True(t, cfg.AdminTokenGenerated, "dev generates a token")
@@ -114,7 +115,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	require.EqualValues(t, 30000, cfg.WebhookTimeout.Milliseconds())
 	require.Equal(t, 60, cfg.LeaseSeconds)
 	require.Equal(t, 2, cfg.MaxLeaseExpiries)
-	require.Equal(t, rules.Limits{MaxNodes: 200_000, MaxCases: 1_000_000}, cfg.compileLimits().Rules)
+	require.Equal(t, rules.Limits{MaxNodes: 200_000, MaxCases: 1_000_000}, cfg.CompileLimits().Rules)
 
 	err = run(t.Context(), []string{"frobnicate"}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, "unknown subcommand")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -27,9 +28,9 @@ const (
 func cmdDemo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	baseURL := fs.String("url", or(getenv("BPC_URL"), demoDefaultURL), "base URL of the service (BPC_URL)")
-	out := fs.String("out", or(getenv("BPC_DEMO_OUT"), demoDefaultOut), "directory for the artifacts (BPC_DEMO_OUT)")
-	tenant := fs.String("tenant", or(getenv("BPC_DEMO_TENANT"), demoDefaultTenant), "tenant id (BPC_DEMO_TENANT)")
+	baseURL := fs.String("url", cmp.Or(getenv("BPC_URL"), demoDefaultURL), "base URL of the service (BPC_URL)")
+	out := fs.String("out", cmp.Or(getenv("BPC_DEMO_OUT"), demoDefaultOut), "directory for the artifacts (BPC_DEMO_OUT)")
+	tenant := fs.String("tenant", cmp.Or(getenv("BPC_DEMO_TENANT"), demoDefaultTenant), "tenant id (BPC_DEMO_TENANT)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

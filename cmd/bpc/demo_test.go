@@ -24,6 +24,7 @@ import (
 	"github.com/bpc-platform/bpc/core/verify"
 	"github.com/bpc-platform/bpc/demo"
 	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/service"
 )
 
 // The demo runs as `bpc demo` does (flags and environment through run)
@@ -68,7 +69,7 @@ func stageResults(stdout string) (names []string, results map[string]string) {
 // the files being what the service serves and what a third party verifies.
 func TestDemoAgainstTheService(t *testing.T) {
 	t.Parallel()
-	svc := startService(t, roleAll, map[string]string{
+	svc := startService(t, service.RoleAll, map[string]string{
 		// As make demo runs it: a dev service signs with its dev key.
 		"BPC_ENV": "dev",
 	})
@@ -269,7 +270,7 @@ func tamperingProxy(t *testing.T, base, suffix string, edit func([]byte) []byte)
 // job's last_error: a service without a signing key fails SIGN_PASSPORT.
 func TestDemoStopsAtAFailedJob(t *testing.T) {
 	t.Parallel()
-	svc := startService(t, roleAll, nil) // BPC_ENV=test: no dev key, none configured
+	svc := startService(t, service.RoleAll, nil) // BPC_ENV=test: no dev key, none configured
 	stdout, err := runDemo(t, svc.base, testToken, "--out", filepath.Join(t.TempDir(), "demo-out"))
 	require.Error(t, err)
 	require.Regexp(t, `^stage "sign \+ QR": job \S+ \(SIGN_PASSPORT\) ended FAILED after 1 attempt\(s\): last_error SIGNING_KEY_MISSING: `, err.Error())

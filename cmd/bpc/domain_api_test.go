@@ -27,6 +27,7 @@ import (
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -42,7 +43,7 @@ type domainAPI struct {
 }
 
 func newDomainAPI(t *testing.T) domainAPI {
-	return domainAPI{h: newHarness(t, roleAPI, nil), tenant: devTenant}
+	return domainAPI{h: newHarness(t, service.RoleAPI, nil), tenant: devTenant}
 }
 
 // as returns the same service seen by another tenant.

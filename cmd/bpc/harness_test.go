@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -37,7 +38,7 @@ var devTenant = store.DevTenantID.String()
 // loopback port over its own schema.
 type harness struct {
 	t    *testing.T
-	app  *app
+	app  *service.App
 	pool *pgxpool.Pool
 	base string
 	logs *syncBuffer // the service's JSON log, shown when a test fails
@@ -50,7 +51,7 @@ func newHarness(t *testing.T, role string, env map[string]string) *harness {
 
 // newHarnessWith is newHarness with a last say on the configuration (test
 // hooks that the environment cannot set).
-func newHarnessWith(t *testing.T, role string, env map[string]string, mutate func(*Config)) *harness {
+func newHarnessWith(t *testing.T, role string, env map[string]string, mutate func(*service.Config)) *harness {
 	t.Helper()
 	pool := testdb.New(t)
 	vars := map[string]string{
@@ -73,7 +74,7 @@ func newHarnessWith(t *testing.T, role string, env map[string]string, mutate fun
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := loadConfig(func(k string) string { return vars[k] })
+	cfg, err := service.LoadConfig(func(k string) string { return vars[k] })
 	require.NoError(t, err)
 	if mutate != nil {
 		mutate(&cfg)
@@ -86,16 +87,16 @@ func newHarnessWith(t *testing.T, role string, env map[string]string, mutate fun
 	})
 	// The service's own logger (JSON, redacting), so that tests see what
 	// an operator's log would hold.
-	logger := newLogger(cfg, logs)
-	a, err := newApp(cfg, role, logger, pool)
+	logger := service.NewLogger(cfg, logs)
+	a, err := service.New(cfg, role, logger, pool)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	require.NoError(t, a.start(ctx))
+	require.NoError(t, a.Start(ctx))
 	t.Cleanup(func() {
-		a.stop(context.Background())
+		a.Stop(context.Background())
 		cancel()
 	})
-	return &harness{t: t, app: a, pool: pool, base: "http://" + a.addr, logs: logs}
+	return &harness{t: t, app: a, pool: pool, base: "http://" + a.Addr(), logs: logs}
 }
 
 // call sends a request with the admin token and decodes a JSON response into out.
@@ -194,7 +195,7 @@ func (h *harness) requireConsistent() {
 }
 
 func (h *harness) deadLetters(kind string) float64 {
-	return testutil.ToFloat64(h.app.metrics.DeadLetter.WithLabelValues(kind))
+	return testutil.ToFloat64(h.app.Metrics().DeadLetter.WithLabelValues(kind))
 }
 
 // receiver is a webhook endpoint whose answer the test controls.

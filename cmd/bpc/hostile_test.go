@@ -27,6 +27,7 @@ import (
 
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -53,7 +54,7 @@ func TestHostile(t *testing.T) {
 	u, err := url.Parse(schemaURL)
 	require.NoError(t, err)
 	u.User = url.UserPassword(u.User.Username(), hostileDBPassword)
-	svc := startServiceAt(t, roleAll, u.String(), map[string]string{
+	svc := startServiceAt(t, service.RoleAll, u.String(), map[string]string{
 		"BPC_WEBHOOK_ALLOW_PRIVATE":   "false",
 		"BPC_JOBS_MAX_LEASE_EXPIRIES": "2",
 		"BPC_JOBS_BACKOFF_UNIT_MS":    "50",

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -24,14 +25,14 @@ const sentinelPassword = "Sentinel-DB-pw-7f3a9c"
 
 func TestConfigErrorsCarryOneCodePrefix(t *testing.T) {
 	t.Parallel()
-	_, err := loadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": "staging", "BPC_ADMIN_TOKEN": testToken}))
+	_, err := service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": "staging", "BPC_ADMIN_TOKEN": testToken}))
 	require.EqualError(t, err, `VALIDATION_ERROR: BPC_ENV: must be dev, test or prod, got "staging"`)
 
-	_, err = loadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": "staging", "BPC_ADMIN_TOKEN": testToken, "BPC_LOG_LEVEL": "loud"}))
+	_, err = service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": "staging", "BPC_ADMIN_TOKEN": testToken, "BPC_LOG_LEVEL": "loud"}))
 	require.EqualError(t, err, `VALIDATION_ERROR: BPC_ENV: must be dev, test or prod, got "staging"; BPC_LOG_LEVEL: must be debug, info, warn or error, got "loud"`)
 
 	// Another code keeps its own prefix.
-	_, err = loadConfig(envOf(map[string]string{"BPC_ENV": "staging", "BPC_ADMIN_TOKEN": testToken}))
+	_, err = service.LoadConfig(envOf(map[string]string{"BPC_ENV": "staging", "BPC_ADMIN_TOKEN": testToken}))
 	require.True(t, strings.HasPrefix(err.Error(), `VALIDATION_ERROR: BPC_ENV: must be dev, test or prod, got "staging"; CONFIG_MISSING: DATABASE_URL: is required`), err.Error())
 
 	// As main prints it.
@@ -73,10 +74,10 @@ func TestStartupErrorsNeverShowTheDatabasePassword(t *testing.T) {
 func TestLoggerRedactsTheProcessSecrets(t *testing.T) {
 	t.Parallel()
 	signingKey := "c2lnbmluZy1rZXktbmV2ZXItbG9nZ2VkLTAxMjM0NTY3"
-	cfg := Config{DatabaseURL: "postgres://bpc:" + sentinelPassword + "@db:5432/bpc", AdminToken: testToken,
+	cfg := service.Config{DatabaseURL: "postgres://bpc:" + sentinelPassword + "@db:5432/bpc", AdminToken: testToken,
 		SigningKeyBase64: signingKey, LogJSON: true}
 	var buf bytes.Buffer
-	logger := newLogger(cfg, &buf)
+	logger := service.NewLogger(cfg, &buf)
 	logger.Error("error connecting to "+cfg.DatabaseURL,
 		slog.Any("error", fmt.Errorf("connect: %w", fmt.Errorf("auth as bpc with %s failed", sentinelPassword))),
 		slog.String("token", testToken), slog.String("note", "the token "+testToken+" and key "+signingKey))
@@ -107,7 +108,7 @@ func (h *harness) headers(method, path string, body string, hdr map[string]strin
 // through the whole service (River UI included).
 func TestHTTPHardeningThroughTheService(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, nil)
+	h := newHarness(t, service.RoleAll, nil)
 	bearer := map[string]string{"Authorization": "Bearer " + testToken}
 	basic := basicAuth("operator", testToken)
 

@@ -21,11 +21,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/redact"
 	"github.com/bpc-platform/bpc/migrations"
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -99,49 +97,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 }
 
-// newLogger returns the service's logger. Whatever it writes — the
-// service's lines, River's, pgx errors — passes through a redactor that
-// knows the process's own secrets, so that none reaches the log.
-func newLogger(cfg Config, w io.Writer) *slog.Logger {
-	opts := redact.New(cfg.secrets()...).HandlerOptions(&slog.HandlerOptions{Level: cfg.LogLevel})
-	if cfg.LogJSON {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// secrets are the values no log line may hold: the admin token, the
-// signing key and the database password (from DATABASE_URL, or wherever
-// pgx would find it: PGPASSWORD, a passfile).
-func (c Config) secrets() []string {
-	out := []string{c.AdminToken, c.SigningKeyBase64}
-	if c.DatabaseURL != "" {
-		if pc, err := pgconn.ParseConfig(c.DatabaseURL); err == nil {
-			out = append(out, pc.Password)
-		}
-	}
-	return out
-}
-
 func cmdServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	role := fs.String("role", roleAll, "all, worker or api")
+	role := fs.String("role", service.RoleAll, "all, worker or api")
 	migrate := fs.Bool("migrate", false, "apply pending migrations before starting")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch *role {
-	case roleAll, roleWorker, roleAPI:
+	case service.RoleAll, service.RoleWorker, service.RoleAPI:
 	default:
 		return fmt.Errorf("--role must be all, worker or api, got %q", *role)
 	}
-	cfg, err := loadConfig(getenv)
+	cfg, err := service.LoadConfig(getenv)
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg, stdout)
-	pool, err := newPool(ctx, cfg)
+	logger := service.NewLogger(cfg, stdout)
+	pool, err := service.NewPool(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -160,26 +134,26 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("database schema is behind (%s): run `bpc migrate` or `bpc serve --migrate`", st)
 	}
 
-	a, err := newApp(cfg, *role, logger, pool)
+	a, err := service.New(cfg, *role, logger, pool)
 	if err != nil {
 		return err
 	}
-	if err := a.start(ctx); err != nil {
-		a.stop(context.Background())
+	if err := a.Start(ctx); err != nil {
+		a.Stop(context.Background())
 		return err
 	}
-	printBanner(stderr, cfg, a.addr, *role)
-	logger.Info("service started", slog.String("role", *role), slog.String("addr", a.addr),
+	printBanner(stderr, cfg, a.Addr(), *role)
+	logger.Info("service started", slog.String("role", *role), slog.String("addr", a.Addr()),
 		slog.String("worker_id", cfg.WorkerID), slog.String("env", cfg.Env))
 
 	select {
 	case <-ctx.Done():
-	case err = <-a.serveErr:
+	case err = <-a.ServeErr():
 	}
 	logger.Info("shutting down; a second signal forces exit",
 		slog.Duration("shutdown_timeout", cfg.ShutdownTimeout))
 	forceExitOnSecondSignal(logger)
-	a.stop(context.Background())
+	a.Stop(context.Background())
 	logger.Info("service stopped")
 	return err
 }
@@ -195,10 +169,10 @@ func forceExitOnSecondSignal(logger *slog.Logger) {
 	}()
 }
 
-func printBanner(w io.Writer, cfg Config, addr, role string) {
+func printBanner(w io.Writer, cfg service.Config, addr, role string) {
 	base := "http://" + displayAddr(addr)
 	fmt.Fprintf(w, "\nBPC job service (%s, role %s) listening on %s\n", cfg.Env, role, addr)
-	if role != roleWorker {
+	if role != service.RoleWorker {
 		fmt.Fprintf(w, "  Admin API:  %s/v1   (Authorization: Bearer <token>)\n", base)
 		fmt.Fprintf(w, "  River UI:   %s/riverui/   (any user name, the token as password)\n", base)
 	}
@@ -219,26 +193,17 @@ func displayAddr(addr string) string {
 	return addr
 }
 
-// toolConfig is the configuration of migrate and doctor: a database and logs.
-func toolConfig(getenv func(string) string) (Config, error) {
-	cfg := Config{DatabaseURL: getenv("DATABASE_URL"), LeaseSeconds: 60, LogLevel: slog.LevelInfo, LogJSON: getenv("BPC_LOG_JSON") != "false"}
-	if cfg.DatabaseURL == "" {
-		return cfg, configError(errcode.ConfigMissing, "DATABASE_URL", "is required (postgres://user@host:5432/db)")
-	}
-	return cfg, nil
-}
-
 func cmdMigrate(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := toolConfig(getenv)
+	cfg, err := service.ToolConfig(getenv)
 	if err != nil {
 		return err
 	}
-	pool, err := newPool(ctx, cfg)
+	pool, err := service.NewPool(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	logger := newLogger(cfg, stdout)
+	logger := service.NewLogger(cfg, stdout)
 	if err := migrations.Up(ctx, pool, logger); err != nil {
 		return err
 	}
@@ -259,13 +224,13 @@ func cmdDoctor(ctx context.Context, args []string, getenv func(string) string, s
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := toolConfig(getenv)
+	cfg, err := service.ToolConfig(getenv)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	pool, err := newPool(ctx, cfg)
+	pool, err := service.NewPool(ctx, cfg)
 	if err != nil {
 		return err
 	}

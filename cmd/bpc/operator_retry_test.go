@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -85,7 +86,7 @@ func TestOperatorRetryIsTheBreakersProbe(t *testing.T) {
 	for _, via := range []string{"river_ui", "api"} {
 		t.Run(via, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, roleAll, breakerDefaults)
+			h := newHarness(t, service.RoleAll, breakerDefaults)
 			recv := newReceiver(t, http.StatusInternalServerError)
 			endpointID := h.subscribe(recv.URL, "passport.signed")
 
@@ -146,7 +147,7 @@ func TestOperatorRetryIsTheBreakersProbe(t *testing.T) {
 // fixed, succeeds at once.
 func TestAutomaticRetryWaitsForTheOpenBreaker(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, withEnv(breakerDefaults, map[string]string{"BPC_JOBS_MAX_ATTEMPTS_DEFAULT": "10"}))
+	h := newHarness(t, service.RoleAll, withEnv(breakerDefaults, map[string]string{"BPC_JOBS_MAX_ATTEMPTS_DEFAULT": "10"}))
 	recv := newReceiver(t, http.StatusInternalServerError)
 	endpointID := h.subscribe(recv.URL, "passport.signed")
 	ev := h.emit("passport.signed", map[string]any{"key_id": "dev-key-1"})

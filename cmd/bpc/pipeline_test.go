@@ -28,6 +28,7 @@ import (
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -230,7 +231,7 @@ func (h *harness) signedWithQR(passportID uuid.UUID) store.PassportVersion {
 func TestPipelineEndToEnd(t *testing.T) {
 	t.Parallel()
 	env := pipelineEnv(t)
-	h := newHarness(t, roleAll, env)
+	h := newHarness(t, service.RoleAll, env)
 	ctx := context.Background()
 
 	versions := h.sampleFacts()
@@ -385,7 +386,7 @@ func decodeQR(t *testing.T, png []byte) string {
 // The failure scenarios of seed 001, each ending in its status and code.
 func TestPipelineFailures(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, pipelineEnv(t))
+	h := newHarness(t, service.RoleAll, pipelineEnv(t))
 
 	// An invalid document: version REJECTED, job FAILED, no facts.
 	v, job := h.upload("BOM", []byte(`{"document_type":"BOM","schema_version":1,"battery":{"sku":"S"},"materials":[{"cas":7}]}`))
@@ -448,7 +449,7 @@ func TestPipelineFailures(t *testing.T) {
 // SIGNING_KEY_MISSING and the version stays COMPILING.
 func TestSignWithoutKeyFails(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, nil)
+	h := newHarness(t, service.RoleAll, nil)
 	versions := h.sampleFacts()
 	sn := h.snapshotOf(versions, true)
 	rules := h.rulesVersion(nmc811.Rules(), nmc811.Tests(), true)
@@ -496,7 +497,7 @@ func TestPipelineCrashBeforeCommitIsRetriedWithoutDuplicates(t *testing.T) {
 		}
 		return errors.New("simulated crash before commit")
 	}
-	h := newHarnessWith(t, roleAll, pipelineEnv(t), func(c *Config) { c.beforeCommit = hook })
+	h := newHarnessWith(t, service.RoleAll, pipelineEnv(t), func(c *service.Config) { c.BeforeCommit = hook })
 
 	versions := h.sampleFacts()
 	sn := h.snapshotOf(versions, true)

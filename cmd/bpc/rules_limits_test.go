@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/rules"
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -19,7 +20,7 @@ import (
 // process with a stack overflow.)
 func TestRuleVersionLimitsAtTheAPI(t *testing.T) {
 	t.Parallel()
-	d := domainAPI{h: newHarness(t, roleAPI, map[string]string{"BPC_RULES_MAX_CASES": "1000"}), tenant: devTenant}
+	d := domainAPI{h: newHarness(t, service.RoleAPI, map[string]string{"BPC_RULES_MAX_CASES": "1000"}), tenant: devTenant}
 	var pkg store.RulePackage
 	d.do(http.MethodPost, "/v1/rule-packages", map[string]any{"name": "hostile"}, http.StatusCreated, &pkg)
 	versions := "/v1/rule-packages/" + pkg.RulePackageID.String() + "/versions"
@@ -66,7 +67,7 @@ func TestRuleVersionLimitsAtTheAPI(t *testing.T) {
 // while it runs, and leaves RUNNING within a second.
 func TestRuleTestsCancelThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, nil)
+	h := newHarness(t, service.RoleAll, nil)
 	d := domainAPI{h: h, tenant: devTenant}
 	var pkg store.RulePackage
 	d.do(http.MethodPost, "/v1/rule-packages", map[string]any{"name": "slow"}, http.StatusCreated, &pkg)

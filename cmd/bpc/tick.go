@@ -16,6 +16,7 @@ import (
 
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/migrations"
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -111,11 +112,11 @@ func cmdTick(ctx context.Context, args []string, getenv func(string) string, std
 	if *maxDuration <= 0 || *maxJobs <= 0 {
 		return errors.New("--max-duration and --max-jobs must be positive")
 	}
-	cfg, err := loadConfig(getenv)
+	cfg, err := service.LoadConfig(getenv)
 	if err != nil {
 		return err
 	}
-	pool, err := newPool(ctx, cfg)
+	pool, err := service.NewPool(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -139,7 +140,7 @@ func cmdTick(ctx context.Context, args []string, getenv func(string) string, std
 // runTick starts the worker role, waits until no job is due in the
 // service's queues or a budget is spent, stops gracefully and prints the
 // summary. It fails only on errors; a spent budget is a normal end.
-func runTick(ctx context.Context, cfg Config, pool *pgxpool.Pool, o tickOptions, stdout io.Writer) (tickResult, error) {
+func runTick(ctx context.Context, cfg service.Config, pool *pgxpool.Pool, o tickOptions, stdout io.Writer) (tickResult, error) {
 	start := time.Now()
 	res := tickResult{ByStatus: map[string]int{}}
 	if o.PollEvery <= 0 {
@@ -149,17 +150,17 @@ func runTick(ctx context.Context, cfg Config, pool *pgxpool.Pool, o tickOptions,
 	// one, so a tick never collides with a service on the same host.
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.WorkerConcurrency = max(1, min(cfg.WorkerConcurrency, o.MaxJobs))
-	logger := newLogger(cfg, stdout)
+	logger := service.NewLogger(cfg, stdout)
 
-	a, err := newApp(cfg, roleWorker, logger, pool)
+	a, err := service.New(cfg, service.RoleWorker, logger, pool)
 	if err != nil {
 		return res, err
 	}
-	events, _ := a.river.Subscribe(tickEventKinds...) // closed by River's stop
+	events, _ := a.River().Subscribe(tickEventKinds...) // closed by River's stop
 	// Not ctx: cancelling River's start context cancels running jobs, and
 	// an interrupted tick stops gracefully like serve.
-	if err := a.start(context.WithoutCancel(ctx)); err != nil {
-		a.stop(context.Background())
+	if err := a.Start(context.WithoutCancel(ctx)); err != nil {
+		a.Stop(context.Background())
 		return res, err
 	}
 
@@ -216,7 +217,7 @@ func runTick(ctx context.Context, cfg Config, pool *pgxpool.Pool, o tickOptions,
 	if res.Reason == tickInterrupted {
 		forceExitOnSecondSignal(logger)
 	}
-	a.stop(context.Background())
+	a.Stop(context.Background())
 	// River delivers the events of the jobs that finished during the stop,
 	// then closes the subscription.
 	for drain := time.After(10 * time.Second); events != nil; {
@@ -258,12 +259,12 @@ func dueWork(ctx context.Context, pool *pgxpool.Pool, queues []string, workerID 
 // insertDueMaintenance inserts the maintenance jobs that have not run in
 // their current interval (unique per interval, so the periodic enqueuer and
 // other ticks add no second run).
-func insertDueMaintenance(ctx context.Context, a *app, m workers.MaintenanceConfig, logger *slog.Logger) error {
+func insertDueMaintenance(ctx context.Context, a *service.App, m workers.MaintenanceConfig, logger *slog.Logger) error {
 	params := workers.DueMaintenanceJobs(m)
 	if len(params) == 0 {
 		return nil
 	}
-	res, err := a.river.InsertMany(ctx, params)
+	res, err := a.River().InsertMany(ctx, params)
 	var unknown *river.UnknownJobKindError
 	switch {
 	case errors.As(err, &unknown):

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -22,7 +23,7 @@ import (
 // insert-only River client to enqueue with.
 type tickEnv struct {
 	ctx    context.Context
-	cfg    Config
+	cfg    service.Config
 	pool   *pgxpool.Pool
 	st     *store.Queries
 	client *river.Client[pgx.Tx]
@@ -43,7 +44,7 @@ func newTickEnv(t *testing.T, env map[string]string) *tickEnv {
 	for k, v := range env {
 		vars[k] = v
 	}
-	cfg, err := loadConfig(func(k string) string { return vars[k] })
+	cfg, err := service.LoadConfig(func(k string) string { return vars[k] })
 	require.NoError(t, err)
 	pool := testdb.New(t)
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})

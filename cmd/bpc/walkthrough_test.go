@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/service"
 )
 
 // The README's daily routine is scripts/walkthrough.sh: the README shows its
@@ -33,7 +35,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Fatalf("the walk-through needs curl: %v", err)
 	}
 	const token = "local-admin-token-123"
-	svc := startService(t, roleAll, map[string]string{
+	svc := startService(t, service.RoleAll, map[string]string{
 		"BPC_ADMIN_TOKEN":          token,
 		"BPC_JOBS_BACKOFF_UNIT_MS": "100",
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -29,13 +30,13 @@ func TestWebhookAllowPrivateConfig(t *testing.T) {
 		{"dev", "0", false},
 		{"dev", " FALSE ", false},
 	} {
-		cfg, err := loadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": tc.env,
+		cfg, err := service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": tc.env,
 			"BPC_ADMIN_TOKEN": token, "BPC_WEBHOOK_ALLOW_PRIVATE": tc.value}))
 		require.NoError(t, err)
 		require.Equal(t, tc.want, cfg.WebhookAllowPrivate, "%s %q", tc.env, tc.value)
-		require.Equal(t, tc.want, cfg.webhookDestinations().AllowPrivate)
+		require.Equal(t, tc.want, cfg.WebhookDestinations().AllowPrivate)
 	}
-	_, err := loadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_WEBHOOK_ALLOW_PRIVATE": "maybe"}))
+	_, err := service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_WEBHOOK_ALLOW_PRIVATE": "maybe"}))
 	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
 	require.Contains(t, err.Error(), "BPC_WEBHOOK_ALLOW_PRIVATE")
 }
@@ -57,7 +58,7 @@ var ssrfURLs = []string{
 // registration and on update with 422 naming url, and nothing is stored.
 func TestWebhookDestinationsRefusedAtRegistration(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAPI, map[string]string{"BPC_WEBHOOK_ALLOW_PRIVATE": "false"})
+	h := newHarness(t, service.RoleAPI, map[string]string{"BPC_WEBHOOK_ALLOW_PRIVATE": "false"})
 	for _, u := range ssrfURLs {
 		var env errorEnvelope
 		require.Equal(t, http.StatusUnprocessableEntity, h.call(http.MethodPost, "/v1/webhook-endpoints",
@@ -100,7 +101,7 @@ func TestWebhookDestinationsRefusedAtRegistration(t *testing.T) {
 // delivery shows no response.
 func TestWebhookDestinationDeniedAtDialTime(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, map[string]string{"BPC_WEBHOOK_ALLOW_PRIVATE": "false"})
+	h := newHarness(t, service.RoleAll, map[string]string{"BPC_WEBHOOK_ALLOW_PRIVATE": "false"})
 	rcv := newReceiver(t, http.StatusOK)
 	port := rcv.Listener.Addr().(*net.TCPAddr).Port
 	st := store.New(h.pool)
@@ -130,7 +131,7 @@ func TestWebhookDestinationDeniedAtDialTime(t *testing.T) {
 // job carry one fixed message, so deliveries cannot scan ports.
 func TestWebhookConnectErrorsDoNotTellPortsApart(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, map[string]string{"BPC_JOBS_MAX_ATTEMPTS_DEFAULT": "1"})
+	h := newHarness(t, service.RoleAll, map[string]string{"BPC_JOBS_MAX_ATTEMPTS_DEFAULT": "1"})
 	var messages []string
 	for i := range 2 {
 		ln, err := net.Listen("tcp4", "127.0.0.1:0")

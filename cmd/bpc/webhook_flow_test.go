@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -18,7 +19,7 @@ import (
 // → SUCCEEDED, and the receiver can verify what it got.
 func TestEnqueueOverHTTPRunsToSucceeded(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, nil)
+	h := newHarness(t, service.RoleAll, nil)
 	recv := newReceiver(t, http.StatusNotFound)
 	endpointID := h.subscribe(recv.URL+"/hooks/bpc", "passport.activated")
 
@@ -63,7 +64,7 @@ func TestEnqueueOverHTTPRunsToSucceeded(t *testing.T) {
 	h.eventually("job RUNNING", func() bool { return h.job(job.JobID).Status == store.StatusRunning })
 	running := h.job(job.JobID)
 	require.NotNil(t, running.LeaseOwner)
-	require.Equal(t, h.app.cfg.WorkerID, *running.LeaseOwner)
+	require.Equal(t, h.app.Config().WorkerID, *running.LeaseOwner)
 	require.NotNil(t, running.LeaseExpiresAt)
 	require.NotNil(t, running.StartedAt)
 	require.WithinDuration(t, running.StartedAt.Add(60*time.Second), *running.LeaseExpiresAt, time.Second)
@@ -120,7 +121,7 @@ func TestEnqueueOverHTTPRunsToSucceeded(t *testing.T) {
 func TestDeadLetterThenRetryFromRiverUI(t *testing.T) {
 	t.Parallel()
 	const unit = 40 * time.Millisecond
-	h := newHarness(t, roleAll, map[string]string{"BPC_JOBS_BACKOFF_UNIT_MS": "40"})
+	h := newHarness(t, service.RoleAll, map[string]string{"BPC_JOBS_BACKOFF_UNIT_MS": "40"})
 	recv := newReceiver(t, http.StatusInternalServerError)
 	h.subscribe(recv.URL, "passport.signed")
 
@@ -157,13 +158,13 @@ func TestDeadLetterThenRetryFromRiverUI(t *testing.T) {
 	// River UI, check the mirror, resume.
 	recv.set(http.StatusNoContent, nil)
 	ctx := t.Context()
-	require.NoError(t, h.app.river.QueuePause(ctx, jobargs.QueueWebhooks, nil))
+	require.NoError(t, h.app.River().QueuePause(ctx, jobargs.QueueWebhooks, nil))
 	h.riverUI("retry", dead.RiverJobID)
 	queued := h.job(jobID)
 	require.Equal(t, store.StatusQueued, queued.Status)
 	require.Nil(t, queued.FinishedAt)
 	h.requireConsistent()
-	require.NoError(t, h.app.river.QueueResume(ctx, jobargs.QueueWebhooks, nil))
+	require.NoError(t, h.app.River().QueueResume(ctx, jobargs.QueueWebhooks, nil))
 
 	done := h.waitJob(jobID)
 	require.Equal(t, store.StatusSucceeded, done.Status)
@@ -185,7 +186,7 @@ func TestDeadLetterThenRetryFromRiverUI(t *testing.T) {
 // River job keeps its SSOT row.
 func TestRiverUICancelAndDeleteAreMirrored(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, roleAll, nil)
+	h := newHarness(t, service.RoleAll, nil)
 	recv := newReceiver(t, http.StatusOK)
 	h.subscribe(recv.URL, "x.test")
 	ev := h.emit("x.test", map[string]any{})

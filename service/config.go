@@ -1,10 +1,11 @@
-package main
+package service
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,12 +13,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/sign"
+	"github.com/bpc-platform/bpc/internal/redact"
 	"github.com/bpc-platform/bpc/webhook/destination"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -63,9 +66,9 @@ type Config struct {
 	// Rules bounds rule sources and test runs (BPC_RULES_MAX_NODES,
 	// BPC_RULES_MAX_CASES).
 	Rules rules.Limits
-	// beforeCommit is the workers' BeforeCommit test hook; never set from
+	// BeforeCommit is the workers' BeforeCommit test hook; never set from
 	// the environment.
-	beforeCommit func(ctx context.Context, job *rivertype.JobRow) error
+	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
 }
 
 // rescueAfter is when River's own rescuer takes a job back: a backstop
@@ -77,14 +80,14 @@ func (c Config) rescueAfter() time.Duration {
 	return max(time.Hour, 2*(c.WebhookTimeout+lease))
 }
 
-// webhookDestinations is the destination policy of webhook URLs, applied
+// WebhookDestinations is the destination policy of webhook URLs, applied
 // at registration and when dialing.
-func (c Config) webhookDestinations() *destination.Policy {
+func (c Config) WebhookDestinations() *destination.Policy {
 	return &destination.Policy{AllowPrivate: c.WebhookAllowPrivate}
 }
 
-// compileLimits are the compiler's artifact size limits and the rule limits.
-func (c Config) compileLimits() compiler.Limits {
+// CompileLimits are the compiler's artifact size limits and the rule limits.
+func (c Config) CompileLimits() compiler.Limits {
 	return compiler.Limits{PayloadMaxBytes: c.PayloadMaxBytes, ProofMaxBytes: c.ProofMaxBytes, ReceiptMaxBytes: c.ReceiptMaxBytes,
 		Rules: c.Rules}
 }
@@ -94,8 +97,8 @@ func configError(code errcode.Code, name, format string, args ...any) error {
 	return &errcode.Error{Code: code, Message: name + ": " + fmt.Sprintf(format, args...), Field: name}
 }
 
-// loadConfig reads and validates the configuration from getenv.
-func loadConfig(getenv func(string) string) (Config, error) {
+// LoadConfig reads and validates the configuration from getenv.
+func LoadConfig(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL:      getenv("DATABASE_URL"),
 		Env:              or(getenv("BPC_ENV"), "dev"),
@@ -256,4 +259,37 @@ func or(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// NewLogger returns the service's logger. Whatever it writes — the
+// service's lines, River's, pgx errors — passes through a redactor that
+// knows the process's own secrets, so that none reaches the log.
+func NewLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := redact.New(cfg.secrets()...).HandlerOptions(&slog.HandlerOptions{Level: cfg.LogLevel})
+	if cfg.LogJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// secrets are the values no log line may hold: the admin token, the
+// signing key and the database password (from DATABASE_URL, or wherever
+// pgx would find it: PGPASSWORD, a passfile).
+func (c Config) secrets() []string {
+	out := []string{c.AdminToken, c.SigningKeyBase64}
+	if c.DatabaseURL != "" {
+		if pc, err := pgconn.ParseConfig(c.DatabaseURL); err == nil {
+			out = append(out, pc.Password)
+		}
+	}
+	return out
+}
+
+// ToolConfig is the configuration of migrate and doctor: a database and logs.
+func ToolConfig(getenv func(string) string) (Config, error) {
+	cfg := Config{DatabaseURL: getenv("DATABASE_URL"), LeaseSeconds: 60, LogLevel: slog.LevelInfo, LogJSON: getenv("BPC_LOG_JSON") != "false"}
+	if cfg.DatabaseURL == "" {
+		return cfg, configError(errcode.ConfigMissing, "DATABASE_URL", "is required (postgres://user@host:5432/db)")
+	}
+	return cfg, nil
 }

@@ -1,4 +1,9 @@
-package main
+// Package service wires the BPC job service from its configuration: the
+// Postgres pool, the River client with the workers and their middleware,
+// leases and the reaper, the admin API and River UI, metrics, and the HTTP
+// server. cmd/bpc parses the command line and calls it; tests start the
+// whole service in-process through it.
+package service
 
 import (
 	"context"
@@ -31,14 +36,14 @@ import (
 
 // Roles of `bpc serve`.
 const (
-	roleAll    = "all"
-	roleWorker = "worker"
-	roleAPI    = "api"
+	RoleAll    = "all"
+	RoleWorker = "worker"
+	RoleAPI    = "api"
 )
 
-// app is one running service: the River client (working jobs unless the
+// App is one running service: the River client (working jobs unless the
 // role is api), the admin API and River UI (unless the role is worker).
-type app struct {
+type App struct {
 	cfg     Config
 	role    string
 	logger  *slog.Logger
@@ -66,9 +71,9 @@ type app struct {
 	schemaErr     error
 }
 
-// newPool connects to Postgres. Every connection carries bpc.lease_seconds,
+// NewPool connects to Postgres. Every connection carries bpc.lease_seconds,
 // which the SSOT mirror uses to set lease_expires_at.
-func newPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
+func NewPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	pc, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
 		return nil, configError(errcode.Validation, "DATABASE_URL", "is not a valid Postgres URL")
@@ -89,9 +94,9 @@ func newPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// newApp wires the service for role without starting anything.
-func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*app, error) {
-	a := &app{cfg: cfg, role: role, logger: logger, pool: pool, store: store.New(pool), serveErr: make(chan error, 1)}
+// New wires the service for role without starting anything.
+func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*App, error) {
+	a := &App{cfg: cfg, role: role, logger: logger, pool: pool, store: store.New(pool), serveErr: make(chan error, 1)}
 	a.registry = prometheus.NewRegistry()
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.registry.MustRegister(api.NewQueueCollector(pool, logger), workers.NewBreakerCollector(a.store, logger))
@@ -106,7 +111,7 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 	if signer.Source != "" {
 		logger.Info("signing key loaded", slog.String("key_id", signer.KeyID), slog.String("source", signer.Source),
 			slog.String("public_key_base64", signer.PublicKeyBase64()))
-	} else if role != roleAPI {
+	} else if role != RoleAPI {
 		logger.Warn("no signing key: SIGN_PASSPORT fails with SIGNING_KEY_MISSING until BPC_SIGNING_ED25519_PRIVATE_KEY_BASE64 is set",
 			slog.String("key_id", signer.KeyID))
 	}
@@ -123,12 +128,12 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 	riverWorkers := river.NewWorkers()
 	workers.Register(riverWorkers, workers.Deps{
 		Store: a.store, Logger: logger, Metrics: a.metrics,
-		HTTPClient: workers.NewPolicyHTTPClient(cfg.webhookDestinations()), WebhookTimeout: cfg.WebhookTimeout,
+		HTTPClient: workers.NewPolicyHTTPClient(cfg.WebhookDestinations()), WebhookTimeout: cfg.WebhookTimeout,
 		CompilerBuildID: cfg.CompilerBuildID,
-		Limits:          cfg.compileLimits(),
+		Limits:          cfg.CompileLimits(),
 		Signer:          signer,
 		ExportDir:       cfg.ExportDir,
-		BeforeCommit:    cfg.beforeCommit,
+		BeforeCommit:    cfg.BeforeCommit,
 		WebhookBreaker:  cfg.Breaker,
 	})
 	workers.RegisterMaintenance(riverWorkers, workers.MaintenanceDeps{Store: a.store, Logger: logger,
@@ -136,7 +141,7 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 	a.river, err = workers.NewClient(pool, workers.ClientOptions{
 		ID:                   cfg.WorkerID,
 		Logger:               logger,
-		Work:                 role != roleAPI,
+		Work:                 role != RoleAPI,
 		Concurrency:          cfg.WorkerConcurrency,
 		PollInterval:         cfg.PollInterval,
 		FetchCooldown:        cfg.FetchCooldown,
@@ -158,10 +163,10 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 			AdminToken:    cfg.AdminToken,
 			MaxBodyBytes:  cfg.HTTPMaxBodyBytes,
 			Kinds:         workers.Kinds(),
-			CompileLimits: cfg.compileLimits(),
+			CompileLimits: cfg.CompileLimits(),
 			MaxQueueDepth: cfg.QueueMaxDepth,
 
-			WebhookDestinations: cfg.webhookDestinations(),
+			WebhookDestinations: cfg.WebhookDestinations(),
 		},
 		Store:    a.store,
 		River:    a.river,
@@ -169,9 +174,9 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 		Metrics:  api.NewMetrics(a.registry),
 		Gatherer: a.registry,
 		Ready:    a.readyChecks(),
-		Admin:    role != roleWorker,
+		Admin:    role != RoleWorker,
 	}
-	if role != roleWorker {
+	if role != RoleWorker {
 		a.riverUI, err = bpcriverui.NewHandler(a.river, logger)
 		if err != nil {
 			return nil, err
@@ -182,12 +187,12 @@ func newApp(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*
 	return a, nil
 }
 
-func (a *app) readyChecks() []api.ReadyCheck {
+func (a *App) readyChecks() []api.ReadyCheck {
 	checks := []api.ReadyCheck{
 		{Name: "database", Check: func(ctx context.Context) error { return a.pool.Ping(ctx) }},
 		{Name: "schema", Check: a.schemaCurrent},
 	}
-	if a.role != roleAPI {
+	if a.role != RoleAPI {
 		checks = append(checks, api.ReadyCheck{Name: "river", Check: func(context.Context) error {
 			if !a.riverRunning.Load() {
 				return errors.New("River client is not running")
@@ -199,7 +204,7 @@ func (a *app) readyChecks() []api.ReadyCheck {
 }
 
 // schemaCurrent checks migrations at most every 10 s.
-func (a *app) schemaCurrent(ctx context.Context) error {
+func (a *App) schemaCurrent(ctx context.Context) error {
 	a.schemaMu.Lock()
 	defer a.schemaMu.Unlock()
 	if time.Since(a.schemaChecked) < 10*time.Second {
@@ -218,9 +223,9 @@ func (a *app) schemaCurrent(ctx context.Context) error {
 	return a.schemaErr
 }
 
-// start starts River (unless api role), River UI's services and the HTTP server.
-func (a *app) start(ctx context.Context) error {
-	if a.role != roleAPI {
+// Start starts River (unless api role), River UI's services and the HTTP server.
+func (a *App) Start(ctx context.Context) error {
+	if a.role != RoleAPI {
 		// Not the caller's (signal) context: cancelling River's start
 		// context cancels running jobs at once, and a shutdown must first
 		// let them finish (stop below).
@@ -269,9 +274,9 @@ func (a *app) start(ctx context.Context) error {
 	return nil
 }
 
-// stop shuts down in order: stop taking requests, let running jobs finish
+// Stop shuts down in order: stop taking requests, let running jobs finish
 // within the shutdown timeout (then cancel them), stop River UI.
-func (a *app) stop(ctx context.Context) {
+func (a *App) Stop(ctx context.Context) {
 	a.stopOnce.Do(func() {
 		if a.server != nil {
 			httpCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -280,7 +285,7 @@ func (a *app) stop(ctx context.Context) {
 			}
 			cancel()
 		}
-		if a.role != roleAPI && a.riverRunning.Load() {
+		if a.role != RoleAPI && a.riverRunning.Load() {
 			// Stop fetching and let running jobs finish; past the timeout,
 			// cancel them: the observer snoozes a job cancelled by shutdown
 			// back to the queue without spending an attempt.
@@ -303,3 +308,18 @@ func (a *app) stop(ctx context.Context) {
 		}
 	})
 }
+
+// Addr is the address the HTTP server listens on, once started.
+func (a *App) Addr() string { return a.addr }
+
+// ServeErr receives the HTTP server's error if it stops on its own.
+func (a *App) ServeErr() <-chan error { return a.serveErr }
+
+// River is the service's River client.
+func (a *App) River() *river.Client[pgx.Tx] { return a.river }
+
+// Config is the configuration the service was made with.
+func (a *App) Config() Config { return a.cfg }
+
+// Metrics are the job metrics the service records.
+func (a *App) Metrics() *workers.Metrics { return a.metrics }
