@@ -1,6 +1,9 @@
 // Package api is the admin HTTP API (chi): jobs, tenants, webhooks and
 // events under /v1 behind a bearer token, health, Prometheus metrics, and
-// River UI at /riverui/ behind HTTP Basic with the same token.
+// River UI at /riverui/ behind HTTP Basic with the same token. Every /v1
+// route is described by the OpenAPI 3.1 document it serves at
+// /v1/openapi.json (and as a page at /v1/docs), built from the Go types the
+// route declares.
 package api
 
 import (
@@ -9,6 +12,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +21,7 @@ import (
 
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/webhook/destination"
 )
@@ -73,50 +78,44 @@ type Server struct {
 	pollInterval time.Duration
 }
 
-// Handler returns the router with every route of the service.
+// Handler returns the router with every route of the service. Each /v1
+// route is declared with its parameters, request body and response types,
+// from which the OpenAPI document at /v1/openapi.json is built (openapi.go).
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(secureHeaders, s.recoverer, s.correlate, s.observe, s.refuseCrossOrigin, getHead)
+	// correlate runs before recoverer so a panic's envelope carries the
+	// correlation id its X-Correlation-Id header shows.
+	r.Use(secureHeaders, s.correlate, s.recoverer, s.observe, s.refuseCrossOrigin, getHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errNotFoundRoute(r))
 	})
 	r.MethodNotAllowed(s.methodNotAllowed)
 
-	r.Get("/v1/health/live", s.handleLive)
-	r.Get("/v1/health/ready", s.handleReady)
+	doc := newOpenAPI()
+	public := routes{r: r, doc: doc, public: true}
+	public.handle(http.MethodGet, "/v1/health/live", "health-live", "Liveness: the process serves HTTP", s.handleLive,
+		responds[liveResponse](http.StatusOK, "Alive"))
+	public.handle(http.MethodGet, "/v1/health/ready", "health-ready", "Readiness: every readiness check passes", s.handleReady,
+		describe("Each check's failure detail is shown only with the admin bearer token."),
+		responds[readyResponse](http.StatusOK, "Ready"),
+		responds[readyResponse](http.StatusServiceUnavailable, "A check failed"))
 
-	r.Group(func(r chi.Router) {
-		r.Use(s.requireBearer, s.checkRequestText, s.limitBody)
+	// Public, like health: the document holds no data.
+	sp := &spec{doc: doc}
+	r.Get(SpecPath, sp.serveJSON)
+	r.Get(DocsPath, sp.serveHTML)
 
-		r.Get("/v1/metrics", promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}).ServeHTTP)
+	r.Group(func(g chi.Router) {
+		g.Use(s.requireBearer, s.checkRequestText, canonicalQuery, s.limitBody)
+		rs := routes{r: g, doc: doc}
+		rs.handle(http.MethodGet, "/v1/metrics", "metrics", "Prometheus metrics (text exposition format)",
+			promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}).ServeHTTP,
+			raw("Metrics", "text/plain"))
 		if !s.Admin {
 			return
 		}
-
-		r.Post("/v1/tenants", s.handleCreateTenant)
-		r.Get("/v1/tenants", s.handleListTenants)
-
-		r.Post("/v1/jobs", s.handleEnqueue)
-		r.Post("/v1/jobs:batch", s.handleEnqueueBatch)
-		r.Get("/v1/jobs", s.handleListJobs)
-		r.Get("/v1/jobs/{job_id}", s.handleGetJob)
-		r.Post("/v1/jobs/{job_id}/retry", s.handleRetryJob)
-		r.Post("/v1/jobs/{job_id}/cancel", s.handleCancelJob)
-
-		r.Post("/v1/events", s.handleAppendEvent)
-
-		r.Post("/v1/webhook-endpoints", s.handleCreateEndpoint)
-		r.Get("/v1/webhook-endpoints", s.handleListEndpoints)
-		r.Get("/v1/webhook-endpoints/{id}", s.handleGetEndpoint)
-		r.Patch("/v1/webhook-endpoints/{id}", s.handleUpdateEndpoint)
-		r.Delete("/v1/webhook-endpoints/{id}", s.handleDeleteEndpoint)
-		r.Post("/v1/webhook-endpoints/{id}/ping", s.handlePingEndpoint)
-		r.Post("/v1/webhook-subscriptions", s.handleCreateSubscription)
-		r.Get("/v1/webhook-subscriptions", s.handleListSubscriptions)
-		r.Delete("/v1/webhook-subscriptions/{id}", s.handleDeleteSubscription)
-		r.Get("/v1/webhook-deliveries/{id}", s.handleGetDelivery)
-
-		s.domainRoutes(r)
+		s.adminRoutes(rs)
+		s.domainRoutes(rs)
 	})
 
 	if s.Admin && s.RiverUI != nil {
@@ -127,48 +126,256 @@ func (s *Server) Handler() http.Handler {
 	return r
 }
 
-// domainRoutes are the passport domain endpoints (domain_*.go).
-func (s *Server) domainRoutes(r chi.Router) {
-	r.Post("/v1/documents", s.handleCreateDocument)
-	r.Get("/v1/documents", s.handleListDocuments)
-	r.Get("/v1/documents/{id}", s.handleGetDocument)
-	r.Post("/v1/documents/{id}/versions", s.handleUploadDocumentVersion)
-	r.Get("/v1/document-versions/{id}", s.handleGetDocumentVersion)
-	r.Get("/v1/facts", s.handleListFacts)
+// Parameters of the routes, documented by their tags.
+type (
+	tenantParam struct {
+		TenantID string `query:"tenant_id" required:"true" format:"uuid" doc:"The tenant the resource belongs to."`
+	}
+	idParams struct {
+		ID       string `path:"id" format:"uuid"`
+		TenantID string `query:"tenant_id" required:"true" format:"uuid"`
+	}
+	idPath struct {
+		ID string `path:"id" format:"uuid"`
+	}
+	idemKeyParam struct {
+		IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes the request idempotent: the same key and request return the existing job."`
+	}
+	idemKeyIDParams struct {
+		ID             string `path:"id" format:"uuid"`
+		IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes the request idempotent: the same key and request return the existing job."`
+	}
+	jobParams struct {
+		JobID    string `path:"job_id" format:"uuid"`
+		TenantID string `query:"tenant_id" required:"true" format:"uuid"`
+	}
+	getJobParams struct {
+		JobID    string   `path:"job_id" format:"uuid"`
+		TenantID string   `query:"tenant_id" required:"true" format:"uuid"`
+		WaitMs   intParam `query:"waitMs" minimum:"0" maximum:"30000" doc:"Long-poll up to this many ms for a terminal status; 202 with Retry-After when the wait ends first."`
+	}
+	listJobsParams struct {
+		TenantID string   `query:"tenant_id" required:"true" format:"uuid"`
+		Type     string   `query:"type" doc:"A job type (POST /v1/jobs lists them)."`
+		Status   string   `query:"status" enum:"QUEUED,RUNNING,SUCCEEDED,FAILED,CANCELLED"`
+		Cursor   string   `query:"cursor" doc:"next_cursor of the previous page."`
+		Limit    intParam `query:"limit" minimum:"1" maximum:"500" doc:"Page size, default 50."`
+	}
+	listSubscriptionsParams struct {
+		TenantID          string `query:"tenant_id" required:"true" format:"uuid"`
+		WebhookEndpointID string `query:"webhook_endpoint_id" format:"uuid" doc:"Only this endpoint's subscriptions."`
+	}
+	listFactsParams struct {
+		TenantID          string   `query:"tenant_id" required:"true" format:"uuid"`
+		DocumentVersionID string   `query:"document_version_id" format:"uuid" doc:"Only this document version's facts."`
+		FactType          string   `query:"fact_type" maxLength:"100"`
+		Limit             intParam `query:"limit" minimum:"1" maximum:"1000" doc:"At most this many facts, default 1000."`
+	}
+	ruleVersionParams struct {
+		ID       string `path:"id" format:"uuid"`
+		TenantID string `query:"tenant_id" required:"true" format:"uuid"`
+		Include  string `query:"include" enum:"sources" doc:"sources: include dsl_source and tests_source."`
+	}
+	exportFileParams struct {
+		ID       string `path:"id" format:"uuid"`
+		TenantID string `query:"tenant_id" required:"true" format:"uuid"`
+		Format   string `query:"format" enum:"JSON,PDF,json,pdf" doc:"Export format, default JSON."`
+	}
+)
 
-	r.Post("/v1/snapshots", s.handleCreateSnapshot)
-	r.Get("/v1/snapshots/{id}", s.handleGetSnapshot)
-	r.Post("/v1/snapshots/{id}/items", s.handleAddSnapshotItems)
-	r.Get("/v1/snapshots/{id}/items", s.handleListSnapshotItems)
-	r.Post("/v1/snapshots/{id}/build", s.handleBuildSnapshot)
-	r.Post("/v1/snapshots/{id}/seal", s.handleSealSnapshot)
+// intParam is a query parameter documented as an integer; handlers parse
+// it themselves (queryInt) for their own message.
+type intParam string
 
-	r.Post("/v1/rule-packages", s.handleCreateRulePackage)
-	r.Get("/v1/rule-packages", s.handleListRulePackages)
-	r.Get("/v1/rule-packages/{id}", s.handleGetRulePackage)
-	r.Post("/v1/rule-packages/{id}/versions", s.handleCreateRuleVersion)
-	r.Get("/v1/rule-package-versions/{id}", s.handleGetRuleVersion)
-	r.Post("/v1/rule-package-versions/{id}/test", s.handleRunRuleTests)
-	r.Get("/v1/rule-package-versions/{id}/test-runs", s.handleListRuleTestsRuns)
-	r.Post("/v1/rule-package-versions/{id}/publish", s.handlePublishRuleVersion)
+// Schema documents intParam as an integer.
+func (intParam) Schema(huma.Registry) *huma.Schema { return &huma.Schema{Type: huma.TypeInteger} }
 
-	r.Post("/v1/battery-products", s.handleCreateProduct)
-	r.Get("/v1/battery-products", s.handleListProducts)
-	r.Get("/v1/battery-products/{id}", s.handleGetProduct)
-
-	r.Post("/v1/passports", s.handleCreatePassport)
-	r.Get("/v1/passports/{id}", s.handleGetPassport)
-	r.Post("/v1/passports/{id}/compile", s.handleCompilePassport)
-	r.Get("/v1/passport-versions/{id}", s.handleGetPassportVersion)
-	r.Get("/v1/passport-versions/{id}/payload", s.serveArtifact("application/json", payloadArtifact))
-	r.Get("/v1/passport-versions/{id}/proof", s.serveArtifact("application/json", proofArtifact))
-	r.Get("/v1/passport-versions/{id}/receipt", s.serveArtifact("application/json", receiptArtifact))
-	r.Get("/v1/passport-versions/{id}/qr.png", s.serveArtifact("image/png", qrArtifact))
-	r.Post("/v1/passport-versions/{id}/activate", s.handleActivatePassportVersion)
-	r.Post("/v1/passport-versions/{id}/export", s.handleExportPassportVersion)
-	r.Get("/v1/passport-versions/{id}/exports", s.handleListPassportExports)
-	r.Get("/v1/passport-versions/{id}/export-file", s.handleGetExportFile)
-	r.Post("/v1/passport-versions/{id}/replay", s.handleReplayPassportVersion)
-
-	r.Get("/v1/signing-keys", s.handleListSigningKeys)
+// items is the {"items": [...]} shape of the list endpoints.
+type items[T any] struct {
+	Items []T `json:"items"`
 }
+
+// adminRoutes are the job, tenant, event and webhook endpoints.
+func (s *Server) adminRoutes(rs routes) {
+	rs.handle(http.MethodPost, "/v1/tenants", "create-tenant", "Create a tenant", s.handleCreateTenant,
+		jsonBody[createTenantRequest],
+		responds[store.Tenant](http.StatusCreated, "Created"))
+	rs.handle(http.MethodGet, "/v1/tenants", "list-tenants", "List tenants", s.handleListTenants,
+		responds[items[store.Tenant]](http.StatusOK, "Tenants"))
+
+	enqueue := kindSchemas(rs.doc.Components.Schemas, s.Config.Kinds)
+	rs.handle(http.MethodPost, "/v1/jobs", "enqueue-job", "Enqueue a job", s.handleEnqueue,
+		describe(kindsDescription(s.Config.Kinds)),
+		params[idemKeyParam], bodySchema(enqueue),
+		responds[store.Job](http.StatusCreated, "Created"),
+		responds[store.Job](http.StatusOK, "Existing job (same idempotency key and request)"))
+	rs.handle(http.MethodPost, "/v1/jobs:batch", "enqueue-jobs-batch", "Enqueue up to 1000 jobs in one transaction", s.handleEnqueueBatch,
+		describe(kindsDescription(s.Config.Kinds)),
+		bodySchema(&huma.Schema{Type: huma.TypeObject, Required: []string{"jobs"}, AdditionalProperties: false,
+			Properties: map[string]*huma.Schema{"jobs": {Type: huma.TypeArray, Items: enqueue, MinItems: ptr(1), MaxItems: ptr(maxBatchJobs)}}}),
+		responds[items[batchItem]](http.StatusCreated, "At least one job created"),
+		responds[items[batchItem]](http.StatusOK, "Every job already existed"))
+	rs.handle(http.MethodGet, "/v1/jobs", "list-jobs", "List a tenant's jobs, newest first", s.handleListJobs,
+		params[listJobsParams],
+		responds[store.JobPage](http.StatusOK, "A page of jobs"))
+	rs.handle(http.MethodGet, "/v1/jobs/{job_id}", "get-job", "Get a job, optionally long-polling for its end", s.handleGetJob,
+		params[getJobParams],
+		responds[store.Job](http.StatusOK, "The job (terminal, or no waitMs)"),
+		responds[store.Job](http.StatusAccepted, "waitMs elapsed before the job finished", "Retry-After"))
+	rs.handle(http.MethodPost, "/v1/jobs/{job_id}/retry", "retry-job", "Retry a job that did not succeed", s.handleRetryJob,
+		params[jobParams],
+		responds[store.Job](http.StatusOK, "The job, queued again"))
+	rs.handle(http.MethodPost, "/v1/jobs/{job_id}/cancel", "cancel-job", "Cancel a job that has not finished", s.handleCancelJob,
+		params[jobParams],
+		responds[store.Job](http.StatusOK, "The job"))
+
+	rs.handle(http.MethodPost, "/v1/events", "append-event", "Append a custom audit event", s.handleAppendEvent,
+		jsonBody[appendEventRequest],
+		responds[appendEventResponse](http.StatusCreated, "Appended; subscribed endpoints got a delivery each"))
+
+	rs.handle(http.MethodPost, "/v1/webhook-endpoints", "create-webhook-endpoint", "Register a webhook endpoint", s.handleCreateEndpoint,
+		jsonBody[createEndpointRequest],
+		responds[store.WebhookEndpoint](http.StatusCreated, "Created"))
+	rs.handle(http.MethodGet, "/v1/webhook-endpoints", "list-webhook-endpoints", "List a tenant's webhook endpoints", s.handleListEndpoints,
+		params[tenantParam],
+		responds[items[store.WebhookEndpoint]](http.StatusOK, "Endpoints"))
+	rs.handle(http.MethodGet, "/v1/webhook-endpoints/{id}", "get-webhook-endpoint", "Get a webhook endpoint with its circuit breaker", s.handleGetEndpoint,
+		params[idParams],
+		responds[endpointResponse](http.StatusOK, "The endpoint"))
+	rs.handle(http.MethodPatch, "/v1/webhook-endpoints/{id}", "update-webhook-endpoint", "Change a webhook endpoint's URL or activity", s.handleUpdateEndpoint,
+		params[idParams], jsonBody[updateEndpointRequest],
+		responds[store.WebhookEndpoint](http.StatusOK, "The endpoint"))
+	rs.handle(http.MethodDelete, "/v1/webhook-endpoints/{id}", "delete-webhook-endpoint", "Delete a webhook endpoint", s.handleDeleteEndpoint,
+		params[idParams], noContent("Deleted"))
+	rs.handle(http.MethodPost, "/v1/webhook-endpoints/{id}/ping", "ping-webhook-endpoint", "Send a webhook.ping event to the endpoint", s.handlePingEndpoint,
+		params[idParams],
+		responds[pingResponse](http.StatusAccepted, "Ping queued"))
+	rs.handle(http.MethodPost, "/v1/webhook-subscriptions", "create-webhook-subscription", "Subscribe an endpoint to an event type", s.handleCreateSubscription,
+		jsonBody[createSubscriptionRequest],
+		responds[store.WebhookSubscription](http.StatusCreated, "Created"))
+	rs.handle(http.MethodGet, "/v1/webhook-subscriptions", "list-webhook-subscriptions", "List a tenant's webhook subscriptions", s.handleListSubscriptions,
+		params[listSubscriptionsParams],
+		responds[items[store.WebhookSubscription]](http.StatusOK, "Subscriptions"))
+	rs.handle(http.MethodDelete, "/v1/webhook-subscriptions/{id}", "delete-webhook-subscription", "Delete a webhook subscription", s.handleDeleteSubscription,
+		params[idParams], noContent("Deleted"))
+	rs.handle(http.MethodGet, "/v1/webhook-deliveries/{id}", "get-webhook-delivery", "Get a webhook delivery", s.handleGetDelivery,
+		params[idParams],
+		responds[store.WebhookDelivery](http.StatusOK, "The delivery"))
+}
+
+// domainRoutes are the passport domain endpoints (domain_*.go).
+func (s *Server) domainRoutes(rs routes) {
+	rs.handle(http.MethodPost, "/v1/documents", "create-document", "Create a document", s.handleCreateDocument,
+		jsonBody[createDocumentRequest],
+		responds[store.Document](http.StatusCreated, "Created"))
+	rs.handle(http.MethodGet, "/v1/documents", "list-documents", "List a tenant's documents", s.handleListDocuments,
+		params[tenantParam],
+		responds[items[store.Document]](http.StatusOK, "Documents"))
+	rs.handle(http.MethodGet, "/v1/documents/{id}", "get-document", "Get a document with its versions", s.handleGetDocument,
+		params[idParams],
+		responds[documentWithVersions](http.StatusOK, "The document"))
+	rs.handle(http.MethodPost, "/v1/documents/{id}/versions", "upload-document-version", "Upload a document version and enqueue its PARSE_FACTS", s.handleUploadDocumentVersion,
+		params[idPath], jsonBody[uploadVersionRequest],
+		responds[uploadVersionResponse](http.StatusCreated, "Stored; job is its PARSE_FACTS"),
+		responds[uploadVersionResponse](http.StatusOK, "The same bytes were uploaded before; job is null"))
+	rs.handle(http.MethodGet, "/v1/document-versions/{id}", "get-document-version", "Get a document version", s.handleGetDocumentVersion,
+		params[idParams],
+		responds[store.DocumentVersion](http.StatusOK, "The version"))
+	rs.handle(http.MethodGet, "/v1/facts", "list-facts", "List a tenant's facts", s.handleListFacts,
+		params[listFactsParams],
+		responds[items[store.Fact]](http.StatusOK, "Facts"))
+
+	rs.handle(http.MethodPost, "/v1/snapshots", "create-snapshot", "Create a BUILDING snapshot", s.handleCreateSnapshot,
+		jsonBody[tenantRequest],
+		responds[store.Snapshot](http.StatusCreated, "Created"))
+	rs.handle(http.MethodGet, "/v1/snapshots/{id}", "get-snapshot", "Get a snapshot", s.handleGetSnapshot,
+		params[idParams],
+		responds[store.Snapshot](http.StatusOK, "The snapshot"))
+	rs.handle(http.MethodPost, "/v1/snapshots/{id}/items", "add-snapshot-items", "Add facts to a BUILDING snapshot", s.handleAddSnapshotItems,
+		params[idPath], jsonBody[addItemsRequest],
+		responds[addItemsResponse](http.StatusOK, "The snapshot and how many facts were added"))
+	rs.handle(http.MethodGet, "/v1/snapshots/{id}/items", "list-snapshot-items", "List a snapshot's items", s.handleListSnapshotItems,
+		params[idParams],
+		responds[items[store.SnapshotItem]](http.StatusOK, "Items"))
+	rs.handle(http.MethodPost, "/v1/snapshots/{id}/build", "build-snapshot", "Enqueue BUILD_SNAPSHOT", s.handleBuildSnapshot,
+		params[idemKeyIDParams], jsonBody[tenantRequest],
+		responds[jobResponse](http.StatusAccepted, "Job enqueued"))
+	rs.handle(http.MethodPost, "/v1/snapshots/{id}/seal", "seal-snapshot", "Seal a READY snapshot", s.handleSealSnapshot,
+		params[idPath], jsonBody[tenantRequest],
+		responds[store.Snapshot](http.StatusOK, "Sealed"))
+
+	rs.handle(http.MethodPost, "/v1/rule-packages", "create-rule-package", "Create a rule package", s.handleCreateRulePackage,
+		jsonBody[createRulePackageRequest],
+		responds[store.RulePackage](http.StatusCreated, "Created"))
+	rs.handle(http.MethodGet, "/v1/rule-packages", "list-rule-packages", "List a tenant's rule packages", s.handleListRulePackages,
+		params[tenantParam],
+		responds[items[store.RulePackage]](http.StatusOK, "Rule packages"))
+	rs.handle(http.MethodGet, "/v1/rule-packages/{id}", "get-rule-package", "Get a rule package with its versions", s.handleGetRulePackage,
+		params[idParams],
+		responds[rulePackageWithVersions](http.StatusOK, "The rule package"))
+	rs.handle(http.MethodPost, "/v1/rule-packages/{id}/versions", "create-rule-package-version", "Check and store the package's next DRAFT version", s.handleCreateRuleVersion,
+		params[idPath], jsonBody[createRuleVersionRequest],
+		responds[store.RulePackageVersion](http.StatusCreated, "Created"))
+	rs.handle(http.MethodGet, "/v1/rule-package-versions/{id}", "get-rule-package-version", "Get a rule package version", s.handleGetRuleVersion,
+		params[ruleVersionParams],
+		responds[store.RulePackageVersion](http.StatusOK, "The version"))
+	rs.handle(http.MethodPost, "/v1/rule-package-versions/{id}/test", "run-rule-tests", "Enqueue RUN_RULE_TESTS", s.handleRunRuleTests,
+		params[idemKeyIDParams], jsonBody[runRuleTestsRequest],
+		responds[jobResponse](http.StatusAccepted, "Job enqueued"))
+	rs.handle(http.MethodGet, "/v1/rule-package-versions/{id}/test-runs", "list-rule-test-runs", "List a version's test runs", s.handleListRuleTestsRuns,
+		params[idParams],
+		responds[items[store.RuleTestsRun]](http.StatusOK, "Test runs"))
+	rs.handle(http.MethodPost, "/v1/rule-package-versions/{id}/publish", "publish-rule-package-version", "Publish a version whose tests passed", s.handlePublishRuleVersion,
+		params[idPath], jsonBody[tenantRequest],
+		responds[store.RulePackageVersion](http.StatusOK, "Published"))
+
+	rs.handle(http.MethodPost, "/v1/battery-products", "create-battery-product", "Create a battery product", s.handleCreateProduct,
+		jsonBody[createProductRequest],
+		responds[store.BatteryProduct](http.StatusCreated, "Created"))
+	rs.handle(http.MethodGet, "/v1/battery-products", "list-battery-products", "List a tenant's battery products", s.handleListProducts,
+		params[tenantParam],
+		responds[items[store.BatteryProduct]](http.StatusOK, "Products"))
+	rs.handle(http.MethodGet, "/v1/battery-products/{id}", "get-battery-product", "Get a battery product", s.handleGetProduct,
+		params[idParams],
+		responds[store.BatteryProduct](http.StatusOK, "The product"))
+
+	rs.handle(http.MethodPost, "/v1/passports", "create-passport", "Create a passport for a product", s.handleCreatePassport,
+		jsonBody[createPassportRequest],
+		responds[store.Passport](http.StatusCreated, "Created"))
+	rs.handle(http.MethodGet, "/v1/passports/{id}", "get-passport", "Get a passport with its versions", s.handleGetPassport,
+		params[idParams],
+		responds[passportWithVersions](http.StatusOK, "The passport"))
+	rs.handle(http.MethodPost, "/v1/passports/{id}/compile", "compile-passport", "Enqueue COMPILE_PASSPORT", s.handleCompilePassport,
+		params[idemKeyIDParams], jsonBody[compileRequest],
+		responds[jobResponse](http.StatusAccepted, "Job enqueued"))
+	rs.handle(http.MethodGet, "/v1/passport-versions/{id}", "get-passport-version", "Get a passport version", s.handleGetPassportVersion,
+		params[idParams],
+		responds[store.PassportVersion](http.StatusOK, "The version"))
+	rs.handle(http.MethodGet, "/v1/passport-versions/{id}/payload", "get-passport-payload", "The compiled payload, bytes as hashed", s.serveArtifact("application/json", payloadArtifact),
+		params[idParams], raw("The payload (ETag: its hash)", "application/json"))
+	rs.handle(http.MethodGet, "/v1/passport-versions/{id}/proof", "get-passport-proof", "The proof, bytes as hashed", s.serveArtifact("application/json", proofArtifact),
+		params[idParams], raw("The proof (ETag: its root hash)", "application/json"))
+	rs.handle(http.MethodGet, "/v1/passport-versions/{id}/receipt", "get-passport-receipt", "The receipt, signed once there is a signature", s.serveArtifact("application/json", receiptArtifact),
+		params[idParams], raw("The receipt (ETag: its hash)", "application/json"))
+	rs.handle(http.MethodGet, "/v1/passport-versions/{id}/qr.png", "get-passport-qr", "The BPC-QR-1 code as PNG", s.serveArtifact("image/png", qrArtifact),
+		params[idParams], raw("The PNG (ETag: its SHA-256)", "image/png"))
+	rs.handle(http.MethodPost, "/v1/passport-versions/{id}/activate", "activate-passport-version", "Activate a SIGNED version", s.handleActivatePassportVersion,
+		params[idPath], jsonBody[tenantRequest],
+		responds[store.PassportVersion](http.StatusOK, "Activated"))
+	rs.handle(http.MethodPost, "/v1/passport-versions/{id}/export", "export-passport-version", "Enqueue EXPORT_PASSPORT", s.handleExportPassportVersion,
+		params[idemKeyIDParams], jsonBody[exportRequest],
+		responds[jobResponse](http.StatusAccepted, "Job enqueued"))
+	rs.handle(http.MethodGet, "/v1/passport-versions/{id}/exports", "list-passport-exports", "List a version's exports", s.handleListPassportExports,
+		params[idParams],
+		responds[items[store.PassportExport]](http.StatusOK, "Exports, newest first"))
+	rs.handle(http.MethodGet, "/v1/passport-versions/{id}/export-file", "get-passport-export-file", "The newest export file of a format", s.handleGetExportFile,
+		params[exportFileParams], raw("The file, checked against its recorded SHA-256 (ETag)", "application/json", "application/pdf"))
+	rs.handle(http.MethodPost, "/v1/passport-versions/{id}/replay", "replay-passport-version", "Recompile a version from its stored inputs and compare", s.handleReplayPassportVersion,
+		params[idPath], jsonBody[tenantRequest],
+		responds[passport.ReplayReport](http.StatusOK, "Every byte and hash matches (409 REPLAY_MISMATCH otherwise)"))
+
+	rs.handle(http.MethodGet, "/v1/signing-keys", "list-signing-keys", "List the public keys that verify receipts", s.handleListSigningKeys,
+		responds[items[signingKeyView]](http.StatusOK, "Keys"))
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -11,18 +11,27 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/internal/contract"
 )
 
 // These requests are all answered before the store is reached, so the
 // server runs without a database (Store is nil).
-func newAdminHandler() http.Handler {
+func newAdminHandler(t testing.TB) http.Handler {
 	s := newTestServer()
 	s.Admin = true
 	s.Gatherer = prometheus.NewRegistry()
 	s.Ready = []ReadyCheck{
 		{Name: "database", Check: func(context.Context) error { return nil }},
 	}
-	return s.Handler()
+	return checked(t, s)
+}
+
+// checked is s's handler with every response validated against the
+// OpenAPI document the handler serves (internal/contract).
+func checked(t testing.TB, s *Server) http.Handler {
+	h := s.Handler()
+	return contract.New(t, h).Ignore("/riverui").Wrap(h)
 }
 
 func serve(h http.Handler, method, path, body string, authorized bool) *httptest.ResponseRecorder {
@@ -37,7 +46,7 @@ func serve(h http.Handler, method, path, body string, authorized bool) *httptest
 
 func TestHealthNeedsNoAuth(t *testing.T) {
 	t.Parallel()
-	h := newAdminHandler()
+	h := newAdminHandler(t)
 	rec := serve(h, http.MethodGet, "/v1/health/live", "", false)
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.JSONEq(t, `{"status":"ok"}`, rec.Body.String())
@@ -56,7 +65,7 @@ func TestReadyNamesTheFailingCheck(t *testing.T) {
 		{Name: "migrations", Check: func(context.Context) error { return errors.New("2 migrations pending") }},
 	}
 	// The failure's text is the operator's: it needs the admin token.
-	rec := serve(s.Handler(), http.MethodGet, "/v1/health/ready", "", true)
+	rec := serve(checked(t, s), http.MethodGet, "/v1/health/ready", "", true)
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	var body struct {
 		Status string `json:"status"`
@@ -77,7 +86,7 @@ func TestReadyNamesTheFailingCheck(t *testing.T) {
 
 func TestAdminRoutesNeedBearerToken(t *testing.T) {
 	t.Parallel()
-	h := newAdminHandler()
+	h := newAdminHandler(t)
 	for _, route := range []struct{ method, path string }{
 		{http.MethodGet, "/v1/jobs?tenant_id=00000000-0000-0000-0000-00000000de00"},
 		{http.MethodPost, "/v1/jobs"},
@@ -93,7 +102,7 @@ func TestAdminRoutesNeedBearerToken(t *testing.T) {
 
 func TestUnknownRouteAndMethodUseTheEnvelope(t *testing.T) {
 	t.Parallel()
-	h := newAdminHandler()
+	h := newAdminHandler(t)
 	rec := serve(h, http.MethodGet, "/v1/nothing-here", "", true)
 	require.Equal(t, http.StatusNotFound, rec.Code)
 	require.Equal(t, "NOT_FOUND", readEnvelope(t, rec).Error.Code)
@@ -105,7 +114,7 @@ func TestUnknownRouteAndMethodUseTheEnvelope(t *testing.T) {
 
 func TestEnqueueValidationNamesTheField(t *testing.T) {
 	t.Parallel()
-	h := newAdminHandler()
+	h := newAdminHandler(t)
 	const dev = `"tenant_id":"00000000-0000-0000-0000-00000000de00"`
 	tests := []struct {
 		name      string
@@ -151,14 +160,14 @@ func TestEnqueueIdempotencyHeaderMustMatchBody(t *testing.T) {
 	r.Header.Set("Authorization", "Bearer "+testAdminToken)
 	r.Header.Set(HeaderIdempotencyKey, "b")
 	rec := httptest.NewRecorder()
-	newAdminHandler().ServeHTTP(rec, r)
+	newAdminHandler(t).ServeHTTP(rec, r)
 	require.Equal(t, http.StatusUnprocessableEntity, rec.Code)
 	require.Equal(t, "idempotency_key", readEnvelope(t, rec).Error.Details["field"])
 }
 
 func TestListJobsQueryValidation(t *testing.T) {
 	t.Parallel()
-	h := newAdminHandler()
+	h := newAdminHandler(t)
 	const dev = "tenant_id=00000000-0000-0000-0000-00000000de00"
 	for _, tt := range []struct{ query, field string }{
 		{"", "tenant_id"},
@@ -177,7 +186,7 @@ func TestListJobsQueryValidation(t *testing.T) {
 
 func TestGetJobPathAndWaitValidation(t *testing.T) {
 	t.Parallel()
-	h := newAdminHandler()
+	h := newAdminHandler(t)
 	const dev = "tenant_id=00000000-0000-0000-0000-00000000de00"
 	rec := serve(h, http.MethodGet, "/v1/jobs/not-a-uuid?"+dev, "", true)
 	require.Equal(t, http.StatusUnprocessableEntity, rec.Code)
@@ -190,7 +199,7 @@ func TestGetJobPathAndWaitValidation(t *testing.T) {
 
 func TestCreateTenantValidation(t *testing.T) {
 	t.Parallel()
-	h := newAdminHandler()
+	h := newAdminHandler(t)
 	for _, tt := range []struct{ body, field string }{
 		{`{"slug":"Acme","name":"Acme"}`, "slug"},
 		{`{"slug":"-acme","name":"Acme"}`, "slug"},

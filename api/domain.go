@@ -30,7 +30,7 @@ const (
 
 // tenantRequest is the body of the actions that take nothing but the tenant.
 type tenantRequest struct {
-	TenantID string `json:"tenant_id"`
+	TenantID string `json:"tenant_id" format:"uuid"`
 }
 
 // decodeTenantBody decodes the body into dst and parses its tenant_id.

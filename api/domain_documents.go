@@ -15,7 +15,7 @@ import (
 )
 
 type createDocumentRequest struct {
-	TenantID string `json:"tenant_id"`
+	TenantID string `json:"tenant_id" format:"uuid"`
 	Kind     string `json:"kind"`
 	Name     string `json:"name"`
 }
@@ -60,7 +60,7 @@ func (s *Server) handleGetDocument(w http.ResponseWriter, r *http.Request) {
 }
 
 type uploadVersionRequest struct {
-	TenantID string `json:"tenant_id"`
+	TenantID string `json:"tenant_id" format:"uuid"`
 	MimeType string `json:"mime_type"`
 	Content  string `json:"content"`
 }

@@ -17,7 +17,7 @@ import (
 )
 
 type createProductRequest struct {
-	TenantID string `json:"tenant_id"`
+	TenantID string `json:"tenant_id" format:"uuid"`
 	SKU      string `json:"sku"`
 	Name     string `json:"name"`
 }
@@ -56,8 +56,8 @@ func (s *Server) handleGetProduct(w http.ResponseWriter, r *http.Request) {
 }
 
 type createPassportRequest struct {
-	TenantID         string `json:"tenant_id"`
-	BatteryProductID string `json:"battery_product_id"`
+	TenantID         string `json:"tenant_id" format:"uuid"`
+	BatteryProductID string `json:"battery_product_id" format:"uuid"`
 }
 
 func (s *Server) handleCreatePassport(w http.ResponseWriter, r *http.Request) {
@@ -99,9 +99,9 @@ func (s *Server) handleGetPassport(w http.ResponseWriter, r *http.Request) {
 }
 
 type compileRequest struct {
-	TenantID             string `json:"tenant_id"`
-	SnapshotID           string `json:"snapshot_id"`
-	RulePackageVersionID string `json:"rule_package_version_id"`
+	TenantID             string `json:"tenant_id" format:"uuid"`
+	SnapshotID           string `json:"snapshot_id" format:"uuid"`
+	RulePackageVersionID string `json:"rule_package_version_id" format:"uuid"`
 }
 
 // handleCompilePassport enqueues COMPILE_PASSPORT. The snapshot and rule
@@ -236,7 +236,7 @@ func (s *Server) handleActivatePassportVersion(w http.ResponseWriter, r *http.Re
 }
 
 type exportRequest struct {
-	TenantID string `json:"tenant_id"`
+	TenantID string `json:"tenant_id" format:"uuid"`
 	Format   string `json:"format"`
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 type createRulePackageRequest struct {
-	TenantID string `json:"tenant_id"`
+	TenantID string `json:"tenant_id" format:"uuid"`
 	Name     string `json:"name"`
 }
 
@@ -54,7 +54,7 @@ func (s *Server) handleGetRulePackage(w http.ResponseWriter, r *http.Request) {
 }
 
 type createRuleVersionRequest struct {
-	TenantID    string `json:"tenant_id"`
+	TenantID    string `json:"tenant_id" format:"uuid"`
 	DSLSource   string `json:"dsl_source"`
 	TestsSource string `json:"tests_source"`
 }
@@ -119,8 +119,8 @@ func (s *Server) handleGetRuleVersion(w http.ResponseWriter, r *http.Request) {
 }
 
 type runRuleTestsRequest struct {
-	TenantID string `json:"tenant_id"`
-	Seed     *int64 `json:"seed"`
+	TenantID string `json:"tenant_id" format:"uuid"`
+	Seed     *int64 `json:"seed" required:"false" doc:"Seed of the property tests; random when absent."`
 }
 
 // handleRunRuleTests enqueues RUN_RULE_TESTS for an existing version.

@@ -33,9 +33,9 @@ func (s *Server) handleGetSnapshot(w http.ResponseWriter, r *http.Request) {
 }
 
 type addItemsRequest struct {
-	TenantID           string   `json:"tenant_id"`
-	FactIDs            []string `json:"fact_ids"`
-	DocumentVersionIDs []string `json:"document_version_ids"`
+	TenantID           string   `json:"tenant_id" format:"uuid"`
+	FactIDs            []string `json:"fact_ids" required:"false" maxItems:"10000" doc:"Facts to add."`
+	DocumentVersionIDs []string `json:"document_version_ids" required:"false" maxItems:"10000" doc:"Document versions whose every fact is added."`
 }
 
 type addItemsResponse struct {

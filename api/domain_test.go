@@ -19,7 +19,7 @@ const devTenant = "00000000-0000-0000-0000-00000000de00"
 // naming the field.
 func TestDomainValidationNamesTheField(t *testing.T) {
 	t.Parallel()
-	h := newAdminHandler()
+	h := newAdminHandler(t)
 	id := "3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f"
 	okContent := base64.StdEncoding.EncodeToString([]byte(`{"a":1}`))
 	cases := []struct {
@@ -79,7 +79,7 @@ func TestDomainValidationNamesTheField(t *testing.T) {
 // error (code, line, col), naming the source it is in.
 func TestDomainRuleSourceErrorsCarryPosition(t *testing.T) {
 	t.Parallel()
-	h := newAdminHandler()
+	h := newAdminHandler(t)
 	path := "/v1/rule-packages/3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f/versions"
 	rec := serve(h, "POST", path, `{"tenant_id":"`+devTenant+`","dsl_source":"field a.b : Int =\n  1 + ;","tests_source":"x"}`, true)
 	require.Equal(t, http.StatusUnprocessableEntity, rec.Code, "%s", rec.Body.String())
@@ -122,7 +122,7 @@ func TestDomainRoutesAreAdminOnly(t *testing.T) {
 		{http.MethodGet, "/v1/passport-versions/3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f/payload?tenant_id=" + devTenant},
 		{http.MethodGet, "/v1/signing-keys"},
 	}
-	admin := newAdminHandler()
+	admin := newAdminHandler(t)
 	for _, route := range routes {
 		rec := serve(admin, route.method, route.path, `{}`, false)
 		require.Equal(t, http.StatusUnauthorized, rec.Code, "%s %s", route.method, route.path)
@@ -130,7 +130,7 @@ func TestDomainRoutesAreAdminOnly(t *testing.T) {
 	}
 	s := newTestServer()
 	s.Gatherer = prometheus.NewRegistry()
-	worker := s.Handler()
+	worker := checked(t, s)
 	for _, route := range routes {
 		rec := serve(worker, route.method, route.path, `{}`, true)
 		require.Equal(t, http.StatusNotFound, rec.Code, "%s %s", route.method, route.path)

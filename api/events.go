@@ -18,11 +18,11 @@ var (
 )
 
 type appendEventRequest struct {
-	TenantID      string          `json:"tenant_id"`
+	TenantID      string          `json:"tenant_id" format:"uuid"`
 	AggregateType string          `json:"aggregate_type"`
-	AggregateID   string          `json:"aggregate_id"`
+	AggregateID   string          `json:"aggregate_id" format:"uuid"`
 	EventType     string          `json:"event_type"`
-	ActorID       string          `json:"actor_id"`
+	ActorID       string          `json:"actor_id" format:"uuid"`
 	Payload       json.RawMessage `json:"payload"`
 }
 

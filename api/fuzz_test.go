@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/bpc-platform/bpc/internal/contract"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
@@ -38,6 +39,7 @@ func FuzzAdminJSON(f *testing.F) {
 	s.Admin, s.Gatherer, s.Store, s.River = true, prometheus.NewRegistry(), store.New(pool), client
 	s.Config.Kinds = workers.Kinds()
 	h := s.Handler()
+	v := contract.New(f, h)
 
 	seeds := []string{
 		`{}`, `null`, `[]`, `{"tenant_id":"00000000-0000-0000-0000-00000000de00"}`,
@@ -59,6 +61,9 @@ func FuzzAdminJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
 		path := strings.ReplaceAll(fuzzRoutes[int(route)%len(fuzzRoutes)], "{id}", "3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f")
 		rec := serve(h, http.MethodPost, path, string(body), true)
+		if err := v.Check(http.MethodPost, path, rec.Code, rec.Header(), rec.Body.Bytes()); err != nil {
+			t.Fatalf("POST %s %q: %d breaks the contract: %v", path, body, rec.Code, err)
+		}
 		if rec.Code >= 500 {
 			t.Fatalf("POST %s %q: %d %s", path, body, rec.Code, rec.Body.String())
 		}

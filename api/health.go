@@ -11,13 +11,24 @@ import (
 )
 
 func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, liveResponse{Status: "ok"})
+}
+
+// liveResponse is the answer of the liveness probe.
+type liveResponse struct {
+	Status string `json:"status" enum:"ok"`
+}
+
+// readyResponse is the answer of the readiness probe.
+type readyResponse struct {
+	Checks []checkResult `json:"checks"`
+	Status string        `json:"status" enum:"ready,not ready"`
 }
 
 type checkResult struct {
 	Name   string `json:"name"`
 	OK     bool   `json:"ok"`
-	Detail string `json:"detail,omitempty"`
+	Detail string `json:"detail,omitempty" doc:"Why the check failed; shown only with the admin bearer token."`
 }
 
 // handleReady runs every readiness check; any failure is a 503 naming it.
@@ -43,9 +54,9 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		}
 		results = append(results, res)
 	}
-	body := map[string]any{"status": "ready", "checks": results}
+	body := readyResponse{Status: "ready", Checks: results}
 	if status != http.StatusOK {
-		body["status"] = "not ready"
+		body.Status = "not ready"
 	}
 	writeJSON(w, status, body)
 }

@@ -31,12 +31,12 @@ const (
 
 type enqueueRequest struct {
 	Type           string          `json:"type"`
-	TenantID       string          `json:"tenant_id"`
+	TenantID       string          `json:"tenant_id" format:"uuid"`
 	Payload        json.RawMessage `json:"payload"`
-	Priority       *int            `json:"priority"`
-	MaxAttempts    *int            `json:"max_attempts"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	ScheduledAt    *time.Time      `json:"scheduled_at"`
+	Priority       *int            `json:"priority" minimum:"0" maximum:"3" doc:"0 (critical) to 3 (low); the type's default when absent."`
+	MaxAttempts    *int            `json:"max_attempts" minimum:"1" maximum:"100" doc:"The type's default when absent."`
+	IdempotencyKey string          `json:"idempotency_key" maxLength:"255" doc:"The same key and request return the existing job (200); or the Idempotency-Key header."`
+	ScheduledAt    *time.Time      `json:"scheduled_at" doc:"Run no earlier than this; now when absent."`
 }
 
 // toStoreRequest validates an enqueue request; prefix names its place in a batch.

@@ -192,7 +192,7 @@ func (u *riverUIStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("<!doctype html><title>River</title>"))
 }
 
-func newUIHandler() (http.Handler, *riverUIStub, *prometheus.Registry) {
+func newUIHandler(t testing.TB) (http.Handler, *riverUIStub, *prometheus.Registry) {
 	s := newTestServer()
 	s.Admin = true
 	reg := prometheus.NewRegistry()
@@ -201,12 +201,12 @@ func newUIHandler() (http.Handler, *riverUIStub, *prometheus.Registry) {
 	stub := &riverUIStub{}
 	s.RiverUI = stub
 	s.Ready = []ReadyCheck{{Name: "database", Check: func(context.Context) error { return nil }}}
-	return s.Handler(), stub, reg
+	return checked(t, s), stub, reg
 }
 
 func TestEveryResponseCarriesSecurityHeaders(t *testing.T) {
 	t.Parallel()
-	h, _, _ := newUIHandler()
+	h, _, _ := newUIHandler(t)
 	basic := func(r *http.Request) { r.SetBasicAuth("", testAdminToken) }
 	bearer := func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+testAdminToken) }
 	none := func(*http.Request) {}
@@ -270,7 +270,7 @@ func TestCrossOriginStateChangesAreRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			h, stub, _ := newUIHandler()
+			h, stub, _ := newUIHandler(t)
 			r := httptest.NewRequest(tt.method, "/riverui/api/jobs/cancel", strings.NewReader(`{"ids":["1"]}`))
 			r.SetBasicAuth("", testAdminToken)
 			for k, v := range tt.headers {
@@ -293,7 +293,7 @@ func TestCrossOriginStateChangesAreRefused(t *testing.T) {
 
 func TestCrossOriginCheckCoversTheAdminAPI(t *testing.T) {
 	t.Parallel()
-	h, _, _ := newUIHandler()
+	h, _, _ := newUIHandler(t)
 	r := httptest.NewRequest(http.MethodPost, "/v1/tenants", strings.NewReader(`{"slug":"x","name":"x"}`))
 	r.Header.Set("Authorization", "Bearer "+testAdminToken)
 	r.Header.Set("Sec-Fetch-Site", "cross-site")
@@ -305,7 +305,7 @@ func TestCrossOriginCheckCoversTheAdminAPI(t *testing.T) {
 
 func TestHeadIsServedWhereverGetIs(t *testing.T) {
 	t.Parallel()
-	h, _, _ := newUIHandler()
+	h, _, _ := newUIHandler(t)
 	for _, path := range []string{"/v1/health/live", "/v1/health/ready"} {
 		rec := serve(h, http.MethodHead, path, "", false)
 		require.Equal(t, http.StatusOK, rec.Code, path)
@@ -316,7 +316,7 @@ func TestHeadIsServedWhereverGetIs(t *testing.T) {
 
 func TestMethodNotAllowedListsTheAllowedMethods(t *testing.T) {
 	t.Parallel()
-	h, _, _ := newUIHandler()
+	h, _, _ := newUIHandler(t)
 	for _, tt := range []struct{ method, path, allow string }{
 		{http.MethodDelete, "/v1/health/live", "GET, HEAD"},
 		{http.MethodPost, "/v1/health/ready", "GET, HEAD"},
@@ -340,7 +340,7 @@ func TestMethodNotAllowedListsTheAllowedMethods(t *testing.T) {
 
 func TestMetricLabelsStayBoundedUnderRandomRequests(t *testing.T) {
 	t.Parallel()
-	h, _, reg := newUIHandler()
+	h, _, reg := newUIHandler(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	letters := "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	randWord := func(n int) string {
@@ -400,11 +400,11 @@ func TestReadyShowsFailureDetailOnlyToTheAdmin(t *testing.T) {
 	s.Ready = []ReadyCheck{{Name: "database", Check: func(context.Context) error {
 		return errors.New("failed to connect to `user=bpc database=bpc`: 10.0.0.5:5432: password=hunter2-leaked")
 	}}}
-	rec := serve(s.Handler(), http.MethodGet, "/v1/health/ready", "", false)
+	rec := serve(checked(t, s), http.MethodGet, "/v1/health/ready", "", false)
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	require.JSONEq(t, `{"status":"not ready","checks":[{"name":"database","ok":false}]}`, rec.Body.String())
 
-	rec = serve(s.Handler(), http.MethodGet, "/v1/health/ready", "", true)
+	rec = serve(checked(t, s), http.MethodGet, "/v1/health/ready", "", true)
 	require.Contains(t, rec.Body.String(), "10.0.0.5:5432")
 	require.NotContains(t, rec.Body.String(), "hunter2")
 	require.Contains(t, logs.String(), "readiness check failed")
@@ -413,7 +413,7 @@ func TestReadyShowsFailureDetailOnlyToTheAdmin(t *testing.T) {
 
 func TestRequestTextPostgresCannotStoreIsNamed(t *testing.T) {
 	t.Parallel()
-	h, stub, _ := newUIHandler()
+	h, stub, _ := newUIHandler(t)
 	for _, tt := range []struct {
 		method, target string
 		header         [2]string
@@ -451,7 +451,7 @@ func TestRequestTextPostgresCannotStoreIsNamed(t *testing.T) {
 
 func TestRiverUIBodiesAreLimited(t *testing.T) {
 	t.Parallel()
-	h, stub, _ := newUIHandler()
+	h, stub, _ := newUIHandler(t)
 	r := httptest.NewRequest(http.MethodPatch, "/riverui/api/queues/default", strings.NewReader(`{"x":"`+strings.Repeat("a", 1<<17)+`"}`))
 	r.SetBasicAuth("", testAdminToken)
 	rec := httptest.NewRecorder()
@@ -470,7 +470,7 @@ func TestRequestLogBoundsWhatTheCallerChose(t *testing.T) {
 	r := httptest.NewRequest(http.MethodGet, "/"+strings.Repeat("p", 10_000), nil)
 	r.Method = strings.Repeat("M", 1000)
 	rec := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rec, r)
+	checked(t, s).ServeHTTP(rec, r)
 	require.Equal(t, http.StatusNotFound, rec.Code)
 	require.Less(t, logs.Len(), 1500, "one bounded log line")
 	require.Less(t, rec.Body.Len(), 1000, "a bounded error message")

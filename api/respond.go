@@ -61,17 +61,6 @@ func httpStatus(code errcode.Code) int {
 	return http.StatusConflict
 }
 
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code          errcode.Code   `json:"code"`
-	Message       string         `json:"message"`
-	CorrelationID string         `json:"correlation_id"`
-	Details       map[string]any `json:"details"`
-}
-
 // writeJSON writes v as JSON with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -94,7 +83,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		e = errcode.Wrap(errcode.Internal, err, "%s", err.Error())
 	}
 	status := httpStatus(e.Code)
-	detail := errorDetail{Code: e.Code, Message: e.Message, CorrelationID: correlationID(r.Context()), Details: e.Details}
+	detail := ErrorDetail{Code: e.Code, Message: e.Message, CorrelationID: correlationID(r.Context()), Details: e.Details}
 	if status >= 500 {
 		s.Logger.ErrorContext(r.Context(), "request failed",
 			slog.String("correlation_id", detail.CorrelationID),
@@ -112,7 +101,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, status, errorBody{Error: detail})
+	writeJSON(w, status, ErrorBody{Error: detail})
 }
 
 // decodeJSON reads the request body into dst: one JSON object, no unknown

@@ -32,7 +32,7 @@ func TestDatabaseDownIs503(t *testing.T) {
 	s := newTestServer()
 	s.Admin, s.Gatherer, s.Store = true, prometheus.NewRegistry(), store.New(pool)
 
-	rec := serve(s.Handler(), http.MethodGet, "/v1/tenants", "", true)
+	rec := serve(checked(t, s), http.MethodGet, "/v1/tenants", "", true)
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code, rec.Body.String())
 	var env struct {
 		Error struct {

@@ -65,7 +65,7 @@ func (s *Server) validateEndpointURL(ctx context.Context, raw string) error {
 }
 
 type createEndpointRequest struct {
-	TenantID string `json:"tenant_id"`
+	TenantID string `json:"tenant_id" format:"uuid"`
 	URL      string `json:"url"`
 	Secret   string `json:"secret"`
 }
@@ -148,8 +148,8 @@ type endpointResponse struct {
 }
 
 type updateEndpointRequest struct {
-	URL      string `json:"url"`
-	IsActive *bool  `json:"is_active"`
+	URL      string `json:"url" required:"false" doc:"New URL; unchanged when empty."`
+	IsActive *bool  `json:"is_active" required:"false" doc:"Pause (false) or resume (true) deliveries; unchanged when absent."`
 }
 
 func (s *Server) handleUpdateEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -238,8 +238,8 @@ func (s *Server) handlePingEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 type createSubscriptionRequest struct {
-	TenantID          string `json:"tenant_id"`
-	WebhookEndpointID string `json:"webhook_endpoint_id"`
+	TenantID          string `json:"tenant_id" format:"uuid"`
+	WebhookEndpointID string `json:"webhook_endpoint_id" format:"uuid"`
 	EventType         string `json:"event_type"`
 }
 

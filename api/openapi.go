@@ -1,0 +1,366 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/jobargs"
+)
+
+// The OpenAPI 3.1 document is built by Huma (github.com/danielgtaylor/huma/v2)
+// from the Go types each route declares: its parameters struct (path, query
+// and header tags), its JSON request body type and one type per response
+// status. Huma's schema registry turns those types into JSON Schema
+// 2020-12, so a field added to a response type appears in the document, and
+// the contract tests (internal/contract) fail on any response the document
+// does not describe.
+//
+// What is derived from the types and what is hand-written:
+//   - derived: the document (paths, parameters, request and response
+//     schemas, required members, enums and bounds from struct tags) and the
+//     per-kind payload schemas of the enqueue requests (from the registry's
+//     args types, see kindSchemas);
+//   - hand-written: request decoding and validation. Handlers keep their
+//     own parsing (decodeJSON: one object, no unknown fields, no NUL or
+//     invalid UTF-8 in any string; parseUUID, queryInt), so statuses, codes,
+//     messages and details.field stay exactly what they were. Huma's own
+//     validation would answer several inputs differently (a JSON array
+//     body, a form Content-Type, NUL in strings), so it is not used on
+//     requests; the tags document the same rules the handlers enforce.
+//
+// Routing stays chi: the document describes the chi routes (same
+// middleware, same route patterns in the metrics labels, same 404/405).
+//
+// Why Huma: its schema registry maps Go types to JSON Schema 2020-12 (the
+// dialect of OpenAPI 3.1) with struct tags for what a type cannot say, and
+// its OpenAPI model marshals the document; at run time it adds no
+// middleware and no routes. Its own docs page loads from a CDN, so /v1/docs
+// is rendered here (docs.go).
+
+// ErrorBody is the error envelope every failure answers with.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the content of the error envelope.
+type ErrorDetail struct {
+	Code          errcode.Code   `json:"code" doc:"Error code (SPEC §4, plus MALFORMED_JSON and METHOD_NOT_ALLOWED)." example:"VALIDATION_ERROR"`
+	Message       string         `json:"message" doc:"One-line human-readable message."`
+	CorrelationID string         `json:"correlation_id" minLength:"1" doc:"Echo of X-Correlation-Id; quote it when reporting a problem."`
+	Details       map[string]any `json:"details" doc:"Structured context, e.g. {\"field\":\"tenant_id\"}; {} when none."`
+}
+
+// SpecPath is where the service serves its OpenAPI document.
+const SpecPath = "/v1/openapi.json"
+
+// DocsPath is where the service serves the document as a reference page.
+const DocsPath = "/v1/docs"
+
+// newOpenAPI returns an empty document with the bearer scheme and the
+// error envelope.
+func newOpenAPI() *huma.OpenAPI {
+	reg := huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer)
+	reg.Schema(reflect.TypeFor[ErrorBody](), true, "")
+	return &huma.OpenAPI{
+		OpenAPI: "3.1.0",
+		Info: &huma.Info{
+			Title:   "BPC admin API",
+			Version: "v1",
+			Description: "Jobs, tenants, webhooks, events and the battery passport domain. " +
+				"Every error is {\"error\":{\"code\",\"message\",\"correlation_id\",\"details\"}}.",
+		},
+		Components: &huma.Components{
+			Schemas: reg,
+			SecuritySchemes: map[string]*huma.SecurityScheme{
+				"bearerAuth": {Type: "http", Scheme: "bearer", Description: "Authorization: Bearer <BPC_ADMIN_TOKEN>"},
+			},
+		},
+	}
+}
+
+// opt adds to an operation's documentation.
+type opt func(reg huma.Registry, o *huma.Operation)
+
+// routes registers chi routes and documents each in one document.
+type routes struct {
+	r   chi.Router
+	doc *huma.OpenAPI
+	// public marks the operations that need no bearer token.
+	public bool
+}
+
+// handle routes method path to h and documents it: id and summary, then
+// the opts (parameters, request body, responses). Every operation may
+// answer the error envelope ("default").
+func (rs routes) handle(method, path, id, summary string, h http.HandlerFunc, opts ...opt) {
+	reg := rs.doc.Components.Schemas
+	o := &huma.Operation{
+		OperationID: id, Method: method, Path: path, Summary: summary,
+		Responses: map[string]*huma.Response{
+			"default": {Description: "Error envelope", Content: map[string]*huma.MediaType{
+				"application/json": {Schema: reg.Schema(reflect.TypeFor[ErrorBody](), true, "")},
+			}},
+		},
+	}
+	if !rs.public {
+		o.Security = []map[string][]string{{"bearerAuth": {}}}
+		o.Responses["401"] = &huma.Response{Description: "Missing or wrong bearer token", Content: o.Responses["default"].Content}
+	}
+	for _, f := range opts {
+		f(reg, o)
+	}
+	if !slices.ContainsFunc(slices.Collect(maps.Keys(o.Responses)), func(k string) bool { return k[0] == '2' }) {
+		panic(fmt.Sprintf("%s %s documents no success response", method, path))
+	}
+	rs.doc.AddOperation(o)
+	rs.r.Method(method, path, h)
+}
+
+// params documents the parameters declared by P's fields tagged path,
+// query or header (with Huma's tags: doc, format, enum, minimum, maximum,
+// required). Handlers read and check them themselves.
+func params[P any](reg huma.Registry, o *huma.Operation) {
+	t := reflect.TypeFor[P]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		for _, in := range []string{"path", "query", "header"} {
+			name := f.Tag.Get(in)
+			if name == "" {
+				continue
+			}
+			s := huma.SchemaFromField(reg, f, "")
+			desc := s.Description
+			s.Description = ""
+			o.Parameters = append(o.Parameters, &huma.Param{
+				Name: name, In: in, Description: desc, Schema: s,
+				Required: in == "path" || f.Tag.Get("required") == "true",
+			})
+		}
+	}
+}
+
+// jsonBody documents T as the required JSON request body.
+func jsonBody[T any](reg huma.Registry, o *huma.Operation) {
+	o.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
+		"application/json": {Schema: reg.Schema(reflect.TypeFor[T](), true, "")},
+	}}
+}
+
+// bodySchema documents s as the required JSON request body.
+func bodySchema(s *huma.Schema) opt {
+	return func(_ huma.Registry, o *huma.Operation) {
+		o.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
+			"application/json": {Schema: s},
+		}}
+	}
+}
+
+// responds documents a status answered with a JSON body of type T and the
+// named headers.
+func responds[T any](status int, desc string, headers ...string) opt {
+	return func(reg huma.Registry, o *huma.Operation) {
+		r := &huma.Response{Description: desc, Content: map[string]*huma.MediaType{
+			"application/json": {Schema: reg.Schema(reflect.TypeFor[T](), true, "")},
+		}}
+		for _, h := range headers {
+			if r.Headers == nil {
+				r.Headers = map[string]*huma.Header{}
+			}
+			r.Headers[h] = &huma.Header{Schema: &huma.Schema{Type: huma.TypeString}}
+		}
+		o.Responses[fmt.Sprint(status)] = r
+	}
+}
+
+// raw documents a 200 whose body is served as stored, with one of the
+// content types; JSON as any JSON value, others as binary.
+func raw(desc string, contentTypes ...string) opt {
+	return func(_ huma.Registry, o *huma.Operation) {
+		r := &huma.Response{Description: desc, Content: map[string]*huma.MediaType{}}
+		for _, ct := range contentTypes {
+			schema := &huma.Schema{Type: huma.TypeString, Format: "binary"}
+			if ct == "application/json" {
+				schema = &huma.Schema{}
+			}
+			r.Content[ct] = &huma.MediaType{Schema: schema}
+		}
+		o.Responses["200"] = r
+	}
+}
+
+// noContent documents a 204 without a body.
+func noContent(desc string) opt {
+	return func(_ huma.Registry, o *huma.Operation) {
+		o.Responses["204"] = &huma.Response{Description: desc}
+	}
+}
+
+// describe adds a description (markdown) to the operation.
+func describe(text string) opt {
+	return func(_ huma.Registry, o *huma.Operation) { o.Description = text }
+}
+
+// spec serves the document and its reference page, marshalled once after
+// every route is registered.
+type spec struct {
+	doc  *huma.OpenAPI
+	once sync.Once
+	json []byte
+	html []byte
+}
+
+func (sp *spec) build() {
+	sp.once.Do(func() {
+		uuidFormats(sp.doc.Components.Schemas)
+		b, err := json.Marshal(sp.doc)
+		if err != nil {
+			panic(fmt.Sprintf("error marshalling the OpenAPI document: %v", err))
+		}
+		sp.json = b
+		sp.html = renderDocs(sp.doc)
+	})
+}
+
+func (sp *spec) serveJSON(w http.ResponseWriter, r *http.Request) {
+	sp.build()
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(sp.json)
+}
+
+func (sp *spec) serveHTML(w http.ResponseWriter, r *http.Request) {
+	sp.build()
+	w.Header().Set("Content-Security-Policy", docsCSP) // replaces secureHeaders' default-src 'none'
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(sp.html)
+}
+
+// uuidFormats sets format uuid on the members whose Go type is a
+// uuid.UUID: Huma documents a text-marshalled type as a bare string.
+func uuidFormats(reg huma.Registry) {
+	for name, s := range reg.Map() {
+		t := reg.TypeFromRef("#/components/schemas/" + name)
+		if t != nil && t.Kind() == reflect.Struct {
+			markUUIDs(s, t)
+		}
+	}
+}
+
+var uuidType = reflect.TypeFor[uuid.UUID]()
+
+func markUUIDs(s *huma.Schema, t reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			markUUIDs(s, ft) // embedded: its members are the struct's
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		p := s.Properties[name]
+		switch {
+		case p == nil || name == "-":
+		case ft == uuidType && p.Format == "":
+			p.Format = "uuid"
+		case ft.Kind() == reflect.Slice && ft.Elem() == uuidType && p.Items != nil && p.Items.Format == "":
+			p.Items.Format = "uuid"
+		}
+	}
+}
+
+// kindSchemas registers, for each job kind, the schema of its payload
+// (from its args type) and of an enqueue request of that kind, and returns
+// the schema of an enqueue request of any kind: a oneOf over them with a
+// discriminator on "type". Adding a kind to the registry adds it here.
+func kindSchemas(reg huma.Registry, kinds []jobargs.Kind) *huma.Schema {
+	const name = "EnqueueRequest"
+	if s, ok := reg.Map()[name]; ok && s != nil {
+		return &huma.Schema{Ref: "#/components/schemas/" + name}
+	}
+	common := map[string]*huma.Schema{}
+	t := reflect.TypeFor[enqueueRequest]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		member, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if member == "type" || member == "payload" {
+			continue
+		}
+		common[member] = huma.SchemaFromField(reg, f, "")
+	}
+	union := &huma.Schema{
+		Description:   "A job to enqueue; its type decides the payload's schema.",
+		Discriminator: &huma.Discriminator{PropertyName: "type", Mapping: map[string]string{}},
+	}
+	sorted := slices.Clone(kinds)
+	slices.SortFunc(sorted, func(a, b jobargs.Kind) int { return strings.Compare(a.Name, b.Name) })
+	for _, k := range sorted {
+		argsType := reflect.TypeOf(k.New()).Elem()
+		payloadRef := reg.Schema(argsType, true, "")
+		payload := reg.SchemaFromRef(payloadRef.Ref)
+		if payload == nil {
+			panic(fmt.Sprintf("kind %s: args type %s has no schema", k.Name, argsType))
+		}
+		payload.Description = k.Summary + " (payload of " + k.Name + ")"
+		// The request's tenant_id fills the payload's; it may be omitted.
+		payload.Required = slices.DeleteFunc(slices.Clone(payload.Required), func(m string) bool { return m == "tenant_id" })
+		props := map[string]*huma.Schema{
+			"type":    {Type: huma.TypeString, Enum: []any{k.Name}, Description: k.Summary},
+			"payload": {Ref: payloadRef.Ref, Description: "Job arguments of " + k.Name + "."},
+		}
+		for m, s := range common {
+			props[m] = s
+		}
+		reqName := "Enqueue" + strings.TrimSuffix(argsType.Name(), "Args")
+		reg.Map()[reqName] = &huma.Schema{
+			Type: huma.TypeObject, Title: k.Name, Description: k.Summary,
+			Properties: props, Required: []string{"type", "tenant_id"},
+			AdditionalProperties: false,
+		}
+		ref := "#/components/schemas/" + reqName
+		union.OneOf = append(union.OneOf, &huma.Schema{Ref: ref})
+		union.Discriminator.Mapping[k.Name] = ref
+	}
+	reg.Map()[name] = union
+	return &huma.Schema{Ref: "#/components/schemas/" + name}
+}
+
+// kindsDescription lists the job types with their summaries, for the
+// enqueue operations' descriptions.
+func kindsDescription(kinds []jobargs.Kind) string {
+	var b strings.Builder
+	b.WriteString("The job's type decides its payload (see the EnqueueRequest schema's oneOf). Job types:\n")
+	sorted := slices.Clone(kinds)
+	slices.SortFunc(sorted, func(a, b jobargs.Kind) int { return strings.Compare(a.Name, b.Name) })
+	for _, k := range sorted {
+		fmt.Fprintf(&b, "\n- %s: %s", k.Name, k.Summary)
+	}
+	return b.String()
+}
+
+// canonicalQuery re-encodes the query string from url.Values, so that
+// every reader of the query (checkRequestText, the handlers, any parser
+// that does not drop pairs with ';' as net/url does) sees the same values.
+func canonicalQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery != "" {
+			r.URL.RawQuery = r.URL.Query().Encode()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
