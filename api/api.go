@@ -260,7 +260,7 @@ func (s *Server) adminRoutes(rs routes) {
 		params[idParams], noContent("Deleted"))
 	rs.handle(http.MethodGet, "/v1/webhook-deliveries/{id}", "get-webhook-delivery", "Get a webhook delivery", s.handleGetDelivery,
 		params[idParams],
-		responds[store.WebhookDelivery](http.StatusOK, "The delivery"))
+		responds[webhookDelivery](http.StatusOK, "The delivery"))
 }
 
 // domainRoutes are the passport domain endpoints (domain_*.go).

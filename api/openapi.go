@@ -222,7 +222,7 @@ type spec struct {
 
 func (sp *spec) build() {
 	sp.once.Do(func() {
-		uuidFormats(sp.doc.Components.Schemas)
+		refineSchemas(sp.doc.Components.Schemas)
 		b, err := json.Marshal(sp.doc)
 		if err != nil {
 			panic(fmt.Sprintf("error marshalling the OpenAPI document: %v", err))
@@ -245,41 +245,56 @@ func (sp *spec) serveHTML(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(sp.html)
 }
 
-// uuidFormats sets format uuid on the members whose Go type is a
-// uuid.UUID: Huma documents a text-marshalled type as a bare string.
-func uuidFormats(reg huma.Registry) {
+// refineSchemas corrects what Huma's reflection cannot see in the
+// registered struct schemas: a uuid.UUID member gets format uuid (Huma
+// documents a text-marshalled type as a bare string), and a pointer member
+// without omitempty, which marshals null when nil, is nullable (Huma makes
+// a pointer to a struct a bare $ref, and a pointer to a uuid.UUID not
+// nullable).
+func refineSchemas(reg huma.Registry) {
 	for name, s := range reg.Map() {
 		t := reg.TypeFromRef("#/components/schemas/" + name)
 		if t != nil && t.Kind() == reflect.Struct {
-			markUUIDs(s, t)
+			refineMembers(s, t)
 		}
 	}
 }
 
 var uuidType = reflect.TypeFor[uuid.UUID]()
 
-func markUUIDs(s *huma.Schema, t reflect.Type) {
+func refineMembers(s *huma.Schema, t reflect.Type) {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		ft := f.Type
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
 		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
-			markUUIDs(s, ft) // embedded: its members are the struct's
+			refineMembers(s, ft) // embedded: its members are the struct's
 			continue
 		}
 		if name == "" {
 			name = f.Name
 		}
 		p := s.Properties[name]
+		if p == nil || name == "-" {
+			continue
+		}
 		switch {
-		case p == nil || name == "-":
 		case ft == uuidType && p.Format == "":
 			p.Format = "uuid"
 		case ft.Kind() == reflect.Slice && ft.Elem() == uuidType && p.Items != nil && p.Items.Format == "":
 			p.Items.Format = "uuid"
+		}
+		if f.Type.Kind() != reflect.Pointer || strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
+			continue
+		}
+		if p.Ref != "" {
+			s.Properties[name] = &huma.Schema{Description: p.Description,
+				AnyOf: []*huma.Schema{{Ref: p.Ref}, {Type: "null"}}}
+		} else if p.Type != "" {
+			p.Nullable = true
 		}
 	}
 }

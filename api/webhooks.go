@@ -193,6 +193,13 @@ func (s *Server) handleDeleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// webhookDelivery documents store.WebhookDelivery as its MarshalJSON
+// writes it: with the endpoint's response body as text.
+type webhookDelivery struct {
+	store.WebhookDelivery
+	ResponseBody *string `json:"response_body" doc:"The endpoint's answer, as text (stored bounded)."`
+}
+
 type pingResponse struct {
 	EventID           uuid.UUID `json:"event_id"`
 	WebhookDeliveryID uuid.UUID `json:"webhook_delivery_id"`

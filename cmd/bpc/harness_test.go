@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/contract"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
@@ -96,7 +97,40 @@ func newHarnessWith(t *testing.T, role string, env map[string]string, mutate fun
 		a.Stop(context.Background())
 		cancel()
 	})
-	return &harness{t: t, app: a, pool: pool, base: "http://" + a.Addr(), logs: logs}
+	h := &harness{t: t, app: a, pool: pool, base: "http://" + a.Addr(), logs: logs}
+	checkContract(t, a.Addr(), h.base)
+	return h
+}
+
+// contracts maps the address of each running harness to the validator of
+// its OpenAPI document: every response a test receives from it through
+// http.DefaultClient (or a serviceProc's client) is checked against
+// the document the service serves (internal/contract).
+var contracts sync.Map // host:port -> *contract.Validator
+
+func init() {
+	http.DefaultClient.Transport = contractTransport{next: http.DefaultTransport}
+}
+
+// checkContract validates the responses of the service at addr for the
+// rest of the test.
+func checkContract(t *testing.T, addr, base string) {
+	v := contract.Fetch(t, &http.Client{Timeout: testTimeout}, base).Ignore("/riverui")
+	contracts.Store(addr, v)
+	t.Cleanup(func() { contracts.Delete(addr) })
+}
+
+type contractTransport struct{ next http.RoundTripper }
+
+func (c contractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	if v, ok := contracts.Load(req.URL.Host); ok {
+		v.(*contract.Validator).CheckResponse(req, resp)
+	}
+	return resp, nil
 }
 
 // call sends a request with the admin token and decodes a JSON response into out.

@@ -155,6 +155,10 @@ func startServiceAt(t *testing.T, role, dbURL string, env map[string]string) *se
 		b, _ := os.ReadFile(p.stderr)
 		if m := listenBanner.FindSubmatch(b); m != nil {
 			p.base = "http://" + displayAddr(string(m[1]))
+			// Every response the test gets from the process is checked
+			// against the OpenAPI document the process serves.
+			checkContract(t, strings.TrimPrefix(p.base, "http://"), p.base)
+			p.client.Transport = contractTransport{next: http.DefaultTransport}
 			return p
 		}
 		select {
