@@ -19,12 +19,8 @@ type BuildSnapshotWorker struct {
 
 // Work builds the snapshot.
 func (w *BuildSnapshotWorker) Work(ctx context.Context, job *river.Job[jobargs.BuildSnapshotArgs]) error {
-	a := job.Args
-	if err := validate(a); err != nil {
+	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
+		_, err := passport.BuildSnapshot(ctx, t, job.Args.TenantID, job.Args.SnapshotID)
 		return err
-	}
-	return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
-		_, err := passport.BuildSnapshot(ctx, t, a.TenantID, a.SnapshotID)
-		return err == nil, err
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bpc-platform/bpc/core/compiler"
-	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -28,13 +27,10 @@ type CompilePassportWorker struct {
 // Work compiles.
 func (w *CompilePassportWorker) Work(ctx context.Context, job *river.Job[jobargs.CompilePassportArgs]) error {
 	a := job.Args
-	if err := validate(a); err != nil {
-		return err
-	}
 	// A re-run of a compile job that completed before finds its version.
 	if v, err := w.Store.PassportVersionByCompileJob(ctx, a.TenantID, job.ID); err == nil {
-		return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
-			return true, passport.EnqueueSign(ctx, t, a.TenantID, v.PassportVersionID)
+		return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
+			return passport.EnqueueSign(ctx, t, a.TenantID, v.PassportVersionID)
 		})
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
@@ -60,14 +56,11 @@ func (w *CompilePassportWorker) Work(ctx context.Context, job *river.Job[jobargs
 		return err
 	}
 	w.Metrics.observeCompile(time.Since(start), out)
-	return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
+	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
 		v, err := passport.RecordCompiled(ctx, t, passport.Compiled{Request: req, Output: out}, job.ID)
 		if err != nil {
-			return false, err
+			return err
 		}
-		if err := river.RecordOutput(ctx, map[string]any{"passport_version_id": v.PassportVersionID, "version": v.Version}); err != nil {
-			return false, errcode.Wrap(errcode.Internal, err, "error recording job output: %s", err.Error())
-		}
-		return true, nil
+		return recordOutput(ctx, map[string]any{"passport_version_id": v.PassportVersionID, "version": v.Version})
 	})
 }

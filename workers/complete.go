@@ -57,6 +57,38 @@ func inTx[T river.JobArgs](ctx context.Context, d Deps, job *river.Job[T], fn fu
 	})
 }
 
+// completeInTx runs fn in a transaction and, when fn succeeds, completes the
+// job in the same transaction (see inTx).
+func completeInTx[T river.JobArgs](ctx context.Context, d Deps, job *river.Job[T], fn func(t passport.Tx) error) error {
+	return inTx(ctx, d, job, func(t passport.Tx) (bool, error) {
+		err := fn(t)
+		return err == nil, err
+	})
+}
+
+// recordOutput sets the job's output, which River stores with its
+// completion.
+func recordOutput(ctx context.Context, output map[string]any) error {
+	if err := river.RecordOutput(ctx, output); err != nil {
+		return errcode.Wrap(errcode.Internal, err, "error recording job output: %s", err.Error())
+	}
+	return nil
+}
+
+// validated runs its worker only on args that pass Validate. Register wraps
+// every job type's worker in it, so no worker repeats the check.
+type validated[A jobargs.Args] struct {
+	river.Worker[A]
+}
+
+// Work validates the args, then runs the worker.
+func (v validated[A]) Work(ctx context.Context, job *river.Job[A]) error {
+	if err := validate(job.Args); err != nil {
+		return err
+	}
+	return v.Worker.Work(ctx, job)
+}
+
 // validate checks a job's args; invalid args can never succeed.
 func validate(args jobargs.Args) error {
 	if err := args.Validate(); err != nil {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 )
@@ -21,22 +20,16 @@ type ExportPassportWorker struct {
 // Work exports.
 func (w *ExportPassportWorker) Work(ctx context.Context, job *river.Job[jobargs.ExportPassportArgs]) error {
 	a := job.Args
-	if err := validate(a); err != nil {
-		return err
-	}
 	f, err := passport.WriteExport(ctx, w.Store, w.ExportDir, a.TenantID, a.PassportVersionID, a.Format)
 	if err != nil {
 		return err
 	}
-	return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
+	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
 		e, err := passport.RecordExport(ctx, t, f, job.ID)
 		if err != nil {
-			return false, err
+			return err
 		}
-		if err := river.RecordOutput(ctx, map[string]any{"passport_export_id": e.PassportExportID, "path": f.Path,
-			"format": f.Format, "size_bytes": f.SizeBytes, "sha256": f.SHA256}); err != nil {
-			return false, errcode.Wrap(errcode.Internal, err, "error recording job output: %s", err.Error())
-		}
-		return true, nil
+		return recordOutput(ctx, map[string]any{"passport_export_id": e.PassportExportID, "path": f.Path,
+			"format": f.Format, "size_bytes": f.SizeBytes, "sha256": f.SHA256})
 	})
 }

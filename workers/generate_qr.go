@@ -19,9 +19,6 @@ type GenerateQRWorker struct {
 // Work renders the QR code.
 func (w *GenerateQRWorker) Work(ctx context.Context, job *river.Job[jobargs.GenerateQRArgs]) error {
 	a := job.Args
-	if err := validate(a); err != nil {
-		return err
-	}
 	v, err := w.Store.GetPassportVersion(ctx, a.TenantID, a.PassportVersionID)
 	if err != nil {
 		return err
@@ -30,8 +27,7 @@ func (w *GenerateQRWorker) Work(ctx context.Context, job *river.Job[jobargs.Gene
 	if err != nil {
 		return err
 	}
-	return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
-		err := passport.RecordQR(ctx, t, a.TenantID, a.PassportVersionID, code)
-		return err == nil, err
+	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
+		return passport.RecordQR(ctx, t, a.TenantID, a.PassportVersionID, code)
 	})
 }

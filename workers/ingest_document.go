@@ -22,9 +22,6 @@ type IngestDocumentWorker struct {
 // Work stores the version.
 func (w *IngestDocumentWorker) Work(ctx context.Context, job *river.Job[jobargs.IngestDocumentArgs]) error {
 	a := job.Args
-	if err := validate(a); err != nil {
-		return err
-	}
 	if a.ContentRef != "" {
 		return errcode.New(errcode.UnsupportedFormat, "content_ref is not supported; send the content base64 in content")
 	}
@@ -36,10 +33,10 @@ func (w *IngestDocumentWorker) Work(ctx context.Context, job *river.Job[jobargs.
 	if err != nil {
 		return err
 	}
-	return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
+	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
 		_, err := passport.UploadDocumentVersion(ctx, t, passport.Upload{
 			TenantID: a.TenantID, DocumentID: a.DocumentID, MimeType: mimeType, Content: content,
 		})
-		return err == nil, err
+		return err
 	})
 }

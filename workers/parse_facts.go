@@ -21,14 +21,10 @@ type ParseFactsWorker struct {
 
 // Work parses the version.
 func (w *ParseFactsWorker) Work(ctx context.Context, job *river.Job[jobargs.ParseFactsArgs]) error {
-	a := job.Args
-	if err := validate(a); err != nil {
-		return err
-	}
 	var rejected *errcode.Error
 	err := inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
 		var err error
-		rejected, err = passport.ParseFacts(ctx, t, a.TenantID, a.DocumentVersionID)
+		rejected, err = passport.ParseFacts(ctx, t, job.Args.TenantID, job.Args.DocumentVersionID)
 		return err == nil && rejected == nil, err
 	})
 	if err != nil {

@@ -77,11 +77,12 @@ type registration struct {
 	add func(*river.Workers, Deps) error
 }
 
-// register pairs the job type whose args are A with its worker.
+// register pairs the job type whose args are A with its worker, which runs
+// only on valid args.
 func register[A jobargs.Args](summary string, newWorker func(Deps) river.Worker[A]) registration {
 	return registration{
 		Kind: jobargs.KindOf[A](summary),
-		add:  func(w *river.Workers, d Deps) error { return river.AddWorkerSafely(w, newWorker(d)) },
+		add:  func(w *river.Workers, d Deps) error { return river.AddWorkerSafely[A](w, validated[A]{newWorker(d)}) },
 	}
 }
 

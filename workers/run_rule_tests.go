@@ -5,7 +5,6 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 )
@@ -30,23 +29,17 @@ type RunRuleTestsWorker struct {
 // Work runs the tests.
 func (w *RunRuleTestsWorker) Work(ctx context.Context, job *river.Job[jobargs.RunRuleTestsArgs]) error {
 	a := job.Args
-	if err := validate(a); err != nil {
-		return err
-	}
 	res, err := passport.RunRuleTests(ctx, w.Store, w.Limits.Rules, a.TenantID, a.RulePackageVersionID, a.Seed)
 	if err != nil {
 		return err
 	}
-	return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
+	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
 		run, existed, err := passport.RecordRuleTestsRun(ctx, t, res, job.ID)
 		if err != nil || existed {
-			return err == nil, err
+			return err
 		}
 		r := res.Report
-		if err := river.RecordOutput(ctx, map[string]any{"rule_tests_run_id": run.RuleTestsRunID, "status": run.Status,
-			"total_cases": r.TotalCases, "passed": r.Passed, "failed": r.Failed}); err != nil {
-			return false, errcode.Wrap(errcode.Internal, err, "error recording job output: %s", err.Error())
-		}
-		return true, nil
+		return recordOutput(ctx, map[string]any{"rule_tests_run_id": run.RuleTestsRunID, "status": run.Status,
+			"total_cases": r.TotalCases, "passed": r.Passed, "failed": r.Failed})
 	})
 }

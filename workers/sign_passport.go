@@ -18,12 +18,7 @@ type SignPassportWorker struct {
 
 // Work signs.
 func (w *SignPassportWorker) Work(ctx context.Context, job *river.Job[jobargs.SignPassportArgs]) error {
-	a := job.Args
-	if err := validate(a); err != nil {
-		return err
-	}
-	return inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
-		err := passport.SignPassportVersion(ctx, t, w.Signer, a.TenantID, a.PassportVersionID)
-		return err == nil, err
+	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
+		return passport.SignPassportVersion(ctx, t, w.Signer, job.Args.TenantID, job.Args.PassportVersionID)
 	})
 }
