@@ -22,13 +22,8 @@ func (BuildSnapshotArgs) InsertOpts() river.InsertOpts {
 	return insertOpts(QueuePipeline, PriorityNormal)
 }
 
-// Validate checks the payload.
-func (a BuildSnapshotArgs) Validate() error {
-	if err := a.validate(); err != nil {
-		return err
-	}
-	return requireUUID("snapshot_id", a.SnapshotID)
-}
+// Validate requires tenant_id and snapshot_id.
+func (a BuildSnapshotArgs) Validate() error { return a.validate(a.Refs()) }
 
 // Refs returns the rows the payload names (snapshot_id).
 func (a BuildSnapshotArgs) Refs() []Ref {

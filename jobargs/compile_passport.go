@@ -24,19 +24,8 @@ func (CompilePassportArgs) InsertOpts() river.InsertOpts {
 	return insertOpts(QueuePipeline, PriorityHigh)
 }
 
-// Validate checks the payload.
-func (a CompilePassportArgs) Validate() error {
-	if err := a.validate(); err != nil {
-		return err
-	}
-	if err := requireUUID("passport_id", a.PassportID); err != nil {
-		return err
-	}
-	if err := requireUUID("snapshot_id", a.SnapshotID); err != nil {
-		return err
-	}
-	return requireUUID("rule_package_version_id", a.RulePackageVersionID)
-}
+// Validate requires tenant_id, passport_id, snapshot_id and rule_package_version_id.
+func (a CompilePassportArgs) Validate() error { return a.validate(a.Refs()) }
 
 // Refs returns the rows the payload names (passport_id, snapshot_id, rule_package_version_id).
 func (a CompilePassportArgs) Refs() []Ref {

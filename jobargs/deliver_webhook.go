@@ -22,13 +22,8 @@ func (DeliverWebhookArgs) InsertOpts() river.InsertOpts {
 	return insertOpts(QueueWebhooks, PriorityLow)
 }
 
-// Validate checks the payload.
-func (a DeliverWebhookArgs) Validate() error {
-	if err := a.validate(); err != nil {
-		return err
-	}
-	return requireUUID("webhook_delivery_id", a.WebhookDeliveryID)
-}
+// Validate requires tenant_id and webhook_delivery_id.
+func (a DeliverWebhookArgs) Validate() error { return a.validate(a.Refs()) }
 
 // Refs returns the rows the payload names (webhook_delivery_id).
 func (a DeliverWebhookArgs) Refs() []Ref {

@@ -26,12 +26,9 @@ func (ExportPassportArgs) Kind() string { return KindExport }
 // InsertOpts puts the job on the QueueExports queue at PriorityLow priority.
 func (ExportPassportArgs) InsertOpts() river.InsertOpts { return insertOpts(QueueExports, PriorityLow) }
 
-// Validate checks the payload.
+// Validate requires tenant_id and passport_version_id, and a format of JSON or PDF.
 func (a ExportPassportArgs) Validate() error {
-	if err := a.validate(); err != nil {
-		return err
-	}
-	if err := requireUUID("passport_version_id", a.PassportVersionID); err != nil {
+	if err := a.validate(a.Refs()); err != nil {
 		return err
 	}
 	switch strings.ToUpper(a.Format) {

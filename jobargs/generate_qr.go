@@ -20,13 +20,8 @@ func (GenerateQRArgs) Kind() string { return KindGenerateQR }
 // InsertOpts puts the job on the QueuePipeline queue at PriorityNormal priority.
 func (GenerateQRArgs) InsertOpts() river.InsertOpts { return insertOpts(QueuePipeline, PriorityNormal) }
 
-// Validate checks the payload.
-func (a GenerateQRArgs) Validate() error {
-	if err := a.validate(); err != nil {
-		return err
-	}
-	return requireUUID("passport_version_id", a.PassportVersionID)
-}
+// Validate requires tenant_id and passport_version_id.
+func (a GenerateQRArgs) Validate() error { return a.validate(a.Refs()) }
 
 // Refs returns the rows the payload names (passport_version_id).
 func (a GenerateQRArgs) Refs() []Ref {

@@ -33,12 +33,10 @@ func (IngestDocumentArgs) InsertOpts() river.InsertOpts {
 	return insertOpts(QueuePipeline, PriorityNormal)
 }
 
-// Validate checks the payload.
+// Validate requires tenant_id and document_id, one of content (standard
+// base64) or content_ref (one line), and a media type.
 func (a IngestDocumentArgs) Validate() error {
-	if err := a.validate(); err != nil {
-		return err
-	}
-	if err := requireUUID("document_id", a.DocumentID); err != nil {
+	if err := a.validate(a.Refs()); err != nil {
 		return err
 	}
 	switch {

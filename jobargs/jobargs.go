@@ -64,8 +64,18 @@ type Base struct {
 // Tenant returns the job's tenant.
 func (b Base) Tenant() uuid.UUID { return b.TenantID }
 
-func (b Base) validate() error {
-	return requireUUID("tenant_id", b.TenantID)
+// validate checks the tenant and the ids the payload names (its Refs, in
+// order): every one is required.
+func (b Base) validate(refs []Ref) error {
+	if err := requireUUID("tenant_id", b.TenantID); err != nil {
+		return err
+	}
+	for _, r := range refs {
+		if err := requireUUID(r.Field, r.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // requireUUID rejects the zero uuid for a required field.

@@ -20,13 +20,8 @@ func (ParseFactsArgs) Kind() string { return KindParseFacts }
 // InsertOpts puts the job on the QueuePipeline queue at PriorityNormal priority.
 func (ParseFactsArgs) InsertOpts() river.InsertOpts { return insertOpts(QueuePipeline, PriorityNormal) }
 
-// Validate checks the payload.
-func (a ParseFactsArgs) Validate() error {
-	if err := a.validate(); err != nil {
-		return err
-	}
-	return requireUUID("document_version_id", a.DocumentVersionID)
-}
+// Validate requires tenant_id and document_version_id.
+func (a ParseFactsArgs) Validate() error { return a.validate(a.Refs()) }
 
 // Refs returns the rows the payload names (document_version_id).
 func (a ParseFactsArgs) Refs() []Ref {

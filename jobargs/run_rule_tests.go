@@ -22,13 +22,8 @@ func (RunRuleTestsArgs) Kind() string { return KindRunRuleTests }
 // InsertOpts puts the job on the QueueRules queue at PriorityNormal priority.
 func (RunRuleTestsArgs) InsertOpts() river.InsertOpts { return insertOpts(QueueRules, PriorityNormal) }
 
-// Validate checks the payload.
-func (a RunRuleTestsArgs) Validate() error {
-	if err := a.validate(); err != nil {
-		return err
-	}
-	return requireUUID("rule_package_version_id", a.RulePackageVersionID)
-}
+// Validate requires tenant_id and rule_package_version_id.
+func (a RunRuleTestsArgs) Validate() error { return a.validate(a.Refs()) }
 
 // Refs returns the rows the payload names (rule_package_version_id).
 func (a RunRuleTestsArgs) Refs() []Ref {

@@ -20,13 +20,8 @@ func (SignPassportArgs) Kind() string { return KindSign }
 // InsertOpts puts the job on the QueuePipeline queue at PriorityHigh priority.
 func (SignPassportArgs) InsertOpts() river.InsertOpts { return insertOpts(QueuePipeline, PriorityHigh) }
 
-// Validate checks the payload.
-func (a SignPassportArgs) Validate() error {
-	if err := a.validate(); err != nil {
-		return err
-	}
-	return requireUUID("passport_version_id", a.PassportVersionID)
-}
+// Validate requires tenant_id and passport_version_id.
+func (a SignPassportArgs) Validate() error { return a.validate(a.Refs()) }
 
 // Refs returns the rows the payload names (passport_version_id).
 func (a SignPassportArgs) Refs() []Ref {
