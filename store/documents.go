@@ -72,22 +72,14 @@ func (q *Queries) CreateDocument(ctx context.Context, tenantID uuid.UUID, kind, 
 
 // GetDocument returns the tenant's document.
 func (q *Queries) GetDocument(ctx context.Context, tenantID, id uuid.UUID) (Document, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+documentColumns+` FROM documents WHERE tenant_id = $1 AND document_id = $2`, tenantID, id)
-	d, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Document])
-	if err != nil {
-		return Document{}, notFound(err, "document", id)
-	}
-	return d, nil
+	return getOne[Document](ctx, q.db, "document", id,
+		`SELECT `+documentColumns+` FROM documents WHERE tenant_id = $1 AND document_id = $2`, tenantID, id)
 }
 
 // ListDocuments returns the tenant's documents, oldest first.
 func (q *Queries) ListDocuments(ctx context.Context, tenantID uuid.UUID) ([]Document, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+documentColumns+` FROM documents WHERE tenant_id = $1 ORDER BY created_at, document_id`, tenantID)
-	ds, err := pgx.CollectRows(rows, pgx.RowToStructByName[Document])
-	if err != nil {
-		return nil, fmt.Errorf("error listing documents: %w", err)
-	}
-	return ds, nil
+	return list[Document](ctx, q.db, "documents",
+		`SELECT `+documentColumns+` FROM documents WHERE tenant_id = $1 ORDER BY created_at, document_id`, tenantID)
 }
 
 // CreateDocumentVersion stores content as the document's next version
@@ -130,24 +122,16 @@ func (q *Queries) CreateDocumentVersion(ctx context.Context, tenantID, documentI
 
 // GetDocumentVersion returns a version without its content.
 func (q *Queries) GetDocumentVersion(ctx context.Context, tenantID, id uuid.UUID) (DocumentVersion, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
+	return getOne[DocumentVersion](ctx, q.db, "document version", id,
+		`SELECT `+documentVersionColumns+` FROM document_versions
 		WHERE tenant_id = $1 AND document_version_id = $2`, tenantID, id)
-	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DocumentVersion])
-	if err != nil {
-		return DocumentVersion{}, notFound(err, "document version", id)
-	}
-	return v, nil
 }
 
 // ListDocumentVersions returns a document's versions, newest first.
 func (q *Queries) ListDocumentVersions(ctx context.Context, tenantID, documentID uuid.UUID) ([]DocumentVersion, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
+	return list[DocumentVersion](ctx, q.db, "document versions",
+		`SELECT `+documentVersionColumns+` FROM document_versions
 		WHERE tenant_id = $1 AND document_id = $2 ORDER BY version DESC`, tenantID, documentID)
-	vs, err := pgx.CollectRows(rows, pgx.RowToStructByName[DocumentVersion])
-	if err != nil {
-		return nil, fmt.Errorf("error listing document versions: %w", err)
-	}
-	return vs, nil
 }
 
 // VersionToParse is a document version locked for parsing: its row, its
@@ -275,18 +259,14 @@ func (q *Queries) ListFacts(ctx context.Context, f FactFilter) ([]Fact, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, _ := q.db.Query(ctx, `SELECT `+factColumns+` FROM facts
+	return list[Fact](ctx, q.db, "facts",
+		`SELECT `+factColumns+` FROM facts
 		WHERE tenant_id = $1
 		  AND ($2::uuid IS NULL OR fact_id IN (SELECT fact_id FROM document_version_facts
 		                                        WHERE tenant_id = $1 AND document_version_id = $2))
 		  AND ($3 = '' OR fact_type = $3)
 		ORDER BY fact_type, fact_key, created_at, fact_id LIMIT $4`,
 		f.TenantID, nullUUID(f.DocumentVersionID), f.FactType, limit)
-	fs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Fact])
-	if err != nil {
-		return nil, fmt.Errorf("error listing facts: %w", err)
-	}
-	return fs, nil
 }
 
 // FactsOfDocumentVersions returns the ids of the facts the given versions

@@ -193,12 +193,8 @@ func (q *Queries) fanOut(ctx context.Context, ins Inserter, ev Event, only *uuid
 
 // GetEvent returns the tenant's event.
 func (q *Queries) GetEvent(ctx context.Context, tenantID, eventID uuid.UUID) (Event, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE tenant_id = $1 AND event_id = $2`, tenantID, eventID)
-	ev, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Event])
-	if err != nil {
-		return Event{}, notFound(err, "event", eventID)
-	}
-	return ev, nil
+	return getOne[Event](ctx, q.db, "event", eventID,
+		`SELECT `+eventColumns+` FROM events WHERE tenant_id = $1 AND event_id = $2`, tenantID, eventID)
 }
 
 // VerifyAuditChain recomputes every payload hash and event hash of the

@@ -70,22 +70,14 @@ const jobColumns = `job_id, tenant_id, type, status, priority, attempts, max_att
 
 // GetJob returns the tenant's job.
 func (q *Queries) GetJob(ctx context.Context, tenantID, jobID uuid.UUID) (Job, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2`, tenantID, jobID)
-	job, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Job])
-	if err != nil {
-		return Job{}, notFound(err, "job", jobID)
-	}
-	return job, nil
+	return getOne[Job](ctx, q.db, "job", jobID,
+		`SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2`, tenantID, jobID)
 }
 
 // GetJobForUpdate returns the tenant's job and locks its row until the end of tx.
 func (q *Queries) GetJobForUpdate(ctx context.Context, tenantID, jobID uuid.UUID) (Job, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2 FOR UPDATE`, tenantID, jobID)
-	job, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Job])
-	if err != nil {
-		return Job{}, notFound(err, "job", jobID)
-	}
-	return job, nil
+	return getOne[Job](ctx, q.db, "job", jobID,
+		`SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2 FOR UPDATE`, tenantID, jobID)
 }
 
 // JobFilter selects jobs of one tenant for ListJobs.
@@ -284,13 +276,9 @@ func idempotencyConflict(key string) error {
 }
 
 func (q *Queries) jobByIdempotencyKey(ctx context.Context, tenantID uuid.UUID, kind, key string) (Job, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs
+	return getOne[Job](ctx, q.db, "job with idempotency key", key,
+		`SELECT `+jobColumns+` FROM jobs
 		WHERE tenant_id = $1 AND type = $2 AND idempotency_key = $3`, tenantID, kind, key)
-	job, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Job])
-	if err != nil {
-		return Job{}, notFound(err, "job with idempotency key", key)
-	}
-	return job, nil
 }
 
 // insertOpts merges the type's defaults with the request's overrides and
@@ -322,12 +310,8 @@ func insertOpts(req EnqueueRequest, jobID uuid.UUID) (*river.InsertOpts, error) 
 // JobByRiverID returns the SSOT job mirroring a River job, across tenants
 // (used by workers, which know the River job, and by operator tools).
 func (q *Queries) JobByRiverID(ctx context.Context, riverJobID int64) (Job, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE river_job_id = $1`, riverJobID)
-	job, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Job])
-	if err != nil {
-		return Job{}, notFound(err, "job for River job", riverJobID)
-	}
-	return job, nil
+	return getOne[Job](ctx, q.db, "job for River job", riverJobID,
+		`SELECT `+jobColumns+` FROM jobs WHERE river_job_id = $1`, riverJobID)
 }
 
 // JobsByRiverIDs returns the SSOT jobs mirroring the given River jobs,

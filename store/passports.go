@@ -127,22 +127,14 @@ func (q *Queries) CreateBatteryProduct(ctx context.Context, tenantID uuid.UUID, 
 
 // GetBatteryProduct returns the tenant's product.
 func (q *Queries) GetBatteryProduct(ctx context.Context, tenantID, id uuid.UUID) (BatteryProduct, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+productColumns+` FROM battery_products WHERE tenant_id = $1 AND battery_product_id = $2`, tenantID, id)
-	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[BatteryProduct])
-	if err != nil {
-		return BatteryProduct{}, notFound(err, "battery product", id)
-	}
-	return p, nil
+	return getOne[BatteryProduct](ctx, q.db, "battery product", id,
+		`SELECT `+productColumns+` FROM battery_products WHERE tenant_id = $1 AND battery_product_id = $2`, tenantID, id)
 }
 
 // ListBatteryProducts returns the tenant's products by SKU.
 func (q *Queries) ListBatteryProducts(ctx context.Context, tenantID uuid.UUID) ([]BatteryProduct, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+productColumns+` FROM battery_products WHERE tenant_id = $1 ORDER BY sku`, tenantID)
-	ps, err := pgx.CollectRows(rows, pgx.RowToStructByName[BatteryProduct])
-	if err != nil {
-		return nil, fmt.Errorf("error listing battery products: %w", err)
-	}
-	return ps, nil
+	return list[BatteryProduct](ctx, q.db, "battery products",
+		`SELECT `+productColumns+` FROM battery_products WHERE tenant_id = $1 ORDER BY sku`, tenantID)
 }
 
 // CreatePassport creates a passport for a product.
@@ -161,23 +153,15 @@ func (q *Queries) CreatePassport(ctx context.Context, tenantID, productID uuid.U
 
 // GetPassport returns the tenant's passport.
 func (q *Queries) GetPassport(ctx context.Context, tenantID, id uuid.UUID) (Passport, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+passportColumns+` FROM passports WHERE tenant_id = $1 AND passport_id = $2`, tenantID, id)
-	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Passport])
-	if err != nil {
-		return Passport{}, notFound(err, "passport", id)
-	}
-	return p, nil
+	return getOne[Passport](ctx, q.db, "passport", id,
+		`SELECT `+passportColumns+` FROM passports WHERE tenant_id = $1 AND passport_id = $2`, tenantID, id)
 }
 
 // ListPassportVersions returns a passport's versions, newest first.
 func (q *Queries) ListPassportVersions(ctx context.Context, tenantID, passportID uuid.UUID) ([]PassportVersion, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions
+	return list[PassportVersion](ctx, q.db, "passport versions",
+		`SELECT `+passportVersionColumns+` FROM passport_versions
 		WHERE tenant_id = $1 AND passport_id = $2 ORDER BY version DESC`, tenantID, passportID)
-	vs, err := pgx.CollectRows(rows, pgx.RowToStructByName[PassportVersion])
-	if err != nil {
-		return nil, fmt.Errorf("error listing passport versions: %w", err)
-	}
-	return vs, nil
 }
 
 // InsertPassportVersion stores a compiled version (COMPILING) as the
@@ -215,13 +199,9 @@ func (q *Queries) InsertPassportVersion(ctx context.Context, in NewPassportVersi
 // PassportVersionByCompileJob returns the version a River compile job
 // stored, if any (ErrNotFound otherwise).
 func (q *Queries) PassportVersionByCompileJob(ctx context.Context, tenantID uuid.UUID, riverJobID int64) (PassportVersion, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions
+	return getOne[PassportVersion](ctx, q.db, "passport version of River job", riverJobID,
+		`SELECT `+passportVersionColumns+` FROM passport_versions
 		WHERE tenant_id = $1 AND compile_river_job_id = $2`, tenantID, riverJobID)
-	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportVersion])
-	if err != nil {
-		return PassportVersion{}, notFound(err, "passport version of River job", riverJobID)
-	}
-	return v, nil
 }
 
 // GetPassportVersion returns the tenant's passport version without artifacts.
@@ -235,13 +215,9 @@ func (q *Queries) LockPassportVersion(ctx context.Context, tenantID, id uuid.UUI
 }
 
 func (q *Queries) passportVersion(ctx context.Context, tenantID, id uuid.UUID, lock string) (PassportVersion, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions
+	return getOne[PassportVersion](ctx, q.db, "passport version", id,
+		`SELECT `+passportVersionColumns+` FROM passport_versions
 		WHERE tenant_id = $1 AND passport_version_id = $2`+lock, tenantID, id)
-	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportVersion])
-	if err != nil {
-		return PassportVersion{}, notFound(err, "passport version", id)
-	}
-	return v, nil
 }
 
 // LoadPassportArtifacts returns a version's stored bytes.
@@ -356,11 +332,7 @@ func (q *Queries) RecordPassportExport(ctx context.Context, e PassportExport) (P
 
 // ListPassportExports returns a version's exports, newest first.
 func (q *Queries) ListPassportExports(ctx context.Context, tenantID, versionID uuid.UUID) ([]PassportExport, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+exportColumns+` FROM passport_exports
+	return list[PassportExport](ctx, q.db, "exports",
+		`SELECT `+exportColumns+` FROM passport_exports
 		WHERE tenant_id = $1 AND passport_version_id = $2 ORDER BY created_at DESC, passport_export_id`, tenantID, versionID)
-	es, err := pgx.CollectRows(rows, pgx.RowToStructByName[PassportExport])
-	if err != nil {
-		return nil, fmt.Errorf("error listing exports: %w", err)
-	}
-	return es, nil
 }

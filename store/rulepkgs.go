@@ -93,22 +93,14 @@ func (q *Queries) CreateRulePackage(ctx context.Context, tenantID uuid.UUID, nam
 
 // GetRulePackage returns the tenant's rule package.
 func (q *Queries) GetRulePackage(ctx context.Context, tenantID, id uuid.UUID) (RulePackage, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+rulePackageColumns+` FROM rule_packages WHERE tenant_id = $1 AND rule_package_id = $2`, tenantID, id)
-	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RulePackage])
-	if err != nil {
-		return RulePackage{}, notFound(err, "rule package", id)
-	}
-	return p, nil
+	return getOne[RulePackage](ctx, q.db, "rule package", id,
+		`SELECT `+rulePackageColumns+` FROM rule_packages WHERE tenant_id = $1 AND rule_package_id = $2`, tenantID, id)
 }
 
 // ListRulePackages returns the tenant's rule packages by name.
 func (q *Queries) ListRulePackages(ctx context.Context, tenantID uuid.UUID) ([]RulePackage, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+rulePackageColumns+` FROM rule_packages WHERE tenant_id = $1 ORDER BY name`, tenantID)
-	ps, err := pgx.CollectRows(rows, pgx.RowToStructByName[RulePackage])
-	if err != nil {
-		return nil, fmt.Errorf("error listing rule packages: %w", err)
-	}
-	return ps, nil
+	return list[RulePackage](ctx, q.db, "rule packages",
+		`SELECT `+rulePackageColumns+` FROM rule_packages WHERE tenant_id = $1 ORDER BY name`, tenantID)
 }
 
 // CreateRulePackageVersion stores the package's next version as DRAFT. The
@@ -149,23 +141,15 @@ func (q *Queries) LockRulePackageVersion(ctx context.Context, tenantID, id uuid.
 }
 
 func (q *Queries) rulePackageVersion(ctx context.Context, sql string, tenantID, id uuid.UUID) (RulePackageVersion, error) {
-	rows, _ := q.db.Query(ctx, sql, tenantID, id)
-	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RulePackageVersion])
-	if err != nil {
-		return RulePackageVersion{}, notFound(err, "rule package version", id)
-	}
-	return v, nil
+	return getOne[RulePackageVersion](ctx, q.db, "rule package version", id,
+		sql, tenantID, id)
 }
 
 // ListRulePackageVersions returns a package's versions, newest first, without sources.
 func (q *Queries) ListRulePackageVersions(ctx context.Context, tenantID, packageID uuid.UUID) ([]RulePackageVersion, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+rulePackageVersionMeta+` FROM rule_package_versions
+	return list[RulePackageVersion](ctx, q.db, "rule package versions",
+		`SELECT `+rulePackageVersionMeta+` FROM rule_package_versions
 		WHERE tenant_id = $1 AND rule_package_id = $2 ORDER BY version DESC`, tenantID, packageID)
-	vs, err := pgx.CollectRows(rows, pgx.RowToStructByName[RulePackageVersion])
-	if err != nil {
-		return nil, fmt.Errorf("error listing rule package versions: %w", err)
-	}
-	return vs, nil
 }
 
 // RecordRuleTestsRun stores a run. A run of the same River job stored
@@ -208,13 +192,9 @@ func (q *Queries) RecordRuleTestsRun(ctx context.Context, run RuleTestsRun) (Rul
 
 // ListRuleTestsRuns returns a version's runs, newest first.
 func (q *Queries) ListRuleTestsRuns(ctx context.Context, tenantID, versionID uuid.UUID) ([]RuleTestsRun, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+ruleTestsRunColumns+` FROM rule_tests_runs
+	return list[RuleTestsRun](ctx, q.db, "tests runs",
+		`SELECT `+ruleTestsRunColumns+` FROM rule_tests_runs
 		WHERE tenant_id = $1 AND rule_package_version_id = $2 ORDER BY created_at DESC, rule_tests_run_id`, tenantID, versionID)
-	runs, err := pgx.CollectRows(rows, pgx.RowToStructByName[RuleTestsRun])
-	if err != nil {
-		return nil, fmt.Errorf("error listing tests runs: %w", err)
-	}
-	return runs, nil
 }
 
 // PublishRulePackageVersion publishes a VALIDATED version (one with a

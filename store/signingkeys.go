@@ -68,10 +68,6 @@ func (q *Queries) StoreDevSigningKey(ctx context.Context, keyID, publicKeyBase64
 
 // ListSigningKeys returns every registered public key by id.
 func (q *Queries) ListSigningKeys(ctx context.Context) ([]SigningKey, error) {
-	rows, _ := q.db.Query(ctx, `SELECT key_id, alg, public_key_base64, created_at FROM signing_keys ORDER BY key_id`)
-	keys, err := pgx.CollectRows(rows, pgx.RowToStructByName[SigningKey])
-	if err != nil {
-		return nil, fmt.Errorf("error listing signing keys: %w", err)
-	}
-	return keys, nil
+	return list[SigningKey](ctx, q.db, "signing keys",
+		`SELECT key_id, alg, public_key_base64, created_at FROM signing_keys ORDER BY key_id`)
 }

@@ -69,13 +69,9 @@ func (q *Queries) LockSnapshot(ctx context.Context, tenantID, id uuid.UUID) (Sna
 }
 
 func (q *Queries) snapshot(ctx context.Context, tenantID, id uuid.UUID, lock string) (Snapshot, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+snapshotColumns+` FROM data_snapshots s
+	return getOne[Snapshot](ctx, q.db, "snapshot", id,
+		`SELECT `+snapshotColumns+` FROM data_snapshots s
 		WHERE s.tenant_id = $1 AND s.snapshot_id = $2`+lock, tenantID, id)
-	sn, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Snapshot])
-	if err != nil {
-		return Snapshot{}, notFound(err, "snapshot", id)
-	}
-	return sn, nil
 }
 
 // AddSnapshotItems adds facts to a BUILDING snapshot and returns how many
@@ -137,13 +133,9 @@ func requireBuilding(sn Snapshot) error {
 
 // ListSnapshotItems returns a snapshot's items by type and key.
 func (q *Queries) ListSnapshotItems(ctx context.Context, tenantID, snapshotID uuid.UUID) ([]SnapshotItem, error) {
-	rows, _ := q.db.Query(ctx, `SELECT fact_id, fact_type, fact_key, payload_hash FROM snapshot_items
+	return list[SnapshotItem](ctx, q.db, "snapshot items",
+		`SELECT fact_id, fact_type, fact_key, payload_hash FROM snapshot_items
 		WHERE tenant_id = $1 AND snapshot_id = $2 ORDER BY fact_type, fact_key`, tenantID, snapshotID)
-	items, err := pgx.CollectRows(rows, pgx.RowToStructByName[SnapshotItem])
-	if err != nil {
-		return nil, fmt.Errorf("error listing snapshot items: %w", err)
-	}
-	return items, nil
 }
 
 // MarkSnapshotReady moves a BUILDING snapshot to READY (an empty snapshot is

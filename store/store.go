@@ -74,6 +74,29 @@ func notFound(err error, what string, id any) error {
 	return fmt.Errorf("error loading %s %v: %w", what, id, err)
 }
 
+// getOne returns the one row of T that sql selects (columns named as T's db
+// tags); no row is a NOT_FOUND naming what and id.
+func getOne[T any](ctx context.Context, db DBTX, what string, id any, sql string, args ...any) (T, error) {
+	rows, _ := db.Query(ctx, sql, args...) // a query error surfaces from the collect
+	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[T])
+	if err != nil {
+		var zero T
+		return zero, notFound(err, what, id)
+	}
+	return v, nil
+}
+
+// list returns the rows of T that sql selects (columns named as T's db
+// tags); what names them in the error.
+func list[T any](ctx context.Context, db DBTX, what string, sql string, args ...any) ([]T, error) {
+	rows, _ := db.Query(ctx, sql, args...) // a query error surfaces from the collect
+	vs, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	if err != nil {
+		return nil, fmt.Errorf("error listing %s: %w", what, err)
+	}
+	return vs, nil
+}
+
 // IsUniqueViolation reports whether err is a unique violation of constraint
 // (any unique constraint when constraint is empty).
 func IsUniqueViolation(err error, constraint string) bool {

@@ -41,13 +41,9 @@ func (q *Queries) CreateTenant(ctx context.Context, slug, name string) (Tenant, 
 
 // ListTenants returns every tenant but the internal system tenant, by slug.
 func (q *Queries) ListTenants(ctx context.Context) ([]Tenant, error) {
-	rows, _ := q.db.Query(ctx, `SELECT tenant_id, slug, name, created_at FROM tenants
+	return list[Tenant](ctx, q.db, "tenants",
+		`SELECT tenant_id, slug, name, created_at FROM tenants
 		WHERE tenant_id <> $1 ORDER BY slug`, SystemTenantID)
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Tenant])
-	if err != nil {
-		return nil, fmt.Errorf("error listing tenants: %w", err)
-	}
-	return out, nil
 }
 
 // RequireTenant returns NOT_FOUND unless the tenant exists.

@@ -105,38 +105,26 @@ func (q *Queries) CreateWebhookEndpoint(ctx context.Context, tenantID uuid.UUID,
 
 // ListWebhookEndpoints returns the tenant's endpoints that are not deleted.
 func (q *Queries) ListWebhookEndpoints(ctx context.Context, tenantID uuid.UUID) ([]WebhookEndpoint, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+	return list[WebhookEndpoint](ctx, q.db, "webhook endpoints",
+		`SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, webhook_endpoint_id`, tenantID)
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WebhookEndpoint])
-	if err != nil {
-		return nil, fmt.Errorf("error listing webhook endpoints: %w", err)
-	}
-	return out, nil
 }
 
 // GetWebhookEndpoint returns the tenant's endpoint, deleted or not.
 func (q *Queries) GetWebhookEndpoint(ctx context.Context, tenantID, id uuid.UUID) (WebhookEndpoint, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+	return getOne[WebhookEndpoint](ctx, q.db, "webhook endpoint", id,
+		`SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE tenant_id = $1 AND webhook_endpoint_id = $2`, tenantID, id)
-	ep, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookEndpoint])
-	if err != nil {
-		return WebhookEndpoint{}, notFound(err, "webhook endpoint", id)
-	}
-	return ep, nil
 }
 
 // UpdateWebhookEndpoint changes an endpoint's URL (when url != "") and activity.
 func (q *Queries) UpdateWebhookEndpoint(ctx context.Context, tenantID, id uuid.UUID, url string, isActive *bool) (WebhookEndpoint, error) {
-	rows, _ := q.db.Query(ctx, `UPDATE webhook_endpoints SET
+	return getOne[WebhookEndpoint](ctx, q.db, "webhook endpoint", id,
+		`UPDATE webhook_endpoints SET
 			url = COALESCE(NULLIF($3, ''), url),
 			is_active = COALESCE($4, is_active)
 		WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND deleted_at IS NULL
 		RETURNING `+endpointColumns, tenantID, id, url, isActive)
-	ep, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookEndpoint])
-	if err != nil {
-		return WebhookEndpoint{}, notFound(err, "webhook endpoint", id)
-	}
-	return ep, nil
 }
 
 // DeleteWebhookEndpoint soft-deletes an endpoint and drops its
@@ -176,14 +164,10 @@ func (q *Queries) CreateWebhookSubscription(ctx context.Context, tenantID, endpo
 
 // ListWebhookSubscriptions returns the tenant's subscriptions, optionally of one endpoint.
 func (q *Queries) ListWebhookSubscriptions(ctx context.Context, tenantID uuid.UUID, endpointID *uuid.UUID) ([]WebhookSubscription, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+subscriptionColumns+` FROM webhook_subscriptions
+	return list[WebhookSubscription](ctx, q.db, "webhook subscriptions",
+		`SELECT `+subscriptionColumns+` FROM webhook_subscriptions
 		WHERE tenant_id = $1 AND ($2::uuid IS NULL OR webhook_endpoint_id = $2)
 		ORDER BY created_at, webhook_subscription_id`, tenantID, endpointID)
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WebhookSubscription])
-	if err != nil {
-		return nil, fmt.Errorf("error listing webhook subscriptions: %w", err)
-	}
-	return out, nil
 }
 
 // DeleteWebhookSubscription removes a subscription.
@@ -204,13 +188,9 @@ const deliveryColumns = `webhook_delivery_id, tenant_id, webhook_endpoint_id, ev
 
 // GetWebhookDelivery returns the tenant's delivery.
 func (q *Queries) GetWebhookDelivery(ctx context.Context, tenantID, id uuid.UUID) (WebhookDelivery, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries
+	return getOne[WebhookDelivery](ctx, q.db, "webhook delivery", id,
+		`SELECT `+deliveryColumns+` FROM webhook_deliveries
 		WHERE tenant_id = $1 AND webhook_delivery_id = $2`, tenantID, id)
-	d, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookDelivery])
-	if err != nil {
-		return WebhookDelivery{}, notFound(err, "webhook delivery", id)
-	}
-	return d, nil
 }
 
 // DeliveryAttempt is the outcome of one POST to an endpoint.
