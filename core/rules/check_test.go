@@ -10,12 +10,7 @@ import (
 
 func TestCheckErrors(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name, src string
-		code      errcode.Code
-		field     string
-		line, col int
-	}{
+	cases := []errorCase{
 		{"unit mismatch add", "field a : Qty(kg) = qty(1, kg) + qty(1, g);", errcode.UnitMismatch, "a", 1, 32},
 		{"unit mismatch compare", "field a : Bool = qty(1, kg) < qty(1, g);", errcode.UnitMismatch, "a", 1, 29},
 		{"unit mismatch convert", "field a : Qty(kWh) = convert(qty(1, kg), kWh);", errcode.UnitMismatch, "a", 1, 42},
@@ -65,13 +60,7 @@ func TestCheckErrors(t *testing.T) {
 		{"cycle", "field a : Int = field(\"b\");\nfield b : Int = field(\"c\") + 1;\nfield c : Int = field(\"a\");", errcode.RuleCycleDetected, "a", 1, 7},
 		{"self cycle", "field z : Int = 1;\nfield s : Int = field(\"s\");", errcode.RuleCycleDetected, "s", 2, 7},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := Check(tc.src)
-			requireErrorAt(t, err, tc.code, tc.field, tc.line, tc.col)
-		})
-	}
+	requireErrorCases(t, cases, checkError)
 }
 
 func TestCycleNamesFieldsInOrder(t *testing.T) {

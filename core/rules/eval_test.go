@@ -184,12 +184,7 @@ func TestEvaluateIsDeterministic(t *testing.T) {
 
 func TestEvaluateRuntimeErrors(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name, src string
-		code      errcode.Code
-		field     string
-		line, col int
-	}{
+	cases := []errorCase{
 		{"division by zero", "field ok : Int = 1;\nfield a.b : Dec(2) = 1.00 / (1.00 - 1.00);", errcode.DivisionByZero, "a.b", 2, 27},
 		{"qty division by zero", "field a : Qty(kg) = qty(1, kg) / 0.0;", errcode.DivisionByZero, "a", 1, 32},
 		{"assert fails", "field a : Int = assert(1 > 2, \"ONE_GT_TWO\", \"never\"); 1;", errcode.Code("ONE_GT_TWO"), "a", 1, 17},
@@ -217,15 +212,12 @@ func TestEvaluateRuntimeErrors(t *testing.T) {
 		{"error in toMap key", "field a : Map(Text, Int) = toMap(list(0.0), (x) => toText(1.0 / x), (x) => 1);", errcode.DivisionByZero, "a", 1, 63},
 		{"error in filter", "field a : List(Dec(1)) = filter(list(0.0), (x) => 1.0 / x > x);", errcode.DivisionByZero, "a", 1, 55},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			p, err := Check(tc.src)
-			require.NoError(t, err)
-			_, err = p.Evaluate(sampleFacts)
-			requireErrorAt(t, err, tc.code, tc.field, tc.line, tc.col)
-		})
-	}
+	requireErrorCases(t, cases, func(t *testing.T, src string) error {
+		p, err := Check(src)
+		require.NoError(t, err)
+		_, err = p.Evaluate(sampleFacts)
+		return err
+	})
 }
 
 func TestEvaluateRejectsBadFactSets(t *testing.T) {

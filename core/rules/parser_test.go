@@ -64,12 +64,7 @@ func TestTypeStrings(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		name, src string
-		code      errcode.Code
-		field     string
-		line, col int
-	}{
+	cases := []errorCase{
 		{"missing semicolon", "field a : Int = 1", errcode.RuleParseError, "a", 1, 18},
 		{"bad char", "field a : Int = 1 # 2;", errcode.RuleParseError, "", 1, 19},
 		{"unterminated string", "field a : Text = \"abc", errcode.RuleParseError, "", 1, 18},
@@ -100,13 +95,7 @@ func TestParseErrors(t *testing.T) {
 		{"invalid utf8 outside", "field a : Int = \xff;", errcode.RuleParseError, "", 1, 17},
 		{"unclosed paren", "field a : Int = (1;", errcode.RuleParseError, "a", 1, 19},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := Check(tc.src)
-			requireErrorAt(t, err, tc.code, tc.field, tc.line, tc.col)
-		})
-	}
+	requireErrorCases(t, cases, checkError)
 }
 
 func TestParseDepthLimit(t *testing.T) {
@@ -118,6 +107,33 @@ func TestParseDepthLimit(t *testing.T) {
 	_, err := Parse(src + "1")
 	require.Equal(t, errcode.RuleParseError, errcode.CodeOf(err))
 	require.Contains(t, err.Error(), "nesting deeper")
+}
+
+// errorCase is a rule source and the error it must fail with: its code and
+// where it is located (field, line:col).
+type errorCase struct {
+	name, src string
+	code      errcode.Code
+	field     string
+	line, col int
+}
+
+// requireErrorCases runs each case as a parallel subtest in which run(src)
+// must fail as the case says.
+func requireErrorCases(t *testing.T, cases []errorCase, run func(t *testing.T, src string) error) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			requireErrorAt(t, run(t, tc.src), tc.code, tc.field, tc.line, tc.col)
+		})
+	}
+}
+
+// checkError is the error Check returns for src.
+func checkError(_ *testing.T, src string) error {
+	_, err := Check(src)
+	return err
 }
 
 // requireErrorAt asserts err carries code and is located at field, line:col.

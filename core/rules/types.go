@@ -114,16 +114,8 @@ func (t *Type) String() string {
 		return "?"
 	}
 	switch t.Kind {
-	case KindBool:
-		return "Bool"
-	case KindInt:
-		return "Int"
-	case KindText:
-		return "Text"
-	case KindDate:
-		return "Date"
-	case KindFact:
-		return "Fact"
+	case KindBool, KindInt, KindText, KindDate, KindFact:
+		return kindName(t.Kind)
 	case KindDec:
 		return "Dec(" + strconv.Itoa(t.Scale) + ")"
 	case KindQty:
