@@ -92,10 +92,10 @@ func (s *Server) Handler() http.Handler {
 	r.MethodNotAllowed(s.methodNotAllowed)
 
 	doc := newOpenAPI()
-	public := routes{r: r, doc: doc, public: true}
-	public.handle(http.MethodGet, "/v1/health/live", "health-live", "Liveness: the process serves HTTP", s.handleLive,
+	public := routes{r: r, api: s.newAPI(r, doc), doc: doc, public: true}
+	register(public, http.MethodGet, "/v1/health/live", "health-live", "Liveness: the process serves HTTP", s.handleLive,
 		responds[liveResponse](http.StatusOK, "Alive"))
-	public.handle(http.MethodGet, "/v1/health/ready", "health-ready", "Readiness: every readiness check passes", s.handleReady,
+	register(public, http.MethodGet, "/v1/health/ready", "health-ready", "Readiness: every readiness check passes", s.handleReady,
 		describe("Each check's failure detail is shown only with the admin bearer token."),
 		responds[readyResponse](http.StatusOK, "Ready"),
 		responds[readyResponse](http.StatusServiceUnavailable, "A check failed"))
@@ -107,7 +107,7 @@ func (s *Server) Handler() http.Handler {
 
 	r.Group(func(g chi.Router) {
 		g.Use(s.requireBearer, s.checkRequestText, canonicalQuery, s.limitBody)
-		rs := routes{r: g, doc: doc}
+		rs := routes{r: g, api: s.newAPI(g, doc), doc: doc}
 		rs.handle(http.MethodGet, "/v1/metrics", "metrics", "Prometheus metrics (text exposition format)",
 			promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}).ServeHTTP,
 			raw("Metrics", "text/plain"))
@@ -137,9 +137,6 @@ type (
 	}
 	idPath struct {
 		ID string `path:"id" format:"uuid"`
-	}
-	idemKeyParam struct {
-		IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes the request idempotent: the same key and request return the existing job."`
 	}
 	idemKeyIDParams struct {
 		ID             string `path:"id" format:"uuid"`
@@ -197,36 +194,32 @@ type items[T any] struct {
 
 // adminRoutes are the job, tenant, event and webhook endpoints.
 func (s *Server) adminRoutes(rs routes) {
-	rs.handle(http.MethodPost, "/v1/tenants", "create-tenant", "Create a tenant", s.handleCreateTenant,
+	register(rs, http.MethodPost, "/v1/tenants", "create-tenant", "Create a tenant", s.handleCreateTenant,
 		jsonBody[createTenantRequest],
 		responds[store.Tenant](http.StatusCreated, "Created"))
-	rs.handle(http.MethodGet, "/v1/tenants", "list-tenants", "List tenants", s.handleListTenants,
+	register(rs, http.MethodGet, "/v1/tenants", "list-tenants", "List tenants", s.handleListTenants,
 		responds[items[store.Tenant]](http.StatusOK, "Tenants"))
 
 	enqueue := kindSchemas(rs.doc.Components.Schemas, s.Config.Kinds)
-	rs.handle(http.MethodPost, "/v1/jobs", "enqueue-job", "Enqueue a job", s.handleEnqueue,
+	register(rs, http.MethodPost, "/v1/jobs", "enqueue-job", "Enqueue a job", s.handleEnqueue,
 		describe(kindsDescription(s.Config.Kinds)),
-		params[idemKeyParam], bodySchema(enqueue),
+		bodySchema(enqueue),
 		responds[store.Job](http.StatusCreated, "Created"),
 		responds[store.Job](http.StatusOK, "Existing job (same idempotency key and request)"))
-	rs.handle(http.MethodPost, "/v1/jobs:batch", "enqueue-jobs-batch", "Enqueue up to 1000 jobs in one transaction", s.handleEnqueueBatch,
+	register(rs, http.MethodPost, "/v1/jobs:batch", "enqueue-jobs-batch", "Enqueue up to 1000 jobs in one transaction", s.handleEnqueueBatch,
 		describe(kindsDescription(s.Config.Kinds)),
 		bodySchema(&huma.Schema{Type: huma.TypeObject, Required: []string{"jobs"}, AdditionalProperties: false,
 			Properties: map[string]*huma.Schema{"jobs": {Type: huma.TypeArray, Items: enqueue, MinItems: ptr(1), MaxItems: ptr(maxBatchJobs)}}}),
 		responds[items[batchItem]](http.StatusCreated, "At least one job created"),
 		responds[items[batchItem]](http.StatusOK, "Every job already existed"))
-	rs.handle(http.MethodGet, "/v1/jobs", "list-jobs", "List a tenant's jobs, newest first", s.handleListJobs,
-		params[listJobsParams],
+	register(rs, http.MethodGet, "/v1/jobs", "list-jobs", "List a tenant's jobs, newest first", s.handleListJobs,
 		responds[store.JobPage](http.StatusOK, "A page of jobs"))
-	rs.handle(http.MethodGet, "/v1/jobs/{job_id}", "get-job", "Get a job, optionally long-polling for its end", s.handleGetJob,
-		params[getJobParams],
+	register(rs, http.MethodGet, "/v1/jobs/{job_id}", "get-job", "Get a job, optionally long-polling for its end", s.handleGetJob,
 		responds[store.Job](http.StatusOK, "The job (terminal, or no waitMs)"),
 		responds[store.Job](http.StatusAccepted, "waitMs elapsed before the job finished", "Retry-After"))
-	rs.handle(http.MethodPost, "/v1/jobs/{job_id}/retry", "retry-job", "Retry a job that did not succeed", s.handleRetryJob,
-		params[jobParams],
+	register(rs, http.MethodPost, "/v1/jobs/{job_id}/retry", "retry-job", "Retry a job that did not succeed", s.handleRetryJob,
 		responds[store.Job](http.StatusOK, "The job, queued again"))
-	rs.handle(http.MethodPost, "/v1/jobs/{job_id}/cancel", "cancel-job", "Cancel a job that has not finished", s.handleCancelJob,
-		params[jobParams],
+	register(rs, http.MethodPost, "/v1/jobs/{job_id}/cancel", "cancel-job", "Cancel a job that has not finished", s.handleCancelJob,
 		responds[store.Job](http.StatusOK, "The job"))
 
 	rs.handle(http.MethodPost, "/v1/events", "append-event", "Append a custom audit event", s.handleAppendEvent,

@@ -10,8 +10,21 @@ import (
 	"github.com/bpc-platform/bpc/internal/redact"
 )
 
-func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, liveResponse{Status: "ok"})
+type liveOutput struct {
+	Body liveResponse
+}
+
+func (s *Server) handleLive(context.Context, *struct{}) (*liveOutput, error) {
+	return &liveOutput{Body: liveResponse{Status: "ok"}}, nil
+}
+
+type readyInput struct {
+	Authorization string `header:"Authorization" hidden:"true"`
+}
+
+type readyOutput struct {
+	Status int
+	Body   readyResponse
 }
 
 // liveResponse is the answer of the liveness probe.
@@ -35,18 +48,18 @@ type checkResult struct {
 // Health needs no auth, so the failure's text (database host and user,
 // schema versions) is logged and shown only to a caller with the admin
 // token.
-func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+func (s *Server) handleReady(rctx context.Context, in *readyInput) (*readyOutput, error) {
+	ctx, cancel := context.WithTimeout(rctx, 3*time.Second)
 	defer cancel()
-	showDetail := s.hasAdminBearer(r)
+	showDetail := s.bearerMatches(in.Authorization)
 	status, results := http.StatusOK, make([]checkResult, 0, len(s.Ready))
 	for _, c := range s.Ready {
 		res := checkResult{Name: c.Name, OK: true}
 		if err := c.Check(ctx); err != nil {
 			res.OK, status = false, http.StatusServiceUnavailable
 			detail := redact.String(err.Error())
-			s.Logger.WarnContext(r.Context(), "readiness check failed",
-				slog.String("correlation_id", correlationID(r.Context())),
+			s.Logger.WarnContext(rctx, "readiness check failed",
+				slog.String("correlation_id", correlationID(rctx)),
 				slog.String("check", c.Name), slog.String("error", detail))
 			if showDetail {
 				res.Detail = detail
@@ -58,11 +71,17 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	if status != http.StatusOK {
 		body.Status = "not ready"
 	}
-	writeJSON(w, status, body)
+	return &readyOutput{Status: status, Body: body}, nil
 }
 
 // hasAdminBearer reports whether r carries the admin bearer token.
 func (s *Server) hasAdminBearer(r *http.Request) bool {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return s.bearerMatches(r.Header.Get("Authorization"))
+}
+
+// bearerMatches reports whether an Authorization header value is the admin
+// bearer token.
+func (s *Server) bearerMatches(authorization string) bool {
+	scheme, token, ok := strings.Cut(authorization, " ")
 	return ok && strings.EqualFold(scheme, "Bearer") && s.tokenMatches(strings.TrimSpace(token))
 }

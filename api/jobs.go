@@ -130,34 +130,42 @@ func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest, batch
 	return results, nil
 }
 
-func (s *Server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
+type enqueueInput struct {
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Alternative to idempotency_key in the body."`
+	RawBody        []byte
+}
+
+// jobOutput is a job, with the status of the answer.
+type jobOutput struct {
+	Status     int
+	RetryAfter string `header:"Retry-After" hidden:"true"` // documented on the 202 of get-job
+	Body       store.Job
+}
+
+func (s *Server) handleEnqueue(ctx context.Context, raw *enqueueInput) (*jobOutput, error) {
 	var in enqueueRequest
-	if err := decodeJSON(r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeBytes(raw.RawBody, &in); err != nil {
+		return nil, err
 	}
-	if key := r.Header.Get(HeaderIdempotencyKey); key != "" {
+	if key := raw.IdempotencyKey; key != "" {
 		if in.IdempotencyKey != "" && in.IdempotencyKey != key {
-			s.writeError(w, r, errcode.Invalid("idempotency_key", "differs from the Idempotency-Key header"))
-			return
+			return nil, errcode.Invalid("idempotency_key", "differs from the Idempotency-Key header")
 		}
 		in.IdempotencyKey = key
 	}
 	req, err := s.toStoreRequest(in, "")
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	results, err := s.enqueue(r.Context(), []store.EnqueueRequest{req}, false)
+	results, err := s.enqueue(ctx, []store.EnqueueRequest{req}, false)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	status := http.StatusCreated
 	if results[0].Existing {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, results[0].Job)
+	return &jobOutput{Status: status, Body: results[0].Job}, nil
 }
 
 type batchRequest struct {
@@ -169,95 +177,88 @@ type batchItem struct {
 	Existing bool `json:"existing"`
 }
 
-func (s *Server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
+type batchOutput struct {
+	Status int
+	Body   items[batchItem]
+}
+
+func (s *Server) handleEnqueueBatch(ctx context.Context, raw *jsonInput) (*batchOutput, error) {
 	var in batchRequest
-	if err := decodeJSON(r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeBytes(raw.RawBody, &in); err != nil {
+		return nil, err
 	}
 	if len(in.Jobs) == 0 || len(in.Jobs) > maxBatchJobs {
-		s.writeError(w, r, errcode.Invalid("jobs", "must hold 1 to %d jobs", maxBatchJobs))
-		return
+		return nil, errcode.Invalid("jobs", "must hold 1 to %d jobs", maxBatchJobs)
 	}
 	reqs := make([]store.EnqueueRequest, len(in.Jobs))
 	for i, job := range in.Jobs {
 		req, err := s.toStoreRequest(job, "jobs["+strconv.Itoa(i)+"].")
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		reqs[i] = req
 	}
-	results, err := s.enqueue(r.Context(), reqs, true)
+	results, err := s.enqueue(ctx, reqs, true)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	status := http.StatusOK
-	items := make([]batchItem, len(results))
+	out := &batchOutput{Status: http.StatusOK, Body: items[batchItem]{Items: make([]batchItem, len(results))}}
 	for i, res := range results {
-		items[i] = batchItem{Job: res.Job, Existing: res.Existing}
+		out.Body.Items[i] = batchItem{Job: res.Job, Existing: res.Existing}
 		if !res.Existing {
-			status = http.StatusCreated
+			out.Status = http.StatusCreated
 		}
 	}
-	writeJSON(w, status, map[string]any{"items": items})
+	return out, nil
 }
 
-func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request) {
-	tenantID, err := queryTenant(r)
+type jobPageOutput struct {
+	Body store.JobPage
+}
+
+func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*jobPageOutput, error) {
+	tenantID, err := parseUUID("tenant_id", in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	q := r.URL.Query()
-	f := store.JobFilter{TenantID: tenantID, Type: q.Get("type"), Status: q.Get("status"), Cursor: q.Get("cursor")}
+	f := store.JobFilter{TenantID: tenantID, Type: in.Type, Status: in.Status, Cursor: in.Cursor}
 	if _, known := jobargs.Find(s.Config.Kinds, f.Type); f.Type != "" && !known {
-		s.writeError(w, r, errcode.Invalid("type", "unknown job type %q", f.Type))
-		return
+		return nil, errcode.Invalid("type", "unknown job type %q", f.Type)
 	}
 	if f.Status != "" && !slices.Contains(store.Statuses, f.Status) {
-		s.writeError(w, r, errcode.Invalid("status", "must be one of %s", strings.Join(store.Statuses, ", ")))
-		return
+		return nil, errcode.Invalid("status", "must be one of %s", strings.Join(store.Statuses, ", "))
 	}
-	if f.Limit, err = queryInt(r, "limit", 50, 1, 500); err != nil {
-		s.writeError(w, r, err)
-		return
+	if f.Limit, err = parseInt("limit", string(in.Limit), 50, 1, 500); err != nil {
+		return nil, err
 	}
-	page, err := s.Store.ListJobs(r.Context(), f)
+	page, err := s.Store.ListJobs(ctx, f)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, page)
+	return &jobPageOutput{Body: page}, nil
 }
 
 // handleGetJob returns a job. With waitMs it long-polls: 200 as soon as the
 // job is terminal, 202 with Retry-After when the wait ends first.
-func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request) {
-	tenantID, err := queryTenant(r)
+func (s *Server) handleGetJob(ctx context.Context, in *getJobParams) (*jobOutput, error) {
+	tenantID, err := parseUUID("tenant_id", in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	jobID, err := pathUUID(r, "job_id")
+	jobID, err := parseUUID("job_id", in.JobID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	waitMs, err := queryInt(r, "waitMs", -1, 0, int(maxWait/time.Millisecond))
+	waitMs, err := parseInt("waitMs", string(in.WaitMs), -1, 0, int(maxWait/time.Millisecond))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	job, err := s.Store.GetJob(r.Context(), tenantID, jobID)
+	job, err := s.Store.GetJob(ctx, tenantID, jobID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	if waitMs < 0 {
-		writeJSON(w, http.StatusOK, job)
-		return
+		return &jobOutput{Status: http.StatusOK, Body: job}, nil
 	}
 	deadline := time.Now().Add(time.Duration(waitMs) * time.Millisecond)
 	delay := s.pollInterval
@@ -267,38 +268,32 @@ func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request) {
 	for !store.IsTerminal(job.Status) {
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
-			w.Header().Set("Retry-After", "1")
-			writeJSON(w, http.StatusAccepted, job)
-			return
+			return &jobOutput{Status: http.StatusAccepted, RetryAfter: "1", Body: job}, nil
 		}
 		select {
-		case <-r.Context().Done():
-			return // the client went away
+		case <-ctx.Done():
+			return nil, nil // the client went away; nobody reads the answer
 		case <-time.After(min(delay, remaining)):
 		}
 		delay = min(delay*2, time.Second)
-		if job, err = s.Store.GetJob(r.Context(), tenantID, jobID); err != nil {
-			s.writeError(w, r, err)
-			return
+		if job, err = s.Store.GetJob(ctx, tenantID, jobID); err != nil {
+			return nil, err
 		}
 	}
-	writeJSON(w, http.StatusOK, job)
+	return &jobOutput{Status: http.StatusOK, Body: job}, nil
 }
 
 // jobAction locks the SSOT row of a job, checks it can take the action and
 // runs it on the River job in the same transaction.
-func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, check func(store.Job) error, act func(ctx context.Context, tx pgx.Tx, riverJobID int64) error) {
-	tenantID, err := queryTenant(r)
+func (s *Server) jobAction(ctx context.Context, in *jobParams, check func(store.Job) error, act func(ctx context.Context, tx pgx.Tx, riverJobID int64) error) (*jobOutput, error) {
+	tenantID, err := parseUUID("tenant_id", in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	jobID, err := pathUUID(r, "job_id")
+	jobID, err := parseUUID("job_id", in.JobID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	ctx := r.Context()
 	var job store.Job
 	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
 		job, err = s.Store.WithTx(tx).GetJobForUpdate(ctx, tenantID, jobID)
@@ -318,11 +313,10 @@ func (s *Server) jobAction(w http.ResponseWriter, r *http.Request, check func(st
 		return err
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	s.logTransition(ctx, job, "api")
-	writeJSON(w, http.StatusOK, job)
+	return &jobOutput{Status: http.StatusOK, Body: job}, nil
 }
 
 // logTransition writes the job transition line for a change made outside a
@@ -339,8 +333,8 @@ func (s *Server) logTransition(ctx context.Context, job store.Job, source string
 		slog.String("correlation_id", correlationID(ctx)))
 }
 
-func (s *Server) handleRetryJob(w http.ResponseWriter, r *http.Request) {
-	s.jobAction(w, r, func(job store.Job) error {
+func (s *Server) handleRetryJob(ctx context.Context, in *jobParams) (*jobOutput, error) {
+	return s.jobAction(ctx, in, func(job store.Job) error {
 		switch job.Status {
 		case store.StatusRunning:
 			return errcode.New(errcode.InvalidState, "job %s is running; cancel it first or wait", job.JobID)
@@ -356,8 +350,8 @@ func (s *Server) handleRetryJob(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) handleCancelJob(w http.ResponseWriter, r *http.Request) {
-	s.jobAction(w, r, func(job store.Job) error {
+func (s *Server) handleCancelJob(ctx context.Context, in *jobParams) (*jobOutput, error) {
+	return s.jobAction(ctx, in, func(job store.Job) error {
 		if store.IsTerminal(job.Status) {
 			return errcode.New(errcode.InvalidState, "job %s is already %s", job.JobID, job.Status)
 		}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -39,8 +40,12 @@ import (
 //     body, a form Content-Type, NUL in strings), so it is not used on
 //     requests; the tags document the same rules the handlers enforce.
 //
-// Routing stays chi: the document describes the chi routes (same
-// middleware, same route patterns in the metrics labels, same 404/405).
+// Routing stays chi, with the same middleware, route patterns (the metrics
+// labels) and 404/405. A route is either a typed operation (register:
+// huma.Register through the humachi adapter, the handler takes its input
+// type and returns its output type or an error) or a documented
+// http.HandlerFunc (handle: the handler keeps its chi shape, its types are
+// named in the opts). Both write into the one document.
 //
 // Why Huma: its schema registry maps Go types to JSON Schema 2020-12 (the
 // dialect of OpenAPI 3.1) with struct tags for what a type cannot say, and
@@ -48,10 +53,20 @@ import (
 // middleware and no routes. Its own docs page loads from a CDN, so /v1/docs
 // is rendered here (docs.go).
 
-// ErrorBody is the error envelope every failure answers with.
+// ErrorBody is the error envelope every failure answers with. It is also
+// what Huma's error constructors return (huma.go), so Huma documents it as
+// the schema of error responses. The Go field cannot be called Error (it
+// would clash with the Error method).
 type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
+	Err    ErrorDetail `json:"error"`
+	status int
 }
+
+// Error returns the code and message.
+func (e *ErrorBody) Error() string { return string(e.Err.Code) + ": " + e.Err.Message }
+
+// GetStatus returns the HTTP status of the error (huma.StatusError).
+func (e *ErrorBody) GetStatus() int { return e.status }
 
 // ErrorDetail is the content of the error envelope.
 type ErrorDetail struct {
@@ -86,15 +101,19 @@ func newOpenAPI() *huma.OpenAPI {
 				"bearerAuth": {Type: "http", Scheme: "bearer", Description: "Authorization: Bearer <BPC_ADMIN_TOKEN>"},
 			},
 		},
+		OnAddOperation: []huma.AddOpFunc{dropRawBodyMediaType},
 	}
 }
 
 // opt adds to an operation's documentation.
 type opt func(reg huma.Registry, o *huma.Operation)
 
-// routes registers chi routes and documents each in one document.
+// routes registers the routes of one chi router (with its middleware) and
+// documents each in one document: typed operations through api (register),
+// handlers that keep the http.HandlerFunc shape through handle.
 type routes struct {
 	r   chi.Router
+	api huma.API
 	doc *huma.OpenAPI
 	// public marks the operations that need no bearer token.
 	public bool
@@ -125,6 +144,13 @@ func (rs routes) handle(method, path, id, summary string, h http.HandlerFunc, op
 	}
 	rs.doc.AddOperation(o)
 	rs.r.Method(method, path, h)
+}
+
+// register routes a typed operation: Huma reads its input I (parameters,
+// RawBody) from the request, calls h and writes its output O (Status,
+// headers, Body), and documents both from the types and the opts.
+func register[I, O any](rs routes, method, path, id, summary string, h func(context.Context, *I) (*O, error), opts ...opt) {
+	huma.Register(rs.api, typed(rs.api, rs.public, method, path, id, summary, opts...), h)
 }
 
 // params documents the parameters declared by P's fields tagged path,
@@ -180,6 +206,9 @@ func responds[T any](status int, desc string, headers ...string) opt {
 			r.Headers[h] = &huma.Header{Schema: &huma.Schema{Type: huma.TypeString}}
 		}
 		o.Responses[fmt.Sprint(status)] = r
+		if o.DefaultStatus == 0 {
+			o.DefaultStatus = status // a typed operation's status when its output sets none
+		}
 	}
 }
 

@@ -40,7 +40,12 @@ func queryTenant(r *http.Request) (uuid.UUID, error) {
 
 // queryInt reads an optional integer query parameter within [lo, hi].
 func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
-	v := strings.TrimSpace(r.URL.Query().Get(name))
+	return parseInt(name, r.URL.Query().Get(name), def, lo, hi)
+}
+
+// parseInt parses an optional integer parameter within [lo, hi]; empty is def.
+func parseInt(name, value string, def, lo, hi int) (int, error) {
+	v := strings.TrimSpace(value)
 	if v == "" {
 		return def, nil
 	}

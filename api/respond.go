@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,10 +71,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// writeError writes the error envelope. Server errors are logged with the
-// correlation id and shown to the client as a generic message; client
-// errors are not logged (the request line records them).
+// writeError writes the error envelope (see errorEnvelope).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	body := errorEnvelope(r.Context(), s.Logger, err)
+	if body.status == http.StatusTooManyRequests || body.status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, body.status, body)
+}
+
+// errorEnvelope turns any error into the status and body the API answers with.
+// Server errors are logged with the correlation id and shown to the client
+// as a generic message; client errors are not logged (the request line
+// records them).
+func errorEnvelope(ctx context.Context, logger *slog.Logger, err error) *ErrorBody {
 	e := errcode.As(err)
 	switch {
 	case e != nil:
@@ -83,12 +94,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		e = errcode.Wrap(errcode.Internal, err, "%s", err.Error())
 	}
 	status := httpStatus(e.Code)
-	detail := ErrorDetail{Code: e.Code, Message: e.Message, CorrelationID: correlationID(r.Context()), Details: e.Details}
+	detail := ErrorDetail{Code: e.Code, Message: e.Message, CorrelationID: correlationID(ctx), Details: e.Details}
 	if status >= 500 {
-		s.Logger.ErrorContext(r.Context(), "request failed",
-			slog.String("correlation_id", detail.CorrelationID),
-			slog.String("error_code", string(e.Code)),
-			slog.String("error", redact.String(err.Error())))
+		if logger != nil {
+			logger.ErrorContext(ctx, "request failed",
+				slog.String("correlation_id", detail.CorrelationID),
+				slog.String("error_code", string(e.Code)),
+				slog.String("error", redact.String(err.Error())))
+		}
 		detail.Message = "internal error; quote the correlation id when reporting it"
 		if e.Code == errcode.DBUnavailable {
 			detail.Message = "database unavailable; retry later"
@@ -98,10 +111,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if detail.Details == nil {
 		detail.Details = map[string]any{}
 	}
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
-	writeJSON(w, status, ErrorBody{Error: detail})
+	return &ErrorBody{Err: detail, status: status}
+}
+
+// decodeBytes is decodeJSON over a body already read (a typed operation's
+// RawBody).
+func decodeBytes(body []byte, dst any) error {
+	return decodeJSON(&http.Request{Body: io.NopCloser(bytes.NewReader(body))}, dst)
 }
 
 // decodeJSON reads the request body into dst: one JSON object, no unknown

@@ -1,11 +1,13 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"strings"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/store"
 )
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -15,34 +17,44 @@ type createTenantRequest struct {
 	Name string `json:"name"`
 }
 
-func (s *Server) handleCreateTenant(w http.ResponseWriter, r *http.Request) {
+// jsonInput is the input of an operation that takes a JSON body and no
+// parameters; the handler decodes RawBody with decodeBytes.
+type jsonInput struct {
+	RawBody []byte
+}
+
+type tenantOutput struct {
+	Status int
+	Body   store.Tenant
+}
+
+func (s *Server) handleCreateTenant(ctx context.Context, raw *jsonInput) (*tenantOutput, error) {
 	var in createTenantRequest
-	if err := decodeJSON(r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeBytes(raw.RawBody, &in); err != nil {
+		return nil, err
 	}
 	in.Name = strings.TrimSpace(in.Name)
 	switch {
 	case !slugPattern.MatchString(in.Slug):
-		s.writeError(w, r, errcode.Invalid("slug", "must be 1-63 lower-case letters, digits and dashes, starting with a letter or digit"))
-		return
+		return nil, errcode.Invalid("slug", "must be 1-63 lower-case letters, digits and dashes, starting with a letter or digit")
 	case in.Name == "" || len(in.Name) > 200:
-		s.writeError(w, r, errcode.Invalid("name", "is required, at most 200 characters"))
-		return
+		return nil, errcode.Invalid("name", "is required, at most 200 characters")
 	}
-	t, err := s.Store.CreateTenant(r.Context(), in.Slug, in.Name)
+	t, err := s.Store.CreateTenant(ctx, in.Slug, in.Name)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusCreated, t)
+	return &tenantOutput{Status: http.StatusCreated, Body: t}, nil
 }
 
-func (s *Server) handleListTenants(w http.ResponseWriter, r *http.Request) {
-	tenants, err := s.Store.ListTenants(r.Context())
+type tenantsOutput struct {
+	Body items[store.Tenant]
+}
+
+func (s *Server) handleListTenants(ctx context.Context, _ *struct{}) (*tenantsOutput, error) {
+	tenants, err := s.Store.ListTenants(ctx)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": tenants})
+	return &tenantsOutput{Body: items[store.Tenant]{Items: tenants}}, nil
 }

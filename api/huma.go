@@ -1,0 +1,198 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+)
+
+// Typed operations: a route registered with huma.Register declares its
+// input (parameters and RawBody in one struct) and output (Status, headers
+// and Body) as Go types; Huma reads the parameters into the input, writes
+// the output, and documents both. Requests are still checked by our own
+// code (see openapi.go): operations skip Huma's validation and size limit,
+// read string parameters and parse them with parseUUID and queryInt, and
+// decode RawBody with decodeBytes.
+
+// serverKey carries the *Server in a typed operation's context, for the
+// error constructors (its logger and body limit).
+type serverKey struct{}
+
+// newAPI returns a Huma API over r that writes its operations into doc.
+// It is not huma.DefaultConfig: that adds a $schema member to every object
+// response and a Link header, and serves its own document, schema and
+// CDN-loaded docs routes.
+func (s *Server) newAPI(r chi.Router, doc *huma.OpenAPI) huma.API {
+	cfg := huma.Config{
+		OpenAPI: doc,
+		// The encoder of writeJSON: SetEscapeHTML(false), one value and a
+		// newline, so typed and untyped routes answer the same bytes.
+		Formats:       map[string]huma.Format{"application/json": huma.DefaultJSONFormat},
+		DefaultFormat: "application/json",
+		Transformers:  []huma.Transformer{completeErrorBody},
+	}
+	api := humachi.New(r, cfg)
+	api.UseMiddleware(func(ctx huma.Context, next func(huma.Context)) {
+		next(huma.WithValue(ctx, serverKey{}, s))
+	})
+	return api
+}
+
+// typed builds a typed operation with the defaults every route shares: the
+// bearer token (unless public), our validation instead of Huma's, our body
+// limit (limitBody) instead of Huma's 1 MiB, and the error envelope.
+func typed(api huma.API, public bool, method, path, id, summary string, opts ...opt) huma.Operation {
+	reg := api.OpenAPI().Components.Schemas
+	o := huma.Operation{
+		OperationID: id, Method: method, Path: path, Summary: summary,
+		SkipValidateParams: true,
+		SkipValidateBody:   true,
+		MaxBodyBytes:       -1,
+		Responses: map[string]*huma.Response{
+			"default": {Description: "Error envelope", Content: map[string]*huma.MediaType{
+				"application/json": {Schema: reg.Schema(reflect.TypeFor[ErrorBody](), true, "")},
+			}},
+		},
+	}
+	if !public {
+		o.Security = []map[string][]string{{"bearerAuth": {}}}
+		o.Responses["401"] = &huma.Response{Description: "Missing or wrong bearer token", Content: o.Responses["default"].Content}
+	}
+	for _, f := range opts {
+		f(reg, &o)
+	}
+	return o
+}
+
+// dropRawBodyMediaType removes the application/octet-stream request body a
+// RawBody input field makes Huma document, when the operation documents
+// its JSON body.
+func dropRawBodyMediaType(_ *huma.OpenAPI, op *huma.Operation) {
+	if op.RequestBody != nil && op.RequestBody.Content["application/json"] != nil {
+		delete(op.RequestBody.Content, "application/octet-stream")
+	}
+}
+
+// completeErrorBody adds the correlation id to an error a handler built
+// without the request (a huma.StatusError such as huma.Error404NotFound),
+// which Huma writes without calling NewErrorWithContext, and sets
+// Retry-After on 429 and 503 as writeError does.
+func completeErrorBody(ctx huma.Context, _ string, v any) (any, error) {
+	if e, ok := v.(*ErrorBody); ok {
+		if e.Err.CorrelationID == "" {
+			c := *e // may be shared: never mutate it
+			c.Err.CorrelationID = correlationID(ctx.Context())
+			v = &c
+		}
+		if e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable {
+			ctx.SetHeader("Retry-After", "1")
+		}
+	}
+	return v, nil
+}
+
+func init() {
+	// Process-global: every error Huma produces, and the schema it
+	// documents for errors, is our envelope with our status table.
+	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
+		return errorEnvelope(context.Background(), nil, humaError(status, msg, 0, errs))
+	}
+	huma.NewErrorWithContext = func(hctx huma.Context, status int, msg string, errs ...error) huma.StatusError {
+		if hctx == nil {
+			return huma.NewError(status, msg, errs...)
+		}
+		ctx := hctx.Context()
+		s, _ := ctx.Value(serverKey{}).(*Server)
+		var logger *slog.Logger
+		var limit int64
+		if s != nil {
+			logger, limit = s.Logger, s.Config.MaxBodyBytes
+		}
+		return errorEnvelope(ctx, logger, humaError(status, msg, limit, errs))
+	}
+}
+
+// humaError maps what Huma reports to an error of ours:
+//   - a handler's error (Huma passes it as the only error, status 500):
+//     itself, so the status table decides;
+//   - a body read that hit limitBody (*http.MaxBytesError), or a 413: 413
+//     BODY_TOO_LARGE, as decodeJSON answers;
+//   - 400 (unreadable or empty body) and 415: MALFORMED_JSON;
+//   - 422 (a parameter or body Huma validated): VALIDATION_ERROR naming
+//     the first field;
+//   - 401/403/404/409/429/503 (huma.Error404NotFound and friends): the
+//     matching code;
+//   - anything else: INTERNAL_ERROR.
+func humaError(status int, msg string, limit int64, errs []error) error {
+	for _, err := range errs {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			limit, status = maxErr.Limit, http.StatusRequestEntityTooLarge
+			break
+		}
+		if err != nil && status == http.StatusInternalServerError {
+			return err // a handler's error: errorEnvelope maps it
+		}
+		if e := errcode.As(err); e != nil {
+			return e
+		}
+	}
+	first := func() (field, message string) {
+		for _, err := range errs {
+			var d *huma.ErrorDetail
+			if errors.As(err, &d) {
+				loc := d.Location
+				for _, p := range []string{"body.", "query.", "path.", "header."} {
+					loc = strings.TrimPrefix(loc, p)
+				}
+				return loc, d.Message
+			}
+			if err != nil {
+				return "", err.Error()
+			}
+		}
+		return "", msg
+	}
+	switch status {
+	case 0: // huma.NewError(0, "") at registration: the documented type
+		return errcode.New(errcode.Internal, "%s", msg)
+	case http.StatusRequestEntityTooLarge:
+		return &errcode.Error{Code: errcode.BodyTooLarge,
+			Message: fmt.Sprintf("request body exceeds %d bytes", limit),
+			Details: map[string]any{"limit_bytes": limit}}
+	case http.StatusBadRequest, http.StatusUnsupportedMediaType:
+		if msg == "request body is required" {
+			return errcode.New(codeMalformedJSON, "request body is empty; a JSON object is required")
+		}
+		_, m := first()
+		return errcode.New(codeMalformedJSON, "request body is not valid JSON: %s", m)
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict,
+		http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		_, m := first()
+		return errcode.New(map[int]errcode.Code{401: errcode.Unauthorized, 403: errcode.Forbidden,
+			404: errcode.NotFound, 409: errcode.Conflict, 429: errcode.RateLimited,
+			503: errcode.QueueUnavailable}[status], "%s", m)
+	case http.StatusUnprocessableEntity:
+		field, m := first()
+		if field == "" || field == "body" {
+			return errcode.New(errcode.Validation, "%s", m)
+		}
+		return errcode.Invalid(field, "%s", m)
+	}
+	for _, err := range errs {
+		if err != nil {
+			return errcode.Wrap(errcode.Internal, err, "%s: %s", msg, err.Error())
+		}
+	}
+	return errcode.New(errcode.Internal, "%s (HTTP %d from huma)", msg, status)
+}
