@@ -17,85 +17,12 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bpc-platform/bpc/core/facts"
-	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/internal/fixture"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
-
-// pipelineFixture is a sealed snapshot of the NMC811 sample and a published
-// rule package version, prepared through the store (not measured).
-type pipelineFixture struct {
-	snapshotID, rulesID uuid.UUID
-}
-
-func preparePipeline(b *testing.B, st *store.Queries) pipelineFixture {
-	b.Helper()
-	ctx := context.Background()
-	tenant := store.DevTenantID
-	var fx pipelineFixture
-	err := st.InTx(ctx, func(tx pgx.Tx) error {
-		sn, err := st.WithTx(tx).CreateSnapshot(ctx, tenant)
-		if err != nil {
-			return err
-		}
-		fx.snapshotID = sn.SnapshotID
-		for kind, name := range map[string]string{facts.KindBOM: nmc811.DocBOM, facts.KindPCF: nmc811.DocPCF, facts.KindDueDiligence: nmc811.DocDueDiligence} {
-			content, err := nmc811.Document(name)
-			if err != nil {
-				return err
-			}
-			doc, err := st.WithTx(tx).CreateDocument(ctx, tenant, kind, name)
-			if err != nil {
-				return err
-			}
-			v, _, err := st.WithTx(tx).CreateDocumentVersion(ctx, tenant, doc.DocumentID, "application/json", content)
-			if err != nil {
-				return err
-			}
-			parsed, err := facts.Parse(kind, content)
-			if err != nil {
-				return err
-			}
-			if _, err := st.WithTx(tx).InsertFacts(ctx, tenant, v.DocumentVersionID, parsed); err != nil {
-				return err
-			}
-			ids, err := st.WithTx(tx).FactsOfDocumentVersions(ctx, tenant, []uuid.UUID{v.DocumentVersionID})
-			if err != nil {
-				return err
-			}
-			if _, err := st.WithTx(tx).AddSnapshotItems(ctx, tenant, sn.SnapshotID, ids); err != nil {
-				return err
-			}
-		}
-		if _, err := st.WithTx(tx).MarkSnapshotReady(ctx, tenant, sn.SnapshotID); err != nil {
-			return err
-		}
-		if _, err := st.WithTx(tx).SealSnapshot(ctx, tenant, sn.SnapshotID); err != nil {
-			return err
-		}
-		pkg, err := st.WithTx(tx).CreateRulePackage(ctx, tenant, "nmc811-bench")
-		if err != nil {
-			return err
-		}
-		rv, err := st.WithTx(tx).CreateRulePackageVersion(ctx, tenant, pkg.RulePackageID, nmc811.Rules(), nmc811.Tests())
-		if err != nil {
-			return err
-		}
-		fx.rulesID = rv.RulePackageVersionID
-		// The suite's 766 cases pass (examples/nmc811 tests it); record it.
-		if _, _, err := st.WithTx(tx).RecordRuleTestsRun(ctx, store.RuleTestsRun{TenantID: tenant, RulePackageVersionID: rv.RulePackageVersionID,
-			Status: "PASSED", TotalCases: 766, Passed: 766}); err != nil {
-			return err
-		}
-		_, _, err = st.WithTx(tx).PublishRulePackageVersion(ctx, tenant, rv.RulePackageVersionID)
-		return err
-	})
-	require.NoError(b, err)
-	return fx
-}
 
 // BenchmarkPipelineLatency measures, over BPC_BENCH_PASSPORTS (200)
 // passports, the time from enqueueing COMPILE_PASSPORT to the version being
@@ -129,7 +56,7 @@ func pipelineRound(b *testing.B, n int, loaded bool) (p50, p99 time.Duration, no
 	ctx := context.Background()
 	pool := schemaPool(b, true)
 	st := store.New(pool)
-	fx := preparePipeline(b, st)
+	fx := fixture.NMC811(b, st, store.DevTenantID, "nmc811-bench")
 
 	passports := make([]uuid.UUID, n)
 	for i := range passports {
@@ -187,7 +114,7 @@ func pipelineRound(b *testing.B, n int, loaded bool) (p50, p99 time.Duration, no
 	for _, passportID := range passports {
 		err := st.InTx(ctx, func(tx pgx.Tx) error {
 			_, err := passport.NewTx(tx, client, "").Enqueue(ctx, &jobargs.CompilePassportArgs{Base: jobargs.Base{TenantID: store.DevTenantID},
-				PassportID: passportID, SnapshotID: fx.snapshotID, RulePackageVersionID: fx.rulesID}, "")
+				PassportID: passportID, SnapshotID: fx.SnapshotID, RulePackageVersionID: fx.RulesID}, "")
 			return err
 		})
 		require.NoError(b, err)

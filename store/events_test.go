@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
@@ -20,13 +19,7 @@ import (
 
 func (e env) append(t *testing.T, in store.EventInput) (store.AppendResult, error) {
 	t.Helper()
-	var res store.AppendResult
-	err := e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		var err error
-		res, err = e.store.WithTx(tx).AppendEvent(e.ctx, e.river, in)
-		return err
-	})
-	return res, err
+	return committed(e, func(q *store.Queries) (store.AppendResult, error) { return q.AppendEvent(e.ctx, e.river, in) })
 }
 
 func (e env) mustAppend(t *testing.T, in store.EventInput) store.AppendResult {
@@ -179,26 +172,13 @@ func TestAppendEventConcurrentAppendIsVersionConflict(t *testing.T) {
 	agg := uuid.New()
 	e.mustAppend(t, passportEvent(store.DevTenantID, agg, "passport.created", `{}`))
 
-	tx1, err := e.pool.Begin(e.ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx1.Rollback(e.ctx) }()
-	tx2, err := e.pool.Begin(e.ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx2.Rollback(e.ctx) }()
-	var pid2 int
-	require.NoError(t, tx2.QueryRow(e.ctx, `SELECT pg_backend_pid()`).Scan(&pid2))
-
-	_, err = e.store.WithTx(tx1).AppendEvent(e.ctx, e.river, passportEvent(store.DevTenantID, agg, "passport.compiled", `{"by":1}`))
-	require.NoError(t, err)
-	second := make(chan error, 1)
-	go func() {
-		_, err := e.store.WithTx(tx2).AppendEvent(e.ctx, e.river, passportEvent(store.DevTenantID, agg, "passport.compiled", `{"by":2}`))
-		second <- err
-	}()
-	waitUntilBlocked(t, e, pid2)
-	require.NoError(t, tx1.Commit(e.ctx))
-
-	err = <-second
+	appendBy := func(by string) func(q *store.Queries) error {
+		return func(q *store.Queries) error {
+			_, err := q.AppendEvent(e.ctx, e.river, passportEvent(store.DevTenantID, agg, "passport.compiled", `{"by":`+by+`}`))
+			return err
+		}
+	}
+	err := e.race(t, appendBy("1"), appendBy("2"))
 	conflict := requireCode(t, err, errcode.EventVersionConflict)
 	require.True(t, conflict.Retryable(), "a version conflict is retried")
 

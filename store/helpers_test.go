@@ -10,11 +10,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -30,21 +30,48 @@ type env struct {
 func newEnv(t *testing.T) env {
 	t.Helper()
 	pool := testdb.New(t)
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
+	client := testriver.Inserter(t, pool)
 	return env{ctx: context.Background(), pool: pool, store: store.New(pool), river: client}
 }
 
 // enqueue runs EnqueueTx in its own committed transaction.
 func (e env) enqueue(t *testing.T, reqs ...store.EnqueueRequest) ([]store.EnqueueResult, error) {
 	t.Helper()
-	var res []store.EnqueueResult
+	return committed(e, func(q *store.Queries) ([]store.EnqueueResult, error) { return q.EnqueueTx(e.ctx, e.river, reqs) })
+}
+
+// committed runs fn on the store in a transaction of its own, committed
+// when fn succeeds.
+func committed[T any](e env, fn func(q *store.Queries) (T, error)) (T, error) {
+	var res T
 	err := e.store.InTx(e.ctx, func(tx pgx.Tx) error {
 		var err error
-		res, err = e.store.WithTx(tx).EnqueueTx(e.ctx, e.river, reqs)
+		res, err = fn(e.store.WithTx(tx))
 		return err
 	})
 	return res, err
+}
+
+// race runs first in a transaction, then second in another begun while
+// the first is open, and commits the first once second waits on its locks.
+// It returns second's error; both transactions end with race.
+func (e env) race(t *testing.T, first, second func(q *store.Queries) error) error {
+	t.Helper()
+	tx1, err := e.pool.Begin(e.ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx1.Rollback(e.ctx) }()
+	tx2, err := e.pool.Begin(e.ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx2.Rollback(e.ctx) }()
+	var pid2 int
+	require.NoError(t, tx2.QueryRow(e.ctx, `SELECT pg_backend_pid()`).Scan(&pid2))
+
+	require.NoError(t, first(e.store.WithTx(tx1)))
+	errs := make(chan error, 1)
+	go func() { errs <- second(e.store.WithTx(tx2)) }()
+	waitUntilBlocked(t, e, pid2)
+	require.NoError(t, tx1.Commit(e.ctx))
+	return <-errs
 }
 
 // mustEnqueue enqueues one request and returns its SSOT job.

@@ -154,26 +154,11 @@ func TestEnqueueConcurrentSameKeyIsAnIdempotencyRace(t *testing.T) {
 	e := newEnv(t)
 	req := store.EnqueueRequest{Args: parseFacts(store.DevTenantID), IdempotencyKey: "race", RequestHash: "h"}
 
-	tx1, err := e.pool.Begin(e.ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx1.Rollback(e.ctx) }()
-	tx2, err := e.pool.Begin(e.ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx2.Rollback(e.ctx) }()
-	var pid2 int
-	require.NoError(t, tx2.QueryRow(e.ctx, `SELECT pg_backend_pid()`).Scan(&pid2))
-
-	_, err = e.store.WithTx(tx1).EnqueueTx(e.ctx, e.river, []store.EnqueueRequest{req})
-	require.NoError(t, err)
-	second := make(chan error, 1)
-	go func() {
-		_, err := e.store.WithTx(tx2).EnqueueTx(e.ctx, e.river, []store.EnqueueRequest{req})
-		second <- err
-	}()
-	waitUntilBlocked(t, e, pid2)
-	require.NoError(t, tx1.Commit(e.ctx))
-
-	err = <-second
+	enqueue := func(q *store.Queries) error {
+		_, err := q.EnqueueTx(e.ctx, e.river, []store.EnqueueRequest{req})
+		return err
+	}
+	err := e.race(t, enqueue, enqueue)
 	require.ErrorIs(t, err, store.ErrIdempotencyRace)
 
 	// The caller's retry in a new transaction finds the committed job.

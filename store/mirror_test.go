@@ -10,12 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -249,8 +249,7 @@ func TestMirrorFollowsRiverClientActions(t *testing.T) {
 func TestMirrorLeaseTTLComesFromSession(t *testing.T) {
 	t.Parallel()
 	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 7})
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
+	client := testriver.Inserter(t, pool)
 	e := env{ctx: t.Context(), pool: pool, store: store.New(pool), river: client}
 	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	e.exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['w'] WHERE id = $1`, j.RiverJobID)

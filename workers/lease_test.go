@@ -16,12 +16,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -48,22 +48,11 @@ func newLeaseEnv(t *testing.T, renew time.Duration, hook func(context.Context, *
 // maxLosses lease losses in a row (0: the default).
 func newLeaseEnvWith(t *testing.T, renew time.Duration, maxLosses int, hook func(context.Context, *rivertype.JobRow) error) leaseEnv {
 	t.Helper()
-	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 1})
-	logger := slog.New(slog.DiscardHandler)
-	metrics := workers.NewMetrics(prometheus.NewRegistry())
-	st := store.New(pool)
-	w := river.NewWorkers()
-	workers.Register(w, workers.Deps{Store: st, Logger: logger, Metrics: metrics, HTTPClient: workers.NewHTTPClient(),
-		WebhookTimeout: time.Second, BeforeCommit: hook})
-	leases := &workers.Leases{Store: st, Logger: logger, Owner: "lease-test", TTL: time.Second, Renew: renew}
-	client, err := workers.NewClient(pool, workers.ClientOptions{
-		ID: "lease-test", Logger: logger, Work: true, Concurrency: 4,
-		PollInterval: 20 * time.Millisecond, BackoffUnit: time.Millisecond, MaxAttempts: 5,
-		Workers: w, Observer: &workers.Observer{Logger: logger, Metrics: metrics, Leases: leases},
+	leases := &workers.Leases{Owner: "lease-test", TTL: time.Second, Renew: renew}
+	client, d := testriver.Start(t, testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 1}), testriver.Options{
+		Client: workers.ClientOptions{ID: "lease-test"}, Leases: leases, Deps: workers.Deps{WebhookTimeout: time.Second, BeforeCommit: hook},
 	})
-	require.NoError(t, err)
-	ctx := t.Context()
-	require.NoError(t, client.Start(ctx))
+	ctx, st, logger, metrics := t.Context(), d.Store, d.Logger, d.Metrics
 	reaper := &workers.Reaper{Store: st, Logger: logger, Metrics: metrics, Interval: 100 * time.Millisecond, MaxLeaseExpiries: maxLosses}
 	reaperCtx, stopReaper := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -186,8 +175,7 @@ func TestReaperDiscardsTheLastAttempt(t *testing.T) {
 	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 1})
 	st := store.New(pool)
 	ctx := t.Context()
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
+	client := testriver.Inserter(t, pool)
 	sn, err := st.CreateSnapshot(ctx, store.DevTenantID)
 	require.NoError(t, err)
 	var jobs []store.Job
@@ -232,27 +220,17 @@ func TestReaperDiscardsTheLastAttempt(t *testing.T) {
 // timeout) goes back to the queue without spending an attempt.
 func TestShutdownCancelRequeuesWithoutSpendingAnAttempt(t *testing.T) {
 	t.Parallel()
-	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 30})
-	logger := slog.New(slog.DiscardHandler)
-	metrics := workers.NewMetrics(prometheus.NewRegistry())
-	st := store.New(pool)
 	running := make(chan struct{}, 1)
-	w := river.NewWorkers()
-	workers.Register(w, workers.Deps{Store: st, Logger: logger, Metrics: metrics, HTTPClient: workers.NewHTTPClient(),
-		WebhookTimeout: time.Second, BeforeCommit: func(ctx context.Context, _ *rivertype.JobRow) error {
+	leases := &workers.Leases{Owner: "shutdown-test", TTL: 30 * time.Second, Renew: 10 * time.Second}
+	client, d := testriver.Start(t, testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 30}), testriver.Options{
+		Client: workers.ClientOptions{ID: "shutdown-test", Concurrency: 2, BackoffUnit: time.Second}, Leases: leases,
+		Deps: workers.Deps{WebhookTimeout: time.Second, BeforeCommit: func(ctx context.Context, _ *rivertype.JobRow) error {
 			running <- struct{}{}
 			<-ctx.Done() // a job still working when the shutdown timeout ends
 			return ctx.Err()
-		}})
-	leases := &workers.Leases{Store: st, Logger: logger, Owner: "shutdown-test", TTL: 30 * time.Second, Renew: 10 * time.Second}
-	client, err := workers.NewClient(pool, workers.ClientOptions{
-		ID: "shutdown-test", Logger: logger, Work: true, Concurrency: 2,
-		PollInterval: 20 * time.Millisecond, BackoffUnit: time.Second, MaxAttempts: 5,
-		Workers: w, Observer: &workers.Observer{Logger: logger, Metrics: metrics, Leases: leases},
+		}},
 	})
-	require.NoError(t, err)
-	ctx := t.Context()
-	require.NoError(t, client.Start(ctx))
+	ctx, st := t.Context(), d.Store
 	e := leaseEnv{ctx: ctx, st: st, client: client}
 	_, job := e.buildJob(t)
 	<-running
@@ -319,8 +297,7 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 1})
 	st := store.New(pool)
 	ctx := t.Context()
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
+	client := testriver.Inserter(t, pool)
 	sn, err := st.CreateSnapshot(ctx, store.DevTenantID)
 	require.NoError(t, err)
 	enqueue := func() store.Job {

@@ -1,10 +1,8 @@
 package workers_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,29 +17,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/internal/testlog"
+	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
-
-// lockedBuffer is a log sink that River's goroutines may write to.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // maintEnv is a migrated schema with an insert-only River client and the
 // maintenance workers' dependencies.
@@ -50,16 +32,15 @@ type maintEnv struct {
 	pool   *pgxpool.Pool
 	st     *store.Queries
 	client *river.Client[pgx.Tx]
-	logs   *lockedBuffer
+	logs   *testlog.Buffer
 	deps   workers.MaintenanceDeps
 }
 
 func newMaintEnv(t *testing.T, cfg workers.MaintenanceConfig) *maintEnv {
 	t.Helper()
 	pool := testdb.New(t)
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
-	logs := &lockedBuffer{}
+	client := testriver.Inserter(t, pool)
+	logs := &testlog.Buffer{}
 	st := store.New(pool)
 	return &maintEnv{ctx: t.Context(), pool: pool, st: st, client: client, logs: logs,
 		deps: workers.MaintenanceDeps{

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -32,7 +31,9 @@ import (
 	"github.com/bpc-platform/bpc/core/receipt"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/internal/fixture"
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -78,11 +79,7 @@ type pipeEnv struct {
 
 func newPipeEnv(t *testing.T, o pipeOptions) *pipeEnv {
 	t.Helper()
-	pool := testdb.New(t)
-	logger := slog.New(slog.DiscardHandler)
 	reg := prometheus.NewRegistry()
-	metrics := workers.NewMetrics(reg)
-	st := store.New(pool)
 	if o.maxAttempts == 0 {
 		o.maxAttempts = 3
 	}
@@ -92,27 +89,13 @@ func newPipeEnv(t *testing.T, o pipeOptions) *pipeEnv {
 	if o.exportDir == "" {
 		o.exportDir = t.TempDir()
 	}
-	if o.register == nil {
-		o.register = workers.Register
-	}
-	w := river.NewWorkers()
-	o.register(w, workers.Deps{Store: st, Logger: logger, Metrics: metrics,
-		HTTPClient: workers.NewHTTPClient(), WebhookTimeout: 5 * time.Second,
-		CompilerBuildID: pipeBuildID, Signer: o.signer, ExportDir: o.exportDir, BeforeCommit: o.beforeCommit})
-	client, err := workers.NewClient(pool, workers.ClientOptions{
-		ID: "pipeline-test", Logger: logger, Work: true, Concurrency: 4,
-		PollInterval: 20 * time.Millisecond, BackoffUnit: time.Millisecond, MaxAttempts: o.maxAttempts,
-		Workers: w, Observer: &workers.Observer{Logger: logger, Metrics: metrics},
+	client, d := testriver.Start(t, testdb.New(t), testriver.Options{
+		Client:   workers.ClientOptions{ID: "pipeline-test", MaxAttempts: o.maxAttempts},
+		Register: o.register,
+		Deps: workers.Deps{Metrics: workers.NewMetrics(reg), CompilerBuildID: pipeBuildID, Signer: o.signer,
+			ExportDir: o.exportDir, BeforeCommit: o.beforeCommit},
 	})
-	require.NoError(t, err)
-	ctx := t.Context()
-	require.NoError(t, client.Start(ctx))
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = client.Stop(stopCtx)
-	})
-	e := &pipeEnv{ctx: ctx, st: st, client: client, reg: reg, metrics: metrics, signer: o.signer, exportDir: o.exportDir,
+	e := &pipeEnv{ctx: t.Context(), st: d.Store, client: client, reg: reg, metrics: d.Metrics, signer: o.signer, exportDir: o.exportDir,
 		finished: map[[2]int64]bool{}}
 	events, unsubscribe := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled)
 	stop, drained := make(chan struct{}), make(chan struct{})
@@ -521,69 +504,11 @@ func TestBuildSnapshotWorker(t *testing.T) {
 	e.consistent(t)
 }
 
-// pipeFixture is a sealed snapshot of the nmc811 documents and a published
+// fixture is a sealed snapshot of the nmc811 documents and a published
 // rule package version, set up through the store.
-type pipeFixture struct {
-	snapshotID, rulesID uuid.UUID
-}
-
-func (e *pipeEnv) fixture(t *testing.T) pipeFixture {
+func (e *pipeEnv) fixture(t *testing.T) fixture.Compilable {
 	t.Helper()
-	var fx pipeFixture
-	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-		sn, err := e.st.WithTx(tx).CreateSnapshot(e.ctx, pipeTenant)
-		if err != nil {
-			return err
-		}
-		fx.snapshotID = sn.SnapshotID
-		for kind, name := range map[string]string{facts.KindBOM: nmc811.DocBOM, facts.KindPCF: nmc811.DocPCF, facts.KindDueDiligence: nmc811.DocDueDiligence} {
-			content, err := nmc811.Document(name)
-			if err != nil {
-				return err
-			}
-			doc, err := e.st.WithTx(tx).CreateDocument(e.ctx, pipeTenant, kind, name)
-			if err != nil {
-				return err
-			}
-			v, _, err := e.st.WithTx(tx).CreateDocumentVersion(e.ctx, pipeTenant, doc.DocumentID, "application/json", content)
-			if err != nil {
-				return err
-			}
-			parsed, err := facts.Parse(kind, content)
-			if err != nil {
-				return err
-			}
-			if _, err := e.st.WithTx(tx).InsertFacts(e.ctx, pipeTenant, v.DocumentVersionID, parsed); err != nil {
-				return err
-			}
-			ids, err := e.st.WithTx(tx).FactsOfDocumentVersions(e.ctx, pipeTenant, []uuid.UUID{v.DocumentVersionID})
-			if err != nil {
-				return err
-			}
-			if _, err := e.st.WithTx(tx).AddSnapshotItems(e.ctx, pipeTenant, sn.SnapshotID, ids); err != nil {
-				return err
-			}
-		}
-		if _, err := e.st.WithTx(tx).MarkSnapshotReady(e.ctx, pipeTenant, sn.SnapshotID); err != nil {
-			return err
-		}
-		if _, err := e.st.WithTx(tx).SealSnapshot(e.ctx, pipeTenant, sn.SnapshotID); err != nil {
-			return err
-		}
-		rv, err := e.ruleVersion(tx, nmc811.Rules(), nmc811.Tests())
-		if err != nil {
-			return err
-		}
-		fx.rulesID = rv.RulePackageVersionID
-		// The suite's 766 cases pass (examples/nmc811 tests it); record it.
-		if _, _, err := e.st.WithTx(tx).RecordRuleTestsRun(e.ctx, store.RuleTestsRun{TenantID: pipeTenant, RulePackageVersionID: rv.RulePackageVersionID,
-			Status: "PASSED", TotalCases: 766, Passed: 766}); err != nil {
-			return err
-		}
-		_, _, err = e.st.WithTx(tx).PublishRulePackageVersion(e.ctx, pipeTenant, rv.RulePackageVersionID)
-		return err
-	}))
-	return fx
+	return fixture.NMC811(t, e.st, pipeTenant, "rules-"+uuid.NewString()[:8])
 }
 
 // ruleVersion creates a DRAFT version in a new package.
@@ -617,9 +542,9 @@ func (e *pipeEnv) passport(t *testing.T) store.Passport {
 	return pp
 }
 
-func compileArgs(passportID uuid.UUID, fx pipeFixture) *jobargs.CompilePassportArgs {
+func compileArgs(passportID uuid.UUID, fx fixture.Compilable) *jobargs.CompilePassportArgs {
 	return &jobargs.CompilePassportArgs{Base: jobargs.Base{TenantID: pipeTenant},
-		PassportID: passportID, SnapshotID: fx.snapshotID, RulePackageVersionID: fx.rulesID}
+		PassportID: passportID, SnapshotID: fx.SnapshotID, RulePackageVersionID: fx.RulesID}
 }
 
 func signArgsFor(versionID uuid.UUID) *jobargs.SignPassportArgs {
@@ -648,7 +573,7 @@ type chain struct {
 }
 
 // compileChain compiles a new passport and waits for its QR code.
-func (e *pipeEnv) compileChain(t *testing.T, fx pipeFixture) chain {
+func (e *pipeEnv) compileChain(t *testing.T, fx fixture.Compilable) chain {
 	t.Helper()
 	pp := e.passport(t)
 	var c chain
@@ -705,8 +630,8 @@ func TestCompileSignQRChain(t *testing.T) {
 		require.Equal(t, int32(1), v.Version)
 		require.Equal(t, pipeBuildID, v.CompilerBuildID)
 		require.Equal(t, pipeKeyID, v.SigningKeyID)
-		require.Equal(t, fx.snapshotID, v.SnapshotID)
-		require.Equal(t, fx.rulesID, v.RulePackageVersionID)
+		require.Equal(t, fx.SnapshotID, v.SnapshotID)
+		require.Equal(t, fx.RulesID, v.RulePackageVersionID)
 		require.NotNil(t, v.CompileRiverJobID)
 		require.Equal(t, c.compile.RiverJobID, *v.CompileRiverJobID)
 		require.NotNil(t, v.SignedAt)
@@ -832,7 +757,7 @@ func TestCompilePassportWorkerRejectsUnreadyInputs(t *testing.T) {
 
 	building, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
 	require.NoError(t, err)
-	le := requireFailed(t, e.run(t, compileArgs(pp.PassportID, pipeFixture{snapshotID: building.SnapshotID, rulesID: fx.rulesID})), "SNAPSHOT_NOT_READY")
+	le := requireFailed(t, e.run(t, compileArgs(pp.PassportID, fixture.Compilable{SnapshotID: building.SnapshotID, RulesID: fx.RulesID})), "SNAPSHOT_NOT_READY")
 	require.Contains(t, le.Message, "BUILDING")
 
 	ready, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
@@ -841,10 +766,10 @@ func TestCompilePassportWorkerRejectsUnreadyInputs(t *testing.T) {
 		_, err := e.st.WithTx(tx).MarkSnapshotReady(e.ctx, pipeTenant, ready.SnapshotID)
 		return err
 	}))
-	requireFailed(t, e.run(t, compileArgs(pp.PassportID, pipeFixture{snapshotID: ready.SnapshotID, rulesID: fx.rulesID})), "SNAPSHOT_NOT_READY")
+	requireFailed(t, e.run(t, compileArgs(pp.PassportID, fixture.Compilable{SnapshotID: ready.SnapshotID, RulesID: fx.RulesID})), "SNAPSHOT_NOT_READY")
 
 	draft := e.draftRules(t, nmc811.Rules(), nmc811.Tests())
-	le = requireFailed(t, e.run(t, compileArgs(pp.PassportID, pipeFixture{snapshotID: fx.snapshotID, rulesID: draft.RulePackageVersionID})), "RULE_PKG_NOT_PUBLISHED")
+	le = requireFailed(t, e.run(t, compileArgs(pp.PassportID, fixture.Compilable{SnapshotID: fx.SnapshotID, RulesID: draft.RulePackageVersionID})), "RULE_PKG_NOT_PUBLISHED")
 	require.Contains(t, le.Message, "DRAFT")
 
 	requireFailed(t, e.run(t, compileArgs(uuid.New(), fx)), "NOT_FOUND")

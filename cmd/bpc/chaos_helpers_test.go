@@ -36,10 +36,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -105,8 +105,7 @@ func newChaosEnvAt(t *testing.T, dbURL string, poolConns int) *chaosEnv {
 	require.NoError(t, err)
 	t.Cleanup(e.pool.Close)
 	e.st = store.New(e.pool)
-	e.ins, err = river.NewClient(riverpgxv5.New(e.pool), &river.Config{})
-	require.NoError(t, err)
+	e.ins = testriver.Inserter(t, e.pool)
 
 	t.Cleanup(func() {
 		// Children first (Cleanup runs last-in first-out, so this runs

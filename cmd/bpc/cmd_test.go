@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -13,6 +12,7 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/internal/testlog"
 	"github.com/bpc-platform/bpc/service"
 )
 
@@ -124,19 +124,4 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testlog.Buffer

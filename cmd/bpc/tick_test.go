@@ -10,10 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
@@ -47,8 +47,7 @@ func newTickEnv(t *testing.T, env map[string]string) *tickEnv {
 	cfg, err := service.LoadConfig(func(k string) string { return vars[k] })
 	require.NoError(t, err)
 	pool := testdb.New(t)
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
+	client := testriver.Inserter(t, pool)
 	return &tickEnv{ctx: t.Context(), cfg: cfg, pool: pool, st: store.New(pool), client: client}
 }
 
