@@ -138,6 +138,17 @@ type (
 	idPath struct {
 		ID string `path:"id" format:"uuid"`
 	}
+	// idBody is an {id} and a JSON body (that names the tenant).
+	idBody struct {
+		ID      string `path:"id" format:"uuid"`
+		RawBody []byte
+	}
+	// idParamsBody is an {id}, the tenant_id parameter and a JSON body.
+	idParamsBody struct {
+		ID       string `path:"id" format:"uuid"`
+		TenantID string `query:"tenant_id" required:"true" format:"uuid"`
+		RawBody  []byte
+	}
 	idemKeyIDParams struct {
 		ID             string `path:"id" format:"uuid"`
 		IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes the request idempotent: the same key and request return the existing job."`
@@ -187,6 +198,18 @@ type intParam string
 // Schema documents intParam as an integer.
 func (intParam) Schema(huma.Registry) *huma.Schema { return &huma.Schema{Type: huma.TypeInteger} }
 
+// out is the output of a typed operation answering a T: the status (the
+// operation's documented default when zero) and the body.
+type out[T any] struct {
+	Status int
+	Body   T
+}
+
+// reply returns a T with status.
+func reply[T any](status int, body T) (*out[T], error) {
+	return &out[T]{Status: status, Body: body}, nil
+}
+
 // items is the {"items": [...]} shape of the list endpoints.
 type items[T any] struct {
 	Items []T `json:"items"`
@@ -222,37 +245,32 @@ func (s *Server) adminRoutes(rs routes) {
 	register(rs, http.MethodPost, "/v1/jobs/{job_id}/cancel", "cancel-job", "Cancel a job that has not finished", s.handleCancelJob,
 		responds[store.Job](http.StatusOK, "The job"))
 
-	rs.handle(http.MethodPost, "/v1/events", "append-event", "Append a custom audit event", s.handleAppendEvent,
+	register(rs, http.MethodPost, "/v1/events", "append-event", "Append a custom audit event", s.handleAppendEvent,
 		jsonBody[appendEventRequest],
 		responds[appendEventResponse](http.StatusCreated, "Appended; subscribed endpoints got a delivery each"))
 
-	rs.handle(http.MethodPost, "/v1/webhook-endpoints", "create-webhook-endpoint", "Register a webhook endpoint", s.handleCreateEndpoint,
+	register(rs, http.MethodPost, "/v1/webhook-endpoints", "create-webhook-endpoint", "Register a webhook endpoint", s.handleCreateEndpoint,
 		jsonBody[createEndpointRequest],
 		responds[store.WebhookEndpoint](http.StatusCreated, "Created"))
-	rs.handle(http.MethodGet, "/v1/webhook-endpoints", "list-webhook-endpoints", "List a tenant's webhook endpoints", s.handleListEndpoints,
-		params[tenantParam],
+	register(rs, http.MethodGet, "/v1/webhook-endpoints", "list-webhook-endpoints", "List a tenant's webhook endpoints", s.handleListEndpoints,
 		responds[items[store.WebhookEndpoint]](http.StatusOK, "Endpoints"))
-	rs.handle(http.MethodGet, "/v1/webhook-endpoints/{id}", "get-webhook-endpoint", "Get a webhook endpoint with its circuit breaker", s.handleGetEndpoint,
-		params[idParams],
+	register(rs, http.MethodGet, "/v1/webhook-endpoints/{id}", "get-webhook-endpoint", "Get a webhook endpoint with its circuit breaker", s.handleGetEndpoint,
 		responds[endpointResponse](http.StatusOK, "The endpoint"))
-	rs.handle(http.MethodPatch, "/v1/webhook-endpoints/{id}", "update-webhook-endpoint", "Change a webhook endpoint's URL or activity", s.handleUpdateEndpoint,
-		params[idParams], jsonBody[updateEndpointRequest],
+	register(rs, http.MethodPatch, "/v1/webhook-endpoints/{id}", "update-webhook-endpoint", "Change a webhook endpoint's URL or activity", s.handleUpdateEndpoint,
+		jsonBody[updateEndpointRequest],
 		responds[store.WebhookEndpoint](http.StatusOK, "The endpoint"))
-	rs.handle(http.MethodDelete, "/v1/webhook-endpoints/{id}", "delete-webhook-endpoint", "Delete a webhook endpoint", s.handleDeleteEndpoint,
-		params[idParams], noContent("Deleted"))
-	rs.handle(http.MethodPost, "/v1/webhook-endpoints/{id}/ping", "ping-webhook-endpoint", "Send a webhook.ping event to the endpoint", s.handlePingEndpoint,
-		params[idParams],
+	register(rs, http.MethodDelete, "/v1/webhook-endpoints/{id}", "delete-webhook-endpoint", "Delete a webhook endpoint", s.handleDeleteEndpoint,
+		noContent("Deleted"))
+	register(rs, http.MethodPost, "/v1/webhook-endpoints/{id}/ping", "ping-webhook-endpoint", "Send a webhook.ping event to the endpoint", s.handlePingEndpoint,
 		responds[pingResponse](http.StatusAccepted, "Ping queued"))
-	rs.handle(http.MethodPost, "/v1/webhook-subscriptions", "create-webhook-subscription", "Subscribe an endpoint to an event type", s.handleCreateSubscription,
+	register(rs, http.MethodPost, "/v1/webhook-subscriptions", "create-webhook-subscription", "Subscribe an endpoint to an event type", s.handleCreateSubscription,
 		jsonBody[createSubscriptionRequest],
 		responds[store.WebhookSubscription](http.StatusCreated, "Created"))
-	rs.handle(http.MethodGet, "/v1/webhook-subscriptions", "list-webhook-subscriptions", "List a tenant's webhook subscriptions", s.handleListSubscriptions,
-		params[listSubscriptionsParams],
+	register(rs, http.MethodGet, "/v1/webhook-subscriptions", "list-webhook-subscriptions", "List a tenant's webhook subscriptions", s.handleListSubscriptions,
 		responds[items[store.WebhookSubscription]](http.StatusOK, "Subscriptions"))
-	rs.handle(http.MethodDelete, "/v1/webhook-subscriptions/{id}", "delete-webhook-subscription", "Delete a webhook subscription", s.handleDeleteSubscription,
-		params[idParams], noContent("Deleted"))
-	rs.handle(http.MethodGet, "/v1/webhook-deliveries/{id}", "get-webhook-delivery", "Get a webhook delivery", s.handleGetDelivery,
-		params[idParams],
+	register(rs, http.MethodDelete, "/v1/webhook-subscriptions/{id}", "delete-webhook-subscription", "Delete a webhook subscription", s.handleDeleteSubscription,
+		noContent("Deleted"))
+	register(rs, http.MethodGet, "/v1/webhook-deliveries/{id}", "get-webhook-delivery", "Get a webhook delivery", s.handleGetDelivery,
 		responds[webhookDelivery](http.StatusOK, "The delivery"))
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -35,50 +36,42 @@ type appendEventResponse struct {
 
 // handleAppendEvent appends a custom audit event; subscribed endpoints get
 // a delivery and a DELIVER_WEBHOOK job in the same transaction.
-func (s *Server) handleAppendEvent(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleAppendEvent(ctx context.Context, raw *jsonInput) (*out[appendEventResponse], error) {
 	var in appendEventRequest
-	if err := decodeJSON(r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeBytes(raw.RawBody, &in); err != nil {
+		return nil, err
 	}
 	tenantID, err := parseUUID("tenant_id", in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	aggregateID, err := parseUUID("aggregate_id", in.AggregateID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	switch {
 	case !aggregateTypePattern.MatchString(in.AggregateType):
-		s.writeError(w, r, errcode.Invalid("aggregate_type", "must be 1-64 letters, digits, '_', '.' or '-', starting with a letter"))
-		return
+		return nil, errcode.Invalid("aggregate_type", "must be 1-64 letters, digits, '_', '.' or '-', starting with a letter")
 	case !eventTypePattern.MatchString(in.EventType):
-		s.writeError(w, r, errcode.Invalid("event_type", "must be 1-128 letters, digits, '_', '.' or '-', starting with a letter"))
-		return
+		return nil, errcode.Invalid("event_type", "must be 1-128 letters, digits, '_', '.' or '-', starting with a letter")
 	case len(in.ActorID) > 200:
-		s.writeError(w, r, errcode.Invalid("actor_id", "must be at most 200 characters"))
-		return
+		return nil, errcode.Invalid("actor_id", "must be at most 200 characters")
 	}
-	if err := s.requireTenantExists(r.Context(), tenantID); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := s.requireTenantExists(ctx, tenantID); err != nil {
+		return nil, err
 	}
 	var res store.AppendResult
-	err = s.Store.InTx(r.Context(), func(tx pgx.Tx) error {
-		res, err = s.Store.WithTx(tx).AppendEvent(r.Context(), s.River, store.EventInput{
+	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
+		res, err = s.Store.WithTx(tx).AppendEvent(ctx, s.River, store.EventInput{
 			TenantID: tenantID, AggregateType: in.AggregateType, AggregateID: aggregateID,
 			EventType: in.EventType, ActorID: in.ActorID, Payload: in.Payload,
 		})
 		return err
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusCreated, appendEventResponse{
+	return reply(http.StatusCreated, appendEventResponse{
 		EventID: res.Event.EventID, EventHash: res.Event.EventHash,
 		AggregateVersion: res.Event.AggregateVersion, Deliveries: res.Deliveries,
 	})

@@ -232,6 +232,7 @@ func raw(desc string, contentTypes ...string) opt {
 func noContent(desc string) opt {
 	return func(_ huma.Registry, o *huma.Operation) {
 		o.Responses["204"] = &huma.Response{Description: desc}
+		o.DefaultStatus = http.StatusNoContent
 	}
 }
 

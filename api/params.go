@@ -55,3 +55,8 @@ func parseInt(name, value string, def, lo, hi int) (int, error) {
 	}
 	return n, nil
 }
+
+// tenantAndID reads the tenant_id query parameter and the {id} path parameter.
+func tenantAndID(r *http.Request) (uuid.UUID, uuid.UUID, error) {
+	return parseTenantAndID(r.URL.Query().Get("tenant_id"), chi.URLParam(r, "id"))
+}

@@ -70,74 +70,64 @@ type createEndpointRequest struct {
 	Secret   string `json:"secret"`
 }
 
-func (s *Server) handleCreateEndpoint(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCreateEndpoint(ctx context.Context, raw *jsonInput) (*out[store.WebhookEndpoint], error) {
 	var in createEndpointRequest
-	if err := decodeJSON(r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeBytes(raw.RawBody, &in); err != nil {
+		return nil, err
 	}
 	tenantID, err := parseUUID("tenant_id", in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	if len(in.Secret) < 16 || len(in.Secret) > 512 {
-		s.writeError(w, r, errcode.Invalid("secret", "must be 16 to 512 characters"))
-		return
+		return nil, errcode.Invalid("secret", "must be 16 to 512 characters")
 	}
-	if err := s.validateEndpointURL(r.Context(), in.URL); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := s.validateEndpointURL(ctx, in.URL); err != nil {
+		return nil, err
 	}
-	ep, err := s.Store.CreateWebhookEndpoint(r.Context(), tenantID, in.URL, in.Secret)
+	ep, err := s.Store.CreateWebhookEndpoint(ctx, tenantID, in.URL, in.Secret)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusCreated, ep)
+	return reply(http.StatusCreated, ep)
 }
 
-func (s *Server) handleListEndpoints(w http.ResponseWriter, r *http.Request) {
-	tenantID, err := queryTenant(r)
+func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out[items[store.WebhookEndpoint]], error) {
+	tenantID, err := parseUUID("tenant_id", in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	eps, err := s.Store.ListWebhookEndpoints(r.Context(), tenantID)
+	eps, err := s.Store.ListWebhookEndpoints(ctx, tenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": eps})
+	return reply(http.StatusOK, items[store.WebhookEndpoint]{Items: eps})
 }
 
-// tenantAndID reads the tenant_id query parameter and the {id} path parameter.
-func tenantAndID(r *http.Request) (uuid.UUID, uuid.UUID, error) {
-	tenantID, err := queryTenant(r)
+// parseTenantAndID parses the tenant_id parameter and the {id} path parameter.
+func parseTenantAndID(tenant, id string) (uuid.UUID, uuid.UUID, error) {
+	tenantID, err := parseUUID("tenant_id", tenant)
 	if err != nil {
 		return uuid.Nil, uuid.Nil, err
 	}
-	id, err := pathUUID(r, "id")
-	return tenantID, id, err
+	parsed, err := parseUUID("id", id)
+	return tenantID, parsed, err
 }
 
-func (s *Server) handleGetEndpoint(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
+func (s *Server) handleGetEndpoint(ctx context.Context, in *idParams) (*out[endpointResponse], error) {
+	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	ep, err := s.Store.GetWebhookEndpoint(r.Context(), tenantID, id)
+	ep, err := s.Store.GetWebhookEndpoint(ctx, tenantID, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	breaker, err := s.Store.GetWebhookBreaker(r.Context(), tenantID, id)
+	breaker, err := s.Store.GetWebhookBreaker(ctx, tenantID, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, endpointResponse{WebhookEndpoint: ep, Breaker: breaker.View(time.Now())})
+	return reply(http.StatusOK, endpointResponse{WebhookEndpoint: ep, Breaker: breaker.View(time.Now())})
 }
 
 // endpointResponse is an endpoint with its circuit breaker (CLOSED with
@@ -152,49 +142,43 @@ type updateEndpointRequest struct {
 	IsActive *bool  `json:"is_active" required:"false" doc:"Pause (false) or resume (true) deliveries; unchanged when absent."`
 }
 
-func (s *Server) handleUpdateEndpoint(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
+func (s *Server) handleUpdateEndpoint(ctx context.Context, raw *idParamsBody) (*out[store.WebhookEndpoint], error) {
+	tenantID, id, err := parseTenantAndID(raw.TenantID, raw.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	var in updateEndpointRequest
-	if err := decodeJSON(r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeBytes(raw.RawBody, &in); err != nil {
+		return nil, err
 	}
 	if in.URL != "" {
-		if err := s.validateEndpointURL(r.Context(), in.URL); err != nil {
-			s.writeError(w, r, err)
-			return
+		if err := s.validateEndpointURL(ctx, in.URL); err != nil {
+			return nil, err
 		}
 	}
-	ep, err := s.Store.UpdateWebhookEndpoint(r.Context(), tenantID, id, in.URL, in.IsActive)
+	ep, err := s.Store.UpdateWebhookEndpoint(ctx, tenantID, id, in.URL, in.IsActive)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, ep)
+	return reply(http.StatusOK, ep)
 }
 
-func (s *Server) handleDeleteEndpoint(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
+func (s *Server) handleDeleteEndpoint(ctx context.Context, in *idParams) (*struct{}, error) {
+	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	err = s.Store.InTx(r.Context(), func(tx pgx.Tx) error {
-		return s.Store.WithTx(tx).DeleteWebhookEndpoint(r.Context(), tenantID, id)
+	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
+		return s.Store.WithTx(tx).DeleteWebhookEndpoint(ctx, tenantID, id)
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return &struct{}{}, nil
 }
 
-// webhookDelivery documents store.WebhookDelivery as its MarshalJSON
-// writes it: with the endpoint's response body as text.
+// webhookDelivery is a store.WebhookDelivery, marshalled by its MarshalJSON
+// (promoted); ResponseBody only documents the member that method adds.
 type webhookDelivery struct {
 	store.WebhookDelivery
 	ResponseBody *string `json:"response_body" doc:"The endpoint's answer, as text (stored bounded)."`
@@ -208,13 +192,11 @@ type pingResponse struct {
 
 // handlePingEndpoint sends a webhook.ping event to one endpoint, whatever
 // its subscriptions.
-func (s *Server) handlePingEndpoint(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
+func (s *Server) handlePingEndpoint(ctx context.Context, in *idParams) (*out[pingResponse], error) {
+	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	ctx := r.Context()
 	var res store.AppendResult
 	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
 		ep, err := s.Store.WithTx(tx).GetWebhookEndpoint(ctx, tenantID, id)
@@ -232,14 +214,12 @@ func (s *Server) handlePingEndpoint(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	if len(res.Deliveries) != 1 {
-		s.writeError(w, r, errcode.New(errcode.InvalidState, "webhook endpoint %s is inactive", id))
-		return
+		return nil, errcode.New(errcode.InvalidState, "webhook endpoint %s is inactive", id)
 	}
-	writeJSON(w, http.StatusAccepted, pingResponse{
+	return reply(http.StatusAccepted, pingResponse{
 		EventID: res.Event.EventID, WebhookDeliveryID: res.Deliveries[0].WebhookDeliveryID, JobID: res.Deliveries[0].JobID,
 	})
 }
@@ -250,80 +230,68 @@ type createSubscriptionRequest struct {
 	EventType         string `json:"event_type"`
 }
 
-func (s *Server) handleCreateSubscription(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCreateSubscription(ctx context.Context, raw *jsonInput) (*out[store.WebhookSubscription], error) {
 	var in createSubscriptionRequest
-	if err := decodeJSON(r, &in); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := decodeBytes(raw.RawBody, &in); err != nil {
+		return nil, err
 	}
 	tenantID, err := parseUUID("tenant_id", in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	endpointID, err := parseUUID("webhook_endpoint_id", in.WebhookEndpointID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	if in.EventType != "*" && !eventTypePattern.MatchString(in.EventType) {
-		s.writeError(w, r, errcode.Invalid("event_type", "must be an event type or '*' for all"))
-		return
+		return nil, errcode.Invalid("event_type", "must be an event type or '*' for all")
 	}
-	sub, err := s.Store.CreateWebhookSubscription(r.Context(), tenantID, endpointID, in.EventType)
+	sub, err := s.Store.CreateWebhookSubscription(ctx, tenantID, endpointID, in.EventType)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusCreated, sub)
+	return reply(http.StatusCreated, sub)
 }
 
-func (s *Server) handleListSubscriptions(w http.ResponseWriter, r *http.Request) {
-	tenantID, err := queryTenant(r)
+func (s *Server) handleListSubscriptions(ctx context.Context, in *listSubscriptionsParams) (*out[items[store.WebhookSubscription]], error) {
+	tenantID, err := parseUUID("tenant_id", in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	var endpointID *uuid.UUID
-	if v := strings.TrimSpace(r.URL.Query().Get("webhook_endpoint_id")); v != "" {
+	if v := strings.TrimSpace(in.WebhookEndpointID); v != "" {
 		id, err := parseUUID("webhook_endpoint_id", v)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		endpointID = &id
 	}
-	subs, err := s.Store.ListWebhookSubscriptions(r.Context(), tenantID, endpointID)
+	subs, err := s.Store.ListWebhookSubscriptions(ctx, tenantID, endpointID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": subs})
+	return reply(http.StatusOK, items[store.WebhookSubscription]{Items: subs})
 }
 
-func (s *Server) handleDeleteSubscription(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
+func (s *Server) handleDeleteSubscription(ctx context.Context, in *idParams) (*struct{}, error) {
+	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	if err := s.Store.DeleteWebhookSubscription(r.Context(), tenantID, id); err != nil {
-		s.writeError(w, r, err)
-		return
+	if err := s.Store.DeleteWebhookSubscription(ctx, tenantID, id); err != nil {
+		return nil, err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return &struct{}{}, nil
 }
 
-func (s *Server) handleGetDelivery(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
+func (s *Server) handleGetDelivery(ctx context.Context, in *idParams) (*out[webhookDelivery], error) {
+	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	d, err := s.Store.GetWebhookDelivery(r.Context(), tenantID, id)
+	d, err := s.Store.GetWebhookDelivery(ctx, tenantID, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, d)
+	return reply(http.StatusOK, webhookDelivery{WebhookDelivery: d})
 }
