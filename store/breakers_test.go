@@ -58,8 +58,7 @@ func TestBreakerWindowSlidesAndAges(t *testing.T) {
 func TestBreakerViewOfNoRowIsClosedWithZeros(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
-	require.NoError(t, err)
+	ep := e.endpoint(t)
 	b, err := e.store.GetWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.False(t, b.Stored)
@@ -93,8 +92,7 @@ func recordOutcome(t *testing.T, e env, endpointID uuid.UUID, now time.Time, fai
 func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
-	require.NoError(t, err)
+	ep := e.endpoint(t)
 	now := time.Now()
 
 	before, after := recordOutcome(t, e, ep.WebhookEndpointID, now, true)
@@ -144,8 +142,7 @@ func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 func TestUpdateWebhookBreakerLosesNoConcurrentOutcome(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
-	require.NoError(t, err)
+	ep := e.endpoint(t)
 	now := time.Now()
 	const n = 16
 	var wg sync.WaitGroup
@@ -180,8 +177,7 @@ func openBreaker(t *testing.T, e env, endpointID uuid.UUID, opened, nextProbe ti
 func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
-	require.NoError(t, err)
+	ep := e.endpoint(t)
 	now := time.Now()
 
 	// No row: nothing to claim.
@@ -253,8 +249,7 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 func TestClaimWebhookBreakerProbeEarly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
-	require.NoError(t, err)
+	ep := e.endpoint(t)
 	now := time.Now()
 	openBreaker(t, e, ep.WebhookEndpointID, now, now.Add(30*time.Second))
 
@@ -293,9 +288,8 @@ func TestClaimWebhookBreakerProbeEarly(t *testing.T) {
 func TestWebhookBreakerRowRejectsInconsistentStates(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
-	require.NoError(t, err)
-	err = e.store.InTx(e.ctx, func(tx pgx.Tx) error {
+	ep := e.endpoint(t)
+	err := e.store.InTx(e.ctx, func(tx pgx.Tx) error {
 		_, _, err := e.store.WithTx(tx).UpdateWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				b.Window = store.NewBreakerWindow(time.Minute, 10)

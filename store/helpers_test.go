@@ -40,6 +40,14 @@ func (e env) enqueue(t *testing.T, reqs ...store.EnqueueRequest) ([]store.Enqueu
 	return committed(e, func(q *store.Queries) ([]store.EnqueueResult, error) { return q.EnqueueTx(e.ctx, e.river, reqs) })
 }
 
+// endpoint creates an active webhook endpoint of the dev tenant.
+func (e env) endpoint(t *testing.T) store.WebhookEndpoint {
+	t.Helper()
+	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
+	require.NoError(t, err)
+	return ep
+}
+
 // committed runs fn on the store in a transaction of its own, committed
 // when fn succeeds.
 func committed[T any](e env, fn func(q *store.Queries) (T, error)) (T, error) {

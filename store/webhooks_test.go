@@ -21,8 +21,7 @@ const testSecret = "whsec-super-secret-0123456789"
 func TestWebhookEndpointNeverSerialisesItsSecret(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
-	require.NoError(t, err)
+	ep := e.endpoint(t)
 	require.Equal(t, testSecret, ep.Secret, "the store keeps the secret for signing")
 	require.True(t, ep.IsActive)
 
@@ -65,8 +64,7 @@ func TestWebhookSubscriptions(t *testing.T) {
 	e := newEnv(t)
 	other, err := e.store.CreateTenant(e.ctx, "other", "Other")
 	require.NoError(t, err)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
-	require.NoError(t, err)
+	ep := e.endpoint(t)
 
 	sub, err := e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, ep.WebhookEndpointID, "passport.activated")
 	require.NoError(t, err)
@@ -96,10 +94,9 @@ func TestWebhookSubscriptions(t *testing.T) {
 func TestDeleteWebhookEndpointSoftDeletesAndDropsSubscriptions(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
-	require.NoError(t, err)
+	ep := e.endpoint(t)
 	for _, et := range []string{"passport.activated", "*"} {
-		_, err = e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, ep.WebhookEndpointID, et)
+		_, err := e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, ep.WebhookEndpointID, et)
 		require.NoError(t, err)
 	}
 	// A delivery made before the delete stays as history.
@@ -155,9 +152,8 @@ func TestUpdateWebhookEndpoint(t *testing.T) {
 func TestRecordDeliveryAttempt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
-	require.NoError(t, err)
-	_, err = e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, ep.WebhookEndpointID, "*")
+	ep := e.endpoint(t)
+	_, err := e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, ep.WebhookEndpointID, "*")
 	require.NoError(t, err)
 	id := e.mustAppend(t, passportEvent(store.DevTenantID, uuid.New(), "passport.activated", `{}`)).Deliveries[0].WebhookDeliveryID
 

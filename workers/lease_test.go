@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/riverqueue/river"
@@ -33,6 +34,7 @@ import (
 // given renewal period and a fast reaper.
 type leaseEnv struct {
 	ctx     context.Context
+	pool    *pgxpool.Pool
 	st      *store.Queries
 	client  *river.Client[pgx.Tx]
 	reaper  *workers.Reaper
@@ -69,6 +71,14 @@ func newLeaseEnvWith(t *testing.T, renew time.Duration, maxLosses int, hook func
 }
 
 // buildJob creates a snapshot and enqueues its BUILD_SNAPSHOT job.
+// newReaperEnv is a schema with 1 s leases and an insert-only client: its
+// jobs are never worked, the tests play the part of the workers.
+func newReaperEnv(t *testing.T) leaseEnv {
+	t.Helper()
+	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 1})
+	return leaseEnv{ctx: t.Context(), pool: pool, st: store.New(pool), client: testriver.Inserter(t, pool)}
+}
+
 func (e leaseEnv) buildJob(t *testing.T) (uuid.UUID, store.Job) {
 	t.Helper()
 	sn, err := e.st.CreateSnapshot(e.ctx, store.DevTenantID)
@@ -163,31 +173,22 @@ func TestFencingStopsAnAttemptThatLostItsLease(t *testing.T) {
 	stored, ok := errcode.Decode(reaped.Error)
 	require.True(t, ok, reaped.Error)
 	require.Equal(t, errcode.LeaseExpired, stored.Code, "the reaper recorded why attempt 1 ended")
-	rep, err := e.st.CheckConsistency(e.ctx)
-	require.NoError(t, err)
-	require.True(t, rep.OK(), "%+v", rep.Drifts)
+	testriver.RequireConsistent(t, e.st)
 }
 
 // The reaper returns an expired job as available, or discards it (DEAD_LETTER)
 // when the expired attempt was its last; last_error is LEASE_EXPIRED.
 func TestReaperDiscardsTheLastAttempt(t *testing.T) {
 	t.Parallel()
-	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 1})
-	st := store.New(pool)
-	ctx := t.Context()
-	client := testriver.Inserter(t, pool)
-	sn, err := st.CreateSnapshot(ctx, store.DevTenantID)
-	require.NoError(t, err)
+	e := newReaperEnv(t)
+	ctx, st, pool := e.ctx, e.st, e.pool
 	var jobs []store.Job
 	for range 2 {
-		require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-			res, err := passport.NewTx(tx, client, "").Enqueue(ctx, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}, "")
-			jobs = append(jobs, res.Job)
-			return err
-		}))
+		_, j := e.buildJob(t)
+		jobs = append(jobs, j)
 	}
 	// Both "run" on a worker that died: attempt 1 of 3, and attempt 3 of 3.
-	_, err = pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = CASE WHEN id = $1 THEN 1 ELSE 3 END, max_attempts = 3,
+	_, err := pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = CASE WHEN id = $1 THEN 1 ELSE 3 END, max_attempts = 3,
 		attempted_at = now() - interval '5 seconds', attempted_by = ARRAY['dead-worker'] WHERE id = ANY($2)`,
 		jobs[0].RiverJobID, []int64{jobs[0].RiverJobID, jobs[1].RiverJobID})
 	require.NoError(t, err)
@@ -211,9 +212,7 @@ func TestReaperDiscardsTheLastAttempt(t *testing.T) {
 		require.Equal(t, "LEASE_EXPIRED", last.Code)
 		require.Nil(t, j.LeaseOwner)
 	}
-	rep, err := st.CheckConsistency(ctx)
-	require.NoError(t, err)
-	require.True(t, rep.OK(), "%+v", rep.Drifts)
+	testriver.RequireConsistent(t, st)
 }
 
 // A job cancelled by a shutdown (River's StopAndCancel after the shutdown
@@ -283,9 +282,7 @@ func TestJobLosingItsWorkerTwiceInARowIsDiscarded(t *testing.T) {
 	require.True(t, strings.HasPrefix(last.Message, "worker lost 2 times in a row"), last.Message)
 	require.Contains(t, last.Message, "lease-test", "names the worker that lost it")
 	require.Equal(t, float64(1), testutil.ToFloat64(e.metrics.DeadLetter.WithLabelValues(jobargs.KindBuildSnapshot)))
-	rep, err := e.st.CheckConsistency(e.ctx)
-	require.NoError(t, err)
-	require.True(t, rep.OK(), "%+v", rep.Drifts)
+	testriver.RequireConsistent(t, e.st)
 }
 
 // Losses count in a row: the reaper discards a job at its
@@ -294,19 +291,10 @@ func TestJobLosingItsWorkerTwiceInARowIsDiscarded(t *testing.T) {
 // to River as available.
 func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	t.Parallel()
-	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 1})
-	st := store.New(pool)
-	ctx := t.Context()
-	client := testriver.Inserter(t, pool)
-	sn, err := st.CreateSnapshot(ctx, store.DevTenantID)
-	require.NoError(t, err)
+	e := newReaperEnv(t)
+	ctx, st, pool := e.ctx, e.st, e.pool
 	enqueue := func() store.Job {
-		var j store.Job
-		require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-			res, err := passport.NewTx(tx, client, "").Enqueue(ctx, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}, "")
-			j = res.Job
-			return err
-		}))
+		_, j := e.buildJob(t)
 		return j
 	}
 	// die makes attempt run on a worker that died 5 s ago (its 1 s lease
@@ -353,7 +341,7 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 
 	// broken's second attempt ends with an ordinary error: the run of
 	// losses is broken.
-	_, err = pool.Exec(ctx, `UPDATE river_job SET attempt = 2, errors = array_append(errors,
+	_, err := pool.Exec(ctx, `UPDATE river_job SET attempt = 2, errors = array_append(errors,
 		jsonb_build_object('at', now(), 'attempt', 2, 'error', $2::text, 'trace', '')) WHERE id = $1`,
 		broken.RiverJobID, errcode.Encode(errors.New("boom")))
 	require.NoError(t, err)
@@ -398,9 +386,7 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	require.Equal(t, errcode.LeaseExpired, stored.Code)
 	_, last = get(lostTwice)
 	require.Equal(t, last.Message, stored.Message)
-	rep, err := st.CheckConsistency(ctx)
-	require.NoError(t, err)
-	require.True(t, rep.OK(), "%+v", rep.Drifts)
+	testriver.RequireConsistent(t, st)
 
 	// A larger limit lets the same run of losses go on.
 	lenient := &workers.Reaper{Store: st, Logger: slog.New(slog.DiscardHandler), Interval: time.Hour, MaxLeaseExpiries: 3}

@@ -257,7 +257,5 @@ func TestMaintenancePeriodicJobsRunOnTheLeader(t *testing.T) {
 	}
 	require.Equal(t, want, succeeded())
 
-	rep, err := e.st.CheckConsistency(e.ctx)
-	require.NoError(t, err)
-	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
+	testriver.RequireConsistent(t, e.st)
 }

@@ -227,9 +227,7 @@ func (e *pipeEnv) events(t *testing.T, eventType string, aggregateID uuid.UUID) 
 
 func (e *pipeEnv) consistent(t *testing.T) {
 	t.Helper()
-	rep, err := e.st.CheckConsistency(e.ctx)
-	require.NoError(t, err)
-	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
+	testriver.RequireConsistent(t, e.st)
 }
 
 // jobError is a job's last_error.

@@ -101,3 +101,12 @@ func Start(t testing.TB, pool *pgxpool.Pool, o Options) (*river.Client[pgx.Tx], 
 	})
 	return client, d
 }
+
+// RequireConsistent asserts that the SSOT jobs mirror River's jobs:
+// store.CheckConsistency finds no drift.
+func RequireConsistent(t testing.TB, st *store.Queries) {
+	t.Helper()
+	rep, err := st.CheckConsistency(context.Background())
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
+}
