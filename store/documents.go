@@ -58,9 +58,8 @@ func (q *Queries) CreateDocument(ctx context.Context, tenantID uuid.UUID, kind, 
 	if !facts.IsKind(kind) {
 		return Document{}, errcode.Invalid("kind", "must be one of %v", facts.Kinds)
 	}
-	rows, _ := q.db.Query(ctx, `INSERT INTO documents (document_id, tenant_id, kind, name)
+	d, err := queryOne[Document](ctx, q.db, `INSERT INTO documents (document_id, tenant_id, kind, name)
 		VALUES ($1, $2, $3, $4) RETURNING `+documentColumns, uuid.New(), tenantID, kind, name)
-	d, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Document])
 	if IsForeignKeyViolation(err) {
 		return Document{}, errcode.New(errcode.NotFound, "tenant %s not found", tenantID)
 	}
@@ -100,20 +99,18 @@ func (q *Queries) CreateDocumentVersion(ctx context.Context, tenantID, documentI
 		return DocumentVersion{}, false, notFound(err, "document", documentID)
 	}
 	sum := hash.SHA256Hex(content)
-	rows, _ := q.db.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
+	existing, err := queryOne[DocumentVersion](ctx, q.db, `SELECT `+documentVersionColumns+` FROM document_versions
 		WHERE document_id = $1 AND content_sha256 = $2`, documentID, sum)
-	existing, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DocumentVersion])
 	if err == nil {
 		return existing, true, nil
 	}
 	if err != pgx.ErrNoRows {
 		return DocumentVersion{}, false, fmt.Errorf("error looking up document content: %w", err)
 	}
-	rows, _ = q.db.Query(ctx, `INSERT INTO document_versions
+	v, err = queryOne[DocumentVersion](ctx, q.db, `INSERT INTO document_versions
 		(document_version_id, tenant_id, document_id, version, mime_type, content, content_sha256)
 		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, $4, $5, $6 FROM document_versions WHERE document_id = $3
 		RETURNING `+documentVersionColumns, uuid.New(), tenantID, documentID, mimeType, content, sum)
-	v, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DocumentVersion])
 	if err != nil {
 		return DocumentVersion{}, false, fmt.Errorf("error storing document version: %w", err)
 	}
@@ -146,9 +143,8 @@ type VersionToParse struct {
 // PARSE_FACTS needs.
 func (q *Queries) LockDocumentVersionForParse(ctx context.Context, tenantID, id uuid.UUID) (VersionToParse, error) {
 	var out VersionToParse
-	rows, _ := q.db.Query(ctx, `SELECT `+documentVersionColumns+` FROM document_versions
+	v, err := queryOne[DocumentVersion](ctx, q.db, `SELECT `+documentVersionColumns+` FROM document_versions
 		WHERE tenant_id = $1 AND document_version_id = $2 FOR UPDATE`, tenantID, id)
-	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DocumentVersion])
 	if err != nil {
 		return out, notFound(err, "document version", id)
 	}

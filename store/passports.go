@@ -111,9 +111,8 @@ const passportVersionColumns = `passport_version_id, tenant_id, passport_id, ver
 
 // CreateBatteryProduct creates a product; a repeated SKU is CONFLICT.
 func (q *Queries) CreateBatteryProduct(ctx context.Context, tenantID uuid.UUID, sku, name string) (BatteryProduct, error) {
-	rows, _ := q.db.Query(ctx, `INSERT INTO battery_products (battery_product_id, tenant_id, sku, name) VALUES ($1, $2, $3, $4)
+	p, err := queryOne[BatteryProduct](ctx, q.db, `INSERT INTO battery_products (battery_product_id, tenant_id, sku, name) VALUES ($1, $2, $3, $4)
 		RETURNING `+productColumns, uuid.New(), tenantID, sku, name)
-	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[BatteryProduct])
 	switch {
 	case IsUniqueViolation(err, "battery_products_sku_uniq"):
 		return BatteryProduct{}, errcode.New(errcode.Conflict, "a battery product with SKU %q exists", sku)
@@ -139,9 +138,8 @@ func (q *Queries) ListBatteryProducts(ctx context.Context, tenantID uuid.UUID) (
 
 // CreatePassport creates a passport for a product.
 func (q *Queries) CreatePassport(ctx context.Context, tenantID, productID uuid.UUID) (Passport, error) {
-	rows, _ := q.db.Query(ctx, `INSERT INTO passports (passport_id, tenant_id, battery_product_id) VALUES ($1, $2, $3)
+	p, err := queryOne[Passport](ctx, q.db, `INSERT INTO passports (passport_id, tenant_id, battery_product_id) VALUES ($1, $2, $3)
 		RETURNING `+passportColumns, uuid.New(), tenantID, productID)
-	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Passport])
 	if IsForeignKeyViolation(err) {
 		return Passport{}, errcode.New(errcode.NotFound, "battery product %s not found", productID)
 	}
@@ -173,15 +171,14 @@ func (q *Queries) InsertPassportVersion(ctx context.Context, in NewPassportVersi
 		in.TenantID, in.PassportID).Scan(&locked); err != nil {
 		return PassportVersion{}, false, notFound(err, "passport", in.PassportID)
 	}
-	rows, _ := q.db.Query(ctx, `SELECT `+passportVersionColumns+` FROM passport_versions WHERE compile_river_job_id = $1`, in.CompileRiverJobID)
-	existing, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportVersion])
+	existing, err := queryOne[PassportVersion](ctx, q.db, `SELECT `+passportVersionColumns+` FROM passport_versions WHERE compile_river_job_id = $1`, in.CompileRiverJobID)
 	if err == nil {
 		return existing, true, nil
 	}
 	if err != pgx.ErrNoRows {
 		return PassportVersion{}, false, fmt.Errorf("error looking up the compiled version: %w", err)
 	}
-	rows, _ = q.db.Query(ctx, `INSERT INTO passport_versions (passport_version_id, tenant_id, passport_id, version, status,
+	v, err := queryOne[PassportVersion](ctx, q.db, `INSERT INTO passport_versions (passport_version_id, tenant_id, passport_id, version, status,
 			snapshot_id, rule_package_version_id, compiler_build_id, issued_at, payload, payload_hash, proof, proof_root_hash,
 			receipt, receipt_hash, signing_key_id, compile_river_job_id)
 		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, 'COMPILING', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
@@ -189,7 +186,6 @@ func (q *Queries) InsertPassportVersion(ctx context.Context, in NewPassportVersi
 		RETURNING `+passportVersionColumns,
 		in.PassportVersionID, in.TenantID, in.PassportID, in.SnapshotID, in.RulePackageVersionID, in.CompilerBuildID, in.IssuedAt,
 		in.Payload, in.PayloadHash, in.Proof, in.ProofRootHash, in.Receipt, in.ReceiptHash, in.SigningKeyID, in.CompileRiverJobID)
-	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportVersion])
 	if err != nil {
 		return PassportVersion{}, false, fmt.Errorf("error storing passport version: %w", err)
 	}
@@ -317,13 +313,12 @@ const exportColumns = `passport_export_id, tenant_id, passport_version_id, forma
 // (a re-run rewrote the file) updates its row's path, size and SHA-256 and
 // keeps its id.
 func (q *Queries) RecordPassportExport(ctx context.Context, e PassportExport) (PassportExport, error) {
-	rows, _ := q.db.Query(ctx, `INSERT INTO passport_exports (passport_export_id, tenant_id, passport_version_id, format, path,
+	out, err := queryOne[PassportExport](ctx, q.db, `INSERT INTO passport_exports (passport_export_id, tenant_id, passport_version_id, format, path,
 			size_bytes, sha256, river_job_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (river_job_id) DO UPDATE SET path = EXCLUDED.path, size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256
 		RETURNING `+exportColumns,
 		uuid.New(), e.TenantID, e.PassportVersionID, e.Format, e.Path, e.SizeBytes, e.SHA256, e.RiverJobID)
-	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PassportExport])
 	if err != nil {
 		return PassportExport{}, fmt.Errorf("error recording export: %w", err)
 	}

@@ -77,9 +77,8 @@ const ruleTestsRunColumns = `rule_tests_run_id, tenant_id, rule_package_version_
 
 // CreateRulePackage creates a rule package; names are unique per tenant.
 func (q *Queries) CreateRulePackage(ctx context.Context, tenantID uuid.UUID, name string) (RulePackage, error) {
-	rows, _ := q.db.Query(ctx, `INSERT INTO rule_packages (rule_package_id, tenant_id, name) VALUES ($1, $2, $3)
+	p, err := queryOne[RulePackage](ctx, q.db, `INSERT INTO rule_packages (rule_package_id, tenant_id, name) VALUES ($1, $2, $3)
 		RETURNING `+rulePackageColumns, uuid.New(), tenantID, name)
-	p, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RulePackage])
 	switch {
 	case IsUniqueViolation(err, "rule_packages_name_uniq"):
 		return RulePackage{}, errcode.New(errcode.Conflict, "a rule package named %q exists", name)
@@ -111,12 +110,11 @@ func (q *Queries) CreateRulePackageVersion(ctx context.Context, tenantID, packag
 		tenantID, packageID).Scan(&locked); err != nil {
 		return RulePackageVersion{}, notFound(err, "rule package", packageID)
 	}
-	rows, _ := q.db.Query(ctx, `INSERT INTO rule_package_versions
+	v, err := queryOne[RulePackageVersion](ctx, q.db, `INSERT INTO rule_package_versions
 		(rule_package_version_id, tenant_id, rule_package_id, version, dsl_source, dsl_sha256, tests_source, tests_sha256)
 		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, $4, $5, $6, $7 FROM rule_package_versions WHERE rule_package_id = $3
 		RETURNING `+rulePackageVersionMeta,
 		uuid.New(), tenantID, packageID, dsl, hash.SHA256HexString(dsl), tests, hash.SHA256HexString(tests))
-	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RulePackageVersion])
 	if err != nil {
 		return RulePackageVersion{}, fmt.Errorf("error creating rule package version: %w", err)
 	}
@@ -158,8 +156,7 @@ func (q *Queries) ListRulePackageVersions(ctx context.Context, tenantID, package
 // DRAFT version to VALIDATED; the caller decides the run's status.
 func (q *Queries) RecordRuleTestsRun(ctx context.Context, run RuleTestsRun) (RuleTestsRun, bool, error) {
 	if run.RiverJobID != nil {
-		rows, _ := q.db.Query(ctx, `SELECT `+ruleTestsRunColumns+` FROM rule_tests_runs WHERE river_job_id = $1`, *run.RiverJobID)
-		existing, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RuleTestsRun])
+		existing, err := queryOne[RuleTestsRun](ctx, q.db, `SELECT `+ruleTestsRunColumns+` FROM rule_tests_runs WHERE river_job_id = $1`, *run.RiverJobID)
 		if err == nil {
 			return existing, true, nil
 		}
@@ -170,13 +167,12 @@ func (q *Queries) RecordRuleTestsRun(ctx context.Context, run RuleTestsRun) (Rul
 	if run.FirstFailure == nil {
 		run.FirstFailure = json.RawMessage("null")
 	}
-	rows, _ := q.db.Query(ctx, `INSERT INTO rule_tests_runs (rule_tests_run_id, tenant_id, rule_package_version_id, seed,
+	stored, err := queryOne[RuleTestsRun](ctx, q.db, `INSERT INTO rule_tests_runs (rule_tests_run_id, tenant_id, rule_package_version_id, seed,
 			status, total_cases, passed, failed, first_failure, river_job_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9::jsonb, 'null'::jsonb), $10)
 		RETURNING `+ruleTestsRunColumns,
 		uuid.New(), run.TenantID, run.RulePackageVersionID, run.Seed, run.Status, run.TotalCases, run.Passed, run.Failed,
 		[]byte(run.FirstFailure), run.RiverJobID)
-	stored, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[RuleTestsRun])
 	if err != nil {
 		return RuleTestsRun{}, false, fmt.Errorf("error storing the tests run: %w", err)
 	}

@@ -74,11 +74,17 @@ func notFound(err error, what string, id any) error {
 	return fmt.Errorf("error loading %s %v: %w", what, id, err)
 }
 
-// getOne returns the one row of T that sql selects (columns named as T's db
-// tags); no row is a NOT_FOUND naming what and id.
-func getOne[T any](ctx context.Context, db DBTX, what string, id any, sql string, args ...any) (T, error) {
+// queryOne returns the one row of T that sql returns (columns named as T's
+// db tags); no row is pgx.ErrNoRows.
+func queryOne[T any](ctx context.Context, db DBTX, sql string, args ...any) (T, error) {
 	rows, _ := db.Query(ctx, sql, args...) // a query error surfaces from the collect
-	v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[T])
+	return pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[T])
+}
+
+// getOne returns the one row of T that sql selects; no row is a NOT_FOUND
+// naming what and id.
+func getOne[T any](ctx context.Context, db DBTX, what string, id any, sql string, args ...any) (T, error) {
+	v, err := queryOne[T](ctx, db, sql, args...)
 	if err != nil {
 		var zero T
 		return zero, notFound(err, what, id)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 )
@@ -27,9 +26,8 @@ type Tenant struct {
 
 // CreateTenant inserts a tenant; a taken slug is a 409-style INVALID_STATE.
 func (q *Queries) CreateTenant(ctx context.Context, slug, name string) (Tenant, error) {
-	rows, _ := q.db.Query(ctx, `INSERT INTO tenants (tenant_id, slug, name) VALUES ($1, $2, $3)
+	t, err := queryOne[Tenant](ctx, q.db, `INSERT INTO tenants (tenant_id, slug, name) VALUES ($1, $2, $3)
 		RETURNING tenant_id, slug, name, created_at`, uuid.New(), slug, name)
-	t, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Tenant])
 	if IsUniqueViolation(err, "tenants_slug_key") {
 		return Tenant{}, errcode.New(errcode.InvalidState, "tenant slug %q is taken", slug)
 	}

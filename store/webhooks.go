@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 )
@@ -91,9 +90,8 @@ const endpointColumns = `webhook_endpoint_id, tenant_id, url, secret, is_active,
 
 // CreateWebhookEndpoint stores an endpoint and its secret.
 func (q *Queries) CreateWebhookEndpoint(ctx context.Context, tenantID uuid.UUID, url, secret string) (WebhookEndpoint, error) {
-	rows, _ := q.db.Query(ctx, `INSERT INTO webhook_endpoints (webhook_endpoint_id, tenant_id, url, secret)
+	ep, err := queryOne[WebhookEndpoint](ctx, q.db, `INSERT INTO webhook_endpoints (webhook_endpoint_id, tenant_id, url, secret)
 		VALUES ($1, $2, $3, $4) RETURNING `+endpointColumns, uuid.New(), tenantID, url, secret)
-	ep, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookEndpoint])
 	if IsForeignKeyViolation(err) {
 		return WebhookEndpoint{}, errcode.New(errcode.NotFound, "tenant %s not found", tenantID)
 	}
@@ -148,11 +146,10 @@ const subscriptionColumns = `webhook_subscription_id, tenant_id, webhook_endpoin
 
 // CreateWebhookSubscription subscribes the tenant's endpoint to an event type.
 func (q *Queries) CreateWebhookSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventType string) (WebhookSubscription, error) {
-	rows, _ := q.db.Query(ctx, `INSERT INTO webhook_subscriptions (webhook_subscription_id, tenant_id, webhook_endpoint_id, event_type)
+	sub, err := queryOne[WebhookSubscription](ctx, q.db, `INSERT INTO webhook_subscriptions (webhook_subscription_id, tenant_id, webhook_endpoint_id, event_type)
 		SELECT $1, $2, webhook_endpoint_id, $4 FROM webhook_endpoints
 		WHERE tenant_id = $2 AND webhook_endpoint_id = $3 AND deleted_at IS NULL
 		RETURNING `+subscriptionColumns, uuid.New(), tenantID, endpointID, eventType)
-	sub, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[WebhookSubscription])
 	if IsUniqueViolation(err, "webhook_subscriptions_uniq") {
 		return WebhookSubscription{}, errcode.New(errcode.InvalidState, "endpoint %s is already subscribed to %s", endpointID, eventType)
 	}
