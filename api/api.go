@@ -135,9 +135,6 @@ type (
 		ID       string `path:"id" format:"uuid"`
 		TenantID string `query:"tenant_id" required:"true" format:"uuid"`
 	}
-	idPath struct {
-		ID string `path:"id" format:"uuid"`
-	}
 	// idBody is an {id} and a JSON body (that names the tenant).
 	idBody struct {
 		ID      string `path:"id" format:"uuid"`
@@ -148,10 +145,6 @@ type (
 		ID       string `path:"id" format:"uuid"`
 		TenantID string `query:"tenant_id" required:"true" format:"uuid"`
 		RawBody  []byte
-	}
-	idemKeyIDParams struct {
-		ID             string `path:"id" format:"uuid"`
-		IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes the request idempotent: the same key and request return the existing job."`
 	}
 	jobParams struct {
 		JobID    string `path:"job_id" format:"uuid"`
@@ -276,116 +269,101 @@ func (s *Server) adminRoutes(rs routes) {
 
 // domainRoutes are the passport domain endpoints (domain_*.go).
 func (s *Server) domainRoutes(rs routes) {
-	rs.handle(http.MethodPost, "/v1/documents", "create-document", "Create a document", s.handleCreateDocument,
+	register(rs, http.MethodPost, "/v1/documents", "create-document", "Create a document", s.handleCreateDocument,
 		jsonBody[createDocumentRequest],
 		responds[store.Document](http.StatusCreated, "Created"))
-	rs.handle(http.MethodGet, "/v1/documents", "list-documents", "List a tenant's documents", s.handleListDocuments,
-		params[tenantParam],
+	register(rs, http.MethodGet, "/v1/documents", "list-documents", "List a tenant's documents", s.handleListDocuments,
 		responds[items[store.Document]](http.StatusOK, "Documents"))
-	rs.handle(http.MethodGet, "/v1/documents/{id}", "get-document", "Get a document with its versions", s.handleGetDocument,
-		params[idParams],
+	register(rs, http.MethodGet, "/v1/documents/{id}", "get-document", "Get a document with its versions", s.handleGetDocument,
 		responds[documentWithVersions](http.StatusOK, "The document"))
-	rs.handle(http.MethodPost, "/v1/documents/{id}/versions", "upload-document-version", "Upload a document version and enqueue its PARSE_FACTS", s.handleUploadDocumentVersion,
-		params[idPath], jsonBody[uploadVersionRequest],
+	register(rs, http.MethodPost, "/v1/documents/{id}/versions", "upload-document-version", "Upload a document version and enqueue its PARSE_FACTS", s.handleUploadDocumentVersion,
+		jsonBody[uploadVersionRequest],
 		responds[uploadVersionResponse](http.StatusCreated, "Stored; job is its PARSE_FACTS"),
 		responds[uploadVersionResponse](http.StatusOK, "The same bytes were uploaded before; job is null"))
-	rs.handle(http.MethodGet, "/v1/document-versions/{id}", "get-document-version", "Get a document version", s.handleGetDocumentVersion,
-		params[idParams],
+	register(rs, http.MethodGet, "/v1/document-versions/{id}", "get-document-version", "Get a document version", s.handleGetDocumentVersion,
 		responds[store.DocumentVersion](http.StatusOK, "The version"))
-	rs.handle(http.MethodGet, "/v1/facts", "list-facts", "List a tenant's facts", s.handleListFacts,
-		params[listFactsParams],
+	register(rs, http.MethodGet, "/v1/facts", "list-facts", "List a tenant's facts", s.handleListFacts,
 		responds[items[store.Fact]](http.StatusOK, "Facts"))
 
-	rs.handle(http.MethodPost, "/v1/snapshots", "create-snapshot", "Create a BUILDING snapshot", s.handleCreateSnapshot,
+	register(rs, http.MethodPost, "/v1/snapshots", "create-snapshot", "Create a BUILDING snapshot", s.handleCreateSnapshot,
 		jsonBody[tenantRequest],
 		responds[store.Snapshot](http.StatusCreated, "Created"))
-	rs.handle(http.MethodGet, "/v1/snapshots/{id}", "get-snapshot", "Get a snapshot", s.handleGetSnapshot,
-		params[idParams],
+	register(rs, http.MethodGet, "/v1/snapshots/{id}", "get-snapshot", "Get a snapshot", s.handleGetSnapshot,
 		responds[store.Snapshot](http.StatusOK, "The snapshot"))
-	rs.handle(http.MethodPost, "/v1/snapshots/{id}/items", "add-snapshot-items", "Add facts to a BUILDING snapshot", s.handleAddSnapshotItems,
-		params[idPath], jsonBody[addItemsRequest],
+	register(rs, http.MethodPost, "/v1/snapshots/{id}/items", "add-snapshot-items", "Add facts to a BUILDING snapshot", s.handleAddSnapshotItems,
+		jsonBody[addItemsRequest],
 		responds[addItemsResponse](http.StatusOK, "The snapshot and how many facts were added"))
-	rs.handle(http.MethodGet, "/v1/snapshots/{id}/items", "list-snapshot-items", "List a snapshot's items", s.handleListSnapshotItems,
-		params[idParams],
+	register(rs, http.MethodGet, "/v1/snapshots/{id}/items", "list-snapshot-items", "List a snapshot's items", s.handleListSnapshotItems,
 		responds[items[store.SnapshotItem]](http.StatusOK, "Items"))
-	rs.handle(http.MethodPost, "/v1/snapshots/{id}/build", "build-snapshot", "Enqueue BUILD_SNAPSHOT", s.handleBuildSnapshot,
-		params[idemKeyIDParams], jsonBody[tenantRequest],
+	register(rs, http.MethodPost, "/v1/snapshots/{id}/build", "build-snapshot", "Enqueue BUILD_SNAPSHOT", s.handleBuildSnapshot,
+		jsonBody[tenantRequest],
 		responds[jobResponse](http.StatusAccepted, "Job enqueued"))
-	rs.handle(http.MethodPost, "/v1/snapshots/{id}/seal", "seal-snapshot", "Seal a READY snapshot", s.handleSealSnapshot,
-		params[idPath], jsonBody[tenantRequest],
+	register(rs, http.MethodPost, "/v1/snapshots/{id}/seal", "seal-snapshot", "Seal a READY snapshot", s.handleSealSnapshot,
+		jsonBody[tenantRequest],
 		responds[store.Snapshot](http.StatusOK, "Sealed"))
 
-	rs.handle(http.MethodPost, "/v1/rule-packages", "create-rule-package", "Create a rule package", s.handleCreateRulePackage,
+	register(rs, http.MethodPost, "/v1/rule-packages", "create-rule-package", "Create a rule package", s.handleCreateRulePackage,
 		jsonBody[createRulePackageRequest],
 		responds[store.RulePackage](http.StatusCreated, "Created"))
-	rs.handle(http.MethodGet, "/v1/rule-packages", "list-rule-packages", "List a tenant's rule packages", s.handleListRulePackages,
-		params[tenantParam],
+	register(rs, http.MethodGet, "/v1/rule-packages", "list-rule-packages", "List a tenant's rule packages", s.handleListRulePackages,
 		responds[items[store.RulePackage]](http.StatusOK, "Rule packages"))
-	rs.handle(http.MethodGet, "/v1/rule-packages/{id}", "get-rule-package", "Get a rule package with its versions", s.handleGetRulePackage,
-		params[idParams],
+	register(rs, http.MethodGet, "/v1/rule-packages/{id}", "get-rule-package", "Get a rule package with its versions", s.handleGetRulePackage,
 		responds[rulePackageWithVersions](http.StatusOK, "The rule package"))
-	rs.handle(http.MethodPost, "/v1/rule-packages/{id}/versions", "create-rule-package-version", "Check and store the package's next DRAFT version", s.handleCreateRuleVersion,
-		params[idPath], jsonBody[createRuleVersionRequest],
+	register(rs, http.MethodPost, "/v1/rule-packages/{id}/versions", "create-rule-package-version", "Check and store the package's next DRAFT version", s.handleCreateRuleVersion,
+		jsonBody[createRuleVersionRequest],
 		responds[store.RulePackageVersion](http.StatusCreated, "Created"))
-	rs.handle(http.MethodGet, "/v1/rule-package-versions/{id}", "get-rule-package-version", "Get a rule package version", s.handleGetRuleVersion,
-		params[ruleVersionParams],
+	register(rs, http.MethodGet, "/v1/rule-package-versions/{id}", "get-rule-package-version", "Get a rule package version", s.handleGetRuleVersion,
 		responds[store.RulePackageVersion](http.StatusOK, "The version"))
-	rs.handle(http.MethodPost, "/v1/rule-package-versions/{id}/test", "run-rule-tests", "Enqueue RUN_RULE_TESTS", s.handleRunRuleTests,
-		params[idemKeyIDParams], jsonBody[runRuleTestsRequest],
+	register(rs, http.MethodPost, "/v1/rule-package-versions/{id}/test", "run-rule-tests", "Enqueue RUN_RULE_TESTS", s.handleRunRuleTests,
+		jsonBody[runRuleTestsRequest],
 		responds[jobResponse](http.StatusAccepted, "Job enqueued"))
-	rs.handle(http.MethodGet, "/v1/rule-package-versions/{id}/test-runs", "list-rule-test-runs", "List a version's test runs", s.handleListRuleTestsRuns,
-		params[idParams],
+	register(rs, http.MethodGet, "/v1/rule-package-versions/{id}/test-runs", "list-rule-test-runs", "List a version's test runs", s.handleListRuleTestsRuns,
 		responds[items[store.RuleTestsRun]](http.StatusOK, "Test runs"))
-	rs.handle(http.MethodPost, "/v1/rule-package-versions/{id}/publish", "publish-rule-package-version", "Publish a version whose tests passed", s.handlePublishRuleVersion,
-		params[idPath], jsonBody[tenantRequest],
+	register(rs, http.MethodPost, "/v1/rule-package-versions/{id}/publish", "publish-rule-package-version", "Publish a version whose tests passed", s.handlePublishRuleVersion,
+		jsonBody[tenantRequest],
 		responds[store.RulePackageVersion](http.StatusOK, "Published"))
 
-	rs.handle(http.MethodPost, "/v1/battery-products", "create-battery-product", "Create a battery product", s.handleCreateProduct,
+	register(rs, http.MethodPost, "/v1/battery-products", "create-battery-product", "Create a battery product", s.handleCreateProduct,
 		jsonBody[createProductRequest],
 		responds[store.BatteryProduct](http.StatusCreated, "Created"))
-	rs.handle(http.MethodGet, "/v1/battery-products", "list-battery-products", "List a tenant's battery products", s.handleListProducts,
-		params[tenantParam],
+	register(rs, http.MethodGet, "/v1/battery-products", "list-battery-products", "List a tenant's battery products", s.handleListProducts,
 		responds[items[store.BatteryProduct]](http.StatusOK, "Products"))
-	rs.handle(http.MethodGet, "/v1/battery-products/{id}", "get-battery-product", "Get a battery product", s.handleGetProduct,
-		params[idParams],
+	register(rs, http.MethodGet, "/v1/battery-products/{id}", "get-battery-product", "Get a battery product", s.handleGetProduct,
 		responds[store.BatteryProduct](http.StatusOK, "The product"))
 
-	rs.handle(http.MethodPost, "/v1/passports", "create-passport", "Create a passport for a product", s.handleCreatePassport,
+	register(rs, http.MethodPost, "/v1/passports", "create-passport", "Create a passport for a product", s.handleCreatePassport,
 		jsonBody[createPassportRequest],
 		responds[store.Passport](http.StatusCreated, "Created"))
-	rs.handle(http.MethodGet, "/v1/passports/{id}", "get-passport", "Get a passport with its versions", s.handleGetPassport,
-		params[idParams],
+	register(rs, http.MethodGet, "/v1/passports/{id}", "get-passport", "Get a passport with its versions", s.handleGetPassport,
 		responds[passportWithVersions](http.StatusOK, "The passport"))
-	rs.handle(http.MethodPost, "/v1/passports/{id}/compile", "compile-passport", "Enqueue COMPILE_PASSPORT", s.handleCompilePassport,
-		params[idemKeyIDParams], jsonBody[compileRequest],
+	register(rs, http.MethodPost, "/v1/passports/{id}/compile", "compile-passport", "Enqueue COMPILE_PASSPORT", s.handleCompilePassport,
+		jsonBody[compileRequest],
 		responds[jobResponse](http.StatusAccepted, "Job enqueued"))
-	rs.handle(http.MethodGet, "/v1/passport-versions/{id}", "get-passport-version", "Get a passport version", s.handleGetPassportVersion,
-		params[idParams],
+	register(rs, http.MethodGet, "/v1/passport-versions/{id}", "get-passport-version", "Get a passport version", s.handleGetPassportVersion,
 		responds[store.PassportVersion](http.StatusOK, "The version"))
-	rs.handle(http.MethodGet, "/v1/passport-versions/{id}/payload", "get-passport-payload", "The compiled payload, bytes as hashed", s.serveArtifact("application/json", payloadArtifact),
-		params[idParams], raw("The payload (ETag: its hash)", "application/json"))
-	rs.handle(http.MethodGet, "/v1/passport-versions/{id}/proof", "get-passport-proof", "The proof, bytes as hashed", s.serveArtifact("application/json", proofArtifact),
-		params[idParams], raw("The proof (ETag: its root hash)", "application/json"))
-	rs.handle(http.MethodGet, "/v1/passport-versions/{id}/receipt", "get-passport-receipt", "The receipt, signed once there is a signature", s.serveArtifact("application/json", receiptArtifact),
-		params[idParams], raw("The receipt (ETag: its hash)", "application/json"))
-	rs.handle(http.MethodGet, "/v1/passport-versions/{id}/qr.png", "get-passport-qr", "The BPC-QR-1 code as PNG", s.serveArtifact("image/png", qrArtifact),
-		params[idParams], raw("The PNG (ETag: its SHA-256)", "image/png"))
-	rs.handle(http.MethodPost, "/v1/passport-versions/{id}/activate", "activate-passport-version", "Activate a SIGNED version", s.handleActivatePassportVersion,
-		params[idPath], jsonBody[tenantRequest],
+	register(rs, http.MethodGet, "/v1/passport-versions/{id}/payload", "get-passport-payload", "The compiled payload, bytes as hashed", s.artifactHandler("application/json", payloadArtifact),
+		raw("The payload (ETag: its hash)", "application/json"))
+	register(rs, http.MethodGet, "/v1/passport-versions/{id}/proof", "get-passport-proof", "The proof, bytes as hashed", s.artifactHandler("application/json", proofArtifact),
+		raw("The proof (ETag: its root hash)", "application/json"))
+	register(rs, http.MethodGet, "/v1/passport-versions/{id}/receipt", "get-passport-receipt", "The receipt, signed once there is a signature", s.artifactHandler("application/json", receiptArtifact),
+		raw("The receipt (ETag: its hash)", "application/json"))
+	register(rs, http.MethodGet, "/v1/passport-versions/{id}/qr.png", "get-passport-qr", "The BPC-QR-1 code as PNG", s.artifactHandler("image/png", qrArtifact),
+		raw("The PNG (ETag: its SHA-256)", "image/png"))
+	register(rs, http.MethodPost, "/v1/passport-versions/{id}/activate", "activate-passport-version", "Activate a SIGNED version", s.handleActivatePassportVersion,
+		jsonBody[tenantRequest],
 		responds[store.PassportVersion](http.StatusOK, "Activated"))
-	rs.handle(http.MethodPost, "/v1/passport-versions/{id}/export", "export-passport-version", "Enqueue EXPORT_PASSPORT", s.handleExportPassportVersion,
-		params[idemKeyIDParams], jsonBody[exportRequest],
+	register(rs, http.MethodPost, "/v1/passport-versions/{id}/export", "export-passport-version", "Enqueue EXPORT_PASSPORT", s.handleExportPassportVersion,
+		jsonBody[exportRequest],
 		responds[jobResponse](http.StatusAccepted, "Job enqueued"))
-	rs.handle(http.MethodGet, "/v1/passport-versions/{id}/exports", "list-passport-exports", "List a version's exports", s.handleListPassportExports,
-		params[idParams],
+	register(rs, http.MethodGet, "/v1/passport-versions/{id}/exports", "list-passport-exports", "List a version's exports", s.handleListPassportExports,
 		responds[items[store.PassportExport]](http.StatusOK, "Exports, newest first"))
-	rs.handle(http.MethodGet, "/v1/passport-versions/{id}/export-file", "get-passport-export-file", "The newest export file of a format", s.handleGetExportFile,
-		params[exportFileParams], raw("The file, checked against its recorded SHA-256 (ETag)", "application/json", "application/pdf"))
-	rs.handle(http.MethodPost, "/v1/passport-versions/{id}/replay", "replay-passport-version", "Recompile a version from its stored inputs and compare", s.handleReplayPassportVersion,
-		params[idPath], jsonBody[tenantRequest],
+	register(rs, http.MethodGet, "/v1/passport-versions/{id}/export-file", "get-passport-export-file", "The newest export file of a format", s.handleGetExportFile,
+		raw("The file, checked against its recorded SHA-256 (ETag)", "application/json", "application/pdf"))
+	register(rs, http.MethodPost, "/v1/passport-versions/{id}/replay", "replay-passport-version", "Recompile a version from its stored inputs and compare", s.handleReplayPassportVersion,
+		jsonBody[tenantRequest],
 		responds[passport.ReplayReport](http.StatusOK, "Every byte and hash matches (409 REPLAY_MISMATCH otherwise)"))
 
-	rs.handle(http.MethodGet, "/v1/signing-keys", "list-signing-keys", "List the public keys that verify receipts", s.handleListSigningKeys,
+	register(rs, http.MethodGet, "/v1/signing-keys", "list-signing-keys", "List the public keys that verify receipts", s.handleListSigningKeys,
 		responds[items[signingKeyView]](http.StatusOK, "Keys"))
 }
 

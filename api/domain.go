@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -34,8 +33,8 @@ type tenantRequest struct {
 }
 
 // decodeTenantBody decodes the body into dst and parses its tenant_id.
-func decodeTenantBody(r *http.Request, dst any, tenant *string) (uuid.UUID, error) {
-	if err := decodeJSON(r, dst); err != nil {
+func decodeTenantBody(body []byte, dst any, tenant *string) (uuid.UUID, error) {
+	if err := decodeBytes(body, dst); err != nil {
 		return uuid.Nil, err
 	}
 	return parseUUID("tenant_id", *tenant)
@@ -43,13 +42,13 @@ func decodeTenantBody(r *http.Request, dst any, tenant *string) (uuid.UUID, erro
 
 // bodyTenantAndID decodes a body that carries only tenant_id and reads the
 // {id} path parameter.
-func bodyTenantAndID(r *http.Request) (uuid.UUID, uuid.UUID, error) {
+func bodyTenantAndID(body []byte, pathID string) (uuid.UUID, uuid.UUID, error) {
 	var in tenantRequest
-	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(body, &in, &in.TenantID)
 	if err != nil {
 		return uuid.Nil, uuid.Nil, err
 	}
-	id, err := pathUUID(r, "id")
+	id, err := parseUUID("id", pathID)
 	return tenantID, id, err
 }
 
@@ -66,9 +65,7 @@ func requireName(field, value string, maxChars int) (string, error) {
 // same transaction; it may be nil), with the optional Idempotency-Key
 // header as the idempotency key. A repeated key with the same args returns
 // the existing job.
-func (s *Server) enqueueDomainJob(r *http.Request, args jobargs.Args, check func(ctx context.Context, q *store.Queries) error) (store.Job, error) {
-	ctx := r.Context()
-	key := r.Header.Get(HeaderIdempotencyKey)
+func (s *Server) enqueueDomainJob(ctx context.Context, key string, args jobargs.Args, check func(ctx context.Context, q *store.Queries) error) (store.Job, error) {
 	if len(key) > maxIdemKeyChars {
 		return store.Job{}, errcode.Invalid(HeaderIdempotencyKey, "must be at most %d characters", maxIdemKeyChars)
 	}
@@ -101,6 +98,14 @@ func (s *Server) enqueueDomainJob(r *http.Request, args jobargs.Args, check func
 // inTx runs a domain operation in a transaction, as the admin API.
 func (s *Server) inTx(ctx context.Context, fn func(t passport.Tx) error) error {
 	return passport.InTx(ctx, s.Store, s.River, domainActor, fn)
+}
+
+// idKeyBody is an {id}, an optional Idempotency-Key and a JSON body (that
+// names the tenant): the input of the endpoints that start a job.
+type idKeyBody struct {
+	ID             string `path:"id" format:"uuid"`
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes the request idempotent: the same key and request return the existing job."`
+	RawBody        []byte
 }
 
 // jobResponse is the answer of the endpoints that start a job.

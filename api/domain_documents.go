@@ -20,32 +20,28 @@ type createDocumentRequest struct {
 	Name     string `json:"name"`
 }
 
-func (s *Server) handleCreateDocument(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCreateDocument(ctx context.Context, req *jsonInput) (*out[store.Document], error) {
 	var in createDocumentRequest
-	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	if !facts.IsKind(in.Kind) {
-		s.writeError(w, r, errcode.Invalid("kind", "must be one of %s", strings.Join(facts.Kinds, ", ")))
-		return
+		return nil, errcode.Invalid("kind", "must be one of %s", strings.Join(facts.Kinds, ", "))
 	}
 	name, err := requireName("name", in.Name, maxNameChars)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	d, err := s.Store.CreateDocument(r.Context(), tenantID, in.Kind, name)
+	d, err := s.Store.CreateDocument(ctx, tenantID, in.Kind, name)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusCreated, d)
+	return reply(http.StatusCreated, d)
 }
 
-func (s *Server) handleListDocuments(w http.ResponseWriter, r *http.Request) {
-	serveTenantList(s, w, r, s.Store.ListDocuments)
+func (s *Server) handleListDocuments(ctx context.Context, req *tenantParam) (*out[items[store.Document]], error) {
+	return listTenant(ctx, s, req, s.Store.ListDocuments)
 }
 
 type documentWithVersions struct {
@@ -53,8 +49,8 @@ type documentWithVersions struct {
 	Versions []store.DocumentVersion `json:"versions"`
 }
 
-func (s *Server) handleGetDocument(w http.ResponseWriter, r *http.Request) {
-	serveParent(s, w, r, s.Store.GetDocument, s.Store.ListDocumentVersions, func(d store.Document, vs []store.DocumentVersion) any {
+func (s *Server) handleGetDocument(ctx context.Context, req *idParams) (*out[documentWithVersions], error) {
+	return withChildren(ctx, req, s.Store.GetDocument, s.Store.ListDocumentVersions, func(d store.Document, vs []store.DocumentVersion) documentWithVersions {
 		return documentWithVersions{Document: d, Versions: vs}
 	})
 }
@@ -73,32 +69,26 @@ type uploadVersionResponse struct {
 // handleUploadDocumentVersion stores a new version and enqueues PARSE_FACTS
 // in one transaction. The same bytes again return the existing version
 // (200, job null): the content dedup makes the upload idempotent.
-func (s *Server) handleUploadDocumentVersion(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleUploadDocumentVersion(ctx context.Context, req *idBody) (*out[uploadVersionResponse], error) {
 	var in uploadVersionRequest
-	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	documentID, err := pathUUID(r, "id")
+	documentID, err := parseUUID("id", req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	mimeType, err := passport.DocumentMIME(in.MimeType)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	content, err := passport.DocumentContent(in.Content)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	ctx := r.Context()
 	if err := s.checkQueueDepth(ctx, jobargs.ParseFactsArgs{}); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	var up passport.Uploaded
 	err = s.inTx(ctx, func(t passport.Tx) error {
@@ -108,58 +98,48 @@ func (s *Server) handleUploadDocumentVersion(w http.ResponseWriter, r *http.Requ
 		return err
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	// The same bytes again answer 200 with the version and no job.
 	if up.Existed {
-		writeJSON(w, http.StatusOK, uploadVersionResponse{DocumentVersion: up.Version})
-		return
+		return reply(http.StatusOK, uploadVersionResponse{DocumentVersion: up.Version})
 	}
 	if !up.ParseJob.Existing {
 		s.logTransition(ctx, up.ParseJob.Job, "api")
 	}
-	writeJSON(w, http.StatusCreated, uploadVersionResponse{DocumentVersion: up.Version, Job: &up.ParseJob.Job})
+	return reply(http.StatusCreated, uploadVersionResponse{DocumentVersion: up.Version, Job: &up.ParseJob.Job})
 }
 
-func (s *Server) handleGetDocumentVersion(w http.ResponseWriter, r *http.Request) {
-	serveByID(s, w, r, s.Store.GetDocumentVersion)
+func (s *Server) handleGetDocumentVersion(ctx context.Context, req *idParams) (*out[store.DocumentVersion], error) {
+	return getByID(ctx, req, s.Store.GetDocumentVersion)
 }
 
 // handleListFacts lists facts, optionally of one document version and one type.
-func (s *Server) handleListFacts(w http.ResponseWriter, r *http.Request) {
-	tenantID, err := queryTenant(r)
+func (s *Server) handleListFacts(ctx context.Context, req *listFactsParams) (*out[items[store.Fact]], error) {
+	tenantID, err := parseUUID("tenant_id", req.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	q := r.URL.Query()
-	f := store.FactFilter{TenantID: tenantID, FactType: strings.TrimSpace(q.Get("fact_type"))}
-	if v := strings.TrimSpace(q.Get("document_version_id")); v != "" {
+	f := store.FactFilter{TenantID: tenantID, FactType: strings.TrimSpace(req.FactType)}
+	if v := strings.TrimSpace(req.DocumentVersionID); v != "" {
 		if f.DocumentVersionID, err = parseUUID("document_version_id", v); err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 	}
 	if len(f.FactType) > 100 {
-		s.writeError(w, r, errcode.Invalid("fact_type", "must be at most 100 characters"))
-		return
+		return nil, errcode.Invalid("fact_type", "must be at most 100 characters")
 	}
-	if f.Limit, err = queryInt(r, "limit", maxFactsLimit, 1, maxFactsLimit); err != nil {
-		s.writeError(w, r, err)
-		return
+	if f.Limit, err = parseInt("limit", string(req.Limit), maxFactsLimit, 1, maxFactsLimit); err != nil {
+		return nil, err
 	}
-	ctx := r.Context()
 	if err := s.requireFactScope(ctx, tenantID, f.DocumentVersionID); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	fs, err := s.Store.ListFacts(ctx, f)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": fs})
+	return reply(http.StatusOK, items[store.Fact]{Items: fs})
 }
 
 // requireFactScope checks the tenant exists and, when given, the document

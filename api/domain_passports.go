@@ -22,37 +22,33 @@ type createProductRequest struct {
 	Name     string `json:"name"`
 }
 
-func (s *Server) handleCreateProduct(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCreateProduct(ctx context.Context, req *jsonInput) (*out[store.BatteryProduct], error) {
 	var in createProductRequest
-	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	sku, err := requireName("sku", in.SKU, maxSKUChars)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	name, err := requireName("name", in.Name, maxNameChars)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	p, err := s.Store.CreateBatteryProduct(r.Context(), tenantID, sku, name)
+	p, err := s.Store.CreateBatteryProduct(ctx, tenantID, sku, name)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusCreated, p)
+	return reply(http.StatusCreated, p)
 }
 
-func (s *Server) handleListProducts(w http.ResponseWriter, r *http.Request) {
-	serveTenantList(s, w, r, s.Store.ListBatteryProducts)
+func (s *Server) handleListProducts(ctx context.Context, req *tenantParam) (*out[items[store.BatteryProduct]], error) {
+	return listTenant(ctx, s, req, s.Store.ListBatteryProducts)
 }
 
-func (s *Server) handleGetProduct(w http.ResponseWriter, r *http.Request) {
-	serveByID(s, w, r, s.Store.GetBatteryProduct)
+func (s *Server) handleGetProduct(ctx context.Context, req *idParams) (*out[store.BatteryProduct], error) {
+	return getByID(ctx, req, s.Store.GetBatteryProduct)
 }
 
 type createPassportRequest struct {
@@ -60,31 +56,26 @@ type createPassportRequest struct {
 	BatteryProductID string `json:"battery_product_id" format:"uuid"`
 }
 
-func (s *Server) handleCreatePassport(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCreatePassport(ctx context.Context, req *jsonInput) (*out[store.Passport], error) {
 	var in createPassportRequest
-	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	productID, err := parseUUID("battery_product_id", in.BatteryProductID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	ctx := r.Context()
 	// Tell an unknown tenant from an unknown product (both are the same
 	// foreign key violation to the store).
 	if err := s.requireTenantExists(ctx, tenantID); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	p, err := s.Store.CreatePassport(ctx, tenantID, productID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusCreated, p)
+	return reply(http.StatusCreated, p)
 }
 
 type passportWithVersions struct {
@@ -92,8 +83,8 @@ type passportWithVersions struct {
 	Versions []store.PassportVersion `json:"versions"`
 }
 
-func (s *Server) handleGetPassport(w http.ResponseWriter, r *http.Request) {
-	serveParent(s, w, r, s.Store.GetPassport, s.Store.ListPassportVersions, func(p store.Passport, vs []store.PassportVersion) any {
+func (s *Server) handleGetPassport(ctx context.Context, req *idParams) (*out[passportWithVersions], error) {
+	return withChildren(ctx, req, s.Store.GetPassport, s.Store.ListPassportVersions, func(p store.Passport, vs []store.PassportVersion) passportWithVersions {
 		return passportWithVersions{Passport: p, Versions: vs}
 	})
 }
@@ -107,43 +98,38 @@ type compileRequest struct {
 // handleCompilePassport enqueues COMPILE_PASSPORT. The snapshot and rule
 // package version are not checked here: the job fails with
 // SNAPSHOT_NOT_READY or RULE_PKG_NOT_PUBLISHED (or NOT_FOUND), as specified.
-func (s *Server) handleCompilePassport(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCompilePassport(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
 	var in compileRequest
-	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	passportID, err := pathUUID(r, "id")
+	passportID, err := parseUUID("id", req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	snapshotID, err := parseUUID("snapshot_id", in.SnapshotID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	ruleVersionID, err := parseUUID("rule_package_version_id", in.RulePackageVersionID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	args := jobargs.CompilePassportArgs{Base: jobargs.Base{TenantID: tenantID},
 		PassportID: passportID, SnapshotID: snapshotID, RulePackageVersionID: ruleVersionID}
-	job, err := s.enqueueDomainJob(r, args, func(ctx context.Context, q *store.Queries) error {
+	job, err := s.enqueueDomainJob(ctx, req.IdempotencyKey, args, func(ctx context.Context, q *store.Queries) error {
 		_, err := q.GetPassport(ctx, tenantID, passportID)
 		return err
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusAccepted, jobResponse{Job: job})
+	return reply(http.StatusAccepted, jobResponse{Job: job})
 }
 
-func (s *Server) handleGetPassportVersion(w http.ResponseWriter, r *http.Request) {
-	serveByID(s, w, r, s.Store.GetPassportVersion)
+func (s *Server) handleGetPassportVersion(ctx context.Context, req *idParams) (*out[store.PassportVersion], error) {
+	return getByID(ctx, req, s.Store.GetPassportVersion)
 }
 
 // artifact picks one stored artifact of a version, with its ETag hash.
@@ -173,66 +159,63 @@ func qrArtifact(v store.PassportVersion, a store.PassportArtifacts) ([]byte, str
 	return a.QRPNG, hash.SHA256Hex(a.QRPNG), nil
 }
 
-// serveArtifact writes a version's stored bytes unchanged (never
+// artifactHandler serves a version's stored bytes unchanged (never
 // re-encoded: they are the exact bytes that were hashed).
-func (s *Server) serveArtifact(contentType string, pick artifact) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		tenantID, id, err := tenantAndID(r)
+func (s *Server) artifactHandler(contentType string, pick artifact) func(context.Context, *idParams) (*bytesOutput, error) {
+	return func(ctx context.Context, req *idParams) (*bytesOutput, error) {
+		tenantID, id, err := parseTenantAndID(req.TenantID, req.ID)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
-		ctx := r.Context()
 		v, err := s.Store.GetPassportVersion(ctx, tenantID, id)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		a, err := s.Store.LoadPassportArtifacts(ctx, tenantID, id)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		body, etag, err := pick(v, a)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
-		writeBytes(w, contentType, etag, body)
+		return bytesReply(contentType, etag, body)
 	}
 }
 
-// writeBytes writes body as is with its type, length and ETag.
-func writeBytes(w http.ResponseWriter, contentType, etag string, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", contentType)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+// bytesOutput is a body written as is, with its type, length and ETag.
+type bytesOutput struct {
+	ContentType   string `header:"Content-Type" hidden:"true"`
+	ContentLength string `header:"Content-Length" hidden:"true"`
+	ETag          string `header:"ETag" doc:"The artifact's hash."`
+	Body          []byte
+}
+
+// bytesReply answers body as is with its type, length and ETag.
+func bytesReply(contentType, etag string, body []byte) (*bytesOutput, error) {
+	o := &bytesOutput{ContentType: contentType, ContentLength: strconv.Itoa(len(body)), Body: body}
 	if etag != "" {
-		h.Set("ETag", `"`+etag+`"`)
+		o.ETag = `"` + etag + `"`
 	}
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	return o, nil
 }
 
 // handleActivatePassportVersion activates a SIGNED version with its QR code
 // and supersedes the previous ACTIVE version, recording both events.
-func (s *Server) handleActivatePassportVersion(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := bodyTenantAndID(r)
+func (s *Server) handleActivatePassportVersion(ctx context.Context, req *idBody) (*out[store.PassportVersion], error) {
+	tenantID, id, err := bodyTenantAndID(req.RawBody, req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	ctx := r.Context()
 	var v store.PassportVersion
 	err = s.inTx(ctx, func(t passport.Tx) error {
 		v, err = passport.ActivatePassportVersion(ctx, t, tenantID, id)
 		return err
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, v)
+	return reply(http.StatusOK, v)
 }
 
 type exportRequest struct {
@@ -242,33 +225,29 @@ type exportRequest struct {
 
 // handleExportPassportVersion enqueues EXPORT_PASSPORT for an existing
 // version (the job requires it ACTIVE).
-func (s *Server) handleExportPassportVersion(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleExportPassportVersion(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
 	var in exportRequest
-	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	id, err := pathUUID(r, "id")
+	id, err := parseUUID("id", req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	format, err := exportFormat("format", in.Format, false)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	args := jobargs.ExportPassportArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: id, Format: format}
-	job, err := s.enqueueDomainJob(r, args, func(ctx context.Context, q *store.Queries) error {
+	job, err := s.enqueueDomainJob(ctx, req.IdempotencyKey, args, func(ctx context.Context, q *store.Queries) error {
 		_, err := q.GetPassportVersion(ctx, tenantID, id)
 		return err
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusAccepted, jobResponse{Job: job})
+	return reply(http.StatusAccepted, jobResponse{Job: job})
 }
 
 // exportFormat upper-cases and checks an export format; optional ones
@@ -286,32 +265,27 @@ func exportFormat(field, value string, optional bool) (string, error) {
 	return f, nil
 }
 
-func (s *Server) handleListPassportExports(w http.ResponseWriter, r *http.Request) {
-	serveChildren(s, w, r, s.Store.GetPassportVersion, s.Store.ListPassportExports)
+func (s *Server) handleListPassportExports(ctx context.Context, req *idParams) (*out[items[store.PassportExport]], error) {
+	return listChildren(ctx, req, s.Store.GetPassportVersion, s.Store.ListPassportExports)
 }
 
 // handleGetExportFile serves the newest export of a format, after checking
 // the file still has the SHA-256 recorded when it was written.
-func (s *Server) handleGetExportFile(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
+func (s *Server) handleGetExportFile(ctx context.Context, req *exportFileParams) (*bytesOutput, error) {
+	tenantID, id, err := parseTenantAndID(req.TenantID, req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	format, err := exportFormat("format", r.URL.Query().Get("format"), true)
+	format, err := exportFormat("format", req.Format, true)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	ctx := r.Context()
 	if _, err := s.Store.GetPassportVersion(ctx, tenantID, id); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	es, err := s.Store.ListPassportExports(ctx, tenantID, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	var newest *store.PassportExport
 	for i := range es { // newest first
@@ -321,54 +295,47 @@ func (s *Server) handleGetExportFile(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if newest == nil {
-		s.writeError(w, r, errcode.New(errcode.NotFound, "passport version %s has no %s export", id, format))
-		return
+		return nil, errcode.New(errcode.NotFound, "passport version %s has no %s export", id, format)
 	}
 	body, err := os.ReadFile(newest.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		s.writeError(w, r, errcode.New(errcode.NotFound, "export file missing: %s export %s of passport version %s",
-			format, newest.PassportExportID, id))
-		return
+		return nil, errcode.New(errcode.NotFound, "export file missing: %s export %s of passport version %s",
+			format, newest.PassportExportID, id)
 	case err != nil:
-		s.writeError(w, r, errcode.Wrap(errcode.IOError, err, "error reading export %s: %s", newest.PassportExportID, err.Error()))
-		return
+		return nil, errcode.Wrap(errcode.IOError, err, "error reading export %s: %s", newest.PassportExportID, err.Error())
 	}
 	if sum := hash.SHA256Hex(body); sum != newest.SHA256 {
 		e := errcode.New(errcode.InvalidState, "export file of %s changed since it was written: SHA-256 %s, recorded %s",
 			newest.PassportExportID, sum, newest.SHA256)
 		e.Details = map[string]any{"passport_export_id": newest.PassportExportID, "sha256": sum, "recorded_sha256": newest.SHA256}
-		s.writeError(w, r, e)
-		return
+		return nil, e
 	}
 	contentType := "application/json"
 	if format == jobargs.ExportFormatPDF {
 		contentType = "application/pdf"
 	}
-	writeBytes(w, contentType, newest.SHA256, body)
+	return bytesReply(contentType, newest.SHA256, body)
 }
 
 // handleReplayPassportVersion recompiles a stored version from its stored
 // inputs: 200 with the report when every byte and hash matches, else 409
 // REPLAY_MISMATCH carrying the report.
-func (s *Server) handleReplayPassportVersion(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := bodyTenantAndID(r)
+func (s *Server) handleReplayPassportVersion(ctx context.Context, req *idBody) (*out[passport.ReplayReport], error) {
+	tenantID, id, err := bodyTenantAndID(req.RawBody, req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	rep, err := passport.Replay(r.Context(), s.Store, s.Config.CompileLimits, tenantID, id)
+	rep, err := passport.Replay(ctx, s.Store, s.Config.CompileLimits, tenantID, id)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	if !rep.Match {
 		e := errcode.New(errcode.ReplayMismatch, "replay of passport version %s does not match: %s", id, strings.Join(rep.Mismatches, ", "))
 		e.Details = map[string]any{"mismatches": rep.Mismatches, "report": rep}
-		s.writeError(w, r, e)
-		return
+		return nil, e
 	}
-	writeJSON(w, http.StatusOK, rep)
+	return reply(http.StatusOK, rep)
 }
 
 type signingKeyView struct {
@@ -378,15 +345,14 @@ type signingKeyView struct {
 }
 
 // handleListSigningKeys lists the service-wide public keys that verify receipts.
-func (s *Server) handleListSigningKeys(w http.ResponseWriter, r *http.Request) {
-	keys, err := s.Store.ListSigningKeys(r.Context())
+func (s *Server) handleListSigningKeys(ctx context.Context, _ *struct{}) (*out[items[signingKeyView]], error) {
+	keys, err := s.Store.ListSigningKeys(ctx)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	items := make([]signingKeyView, len(keys))
+	views := make([]signingKeyView, len(keys))
 	for i, k := range keys {
-		items[i] = signingKeyView{KeyID: k.KeyID, Alg: k.Alg, PublicKeyBase64: k.PublicKeyBase64}
+		views[i] = signingKeyView{KeyID: k.KeyID, Alg: k.Alg, PublicKeyBase64: k.PublicKeyBase64}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+	return reply(http.StatusOK, items[signingKeyView]{Items: views})
 }

@@ -16,58 +16,55 @@ type listFunc[T any] func(ctx context.Context, tenantID uuid.UUID) ([]T, error)
 // getFunc reads one resource (or the children of one) of a tenant.
 type getFunc[T any] func(ctx context.Context, tenantID, id uuid.UUID) (T, error)
 
-// serveTenantList answers GET …?tenant_id= with {items}; an unknown tenant is 404.
-func serveTenantList[T any](s *Server, w http.ResponseWriter, r *http.Request, list listFunc[T]) {
-	tenantID, err := queryTenant(r)
-	if err == nil {
-		err = s.requireTenantExists(r.Context(), tenantID)
-	}
-	var items []T
-	if err == nil {
-		items, err = list(r.Context(), tenantID)
-	}
+// listTenant answers GET …?tenant_id= with {items}; an unknown tenant is 404.
+func listTenant[T any](ctx context.Context, s *Server, in *tenantParam, list listFunc[T]) (*out[items[T]], error) {
+	tenantID, err := parseUUID("tenant_id", in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+	if err := s.requireTenantExists(ctx, tenantID); err != nil {
+		return nil, err
+	}
+	all, err := list(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	return reply(http.StatusOK, items[T]{Items: all})
 }
 
-// serveByID answers GET …/{id}?tenant_id= with the resource.
-func serveByID[T any](s *Server, w http.ResponseWriter, r *http.Request, get getFunc[T]) {
-	tenantID, id, err := tenantAndID(r)
-	var v T
-	if err == nil {
-		v, err = get(r.Context(), tenantID, id)
-	}
+// getByID answers GET …/{id}?tenant_id= with the resource.
+func getByID[T any](ctx context.Context, in *idParams, get getFunc[T]) (*out[T], error) {
+	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, v)
+	v, err := get(ctx, tenantID, id)
+	if err != nil {
+		return nil, err
+	}
+	return reply(http.StatusOK, v)
 }
 
-// serveChildren answers GET …/{id}/<children>?tenant_id= with {items}; an
+// listChildren answers GET …/{id}/<children>?tenant_id= with {items}; an
 // unknown parent is 404 (not an empty list).
-func serveChildren[P, T any](s *Server, w http.ResponseWriter, r *http.Request, parent getFunc[P], children getFunc[[]T]) {
-	serveParent(s, w, r, parent, children, func(_ P, items []T) any { return map[string]any{"items": items} })
+func listChildren[P, T any](ctx context.Context, in *idParams, parent getFunc[P], children getFunc[[]T]) (*out[items[T]], error) {
+	return withChildren(ctx, in, parent, children, func(_ P, all []T) items[T] { return items[T]{Items: all} })
 }
 
-// serveParent answers GET …/{id}?tenant_id= with the resource and its
+// withChildren answers GET …/{id}?tenant_id= with the resource and its
 // children, combined by join.
-func serveParent[P, T any](s *Server, w http.ResponseWriter, r *http.Request, parent getFunc[P], children getFunc[[]T], join func(P, []T) any) {
-	tenantID, id, err := tenantAndID(r)
-	var p P
-	if err == nil {
-		p, err = parent(r.Context(), tenantID, id)
-	}
-	var items []T
-	if err == nil {
-		items, err = children(r.Context(), tenantID, id)
-	}
+func withChildren[P, T, R any](ctx context.Context, in *idParams, parent getFunc[P], children getFunc[[]T], join func(P, []T) R) (*out[R], error) {
+	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, join(p, items))
+	p, err := parent(ctx, tenantID, id)
+	if err != nil {
+		return nil, err
+	}
+	all, err := children(ctx, tenantID, id)
+	if err != nil {
+		return nil, err
+	}
+	return reply(http.StatusOK, join(p, all))
 }

@@ -18,28 +18,25 @@ type createRulePackageRequest struct {
 	Name     string `json:"name"`
 }
 
-func (s *Server) handleCreateRulePackage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCreateRulePackage(ctx context.Context, req *jsonInput) (*out[store.RulePackage], error) {
 	var in createRulePackageRequest
-	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	name, err := requireName("name", in.Name, maxNameChars)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	p, err := s.Store.CreateRulePackage(r.Context(), tenantID, name)
+	p, err := s.Store.CreateRulePackage(ctx, tenantID, name)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusCreated, p)
+	return reply(http.StatusCreated, p)
 }
 
-func (s *Server) handleListRulePackages(w http.ResponseWriter, r *http.Request) {
-	serveTenantList(s, w, r, s.Store.ListRulePackages)
+func (s *Server) handleListRulePackages(ctx context.Context, req *tenantParam) (*out[items[store.RulePackage]], error) {
+	return listTenant(ctx, s, req, s.Store.ListRulePackages)
 }
 
 type rulePackageWithVersions struct {
@@ -47,8 +44,8 @@ type rulePackageWithVersions struct {
 	Versions []store.RulePackageVersion `json:"versions"`
 }
 
-func (s *Server) handleGetRulePackage(w http.ResponseWriter, r *http.Request) {
-	serveParent(s, w, r, s.Store.GetRulePackage, s.Store.ListRulePackageVersions, func(p store.RulePackage, vs []store.RulePackageVersion) any {
+func (s *Server) handleGetRulePackage(ctx context.Context, req *idParams) (*out[rulePackageWithVersions], error) {
+	return withChildren(ctx, req, s.Store.GetRulePackage, s.Store.ListRulePackageVersions, func(p store.RulePackage, vs []store.RulePackageVersion) rulePackageWithVersions {
 		return rulePackageWithVersions{RulePackage: p, Versions: vs}
 	})
 }
@@ -65,57 +62,49 @@ type createRuleVersionRequest struct {
 // 422 with its line:col (RULE_PARSE_ERROR for nesting or node count,
 // VALIDATION_ERROR for the cases a run would have), so that no job ever
 // works on it.
-func (s *Server) handleCreateRuleVersion(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCreateRuleVersion(ctx context.Context, req *idBody) (*out[store.RulePackageVersion], error) {
 	var in createRuleVersionRequest
-	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	packageID, err := pathUUID(r, "id")
+	packageID, err := parseUUID("id", req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	src, err := passport.CheckRuleSources(s.Config.CompileLimits.Rules, passport.RuleSources{DSL: in.DSLSource, Tests: in.TestsSource})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	ctx := r.Context()
 	var v store.RulePackageVersion
 	err = s.inTx(ctx, func(t passport.Tx) error {
 		v, err = passport.CreateRuleVersion(ctx, t, tenantID, packageID, src)
 		return err
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusCreated, v)
+	return reply(http.StatusCreated, v)
 }
 
-func (s *Server) handleGetRuleVersion(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := tenantAndID(r)
+func (s *Server) handleGetRuleVersion(ctx context.Context, req *ruleVersionParams) (*out[store.RulePackageVersion], error) {
+	tenantID, id, err := parseTenantAndID(req.TenantID, req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	withSources := false
-	switch include := strings.TrimSpace(r.URL.Query().Get("include")); include {
+	switch include := strings.TrimSpace(req.Include); include {
 	case "":
 	case "sources":
 		withSources = true
 	default:
-		s.writeError(w, r, errcode.Invalid("include", "must be \"sources\" or absent"))
-		return
+		return nil, errcode.Invalid("include", "must be \"sources\" or absent")
 	}
-	v, err := s.Store.GetRulePackageVersion(r.Context(), tenantID, id, withSources)
+	v, err := s.Store.GetRulePackageVersion(ctx, tenantID, id, withSources)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, v)
+	return reply(http.StatusOK, v)
 }
 
 type runRuleTestsRequest struct {
@@ -124,57 +113,51 @@ type runRuleTestsRequest struct {
 }
 
 // handleRunRuleTests enqueues RUN_RULE_TESTS for an existing version.
-func (s *Server) handleRunRuleTests(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleRunRuleTests(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
 	var in runRuleTestsRequest
-	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	id, err := pathUUID(r, "id")
+	id, err := parseUUID("id", req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	args := jobargs.RunRuleTestsArgs{Base: jobargs.Base{TenantID: tenantID}, RulePackageVersionID: id}
 	if in.Seed != nil {
 		args.Seed = *in.Seed
 	}
-	job, err := s.enqueueDomainJob(r, args, func(ctx context.Context, q *store.Queries) error {
+	job, err := s.enqueueDomainJob(ctx, req.IdempotencyKey, args, func(ctx context.Context, q *store.Queries) error {
 		_, err := q.GetRulePackageVersion(ctx, tenantID, id, false)
 		return err
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusAccepted, jobResponse{Job: job})
+	return reply(http.StatusAccepted, jobResponse{Job: job})
 }
 
-func (s *Server) handleListRuleTestsRuns(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleListRuleTestsRuns(ctx context.Context, req *idParams) (*out[items[store.RuleTestsRun]], error) {
 	version := func(ctx context.Context, tenantID, id uuid.UUID) (store.RulePackageVersion, error) {
 		return s.Store.GetRulePackageVersion(ctx, tenantID, id, false)
 	}
-	serveChildren(s, w, r, version, s.Store.ListRuleTestsRuns)
+	return listChildren(ctx, req, version, s.Store.ListRuleTestsRuns)
 }
 
 // handlePublishRuleVersion publishes a VALIDATED version; publishing a
 // PUBLISHED version again changes nothing and records no event.
-func (s *Server) handlePublishRuleVersion(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := bodyTenantAndID(r)
+func (s *Server) handlePublishRuleVersion(ctx context.Context, req *idBody) (*out[store.RulePackageVersion], error) {
+	tenantID, id, err := bodyTenantAndID(req.RawBody, req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	ctx := r.Context()
 	var v store.RulePackageVersion
 	err = s.inTx(ctx, func(t passport.Tx) error {
 		v, err = passport.PublishRuleVersion(ctx, t, tenantID, id)
 		return err
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, v)
+	return reply(http.StatusOK, v)
 }

@@ -13,23 +13,21 @@ import (
 	"github.com/bpc-platform/bpc/store"
 )
 
-func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCreateSnapshot(ctx context.Context, req *jsonInput) (*out[store.Snapshot], error) {
 	var in tenantRequest
-	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	sn, err := s.Store.CreateSnapshot(r.Context(), tenantID)
+	sn, err := s.Store.CreateSnapshot(ctx, tenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusCreated, sn)
+	return reply(http.StatusCreated, sn)
 }
 
-func (s *Server) handleGetSnapshot(w http.ResponseWriter, r *http.Request) {
-	serveByID(s, w, r, s.Store.GetSnapshot)
+func (s *Server) handleGetSnapshot(ctx context.Context, req *idParams) (*out[store.Snapshot], error) {
+	return getByID(ctx, req, s.Store.GetSnapshot)
 }
 
 type addItemsRequest struct {
@@ -58,88 +56,75 @@ func parseUUIDs(field string, values []string) ([]uuid.UUID, error) {
 
 // handleAddSnapshotItems adds facts to a BUILDING snapshot: the listed facts
 // and every fact of the listed document versions.
-func (s *Server) handleAddSnapshotItems(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleAddSnapshotItems(ctx context.Context, req *idBody) (*out[addItemsResponse], error) {
 	var in addItemsRequest
-	tenantID, err := decodeTenantBody(r, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	snapshotID, err := pathUUID(r, "id")
+	snapshotID, err := parseUUID("id", req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	switch {
 	case len(in.FactIDs) == 0 && len(in.DocumentVersionIDs) == 0:
-		s.writeError(w, r, errcode.Invalid("fact_ids", "fact_ids or document_version_ids must list at least one id"))
-		return
+		return nil, errcode.Invalid("fact_ids", "fact_ids or document_version_ids must list at least one id")
 	case len(in.FactIDs)+len(in.DocumentVersionIDs) > passport.MaxSnapshotItemIDs:
-		s.writeError(w, r, errcode.Invalid("fact_ids", "fact_ids and document_version_ids may list at most %d ids together", passport.MaxSnapshotItemIDs))
-		return
+		return nil, errcode.Invalid("fact_ids", "fact_ids and document_version_ids may list at most %d ids together", passport.MaxSnapshotItemIDs)
 	}
 	factIDs, err := parseUUIDs("fact_ids", in.FactIDs)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	versionIDs, err := parseUUIDs("document_version_ids", in.DocumentVersionIDs)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	ctx := r.Context()
 	var out addItemsResponse
 	err = s.inTx(ctx, func(t passport.Tx) error {
 		out.Snapshot, out.Added, err = passport.AddSnapshotItems(ctx, t, tenantID, snapshotID, factIDs, versionIDs)
 		return err
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, out)
+	return reply(http.StatusOK, out)
 }
 
-func (s *Server) handleListSnapshotItems(w http.ResponseWriter, r *http.Request) {
-	serveChildren(s, w, r, s.Store.GetSnapshot, s.Store.ListSnapshotItems)
+func (s *Server) handleListSnapshotItems(ctx context.Context, req *idParams) (*out[items[store.SnapshotItem]], error) {
+	return listChildren(ctx, req, s.Store.GetSnapshot, s.Store.ListSnapshotItems)
 }
 
 // handleBuildSnapshot enqueues BUILD_SNAPSHOT (BUILDING → READY).
-func (s *Server) handleBuildSnapshot(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := bodyTenantAndID(r)
+func (s *Server) handleBuildSnapshot(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
+	tenantID, id, err := bodyTenantAndID(req.RawBody, req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	job, err := s.enqueueDomainJob(r, jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: tenantID}, SnapshotID: id},
+	job, err := s.enqueueDomainJob(ctx, req.IdempotencyKey, jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: tenantID}, SnapshotID: id},
 		func(ctx context.Context, q *store.Queries) error {
 			_, err := q.GetSnapshot(ctx, tenantID, id)
 			return err
 		})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusAccepted, jobResponse{Job: job})
+	return reply(http.StatusAccepted, jobResponse{Job: job})
 }
 
 // handleSealSnapshot seals a READY snapshot and records snapshot.sealed.
-func (s *Server) handleSealSnapshot(w http.ResponseWriter, r *http.Request) {
-	tenantID, id, err := bodyTenantAndID(r)
+func (s *Server) handleSealSnapshot(ctx context.Context, req *idBody) (*out[store.Snapshot], error) {
+	tenantID, id, err := bodyTenantAndID(req.RawBody, req.ID)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	ctx := r.Context()
 	var sn store.Snapshot
 	err = s.inTx(ctx, func(t passport.Tx) error {
 		sn, err = passport.SealSnapshot(ctx, t, tenantID, id)
 		return err
 	})
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, sn)
+	return reply(http.StatusOK, sn)
 }

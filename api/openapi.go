@@ -153,29 +153,6 @@ func register[I, O any](rs routes, method, path, id, summary string, h func(cont
 	huma.Register(rs.api, typed(rs.api, rs.public, method, path, id, summary, opts...), h)
 }
 
-// params documents the parameters declared by P's fields tagged path,
-// query or header (with Huma's tags: doc, format, enum, minimum, maximum,
-// required). Handlers read and check them themselves.
-func params[P any](reg huma.Registry, o *huma.Operation) {
-	t := reflect.TypeFor[P]()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		for _, in := range []string{"path", "query", "header"} {
-			name := f.Tag.Get(in)
-			if name == "" {
-				continue
-			}
-			s := huma.SchemaFromField(reg, f, "")
-			desc := s.Description
-			s.Description = ""
-			o.Parameters = append(o.Parameters, &huma.Param{
-				Name: name, In: in, Description: desc, Schema: s,
-				Required: in == "path" || f.Tag.Get("required") == "true",
-			})
-		}
-	}
-}
-
 // jsonBody documents T as the required JSON request body.
 func jsonBody[T any](reg huma.Registry, o *huma.Operation) {
 	o.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
@@ -213,14 +190,17 @@ func responds[T any](status int, desc string, headers ...string) opt {
 }
 
 // raw documents a 200 whose body is served as stored, with one of the
-// content types; JSON as any JSON value, others as binary.
+// content types.
 func raw(desc string, contentTypes ...string) opt {
 	return func(_ huma.Registry, o *huma.Operation) {
 		r := &huma.Response{Description: desc, Content: map[string]*huma.MediaType{}}
 		for _, ct := range contentTypes {
-			schema := &huma.Schema{Type: huma.TypeString, Format: "binary"}
+			// Binary bodies have no schema (OpenAPI 3.1: the media type
+			// says it all); Huma would write format binary as
+			// contentMediaType application/octet-stream.
+			var schema *huma.Schema
 			if ct == "application/json" {
-				schema = &huma.Schema{}
+				schema = &huma.Schema{} // any JSON value, bytes as stored
 			}
 			r.Content[ct] = &huma.MediaType{Schema: schema}
 		}

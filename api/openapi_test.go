@@ -114,7 +114,9 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 			}
 			require.NotEmpty(t, resp.Content, "%s %s %s has no body schema", method, route, status)
 			for ct, mt := range resp.Content {
-				require.NotNil(t, mt.Schema, "%s %s %s %s", method, route, status, ct)
+				if strings.HasSuffix(ct, "json") { // binary bodies: the media type is the contract
+					require.NotNil(t, mt.Schema, "%s %s %s %s", method, route, status, ct)
+				}
 			}
 		}
 		require.NotZero(t, success, "%s %s documents no success", method, route)

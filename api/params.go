@@ -1,11 +1,9 @@
 package api
 
 import (
-	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -28,21 +26,6 @@ func parseUUID(field, value string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// pathUUID reads a uuid path parameter.
-func pathUUID(r *http.Request, name string) (uuid.UUID, error) {
-	return parseUUID(name, chi.URLParam(r, name))
-}
-
-// queryTenant reads the required tenant_id query parameter.
-func queryTenant(r *http.Request) (uuid.UUID, error) {
-	return parseUUID("tenant_id", r.URL.Query().Get("tenant_id"))
-}
-
-// queryInt reads an optional integer query parameter within [lo, hi].
-func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
-	return parseInt(name, r.URL.Query().Get(name), def, lo, hi)
-}
-
 // parseInt parses an optional integer parameter within [lo, hi]; empty is def.
 func parseInt(name, value string, def, lo, hi int) (int, error) {
 	v := strings.TrimSpace(value)
@@ -54,9 +37,4 @@ func parseInt(name, value string, def, lo, hi int) (int, error) {
 		return 0, errcode.Invalid(name, "must be an integer from %d to %d", lo, hi)
 	}
 	return n, nil
-}
-
-// tenantAndID reads the tenant_id query parameter and the {id} path parameter.
-func tenantAndID(r *http.Request) (uuid.UUID, uuid.UUID, error) {
-	return parseTenantAndID(r.URL.Query().Get("tenant_id"), chi.URLParam(r, "id"))
 }

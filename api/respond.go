@@ -114,21 +114,20 @@ func errorEnvelope(ctx context.Context, logger *slog.Logger, err error) *ErrorBo
 	return &ErrorBody{Err: detail, status: status}
 }
 
-// decodeBytes is decodeJSON over a body already read (a typed operation's
-// RawBody).
-func decodeBytes(body []byte, dst any) error {
-	return decodeJSON(&http.Request{Body: io.NopCloser(bytes.NewReader(body))}, dst)
-}
-
-// decodeJSON reads the request body into dst: one JSON object, no unknown
-// fields, within the size limit, and no text Postgres would refuse (NUL,
-// invalid UTF-8) in any string of it, including free-form payloads. The
-// Content-Type is not enforced, so that a plain `curl -d` works.
+// decodeJSON reads the request body into dst (see decodeBytes).
 func decodeJSON(r *http.Request, dst any) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return decodeError(err)
 	}
+	return decodeBytes(body, dst)
+}
+
+// decodeBytes decodes a request body into dst: one JSON object, no unknown
+// fields, and no text Postgres would refuse (NUL, invalid UTF-8) in any
+// string of it, including free-form payloads. The Content-Type is not
+// enforced, so that a plain `curl -d` works. The size limit is limitBody's.
+func decodeBytes(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
