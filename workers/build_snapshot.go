@@ -14,12 +14,12 @@ import (
 // INVALID_STATE.
 type BuildSnapshotWorker struct {
 	river.WorkerDefaults[jobargs.BuildSnapshotArgs]
-	Deps
+	Completer Completer
 }
 
 // Work builds the snapshot.
 func (w *BuildSnapshotWorker) Work(ctx context.Context, job *river.Job[jobargs.BuildSnapshotArgs]) error {
-	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
+	return completeInTx(ctx, w.Completer, job, func(t passport.Tx) error {
 		_, err := passport.BuildSnapshot(ctx, t, job.Args.TenantID, job.Args.SnapshotID)
 		return err
 	})

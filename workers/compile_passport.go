@@ -21,7 +21,14 @@ import (
 // completion (passport.RecordCompiled).
 type CompilePassportWorker struct {
 	river.WorkerDefaults[jobargs.CompilePassportArgs]
-	Deps
+	Store *store.Queries
+	// CompilerBuildID is recorded in every receipt.
+	CompilerBuildID string
+	// Signer names the key the receipt will be signed with.
+	Signer    *passport.Signer
+	Limits    compiler.Limits
+	Metrics   *Metrics
+	Completer Completer
 }
 
 // Work compiles.
@@ -29,7 +36,7 @@ func (w *CompilePassportWorker) Work(ctx context.Context, job *river.Job[jobargs
 	a := job.Args
 	// A re-run of a compile job that completed before finds its version.
 	if v, err := w.Store.PassportVersionByCompileJob(ctx, a.TenantID, job.ID); err == nil {
-		return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
+		return completeInTx(ctx, w.Completer, job, func(t passport.Tx) error {
 			return passport.EnqueueSign(ctx, t, a.TenantID, v.PassportVersionID)
 		})
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -56,7 +63,7 @@ func (w *CompilePassportWorker) Work(ctx context.Context, job *river.Job[jobargs
 		return err
 	}
 	w.Metrics.observeCompile(time.Since(start), out)
-	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
+	return completeInTx(ctx, w.Completer, job, func(t passport.Tx) error {
 		v, err := passport.RecordCompiled(ctx, t, passport.Compiled{Request: req, Output: out}, job.ID)
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -24,12 +25,20 @@ func inserter(ctx context.Context) (store.Inserter, error) {
 	return c, nil
 }
 
+// Completer is what a worker needs to record its step and complete its job
+// in one transaction (inTx, completeInTx).
+type Completer struct {
+	Store *store.Queries
+	// BeforeCommit is Deps.BeforeCommit.
+	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
+}
+
 // inTx runs fn in a transaction. When fn returns complete = true, the job is
 // completed in the same transaction, after the lease fence and the
 // BeforeCommit hook. (A transaction that records a failure and does not
 // complete the job, like a rejected document, is not fenced: the record is
 // idempotent and the job's final state is River's to write.)
-func inTx[T river.JobArgs](ctx context.Context, d Deps, job *river.Job[T], fn func(t passport.Tx) (complete bool, err error)) error {
+func inTx[T river.JobArgs](ctx context.Context, d Completer, job *river.Job[T], fn func(t passport.Tx) (complete bool, err error)) error {
 	ins, err := inserter(ctx)
 	if err != nil {
 		return err
@@ -59,7 +68,7 @@ func inTx[T river.JobArgs](ctx context.Context, d Deps, job *river.Job[T], fn fu
 
 // completeInTx runs fn in a transaction and, when fn succeeds, completes the
 // job in the same transaction (see inTx).
-func completeInTx[T river.JobArgs](ctx context.Context, d Deps, job *river.Job[T], fn func(t passport.Tx) error) error {
+func completeInTx[T river.JobArgs](ctx context.Context, d Completer, job *river.Job[T], fn func(t passport.Tx) error) error {
 	return inTx(ctx, d, job, func(t passport.Tx) (bool, error) {
 		err := fn(t)
 		return err == nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
+	"github.com/bpc-platform/bpc/store"
 )
 
 // ExportPassportWorker writes an ACTIVE version's export file under
@@ -14,7 +15,10 @@ import (
 // completion; the file's path, size and SHA-256 are the job's output.
 type ExportPassportWorker struct {
 	river.WorkerDefaults[jobargs.ExportPassportArgs]
-	Deps
+	Store *store.Queries
+	// ExportDir is where files are written (BPC_EXPORT_DIR).
+	ExportDir string
+	Completer Completer
 }
 
 // Work exports.
@@ -24,7 +28,7 @@ func (w *ExportPassportWorker) Work(ctx context.Context, job *river.Job[jobargs.
 	if err != nil {
 		return err
 	}
-	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
+	return completeInTx(ctx, w.Completer, job, func(t passport.Tx) error {
 		e, err := passport.RecordExport(ctx, t, f, job.ID)
 		if err != nil {
 			return err

@@ -7,13 +7,15 @@ import (
 
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
+	"github.com/bpc-platform/bpc/store"
 )
 
 // GenerateQRWorker renders a SIGNED version's BPC-QR-1 code outside any
 // transaction and records it with the job's completion (passport.RecordQR).
 type GenerateQRWorker struct {
 	river.WorkerDefaults[jobargs.GenerateQRArgs]
-	Deps
+	Store     *store.Queries
+	Completer Completer
 }
 
 // Work renders the QR code.
@@ -27,7 +29,7 @@ func (w *GenerateQRWorker) Work(ctx context.Context, job *river.Job[jobargs.Gene
 	if err != nil {
 		return err
 	}
-	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
+	return completeInTx(ctx, w.Completer, job, func(t passport.Tx) error {
 		return passport.RecordQR(ctx, t, a.TenantID, a.PassportVersionID, code)
 	})
 }

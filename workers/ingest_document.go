@@ -16,7 +16,7 @@ import (
 // elsewhere) is not supported by this release.
 type IngestDocumentWorker struct {
 	river.WorkerDefaults[jobargs.IngestDocumentArgs]
-	Deps
+	Completer Completer
 }
 
 // Work stores the version.
@@ -33,7 +33,7 @@ func (w *IngestDocumentWorker) Work(ctx context.Context, job *river.Job[jobargs.
 	if err != nil {
 		return err
 	}
-	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
+	return completeInTx(ctx, w.Completer, job, func(t passport.Tx) error {
 		_, err := passport.UploadDocumentVersion(ctx, t, passport.Upload{
 			TenantID: a.TenantID, DocumentID: a.DocumentID, MimeType: mimeType, Content: content,
 		})

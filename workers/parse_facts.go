@@ -16,13 +16,13 @@ import (
 // error (non-retryable).
 type ParseFactsWorker struct {
 	river.WorkerDefaults[jobargs.ParseFactsArgs]
-	Deps
+	Completer Completer
 }
 
 // Work parses the version.
 func (w *ParseFactsWorker) Work(ctx context.Context, job *river.Job[jobargs.ParseFactsArgs]) error {
 	var rejected *errcode.Error
-	err := inTx(ctx, w.Deps, job, func(t passport.Tx) (bool, error) {
+	err := inTx(ctx, w.Completer, job, func(t passport.Tx) (bool, error) {
 		var err error
 		rejected, err = passport.ParseFacts(ctx, t, job.Args.TenantID, job.Args.DocumentVersionID)
 		return err == nil && rejected == nil, err

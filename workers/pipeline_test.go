@@ -828,11 +828,11 @@ func TestSignPassportWorkerKeyIDMismatch(t *testing.T) {
 	compiling := passport.NewSigner("key-a", newKey(t))
 	signing := passport.NewSigner("key-b", newKey(t))
 	e := newPipeEnv(t, pipeOptions{signer: compiling, register: func(w *river.Workers, d workers.Deps) {
-		river.AddWorker(w, &workers.CompilePassportWorker{Deps: d})
-		sd := d
-		sd.Signer = signing
-		river.AddWorker(w, &workers.SignPassportWorker{Deps: sd})
-		river.AddWorker(w, &workers.GenerateQRWorker{Deps: d})
+		c := workers.Completer{Store: d.Store, BeforeCommit: d.BeforeCommit}
+		river.AddWorker(w, &workers.CompilePassportWorker{Store: d.Store, CompilerBuildID: d.CompilerBuildID, Signer: d.Signer,
+			Limits: d.Limits, Metrics: d.Metrics, Completer: c})
+		river.AddWorker(w, &workers.SignPassportWorker{Signer: signing, Completer: c})
+		river.AddWorker(w, &workers.GenerateQRWorker{Store: d.Store, Completer: c})
 	}})
 	fx := e.fixture(t)
 	pp := e.passport(t)

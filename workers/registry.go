@@ -49,26 +49,47 @@ type Deps struct {
 // from it.
 var registry = []registration{
 	register("Stores a new version of a document and enqueues its PARSE_FACTS.",
-		func(d Deps) river.Worker[jobargs.IngestDocumentArgs] { return &IngestDocumentWorker{Deps: d} }),
+		func(d Deps) river.Worker[jobargs.IngestDocumentArgs] {
+			return &IngestDocumentWorker{Completer: d.completer()}
+		}),
 	register("Parses an uploaded document version into facts.",
-		func(d Deps) river.Worker[jobargs.ParseFactsArgs] { return &ParseFactsWorker{Deps: d} }),
+		func(d Deps) river.Worker[jobargs.ParseFactsArgs] { return &ParseFactsWorker{Completer: d.completer()} }),
 	register("Moves a snapshot from BUILDING to READY.",
-		func(d Deps) river.Worker[jobargs.BuildSnapshotArgs] { return &BuildSnapshotWorker{Deps: d} }),
+		func(d Deps) river.Worker[jobargs.BuildSnapshotArgs] {
+			return &BuildSnapshotWorker{Completer: d.completer()}
+		}),
 	register("Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.",
-		func(d Deps) river.Worker[jobargs.CompilePassportArgs] { return &CompilePassportWorker{Deps: d} }),
+		func(d Deps) river.Worker[jobargs.CompilePassportArgs] {
+			return &CompilePassportWorker{Store: d.Store, CompilerBuildID: d.CompilerBuildID, Signer: d.Signer, Limits: d.Limits,
+				Metrics: d.Metrics, Completer: d.completer()}
+		}),
 	register("Signs a compiled passport version's receipt with Ed25519 and enqueues its GENERATE_QR.",
-		func(d Deps) river.Worker[jobargs.SignPassportArgs] { return &SignPassportWorker{Deps: d} }),
+		func(d Deps) river.Worker[jobargs.SignPassportArgs] {
+			return &SignPassportWorker{Signer: d.Signer, Completer: d.completer()}
+		}),
 	register("Renders the BPC-QR-1 code of a signed passport version.",
-		func(d Deps) river.Worker[jobargs.GenerateQRArgs] { return &GenerateQRWorker{Deps: d} }),
+		func(d Deps) river.Worker[jobargs.GenerateQRArgs] {
+			return &GenerateQRWorker{Store: d.Store, Completer: d.completer()}
+		}),
 	register("Writes an ACTIVE passport version to an export file.",
-		func(d Deps) river.Worker[jobargs.ExportPassportArgs] { return &ExportPassportWorker{Deps: d} }),
+		func(d Deps) river.Worker[jobargs.ExportPassportArgs] {
+			return &ExportPassportWorker{Store: d.Store, ExportDir: d.ExportDir, Completer: d.completer()}
+		}),
 	register("Runs a rule package version's example and property tests and records the run.",
-		func(d Deps) river.Worker[jobargs.RunRuleTestsArgs] { return &RunRuleTestsWorker{Deps: d} }),
+		func(d Deps) river.Worker[jobargs.RunRuleTestsArgs] {
+			return &RunRuleTestsWorker{Store: d.Store, Limits: d.Limits.Rules, Completer: d.completer()}
+		}),
 	register("POSTs one event to one webhook endpoint with an HMAC signature.",
 		func(d Deps) river.Worker[jobargs.DeliverWebhookArgs] {
 			return &DeliverWebhookWorker{Store: d.Store, Client: d.HTTPClient, Metrics: d.Metrics,
 				RequestTimeout: d.WebhookTimeout, Breaker: d.WebhookBreaker, Logger: d.Logger}
 		}),
+}
+
+// completer is what every pipeline worker needs to complete its job with
+// its writes.
+func (d Deps) completer() Completer {
+	return Completer{Store: d.Store, BeforeCommit: d.BeforeCommit}
 }
 
 // registration is a job type and how to add its worker.

@@ -90,7 +90,7 @@ func TestRunRuleTestsWorkerTimeout(t *testing.T) {
 	t.Parallel()
 	e := newPipeEnv(t, pipeOptions{})
 	rv := e.draftRules(t, "field a : Int = 1;", heavyTests)
-	w := &workers.RunRuleTestsWorker{Deps: workers.Deps{Store: e.st}}
+	w := &workers.RunRuleTestsWorker{Store: e.st, Completer: workers.Completer{Store: e.st}}
 	ctx, cancel := context.WithTimeout(e.ctx, 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()

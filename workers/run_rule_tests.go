@@ -5,8 +5,10 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
+	"github.com/bpc-platform/bpc/store"
 )
 
 // RunRuleTestsWorker runs a rule package version's example and property
@@ -16,24 +18,26 @@ import (
 // job succeeds either way: it ran the tests.
 //
 // A run that cannot start or finish records no run and fails the job: a
-// source beyond the rule limits (Deps.Limits.Rules: RULE_PARSE_ERROR, or
+// source beyond the rule limits (Limits: RULE_PARSE_ERROR, or
 // VALIDATION_ERROR naming BPC_RULES_MAX_CASES when the tests ask for more
 // cases in total), or a run stopped by the job timeout (RULE_TESTS_FAILED).
 // The run follows the job's context: an operator's cancel, a lost lease or
 // a shutdown stops it within milliseconds, and River records that outcome.
 type RunRuleTestsWorker struct {
 	river.WorkerDefaults[jobargs.RunRuleTestsArgs]
-	Deps
+	Store     *store.Queries
+	Limits    rules.Limits
+	Completer Completer
 }
 
 // Work runs the tests.
 func (w *RunRuleTestsWorker) Work(ctx context.Context, job *river.Job[jobargs.RunRuleTestsArgs]) error {
 	a := job.Args
-	res, err := passport.RunRuleTests(ctx, w.Store, w.Limits.Rules, a.TenantID, a.RulePackageVersionID, a.Seed)
+	res, err := passport.RunRuleTests(ctx, w.Store, w.Limits, a.TenantID, a.RulePackageVersionID, a.Seed)
 	if err != nil {
 		return err
 	}
-	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
+	return completeInTx(ctx, w.Completer, job, func(t passport.Tx) error {
 		run, existed, err := passport.RecordRuleTestsRun(ctx, t, res, job.ID)
 		if err != nil || existed {
 			return err

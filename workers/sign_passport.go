@@ -13,12 +13,13 @@ import (
 // key (passport.SignPassportVersion) and enqueues GENERATE_QR.
 type SignPassportWorker struct {
 	river.WorkerDefaults[jobargs.SignPassportArgs]
-	Deps
+	Signer    *passport.Signer
+	Completer Completer
 }
 
 // Work signs.
 func (w *SignPassportWorker) Work(ctx context.Context, job *river.Job[jobargs.SignPassportArgs]) error {
-	return completeInTx(ctx, w.Deps, job, func(t passport.Tx) error {
+	return completeInTx(ctx, w.Completer, job, func(t passport.Tx) error {
 		return passport.SignPassportVersion(ctx, t, w.Signer, job.Args.TenantID, job.Args.PassportVersionID)
 	})
 }
