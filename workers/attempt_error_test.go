@@ -38,9 +38,7 @@ func (e *pipeEnv) riverState(t *testing.T, riverJobID int64) string {
 func TestPermanentErrorIsStoredTypedAndCancelsTheJob(t *testing.T) {
 	t.Parallel()
 	e := newPipeEnv(t, pipeOptions{})
-	sn, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
-	require.NoError(t, err)
-	args := &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: pipeTenant}, SnapshotID: sn.SnapshotID}
+	args := e.buildArgs(t)
 	requireSucceeded(t, e.run(t, args))
 
 	job := e.run(t, args) // the snapshot is READY now: INVALID_STATE
@@ -64,9 +62,7 @@ func TestRetryableErrorIsStoredTypedOnEveryAttempt(t *testing.T) {
 	e := newPipeEnv(t, pipeOptions{maxAttempts: 3, beforeCommit: func(context.Context, *rivertype.JobRow) error {
 		return errcode.New(errcode.IOError, "disk full:\n\t/var/lib/bpc")
 	}})
-	sn, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
-	require.NoError(t, err)
-	job := e.run(t, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: pipeTenant}, SnapshotID: sn.SnapshotID})
+	job := e.run(t, e.buildArgs(t))
 	require.Equal(t, store.StatusDeadLetter, job.Status, "last_error %s", job.LastError)
 	le := lastJobError(t, job)
 	require.Equal(t, "IO_ERROR", le.Code)

@@ -287,6 +287,14 @@ func (e *pipeEnv) uploadVersion(t *testing.T, kind string, content []byte) store
 	return v
 }
 
+// buildArgs creates a BUILDING snapshot and returns its BUILD_SNAPSHOT args.
+func (e *pipeEnv) buildArgs(t *testing.T) *jobargs.BuildSnapshotArgs {
+	t.Helper()
+	sn, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
+	require.NoError(t, err)
+	return &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: pipeTenant}, SnapshotID: sn.SnapshotID}
+}
+
 func (e *pipeEnv) docVersion(t *testing.T, id uuid.UUID) store.DocumentVersion {
 	t.Helper()
 	v, err := e.st.GetDocumentVersion(e.ctx, pipeTenant, id)
@@ -482,21 +490,19 @@ func TestParseFactsWorker(t *testing.T) {
 func TestBuildSnapshotWorker(t *testing.T) {
 	t.Parallel()
 	e := newPipeEnv(t, pipeOptions{})
-	sn, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
-	require.NoError(t, err)
-	args := &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: pipeTenant}, SnapshotID: sn.SnapshotID}
+	args := e.buildArgs(t)
 
 	requireSucceeded(t, e.run(t, args))
-	got, err := e.st.GetSnapshot(e.ctx, pipeTenant, sn.SnapshotID)
+	got, err := e.st.GetSnapshot(e.ctx, pipeTenant, args.SnapshotID)
 	require.NoError(t, err)
 	require.Equal(t, store.SnapshotReady, got.Status)
 	require.NotNil(t, got.ReadyAt)
 	require.Nil(t, got.SnapshotHash, "building does not seal")
-	require.Equal(t, 1, e.events(t, passport.EventSnapshotReady, sn.SnapshotID))
+	require.Equal(t, 1, e.events(t, passport.EventSnapshotReady, args.SnapshotID))
 
 	le := requireFailed(t, e.run(t, args), "INVALID_STATE")
 	require.Contains(t, le.Message, "READY")
-	require.Equal(t, 1, e.events(t, passport.EventSnapshotReady, sn.SnapshotID))
+	require.Equal(t, 1, e.events(t, passport.EventSnapshotReady, args.SnapshotID))
 
 	requireFailed(t, e.run(t, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: pipeTenant}, SnapshotID: uuid.New()}), "NOT_FOUND")
 	e.consistent(t)
