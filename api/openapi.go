@@ -41,11 +41,11 @@ import (
 //     requests; the tags document the same rules the handlers enforce.
 //
 // Routing stays chi, with the same middleware, route patterns (the metrics
-// labels) and 404/405. A route is either a typed operation (register:
-// huma.Register through the humachi adapter, the handler takes its input
-// type and returns its output type or an error) or a documented
-// http.HandlerFunc (handle: the handler keeps its chi shape, its types are
-// named in the opts). Both write into the one document.
+// labels) and 404/405. Every /v1 route but /v1/metrics is a typed
+// operation (register: huma.Register through the humachi adapter; the
+// handler takes its input type and returns its output type or an error);
+// /v1/metrics is Prometheus' own handler, documented as text/plain
+// (handle). Both write into the one document.
 //
 // Why Huma: its schema registry maps Go types to JSON Schema 2020-12 (the
 // dialect of OpenAPI 3.1) with struct tags for what a type cannot say, and
