@@ -39,13 +39,11 @@ func (t traceTree) Child(i int) proof.Tree {
 	return nil
 }
 
-// VerifyProof checks a stored BPC-PROOF-1 document: everything proof.Verify
-// checks (canonical bytes, version, every node hash recomputed, children
-// before parents, root and field_index), and in addition that the bytes are
-// exactly the canonical encoding of what they decode to. The latter rejects
-// a key whose case was changed where the change keeps the key order (e.g.
-// "children" → "Children" as a node's first key), which encoding/json would
-// otherwise decode as if nothing had changed.
+// VerifyProof checks a stored BPC-PROOF-1 document with proof.Verify:
+// canonical bytes, version, every node hash recomputed, children before
+// parents, root and field_index, and the bytes exactly the canonical
+// encoding of what they decode to (so a key whose case was changed, which
+// encoding/json would decode as if nothing had changed, is rejected).
 func VerifyProof(proofBytes []byte) error {
 	_, err := proof.Verify(proofBytes)
 	return err
