@@ -16,7 +16,7 @@ var SystemTenantID = uuid.Nil
 // DevTenantID is the seeded `dev` tenant.
 var DevTenantID = uuid.MustParse("00000000-0000-0000-0000-00000000de00")
 
-// Tenant is an organisation whose data is kept apart from every other'q.
+// Tenant is an organisation whose data is kept apart from every other's.
 type Tenant struct {
 	TenantID  uuid.UUID `db:"tenant_id" json:"tenant_id"`
 	Slug      string    `db:"slug" json:"slug"`
