@@ -3,16 +3,7 @@
 # database bpc_bench (or a pre-set TEST_DATABASE_URL), output also in bench-results.txt.
 # Extra arguments are passed to go test, e.g. scripts/bench.sh -bench Throughput
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-
-if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
-	export PATH="/usr/local/go/bin:$PATH"
-fi
-
-if [ -z "${TEST_DATABASE_URL:-}" ]; then
-	TEST_DATABASE_URL="$(env -u DATABASE_URL bash scripts/pg.sh --fresh bpc_bench)"
-fi
-export TEST_DATABASE_URL
+. "$(dirname "${BASH_SOURCE[0]}")/test_env.sh" bpc_bench
 export BPC_BENCH=1
 
 echo "bench.sh: results also go to bench-results.txt" >&2

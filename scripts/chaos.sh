@@ -12,16 +12,7 @@
 # (initdb/pg_ctl on a free port, as user bpcpg when run as root) and skips when the
 # Postgres server binaries are not installed.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-
-if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
-	export PATH="/usr/local/go/bin:$PATH"
-fi
-
-if [ -z "${TEST_DATABASE_URL:-}" ]; then
-	TEST_DATABASE_URL="$(env -u DATABASE_URL bash scripts/pg.sh --fresh bpc_test)"
-fi
-export TEST_DATABASE_URL
+. "$(dirname "${BASH_SOURCE[0]}")/test_env.sh" bpc_test
 
 args=("$@")
 [ "${#args[@]}" -gt 0 ] || args=(-run Chaos)

@@ -12,16 +12,7 @@
 # never run against your dev database; point TEST_DATABASE_URL elsewhere to override).
 # -race needs cgo (a C compiler); without one it is dropped with a warning.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-
-if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
-	export PATH="/usr/local/go/bin:$PATH"
-fi
-
-if [ -z "${TEST_DATABASE_URL:-}" ]; then
-	TEST_DATABASE_URL="$(env -u DATABASE_URL bash scripts/pg.sh --fresh bpc_test)"
-fi
-export TEST_DATABASE_URL
+. "$(dirname "${BASH_SOURCE[0]}")/test_env.sh" bpc_test
 
 echo "test.sh: go vet ./..." >&2
 go vet ./...
