@@ -58,15 +58,8 @@ func (q *Queries) CreateDocument(ctx context.Context, tenantID uuid.UUID, kind, 
 	if !facts.IsKind(kind) {
 		return Document{}, errcode.Invalid("kind", "must be one of %v", facts.Kinds)
 	}
-	d, err := queryOne[Document](ctx, q.db, `INSERT INTO documents (document_id, tenant_id, kind, name)
+	return create[Document](ctx, q.db, "document", "tenant", tenantID, `INSERT INTO documents (document_id, tenant_id, kind, name)
 		VALUES ($1, $2, $3, $4) RETURNING `+documentColumns, uuid.New(), tenantID, kind, name)
-	if IsForeignKeyViolation(err) {
-		return Document{}, errcode.New(errcode.NotFound, "tenant %s not found", tenantID)
-	}
-	if err != nil {
-		return Document{}, fmt.Errorf("error creating document: %w", err)
-	}
-	return d, nil
 }
 
 // GetDocument returns the tenant's document.
@@ -268,13 +261,8 @@ func (q *Queries) ListFacts(ctx context.Context, f FactFilter) ([]Fact, error) {
 // FactsOfDocumentVersions returns the ids of the facts the given versions
 // yielded (including facts first stored from an earlier version).
 func (q *Queries) FactsOfDocumentVersions(ctx context.Context, tenantID uuid.UUID, versionIDs []uuid.UUID) ([]uuid.UUID, error) {
-	rows, _ := q.db.Query(ctx, `SELECT DISTINCT fact_id FROM document_version_facts
+	return collect(ctx, q.db, "facts of document versions", pgx.RowTo[uuid.UUID], `SELECT DISTINCT fact_id FROM document_version_facts
 		WHERE tenant_id = $1 AND document_version_id = ANY($2) ORDER BY fact_id`, tenantID, versionIDs)
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		return nil, fmt.Errorf("error loading facts of document versions: %w", err)
-	}
-	return ids, nil
 }
 
 func nullUUID(id uuid.UUID) *uuid.UUID {

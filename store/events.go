@@ -148,21 +148,19 @@ func hashInput(ev Event) audit.Event {
 
 // fanOut creates the deliveries and DELIVER_WEBHOOK jobs of a new event.
 func (q *Queries) fanOut(ctx context.Context, ins Inserter, ev Event, only *uuid.UUID) ([]DeliveryRef, error) {
-	var rows pgx.Rows
+	sql, args := `SELECT DISTINCT e.webhook_endpoint_id
+		FROM webhook_subscriptions s
+		JOIN webhook_endpoints e ON e.webhook_endpoint_id = s.webhook_endpoint_id
+		WHERE s.tenant_id = $1 AND (s.event_type = $2 OR s.event_type = '*')
+			AND e.tenant_id = $1 AND e.is_active AND e.deleted_at IS NULL
+		ORDER BY e.webhook_endpoint_id`, []any{ev.TenantID, ev.EventType}
 	if only != nil {
-		rows, _ = q.db.Query(ctx, `SELECT webhook_endpoint_id FROM webhook_endpoints
-			WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND deleted_at IS NULL`, ev.TenantID, *only)
-	} else {
-		rows, _ = q.db.Query(ctx, `SELECT DISTINCT e.webhook_endpoint_id
-			FROM webhook_subscriptions s
-			JOIN webhook_endpoints e ON e.webhook_endpoint_id = s.webhook_endpoint_id
-			WHERE s.tenant_id = $1 AND (s.event_type = $2 OR s.event_type = '*')
-				AND e.tenant_id = $1 AND e.is_active AND e.deleted_at IS NULL
-			ORDER BY e.webhook_endpoint_id`, ev.TenantID, ev.EventType)
+		sql, args = `SELECT webhook_endpoint_id FROM webhook_endpoints
+			WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND deleted_at IS NULL`, []any{ev.TenantID, *only}
 	}
-	endpoints, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	endpoints, err := collect(ctx, q.db, "endpoints to deliver to", pgx.RowTo[uuid.UUID], sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("error finding subscribed endpoints: %w", err)
+		return nil, err
 	}
 	if len(endpoints) == 0 {
 		return []DeliveryRef{}, nil
@@ -201,11 +199,10 @@ func (q *Queries) GetEvent(ctx context.Context, tenantID, eventID uuid.UUID) (Ev
 // tenant's events and checks each aggregate's versions are contiguous and
 // linked to their predecessor. It returns the number of events checked.
 func (q *Queries) VerifyAuditChain(ctx context.Context, tenantID uuid.UUID) (int, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE tenant_id = $1
-		ORDER BY aggregate_type, aggregate_id, aggregate_version`, tenantID)
-	events, err := pgx.CollectRows(rows, pgx.RowToStructByName[Event])
+	events, err := list[Event](ctx, q.db, "events of tenant "+tenantID.String(), `SELECT `+eventColumns+` FROM events
+		WHERE tenant_id = $1 ORDER BY aggregate_type, aggregate_id, aggregate_version`, tenantID)
 	if err != nil {
-		return 0, fmt.Errorf("error loading events of tenant %s: %w", tenantID, err)
+		return 0, err
 	}
 	var prev *Event
 	for i := range events {

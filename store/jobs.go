@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -125,11 +124,10 @@ func (q *Queries) ListJobs(ctx context.Context, f JobFilter) (JobPage, error) {
 		where = append(where, fmt.Sprintf("(created_at, job_id) < ($%d, $%d)", len(args)-1, len(args)))
 	}
 	args = append(args, f.Limit+1)
-	rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE `+strings.Join(where, " AND ")+
+	jobs, err := list[Job](ctx, q.db, "jobs", `SELECT `+jobColumns+` FROM jobs WHERE `+strings.Join(where, " AND ")+
 		fmt.Sprintf(` ORDER BY created_at DESC, job_id DESC LIMIT $%d`, len(args)), args...)
-	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
 	if err != nil {
-		return JobPage{}, fmt.Errorf("error listing jobs: %w", err)
+		return JobPage{}, err
 	}
 	page := JobPage{Items: jobs}
 	if len(jobs) > f.Limit {
@@ -243,10 +241,9 @@ func (q *Queries) EnqueueTx(ctx context.Context, ins Inserter, reqs []EnqueueReq
 			}
 			return nil, fmt.Errorf("error inserting River jobs: %w", err)
 		}
-		rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE job_id = ANY($1)`, newIDs)
-		jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
+		jobs, err := list[Job](ctx, q.db, "enqueued jobs", `SELECT `+jobColumns+` FROM jobs WHERE job_id = ANY($1)`, newIDs)
 		if err != nil {
-			return nil, fmt.Errorf("error reading enqueued jobs: %w", err)
+			return nil, err
 		}
 		byID := make(map[uuid.UUID]Job, len(jobs))
 		for _, j := range jobs {
@@ -317,12 +314,8 @@ func (q *Queries) JobByRiverID(ctx context.Context, riverJobID int64) (Job, erro
 // JobsByRiverIDs returns the SSOT jobs mirroring the given River jobs,
 // across tenants (River UI is an operator tool over every tenant).
 func (q *Queries) JobsByRiverIDs(ctx context.Context, riverJobIDs []int64) ([]Job, error) {
-	rows, _ := q.db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE river_job_id = ANY($1) ORDER BY river_job_id`, riverJobIDs)
-	jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
-	if err != nil {
-		return nil, fmt.Errorf("error loading jobs of River jobs %v: %w", riverJobIDs, err)
-	}
-	return jobs, nil
+	return list[Job](ctx, q.db, fmt.Sprintf("jobs of River jobs %v", riverJobIDs),
+		`SELECT `+jobColumns+` FROM jobs WHERE river_job_id = ANY($1) ORDER BY river_job_id`, riverJobIDs)
 }
 
 // CountAvailable counts the available River jobs of queue, stopping at

@@ -71,13 +71,13 @@ type PassportVersion struct {
 
 // PassportArtifacts are a version's stored bytes.
 type PassportArtifacts struct {
-	Payload []byte
-	Proof   []byte
+	Payload []byte `db:"payload"`
+	Proof   []byte `db:"proof"`
 	// Receipt is the unsigned canonical receipt (what receipt_hash is over);
 	// ReceiptSigned the canonical receipt with its signature, once signed.
-	Receipt       []byte
-	ReceiptSigned []byte
-	QRPNG         []byte
+	Receipt       []byte `db:"receipt"`
+	ReceiptSigned []byte `db:"receipt_signed"`
+	QRPNG         []byte `db:"qr_png"`
 }
 
 // NewPassportVersion is what COMPILE_PASSPORT stores. The id is chosen
@@ -111,17 +111,13 @@ const passportVersionColumns = `passport_version_id, tenant_id, passport_id, ver
 
 // CreateBatteryProduct creates a product; a repeated SKU is CONFLICT.
 func (q *Queries) CreateBatteryProduct(ctx context.Context, tenantID uuid.UUID, sku, name string) (BatteryProduct, error) {
-	p, err := queryOne[BatteryProduct](ctx, q.db, `INSERT INTO battery_products (battery_product_id, tenant_id, sku, name) VALUES ($1, $2, $3, $4)
+	p, err := create[BatteryProduct](ctx, q.db, "battery product", "tenant", tenantID, `INSERT INTO battery_products
+		(battery_product_id, tenant_id, sku, name) VALUES ($1, $2, $3, $4)
 		RETURNING `+productColumns, uuid.New(), tenantID, sku, name)
-	switch {
-	case IsUniqueViolation(err, "battery_products_sku_uniq"):
+	if IsUniqueViolation(err, "battery_products_sku_uniq") {
 		return BatteryProduct{}, errcode.New(errcode.Conflict, "a battery product with SKU %q exists", sku)
-	case IsForeignKeyViolation(err):
-		return BatteryProduct{}, errcode.New(errcode.NotFound, "tenant %s not found", tenantID)
-	case err != nil:
-		return BatteryProduct{}, fmt.Errorf("error creating battery product: %w", err)
 	}
-	return p, nil
+	return p, err
 }
 
 // GetBatteryProduct returns the tenant's product.
@@ -138,15 +134,9 @@ func (q *Queries) ListBatteryProducts(ctx context.Context, tenantID uuid.UUID) (
 
 // CreatePassport creates a passport for a product.
 func (q *Queries) CreatePassport(ctx context.Context, tenantID, productID uuid.UUID) (Passport, error) {
-	p, err := queryOne[Passport](ctx, q.db, `INSERT INTO passports (passport_id, tenant_id, battery_product_id) VALUES ($1, $2, $3)
+	return create[Passport](ctx, q.db, "passport", "battery product", productID, `INSERT INTO passports
+		(passport_id, tenant_id, battery_product_id) VALUES ($1, $2, $3)
 		RETURNING `+passportColumns, uuid.New(), tenantID, productID)
-	if IsForeignKeyViolation(err) {
-		return Passport{}, errcode.New(errcode.NotFound, "battery product %s not found", productID)
-	}
-	if err != nil {
-		return Passport{}, fmt.Errorf("error creating passport: %w", err)
-	}
-	return p, nil
 }
 
 // GetPassport returns the tenant's passport.
@@ -218,14 +208,9 @@ func (q *Queries) passportVersion(ctx context.Context, tenantID, id uuid.UUID, l
 
 // LoadPassportArtifacts returns a version's stored bytes.
 func (q *Queries) LoadPassportArtifacts(ctx context.Context, tenantID, id uuid.UUID) (PassportArtifacts, error) {
-	var a PassportArtifacts
-	err := q.db.QueryRow(ctx, `SELECT payload, proof, receipt, receipt_signed, qr_png FROM passport_versions
-		WHERE tenant_id = $1 AND passport_version_id = $2`, tenantID, id).
-		Scan(&a.Payload, &a.Proof, &a.Receipt, &a.ReceiptSigned, &a.QRPNG)
-	if err != nil {
-		return PassportArtifacts{}, notFound(err, "passport version", id)
-	}
-	return a, nil
+	return getOne[PassportArtifacts](ctx, q.db, "passport version", id,
+		`SELECT payload, proof, receipt, receipt_signed, qr_png FROM passport_versions
+		WHERE tenant_id = $1 AND passport_version_id = $2`, tenantID, id)
 }
 
 // SetPassportVersionSigned stores the signature and moves COMPILING → SIGNED.

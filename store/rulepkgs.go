@@ -77,17 +77,13 @@ const ruleTestsRunColumns = `rule_tests_run_id, tenant_id, rule_package_version_
 
 // CreateRulePackage creates a rule package; names are unique per tenant.
 func (q *Queries) CreateRulePackage(ctx context.Context, tenantID uuid.UUID, name string) (RulePackage, error) {
-	p, err := queryOne[RulePackage](ctx, q.db, `INSERT INTO rule_packages (rule_package_id, tenant_id, name) VALUES ($1, $2, $3)
+	p, err := create[RulePackage](ctx, q.db, "rule package", "tenant", tenantID, `INSERT INTO rule_packages
+		(rule_package_id, tenant_id, name) VALUES ($1, $2, $3)
 		RETURNING `+rulePackageColumns, uuid.New(), tenantID, name)
-	switch {
-	case IsUniqueViolation(err, "rule_packages_name_uniq"):
+	if IsUniqueViolation(err, "rule_packages_name_uniq") {
 		return RulePackage{}, errcode.New(errcode.Conflict, "a rule package named %q exists", name)
-	case IsForeignKeyViolation(err):
-		return RulePackage{}, errcode.New(errcode.NotFound, "tenant %s not found", tenantID)
-	case err != nil:
-		return RulePackage{}, fmt.Errorf("error creating rule package: %w", err)
 	}
-	return p, nil
+	return p, err
 }
 
 // GetRulePackage returns the tenant's rule package.

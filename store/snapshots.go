@@ -47,15 +47,9 @@ const snapshotColumns = `s.snapshot_id, s.tenant_id, s.status, s.snapshot_hash,
 
 // CreateSnapshot creates an empty BUILDING snapshot.
 func (q *Queries) CreateSnapshot(ctx context.Context, tenantID uuid.UUID) (Snapshot, error) {
-	id := uuid.New()
-	_, err := q.db.Exec(ctx, `INSERT INTO data_snapshots (snapshot_id, tenant_id) VALUES ($1, $2)`, id, tenantID)
-	if IsForeignKeyViolation(err) {
-		return Snapshot{}, errcode.New(errcode.NotFound, "tenant %s not found", tenantID)
-	}
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("error creating snapshot: %w", err)
-	}
-	return q.GetSnapshot(ctx, tenantID, id)
+	return create[Snapshot](ctx, q.db, "snapshot", "tenant", tenantID, `INSERT INTO data_snapshots AS s
+		(snapshot_id, tenant_id) VALUES ($1, $2)
+		RETURNING `+snapshotColumns, uuid.New(), tenantID)
 }
 
 // GetSnapshot returns the tenant's snapshot.
@@ -89,11 +83,10 @@ func (q *Queries) AddSnapshotItems(ctx context.Context, tenantID, snapshotID uui
 	if len(factIDs) == 0 {
 		return 0, nil
 	}
-	rows, _ := q.db.Query(ctx, `SELECT u.id FROM unnest($2::uuid[]) AS u(id)
+	missing, err := collect(ctx, q.db, "missing facts", pgx.RowTo[uuid.UUID], `SELECT u.id FROM unnest($2::uuid[]) AS u(id)
 		WHERE NOT EXISTS (SELECT 1 FROM facts f WHERE f.tenant_id = $1 AND f.fact_id = u.id)`, tenantID, factIDs)
-	missing, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	if err != nil {
-		return 0, fmt.Errorf("error checking facts: %w", err)
+		return 0, err
 	}
 	if len(missing) > 0 {
 		return 0, errcode.New(errcode.NotFound, "fact %s not found", missing[0])
@@ -191,16 +184,11 @@ func (q *Queries) SealSnapshot(ctx context.Context, tenantID, snapshotID uuid.UU
 // SnapshotFacts returns the facts of a snapshot with their canonical
 // payloads, as the compiler takes them.
 func (q *Queries) SnapshotFacts(ctx context.Context, tenantID, snapshotID uuid.UUID) ([]rules.Fact, error) {
-	rows, _ := q.db.Query(ctx, `SELECT f.fact_type, f.fact_key, f.payload_canonical
-		FROM snapshot_items i JOIN facts f ON f.tenant_id = i.tenant_id AND f.fact_id = i.fact_id
-		WHERE i.tenant_id = $1 AND i.snapshot_id = $2 ORDER BY f.fact_type, f.fact_key`, tenantID, snapshotID)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (rules.Fact, error) {
+	return collect(ctx, q.db, "the facts of snapshot "+snapshotID.String(), func(row pgx.CollectableRow) (rules.Fact, error) {
 		var f rules.Fact
 		err := row.Scan(&f.FactType, &f.FactKey, &f.Payload)
 		return f, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("error loading the facts of snapshot %s: %w", snapshotID, err)
-	}
-	return out, nil
+	}, `SELECT f.fact_type, f.fact_key, f.payload_canonical
+		FROM snapshot_items i JOIN facts f ON f.tenant_id = i.tenant_id AND f.fact_id = i.fact_id
+		WHERE i.tenant_id = $1 AND i.snapshot_id = $2 ORDER BY f.fact_type, f.fact_key`, tenantID, snapshotID)
 }

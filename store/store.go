@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
@@ -95,12 +96,34 @@ func getOne[T any](ctx context.Context, db DBTX, what string, id any, sql string
 // list returns the rows of T that sql selects (columns named as T's db
 // tags); what names them in the error.
 func list[T any](ctx context.Context, db DBTX, what string, sql string, args ...any) ([]T, error) {
+	return collect(ctx, db, what, pgx.RowToStructByName[T], sql, args...)
+}
+
+// collect returns the rows that sql selects, each read by rowTo; what names
+// them in the error.
+func collect[T any](ctx context.Context, db DBTX, what string, rowTo pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
 	rows, _ := db.Query(ctx, sql, args...) // a query error surfaces from the collect
-	vs, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	vs, err := pgx.CollectRows(rows, rowTo)
 	if err != nil {
 		return nil, fmt.Errorf("error listing %s: %w", what, err)
 	}
 	return vs, nil
+}
+
+// create inserts a row and returns it as T (RETURNING columns named as T's
+// db tags). The row's foreign key is its parent's: a violation is a
+// NOT_FOUND naming the parent and parentID. The caller maps a unique
+// violation, which the returned error still wraps.
+func create[T any](ctx context.Context, db DBTX, what, parent string, parentID uuid.UUID, sql string, args ...any) (T, error) {
+	v, err := queryOne[T](ctx, db, sql, args...)
+	var zero T
+	switch {
+	case IsForeignKeyViolation(err):
+		return zero, errcode.New(errcode.NotFound, "%s %s not found", parent, parentID)
+	case err != nil:
+		return zero, fmt.Errorf("error creating %s: %w", what, err)
+	}
+	return v, nil
 }
 
 // IsUniqueViolation reports whether err is a unique violation of constraint

@@ -90,15 +90,9 @@ const endpointColumns = `webhook_endpoint_id, tenant_id, url, secret, is_active,
 
 // CreateWebhookEndpoint stores an endpoint and its secret.
 func (q *Queries) CreateWebhookEndpoint(ctx context.Context, tenantID uuid.UUID, url, secret string) (WebhookEndpoint, error) {
-	ep, err := queryOne[WebhookEndpoint](ctx, q.db, `INSERT INTO webhook_endpoints (webhook_endpoint_id, tenant_id, url, secret)
-		VALUES ($1, $2, $3, $4) RETURNING `+endpointColumns, uuid.New(), tenantID, url, secret)
-	if IsForeignKeyViolation(err) {
-		return WebhookEndpoint{}, errcode.New(errcode.NotFound, "tenant %s not found", tenantID)
-	}
-	if err != nil {
-		return WebhookEndpoint{}, fmt.Errorf("error creating webhook endpoint: %w", err)
-	}
-	return ep, nil
+	return create[WebhookEndpoint](ctx, q.db, "webhook endpoint", "tenant", tenantID, `INSERT INTO webhook_endpoints
+		(webhook_endpoint_id, tenant_id, url, secret) VALUES ($1, $2, $3, $4)
+		RETURNING `+endpointColumns, uuid.New(), tenantID, url, secret)
 }
 
 // ListWebhookEndpoints returns the tenant's endpoints that are not deleted.
