@@ -21,6 +21,7 @@ import (
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/internal/redact"
+	"github.com/bpc-platform/bpc/webhook/breaker"
 	"github.com/bpc-platform/bpc/webhook/destination"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -41,7 +42,7 @@ type Config struct {
 	ReaperInterval      time.Duration
 	MaxLeaseExpiries    int
 	Maintenance         workers.MaintenanceConfig
-	Breaker             workers.BreakerConfig
+	Breaker             breaker.Config
 	LeaseSeconds        int
 	LeaseRenewSeconds   int
 	MaxAttemptsDefault  int
@@ -137,7 +138,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.Maintenance.JobsRetention = time.Duration(num("BPC_RETENTION_JOBS_DAYS", 90, 0, 36_500)) * day
 	c.Maintenance.ConsistencyInterval = ms("BPC_MAINTENANCE_CONSISTENCY_INTERVAL_MS", 300_000, 0, 86_400_000)
 	c.Maintenance.RetentionInterval = ms("BPC_MAINTENANCE_RETENTION_INTERVAL_MS", 3_600_000, 0, 86_400_000)
-	c.Breaker = workers.DefaultBreakerConfig()
+	c.Breaker = breaker.DefaultConfig()
 	switch v := strings.ToLower(or(getenv("BPC_WEBHOOK_BREAKER_ENABLED"), "true")); v {
 	case "true", "1":
 	case "false", "0":

@@ -19,12 +19,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/bpc-platform/bpc/core/audit"
 	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/webhook/breaker"
 	"github.com/bpc-platform/bpc/webhook/destination"
 )
 
@@ -53,9 +55,9 @@ type DeliverWebhookWorker struct {
 	Metrics *Metrics
 	// RequestTimeout bounds one POST (BPC_WEBHOOK_TIMEOUT_MS).
 	RequestTimeout time.Duration
-	// Breaker tunes the endpoints' circuit breaker (workers/breaker.go);
-	// zero fields take DefaultBreakerConfig's values.
-	Breaker BreakerConfig
+	// Breaker tunes the endpoints' circuit breaker; zero fields take
+	// breaker.DefaultConfig's values.
+	Breaker breaker.Config
 	// Logger receives breaker transitions (slog.Default when nil).
 	Logger *slog.Logger
 }
@@ -92,7 +94,7 @@ func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[jobargs.
 		return err
 	}
 	// An open circuit breaker holds the delivery: a snooze spends no
-	// attempt and the delivery stays PENDING (workers/breaker.go). An
+	// attempt and the delivery stays PENDING (package breaker). An
 	// operator's retry is its probe at once.
 	hold, probe, err := w.admit(ctx, d, operatorAttempt(job.JobRow))
 	if err != nil {
@@ -102,11 +104,11 @@ func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[jobargs.
 		return river.JobSnooze(hold)
 	}
 	attempt, sendErr := w.send(ctx, d, body)
-	outcome := ClassifyOutcome(true, sendErr)
+	outcome := breaker.Classify(true, sendErr)
 	if ctx.Err() != nil {
 		// Cut short by this process (shutdown, lost lease, cancel): no
 		// verdict on the endpoint. A probe is released for the next delivery.
-		outcome = OutcomeNone
+		outcome = breaker.OutcomeNone
 	}
 	note := &breakerNote{outcome: outcome, probe: probe}
 	attempt.At = time.Now()
@@ -137,14 +139,14 @@ func (w *DeliverWebhookWorker) record(ctx context.Context, job *river.Job[jobarg
 	// Record even when the job's context was cancelled by a timeout.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	var t *BreakerTransition
+	var t *breaker.Transition
 	err := w.Store.InTx(ctx, func(tx pgx.Tx) error {
 		if err := w.Store.WithTx(tx).RecordDeliveryAttempt(ctx, job.Args.TenantID, job.Args.WebhookDeliveryID, a); err != nil {
 			return err
 		}
-		if note != nil && (note.outcome != OutcomeNone || note.probe) {
+		if note != nil && (note.outcome != breaker.OutcomeNone || note.probe) {
 			var err error
-			if t, err = w.recordOutcome(ctx, tx, d, note.outcome); err != nil {
+			if t, err = w.Breaker.WithDefaults().Record(ctx, w.Store.WithTx(tx), breakerRef(d), note.outcome); err != nil {
 				return err
 			}
 		}
@@ -168,6 +170,86 @@ func (w *DeliverWebhookWorker) record(ctx context.Context, job *river.Job[jobarg
 		w.reportTransition(ctx, *t)
 	}
 	return jobErr
+}
+
+// breakerNote is what a delivery attempt tells its endpoint's breaker.
+type breakerNote struct {
+	outcome breaker.Outcome
+	probe   bool // the delivery was admitted as the probe
+}
+
+// breakerRef names d to its endpoint's breaker.
+func breakerRef(d store.DeliveryToSend) breaker.Ref {
+	return breaker.Ref{TenantID: d.Delivery.TenantID, EndpointID: d.Endpoint.WebhookEndpointID,
+		DeliveryID: d.Delivery.WebhookDeliveryID}
+}
+
+// admit consults the endpoint's breaker before a POST. operator is true
+// for the attempt an operator's retry asked for. It returns how long to
+// hold the delivery (0: send it) and whether it is the probe, and logs and
+// counts what the consultation changed.
+func (w *DeliverWebhookWorker) admit(ctx context.Context, d store.DeliveryToSend, operator bool) (time.Duration, bool, error) {
+	cfg := w.Breaker.WithDefaults()
+	dec, err := cfg.Check(ctx, w.Store, breakerRef(d), operator, cfg.ProbeLease(w.RequestTimeout))
+	if err != nil {
+		return 0, false, err
+	}
+	if dec.Claimed {
+		attrs := []any{slog.String("webhook_endpoint_id", d.Endpoint.WebhookEndpointID.String()),
+			slog.String("webhook_delivery_id", d.Delivery.WebhookDeliveryID.String())}
+		switch {
+		case dec.Early:
+			w.logger().InfoContext(ctx, "webhook breaker probe sent before the cool-down: an operator retried the delivery",
+				append(attrs, slog.Time("cooldown_until", dec.CooldownUntil))...)
+		case dec.Transition == nil:
+			w.logger().InfoContext(ctx, "webhook breaker probe taken over", attrs...)
+		}
+		if dec.Transition != nil {
+			w.reportTransition(ctx, *dec.Transition)
+		}
+	}
+	if dec.Hold > 0 && w.Metrics != nil && w.Metrics.WebhookDeliveriesHeld != nil {
+		w.Metrics.WebhookDeliveriesHeld.Inc()
+	}
+	return dec.Hold, dec.Probe, nil
+}
+
+// operatorAttempt reports whether job's attempt is the one an operator's
+// retry asked for (store.LastOperatorRetry).
+func operatorAttempt(job *rivertype.JobRow) bool {
+	r, ok := store.LastOperatorRetry(job.Metadata)
+	return ok && r.IsOperatorAttempt(job.Attempt)
+}
+
+// reportTransition logs a committed transition and counts it. The endpoint's
+// URL and secret are not logged.
+func (w *DeliverWebhookWorker) reportTransition(ctx context.Context, t breaker.Transition) {
+	attrs := []slog.Attr{
+		slog.String("webhook_endpoint_id", t.EndpointID.String()),
+		slog.String("tenant_id", t.TenantID.String()),
+		slog.String("from", t.From),
+		slog.String("to", t.To),
+		slog.Float64("failure_rate", t.FailureRate()),
+		slog.Int("attempts_in_window", t.Attempts),
+	}
+	if t.NextProbeAt != nil {
+		attrs = append(attrs, slog.Time("next_probe_at", *t.NextProbeAt))
+	}
+	level := slog.LevelInfo
+	if t.To == store.BreakerOpen {
+		level = slog.LevelWarn
+	}
+	w.logger().LogAttrs(ctx, level, "webhook breaker transition", attrs...)
+	if w.Metrics != nil && w.Metrics.BreakerTransitions != nil {
+		w.Metrics.BreakerTransitions.WithLabelValues(t.To).Inc()
+	}
+}
+
+func (w *DeliverWebhookWorker) logger() *slog.Logger {
+	if w.Logger != nil {
+		return w.Logger
+	}
+	return slog.Default()
 }
 
 // send POSTs body and classifies the outcome. The attempt carries what was

@@ -1,7 +1,6 @@
 package workers_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,18 +10,20 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/internal/testlog"
+	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/webhook/breaker"
 	"github.com/bpc-platform/bpc/webhook/destination"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -35,15 +36,18 @@ type received struct {
 	body   []byte
 }
 
-// endpointServer answers each path with a fixed status and records requests.
+// endpointServer answers each path with a fixed status — /flaky with one
+// that can be changed (500 at first) — and records requests.
 type endpointServer struct {
 	*httptest.Server
+	flaky    atomic.Int32
 	mu       sync.Mutex
 	requests map[string][]received
 }
 
 func newEndpointServer(t *testing.T) *endpointServer {
 	s := &endpointServer{requests: map[string][]received{}}
+	s.flaky.Store(http.StatusInternalServerError)
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
@@ -54,6 +58,8 @@ func newEndpointServer(t *testing.T) *endpointServer {
 			w.Header().Set("X-Receiver", "yes")
 			w.WriteHeader(http.StatusAccepted)
 			_, _ = w.Write([]byte("thanks"))
+		case "/flaky":
+			w.WriteHeader(int(s.flaky.Load()))
 		case "/bad-request":
 			w.WriteHeader(http.StatusBadRequest)
 		case "/redirect":
@@ -74,55 +80,57 @@ func (s *endpointServer) seen(path string) []received {
 	return append([]received(nil), s.requests[path]...)
 }
 
-type workerEnv struct {
-	ctx     context.Context
-	store   *store.Queries
-	river   *river.Client[pgx.Tx]
+func (s *endpointServer) count(path string) int { return len(s.seen(path)) }
+
+// delivery returns the X-BPC-Delivery-Id of the i-th request to path.
+func (s *endpointServer) delivery(path string, i int) string {
+	return s.seen(path)[i].header.Get(workers.HeaderDeliveryID)
+}
+
+// webhookOptions configure newWebhookEnv.
+type webhookOptions struct {
+	// maxAttempts is the client's default.
+	maxAttempts int
+	// client sends the webhooks; workers.NewHTTPClient when nil.
+	client *http.Client
+	// breaker tunes the endpoints' circuit breaker.
+	breaker breaker.Config
+}
+
+// webhookEnv runs the service's workers over a per-test schema, logging as
+// JSON to logs.
+type webhookEnv struct {
+	env
 	metrics *workers.Metrics
+	logs    *testlog.Buffer
 }
 
-func newWorkerEnv(t *testing.T, maxAttempts int) workerEnv {
+func newWebhookEnv(t *testing.T, o webhookOptions) webhookEnv {
 	t.Helper()
-	return newWorkerEnvWithClient(t, maxAttempts, workers.NewHTTPClient())
-}
-
-// newWorkerEnvWithClient is newWorkerEnv sending webhooks with client.
-func newWorkerEnvWithClient(t *testing.T, maxAttempts int, client *http.Client) workerEnv {
-	t.Helper()
-	pool := testdb.New(t)
-	logger := slog.New(slog.DiscardHandler)
-	metrics := workers.NewMetrics(prometheus.NewRegistry())
-	st := store.New(pool)
-	w := river.NewWorkers()
-	workers.Register(w, workers.Deps{Store: st, Logger: logger, Metrics: metrics,
-		HTTPClient: client, WebhookTimeout: 5 * time.Second})
-	riverClient, err := workers.NewClient(pool, workers.ClientOptions{
-		ID: "worker-test", Logger: logger, Work: true, Concurrency: 4,
-		PollInterval: 20 * time.Millisecond, BackoffUnit: time.Millisecond, MaxAttempts: maxAttempts,
-		Workers: w, Observer: &workers.Observer{Logger: logger, Metrics: metrics},
+	logs := &testlog.Buffer{}
+	client, d := testriver.Start(t, testdb.New(t), testriver.Options{
+		Client: workers.ClientOptions{ID: "worker-test", MaxAttempts: o.maxAttempts},
+		Deps:   workers.Deps{Logger: slog.New(slog.NewJSONHandler(logs, nil)), HTTPClient: o.client, WebhookBreaker: o.breaker},
 	})
-	require.NoError(t, err)
-	ctx := t.Context()
-	require.NoError(t, riverClient.Start(ctx))
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = riverClient.Stop(stopCtx)
-	})
-	return workerEnv{ctx: ctx, store: st, river: riverClient, metrics: metrics}
+	return webhookEnv{env: env{ctx: t.Context(), st: d.Store, client: client}, metrics: d.Metrics, logs: logs}
 }
 
-// deliverTo creates an endpoint at url and appends an event delivered to it.
-func (e workerEnv) deliverTo(t *testing.T, url string) (store.Event, store.DeliveryRef) {
+func (e webhookEnv) endpoint(t *testing.T, url string) uuid.UUID {
 	t.Helper()
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, url, secret)
+	ep, err := e.st.CreateWebhookEndpoint(e.ctx, store.DevTenantID, url, secret)
 	require.NoError(t, err)
+	return ep.WebhookEndpointID
+}
+
+// appendEvent appends an event delivered to the endpoint.
+func (e webhookEnv) appendEvent(t *testing.T, endpointID uuid.UUID) (store.Event, store.DeliveryRef) {
+	t.Helper()
 	var res store.AppendResult
-	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		res, err = e.store.WithTx(tx).AppendEvent(e.ctx, e.river, store.EventInput{
+	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
+		var err error
+		res, err = e.st.WithTx(tx).AppendEvent(e.ctx, e.client, store.EventInput{
 			TenantID: store.DevTenantID, AggregateType: "passport", AggregateID: uuid.New(),
-			EventType: "passport.activated", Payload: json.RawMessage(`{"passport_id":"p-1"}`),
-			DeliverTo: &ep.WebhookEndpointID,
+			EventType: "passport.activated", Payload: json.RawMessage(`{"passport_id":"p-1"}`), DeliverTo: &endpointID,
 		})
 		return err
 	}))
@@ -130,38 +138,30 @@ func (e workerEnv) deliverTo(t *testing.T, url string) (store.Event, store.Deliv
 	return res.Event, res.Deliveries[0]
 }
 
-func (e workerEnv) waitTerminal(t *testing.T, jobID uuid.UUID) store.Job {
+// deliver appends an event delivered to the endpoint.
+func (e webhookEnv) deliver(t *testing.T, endpointID uuid.UUID) store.DeliveryRef {
 	t.Helper()
-	var job store.Job
-	require.Eventually(t, func() bool {
-		var err error
-		job, err = e.store.GetJob(e.ctx, store.DevTenantID, jobID)
-		require.NoError(t, err)
-		return store.IsTerminal(job.Status)
-	}, 15*time.Second, 20*time.Millisecond, "job %s never finished", jobID)
-	return job
+	_, ref := e.appendEvent(t, endpointID)
+	return ref
 }
 
-func (e workerEnv) delivery(t *testing.T, id uuid.UUID) store.WebhookDelivery {
+// deliverTo creates an endpoint at url and appends an event delivered to it.
+func (e webhookEnv) deliverTo(t *testing.T, url string) (store.Event, store.DeliveryRef) {
 	t.Helper()
-	d, err := e.store.GetWebhookDelivery(e.ctx, store.DevTenantID, id)
+	return e.appendEvent(t, e.endpoint(t, url))
+}
+
+func (e webhookEnv) delivery(t *testing.T, id uuid.UUID) store.WebhookDelivery {
+	t.Helper()
+	d, err := e.st.GetWebhookDelivery(e.ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	return d
-}
-
-func lastErrorCode(t *testing.T, job store.Job) string {
-	t.Helper()
-	var le struct {
-		Code string `json:"code"`
-	}
-	require.NoError(t, json.Unmarshal(job.LastError, &le), "last_error %s", job.LastError)
-	return le.Code
 }
 
 func TestDeliverWebhookWorker(t *testing.T) {
 	t.Parallel()
 	srv := newEndpointServer(t)
-	e := newWorkerEnv(t, 2)
+	e := newWebhookEnv(t, webhookOptions{maxAttempts: 2})
 
 	okEvent, okRef := e.deliverTo(t, srv.URL+"/ok")
 	_, badRef := e.deliverTo(t, srv.URL+"/bad-request")
@@ -170,7 +170,7 @@ func TestDeliverWebhookWorker(t *testing.T) {
 	_, throttledRef := e.deliverTo(t, srv.URL+"/too-many")
 
 	t.Run("2xx delivers a signed BPC-WH-1 request", func(t *testing.T) {
-		job := e.waitTerminal(t, okRef.JobID)
+		job := e.wait(t, okRef.JobID)
 		require.Equal(t, store.StatusSucceeded, job.Status)
 		d := e.delivery(t, okRef.WebhookDeliveryID)
 		require.Equal(t, store.DeliveryDelivered, d.Status)
@@ -183,7 +183,7 @@ func TestDeliverWebhookWorker(t *testing.T) {
 
 		reqs := srv.seen("/ok")
 		require.Len(t, reqs, 1)
-		stored, err := e.store.GetEvent(e.ctx, store.DevTenantID, okEvent.EventID)
+		stored, err := e.st.GetEvent(e.ctx, store.DevTenantID, okEvent.EventID)
 		require.NoError(t, err)
 		wantBody, err := workers.Body(stored)
 		require.NoError(t, err)
@@ -195,10 +195,10 @@ func TestDeliverWebhookWorker(t *testing.T) {
 	})
 
 	t.Run("4xx fails at once", func(t *testing.T) {
-		job := e.waitTerminal(t, badRef.JobID)
+		job := e.wait(t, badRef.JobID)
 		require.Equal(t, store.StatusFailed, job.Status)
 		require.Equal(t, int32(1), job.Attempts, "a 4xx is not retried")
-		require.Equal(t, "WEBHOOK_4XX", lastErrorCode(t, job))
+		require.Equal(t, "WEBHOOK_4XX", lastJobError(t, job).Code)
 		d := e.delivery(t, badRef.WebhookDeliveryID)
 		require.Equal(t, store.DeliveryFailed, d.Status)
 		require.Equal(t, int32(http.StatusBadRequest), *d.HTTPStatus)
@@ -206,7 +206,7 @@ func TestDeliverWebhookWorker(t *testing.T) {
 	})
 
 	t.Run("redirects are not followed", func(t *testing.T) {
-		job := e.waitTerminal(t, redirectRef.JobID)
+		job := e.wait(t, redirectRef.JobID)
 		require.Equal(t, store.StatusFailed, job.Status)
 		d := e.delivery(t, redirectRef.WebhookDeliveryID)
 		require.Equal(t, int32(http.StatusFound), *d.HTTPStatus)
@@ -215,10 +215,10 @@ func TestDeliverWebhookWorker(t *testing.T) {
 	})
 
 	t.Run("5xx is retried then dead-lettered", func(t *testing.T) {
-		job := e.waitTerminal(t, failingRef.JobID)
+		job := e.wait(t, failingRef.JobID)
 		require.Equal(t, store.StatusDeadLetter, job.Status)
 		require.Equal(t, int32(2), job.Attempts)
-		require.Equal(t, "WEBHOOK_5XX", lastErrorCode(t, job))
+		require.Equal(t, "WEBHOOK_5XX", lastJobError(t, job).Code)
 		require.Len(t, srv.seen("/server-error"), 2)
 		d := e.delivery(t, failingRef.WebhookDeliveryID)
 		require.Equal(t, store.DeliveryFailed, d.Status, "the last attempt fails the delivery")
@@ -226,56 +226,33 @@ func TestDeliverWebhookWorker(t *testing.T) {
 	})
 
 	t.Run("429 is retried like a 5xx", func(t *testing.T) {
-		job := e.waitTerminal(t, throttledRef.JobID)
+		job := e.wait(t, throttledRef.JobID)
 		require.Equal(t, store.StatusDeadLetter, job.Status)
 		require.Len(t, srv.seen("/too-many"), 2)
 	})
 
 	require.Equal(t, 2.0, testutil.ToFloat64(e.metrics.DeadLetter.WithLabelValues("DELIVER_WEBHOOK")))
-	rep, err := e.store.CheckConsistency(e.ctx)
-	require.NoError(t, err)
-	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
+	e.consistent(t)
 }
 
 func TestDeliverWebhookWorkerInactiveEndpointFailsWithoutPosting(t *testing.T) {
 	t.Parallel()
 	srv := newEndpointServer(t)
-	e := newWorkerEnv(t, 3)
-	// Hold the job until the endpoint is deactivated.
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, srv.URL+"/ok", secret)
+	e := newWebhookEnv(t, webhookOptions{maxAttempts: 3})
+	// The endpoint is deactivated before its delivery is enqueued.
+	ep := e.endpoint(t, srv.URL+"/ok")
+	inactive := false
+	_, err := e.st.UpdateWebhookEndpoint(e.ctx, store.DevTenantID, ep, "", &inactive)
 	require.NoError(t, err)
-	_, err = e.store.UpdateWebhookEndpoint(e.ctx, store.DevTenantID, ep.WebhookEndpointID, "", ptrBool(false))
-	require.NoError(t, err)
-	var res store.AppendResult
-	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		res, err = e.store.WithTx(tx).AppendEvent(e.ctx, e.river, store.EventInput{
-			TenantID: store.DevTenantID, AggregateType: "webhook_endpoint", AggregateID: ep.WebhookEndpointID,
-			EventType: "webhook.ping", DeliverTo: &ep.WebhookEndpointID,
-		})
-		return err
-	}))
-	require.Len(t, res.Deliveries, 1)
+	ref := e.deliver(t, ep)
 
-	job := e.waitTerminal(t, res.Deliveries[0].JobID)
+	job := e.wait(t, ref.JobID)
 	require.Equal(t, store.StatusFailed, job.Status)
-	require.Equal(t, "INVALID_STATE", lastErrorCode(t, job))
-	d := e.delivery(t, res.Deliveries[0].WebhookDeliveryID)
+	require.Equal(t, "INVALID_STATE", lastJobError(t, job).Code)
+	d := e.delivery(t, ref.WebhookDeliveryID)
 	require.Equal(t, store.DeliveryFailed, d.Status)
 	require.Equal(t, "INVALID_STATE", *d.ErrorCode)
 	require.Empty(t, srv.seen("/ok"), "nothing is sent to an inactive endpoint")
-}
-
-func ptrBool(b bool) *bool { return &b }
-
-// lastError is a job's last_error as the API shows it.
-func lastError(t *testing.T, job store.Job) (code, message string) {
-	t.Helper()
-	var le struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}
-	require.NoError(t, json.Unmarshal(job.LastError, &le), "last_error %s", job.LastError)
-	return le.Code, le.Message
 }
 
 // With private destinations refused, a delivery to an endpoint that points
@@ -285,7 +262,7 @@ func lastError(t *testing.T, job store.Job) (code, message string) {
 func TestDeliverWebhookWorkerDeniedDestination(t *testing.T) {
 	t.Parallel()
 	srv := newEndpointServer(t)
-	e := newWorkerEnvWithClient(t, 3, workers.NewPolicyHTTPClient(&destination.Policy{}))
+	e := newWebhookEnv(t, webhookOptions{maxAttempts: 3, client: workers.NewPolicyHTTPClient(&destination.Policy{})})
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 
 	for _, url := range []string{
@@ -295,12 +272,12 @@ func TestDeliverWebhookWorkerDeniedDestination(t *testing.T) {
 		fmt.Sprintf("http://2130706433:%d/ok", port),         // a numeric spelling
 	} {
 		_, ref := e.deliverTo(t, url)
-		job := e.waitTerminal(t, ref.JobID)
+		job := e.wait(t, ref.JobID)
 		require.Equal(t, store.StatusFailed, job.Status, url)
 		require.Equal(t, int32(1), job.Attempts, "%s: not retried", url)
-		code, msg := lastError(t, job)
-		require.Equal(t, "WEBHOOK_DESTINATION_DENIED", code, url)
-		require.NotContains(t, msg, "127.0.0.1", "the delivery does not echo the address")
+		le := lastJobError(t, job)
+		require.Equal(t, "WEBHOOK_DESTINATION_DENIED", le.Code, url)
+		require.NotContains(t, le.Message, "127.0.0.1", "the delivery does not echo the address")
 		d := e.delivery(t, ref.WebhookDeliveryID)
 		require.Equal(t, store.DeliveryFailed, d.Status)
 		require.Equal(t, "WEBHOOK_DESTINATION_DENIED", *d.ErrorCode)
@@ -309,9 +286,7 @@ func TestDeliverWebhookWorkerDeniedDestination(t *testing.T) {
 		require.True(t, len(d.ResponseHeaders) == 0 || string(d.ResponseHeaders) == "null" || string(d.ResponseHeaders) == "{}", "%s", d.ResponseHeaders)
 	}
 	require.Empty(t, srv.seen("/ok"), "nothing was sent")
-	rep, err := e.store.CheckConsistency(e.ctx)
-	require.NoError(t, err)
-	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
+	e.consistent(t)
 }
 
 // closedPort returns a loopback port nothing listens on.
@@ -343,7 +318,7 @@ func TestDeliverWebhookConnectErrorsAreUniform(t *testing.T) {
 			_ = c.Close()
 		}
 	}()
-	e := newWorkerEnv(t, 1)
+	e := newWebhookEnv(t, webhookOptions{maxAttempts: 1})
 
 	urls := []string{
 		fmt.Sprintf("http://127.0.0.1:%d/hook", closedPort(t)),
@@ -354,17 +329,237 @@ func TestDeliverWebhookConnectErrorsAreUniform(t *testing.T) {
 	var messages, deliveryMessages []string
 	for _, url := range urls {
 		_, ref := e.deliverTo(t, url)
-		job := e.waitTerminal(t, ref.JobID)
-		code, msg := lastError(t, job)
-		require.Equal(t, "WEBHOOK_NETWORK", code, url)
+		job := e.wait(t, ref.JobID)
+		le := lastJobError(t, job)
+		require.Equal(t, "WEBHOOK_NETWORK", le.Code, url)
 		d := e.delivery(t, ref.WebhookDeliveryID)
 		require.Equal(t, "WEBHOOK_NETWORK", *d.ErrorCode, url)
 		require.Nil(t, d.HTTPStatus)
-		messages, deliveryMessages = append(messages, msg), append(deliveryMessages, *d.ErrorMessage)
+		messages, deliveryMessages = append(messages, le.Message), append(deliveryMessages, *d.ErrorMessage)
 	}
 	for i := range urls {
 		require.Equal(t, "could not connect to the webhook endpoint", messages[i], urls[i])
 		require.Equal(t, "could not connect to the webhook endpoint", deliveryMessages[i], urls[i])
 	}
 	require.Empty(t, srv.seen("/ok"), "the TLS handshake never became a request")
+}
+
+// --- the circuit breaker ---
+
+// transitions returns the breaker transition log lines.
+func (e webhookEnv) transitions(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if !strings.Contains(line, "webhook breaker transition") {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m))
+		out = append(out, m)
+	}
+	return out
+}
+
+func (e webhookEnv) breaker(t *testing.T, endpointID uuid.UUID) store.WebhookBreaker {
+	t.Helper()
+	b, err := e.st.GetWebhookBreaker(e.ctx, store.DevTenantID, endpointID)
+	require.NoError(t, err)
+	return b
+}
+
+func (e webhookEnv) waitState(t *testing.T, endpointID uuid.UUID, state string, cond func(store.WebhookBreaker) bool) store.WebhookBreaker {
+	t.Helper()
+	var b store.WebhookBreaker
+	require.Eventually(t, func() bool {
+		b = e.breaker(t, endpointID)
+		return b.State == state && (cond == nil || cond(b))
+	}, 15*time.Second, 5*time.Millisecond, "breaker never reached %s", state)
+	return b
+}
+
+// settledAttempts waits until none of the jobs runs and returns their SSOT attempts.
+func (e webhookEnv) settledAttempts(t *testing.T, refs []store.DeliveryRef) map[uuid.UUID]int32 {
+	t.Helper()
+	out := map[uuid.UUID]int32{}
+	require.Eventually(t, func() bool {
+		for _, ref := range refs {
+			j := e.job(t, ref.JobID)
+			if j.Status != store.StatusQueued {
+				return false
+			}
+			out[ref.JobID] = j.Attempts
+		}
+		return true
+	}, 10*time.Second, 5*time.Millisecond)
+	return out
+}
+
+func (e webhookEnv) snoozes(t *testing.T, jobID uuid.UUID) int {
+	t.Helper()
+	return e.count(t, `SELECT COALESCE((metadata->>'snoozes')::int, 0) FROM river_job
+		WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, jobID)
+}
+
+func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
+	t.Parallel()
+	const cooldown = 1500 * time.Millisecond
+	srv := newEndpointServer(t)
+	e := newWebhookEnv(t, webhookOptions{maxAttempts: 25, breaker: breaker.Config{Window: 30 * time.Second, MinAttempts: 5, FailureThreshold: 0.5,
+		Cooldown: cooldown}})
+	flaky, healthy := e.endpoint(t, srv.URL+"/flaky"), e.endpoint(t, srv.URL+"/ok")
+	// Transitions are counted just after their transaction commits.
+	requireTransitions := func(open, halfOpen, closed float64) {
+		t.Helper()
+		count := func(to string) float64 { return testutil.ToFloat64(e.metrics.BreakerTransitions.WithLabelValues(to)) }
+		require.Eventually(t, func() bool {
+			return count(store.BreakerOpen) == open && count(store.BreakerHalfOpen) == halfOpen && count(store.BreakerClosed) == closed
+		}, 5*time.Second, 5*time.Millisecond, "transitions: open %v, half-open %v, closed %v", count(store.BreakerOpen),
+			count(store.BreakerHalfOpen), count(store.BreakerClosed))
+	}
+
+	// 1. Five deliveries to an endpoint answering 500 trip the breaker.
+	var first []store.DeliveryRef
+	for range 5 {
+		first = append(first, e.deliver(t, flaky))
+	}
+	opened := e.waitState(t, flaky, store.BreakerOpen, nil)
+	require.GreaterOrEqual(t, srv.count("/flaky"), 5)
+	require.GreaterOrEqual(t, int(opened.Attempts), 5)
+	require.GreaterOrEqual(t, float64(opened.Failures)/float64(opened.Attempts), 0.5)
+	require.NotNil(t, opened.OpenedAt)
+	firstProbeAt := *opened.NextProbeAt
+	require.Equal(t, opened.OpenedAt.Add(cooldown).UnixMicro(), firstProbeAt.UnixMicro())
+	requireTransitions(1, 0, 0)
+
+	// POSTs in flight when it opened finish; then the endpoint hears nothing.
+	spent := e.settledAttempts(t, first)
+	sentBeforeOpen := srv.count("/flaky")
+
+	// 2. During the cool-down: new deliveries to it are held (snoozed, no
+	// attempt spent, PENDING) while a healthy endpoint on the same queue is
+	// served at once.
+	var held []store.DeliveryRef
+	for range 3 {
+		held = append(held, e.deliver(t, flaky))
+	}
+	for range 3 {
+		ref := e.deliver(t, healthy)
+		start := time.Now()
+		job := e.wait(t, ref.JobID)
+		require.Equal(t, store.StatusSucceeded, job.Status)
+		require.Less(t, time.Since(start), time.Second, "a healthy endpoint is not held")
+	}
+	require.Eventually(t, func() bool {
+		for _, ref := range held {
+			if e.snoozes(t, ref.JobID) == 0 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 5*time.Millisecond, "held deliveries were worked and snoozed")
+	heldAttempts := e.settledAttempts(t, held)
+	for _, ref := range held {
+		require.Zero(t, heldAttempts[ref.JobID], "River's snooze gives the attempt back: attempts stays 0")
+		d := e.delivery(t, ref.WebhookDeliveryID)
+		require.Equal(t, store.DeliveryPending, d.Status)
+		require.Zero(t, d.Attempts)
+	}
+	require.Positive(t, testutil.ToFloat64(e.metrics.WebhookDeliveriesHeld))
+	// Until the probe is due, the endpoint receives nothing and no job's
+	// attempts grow.
+	time.Sleep(time.Until(firstProbeAt.Add(-250 * time.Millisecond)))
+	require.Equal(t, sentBeforeOpen, srv.count("/flaky"), "nothing is sent during the cool-down")
+	for id, attempts := range e.settledAttempts(t, first) {
+		require.Equal(t, spent[id], attempts, "held retries spend no attempt")
+	}
+	v := e.breaker(t, flaky).View(time.Now())
+	require.Equal(t, store.BreakerOpen, v.State)
+	require.GreaterOrEqual(t, v.FailureRate, 0.5)
+
+	// 3. After the cool-down exactly one probe goes; it fails and re-opens
+	// the breaker for another cool-down.
+	reopened := e.waitState(t, flaky, store.BreakerOpen, func(b store.WebhookBreaker) bool {
+		return b.NextProbeAt.After(firstProbeAt)
+	})
+	require.Equal(t, sentBeforeOpen+1, srv.count("/flaky"), "one probe")
+	require.Equal(t, opened.OpenedAt.UnixMicro(), reopened.OpenedAt.UnixMicro(), "opened_at is when it left CLOSED")
+	requireTransitions(2, 1, 0)
+	time.Sleep(300 * time.Millisecond)
+	require.Equal(t, sentBeforeOpen+1, srv.count("/flaky"), "held again after the failed probe")
+
+	// 4. The endpoint recovers: the next probe closes the breaker and every
+	// held delivery is delivered, each sent once.
+	srv.flaky.Store(http.StatusOK)
+	e.waitState(t, flaky, store.BreakerClosed, nil)
+	for _, ref := range append(append([]store.DeliveryRef{}, first...), held...) {
+		job := e.wait(t, ref.JobID)
+		require.Equal(t, store.StatusSucceeded, job.Status)
+		require.Equal(t, store.DeliveryDelivered, e.delivery(t, ref.WebhookDeliveryID).Status)
+	}
+	// Attempts are spent by POSTs only: before opening, the failed probe,
+	// and the final delivery.
+	failedProbe := srv.delivery("/flaky", sentBeforeOpen)
+	for _, ref := range append(append([]store.DeliveryRef{}, first...), held...) {
+		want := spent[ref.JobID] + 1
+		if ref.WebhookDeliveryID.String() == failedProbe {
+			want++
+		}
+		require.Equal(t, want, e.job(t, ref.JobID).Attempts, "delivery %s", ref.WebhookDeliveryID)
+	}
+	require.Equal(t, sentBeforeOpen+1+len(first)+len(held), srv.count("/flaky"))
+	requireTransitions(2, 2, 1)
+
+	// One log line per transition, with the rate and never the secret.
+	logs := e.transitions(t)
+	require.Len(t, logs, 5)
+	var path []string
+	for _, l := range logs {
+		require.Equal(t, flaky.String(), l["webhook_endpoint_id"])
+		require.Contains(t, l, "failure_rate")
+		path = append(path, l["from"].(string)+">"+l["to"].(string))
+	}
+	require.Equal(t, []string{"CLOSED>OPEN", "OPEN>HALF_OPEN", "HALF_OPEN>OPEN", "OPEN>HALF_OPEN", "HALF_OPEN>CLOSED"}, path)
+	require.GreaterOrEqual(t, logs[0]["failure_rate"].(float64), 0.5)
+	require.NotContains(t, e.logs.String(), secret)
+
+	closed := e.breaker(t, flaky).View(time.Now())
+	require.Equal(t, store.BreakerClosed, closed.State)
+	require.Nil(t, closed.OpenedAt)
+	require.Nil(t, closed.NextProbeAt)
+	require.Zero(t, closed.FailureRate)
+	require.Equal(t, store.BreakerClosed, e.breaker(t, healthy).State)
+
+	e.consistent(t)
+}
+
+func TestWebhookBreakerIgnores4xx(t *testing.T) {
+	t.Parallel()
+	srv := newEndpointServer(t)
+	e := newWebhookEnv(t, webhookOptions{maxAttempts: 3, breaker: breaker.Config{Window: 30 * time.Second, MinAttempts: 2, Cooldown: time.Minute}})
+	ep := e.endpoint(t, srv.URL+"/bad-request")
+	for range 4 {
+		ref := e.deliver(t, ep)
+		require.Equal(t, store.StatusFailed, e.wait(t, ref.JobID).Status)
+	}
+	v := e.breaker(t, ep).View(time.Now())
+	require.Equal(t, store.BreakerView{State: store.BreakerClosed, AttemptsInWindow: 4}, v)
+	require.Equal(t, 4, srv.count("/bad-request"))
+	require.Zero(t, testutil.ToFloat64(e.metrics.BreakerTransitions.WithLabelValues(store.BreakerOpen)))
+}
+
+func TestWebhookBreakerDisabledNeverHolds(t *testing.T) {
+	t.Parallel()
+	srv := newEndpointServer(t)
+	e := newWebhookEnv(t, webhookOptions{maxAttempts: 3, breaker: breaker.Config{Disabled: true, MinAttempts: 1}})
+	ep := e.endpoint(t, srv.URL+"/flaky")
+	var refs []store.DeliveryRef
+	for range 3 {
+		refs = append(refs, e.deliver(t, ep))
+	}
+	for _, ref := range refs {
+		require.Equal(t, store.StatusDeadLetter, e.wait(t, ref.JobID).Status)
+	}
+	require.Equal(t, 9, srv.count("/flaky"), "every attempt POSTs")
+	require.False(t, e.breaker(t, ep).Stored)
 }

@@ -85,7 +85,13 @@ func (l *Leases) hold(ctx context.Context, job *rivertype.JobRow) (context.Conte
 
 // Run renews the held leases every Renew until ctx ends.
 func (l *Leases) Run(ctx context.Context) {
-	t := time.NewTicker(l.Renew)
+	every(ctx, l.Renew, func() { l.renewOnce(ctx) })
+}
+
+// every calls f every interval until ctx ends, the first time an interval
+// after it is called.
+func every(ctx context.Context, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -93,7 +99,7 @@ func (l *Leases) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		l.renewOnce(ctx)
+		f()
 	}
 }
 
@@ -177,20 +183,13 @@ type Reaper struct {
 	MaxLeaseExpiries int
 }
 
-// Run reaps until ctx ends.
+// Run reaps every Interval until ctx ends.
 func (r *Reaper) Run(ctx context.Context) {
-	t := time.NewTicker(r.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, r.Interval, func() {
 		if _, err := r.ReapOnce(ctx); err != nil && ctx.Err() == nil {
 			r.Logger.Warn("lease reaper failed; retrying next tick", slog.String("error", err.Error()))
 		}
-	}
+	})
 }
 
 // ReapOnce runs one reaping pass and returns the jobs it returned to River.

@@ -12,11 +12,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +22,6 @@ import (
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -33,10 +30,8 @@ import (
 // connections, so the mirror starts each attempt with a 1 s lease), the
 // given renewal period and a fast reaper.
 type leaseEnv struct {
-	ctx     context.Context
+	env
 	pool    *pgxpool.Pool
-	st      *store.Queries
-	client  *river.Client[pgx.Tx]
 	reaper  *workers.Reaper
 	metrics *workers.Metrics
 }
@@ -63,52 +58,21 @@ func newLeaseEnvWith(t *testing.T, renew time.Duration, maxLosses int, hook func
 	t.Cleanup(func() {
 		stopReaper()
 		wg.Wait()
-		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = client.Stop(stopCtx)
 	})
-	return leaseEnv{ctx: ctx, st: st, client: client, reaper: reaper, metrics: metrics}
+	return leaseEnv{env: env{ctx: ctx, st: st, client: client}, reaper: reaper, metrics: metrics}
 }
 
-// buildJob creates a snapshot and enqueues its BUILD_SNAPSHOT job.
 // newReaperEnv is a schema with 1 s leases and an insert-only client: its
 // jobs are never worked, the tests play the part of the workers.
 func newReaperEnv(t *testing.T) leaseEnv {
 	t.Helper()
 	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 1})
-	return leaseEnv{ctx: t.Context(), pool: pool, st: store.New(pool), client: testriver.Inserter(t, pool)}
-}
-
-func (e leaseEnv) buildJob(t *testing.T) (uuid.UUID, store.Job) {
-	t.Helper()
-	sn, err := e.st.CreateSnapshot(e.ctx, store.DevTenantID)
-	require.NoError(t, err)
-	var job store.Job
-	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-		res, err := passport.NewTx(tx, e.client, "").Enqueue(e.ctx, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}, "")
-		job = res.Job
-		return err
-	}))
-	return sn.SnapshotID, job
-}
-
-func (e leaseEnv) wait(t *testing.T, jobID uuid.UUID) store.Job {
-	t.Helper()
-	var job store.Job
-	require.Eventually(t, func() bool {
-		var err error
-		job, err = e.st.GetJob(e.ctx, store.DevTenantID, jobID)
-		require.NoError(t, err)
-		return store.IsTerminal(job.Status)
-	}, 20*time.Second, 20*time.Millisecond)
-	return job
+	return leaseEnv{env: env{ctx: t.Context(), st: store.New(pool), client: testriver.Inserter(t, pool)}, pool: pool}
 }
 
 func (e leaseEnv) readyEvents(t *testing.T, snapshotID uuid.UUID) int {
-	var n int
-	require.NoError(t, e.st.DB().QueryRow(e.ctx, `SELECT count(*) FROM events WHERE aggregate_id = $1 AND event_type = 'snapshot.ready'`,
-		snapshotID).Scan(&n))
-	return n
+	t.Helper()
+	return e.count(t, `SELECT count(*) FROM events WHERE aggregate_id = $1 AND event_type = 'snapshot.ready'`, snapshotID)
 }
 
 // A job running three times longer than its lease, alive, is never reaped:
@@ -173,7 +137,7 @@ func TestFencingStopsAnAttemptThatLostItsLease(t *testing.T) {
 	stored, ok := errcode.Decode(reaped.Error)
 	require.True(t, ok, reaped.Error)
 	require.Equal(t, errcode.LeaseExpired, stored.Code, "the reaper recorded why attempt 1 ended")
-	testriver.RequireConsistent(t, e.st)
+	e.consistent(t)
 }
 
 // The reaper returns an expired job as available, or discards it (DEAD_LETTER)
@@ -230,7 +194,7 @@ func TestShutdownCancelRequeuesWithoutSpendingAnAttempt(t *testing.T) {
 		}},
 	})
 	ctx, st := t.Context(), d.Store
-	e := leaseEnv{ctx: ctx, st: st, client: client}
+	e := env{ctx: ctx, st: st, client: client}
 	_, job := e.buildJob(t)
 	<-running
 
@@ -282,7 +246,7 @@ func TestJobLosingItsWorkerTwiceInARowIsDiscarded(t *testing.T) {
 	require.True(t, strings.HasPrefix(last.Message, "worker lost 2 times in a row"), last.Message)
 	require.Contains(t, last.Message, "lease-test", "names the worker that lost it")
 	require.Equal(t, float64(1), testutil.ToFloat64(e.metrics.DeadLetter.WithLabelValues(jobargs.KindBuildSnapshot)))
-	testriver.RequireConsistent(t, e.st)
+	e.consistent(t)
 }
 
 // Losses count in a row: the reaper discards a job at its

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
 	"github.com/bpc-platform/bpc/jobargs"
@@ -161,38 +160,6 @@ func DueMaintenanceJobs(cfg MaintenanceConfig) []river.InsertManyParams {
 			InsertOpts: &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByPeriod: j.every}}})
 	}
 	return out
-}
-
-// MaintenanceMetrics are the maintenance jobs' metrics.
-type MaintenanceMetrics struct {
-	// MirrorDrift is the drift count of the last consistency check. Only the
-	// node that ran the check sets it; alert on max over nodes together with
-	// MirrorChecked.
-	MirrorDrift prometheus.Gauge
-	// MirrorChecked is when the last consistency check finished.
-	MirrorChecked prometheus.Gauge
-	// RetentionDeleted counts SSOT job rows deleted by retention.
-	RetentionDeleted prometheus.Counter
-}
-
-// NewMaintenanceMetrics creates the maintenance metrics and registers them with reg.
-func NewMaintenanceMetrics(reg prometheus.Registerer) *MaintenanceMetrics {
-	m := &MaintenanceMetrics{
-		MirrorDrift: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "bpc_mirror_drift",
-			Help: "Disagreements between River's jobs and the SSOT jobs table found by the last consistency check on this node.",
-		}),
-		MirrorChecked: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "bpc_mirror_drift_checked_timestamp_seconds",
-			Help: "Unix time of the last consistency check on this node (0: none yet).",
-		}),
-		RetentionDeleted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "bpc_retention_jobs_deleted_total",
-			Help: "SSOT job rows deleted by retention (finished, past BPC_RETENTION_JOBS_DAYS, River row gone).",
-		}),
-	}
-	reg.MustRegister(m.MirrorDrift, m.MirrorChecked, m.RetentionDeleted)
-	return m
 }
 
 // MaintenanceDeps are what the maintenance workers need.

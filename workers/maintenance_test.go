@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -19,8 +17,6 @@ import (
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testlog"
 	"github.com/bpc-platform/bpc/internal/testriver"
-	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -28,12 +24,10 @@ import (
 // maintEnv is a migrated schema with an insert-only River client and the
 // maintenance workers' dependencies.
 type maintEnv struct {
-	ctx    context.Context
-	pool   *pgxpool.Pool
-	st     *store.Queries
-	client *river.Client[pgx.Tx]
-	logs   *testlog.Buffer
-	deps   workers.MaintenanceDeps
+	env
+	pool *pgxpool.Pool
+	logs *testlog.Buffer
+	deps workers.MaintenanceDeps
 }
 
 func newMaintEnv(t *testing.T, cfg workers.MaintenanceConfig) *maintEnv {
@@ -42,27 +36,13 @@ func newMaintEnv(t *testing.T, cfg workers.MaintenanceConfig) *maintEnv {
 	client := testriver.Inserter(t, pool)
 	logs := &testlog.Buffer{}
 	st := store.New(pool)
-	return &maintEnv{ctx: t.Context(), pool: pool, st: st, client: client, logs: logs,
+	return &maintEnv{env: env{ctx: t.Context(), st: st, client: client}, pool: pool, logs: logs,
 		deps: workers.MaintenanceDeps{
 			Store:   st,
 			Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
 			Metrics: workers.NewMaintenanceMetrics(prometheus.NewRegistry()),
 			Config:  cfg,
 		}}
-}
-
-// enqueue inserts a BUILD_SNAPSHOT job (never worked here) through the store.
-func (e *maintEnv) enqueue(t *testing.T) store.Job {
-	t.Helper()
-	tx, err := e.pool.Begin(e.ctx)
-	require.NoError(t, err)
-	defer tx.Rollback(e.ctx) //nolint:errcheck
-	res, err := passport.NewTx(tx, e.client, "").Enqueue(e.ctx,
-		&jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: uuid.New()}, "")
-	require.NoError(t, err)
-	job := res.Job
-	require.NoError(t, tx.Commit(e.ctx))
-	return job
 }
 
 // exec runs SQL as River or an operator would; the mirror follows.
@@ -81,9 +61,7 @@ func (e *maintEnv) finish(t *testing.T, job store.Job, state string, ago time.Du
 
 func (e *maintEnv) jobExists(t *testing.T, job store.Job) bool {
 	t.Helper()
-	var n int
-	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT count(*) FROM jobs WHERE job_id = $1`, job.JobID).Scan(&n))
-	return n == 1
+	return e.count(t, `SELECT count(*) FROM jobs WHERE job_id = $1`, job.JobID) == 1
 }
 
 func TestMaintenanceConsistencyReportsDriftWithoutFailing(t *testing.T) {
@@ -92,8 +70,8 @@ func TestMaintenanceConsistencyReportsDriftWithoutFailing(t *testing.T) {
 	w := &workers.MaintenanceConsistencyWorker{Deps: e.deps}
 	job := &river.Job[workers.MaintenanceConsistencyArgs]{JobRow: &rivertype.JobRow{}}
 
-	queued := e.enqueue(t)
-	done := e.enqueue(t)
+	_, queued := e.buildJob(t)
+	_, done := e.buildJob(t)
 	e.finish(t, done, "completed", time.Minute)
 
 	// A clean mirror: zero drift.
@@ -125,14 +103,14 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	// marks it river_deleted_at), in each terminal state.
 	var expired []store.Job
 	for _, state := range []string{"completed", "discarded"} {
-		j := e.enqueue(t)
+		_, j := e.buildJob(t)
 		e.finish(t, j, state, old)
 		e.exec(t, `DELETE FROM river_job WHERE id = $1`, j.RiverJobID)
 		expired = append(expired, j)
 	}
 	// Expired too: River's row is gone though the mirror never marked it
 	// (deleted with the triggers disabled).
-	unmarked := e.enqueue(t)
+	_, unmarked := e.buildJob(t)
 	e.finish(t, unmarked, "completed", old)
 	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
 	e.exec(t, `DELETE FROM river_job WHERE id = $1`, unmarked.RiverJobID)
@@ -140,19 +118,19 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	expired = append(expired, unmarked)
 
 	// Kept: finished recently (River's row gone).
-	recentGone := e.enqueue(t)
+	_, recentGone := e.buildJob(t)
 	e.finish(t, recentGone, "completed", recent)
 	e.exec(t, `DELETE FROM river_job WHERE id = $1`, recentGone.RiverJobID)
 	// Kept: finished long ago but River still has the job.
-	inRiver := e.enqueue(t)
+	_, inRiver := e.buildJob(t)
 	e.finish(t, inRiver, "completed", old)
 	// Kept: running for 100 days (River's row exists).
-	running := e.enqueue(t)
+	_, running := e.buildJob(t)
 	e.exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - interval '100 days',
 		attempted_by = ARRAY['w1'] WHERE id = $1`, running.RiverJobID)
 	// Kept: not terminal in the SSOT, even with River's row gone and an old
 	// finished_at (a tampered row is the operator's to inspect).
-	orphan := e.enqueue(t)
+	_, orphan := e.buildJob(t)
 	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
 	e.exec(t, `DELETE FROM river_job WHERE id = $1`, orphan.RiverJobID)
 	e.exec(t, `ALTER TABLE river_job ENABLE ALWAYS TRIGGER bpc_mirror_delete`)
@@ -181,7 +159,7 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	e.deps.Config.RetentionBatchSize = 1
 	e.deps.Config.RetentionBudget = 0
 	e.deps.Config.JobsRetention = time.Hour // recentGone expires now
-	more := e.enqueue(t)
+	_, more := e.buildJob(t)
 	e.finish(t, more, "cancelled", recent)
 	e.exec(t, `DELETE FROM river_job WHERE id = $1`, more.RiverJobID)
 	w = &workers.MaintenanceRetentionWorker{Deps: e.deps}
@@ -257,5 +235,5 @@ func TestMaintenancePeriodicJobsRunOnTheLeader(t *testing.T) {
 	}
 	require.Equal(t, want, succeeded())
 
-	testriver.RequireConsistent(t, e.st)
+	e.consistent(t)
 }

@@ -63,9 +63,7 @@ type pipeOptions struct {
 // pipeEnv is a River client working every queue over a per-test schema,
 // with the pipeline's dependencies (signer, export dir, build id).
 type pipeEnv struct {
-	ctx       context.Context
-	st        *store.Queries
-	client    *river.Client[pgx.Tx]
+	env
 	reg       *prometheus.Registry
 	metrics   *workers.Metrics
 	signer    *passport.Signer
@@ -95,7 +93,7 @@ func newPipeEnv(t *testing.T, o pipeOptions) *pipeEnv {
 		Deps: workers.Deps{Metrics: workers.NewMetrics(reg), CompilerBuildID: pipeBuildID, Signer: o.signer,
 			ExportDir: o.exportDir, BeforeCommit: o.beforeCommit},
 	})
-	e := &pipeEnv{ctx: t.Context(), st: d.Store, client: client, reg: reg, metrics: d.Metrics, signer: o.signer, exportDir: o.exportDir,
+	e := &pipeEnv{env: env{ctx: t.Context(), st: d.Store, client: client}, reg: reg, metrics: d.Metrics, signer: o.signer, exportDir: o.exportDir,
 		finished: map[[2]int64]bool{}}
 	events, unsubscribe := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled)
 	stop, drained := make(chan struct{}), make(chan struct{})
@@ -142,40 +140,10 @@ func newKey(t *testing.T) ed25519.PrivateKey {
 	return key
 }
 
-// enqueue inserts one job (with an idempotency key unless key is "").
-func (e *pipeEnv) enqueue(t *testing.T, args jobargs.Args, key string) store.Job {
-	t.Helper()
-	var job store.Job
-	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-		res, err := passport.NewTx(tx, e.client, "").Enqueue(e.ctx, args, key)
-		job = res.Job
-		return err
-	}))
-	return job
-}
-
 // run enqueues a job and waits for it to finish.
 func (e *pipeEnv) run(t *testing.T, args jobargs.Args) store.Job {
 	t.Helper()
 	return e.wait(t, e.enqueue(t, args, "").JobID)
-}
-
-// wait waits until the job is terminal.
-func (e *pipeEnv) wait(t *testing.T, jobID uuid.UUID) store.Job {
-	t.Helper()
-	return e.waitUntil(t, jobID, func(j store.Job) bool { return store.IsTerminal(j.Status) })
-}
-
-func (e *pipeEnv) waitUntil(t *testing.T, jobID uuid.UUID, done func(store.Job) bool) store.Job {
-	t.Helper()
-	var job store.Job
-	require.Eventually(t, func() bool {
-		var err error
-		job, err = e.st.GetJob(e.ctx, pipeTenant, jobID)
-		require.NoError(t, err)
-		return done(job)
-	}, 15*time.Second, 10*time.Millisecond, "job %s never finished", jobID)
-	return job
 }
 
 // rerun retries a finished job in River (as River UI can) and waits for
@@ -206,14 +174,6 @@ func (e *pipeEnv) jobByKey(t *testing.T, kind, key string) store.Job {
 	return job
 }
 
-// count runs a count(*) query.
-func (e *pipeEnv) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, e.st.DB().QueryRow(e.ctx, sql, args...).Scan(&n))
-	return n
-}
-
 func (e *pipeEnv) jobsOfType(t *testing.T, kind string) int {
 	t.Helper()
 	return e.count(t, `SELECT count(*) FROM jobs WHERE tenant_id = $1 AND type = $2`, pipeTenant, kind)
@@ -223,24 +183,6 @@ func (e *pipeEnv) events(t *testing.T, eventType string, aggregateID uuid.UUID) 
 	t.Helper()
 	return e.count(t, `SELECT count(*) FROM events WHERE tenant_id = $1 AND event_type = $2 AND aggregate_id = $3`,
 		pipeTenant, eventType, aggregateID)
-}
-
-func (e *pipeEnv) consistent(t *testing.T) {
-	t.Helper()
-	testriver.RequireConsistent(t, e.st)
-}
-
-// jobError is a job's last_error.
-type jobError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func lastJobError(t *testing.T, job store.Job) jobError {
-	t.Helper()
-	var le jobError
-	require.NoError(t, json.Unmarshal(job.LastError, &le), "last_error %s", job.LastError)
-	return le
 }
 
 // requireFailed asserts a job failed permanently at its first attempt with code.
@@ -285,14 +227,6 @@ func (e *pipeEnv) uploadVersion(t *testing.T, kind string, content []byte) store
 	}))
 	require.Equal(t, store.DocUploaded, v.Status)
 	return v
-}
-
-// buildArgs creates a BUILDING snapshot and returns its BUILD_SNAPSHOT args.
-func (e *pipeEnv) buildArgs(t *testing.T) *jobargs.BuildSnapshotArgs {
-	t.Helper()
-	sn, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
-	require.NoError(t, err)
-	return &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: pipeTenant}, SnapshotID: sn.SnapshotID}
 }
 
 func (e *pipeEnv) docVersion(t *testing.T, id uuid.UUID) store.DocumentVersion {

@@ -11,10 +11,10 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/bpc-platform/bpc/core/compiler"
-
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/webhook/breaker"
 )
 
 // Deps are what workers need from the service.
@@ -25,8 +25,8 @@ type Deps struct {
 	HTTPClient     *http.Client
 	WebhookTimeout time.Duration
 	// WebhookBreaker tunes the webhook endpoints' circuit breaker (zero
-	// fields: DefaultBreakerConfig).
-	WebhookBreaker BreakerConfig
+	// fields: breaker.DefaultConfig).
+	WebhookBreaker breaker.Config
 	// CompilerBuildID is recorded in every receipt (BPC_COMPILER_BUILD_ID).
 	CompilerBuildID string
 	// Limits are the artifact size limits (BPC_*_MAX_BYTES) and the rule
