@@ -1,20 +1,15 @@
 package passport_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/examples/nmc811"
-	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/internal/teststore"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -22,37 +17,22 @@ import (
 
 // env is a migrated schema of its own and an insert-only River client: the
 // operations run in real transactions; no job is worked.
-type env struct {
-	ctx  context.Context
-	pool *pgxpool.Pool
-	q    *store.Queries
-	ins  *river.Client[pgx.Tx]
-}
+type env struct{ teststore.Env }
 
 func newEnv(t *testing.T) env {
 	t.Helper()
-	pool := testdb.New(t)
-	ins, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
-	return env{ctx: t.Context(), pool: pool, q: store.New(pool), ins: ins}
+	return env{teststore.New(t)}
 }
 
 // run runs fn as the admin API does: in a transaction it commits.
 func (e env) run(t *testing.T, fn func(t passport.Tx) error) error {
 	t.Helper()
-	return passport.InTx(e.ctx, e.q, e.ins, "test", fn)
-}
-
-func (e env) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, e.pool.QueryRow(e.ctx, sql, args...).Scan(&n))
-	return n
+	return passport.InTx(e.Ctx, e.Store, e.River, "test", fn)
 }
 
 func (e env) events(t *testing.T, eventType string, aggregateID uuid.UUID) int {
 	t.Helper()
-	return e.count(t, `SELECT count(*) FROM events WHERE event_type = $1 AND aggregate_id = $2`, eventType, aggregateID)
+	return e.Count(t, `SELECT count(*) FROM events WHERE event_type = $1 AND aggregate_id = $2`, eventType, aggregateID)
 }
 
 func (e env) upload(t *testing.T, documentID uuid.UUID, content []byte) passport.Uploaded {
@@ -60,7 +40,7 @@ func (e env) upload(t *testing.T, documentID uuid.UUID, content []byte) passport
 	var up passport.Uploaded
 	require.NoError(t, e.run(t, func(tx passport.Tx) error {
 		var err error
-		up, err = passport.UploadDocumentVersion(e.ctx, tx, passport.Upload{
+		up, err = passport.UploadDocumentVersion(e.Ctx, tx, passport.Upload{
 			TenantID: store.DevTenantID, DocumentID: documentID, MimeType: passport.MIMEJSON, Content: content})
 		return err
 	}))
@@ -70,7 +50,7 @@ func (e env) upload(t *testing.T, documentID uuid.UUID, content []byte) passport
 func TestUploadIsIdempotentByContent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	doc, err := e.q.CreateDocument(e.ctx, store.DevTenantID, "BOM", "pack bom")
+	doc, err := e.Store.CreateDocument(e.Ctx, store.DevTenantID, "BOM", "pack bom")
 	require.NoError(t, err)
 
 	first := e.upload(t, doc.DocumentID, bom(t))
@@ -86,13 +66,13 @@ func TestUploadIsIdempotentByContent(t *testing.T) {
 	require.True(t, again.ParseJob.Existing)
 	require.Equal(t, first.ParseJob.Job.JobID, again.ParseJob.Job.JobID, "and the same PARSE_FACTS job")
 	require.Equal(t, 1, e.events(t, passport.EventDocumentUploaded, first.Version.DocumentVersionID), "no second event")
-	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM jobs WHERE type = 'PARSE_FACTS'`))
+	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM jobs WHERE type = 'PARSE_FACTS'`))
 }
 
 func TestParseFactsCommitsARejectionOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	doc, err := e.q.CreateDocument(e.ctx, store.DevTenantID, "BOM", "broken bom")
+	doc, err := e.Store.CreateDocument(e.Ctx, store.DevTenantID, "BOM", "broken bom")
 	require.NoError(t, err)
 	up := e.upload(t, doc.DocumentID, []byte(`{"not":"a bom"}`))
 	id := up.Version.DocumentVersionID
@@ -101,7 +81,7 @@ func TestParseFactsCommitsARejectionOnce(t *testing.T) {
 		var rejected *errcode.Error
 		require.NoError(t, e.run(t, func(tx passport.Tx) error {
 			var err error
-			rejected, err = passport.ParseFacts(e.ctx, tx, store.DevTenantID, id)
+			rejected, err = passport.ParseFacts(e.Ctx, tx, store.DevTenantID, id)
 			return err
 		}))
 		return rejected
@@ -109,26 +89,25 @@ func TestParseFactsCommitsARejectionOnce(t *testing.T) {
 	first := parse()
 	require.NotNil(t, first, "the parser refuses the document")
 	require.False(t, first.Code.Retryable())
-	v, err := e.q.GetDocumentVersion(e.ctx, store.DevTenantID, id)
+	v, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	require.Equal(t, store.DocRejected, v.Status, "the rejection is committed with the transaction")
 	require.Equal(t, 1, e.events(t, passport.EventDocumentRejected, id))
 
 	require.NotNil(t, parse(), "parsing a rejected version again still fails")
 	require.Equal(t, 1, e.events(t, passport.EventDocumentRejected, id), "without a second event")
-	require.Zero(t, e.count(t, `SELECT count(*) FROM facts WHERE source_document_version_id = $1`, id))
+	require.Zero(t, e.Count(t, `SELECT count(*) FROM facts WHERE source_document_version_id = $1`, id))
 }
 
 func TestParseFactsOfAnotherTenantsVersionIsNotFound(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	doc, err := e.q.CreateDocument(e.ctx, store.DevTenantID, "BOM", "bom")
+	doc, err := e.Store.CreateDocument(e.Ctx, store.DevTenantID, "BOM", "bom")
 	require.NoError(t, err)
 	up := e.upload(t, doc.DocumentID, bom(t))
-	other, err := e.q.CreateTenant(e.ctx, "other-"+uuid.NewString()[:8], "Other")
-	require.NoError(t, err)
+	other := e.OtherTenant(t)
 	err = e.run(t, func(tx passport.Tx) error {
-		_, err := passport.ParseFacts(e.ctx, tx, other.TenantID, up.Version.DocumentVersionID)
+		_, err := passport.ParseFacts(e.Ctx, tx, other, up.Version.DocumentVersionID)
 		return err
 	})
 	require.Equal(t, errcode.NotFound, errcode.CodeOf(err))

@@ -59,7 +59,7 @@ func TestBreakerViewOfNoRowIsClosedWithZeros(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ep := e.endpoint(t)
-	b, err := e.store.GetWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID)
+	b, err := e.Store.GetWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.False(t, b.Stored)
 	require.Equal(t, store.BreakerClosed, b.State)
@@ -72,9 +72,9 @@ func TestBreakerViewOfNoRowIsClosedWithZeros(t *testing.T) {
 func recordOutcome(t *testing.T, e env, endpointID uuid.UUID, now time.Time, failure bool) (store.WebhookBreaker, store.WebhookBreaker) {
 	t.Helper()
 	var before, after store.WebhookBreaker
-	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
+	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
 		var err error
-		before, after, err = e.store.WithTx(tx).UpdateWebhookBreaker(e.ctx, store.DevTenantID, endpointID,
+		before, after, err = e.Store.WithTx(tx).UpdateWebhookBreaker(e.Ctx, store.DevTenantID, endpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				if !b.Window.Fits(time.Minute, 10) {
 					b.Window = store.NewBreakerWindow(time.Minute, 10)
@@ -106,30 +106,30 @@ func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 	require.True(t, before.Stored)
 	require.Equal(t, int32(2), after.Attempts)
 	require.Equal(t, int32(1), after.Failures)
-	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM webhook_endpoint_breakers`))
+	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM webhook_endpoint_breakers`))
 
-	got, err := e.store.GetWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID)
+	got, err := e.Store.GetWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	v := got.View(now)
 	require.Equal(t, store.BreakerView{State: store.BreakerClosed, FailureRate: 0.5, AttemptsInWindow: 2, FailuresInWindow: 1}, v)
 	require.Zero(t, got.View(now.Add(2*time.Minute)).AttemptsInWindow, "the view ages with time")
 
 	// Another tenant sees no breaker of this endpoint.
-	other, err := e.store.GetWebhookBreaker(e.ctx, uuid.New(), ep.WebhookEndpointID)
+	other, err := e.Store.GetWebhookBreaker(e.Ctx, uuid.New(), ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.False(t, other.Stored)
 
 	// fn may decline to write.
-	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, after, err := e.store.WithTx(tx).UpdateWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
+	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
+		_, after, err := e.Store.WithTx(tx).UpdateWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) { b.Attempts = 99; return b, false })
 		require.Equal(t, int32(2), after.Attempts)
 		return err
 	}))
 
 	// An unknown endpoint is NOT_FOUND.
-	err = e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, _, err := e.store.WithTx(tx).UpdateWebhookBreaker(e.ctx, store.DevTenantID, uuid.New(),
+	err = e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
+		_, _, err := e.Store.WithTx(tx).UpdateWebhookBreaker(e.Ctx, store.DevTenantID, uuid.New(),
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				b.Window = store.NewBreakerWindow(time.Minute, 10)
 				return b, true
@@ -154,7 +154,7 @@ func TestUpdateWebhookBreakerLosesNoConcurrentOutcome(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	b, err := e.store.GetWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID)
+	b, err := e.Store.GetWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.Equal(t, int32(n), b.Attempts, "the first insert races are retried under the row lock")
 	require.Equal(t, int32(n/2), b.Failures)
@@ -163,8 +163,8 @@ func TestUpdateWebhookBreakerLosesNoConcurrentOutcome(t *testing.T) {
 // openBreaker stores an OPEN breaker whose probe is due at nextProbe.
 func openBreaker(t *testing.T, e env, endpointID uuid.UUID, opened, nextProbe time.Time) {
 	t.Helper()
-	require.NoError(t, e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, _, err := e.store.WithTx(tx).UpdateWebhookBreaker(e.ctx, store.DevTenantID, endpointID,
+	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
+		_, _, err := e.Store.WithTx(tx).UpdateWebhookBreaker(e.Ctx, store.DevTenantID, endpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				b.Window = store.NewBreakerWindow(time.Minute, 10)
 				b.State, b.OpenedAt, b.NextProbeAt = store.BreakerOpen, &opened, &nextProbe
@@ -181,7 +181,7 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 	now := time.Now()
 
 	// No row: nothing to claim.
-	won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
+	won, b, err := e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
 		store.BreakerOpen, uuid.New(), now, now.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.False(t, won)
@@ -189,7 +189,7 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 
 	// Not yet due.
 	openBreaker(t, e, ep.WebhookEndpointID, now, now.Add(time.Hour))
-	won, b, err = e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
+	won, b, err = e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
 		store.BreakerOpen, uuid.New(), now, now.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.False(t, won)
@@ -206,7 +206,7 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			id := uuid.New()
-			won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
+			won, b, err := e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
 				store.BreakerOpen, id, now, now.Add(time.Minute), false)
 			require.NoError(t, err)
 			require.Equal(t, store.BreakerHalfOpen, b.State)
@@ -219,7 +219,7 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 	}
 	wg.Wait()
 	require.Len(t, winners, 1)
-	b, err = e.store.GetWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID)
+	b, err = e.Store.GetWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.Equal(t, winners[0], *b.ProbeDeliveryID)
 	require.WithinDuration(t, now.Add(time.Minute), *b.NextProbeAt, time.Millisecond)
@@ -227,18 +227,18 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 
 	// A lapsed HALF_OPEN claim is taken over, only from the state read.
 	later := now.Add(2 * time.Minute)
-	won, _, err = e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
+	won, _, err = e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
 		store.BreakerOpen, uuid.New(), later, later.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.False(t, won, "the breaker is no longer OPEN")
 	taker := uuid.New()
-	won, b, err = e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
+	won, b, err = e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
 		store.BreakerHalfOpen, taker, later, later.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.True(t, won)
 	require.Equal(t, taker, *b.ProbeDeliveryID)
 
-	counts, err := e.store.CountWebhookBreakers(e.ctx)
+	counts, err := e.Store.CountWebhookBreakers(e.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{store.BreakerOpen: 0, store.BreakerHalfOpen: 1}, counts)
 }
@@ -260,7 +260,7 @@ func TestClaimWebhookBreakerProbeEarly(t *testing.T) {
 	for range n {
 		wg.Go(func() {
 			id := uuid.New()
-			won, _, err := e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
+			won, _, err := e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
 				store.BreakerOpen, id, now, now.Add(time.Minute), true)
 			require.NoError(t, err)
 			if won {
@@ -272,13 +272,13 @@ func TestClaimWebhookBreakerProbeEarly(t *testing.T) {
 	}
 	wg.Wait()
 	require.Len(t, winners, 1, "one probe, cool-down or not")
-	b, err := e.store.GetWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID)
+	b, err := e.Store.GetWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.Equal(t, store.BreakerHalfOpen, b.State)
 	require.Equal(t, winners[0], *b.ProbeDeliveryID)
 
 	// HALF_OPEN with a live claim: an early claim does not take it over.
-	won, b, err := e.store.ClaimWebhookBreakerProbe(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
+	won, b, err := e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
 		store.BreakerHalfOpen, uuid.New(), now, now.Add(time.Minute), true)
 	require.NoError(t, err)
 	require.False(t, won)
@@ -289,8 +289,8 @@ func TestWebhookBreakerRowRejectsInconsistentStates(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ep := e.endpoint(t)
-	err := e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, _, err := e.store.WithTx(tx).UpdateWebhookBreaker(e.ctx, store.DevTenantID, ep.WebhookEndpointID,
+	err := e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
+		_, _, err := e.Store.WithTx(tx).UpdateWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				b.Window = store.NewBreakerWindow(time.Minute, 10)
 				b.State = store.BreakerOpen // without opened_at / next_probe_at
@@ -304,9 +304,9 @@ func TestWebhookBreakerRowRejectsInconsistentStates(t *testing.T) {
 func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/a", testSecret)
+	ep, err := e.Store.CreateWebhookEndpoint(e.Ctx, store.DevTenantID, "https://hooks.example/a", testSecret)
 	require.NoError(t, err)
-	other, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/b", testSecret)
+	other, err := e.Store.CreateWebhookEndpoint(e.Ctx, store.DevTenantID, "https://hooks.example/b", testSecret)
 	require.NoError(t, err)
 	deliver := func(endpointID uuid.UUID) store.DeliveryRef {
 		res := e.mustAppend(t, store.EventInput{TenantID: store.DevTenantID, AggregateType: "passport",
@@ -317,17 +317,17 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	held1, held2, delivered, otherHeld, due := deliver(ep.WebhookEndpointID), deliver(ep.WebhookEndpointID),
 		deliver(ep.WebhookEndpointID), deliver(other.WebhookEndpointID), deliver(ep.WebhookEndpointID)
 	hold := func(ref store.DeliveryRef, state string, in time.Duration) {
-		e.exec(t, `UPDATE river_job SET state = $2::river_job_state, scheduled_at = now() + make_interval(secs => $3)
+		e.Exec(t, `UPDATE river_job SET state = $2::river_job_state, scheduled_at = now() + make_interval(secs => $3)
 			WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, ref.JobID, state, in.Seconds())
 	}
 	hold(held1, "scheduled", time.Hour)
 	hold(held2, "available", 3*time.Second) // a short snooze stays available
 	hold(delivered, "scheduled", time.Hour)
 	hold(otherHeld, "scheduled", time.Hour)
-	e.exec(t, `UPDATE webhook_deliveries SET status = 'DELIVERED' WHERE webhook_delivery_id = $1`, delivered.WebhookDeliveryID)
+	e.Exec(t, `UPDATE webhook_deliveries SET status = 'DELIVERED' WHERE webhook_delivery_id = $1`, delivered.WebhookDeliveryID)
 
 	now := time.Now()
-	n, err := e.store.WakeHeldWebhookDeliveries(e.ctx, ep.WebhookEndpointID, now, 1000)
+	n, err := e.Store.WakeHeldWebhookDeliveries(e.Ctx, ep.WebhookEndpointID, now, 1000)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n, "the two held PENDING deliveries of the endpoint")
 	for _, ref := range []store.DeliveryRef{held1, held2, due} {
@@ -339,19 +339,19 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 		require.True(t, e.job(t, store.DevTenantID, ref.JobID).ScheduledAt.After(now.Add(time.Minute)))
 	}
 	var state string
-	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT state::text FROM river_job
+	require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT state::text FROM river_job
 		WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, held1.JobID).Scan(&state))
 	require.Equal(t, "available", state)
 
 	var marked bool
-	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT metadata ? $2 FROM river_job
+	require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT metadata ? $2 FROM river_job
 		WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, held1.JobID, store.OperatorRetryKey).Scan(&marked))
 	require.False(t, marked, "the breaker's wake is not an operator's retry")
 
 	// The limit bounds one wake.
 	hold(held1, "scheduled", time.Hour)
 	hold(held2, "scheduled", time.Hour)
-	n, err = e.store.WakeHeldWebhookDeliveries(e.ctx, ep.WebhookEndpointID, time.Now(), 1)
+	n, err = e.Store.WakeHeldWebhookDeliveries(e.Ctx, ep.WebhookEndpointID, time.Now(), 1)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
 	e.requireConsistent(t)

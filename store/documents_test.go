@@ -21,15 +21,7 @@ import (
 // inTx runs fn in a committed transaction of the env's store.
 func (e env) inTx(t *testing.T, fn func(tx pgx.Tx) error) error {
 	t.Helper()
-	return e.store.InTx(e.ctx, fn)
-}
-
-// count returns the single integer an SQL query yields.
-func (e env) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	require.NoError(t, e.pool.QueryRow(e.ctx, sql, args...).Scan(&n), sql)
-	return n
+	return e.Store.InTx(e.Ctx, fn)
 }
 
 func sampleDoc(t *testing.T, name string) []byte {
@@ -53,7 +45,7 @@ func sha256Hex(b []byte) string {
 
 func (e env) createDocument(t *testing.T, tenantID uuid.UUID, kind, name string) store.Document {
 	t.Helper()
-	d, err := e.store.CreateDocument(e.ctx, tenantID, kind, name)
+	d, err := e.Store.CreateDocument(e.Ctx, tenantID, kind, name)
 	require.NoError(t, err)
 	return d
 }
@@ -65,7 +57,7 @@ func (e env) upload(t *testing.T, tenantID, documentID uuid.UUID, content []byte
 	var existed bool
 	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		v, existed, err = e.store.WithTx(tx).CreateDocumentVersion(e.ctx, tenantID, documentID, "application/json", content)
+		v, existed, err = e.Store.WithTx(tx).CreateDocumentVersion(e.Ctx, tenantID, documentID, "application/json", content)
 		return err
 	}))
 	return v, existed
@@ -78,17 +70,17 @@ func (e env) parse(t *testing.T, tenantID, versionID uuid.UUID) ([]facts.Fact, i
 	var fs []facts.Fact
 	var added int
 	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		in, err := e.store.WithTx(tx).LockDocumentVersionForParse(e.ctx, tenantID, versionID)
+		in, err := e.Store.WithTx(tx).LockDocumentVersionForParse(e.Ctx, tenantID, versionID)
 		if err != nil {
 			return err
 		}
 		if fs, err = facts.Parse(in.Kind, in.Content); err != nil {
 			return err
 		}
-		if added, err = e.store.WithTx(tx).InsertFacts(e.ctx, tenantID, versionID, fs); err != nil {
+		if added, err = e.Store.WithTx(tx).InsertFacts(e.Ctx, tenantID, versionID, fs); err != nil {
 			return err
 		}
-		return e.store.WithTx(tx).MarkDocumentVersionValidated(e.ctx, tenantID, versionID, len(fs))
+		return e.Store.WithTx(tx).MarkDocumentVersionValidated(e.Ctx, tenantID, versionID, len(fs))
 	}))
 	return fs, added
 }
@@ -106,17 +98,9 @@ func (e env) uploadSample(t *testing.T, tenantID uuid.UUID, name string) (store.
 // factIDs returns the ids of the facts a document version yielded.
 func (e env) factIDs(t *testing.T, tenantID uuid.UUID, versionIDs ...uuid.UUID) []uuid.UUID {
 	t.Helper()
-	ids, err := e.store.FactsOfDocumentVersions(e.ctx, tenantID, versionIDs)
+	ids, err := e.Store.FactsOfDocumentVersions(e.Ctx, tenantID, versionIDs)
 	require.NoError(t, err)
 	return ids
-}
-
-// otherTenant creates a second tenant.
-func (e env) otherTenant(t *testing.T) uuid.UUID {
-	t.Helper()
-	other, err := e.store.CreateTenant(e.ctx, "other", "Other")
-	require.NoError(t, err)
-	return other.TenantID
 }
 
 // bomV2 is the sample BOM with another model name: the battery fact
@@ -133,10 +117,10 @@ func TestCreateDocument(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 
-	_, err := e.store.CreateDocument(e.ctx, store.DevTenantID, "INVOICE", "x.json")
+	_, err := e.Store.CreateDocument(e.Ctx, store.DevTenantID, "INVOICE", "x.json")
 	ve := requireCode(t, err, errcode.Validation)
 	require.Equal(t, "kind", ve.Field)
-	_, err = e.store.CreateDocument(e.ctx, uuid.New(), facts.KindBOM, "bom.json")
+	_, err = e.Store.CreateDocument(e.Ctx, uuid.New(), facts.KindBOM, "bom.json")
 	requireCode(t, err, errcode.NotFound)
 
 	bom := e.createDocument(t, store.DevTenantID, facts.KindBOM, "bom.json")
@@ -145,22 +129,22 @@ func TestCreateDocument(t *testing.T) {
 	require.Equal(t, "bom.json", bom.Name)
 	pcf := e.createDocument(t, store.DevTenantID, facts.KindPCF, "pcf.json")
 
-	got, err := e.store.GetDocument(e.ctx, store.DevTenantID, bom.DocumentID)
+	got, err := e.Store.GetDocument(e.Ctx, store.DevTenantID, bom.DocumentID)
 	require.NoError(t, err)
 	require.Equal(t, bom.DocumentID, got.DocumentID)
 	require.True(t, bom.CreatedAt.Equal(got.CreatedAt))
-	_, err = e.store.GetDocument(e.ctx, store.DevTenantID, uuid.New())
+	_, err = e.Store.GetDocument(e.Ctx, store.DevTenantID, uuid.New())
 	requireCode(t, err, errcode.NotFound)
 
-	list, err := e.store.ListDocuments(e.ctx, store.DevTenantID)
+	list, err := e.Store.ListDocuments(e.Ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.ElementsMatch(t, []uuid.UUID{bom.DocumentID, pcf.DocumentID}, []uuid.UUID{list[0].DocumentID, list[1].DocumentID})
 
-	other := e.otherTenant(t)
-	_, err = e.store.GetDocument(e.ctx, other, bom.DocumentID)
+	other := e.OtherTenant(t)
+	_, err = e.Store.GetDocument(e.Ctx, other, bom.DocumentID)
 	requireCode(t, err, errcode.NotFound)
-	list, err = e.store.ListDocuments(e.ctx, other)
+	list, err = e.Store.ListDocuments(e.Ctx, other)
 	require.NoError(t, err)
 	require.Empty(t, list)
 }
@@ -193,7 +177,7 @@ func TestCreateDocumentVersion(t *testing.T) {
 	require.True(t, existed)
 	require.Equal(t, v1.DocumentVersionID, again.DocumentVersionID)
 	require.Equal(t, int32(1), again.Version)
-	require.Equal(t, 2, e.count(t, `SELECT count(*) FROM document_versions WHERE document_id = $1`, d.DocumentID))
+	require.Equal(t, 2, e.Count(t, `SELECT count(*) FROM document_versions WHERE document_id = $1`, d.DocumentID))
 
 	// The same bytes under another document are a new version 1 there.
 	d2 := e.createDocument(t, store.DevTenantID, facts.KindBOM, "bom-copy.json")
@@ -202,36 +186,36 @@ func TestCreateDocumentVersion(t *testing.T) {
 	require.Equal(t, int32(1), copyV.Version)
 	require.NotEqual(t, v1.DocumentVersionID, copyV.DocumentVersionID)
 
-	list, err := e.store.ListDocumentVersions(e.ctx, store.DevTenantID, d.DocumentID)
+	list, err := e.Store.ListDocumentVersions(e.Ctx, store.DevTenantID, d.DocumentID)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.Equal(t, []int32{2, 1}, []int32{list[0].Version, list[1].Version}, "newest first")
 
-	got, err := e.store.GetDocumentVersion(e.ctx, store.DevTenantID, v2.DocumentVersionID)
+	got, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v2.DocumentVersionID)
 	require.NoError(t, err)
 	require.Equal(t, v2.ContentSHA256, got.ContentSHA256)
 	require.Equal(t, int32(len(v2Content)), got.SizeBytes)
-	_, err = e.store.GetDocumentVersion(e.ctx, store.DevTenantID, uuid.New())
+	_, err = e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, uuid.New())
 	requireCode(t, err, errcode.NotFound)
 
 	// Invalid content and unknown documents are rejected before anything is stored.
 	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, _, err := e.store.WithTx(tx).CreateDocumentVersion(e.ctx, store.DevTenantID, d.DocumentID, "application/json", nil)
+		_, _, err := e.Store.WithTx(tx).CreateDocumentVersion(e.Ctx, store.DevTenantID, d.DocumentID, "application/json", nil)
 		return err
 	})
 	require.Equal(t, "content", requireCode(t, err, errcode.Validation).Field)
 	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, _, err := e.store.WithTx(tx).CreateDocumentVersion(e.ctx, store.DevTenantID, d.DocumentID, "application/json",
+		_, _, err := e.Store.WithTx(tx).CreateDocumentVersion(e.Ctx, store.DevTenantID, d.DocumentID, "application/json",
 			make([]byte, facts.MaxDocumentBytes+1))
 		return err
 	})
 	require.Equal(t, "content", requireCode(t, err, errcode.Validation).Field)
 	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, _, err := e.store.WithTx(tx).CreateDocumentVersion(e.ctx, store.DevTenantID, uuid.New(), "application/json", []byte("{}"))
+		_, _, err := e.Store.WithTx(tx).CreateDocumentVersion(e.Ctx, store.DevTenantID, uuid.New(), "application/json", []byte("{}"))
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)
-	require.Equal(t, 2, e.count(t, `SELECT count(*) FROM document_versions WHERE document_id = $1`, d.DocumentID))
+	require.Equal(t, 2, e.Count(t, `SELECT count(*) FROM document_versions WHERE document_id = $1`, d.DocumentID))
 }
 
 func TestLockDocumentVersionForParseAndMark(t *testing.T) {
@@ -242,15 +226,15 @@ func TestLockDocumentVersionForParseAndMark(t *testing.T) {
 	v, _ := e.upload(t, store.DevTenantID, d.DocumentID, content)
 
 	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		in, err := e.store.WithTx(tx).LockDocumentVersionForParse(e.ctx, store.DevTenantID, v.DocumentVersionID)
+		in, err := e.Store.WithTx(tx).LockDocumentVersionForParse(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 		require.NoError(t, err)
 		require.Equal(t, "PCF", in.Kind)
 		require.Equal(t, content, in.Content)
 		require.Equal(t, v.DocumentVersionID, in.Version.DocumentVersionID)
 		require.Equal(t, store.DocUploaded, in.Version.Status)
-		return e.store.WithTx(tx).MarkDocumentVersionValidated(e.ctx, store.DevTenantID, v.DocumentVersionID, 1)
+		return e.Store.WithTx(tx).MarkDocumentVersionValidated(e.Ctx, store.DevTenantID, v.DocumentVersionID, 1)
 	}))
-	got, err := e.store.GetDocumentVersion(e.ctx, store.DevTenantID, v.DocumentVersionID)
+	got, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
 	require.Equal(t, store.DocValidated, got.Status)
 	require.NotNil(t, got.FactCount)
@@ -259,7 +243,7 @@ func TestLockDocumentVersionForParseAndMark(t *testing.T) {
 	require.Empty(t, got.Error)
 
 	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, err := e.store.WithTx(tx).LockDocumentVersionForParse(e.ctx, store.DevTenantID, uuid.New())
+		_, err := e.Store.WithTx(tx).LockDocumentVersionForParse(e.Ctx, store.DevTenantID, uuid.New())
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)
@@ -277,9 +261,9 @@ func TestMarkDocumentVersionRejected(t *testing.T) {
 	require.NotNil(t, cause)
 	require.NotEmpty(t, cause.Field)
 	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		return e.store.WithTx(tx).MarkDocumentVersionRejected(e.ctx, store.DevTenantID, v.DocumentVersionID, cause)
+		return e.Store.WithTx(tx).MarkDocumentVersionRejected(e.Ctx, store.DevTenantID, v.DocumentVersionID, cause)
 	}))
-	got, err := e.store.GetDocumentVersion(e.ctx, store.DevTenantID, v.DocumentVersionID)
+	got, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
 	require.Equal(t, store.DocRejected, got.Status)
 	require.Nil(t, got.FactCount)
@@ -290,16 +274,16 @@ func TestMarkDocumentVersionRejected(t *testing.T) {
 
 	// A cause without a field has no field key; a later success clears the error.
 	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		return e.store.WithTx(tx).MarkDocumentVersionRejected(e.ctx, store.DevTenantID, v.DocumentVersionID,
+		return e.Store.WithTx(tx).MarkDocumentVersionRejected(e.Ctx, store.DevTenantID, v.DocumentVersionID,
 			errcode.New(errcode.Internal, "boom"))
 	}))
-	got, err = e.store.GetDocumentVersion(e.ctx, store.DevTenantID, v.DocumentVersionID)
+	got, err = e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"code":"INTERNAL_ERROR","message":"boom"}`, string(got.Error))
 	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		return e.store.WithTx(tx).MarkDocumentVersionValidated(e.ctx, store.DevTenantID, v.DocumentVersionID, 0)
+		return e.Store.WithTx(tx).MarkDocumentVersionValidated(e.Ctx, store.DevTenantID, v.DocumentVersionID, 0)
 	}))
-	got, err = e.store.GetDocumentVersion(e.ctx, store.DevTenantID, v.DocumentVersionID)
+	got, err = e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
 	require.Equal(t, store.DocValidated, got.Status)
 	require.Empty(t, got.Error)
@@ -320,19 +304,19 @@ func TestInsertFactsIsIdempotent(t *testing.T) {
 	again, added := e.parse(t, store.DevTenantID, v.DocumentVersionID)
 	require.Equal(t, fs, again)
 	require.Equal(t, 0, added)
-	require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts`))
-	require.Equal(t, 17, e.count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
+	require.Equal(t, 17, e.Count(t, `SELECT count(*) FROM facts`))
+	require.Equal(t, 17, e.Count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
 
 	var n int
 	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		n, err = e.store.WithTx(tx).InsertFacts(e.ctx, store.DevTenantID, v.DocumentVersionID, nil)
+		n, err = e.Store.WithTx(tx).InsertFacts(e.Ctx, store.DevTenantID, v.DocumentVersionID, nil)
 		return err
 	}))
 	require.Zero(t, n)
 
 	// The stored facts are the parsed ones, byte for byte.
-	stored, err := e.store.ListFacts(e.ctx, store.FactFilter{TenantID: store.DevTenantID})
+	stored, err := e.Store.ListFacts(e.Ctx, store.FactFilter{TenantID: store.DevTenantID})
 	require.NoError(t, err)
 	require.Len(t, stored, 17)
 	byKey := map[string]facts.Fact{}
@@ -349,7 +333,7 @@ func TestInsertFactsIsIdempotent(t *testing.T) {
 		require.Equal(t, v.DocumentVersionID, sf.SourceDocumentVersionID)
 		require.Equal(t, store.DevTenantID, sf.TenantID)
 	}
-	got, err := e.store.GetDocumentVersion(e.ctx, store.DevTenantID, v.DocumentVersionID)
+	got, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
 	require.Equal(t, int32(17), *got.FactCount)
 }
@@ -366,7 +350,7 @@ func TestSecondDocumentVersionReusesFacts(t *testing.T) {
 	fs2, added := e.parse(t, store.DevTenantID, v2.DocumentVersionID)
 	require.Len(t, fs2, 17)
 	require.Equal(t, 1, added, "only the battery fact changed")
-	require.Equal(t, 18, e.count(t, `SELECT count(*) FROM facts`))
+	require.Equal(t, 18, e.Count(t, `SELECT count(*) FROM facts`))
 
 	ids1 := e.factIDs(t, store.DevTenantID, v1.DocumentVersionID)
 	ids2 := e.factIDs(t, store.DevTenantID, v2.DocumentVersionID)
@@ -381,7 +365,7 @@ func TestSecondDocumentVersionReusesFacts(t *testing.T) {
 	require.Equal(t, 16, shared)
 	require.Len(t, e.factIDs(t, store.DevTenantID, v1.DocumentVersionID, v2.DocumentVersionID), 18, "distinct ids")
 
-	of2, err := e.store.ListFacts(e.ctx, store.FactFilter{TenantID: store.DevTenantID, DocumentVersionID: v2.DocumentVersionID})
+	of2, err := e.Store.ListFacts(e.Ctx, store.FactFilter{TenantID: store.DevTenantID, DocumentVersionID: v2.DocumentVersionID})
 	require.NoError(t, err)
 	require.Len(t, of2, 17)
 	fromV1 := 0
@@ -408,7 +392,7 @@ func TestListFactsFilters(t *testing.T) {
 	list := func(f store.FactFilter) []store.Fact {
 		t.Helper()
 		f.TenantID = store.DevTenantID
-		fs, err := e.store.ListFacts(e.ctx, f)
+		fs, err := e.Store.ListFacts(e.Ctx, f)
 		require.NoError(t, err)
 		return fs
 	}
@@ -435,37 +419,37 @@ func TestListFactsFilters(t *testing.T) {
 func TestDocumentsAreTenantScoped(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other := e.otherTenant(t)
+	other := e.OtherTenant(t)
 	v, fs := e.uploadSample(t, store.DevTenantID, nmc811.DocBOM)
 	require.Len(t, fs, 17)
 
-	_, err := e.store.GetDocumentVersion(e.ctx, other, v.DocumentVersionID)
+	_, err := e.Store.GetDocumentVersion(e.Ctx, other, v.DocumentVersionID)
 	requireCode(t, err, errcode.NotFound)
 	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, err := e.store.WithTx(tx).LockDocumentVersionForParse(e.ctx, other, v.DocumentVersionID)
+		_, err := e.Store.WithTx(tx).LockDocumentVersionForParse(e.Ctx, other, v.DocumentVersionID)
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)
 	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, _, err := e.store.WithTx(tx).CreateDocumentVersion(e.ctx, other, v.DocumentID, "application/json", []byte("{}"))
+		_, _, err := e.Store.WithTx(tx).CreateDocumentVersion(e.Ctx, other, v.DocumentID, "application/json", []byte("{}"))
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)
-	versions, err := e.store.ListDocumentVersions(e.ctx, other, v.DocumentID)
+	versions, err := e.Store.ListDocumentVersions(e.Ctx, other, v.DocumentID)
 	require.NoError(t, err)
 	require.Empty(t, versions)
 
 	require.Empty(t, e.factIDs(t, other, v.DocumentVersionID))
-	fsOther, err := e.store.ListFacts(e.ctx, store.FactFilter{TenantID: other})
+	fsOther, err := e.Store.ListFacts(e.Ctx, store.FactFilter{TenantID: other})
 	require.NoError(t, err)
 	require.Empty(t, fsOther)
-	fsOther, err = e.store.ListFacts(e.ctx, store.FactFilter{TenantID: other, DocumentVersionID: v.DocumentVersionID})
+	fsOther, err = e.Store.ListFacts(e.Ctx, store.FactFilter{TenantID: other, DocumentVersionID: v.DocumentVersionID})
 	require.NoError(t, err)
 	require.Empty(t, fsOther)
 
 	// Facts cannot be attached to another tenant's version (composite foreign key).
 	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, err := e.store.WithTx(tx).InsertFacts(e.ctx, other, v.DocumentVersionID, fs)
+		_, err := e.Store.WithTx(tx).InsertFacts(e.Ctx, other, v.DocumentVersionID, fs)
 		return err
 	})
 	require.Error(t, err)
@@ -474,9 +458,9 @@ func TestDocumentsAreTenantScoped(t *testing.T) {
 	// Marking is scoped too: the other tenant's update touches nothing
 	// (today it is a silent no-op rather than NOT_FOUND).
 	_ = e.inTx(t, func(tx pgx.Tx) error {
-		return e.store.WithTx(tx).MarkDocumentVersionRejected(e.ctx, other, v.DocumentVersionID, errcode.New(errcode.Internal, "x"))
+		return e.Store.WithTx(tx).MarkDocumentVersionRejected(e.Ctx, other, v.DocumentVersionID, errcode.New(errcode.Internal, "x"))
 	})
-	got, err := e.store.GetDocumentVersion(e.ctx, store.DevTenantID, v.DocumentVersionID)
+	got, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
 	require.Equal(t, store.DocValidated, got.Status)
 
@@ -484,7 +468,7 @@ func TestDocumentsAreTenantScoped(t *testing.T) {
 	vo, fo := e.uploadSample(t, other, nmc811.DocBOM)
 	require.Len(t, fo, 17)
 	require.Len(t, e.factIDs(t, other, vo.DocumentVersionID), 17)
-	require.Equal(t, 34, e.count(t, `SELECT count(*) FROM facts`))
-	require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, other))
+	require.Equal(t, 34, e.Count(t, `SELECT count(*) FROM facts`))
+	require.Equal(t, 17, e.Count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, other))
 	require.Empty(t, e.factIDs(t, store.DevTenantID, vo.DocumentVersionID))
 }

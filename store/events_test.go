@@ -19,7 +19,7 @@ import (
 
 func (e env) append(t *testing.T, in store.EventInput) (store.AppendResult, error) {
 	t.Helper()
-	return committed(e, func(q *store.Queries) (store.AppendResult, error) { return q.AppendEvent(e.ctx, e.river, in) })
+	return committed(e, func(q *store.Queries) (store.AppendResult, error) { return q.AppendEvent(e.Ctx, e.River, in) })
 }
 
 func (e env) mustAppend(t *testing.T, in store.EventInput) store.AppendResult {
@@ -63,7 +63,7 @@ func TestAppendEventBuildsHashChain(t *testing.T) {
 	require.Equal(t, hash.SHA256Hex([]byte(`{"a":1,"b":2}`)), first.PayloadHash)
 
 	// event_hash is BPC-EVENT-1 over the stored fields, recomputed independently of the store.
-	stored, err := e.store.GetEvent(e.ctx, store.DevTenantID, second.EventID)
+	stored, err := e.Store.GetEvent(e.Ctx, store.DevTenantID, second.EventID)
 	require.NoError(t, err)
 	require.Equal(t, "operator-7", *stored.ActorID)
 	want, err := audit.Hash(audit.Event{
@@ -75,7 +75,7 @@ func TestAppendEventBuildsHashChain(t *testing.T) {
 	require.Equal(t, want, stored.EventHash)
 	require.Equal(t, second.EventHash, stored.EventHash, "the hash returned equals the hash stored")
 
-	n, err := e.store.VerifyAuditChain(e.ctx, store.DevTenantID)
+	n, err := e.Store.VerifyAuditChain(e.Ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
 }
@@ -88,7 +88,7 @@ func TestAppendEventRejectsFractionalPayload(t *testing.T) {
 		ve := requireCode(t, err, errcode.Validation)
 		require.Equal(t, "payload", ve.Field, payload)
 	}
-	n, err := e.store.VerifyAuditChain(e.ctx, store.DevTenantID)
+	n, err := e.Store.VerifyAuditChain(e.Ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing was appended")
 }
@@ -108,13 +108,13 @@ func TestEventsTableIsAppendOnly(t *testing.T) {
 		`UPDATE events SET event_type = 'passport.deleted' WHERE event_id = $1`,
 		`DELETE FROM events WHERE event_id = $1`,
 	} {
-		_, err := e.pool.Exec(e.ctx, sql, ev.EventID)
+		_, err := e.Pool.Exec(e.Ctx, sql, ev.EventID)
 		var pgErr *pgconn.PgError
 		require.ErrorAs(t, err, &pgErr, sql)
 		require.Equal(t, "23001", pgErr.Code, "restrict_violation: %s", pgErr.Message)
 		require.Contains(t, pgErr.Message, "append-only")
 	}
-	n, err := e.store.VerifyAuditChain(e.ctx, store.DevTenantID)
+	n, err := e.Store.VerifyAuditChain(e.Ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 }
@@ -144,22 +144,22 @@ func TestVerifyAuditChainDetectsTampering(t *testing.T) {
 	e := newEnv(t)
 	tenants := make([]uuid.UUID, len(tests))
 	for i := range tests {
-		tn, err := e.store.CreateTenant(e.ctx, fmt.Sprintf("tamper-%d", i), "Tamper")
+		tn, err := e.Store.CreateTenant(e.Ctx, fmt.Sprintf("tamper-%d", i), "Tamper")
 		require.NoError(t, err)
 		tenants[i] = tn.TenantID
 		agg := uuid.New()
 		for _, payload := range []string{`{"n":1}`, `{"n":2}`, `{"n":3}`} {
 			e.mustAppend(t, passportEvent(tn.TenantID, agg, "passport.updated", payload))
 		}
-		n, err := e.store.VerifyAuditChain(e.ctx, tn.TenantID)
+		n, err := e.Store.VerifyAuditChain(e.Ctx, tn.TenantID)
 		require.NoError(t, err)
 		require.Equal(t, 3, n)
 	}
-	e.exec(t, `ALTER TABLE events DISABLE TRIGGER events_append_only`)
+	e.Exec(t, `ALTER TABLE events DISABLE TRIGGER events_append_only`)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e.exec(t, tt.tamper, tenants[i])
-			_, err := e.store.VerifyAuditChain(e.ctx, tenants[i])
+			e.Exec(t, tt.tamper, tenants[i])
+			_, err := e.Store.VerifyAuditChain(e.Ctx, tenants[i])
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tt.wantError)
 		})
@@ -174,7 +174,7 @@ func TestAppendEventConcurrentAppendIsVersionConflict(t *testing.T) {
 
 	appendBy := func(by string) func(q *store.Queries) error {
 		return func(q *store.Queries) error {
-			_, err := q.AppendEvent(e.ctx, e.river, passportEvent(store.DevTenantID, agg, "passport.compiled", `{"by":`+by+`}`))
+			_, err := q.AppendEvent(e.Ctx, e.River, passportEvent(store.DevTenantID, agg, "passport.compiled", `{"by":`+by+`}`))
 			return err
 		}
 	}
@@ -182,7 +182,7 @@ func TestAppendEventConcurrentAppendIsVersionConflict(t *testing.T) {
 	conflict := requireCode(t, err, errcode.EventVersionConflict)
 	require.True(t, conflict.Retryable(), "a version conflict is retried")
 
-	n, err := e.store.VerifyAuditChain(e.ctx, store.DevTenantID)
+	n, err := e.Store.VerifyAuditChain(e.Ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 }
@@ -190,15 +190,14 @@ func TestAppendEventConcurrentAppendIsVersionConflict(t *testing.T) {
 func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other, err := e.store.CreateTenant(e.ctx, "other", "Other")
-	require.NoError(t, err)
+	other := e.OtherTenant(t)
 
 	endpoint := func(tenantID uuid.UUID, eventType string) store.WebhookEndpoint {
 		t.Helper()
-		ep, err := e.store.CreateWebhookEndpoint(e.ctx, tenantID, "https://hooks.example/"+uuid.NewString(), "whsec-0123456789abcdef")
+		ep, err := e.Store.CreateWebhookEndpoint(e.Ctx, tenantID, "https://hooks.example/"+uuid.NewString(), "whsec-0123456789abcdef")
 		require.NoError(t, err)
 		if eventType != "" {
-			_, err = e.store.CreateWebhookSubscription(e.ctx, tenantID, ep.WebhookEndpointID, eventType)
+			_, err = e.Store.CreateWebhookSubscription(e.Ctx, tenantID, ep.WebhookEndpointID, eventType)
 			require.NoError(t, err)
 		}
 		return ep
@@ -206,16 +205,16 @@ func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {
 	exact := endpoint(store.DevTenantID, "passport.activated")
 	wildcard := endpoint(store.DevTenantID, "*")
 	both := endpoint(store.DevTenantID, "passport.activated")
-	_, err = e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, both.WebhookEndpointID, "*")
+	_, err := e.Store.CreateWebhookSubscription(e.Ctx, store.DevTenantID, both.WebhookEndpointID, "*")
 	require.NoError(t, err)
 	unrelated := endpoint(store.DevTenantID, "passport.created")
 	inactive := endpoint(store.DevTenantID, "passport.activated")
-	_, err = e.store.UpdateWebhookEndpoint(e.ctx, store.DevTenantID, inactive.WebhookEndpointID, "", ptr(false))
+	_, err = e.Store.UpdateWebhookEndpoint(e.Ctx, store.DevTenantID, inactive.WebhookEndpointID, "", ptr(false))
 	require.NoError(t, err)
 	deleted := endpoint(store.DevTenantID, "passport.activated")
-	require.NoError(t, e.store.DeleteWebhookEndpoint(e.ctx, store.DevTenantID, deleted.WebhookEndpointID))
-	foreign := endpoint(other.TenantID, "passport.activated")
-	_ = endpoint(other.TenantID, "*")
+	require.NoError(t, e.Store.DeleteWebhookEndpoint(e.Ctx, store.DevTenantID, deleted.WebhookEndpointID))
+	foreign := endpoint(other, "passport.activated")
+	_ = endpoint(other, "*")
 
 	res := e.mustAppend(t, passportEvent(store.DevTenantID, uuid.New(), "passport.activated", `{"ok":true}`))
 
@@ -232,7 +231,7 @@ func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {
 	}
 
 	for _, ref := range res.Deliveries {
-		d, err := e.store.GetWebhookDelivery(e.ctx, store.DevTenantID, ref.WebhookDeliveryID)
+		d, err := e.Store.GetWebhookDelivery(e.Ctx, store.DevTenantID, ref.WebhookDeliveryID)
 		require.NoError(t, err)
 		require.Equal(t, store.DeliveryPending, d.Status)
 		require.Equal(t, res.Event.EventID, d.EventID)
@@ -250,7 +249,7 @@ func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {
 		require.Equal(t, ref.WebhookDeliveryID, args.WebhookDeliveryID)
 		require.Equal(t, store.DevTenantID, args.TenantID)
 
-		toSend, err := e.store.LoadDeliveryToSend(e.ctx, store.DevTenantID, ref.WebhookDeliveryID)
+		toSend, err := e.Store.LoadDeliveryToSend(e.Ctx, store.DevTenantID, ref.WebhookDeliveryID)
 		require.NoError(t, err)
 		require.Equal(t, ref.WebhookEndpointID, toSend.Endpoint.WebhookEndpointID)
 		require.Equal(t, "whsec-0123456789abcdef", toSend.Endpoint.Secret)
@@ -258,7 +257,7 @@ func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {
 	}
 
 	// The other tenant's event reaches only the other tenant's endpoints.
-	res = e.mustAppend(t, passportEvent(other.TenantID, uuid.New(), "passport.activated", `{}`))
+	res = e.mustAppend(t, passportEvent(other, uuid.New(), "passport.activated", `{}`))
 	require.Len(t, res.Deliveries, 2)
 	for _, d := range res.Deliveries {
 		require.NotEqual(t, exact.WebhookEndpointID, d.WebhookEndpointID)
@@ -280,15 +279,14 @@ func TestAppendEventWithoutSubscribersHasNoDeliveries(t *testing.T) {
 func TestAppendEventDeliverToSendsToExactlyThatEndpoint(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other, err := e.store.CreateTenant(e.ctx, "other", "Other")
+	other := e.OtherTenant(t)
+	target, err := e.Store.CreateWebhookEndpoint(e.Ctx, store.DevTenantID, "https://a.example/hook", "whsec-0123456789abcdef")
 	require.NoError(t, err)
-	target, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://a.example/hook", "whsec-0123456789abcdef")
+	subscribed, err := e.Store.CreateWebhookEndpoint(e.Ctx, store.DevTenantID, "https://b.example/hook", "whsec-0123456789abcdef")
 	require.NoError(t, err)
-	subscribed, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://b.example/hook", "whsec-0123456789abcdef")
+	_, err = e.Store.CreateWebhookSubscription(e.Ctx, store.DevTenantID, subscribed.WebhookEndpointID, "*")
 	require.NoError(t, err)
-	_, err = e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, subscribed.WebhookEndpointID, "*")
-	require.NoError(t, err)
-	foreign, err := e.store.CreateWebhookEndpoint(e.ctx, other.TenantID, "https://c.example/hook", "whsec-0123456789abcdef")
+	foreign, err := e.Store.CreateWebhookEndpoint(e.Ctx, other, "https://c.example/hook", "whsec-0123456789abcdef")
 	require.NoError(t, err)
 
 	in := passportEvent(store.DevTenantID, target.WebhookEndpointID, "webhook.ping", `{}`)
@@ -309,10 +307,9 @@ func TestAppendEventDeliverToSendsToExactlyThatEndpoint(t *testing.T) {
 func TestGetEventIsTenantScoped(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other, err := e.store.CreateTenant(e.ctx, "other", "Other")
-	require.NoError(t, err)
+	other := e.OtherTenant(t)
 	ev := e.mustAppend(t, passportEvent(store.DevTenantID, uuid.New(), "passport.created", `{}`)).Event
-	_, err = e.store.GetEvent(e.ctx, other.TenantID, ev.EventID)
+	_, err := e.Store.GetEvent(e.Ctx, other, ev.EventID)
 	requireCode(t, err, errcode.NotFound)
 	require.True(t, errors.Is(err, store.ErrNotFound))
 }

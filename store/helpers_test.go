@@ -1,49 +1,39 @@
 package store_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/internal/testdb"
-	"github.com/bpc-platform/bpc/internal/testriver"
+	"github.com/bpc-platform/bpc/internal/teststore"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
 )
 
-// env is a store over a fresh schema with an insert-only River client.
-type env struct {
-	ctx   context.Context
-	pool  *pgxpool.Pool
-	store *store.Queries
-	river *river.Client[pgx.Tx]
-}
+// env is a store over a fresh schema with an insert-only River client; the
+// store's tests add their helpers to it.
+type env struct{ teststore.Env }
 
 func newEnv(t *testing.T) env {
 	t.Helper()
-	pool := testdb.New(t)
-	client := testriver.Inserter(t, pool)
-	return env{ctx: context.Background(), pool: pool, store: store.New(pool), river: client}
+	return env{teststore.New(t)}
 }
 
 // enqueue runs EnqueueTx in its own committed transaction.
 func (e env) enqueue(t *testing.T, reqs ...store.EnqueueRequest) ([]store.EnqueueResult, error) {
 	t.Helper()
-	return committed(e, func(q *store.Queries) ([]store.EnqueueResult, error) { return q.EnqueueTx(e.ctx, e.river, reqs) })
+	return committed(e, func(q *store.Queries) ([]store.EnqueueResult, error) { return q.EnqueueTx(e.Ctx, e.River, reqs) })
 }
 
 // endpoint creates an active webhook endpoint of the dev tenant.
 func (e env) endpoint(t *testing.T) store.WebhookEndpoint {
 	t.Helper()
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
+	ep, err := e.Store.CreateWebhookEndpoint(e.Ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
 	require.NoError(t, err)
 	return ep
 }
@@ -52,9 +42,9 @@ func (e env) endpoint(t *testing.T) store.WebhookEndpoint {
 // when fn succeeds.
 func committed[T any](e env, fn func(q *store.Queries) (T, error)) (T, error) {
 	var res T
-	err := e.store.InTx(e.ctx, func(tx pgx.Tx) error {
+	err := e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
 		var err error
-		res, err = fn(e.store.WithTx(tx))
+		res, err = fn(e.Store.WithTx(tx))
 		return err
 	})
 	return res, err
@@ -65,20 +55,20 @@ func committed[T any](e env, fn func(q *store.Queries) (T, error)) (T, error) {
 // It returns second's error; both transactions end with race.
 func (e env) race(t *testing.T, first, second func(q *store.Queries) error) error {
 	t.Helper()
-	tx1, err := e.pool.Begin(e.ctx)
+	tx1, err := e.Pool.Begin(e.Ctx)
 	require.NoError(t, err)
-	defer func() { _ = tx1.Rollback(e.ctx) }()
-	tx2, err := e.pool.Begin(e.ctx)
+	defer func() { _ = tx1.Rollback(e.Ctx) }()
+	tx2, err := e.Pool.Begin(e.Ctx)
 	require.NoError(t, err)
-	defer func() { _ = tx2.Rollback(e.ctx) }()
+	defer func() { _ = tx2.Rollback(e.Ctx) }()
 	var pid2 int
-	require.NoError(t, tx2.QueryRow(e.ctx, `SELECT pg_backend_pid()`).Scan(&pid2))
+	require.NoError(t, tx2.QueryRow(e.Ctx, `SELECT pg_backend_pid()`).Scan(&pid2))
 
-	require.NoError(t, first(e.store.WithTx(tx1)))
+	require.NoError(t, first(e.Store.WithTx(tx1)))
 	errs := make(chan error, 1)
-	go func() { errs <- second(e.store.WithTx(tx2)) }()
+	go func() { errs <- second(e.Store.WithTx(tx2)) }()
 	waitUntilBlocked(t, e, pid2)
-	require.NoError(t, tx1.Commit(e.ctx))
+	require.NoError(t, tx1.Commit(e.Ctx))
 	return <-errs
 }
 
@@ -93,21 +83,15 @@ func (e env) mustEnqueue(t *testing.T, req store.EnqueueRequest) store.Job {
 
 func (e env) job(t *testing.T, tenantID, jobID uuid.UUID) store.Job {
 	t.Helper()
-	j, err := e.store.GetJob(e.ctx, tenantID, jobID)
+	j, err := e.Store.GetJob(e.Ctx, tenantID, jobID)
 	require.NoError(t, err)
 	return j
-}
-
-func (e env) exec(t *testing.T, sql string, args ...any) {
-	t.Helper()
-	_, err := e.pool.Exec(e.ctx, sql, args...)
-	require.NoError(t, err, sql)
 }
 
 // requireConsistent asserts that CheckConsistency finds no drift.
 func (e env) requireConsistent(t *testing.T) store.ConsistencyReport {
 	t.Helper()
-	rep, err := e.store.CheckConsistency(e.ctx)
+	rep, err := e.Store.CheckConsistency(e.Ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
 	return rep

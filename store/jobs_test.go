@@ -40,7 +40,7 @@ func TestEnqueueWritesSSOTRowMirroringRiver(t *testing.T) {
 	var state, queue string
 	var priority, maxAttempts int
 	var meta []byte
-	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT id, state::text, queue, priority, max_attempts, metadata
+	require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT id, state::text, queue, priority, max_attempts, metadata
 		FROM river_job WHERE id = $1`, job.RiverJobID).Scan(&riverID, &state, &queue, &priority, &maxAttempts, &meta))
 	require.Equal(t, "available", state)
 	require.Equal(t, "pipeline", queue)
@@ -50,7 +50,7 @@ func TestEnqueueWritesSSOTRowMirroringRiver(t *testing.T) {
 	require.NoError(t, json.Unmarshal(meta, &m))
 	require.Equal(t, jobID.String(), m["bpc_job_id"])
 
-	byRiver, err := e.store.JobByRiverID(e.ctx, riverID)
+	byRiver, err := e.Store.JobByRiverID(e.Ctx, riverID)
 	require.NoError(t, err)
 	require.Equal(t, jobID, byRiver.JobID)
 	e.requireConsistent(t)
@@ -74,7 +74,7 @@ func TestEnqueueOverridesPriorityAttemptsAndSchedule(t *testing.T) {
 
 	var priority int
 	var state string
-	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT priority, state::text FROM river_job WHERE id = $1`, job.RiverJobID).Scan(&priority, &state))
+	require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT priority, state::text FROM river_job WHERE id = $1`, job.RiverJobID).Scan(&priority, &state))
 	require.Equal(t, 1, priority)
 	require.Equal(t, "scheduled", state)
 	e.requireConsistent(t)
@@ -82,9 +82,7 @@ func TestEnqueueOverridesPriorityAttemptsAndSchedule(t *testing.T) {
 
 func countRiverJobs(t *testing.T, e env) int {
 	t.Helper()
-	var n int
-	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT count(*) FROM river_job`).Scan(&n))
-	return n
+	return e.Count(t, `SELECT count(*) FROM river_job`)
 }
 
 func TestEnqueueIdempotency(t *testing.T) {
@@ -113,11 +111,10 @@ func TestEnqueueIdempotency(t *testing.T) {
 	})
 
 	t.Run("key is scoped to type and tenant", func(t *testing.T) {
-		other, err := e.store.CreateTenant(e.ctx, "idem-other", "Other")
-		require.NoError(t, err)
+		other := e.OtherTenant(t)
 		res, err := e.enqueue(t,
 			store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID), IdempotencyKey: "order-42", RequestHash: "hash-a"},
-			store.EnqueueRequest{Args: parseFacts(other.TenantID), IdempotencyKey: "order-42", RequestHash: "hash-a"})
+			store.EnqueueRequest{Args: parseFacts(other), IdempotencyKey: "order-42", RequestHash: "hash-a"})
 		require.NoError(t, err)
 		require.False(t, res[0].Existing)
 		require.False(t, res[1].Existing)
@@ -155,7 +152,7 @@ func TestEnqueueConcurrentSameKeyIsAnIdempotencyRace(t *testing.T) {
 	req := store.EnqueueRequest{Args: parseFacts(store.DevTenantID), IdempotencyKey: "race", RequestHash: "h"}
 
 	enqueue := func(q *store.Queries) error {
-		_, err := q.EnqueueTx(e.ctx, e.river, []store.EnqueueRequest{req})
+		_, err := q.EnqueueTx(e.Ctx, e.River, []store.EnqueueRequest{req})
 		return err
 	}
 	err := e.race(t, enqueue, enqueue)
@@ -172,7 +169,7 @@ func waitUntilBlocked(t *testing.T, e env, pid int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		var waiting bool
-		err := e.pool.QueryRow(e.ctx, `SELECT COALESCE(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&waiting)
+		err := e.Pool.QueryRow(e.Ctx, `SELECT COALESCE(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&waiting)
 		return err == nil && waiting
 	}, 5*time.Second, 10*time.Millisecond, "backend %d never blocked", pid)
 }
@@ -180,14 +177,13 @@ func waitUntilBlocked(t *testing.T, e env, pid int) {
 func TestListJobsFiltersAndIsolatesTenants(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other, err := e.store.CreateTenant(e.ctx, "acme", "Acme")
-	require.NoError(t, err)
+	other := e.OtherTenant(t)
 
 	parse := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	build := e.mustEnqueue(t, store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
 	done := e.mustEnqueue(t, store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
-	foreign := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(other.TenantID)})
-	e.exec(t, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, done.RiverJobID)
+	foreign := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(other)})
+	e.Exec(t, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, done.RiverJobID)
 
 	ids := func(p store.JobPage) []uuid.UUID {
 		out := make([]uuid.UUID, len(p.Items))
@@ -198,7 +194,7 @@ func TestListJobsFiltersAndIsolatesTenants(t *testing.T) {
 	}
 	list := func(f store.JobFilter) store.JobPage {
 		t.Helper()
-		p, err := e.store.ListJobs(e.ctx, f)
+		p, err := e.Store.ListJobs(e.Ctx, f)
 		require.NoError(t, err)
 		return p
 	}
@@ -212,13 +208,13 @@ func TestListJobsFiltersAndIsolatesTenants(t *testing.T) {
 	require.ElementsMatch(t, []uuid.UUID{build.JobID, done.JobID}, ids(list(store.JobFilter{TenantID: store.DevTenantID, Type: "BUILD_SNAPSHOT"})))
 	require.Equal(t, []uuid.UUID{done.JobID}, ids(list(store.JobFilter{TenantID: store.DevTenantID, Status: store.StatusSucceeded})))
 	require.Equal(t, []uuid.UUID{build.JobID}, ids(list(store.JobFilter{TenantID: store.DevTenantID, Type: "BUILD_SNAPSHOT", Status: store.StatusQueued})))
-	require.Equal(t, []uuid.UUID{foreign.JobID}, ids(list(store.JobFilter{TenantID: other.TenantID})))
+	require.Equal(t, []uuid.UUID{foreign.JobID}, ids(list(store.JobFilter{TenantID: other})))
 
 	empty := list(store.JobFilter{TenantID: uuid.New()})
 	require.NotNil(t, empty.Items, "an empty page serialises as [] not null")
 	require.Empty(t, empty.Items)
 
-	_, err = e.store.GetJob(e.ctx, other.TenantID, parse.JobID)
+	_, err := e.Store.GetJob(e.Ctx, other, parse.JobID)
 	requireCode(t, err, errcode.NotFound)
 }
 
@@ -234,7 +230,7 @@ func TestListJobsKeysetPagination(t *testing.T) {
 	var pages [][]store.Job
 	f := store.JobFilter{TenantID: store.DevTenantID, Limit: 3}
 	for {
-		p, err := e.store.ListJobs(e.ctx, f)
+		p, err := e.Store.ListJobs(e.Ctx, f)
 		require.NoError(t, err)
 		pages = append(pages, p.Items)
 		if p.NextCursor == "" {
@@ -280,7 +276,7 @@ func TestListJobsPaginationWithEqualCreatedAt(t *testing.T) {
 	seen := map[uuid.UUID]bool{}
 	f := store.JobFilter{TenantID: store.DevTenantID, Limit: 2}
 	for range 5 {
-		p, err := e.store.ListJobs(e.ctx, f)
+		p, err := e.Store.ListJobs(e.Ctx, f)
 		require.NoError(t, err)
 		for _, j := range p.Items {
 			require.False(t, seen[j.JobID], "duplicate %s", j.JobID)
@@ -298,7 +294,7 @@ func TestListJobsBadCursorIsValidationError(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	for _, cursor := range []string{"not base64 !", "e30", "bm9wZQ"} { // garbage, "{}", "nope"
-		_, err := e.store.ListJobs(e.ctx, store.JobFilter{TenantID: store.DevTenantID, Cursor: cursor})
+		_, err := e.Store.ListJobs(e.Ctx, store.JobFilter{TenantID: store.DevTenantID, Cursor: cursor})
 		ve := requireCode(t, err, errcode.Validation)
 		require.Equal(t, "cursor", ve.Field)
 	}
@@ -307,14 +303,14 @@ func TestListJobsBadCursorIsValidationError(t *testing.T) {
 func TestGetJobUnknownIsNotFound(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.store.GetJob(e.ctx, store.DevTenantID, uuid.New())
+	_, err := e.Store.GetJob(e.Ctx, store.DevTenantID, uuid.New())
 	requireCode(t, err, errcode.NotFound)
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = e.store.JobByRiverID(e.ctx, 987654)
+	_, err = e.Store.JobByRiverID(e.Ctx, 987654)
 	requireCode(t, err, errcode.NotFound)
 
-	err = e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, err := e.store.WithTx(tx).GetJobForUpdate(e.ctx, store.DevTenantID, uuid.New())
+	err = e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
+		_, err := e.Store.WithTx(tx).GetJobForUpdate(e.Ctx, store.DevTenantID, uuid.New())
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)

@@ -15,14 +15,14 @@ import (
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/testdb"
-	"github.com/bpc-platform/bpc/internal/testriver"
+	"github.com/bpc-platform/bpc/internal/teststore"
 	"github.com/bpc-platform/bpc/store"
 )
 
 // riverTimes reads a River job's timestamps as Postgres stores them.
 func riverTimes(t *testing.T, e env, riverID int64) (attemptedAt, finalizedAt *time.Time) {
 	t.Helper()
-	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT attempted_at, finalized_at FROM river_job WHERE id = $1`, riverID).
+	require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT attempted_at, finalized_at FROM river_job WHERE id = $1`, riverID).
 		Scan(&attemptedAt, &finalizedAt))
 	return attemptedAt, finalizedAt
 }
@@ -35,7 +35,7 @@ func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 	c := e.mustEnqueue(t, store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
 
 	// A worker that is plain SQL takes job a.
-	e.exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
+	e.Exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
 		attempted_by = ARRAY['sql-worker'] WHERE id = $1`, a.RiverJobID)
 	got := e.job(t, store.DevTenantID, a.JobID)
 	attemptedAt, _ := riverTimes(t, e, a.RiverJobID)
@@ -50,7 +50,7 @@ func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 	e.requireConsistent(t)
 
 	// ... and completes it.
-	e.exec(t, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = $1`, a.RiverJobID)
+	e.Exec(t, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = $1`, a.RiverJobID)
 	got = e.job(t, store.DevTenantID, a.JobID)
 	_, finalizedAt := riverTimes(t, e, a.RiverJobID)
 	require.Equal(t, store.StatusSucceeded, got.Status)
@@ -61,7 +61,7 @@ func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 	e.requireConsistent(t)
 
 	// Deleting a queued job cancels it and keeps its history.
-	e.exec(t, `DELETE FROM river_job WHERE id = $1`, b.RiverJobID)
+	e.Exec(t, `DELETE FROM river_job WHERE id = $1`, b.RiverJobID)
 	got = e.job(t, store.DevTenantID, b.JobID)
 	require.Equal(t, store.StatusCancelled, got.Status)
 	require.NotNil(t, got.RiverDeletedAt)
@@ -69,7 +69,7 @@ func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 	e.requireConsistent(t)
 
 	// Deleting a finished job keeps its status.
-	e.exec(t, `DELETE FROM river_job WHERE id = $1`, a.RiverJobID)
+	e.Exec(t, `DELETE FROM river_job WHERE id = $1`, a.RiverJobID)
 	got = e.job(t, store.DevTenantID, a.JobID)
 	require.Equal(t, store.StatusSucceeded, got.Status)
 	require.NotNil(t, got.RiverDeletedAt)
@@ -77,15 +77,15 @@ func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 	e.requireConsistent(t)
 
 	// TRUNCATE: a running job is cancelled, every row is kept.
-	e.exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
+	e.Exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
 		attempted_by = ARRAY['sql-worker'] WHERE id = $1`, c.RiverJobID)
-	e.exec(t, `TRUNCATE river_job`)
+	e.Exec(t, `TRUNCATE river_job`)
 	got = e.job(t, store.DevTenantID, c.JobID)
 	require.Equal(t, store.StatusCancelled, got.Status)
 	require.NotNil(t, got.RiverDeletedAt)
 	require.Nil(t, got.LeaseOwner)
 	require.Nil(t, got.LeaseExpiresAt)
-	page, err := e.store.ListJobs(e.ctx, store.JobFilter{TenantID: store.DevTenantID})
+	page, err := e.Store.ListJobs(e.Ctx, store.JobFilter{TenantID: store.DevTenantID})
 	require.NoError(t, err)
 	require.Len(t, page.Items, 3, "TRUNCATE loses no history")
 	rep := e.requireConsistent(t)
@@ -100,7 +100,7 @@ func TestMirrorFollowsSetBasedUpdates(t *testing.T) {
 		jobs = append(jobs, e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)}))
 	}
 	// One statement touching every row, as River's batch fetch does.
-	e.exec(t, `UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = now(),
+	e.Exec(t, `UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = now(),
 		attempted_by = ARRAY['w-1', 'w-2'], priority = 4, max_attempts = 7, queue = 'other'`)
 	for _, j := range jobs {
 		got := e.job(t, store.DevTenantID, j.JobID)
@@ -117,9 +117,9 @@ func TestMirrorRiverJobInsertedBySQLWithoutTenant(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var riverID int64
-	require.NoError(t, e.pool.QueryRow(e.ctx, `INSERT INTO river_job (args, kind, max_attempts, priority, queue, state, scheduled_at)
+	require.NoError(t, e.Pool.QueryRow(e.Ctx, `INSERT INTO river_job (args, kind, max_attempts, priority, queue, state, scheduled_at)
 		VALUES ('{"x":1}', 'CUSTOM_MAINTENANCE', 3, 1, 'default', 'available', now()) RETURNING id`).Scan(&riverID))
-	job, err := e.store.JobByRiverID(e.ctx, riverID)
+	job, err := e.Store.JobByRiverID(e.Ctx, riverID)
 	require.NoError(t, err)
 	require.Equal(t, store.SystemTenantID, job.TenantID, "a job without tenant belongs to the system tenant")
 	require.Equal(t, "CUSTOM_MAINTENANCE", job.Type)
@@ -188,7 +188,7 @@ func TestMirrorFinalStatesAndLastError(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e.exec(t, `UPDATE river_job SET `+tt.update+` WHERE id = $1`, jobs[i].RiverJobID)
+			e.Exec(t, `UPDATE river_job SET `+tt.update+` WHERE id = $1`, jobs[i].RiverJobID)
 			got := e.job(t, store.DevTenantID, jobs[i].JobID)
 			require.Equal(t, tt.wantStatus, got.Status)
 			if tt.wantCode == "" {
@@ -209,7 +209,7 @@ func TestMirrorBoundsLastErrorMessage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
-	e.exec(t, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_at = now(),
+	e.Exec(t, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_at = now(),
 		errors = ARRAY[jsonb_build_object('at', now(), 'attempt', 1, 'error', '{"code":"IO_ERROR","message":"' || repeat('x', 5000) || '"}')] WHERE id = $1`, j.RiverJobID)
 	le := decodeLastError(t, e.job(t, store.DevTenantID, j.JobID).LastError)
 	require.Equal(t, "IO_ERROR", le.Code)
@@ -224,20 +224,20 @@ func TestMirrorFollowsRiverClientActions(t *testing.T) {
 	deleted := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 
 	// What River UI and the admin API do.
-	_, err := e.river.JobCancel(e.ctx, cancelled.RiverJobID)
+	_, err := e.River.JobCancel(e.Ctx, cancelled.RiverJobID)
 	require.NoError(t, err)
 	require.Equal(t, store.StatusCancelled, e.job(t, store.DevTenantID, cancelled.JobID).Status)
 
-	e.exec(t, `UPDATE river_job SET state = 'discarded', attempt = 25, attempted_at = now(), finalized_at = now(),
+	e.Exec(t, `UPDATE river_job SET state = 'discarded', attempt = 25, attempted_at = now(), finalized_at = now(),
 		errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 25, 'error', '{"code":"WEBHOOK_5XX","message":"endpoint answered HTTP 503"}')] WHERE id = $1`, retried.RiverJobID)
 	require.Equal(t, store.StatusDeadLetter, e.job(t, store.DevTenantID, retried.JobID).Status)
-	_, err = e.river.JobRetry(e.ctx, retried.RiverJobID)
+	_, err = e.River.JobRetry(e.Ctx, retried.RiverJobID)
 	require.NoError(t, err)
 	got := e.job(t, store.DevTenantID, retried.JobID)
 	require.Equal(t, store.StatusQueued, got.Status)
 	require.Nil(t, got.FinishedAt)
 
-	_, err = e.river.JobDelete(e.ctx, deleted.RiverJobID)
+	_, err = e.River.JobDelete(e.Ctx, deleted.RiverJobID)
 	require.NoError(t, err)
 	got = e.job(t, store.DevTenantID, deleted.JobID)
 	require.Equal(t, store.StatusCancelled, got.Status)
@@ -248,11 +248,9 @@ func TestMirrorFollowsRiverClientActions(t *testing.T) {
 
 func TestMirrorLeaseTTLComesFromSession(t *testing.T) {
 	t.Parallel()
-	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 7})
-	client := testriver.Inserter(t, pool)
-	e := env{ctx: t.Context(), pool: pool, store: store.New(pool), river: client}
+	e := env{teststore.On(t, testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 7}))}
 	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
-	e.exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['w'] WHERE id = $1`, j.RiverJobID)
+	e.Exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['w'] WHERE id = $1`, j.RiverJobID)
 	got := e.job(t, store.DevTenantID, j.JobID)
 	attemptedAt, _ := riverTimes(t, e, j.RiverJobID)
 	require.True(t, attemptedAt.Add(7*time.Second).Equal(*got.LeaseExpiresAt), "lease_expires_at %s", got.LeaseExpiresAt)
@@ -264,14 +262,14 @@ func TestMirrorFiresUnderReplicaSessionRole(t *testing.T) {
 	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 
 	var insertedID int64
-	err := e.store.InTx(e.ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(e.ctx, `SET LOCAL session_replication_role = replica`); err != nil {
+	err := e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(e.Ctx, `SET LOCAL session_replication_role = replica`); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(e.ctx, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, j.RiverJobID); err != nil {
+		if _, err := tx.Exec(e.Ctx, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, j.RiverJobID); err != nil {
 			return err
 		}
-		return tx.QueryRow(e.ctx, `INSERT INTO river_job (args, kind, max_attempts, priority, queue, state, scheduled_at)
+		return tx.QueryRow(e.Ctx, `INSERT INTO river_job (args, kind, max_attempts, priority, queue, state, scheduled_at)
 			VALUES ('{}', 'BULK_LOADED', 1, 1, 'default', 'available', now()) RETURNING id`).Scan(&insertedID)
 	})
 	var pgErr *pgconn.PgError
@@ -281,7 +279,7 @@ func TestMirrorFiresUnderReplicaSessionRole(t *testing.T) {
 	require.NoError(t, err)
 
 	require.Equal(t, store.StatusSucceeded, e.job(t, store.DevTenantID, j.JobID).Status)
-	_, err = e.store.JobByRiverID(e.ctx, insertedID)
+	_, err = e.Store.JobByRiverID(e.Ctx, insertedID)
 	require.NoError(t, err, "an insert under replica role is mirrored")
 	e.requireConsistent(t)
 }
@@ -301,11 +299,11 @@ func TestConsistencyDetectsDisabledUpdateTrigger(t *testing.T) {
 	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	e.requireConsistent(t)
 
-	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_update`)
-	e.exec(t, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, j.RiverJobID)
+	e.Exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_update`)
+	e.Exec(t, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, j.RiverJobID)
 	require.Equal(t, store.StatusQueued, e.job(t, store.DevTenantID, j.JobID).Status, "the mirror really was bypassed")
 
-	rep, err := e.store.CheckConsistency(e.ctx)
+	rep, err := e.Store.CheckConsistency(e.Ctx)
 	require.NoError(t, err)
 	require.False(t, rep.OK())
 	require.GreaterOrEqual(t, rep.DriftCount, 2)
@@ -327,11 +325,11 @@ func TestConsistencyDetectsDisabledUpdateTrigger(t *testing.T) {
 func TestConsistencyDetectsRiverJobWithoutSSOTRow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_insert`)
-	res, err := e.river.Insert(e.ctx, parseFacts(store.DevTenantID), nil)
+	e.Exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_insert`)
+	res, err := e.River.Insert(e.Ctx, parseFacts(store.DevTenantID), nil)
 	require.NoError(t, err)
 
-	rep, err := e.store.CheckConsistency(e.ctx)
+	rep, err := e.Store.CheckConsistency(e.Ctx)
 	require.NoError(t, err)
 	require.False(t, rep.OK())
 	require.Equal(t, int64(1), rep.RiverJobs)
@@ -357,10 +355,10 @@ func TestConsistencyDetectsVanishedRiverJob(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
-	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
-	e.exec(t, `DELETE FROM river_job WHERE id = $1`, j.RiverJobID)
+	e.Exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
+	e.Exec(t, `DELETE FROM river_job WHERE id = $1`, j.RiverJobID)
 
-	rep, err := e.store.CheckConsistency(e.ctx)
+	rep, err := e.Store.CheckConsistency(e.Ctx)
 	require.NoError(t, err)
 	require.False(t, rep.OK())
 	problems := driftProblems(rep)
@@ -373,8 +371,8 @@ func TestConsistencyDetectsFieldDrift(t *testing.T) {
 	e := newEnv(t)
 	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	// Someone edits the mirror by hand.
-	e.exec(t, `UPDATE jobs SET attempts = 3, priority = 0, queue = 'elsewhere', lease_owner = 'ghost' WHERE job_id = $1`, j.JobID)
-	rep, err := e.store.CheckConsistency(e.ctx)
+	e.Exec(t, `UPDATE jobs SET attempts = 3, priority = 0, queue = 'elsewhere', lease_owner = 'ghost' WHERE job_id = $1`, j.JobID)
+	rep, err := e.Store.CheckConsistency(e.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 4, rep.DriftCount, driftProblems(rep))
 	problems := driftProblems(rep)
@@ -429,7 +427,7 @@ func TestMirrorReadsEveryAttemptErrorText(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e.exec(t, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_at = now(), scheduled_at = now() + interval '1 hour',
+			e.Exec(t, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_at = now(), scheduled_at = now() + interval '1 hour',
 				errors = ARRAY[jsonb_build_object('at', now(), 'attempt', 1, 'error', $2::text)] WHERE id = $1`, jobs[i].RiverJobID, tt.text)
 			le := decodeLastError(t, e.job(t, store.DevTenantID, jobs[i].JobID).LastError)
 			require.Equal(t, tt.wantCode, le.Code)
@@ -445,7 +443,7 @@ func TestMirrorReadsAnAttemptErrorWithoutText(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
-	e.exec(t, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_at = now(),
+	e.Exec(t, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_at = now(),
 		errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":1}'::jsonb] WHERE id = $1`, j.RiverJobID)
 	le := decodeLastError(t, e.job(t, store.DevTenantID, j.JobID).LastError)
 	require.Equal(t, "INTERNAL_ERROR", le.Code)
@@ -458,15 +456,15 @@ func TestMirrorReadsAnAttemptErrorWithoutText(t *testing.T) {
 func TestLastErrorDecodesInAQueryPlannedInParallel(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	tx, err := e.pool.Begin(e.ctx)
+	tx, err := e.Pool.Begin(e.Ctx)
 	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(e.ctx) }()
+	defer func() { _ = tx.Rollback(e.Ctx) }()
 	for _, set := range []string{"force_parallel_mode = on", "parallel_setup_cost = 0", "parallel_tuple_cost = 0", "min_parallel_table_scan_size = 0"} {
-		_, err := tx.Exec(e.ctx, "SET LOCAL "+set)
+		_, err := tx.Exec(e.Ctx, "SET LOCAL "+set)
 		require.NoError(t, err)
 	}
 	var codes []string
-	require.NoError(t, tx.QueryRow(e.ctx, `SELECT array_agg(bpc_last_error(jsonb_build_object('attempt', 1, 'error', t))->>'code')
+	require.NoError(t, tx.QueryRow(e.Ctx, `SELECT array_agg(bpc_last_error(jsonb_build_object('attempt', 1, 'error', t))->>'code')
 		FROM (VALUES ('{"code":"IO_ERROR","message":"m"}'), ('{not json'), ('SNAPSHOT_SEALED: m')) v(t)`).Scan(&codes))
 	require.ElementsMatch(t, []string{"SNAPSHOT_SEALED", "IO_ERROR", "INTERNAL_ERROR"}, codes)
 }

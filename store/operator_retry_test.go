@@ -19,12 +19,12 @@ func TestOperatorRetryIsMarkedOnTheRiverJob(t *testing.T) {
 	mark := func(riverJobID int64) (store.OperatorRetry, bool) {
 		t.Helper()
 		var metadata []byte
-		require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT metadata FROM river_job WHERE id = $1`, riverJobID).Scan(&metadata))
+		require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT metadata FROM river_job WHERE id = $1`, riverJobID).Scan(&metadata))
 		return store.LastOperatorRetry(metadata)
 	}
 	setState := func(riverJobID int64, sql string) {
 		t.Helper()
-		e.exec(t, `UPDATE river_job SET `+sql+` WHERE id = $1`, riverJobID)
+		e.Exec(t, `UPDATE river_job SET `+sql+` WHERE id = $1`, riverJobID)
 	}
 
 	for _, tc := range []struct {
@@ -45,7 +45,7 @@ func TestOperatorRetryIsMarkedOnTheRiverJob(t *testing.T) {
 		_, ok := mark(job.RiverJobID)
 		require.False(t, ok, tc.name)
 		before := time.Now()
-		_, err := e.river.JobRetry(e.ctx, job.RiverJobID)
+		_, err := e.River.JobRetry(e.Ctx, job.RiverJobID)
 		require.NoError(t, err, tc.name)
 		r, ok := mark(job.RiverJobID)
 		require.True(t, ok, "%s: retried by an operator", tc.name)
@@ -75,7 +75,7 @@ func TestOperatorRetryIsMarkedOnTheRiverJob(t *testing.T) {
 
 	running := e.mustEnqueue(t, store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
 	setState(running.RiverJobID, `state = 'running', attempt = 1, attempted_at = now()`)
-	_, err := e.river.JobRetry(e.ctx, running.RiverJobID)
+	_, err := e.River.JobRetry(e.Ctx, running.RiverJobID)
 	require.NoError(t, err)
 	_, ok = mark(running.RiverJobID)
 	require.False(t, ok, "a running job is not retried")

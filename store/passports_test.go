@@ -24,7 +24,7 @@ import (
 
 func (e env) createProduct(t *testing.T, tenantID uuid.UUID, sku string) store.BatteryProduct {
 	t.Helper()
-	p, err := e.store.CreateBatteryProduct(e.ctx, tenantID, sku, "Pack "+sku)
+	p, err := e.Store.CreateBatteryProduct(e.Ctx, tenantID, sku, "Pack "+sku)
 	require.NoError(t, err)
 	return p
 }
@@ -32,7 +32,7 @@ func (e env) createProduct(t *testing.T, tenantID uuid.UUID, sku string) store.B
 func (e env) createPassport(t *testing.T, tenantID uuid.UUID) store.Passport {
 	t.Helper()
 	product := e.createProduct(t, tenantID, "SKU-"+uuid.NewString()[:8])
-	p, err := e.store.CreatePassport(e.ctx, tenantID, product.BatteryProductID)
+	p, err := e.Store.CreatePassport(e.Ctx, tenantID, product.BatteryProductID)
 	require.NoError(t, err)
 	return p
 }
@@ -74,7 +74,7 @@ func (e env) insertVersion(t *testing.T, in store.NewPassportVersion) (store.Pas
 	var existed bool
 	err := e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		v, existed, err = e.store.WithTx(tx).InsertPassportVersion(e.ctx, in)
+		v, existed, err = e.Store.WithTx(tx).InsertPassportVersion(e.Ctx, in)
 		return err
 	})
 	return v, existed, err
@@ -91,14 +91,14 @@ func (e env) mustInsertVersion(t *testing.T, in store.NewPassportVersion) store.
 func (e env) setSigned(t *testing.T, tenantID, id uuid.UUID, signature string, receiptSigned []byte) error {
 	t.Helper()
 	return e.inTx(t, func(tx pgx.Tx) error {
-		return e.store.WithTx(tx).SetPassportVersionSigned(e.ctx, tenantID, id, signature, "test-key", "cHVi", receiptSigned)
+		return e.Store.WithTx(tx).SetPassportVersionSigned(e.Ctx, tenantID, id, signature, "test-key", "cHVi", receiptSigned)
 	})
 }
 
 func (e env) setQR(t *testing.T, tenantID, id uuid.UUID, png []byte) error {
 	t.Helper()
 	return e.inTx(t, func(tx pgx.Tx) error {
-		return e.store.WithTx(tx).SetPassportVersionQR(e.ctx, tenantID, id, "BPC-QR-1:"+id.String(), png)
+		return e.Store.WithTx(tx).SetPassportVersionQR(e.Ctx, tenantID, id, "BPC-QR-1:"+id.String(), png)
 	})
 }
 
@@ -109,7 +109,7 @@ func (e env) activate(t *testing.T, tenantID, id uuid.UUID) (store.PassportVersi
 	var changed bool
 	err := e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		v, previous, changed, err = e.store.WithTx(tx).ActivatePassportVersion(e.ctx, tenantID, id)
+		v, previous, changed, err = e.Store.WithTx(tx).ActivatePassportVersion(e.Ctx, tenantID, id)
 		return err
 	})
 	return v, previous, changed, err
@@ -117,7 +117,7 @@ func (e env) activate(t *testing.T, tenantID, id uuid.UUID) (store.PassportVersi
 
 func (e env) passportVersion(t *testing.T, tenantID, id uuid.UUID) store.PassportVersion {
 	t.Helper()
-	v, err := e.store.GetPassportVersion(e.ctx, tenantID, id)
+	v, err := e.Store.GetPassportVersion(e.Ctx, tenantID, id)
 	require.NoError(t, err)
 	return v
 }
@@ -134,54 +134,54 @@ func (e env) signedWithQR(t *testing.T, d versionDeps, jobID int64) store.Passpo
 func TestBatteryProducts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other := e.otherTenant(t)
+	other := e.OtherTenant(t)
 
-	p, err := e.store.CreateBatteryProduct(e.ctx, store.DevTenantID, nmc811.BatterySKU, "Voltaris EV Pack 75")
+	p, err := e.Store.CreateBatteryProduct(e.Ctx, store.DevTenantID, nmc811.BatterySKU, "Voltaris EV Pack 75")
 	require.NoError(t, err)
 	require.Equal(t, nmc811.BatterySKU, p.SKU)
 	require.Equal(t, "Voltaris EV Pack 75", p.Name)
-	_, err = e.store.CreateBatteryProduct(e.ctx, store.DevTenantID, nmc811.BatterySKU, "Again")
+	_, err = e.Store.CreateBatteryProduct(e.Ctx, store.DevTenantID, nmc811.BatterySKU, "Again")
 	c := requireCode(t, err, errcode.Conflict)
 	require.Contains(t, c.Message, nmc811.BatterySKU)
-	_, err = e.store.CreateBatteryProduct(e.ctx, uuid.New(), "X-1", "X")
+	_, err = e.Store.CreateBatteryProduct(e.Ctx, uuid.New(), "X-1", "X")
 	requireCode(t, err, errcode.NotFound)
-	theirs, err := e.store.CreateBatteryProduct(e.ctx, other, nmc811.BatterySKU, "Theirs")
+	theirs, err := e.Store.CreateBatteryProduct(e.Ctx, other, nmc811.BatterySKU, "Theirs")
 	require.NoError(t, err, "SKUs are unique per tenant")
 	e.createProduct(t, store.DevTenantID, "AAA-1")
 
-	got, err := e.store.GetBatteryProduct(e.ctx, store.DevTenantID, p.BatteryProductID)
+	got, err := e.Store.GetBatteryProduct(e.Ctx, store.DevTenantID, p.BatteryProductID)
 	require.NoError(t, err)
 	require.Equal(t, p.SKU, got.SKU)
-	_, err = e.store.GetBatteryProduct(e.ctx, other, p.BatteryProductID)
+	_, err = e.Store.GetBatteryProduct(e.Ctx, other, p.BatteryProductID)
 	requireCode(t, err, errcode.NotFound)
-	list, err := e.store.ListBatteryProducts(e.ctx, store.DevTenantID)
+	list, err := e.Store.ListBatteryProducts(e.Ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.Equal(t, []string{"AAA-1", nmc811.BatterySKU}, []string{list[0].SKU, list[1].SKU})
 
 	// Passports.
-	pp, err := e.store.CreatePassport(e.ctx, store.DevTenantID, p.BatteryProductID)
+	pp, err := e.Store.CreatePassport(e.Ctx, store.DevTenantID, p.BatteryProductID)
 	require.NoError(t, err)
 	require.Equal(t, p.BatteryProductID, pp.BatteryProductID)
 	require.Nil(t, pp.ActiveVersionID)
-	_, err = e.store.CreatePassport(e.ctx, store.DevTenantID, uuid.New())
+	_, err = e.Store.CreatePassport(e.Ctx, store.DevTenantID, uuid.New())
 	requireCode(t, err, errcode.NotFound)
-	_, err = e.store.CreatePassport(e.ctx, store.DevTenantID, theirs.BatteryProductID)
+	_, err = e.Store.CreatePassport(e.Ctx, store.DevTenantID, theirs.BatteryProductID)
 	requireCode(t, err, errcode.NotFound)
-	_, err = e.store.CreatePassport(e.ctx, other, p.BatteryProductID)
+	_, err = e.Store.CreatePassport(e.Ctx, other, p.BatteryProductID)
 	requireCode(t, err, errcode.NotFound)
 
-	gotPP, err := e.store.GetPassport(e.ctx, store.DevTenantID, pp.PassportID)
+	gotPP, err := e.Store.GetPassport(e.Ctx, store.DevTenantID, pp.PassportID)
 	require.NoError(t, err)
 	require.Equal(t, pp.PassportID, gotPP.PassportID)
-	_, err = e.store.GetPassport(e.ctx, other, pp.PassportID)
+	_, err = e.Store.GetPassport(e.Ctx, other, pp.PassportID)
 	requireCode(t, err, errcode.NotFound)
 }
 
 func TestInsertPassportVersion(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other := e.otherTenant(t)
+	other := e.OtherTenant(t)
 	d := e.newDeps(t, store.DevTenantID)
 
 	in1 := d.fakeVersion(101)
@@ -210,26 +210,26 @@ func TestInsertPassportVersion(t *testing.T) {
 	require.True(t, existed)
 	require.Equal(t, v1.PassportVersionID, again.PassportVersionID)
 	require.Equal(t, int32(1), again.Version)
-	require.Equal(t, 2, e.count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1`, d.passportID))
-	_, err = e.store.GetPassportVersion(e.ctx, store.DevTenantID, rerun.PassportVersionID)
+	require.Equal(t, 2, e.Count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1`, d.passportID))
+	_, err = e.Store.GetPassportVersion(e.Ctx, store.DevTenantID, rerun.PassportVersionID)
 	requireCode(t, err, errcode.NotFound)
 
-	byJob, err := e.store.PassportVersionByCompileJob(e.ctx, store.DevTenantID, 102)
+	byJob, err := e.Store.PassportVersionByCompileJob(e.Ctx, store.DevTenantID, 102)
 	require.NoError(t, err)
 	require.Equal(t, v2.PassportVersionID, byJob.PassportVersionID)
-	_, err = e.store.PassportVersionByCompileJob(e.ctx, store.DevTenantID, 999)
+	_, err = e.Store.PassportVersionByCompileJob(e.Ctx, store.DevTenantID, 999)
 	requireCode(t, err, errcode.NotFound)
 	require.True(t, errors.Is(err, store.ErrNotFound))
-	_, err = e.store.PassportVersionByCompileJob(e.ctx, other, 102)
+	_, err = e.Store.PassportVersionByCompileJob(e.Ctx, other, 102)
 	requireCode(t, err, errcode.NotFound)
 
-	list, err := e.store.ListPassportVersions(e.ctx, store.DevTenantID, d.passportID)
+	list, err := e.Store.ListPassportVersions(e.Ctx, store.DevTenantID, d.passportID)
 	require.NoError(t, err)
 	require.Equal(t, []int32{2, 1}, []int32{list[0].Version, list[1].Version})
-	list, err = e.store.ListPassportVersions(e.ctx, other, d.passportID)
+	list, err = e.Store.ListPassportVersions(e.Ctx, other, d.passportID)
 	require.NoError(t, err)
 	require.Empty(t, list)
-	_, err = e.store.GetPassportVersion(e.ctx, other, v1.PassportVersionID)
+	_, err = e.Store.GetPassportVersion(e.Ctx, other, v1.PassportVersionID)
 	requireCode(t, err, errcode.NotFound)
 
 	// Unknown or foreign passports, snapshots and rule versions are refused.
@@ -250,19 +250,19 @@ func TestInsertPassportVersion(t *testing.T) {
 	bad.RulePackageVersionID = theirs.rulesID
 	_, _, err = e.insertVersion(t, bad)
 	require.True(t, store.IsForeignKeyViolation(err), "%v", err)
-	require.Equal(t, 2, e.count(t, `SELECT count(*) FROM passport_versions`))
+	require.Equal(t, 2, e.Count(t, `SELECT count(*) FROM passport_versions`))
 }
 
 func TestPassportVersionSigningAndQR(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other := e.otherTenant(t)
+	other := e.OtherTenant(t)
 	d := e.newDeps(t, store.DevTenantID)
 	in := d.fakeVersion(201)
 	v := e.mustInsertVersion(t, in)
 	id := v.PassportVersionID
 
-	art, err := e.store.LoadPassportArtifacts(e.ctx, store.DevTenantID, id)
+	art, err := e.Store.LoadPassportArtifacts(e.Ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	require.Equal(t, in.Payload, art.Payload)
 	require.Equal(t, in.Proof, art.Proof)
@@ -292,19 +292,19 @@ func TestPassportVersionSigningAndQR(t *testing.T) {
 	require.Equal(t, "BPC-QR-1:"+id.String(), *withQR.QRPayload)
 	require.NotNil(t, withQR.QRGeneratedAt)
 
-	art, err = e.store.LoadPassportArtifacts(e.ctx, store.DevTenantID, id)
+	art, err = e.Store.LoadPassportArtifacts(e.Ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	require.Equal(t, in.Payload, art.Payload)
 	require.Equal(t, []byte(`{"signed":1}`), art.ReceiptSigned)
 	require.Equal(t, png, art.QRPNG)
-	_, err = e.store.LoadPassportArtifacts(e.ctx, other, id)
+	_, err = e.Store.LoadPassportArtifacts(e.Ctx, other, id)
 	requireCode(t, err, errcode.NotFound)
 }
 
 func TestActivatePassportVersion(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other := e.otherTenant(t)
+	other := e.OtherTenant(t)
 	d := e.newDeps(t, store.DevTenantID)
 
 	compiling := e.mustInsertVersion(t, d.fakeVersion(301))
@@ -326,7 +326,7 @@ func TestActivatePassportVersion(t *testing.T) {
 	require.Nil(t, previous)
 	require.Equal(t, store.PassportActive, active.Status)
 	require.NotNil(t, active.ActivatedAt)
-	pp, err := e.store.GetPassport(e.ctx, store.DevTenantID, d.passportID)
+	pp, err := e.Store.GetPassport(e.Ctx, store.DevTenantID, d.passportID)
 	require.NoError(t, err)
 	require.Equal(t, first.PassportVersionID, *pp.ActiveVersionID)
 
@@ -349,10 +349,10 @@ func TestActivatePassportVersion(t *testing.T) {
 	old := e.passportVersion(t, store.DevTenantID, first.PassportVersionID)
 	require.Equal(t, store.PassportSuperseded, old.Status)
 	require.NotNil(t, old.SupersededAt)
-	pp, err = e.store.GetPassport(e.ctx, store.DevTenantID, d.passportID)
+	pp, err = e.Store.GetPassport(e.Ctx, store.DevTenantID, d.passportID)
 	require.NoError(t, err)
 	require.Equal(t, second.PassportVersionID, *pp.ActiveVersionID)
-	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1 AND status = 'ACTIVE'`, d.passportID))
+	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1 AND status = 'ACTIVE'`, d.passportID))
 
 	// A superseded version cannot come back.
 	_, _, _, err = e.activate(t, store.DevTenantID, first.PassportVersionID)
@@ -368,7 +368,7 @@ func TestActivatePassportVersion(t *testing.T) {
 	require.Equal(t, store.PassportActive, e.passportVersion(t, store.DevTenantID, second.PassportVersionID).Status)
 
 	// The schema allows at most one ACTIVE version per passport.
-	_, err = e.pool.Exec(e.ctx, `UPDATE passport_versions SET status = 'ACTIVE' WHERE passport_version_id = $1`, first.PassportVersionID)
+	_, err = e.Pool.Exec(e.Ctx, `UPDATE passport_versions SET status = 'ACTIVE' WHERE passport_version_id = $1`, first.PassportVersionID)
 	require.True(t, store.IsUniqueViolation(err, "passport_versions_one_active"), "%v", err)
 }
 
@@ -383,7 +383,7 @@ func TestRecordPassportExport(t *testing.T) {
 		var out store.PassportExport
 		require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
 			var err error
-			out, err = e.store.WithTx(tx).RecordPassportExport(e.ctx, ex)
+			out, err = e.Store.WithTx(tx).RecordPassportExport(e.Ctx, ex)
 			return err
 		}))
 		return out
@@ -397,18 +397,18 @@ func TestRecordPassportExport(t *testing.T) {
 
 	again := rec(ex)
 	require.Equal(t, first.PassportExportID, again.PassportExportID)
-	require.Equal(t, 1, e.count(t, `SELECT count(*) FROM passport_exports`))
+	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM passport_exports`))
 
 	ex.RiverJobID = ptr(int64(78))
 	ex.Format = "zip"
 	second := rec(ex)
 	require.NotEqual(t, first.PassportExportID, second.PassportExportID)
 
-	list, err := e.store.ListPassportExports(e.ctx, store.DevTenantID, v.PassportVersionID)
+	list, err := e.Store.ListPassportExports(e.Ctx, store.DevTenantID, v.PassportVersionID)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.Equal(t, second.PassportExportID, list[0].PassportExportID, "newest first")
-	list, err = e.store.ListPassportExports(e.ctx, e.otherTenant(t), v.PassportVersionID)
+	list, err = e.Store.ListPassportExports(e.Ctx, e.OtherTenant(t), v.PassportVersionID)
 	require.NoError(t, err)
 	require.Empty(t, list)
 }
@@ -431,13 +431,13 @@ func (e env) compileSample(t *testing.T, jobID int64) compiledSample {
 	sn, _ := e.sealedSample(t, store.DevTenantID)
 	rv := e.publishedSampleRules(t, store.DevTenantID)
 	product := e.createProduct(t, store.DevTenantID, nmc811.BatterySKU)
-	pp, err := e.store.CreatePassport(e.ctx, store.DevTenantID, product.BatteryProductID)
+	pp, err := e.Store.CreatePassport(e.Ctx, store.DevTenantID, product.BatteryProductID)
 	require.NoError(t, err)
 	c := compiledSample{deps: versionDeps{store.DevTenantID, pp.PassportID, sn.SnapshotID, rv.RulePackageVersionID}}
 	c.req = passport.CompileRequest{TenantID: store.DevTenantID, PassportID: pp.PassportID, SnapshotID: sn.SnapshotID,
 		RulePackageVersionID: rv.RulePackageVersionID, PassportVersionID: uuid.New(), CompilerBuildID: "bpc-test",
 		SigningKeyID: "test-key", IssuedAt: issuedAt}
-	c.in, err = passport.LoadCompileInput(e.ctx, e.store, c.req)
+	c.in, err = passport.LoadCompileInput(e.Ctx, e.Store, c.req)
 	require.NoError(t, err)
 	c.out, err = compiler.CompilePassport(c.in)
 	require.NoError(t, err)
@@ -455,7 +455,7 @@ func (e env) compileSample(t *testing.T, jobID int64) compiledSample {
 // signStored signs a stored version as the signer does.
 func (e env) signStored(t *testing.T, tenantID, id uuid.UUID, key ed25519.PrivateKey) {
 	t.Helper()
-	art, err := e.store.LoadPassportArtifacts(e.ctx, tenantID, id)
+	art, err := e.Store.LoadPassportArtifacts(e.Ctx, tenantID, id)
 	require.NoError(t, err)
 	r, err := receipt.Parse(art.Receipt)
 	require.NoError(t, err)
@@ -465,14 +465,14 @@ func (e env) signStored(t *testing.T, tenantID, id uuid.UUID, key ed25519.Privat
 	signed, err := receipt.SignedCanonical(r)
 	require.NoError(t, err)
 	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		return e.store.WithTx(tx).SetPassportVersionSigned(e.ctx, tenantID, id, r.Signature, r.SigningKeyID,
+		return e.Store.WithTx(tx).SetPassportVersionSigned(e.Ctx, tenantID, id, r.Signature, r.SigningKeyID,
 			sign.PublicKeyBase64(key.Public().(ed25519.PublicKey)), signed)
 	}))
 }
 
 func (e env) replay(t *testing.T, tenantID, id uuid.UUID) passport.ReplayReport {
 	t.Helper()
-	rep, err := passport.Replay(e.ctx, e.store, compiler.Limits{}, tenantID, id)
+	rep, err := passport.Replay(e.Ctx, e.Store, compiler.Limits{}, tenantID, id)
 	require.NoError(t, err)
 	return rep
 }
@@ -480,13 +480,13 @@ func (e env) replay(t *testing.T, tenantID, id uuid.UUID) passport.ReplayReport 
 func TestLoadCompileInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other := e.otherTenant(t)
+	other := e.OtherTenant(t)
 	sealed, all := e.sealedSample(t, store.DevTenantID)
 	building := e.createSnapshot(t, store.DevTenantID)
 	draft := e.sampleRules(t, store.DevTenantID)
 	published := e.publishedSampleRules(t, store.DevTenantID)
 	product := e.createProduct(t, store.DevTenantID, nmc811.BatterySKU)
-	pp, err := e.store.CreatePassport(e.ctx, store.DevTenantID, product.BatteryProductID)
+	pp, err := e.Store.CreatePassport(e.Ctx, store.DevTenantID, product.BatteryProductID)
 	require.NoError(t, err)
 
 	req := passport.CompileRequest{TenantID: store.DevTenantID, PassportID: pp.PassportID, SnapshotID: sealed.SnapshotID,
@@ -495,7 +495,7 @@ func TestLoadCompileInput(t *testing.T) {
 	load := func(mod func(r *passport.CompileRequest)) (compiler.Input, error) {
 		r := req
 		mod(&r)
-		return passport.LoadCompileInput(e.ctx, e.store, r)
+		return passport.LoadCompileInput(e.Ctx, e.Store, r)
 	}
 
 	_, err = load(func(r *passport.CompileRequest) { r.SnapshotID = building.SnapshotID })
@@ -561,81 +561,81 @@ func TestReplayPassportVersion(t *testing.T) {
 	require.Equal(t, c.out.ReceiptHash, rep.ReceiptHash)
 	require.Equal(t, c.out.ProofRootHash, rep.ProofRootHash)
 
-	_, err = passport.Replay(e.ctx, e.store, compiler.Limits{}, e.otherTenant(t), id)
+	_, err = passport.Replay(e.Ctx, e.Store, compiler.Limits{}, e.OtherTenant(t), id)
 	requireCode(t, err, errcode.NotFound)
 
 	// One byte of the stored payload changed.
-	art, err := e.store.LoadPassportArtifacts(e.ctx, store.DevTenantID, id)
+	art, err := e.Store.LoadPassportArtifacts(e.Ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	tampered := slices.Clone(art.Payload)
 	tampered[len(tampered)/2] ^= 0x01
-	e.exec(t, `UPDATE passport_versions SET payload = $2 WHERE passport_version_id = $1`, id, tampered)
+	e.Exec(t, `UPDATE passport_versions SET payload = $2 WHERE passport_version_id = $1`, id, tampered)
 	rep = e.replay(t, store.DevTenantID, id)
 	require.False(t, rep.Match)
 	require.Contains(t, rep.Mismatches, "payload")
 	require.NotContains(t, rep.Mismatches, "payload_hash", "the stored hash is untouched")
 	require.True(t, rep.SignatureValid)
-	e.exec(t, `UPDATE passport_versions SET payload = $2 WHERE passport_version_id = $1`, id, art.Payload)
+	e.Exec(t, `UPDATE passport_versions SET payload = $2 WHERE passport_version_id = $1`, id, art.Payload)
 	require.True(t, e.replay(t, store.DevTenantID, id).Match)
 
 	// The stored payload hash changed.
-	e.exec(t, `UPDATE passport_versions SET payload_hash = $2 WHERE passport_version_id = $1`, id, sha256Hex([]byte("x")))
+	e.Exec(t, `UPDATE passport_versions SET payload_hash = $2 WHERE passport_version_id = $1`, id, sha256Hex([]byte("x")))
 	rep = e.replay(t, store.DevTenantID, id)
 	require.False(t, rep.Match)
 	require.Equal(t, []string{"payload_hash"}, rep.Mismatches)
-	e.exec(t, `UPDATE passport_versions SET payload_hash = $2 WHERE passport_version_id = $1`, id, c.out.PayloadHash)
+	e.Exec(t, `UPDATE passport_versions SET payload_hash = $2 WHERE passport_version_id = $1`, id, c.out.PayloadHash)
 
 	// The stored signature changed (another valid-looking signature).
 	v := e.passportVersion(t, store.DevTenantID, id)
 	sig, err := base64.StdEncoding.DecodeString(*v.Signature)
 	require.NoError(t, err)
 	sig[0] ^= 0x01
-	e.exec(t, `UPDATE passport_versions SET signature = $2 WHERE passport_version_id = $1`, id, base64.StdEncoding.EncodeToString(sig))
+	e.Exec(t, `UPDATE passport_versions SET signature = $2 WHERE passport_version_id = $1`, id, base64.StdEncoding.EncodeToString(sig))
 	rep = e.replay(t, store.DevTenantID, id)
 	require.False(t, rep.Match)
 	require.False(t, rep.SignatureValid)
 	require.Contains(t, rep.Mismatches, "signature")
 	require.NotContains(t, rep.Mismatches, "payload")
-	e.exec(t, `UPDATE passport_versions SET signature = $2 WHERE passport_version_id = $1`, id, *v.Signature)
+	e.Exec(t, `UPDATE passport_versions SET signature = $2 WHERE passport_version_id = $1`, id, *v.Signature)
 	require.True(t, e.replay(t, store.DevTenantID, id).Match)
 
 	// Another key's public half.
 	otherPub, _, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	e.exec(t, `UPDATE passport_versions SET signing_public_key = $2 WHERE passport_version_id = $1`, id, sign.PublicKeyBase64(otherPub))
+	e.Exec(t, `UPDATE passport_versions SET signing_public_key = $2 WHERE passport_version_id = $1`, id, sign.PublicKeyBase64(otherPub))
 	rep = e.replay(t, store.DevTenantID, id)
 	require.False(t, rep.SignatureValid)
 	require.Contains(t, rep.Mismatches, "signature")
-	e.exec(t, `UPDATE passport_versions SET signing_public_key = $2 WHERE passport_version_id = $1`, id, *v.SigningPublicKey)
+	e.Exec(t, `UPDATE passport_versions SET signing_public_key = $2 WHERE passport_version_id = $1`, id, *v.SigningPublicKey)
 
 	// A signature that is not even base64.
-	e.exec(t, `UPDATE passport_versions SET signature = 'not base64!' WHERE passport_version_id = $1`, id)
+	e.Exec(t, `UPDATE passport_versions SET signature = 'not base64!' WHERE passport_version_id = $1`, id)
 	rep = e.replay(t, store.DevTenantID, id)
 	require.False(t, rep.SignatureValid)
 	require.Contains(t, rep.Mismatches, "signature")
 	require.Contains(t, rep.Mismatches, "receipt_signed")
-	e.exec(t, `UPDATE passport_versions SET signature = $2 WHERE passport_version_id = $1`, id, *v.Signature)
+	e.Exec(t, `UPDATE passport_versions SET signature = $2 WHERE passport_version_id = $1`, id, *v.Signature)
 
 	// The stored unsigned receipt changed: it no longer replays, and the
 	// signature no longer covers it.
 	otherReceipt := receiptWith(t, art.Receipt, func(r *receipt.Receipt) { r.CompilerBuildID = "bpc-forged" })
-	e.exec(t, `UPDATE passport_versions SET receipt = $2 WHERE passport_version_id = $1`, id, otherReceipt)
+	e.Exec(t, `UPDATE passport_versions SET receipt = $2 WHERE passport_version_id = $1`, id, otherReceipt)
 	rep = e.replay(t, store.DevTenantID, id)
 	require.False(t, rep.Match)
 	require.Contains(t, rep.Mismatches, "receipt")
 	require.Contains(t, rep.Mismatches, "signature")
 	require.False(t, rep.SignatureValid)
-	e.exec(t, `UPDATE passport_versions SET receipt = $2 WHERE passport_version_id = $1`, id, art.Receipt)
+	e.Exec(t, `UPDATE passport_versions SET receipt = $2 WHERE passport_version_id = $1`, id, art.Receipt)
 
 	// The stored signed receipt changed.
-	e.exec(t, `UPDATE passport_versions SET receipt_signed = $2 WHERE passport_version_id = $1`, id, art.Receipt)
+	e.Exec(t, `UPDATE passport_versions SET receipt_signed = $2 WHERE passport_version_id = $1`, id, art.Receipt)
 	rep = e.replay(t, store.DevTenantID, id)
 	require.Equal(t, []string{"receipt_signed"}, rep.Mismatches)
 	require.True(t, rep.SignatureValid)
-	e.exec(t, `UPDATE passport_versions SET receipt_signed = $2 WHERE passport_version_id = $1`, id, art.ReceiptSigned)
+	e.Exec(t, `UPDATE passport_versions SET receipt_signed = $2 WHERE passport_version_id = $1`, id, art.ReceiptSigned)
 
 	// Inputs that no longer compile are reported, not returned as an error.
-	e.exec(t, `UPDATE rule_package_versions SET dsl_source = 'this is not BPC-RULES-1' WHERE rule_package_version_id = $1`, c.deps.rulesID)
+	e.Exec(t, `UPDATE rule_package_versions SET dsl_source = 'this is not BPC-RULES-1' WHERE rule_package_version_id = $1`, c.deps.rulesID)
 	rep = e.replay(t, store.DevTenantID, id)
 	require.False(t, rep.Match)
 	require.Len(t, rep.Mismatches, 1)
@@ -664,32 +664,32 @@ func TestSigningKeys(t *testing.T) {
 	}
 	a, b := pub(), pub()
 
-	require.NoError(t, e.store.RegisterSigningKey(e.ctx, "prod-1", a))
-	require.NoError(t, e.store.RegisterSigningKey(e.ctx, "prod-1", a), "the same key again is fine")
-	requireCode(t, e.store.RegisterSigningKey(e.ctx, "prod-1", b), errcode.Conflict)
+	require.NoError(t, e.Store.RegisterSigningKey(e.Ctx, "prod-1", a))
+	require.NoError(t, e.Store.RegisterSigningKey(e.Ctx, "prod-1", a), "the same key again is fine")
+	requireCode(t, e.Store.RegisterSigningKey(e.Ctx, "prod-1", b), errcode.Conflict)
 
-	_, err := e.store.DevSigningSeed(e.ctx, "dev-1")
+	_, err := e.Store.DevSigningSeed(e.Ctx, "dev-1")
 	requireCode(t, err, errcode.NotFound)
 	require.True(t, errors.Is(err, store.ErrNotFound))
-	_, err = e.store.DevSigningSeed(e.ctx, "prod-1")
+	_, err = e.Store.DevSigningSeed(e.Ctx, "prod-1")
 	require.True(t, errors.Is(err, store.ErrNotFound), "a registered key without a seed is no dev key")
 
 	seed := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
-	stored, err := e.store.StoreDevSigningKey(e.ctx, "dev-1", b, seed)
+	stored, err := e.Store.StoreDevSigningKey(e.Ctx, "dev-1", b, seed)
 	require.NoError(t, err)
 	require.Equal(t, seed, stored)
-	got, err := e.store.DevSigningSeed(e.ctx, "dev-1")
+	got, err := e.Store.DevSigningSeed(e.Ctx, "dev-1")
 	require.NoError(t, err)
 	require.Equal(t, seed, got)
 	// A second start that generated another key gets the first one's seed.
-	stored, err = e.store.StoreDevSigningKey(e.ctx, "dev-1", a, base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	stored, err = e.Store.StoreDevSigningKey(e.Ctx, "dev-1", a, base64.StdEncoding.EncodeToString(make([]byte, 32)))
 	require.NoError(t, err)
 	require.Equal(t, seed, stored)
-	_, err = e.store.StoreDevSigningKey(e.ctx, "prod-1", a, seed)
+	_, err = e.Store.StoreDevSigningKey(e.Ctx, "prod-1", a, seed)
 	requireCode(t, err, errcode.Conflict)
-	require.NoError(t, e.store.RegisterSigningKey(e.ctx, "dev-1", b), "registering a dev key's public half is fine")
+	require.NoError(t, e.Store.RegisterSigningKey(e.Ctx, "dev-1", b), "registering a dev key's public half is fine")
 
-	keys, err := e.store.ListSigningKeys(e.ctx)
+	keys, err := e.Store.ListSigningKeys(e.Ctx)
 	require.NoError(t, err)
 	require.Len(t, keys, 2)
 	require.Equal(t, "dev-1", keys[0].KeyID)

@@ -15,7 +15,7 @@ import (
 
 func (e env) createRulePackage(t *testing.T, tenantID uuid.UUID, name string) store.RulePackage {
 	t.Helper()
-	p, err := e.store.CreateRulePackage(e.ctx, tenantID, name)
+	p, err := e.Store.CreateRulePackage(e.Ctx, tenantID, name)
 	require.NoError(t, err)
 	return p
 }
@@ -25,7 +25,7 @@ func (e env) createRuleVersion(t *testing.T, tenantID, packageID uuid.UUID, dsl,
 	var v store.RulePackageVersion
 	err := e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		v, err = e.store.WithTx(tx).CreateRulePackageVersion(e.ctx, tenantID, packageID, dsl, tests)
+		v, err = e.Store.WithTx(tx).CreateRulePackageVersion(e.Ctx, tenantID, packageID, dsl, tests)
 		return err
 	})
 	return v, err
@@ -37,7 +37,7 @@ func (e env) recordRun(t *testing.T, run store.RuleTestsRun) (store.RuleTestsRun
 	var existed bool
 	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		out, existed, err = e.store.WithTx(tx).RecordRuleTestsRun(e.ctx, run)
+		out, existed, err = e.Store.WithTx(tx).RecordRuleTestsRun(e.Ctx, run)
 		return err
 	}))
 	return out, existed
@@ -49,7 +49,7 @@ func (e env) publish(t *testing.T, tenantID, versionID uuid.UUID) (store.RulePac
 	var changed bool
 	err := e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		v, changed, err = e.store.WithTx(tx).PublishRulePackageVersion(e.ctx, tenantID, versionID)
+		v, changed, err = e.Store.WithTx(tx).PublishRulePackageVersion(e.Ctx, tenantID, versionID)
 		return err
 	})
 	return v, changed, err
@@ -57,7 +57,7 @@ func (e env) publish(t *testing.T, tenantID, versionID uuid.UUID) (store.RulePac
 
 func (e env) ruleVersion(t *testing.T, tenantID, id uuid.UUID) store.RulePackageVersion {
 	t.Helper()
-	v, err := e.store.GetRulePackageVersion(e.ctx, tenantID, id, false)
+	v, err := e.Store.GetRulePackageVersion(e.Ctx, tenantID, id, false)
 	require.NoError(t, err)
 	return v
 }
@@ -91,32 +91,32 @@ func (e env) publishedSampleRules(t *testing.T, tenantID uuid.UUID) store.RulePa
 func TestCreateRulePackage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other := e.otherTenant(t)
+	other := e.OtherTenant(t)
 
 	p := e.createRulePackage(t, store.DevTenantID, "eu-battery")
 	require.Equal(t, "eu-battery", p.Name)
 	require.Equal(t, store.DevTenantID, p.TenantID)
-	_, err := e.store.CreateRulePackage(e.ctx, store.DevTenantID, "eu-battery")
+	_, err := e.Store.CreateRulePackage(e.Ctx, store.DevTenantID, "eu-battery")
 	c := requireCode(t, err, errcode.Conflict)
 	require.Contains(t, c.Message, "eu-battery")
-	_, err = e.store.CreateRulePackage(e.ctx, uuid.New(), "eu-battery")
+	_, err = e.Store.CreateRulePackage(e.Ctx, uuid.New(), "eu-battery")
 	requireCode(t, err, errcode.NotFound)
 	// Names are unique per tenant only.
 	theirs := e.createRulePackage(t, other, "eu-battery")
 	require.NotEqual(t, p.RulePackageID, theirs.RulePackageID)
 	e.createRulePackage(t, store.DevTenantID, "a-first")
 
-	got, err := e.store.GetRulePackage(e.ctx, store.DevTenantID, p.RulePackageID)
+	got, err := e.Store.GetRulePackage(e.Ctx, store.DevTenantID, p.RulePackageID)
 	require.NoError(t, err)
 	require.Equal(t, p.Name, got.Name)
-	_, err = e.store.GetRulePackage(e.ctx, other, p.RulePackageID)
+	_, err = e.Store.GetRulePackage(e.Ctx, other, p.RulePackageID)
 	requireCode(t, err, errcode.NotFound)
 
-	list, err := e.store.ListRulePackages(e.ctx, store.DevTenantID)
+	list, err := e.Store.ListRulePackages(e.Ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.Equal(t, []string{"a-first", "eu-battery"}, []string{list[0].Name, list[1].Name})
-	list, err = e.store.ListRulePackages(e.ctx, other)
+	list, err = e.Store.ListRulePackages(e.Ctx, other)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 }
@@ -124,7 +124,7 @@ func TestCreateRulePackage(t *testing.T) {
 func TestCreateRulePackageVersion(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other := e.otherTenant(t)
+	other := e.OtherTenant(t)
 	p := e.createRulePackage(t, store.DevTenantID, "eu-battery")
 	dsl, tests := nmc811.Rules(), nmc811.Tests()
 
@@ -154,13 +154,13 @@ func TestCreateRulePackageVersion(t *testing.T) {
 	require.NotContains(t, string(b), "dsl_source")
 	require.NotContains(t, string(b), "tests_source")
 
-	full, err := e.store.GetRulePackageVersion(e.ctx, store.DevTenantID, v1.RulePackageVersionID, true)
+	full, err := e.Store.GetRulePackageVersion(e.Ctx, store.DevTenantID, v1.RulePackageVersionID, true)
 	require.NoError(t, err)
 	require.Equal(t, dsl, full.DSLSource)
 	require.Equal(t, tests, full.TestsSource)
 	require.Equal(t, sha256Hex([]byte(full.DSLSource)), full.DSLSHA256)
 
-	list, err := e.store.ListRulePackageVersions(e.ctx, store.DevTenantID, p.RulePackageID)
+	list, err := e.Store.ListRulePackageVersions(e.Ctx, store.DevTenantID, p.RulePackageID)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	require.Equal(t, []int32{2, 1}, []int32{list[0].Version, list[1].Version})
@@ -170,9 +170,9 @@ func TestCreateRulePackageVersion(t *testing.T) {
 	requireCode(t, err, errcode.NotFound)
 	_, err = e.createRuleVersion(t, other, p.RulePackageID, dsl, tests)
 	requireCode(t, err, errcode.NotFound)
-	_, err = e.store.GetRulePackageVersion(e.ctx, other, v1.RulePackageVersionID, true)
+	_, err = e.Store.GetRulePackageVersion(e.Ctx, other, v1.RulePackageVersionID, true)
 	requireCode(t, err, errcode.NotFound)
-	list, err = e.store.ListRulePackageVersions(e.ctx, other, p.RulePackageID)
+	list, err = e.Store.ListRulePackageVersions(e.Ctx, other, p.RulePackageID)
 	require.NoError(t, err)
 	require.Empty(t, list)
 }
@@ -220,13 +220,13 @@ func TestRuleTestsRunsValidateAndPublish(t *testing.T) {
 	require.Equal(t, passed.RuleTestsRunID, again.RuleTestsRunID)
 	require.Equal(t, "PASSED", again.Status)
 	require.Equal(t, int64(7), again.Seed)
-	require.Equal(t, 3, e.count(t, `SELECT count(*) FROM rule_tests_runs WHERE rule_package_version_id = $1`, id))
+	require.Equal(t, 3, e.Count(t, `SELECT count(*) FROM rule_tests_runs WHERE rule_package_version_id = $1`, id))
 
-	runs, err := e.store.ListRuleTestsRuns(e.ctx, store.DevTenantID, id)
+	runs, err := e.Store.ListRuleTestsRuns(e.Ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	require.Len(t, runs, 3)
 	require.Equal(t, passed.RuleTestsRunID, runs[0].RuleTestsRunID, "newest first")
-	runs, err = e.store.ListRuleTestsRuns(e.ctx, e.otherTenant(t), id)
+	runs, err = e.Store.ListRuleTestsRuns(e.Ctx, e.OtherTenant(t), id)
 	require.NoError(t, err)
 	require.Empty(t, runs)
 
@@ -265,12 +265,12 @@ func TestRuleTestsRunsWithoutJobAreNotDeduplicated(t *testing.T) {
 func TestRuleVersionsAreTenantScoped(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other := e.otherTenant(t)
+	other := e.OtherTenant(t)
 	v := e.sampleRules(t, store.DevTenantID)
 
 	// A run cannot be recorded for another tenant's version (composite foreign key).
 	err := e.inTx(t, func(tx pgx.Tx) error {
-		_, _, err := e.store.WithTx(tx).RecordRuleTestsRun(e.ctx, passedRun(other, v.RulePackageVersionID, store.MinRuleTestCases))
+		_, _, err := e.Store.WithTx(tx).RecordRuleTestsRun(e.Ctx, passedRun(other, v.RulePackageVersionID, store.MinRuleTestCases))
 		return err
 	})
 	require.Error(t, err)
@@ -282,7 +282,7 @@ func TestRuleVersionsAreTenantScoped(t *testing.T) {
 	requireCode(t, err, errcode.NotFound)
 	require.Equal(t, store.RulesValidated, e.ruleVersion(t, store.DevTenantID, v.RulePackageVersionID).Status)
 	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, err := e.store.WithTx(tx).LockRulePackageVersion(e.ctx, other, v.RulePackageVersionID)
+		_, err := e.Store.WithTx(tx).LockRulePackageVersion(e.Ctx, other, v.RulePackageVersionID)
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)

@@ -17,7 +17,7 @@ import (
 
 func (e env) createSnapshot(t *testing.T, tenantID uuid.UUID) store.Snapshot {
 	t.Helper()
-	sn, err := e.store.CreateSnapshot(e.ctx, tenantID)
+	sn, err := e.Store.CreateSnapshot(e.Ctx, tenantID)
 	require.NoError(t, err)
 	return sn
 }
@@ -27,7 +27,7 @@ func (e env) addItems(t *testing.T, tenantID, snapshotID uuid.UUID, ids []uuid.U
 	var n int
 	err := e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		n, err = e.store.WithTx(tx).AddSnapshotItems(e.ctx, tenantID, snapshotID, ids)
+		n, err = e.Store.WithTx(tx).AddSnapshotItems(e.Ctx, tenantID, snapshotID, ids)
 		return err
 	})
 	return n, err
@@ -38,7 +38,7 @@ func (e env) markReady(t *testing.T, tenantID, snapshotID uuid.UUID) (store.Snap
 	var sn store.Snapshot
 	err := e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		sn, err = e.store.WithTx(tx).MarkSnapshotReady(e.ctx, tenantID, snapshotID)
+		sn, err = e.Store.WithTx(tx).MarkSnapshotReady(e.Ctx, tenantID, snapshotID)
 		return err
 	})
 	return sn, err
@@ -49,7 +49,7 @@ func (e env) seal(t *testing.T, tenantID, snapshotID uuid.UUID) (store.Snapshot,
 	var sn store.Snapshot
 	err := e.inTx(t, func(tx pgx.Tx) error {
 		var err error
-		sn, err = e.store.WithTx(tx).SealSnapshot(e.ctx, tenantID, snapshotID)
+		sn, err = e.Store.WithTx(tx).SealSnapshot(e.Ctx, tenantID, snapshotID)
 		return err
 	})
 	return sn, err
@@ -115,11 +115,11 @@ func TestSnapshotLifecycle(t *testing.T) {
 	n, err = e.addItems(t, store.DevTenantID, sn.SnapshotID, nil)
 	require.NoError(t, err)
 	require.Zero(t, n)
-	got, err := e.store.GetSnapshot(e.ctx, store.DevTenantID, sn.SnapshotID)
+	got, err := e.Store.GetSnapshot(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Equal(t, int64(18), got.ItemCount)
 
-	items, err := e.store.ListSnapshotItems(e.ctx, store.DevTenantID, sn.SnapshotID)
+	items, err := e.Store.ListSnapshotItems(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Len(t, items, 18)
 	all := append(append([]facts.Fact{}, bomFacts...), pcfFacts...)
@@ -162,7 +162,7 @@ func TestSnapshotLifecycle(t *testing.T) {
 	_, err = e.markReady(t, store.DevTenantID, sn.SnapshotID)
 	requireCode(t, err, errcode.InvalidState)
 
-	got, err = e.store.GetSnapshot(e.ctx, store.DevTenantID, sn.SnapshotID)
+	got, err = e.Store.GetSnapshot(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Equal(t, *sealed.SnapshotHash, *got.SnapshotHash, "the seal is stored")
 	require.Equal(t, store.SnapshotSealed, got.Status)
@@ -198,7 +198,7 @@ func TestSnapshotHoldsOneFactPerTypeAndKey(t *testing.T) {
 	ve := requireCode(t, err, errcode.Validation)
 	require.Equal(t, "fact_ids", ve.Field)
 	require.Contains(t, ve.Message, "battery:EVB-NMC811-75")
-	got, err := e.store.GetSnapshot(e.ctx, store.DevTenantID, sn.SnapshotID)
+	got, err := e.Store.GetSnapshot(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Zero(t, got.ItemCount, "nothing is added")
 
@@ -208,7 +208,7 @@ func TestSnapshotHoldsOneFactPerTypeAndKey(t *testing.T) {
 	require.Equal(t, 17, n)
 	_, err = e.addItems(t, store.DevTenantID, sn.SnapshotID, ids2)
 	requireCode(t, err, errcode.Validation)
-	got, err = e.store.GetSnapshot(e.ctx, store.DevTenantID, sn.SnapshotID)
+	got, err = e.Store.GetSnapshot(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Equal(t, int64(17), got.ItemCount, "a rejected call adds nothing, not even the facts that fit")
 }
@@ -216,7 +216,7 @@ func TestSnapshotHoldsOneFactPerTypeAndKey(t *testing.T) {
 func TestSnapshotRejectsUnknownAndForeignFacts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other := e.otherTenant(t)
+	other := e.OtherTenant(t)
 	mine, _ := e.uploadSample(t, store.DevTenantID, nmc811.DocPCF)
 	theirs, _ := e.uploadSample(t, other, nmc811.DocPCF)
 	myIDs := e.factIDs(t, store.DevTenantID, mine.DocumentVersionID)
@@ -229,12 +229,12 @@ func TestSnapshotRejectsUnknownAndForeignFacts(t *testing.T) {
 	_, err = e.addItems(t, store.DevTenantID, sn.SnapshotID, theirIDs)
 	nf := requireCode(t, err, errcode.NotFound)
 	require.Contains(t, nf.Message, theirIDs[0].String())
-	got, err := e.store.GetSnapshot(e.ctx, store.DevTenantID, sn.SnapshotID)
+	got, err := e.Store.GetSnapshot(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Zero(t, got.ItemCount)
 
 	// The other tenant cannot see or change the snapshot.
-	_, err = e.store.GetSnapshot(e.ctx, other, sn.SnapshotID)
+	_, err = e.Store.GetSnapshot(e.Ctx, other, sn.SnapshotID)
 	requireCode(t, err, errcode.NotFound)
 	_, err = e.addItems(t, other, sn.SnapshotID, theirIDs)
 	requireCode(t, err, errcode.NotFound)
@@ -246,16 +246,16 @@ func TestSnapshotRejectsUnknownAndForeignFacts(t *testing.T) {
 	n, err := e.addItems(t, store.DevTenantID, sn.SnapshotID, myIDs)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	items, err := e.store.ListSnapshotItems(e.ctx, other, sn.SnapshotID)
+	items, err := e.Store.ListSnapshotItems(e.Ctx, other, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Empty(t, items)
-	fs, err := e.store.SnapshotFacts(e.ctx, other, sn.SnapshotID)
+	fs, err := e.Store.SnapshotFacts(e.Ctx, other, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Empty(t, fs)
 
-	_, err = e.store.CreateSnapshot(e.ctx, uuid.New())
+	_, err = e.Store.CreateSnapshot(e.Ctx, uuid.New())
 	requireCode(t, err, errcode.NotFound)
-	_, err = e.store.GetSnapshot(e.ctx, store.DevTenantID, uuid.New())
+	_, err = e.Store.GetSnapshot(e.Ctx, store.DevTenantID, uuid.New())
 	requireCode(t, err, errcode.NotFound)
 }
 
@@ -270,7 +270,7 @@ func TestEmptySnapshotCanBeSealed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.SnapshotSealed, sealed.Status)
 	require.Equal(t, sealOf(t, sn.SnapshotID, nil), *sealed.SnapshotHash)
-	fs, err := e.store.SnapshotFacts(e.ctx, store.DevTenantID, sn.SnapshotID)
+	fs, err := e.Store.SnapshotFacts(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Empty(t, fs)
 }
@@ -281,7 +281,7 @@ func TestSnapshotFactsAreCanonical(t *testing.T) {
 	sn, all := e.sealedSample(t, store.DevTenantID)
 	require.Equal(t, sealOf(t, sn.SnapshotID, all), *sn.SnapshotHash)
 
-	got, err := e.store.SnapshotFacts(e.ctx, store.DevTenantID, sn.SnapshotID)
+	got, err := e.Store.SnapshotFacts(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Len(t, got, len(all))
 	want := map[string][]byte{}

@@ -30,7 +30,7 @@ func TestWebhookEndpointNeverSerialisesItsSecret(t *testing.T) {
 	require.NotContains(t, string(b), testSecret)
 	require.NotContains(t, string(b), "secret")
 
-	list, err := e.store.ListWebhookEndpoints(e.ctx, store.DevTenantID)
+	list, err := e.Store.ListWebhookEndpoints(e.Ctx, store.DevTenantID)
 	require.NoError(t, err)
 	b, err = json.Marshal(list)
 	require.NoError(t, err)
@@ -55,40 +55,39 @@ func TestWebhookEndpointSecretStaysOutOfLogs(t *testing.T) {
 func TestWebhookEndpointUnknownTenantIsNotFound(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, err := e.store.CreateWebhookEndpoint(e.ctx, uuid.New(), "https://hooks.example/in", testSecret)
+	_, err := e.Store.CreateWebhookEndpoint(e.Ctx, uuid.New(), "https://hooks.example/in", testSecret)
 	requireCode(t, err, errcode.NotFound)
 }
 
 func TestWebhookSubscriptions(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other, err := e.store.CreateTenant(e.ctx, "other", "Other")
-	require.NoError(t, err)
+	other := e.OtherTenant(t)
 	ep := e.endpoint(t)
 
-	sub, err := e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, ep.WebhookEndpointID, "passport.activated")
+	sub, err := e.Store.CreateWebhookSubscription(e.Ctx, store.DevTenantID, ep.WebhookEndpointID, "passport.activated")
 	require.NoError(t, err)
 	require.Equal(t, ep.WebhookEndpointID, sub.WebhookEndpointID)
 	require.Equal(t, "passport.activated", sub.EventType)
 
-	_, err = e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, ep.WebhookEndpointID, "passport.activated")
+	_, err = e.Store.CreateWebhookSubscription(e.Ctx, store.DevTenantID, ep.WebhookEndpointID, "passport.activated")
 	requireCode(t, err, errcode.InvalidState)
 
-	_, err = e.store.CreateWebhookSubscription(e.ctx, other.TenantID, ep.WebhookEndpointID, "passport.activated")
+	_, err = e.Store.CreateWebhookSubscription(e.Ctx, other, ep.WebhookEndpointID, "passport.activated")
 	requireCode(t, err, errcode.NotFound)
-	_, err = e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, uuid.New(), "passport.activated")
+	_, err = e.Store.CreateWebhookSubscription(e.Ctx, store.DevTenantID, uuid.New(), "passport.activated")
 	requireCode(t, err, errcode.NotFound)
 
-	subs, err := e.store.ListWebhookSubscriptions(e.ctx, store.DevTenantID, &ep.WebhookEndpointID)
+	subs, err := e.Store.ListWebhookSubscriptions(e.Ctx, store.DevTenantID, &ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.Len(t, subs, 1)
-	subs, err = e.store.ListWebhookSubscriptions(e.ctx, other.TenantID, nil)
+	subs, err = e.Store.ListWebhookSubscriptions(e.Ctx, other, nil)
 	require.NoError(t, err)
 	require.Empty(t, subs, "subscriptions are tenant-scoped")
 
-	requireCode(t, e.store.DeleteWebhookSubscription(e.ctx, other.TenantID, sub.WebhookSubscriptionID), errcode.NotFound)
-	require.NoError(t, e.store.DeleteWebhookSubscription(e.ctx, store.DevTenantID, sub.WebhookSubscriptionID))
-	requireCode(t, e.store.DeleteWebhookSubscription(e.ctx, store.DevTenantID, sub.WebhookSubscriptionID), errcode.NotFound)
+	requireCode(t, e.Store.DeleteWebhookSubscription(e.Ctx, other, sub.WebhookSubscriptionID), errcode.NotFound)
+	require.NoError(t, e.Store.DeleteWebhookSubscription(e.Ctx, store.DevTenantID, sub.WebhookSubscriptionID))
+	requireCode(t, e.Store.DeleteWebhookSubscription(e.Ctx, store.DevTenantID, sub.WebhookSubscriptionID), errcode.NotFound)
 }
 
 func TestDeleteWebhookEndpointSoftDeletesAndDropsSubscriptions(t *testing.T) {
@@ -96,56 +95,55 @@ func TestDeleteWebhookEndpointSoftDeletesAndDropsSubscriptions(t *testing.T) {
 	e := newEnv(t)
 	ep := e.endpoint(t)
 	for _, et := range []string{"passport.activated", "*"} {
-		_, err := e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, ep.WebhookEndpointID, et)
+		_, err := e.Store.CreateWebhookSubscription(e.Ctx, store.DevTenantID, ep.WebhookEndpointID, et)
 		require.NoError(t, err)
 	}
 	// A delivery made before the delete stays as history.
 	res := e.mustAppend(t, passportEvent(store.DevTenantID, uuid.New(), "passport.activated", `{}`))
 	require.Len(t, res.Deliveries, 1)
 
-	require.NoError(t, e.store.DeleteWebhookEndpoint(e.ctx, store.DevTenantID, ep.WebhookEndpointID))
+	require.NoError(t, e.Store.DeleteWebhookEndpoint(e.Ctx, store.DevTenantID, ep.WebhookEndpointID))
 
-	got, err := e.store.GetWebhookEndpoint(e.ctx, store.DevTenantID, ep.WebhookEndpointID)
+	got, err := e.Store.GetWebhookEndpoint(e.Ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err, "the row is kept")
 	require.NotNil(t, got.DeletedAt)
 	require.False(t, got.IsActive)
-	list, err := e.store.ListWebhookEndpoints(e.ctx, store.DevTenantID)
+	list, err := e.Store.ListWebhookEndpoints(e.Ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Empty(t, list)
-	subs, err := e.store.ListWebhookSubscriptions(e.ctx, store.DevTenantID, &ep.WebhookEndpointID)
+	subs, err := e.Store.ListWebhookSubscriptions(e.Ctx, store.DevTenantID, &ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.Empty(t, subs)
-	_, err = e.store.GetWebhookDelivery(e.ctx, store.DevTenantID, res.Deliveries[0].WebhookDeliveryID)
+	_, err = e.Store.GetWebhookDelivery(e.Ctx, store.DevTenantID, res.Deliveries[0].WebhookDeliveryID)
 	require.NoError(t, err)
 
-	requireCode(t, e.store.DeleteWebhookEndpoint(e.ctx, store.DevTenantID, ep.WebhookEndpointID), errcode.NotFound)
-	_, err = e.store.UpdateWebhookEndpoint(e.ctx, store.DevTenantID, ep.WebhookEndpointID, "https://new.example", nil)
+	requireCode(t, e.Store.DeleteWebhookEndpoint(e.Ctx, store.DevTenantID, ep.WebhookEndpointID), errcode.NotFound)
+	_, err = e.Store.UpdateWebhookEndpoint(e.Ctx, store.DevTenantID, ep.WebhookEndpointID, "https://new.example", nil)
 	requireCode(t, err, errcode.NotFound)
-	_, err = e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, ep.WebhookEndpointID, "passport.created")
+	_, err = e.Store.CreateWebhookSubscription(e.Ctx, store.DevTenantID, ep.WebhookEndpointID, "passport.created")
 	requireCode(t, err, errcode.NotFound)
 }
 
 func TestUpdateWebhookEndpoint(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	other, err := e.store.CreateTenant(e.ctx, "other", "Other")
-	require.NoError(t, err)
-	ep, err := e.store.CreateWebhookEndpoint(e.ctx, store.DevTenantID, "https://old.example/in", testSecret)
+	other := e.OtherTenant(t)
+	ep, err := e.Store.CreateWebhookEndpoint(e.Ctx, store.DevTenantID, "https://old.example/in", testSecret)
 	require.NoError(t, err)
 
-	got, err := e.store.UpdateWebhookEndpoint(e.ctx, store.DevTenantID, ep.WebhookEndpointID, "", ptr(false))
+	got, err := e.Store.UpdateWebhookEndpoint(e.Ctx, store.DevTenantID, ep.WebhookEndpointID, "", ptr(false))
 	require.NoError(t, err)
 	require.Equal(t, "https://old.example/in", got.URL, "empty url keeps the url")
 	require.False(t, got.IsActive)
 
-	got, err = e.store.UpdateWebhookEndpoint(e.ctx, store.DevTenantID, ep.WebhookEndpointID, "https://new.example/in", nil)
+	got, err = e.Store.UpdateWebhookEndpoint(e.Ctx, store.DevTenantID, ep.WebhookEndpointID, "https://new.example/in", nil)
 	require.NoError(t, err)
 	require.Equal(t, "https://new.example/in", got.URL)
 	require.False(t, got.IsActive, "nil is_active keeps it")
 
-	_, err = e.store.UpdateWebhookEndpoint(e.ctx, other.TenantID, ep.WebhookEndpointID, "https://evil.example", ptr(true))
+	_, err = e.Store.UpdateWebhookEndpoint(e.Ctx, other, ep.WebhookEndpointID, "https://evil.example", ptr(true))
 	requireCode(t, err, errcode.NotFound)
-	_, err = e.store.GetWebhookEndpoint(e.ctx, other.TenantID, ep.WebhookEndpointID)
+	_, err = e.Store.GetWebhookEndpoint(e.Ctx, other, ep.WebhookEndpointID)
 	requireCode(t, err, errcode.NotFound)
 }
 
@@ -153,15 +151,15 @@ func TestRecordDeliveryAttempt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ep := e.endpoint(t)
-	_, err := e.store.CreateWebhookSubscription(e.ctx, store.DevTenantID, ep.WebhookEndpointID, "*")
+	_, err := e.Store.CreateWebhookSubscription(e.Ctx, store.DevTenantID, ep.WebhookEndpointID, "*")
 	require.NoError(t, err)
 	id := e.mustAppend(t, passportEvent(store.DevTenantID, uuid.New(), "passport.activated", `{}`)).Deliveries[0].WebhookDeliveryID
 
 	at := time.Now().UTC().Truncate(time.Microsecond)
-	require.NoError(t, e.store.RecordDeliveryAttempt(e.ctx, store.DevTenantID, id, store.DeliveryAttempt{
+	require.NoError(t, e.Store.RecordDeliveryAttempt(e.Ctx, store.DevTenantID, id, store.DeliveryAttempt{
 		Status: store.DeliveryPending, HTTPStatus: ptr(503), ErrorCode: "WEBHOOK_5XX", ErrorMessage: "endpoint answered HTTP 503", At: at,
 	}))
-	d, err := e.store.GetWebhookDelivery(e.ctx, store.DevTenantID, id)
+	d, err := e.Store.GetWebhookDelivery(e.Ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	require.Equal(t, store.DeliveryPending, d.Status)
 	require.Equal(t, int32(1), d.Attempts)
@@ -169,11 +167,11 @@ func TestRecordDeliveryAttempt(t *testing.T) {
 	require.Equal(t, "WEBHOOK_5XX", *d.ErrorCode)
 	require.Nil(t, d.DeliveredAt)
 
-	require.NoError(t, e.store.RecordDeliveryAttempt(e.ctx, store.DevTenantID, id, store.DeliveryAttempt{
+	require.NoError(t, e.Store.RecordDeliveryAttempt(e.Ctx, store.DevTenantID, id, store.DeliveryAttempt{
 		Status: store.DeliveryDelivered, HTTPStatus: ptr(204),
 		ResponseHeaders: map[string]string{"X-Request-Id": "r-1"}, ResponseBody: []byte("thanks"), At: at,
 	}))
-	d, err = e.store.GetWebhookDelivery(e.ctx, store.DevTenantID, id)
+	d, err = e.Store.GetWebhookDelivery(e.Ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	require.Equal(t, store.DeliveryDelivered, d.Status)
 	require.Equal(t, int32(2), d.Attempts)
@@ -189,23 +187,23 @@ func TestRecordDeliveryAttempt(t *testing.T) {
 	require.Equal(t, "thanks", m["response_body"], "the body is shown as text")
 	require.Equal(t, "DELIVERED", m["status"])
 
-	err = e.store.RecordDeliveryAttempt(e.ctx, uuid.New(), id, store.DeliveryAttempt{Status: store.DeliveryFailed, At: at})
+	err = e.Store.RecordDeliveryAttempt(e.Ctx, uuid.New(), id, store.DeliveryAttempt{Status: store.DeliveryFailed, At: at})
 	requireCode(t, err, errcode.NotFound)
 }
 
 func TestTenants(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	acme, err := e.store.CreateTenant(e.ctx, "acme", "Acme Batteries")
+	acme, err := e.Store.CreateTenant(e.Ctx, "acme", "Acme Batteries")
 	require.NoError(t, err)
 	require.NotEqual(t, uuid.Nil, acme.TenantID)
 	require.Equal(t, "acme", acme.Slug)
 
-	_, err = e.store.CreateTenant(e.ctx, "acme", "Another Acme")
+	_, err = e.Store.CreateTenant(e.Ctx, "acme", "Another Acme")
 	dup := requireCode(t, err, errcode.InvalidState)
 	require.Contains(t, dup.Message, "acme")
 
-	tenants, err := e.store.ListTenants(e.ctx)
+	tenants, err := e.Store.ListTenants(e.Ctx)
 	require.NoError(t, err)
 	slugs := make([]string, len(tenants))
 	for i, tn := range tenants {
@@ -215,7 +213,7 @@ func TestTenants(t *testing.T) {
 	require.Equal(t, []string{"acme", "dev"}, slugs, "sorted by slug, system tenant hidden")
 	require.Equal(t, store.DevTenantID, tenants[1].TenantID)
 
-	require.NoError(t, e.store.RequireTenant(e.ctx, acme.TenantID))
-	require.NoError(t, e.store.RequireTenant(e.ctx, store.DevTenantID))
-	requireCode(t, e.store.RequireTenant(e.ctx, uuid.New()), errcode.NotFound)
+	require.NoError(t, e.Store.RequireTenant(e.Ctx, acme.TenantID))
+	require.NoError(t, e.Store.RequireTenant(e.Ctx, store.DevTenantID))
+	requireCode(t, e.Store.RequireTenant(e.Ctx, uuid.New()), errcode.NotFound)
 }

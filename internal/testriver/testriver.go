@@ -1,7 +1,7 @@
 // Package testriver builds River clients for tests: an insert-only client
 // (what the API role runs) and the service's worker client over a test's
 // schema, with the registered workers, started for the test and stopped
-// when it ends.
+// when it ends (or left to a benchmark that times them).
 package testriver
 
 import (
@@ -31,11 +31,11 @@ func Inserter(t testing.TB, pool *pgxpool.Pool) *river.Client[pgx.Tx] {
 	return client
 }
 
-// Options configure Start.
+// Options configure New and Start.
 type Options struct {
 	// Client configures the River client. Zero fields take the values of a
 	// fast test: ID "test", 4 workers per queue, a 20 ms poll, a 1 ms
-	// backoff unit, 5 attempts. Start sets Work, Logger, Workers and
+	// backoff unit, 5 attempts. New sets Work, Logger, Workers and
 	// Observer.
 	Client workers.ClientOptions
 	// Deps are the workers' dependencies; Store, Logger (discarding),
@@ -50,10 +50,24 @@ type Options struct {
 }
 
 // Start builds the service's River client working every queue with the
-// registered workers on pool, starts it with the test's context and stops it
-// when the test ends. It returns the client and the dependencies the
-// workers got.
+// registered workers on pool (New), starts it with the test's context and
+// stops it when the test ends. It returns the client and the dependencies
+// the workers got.
 func Start(t testing.TB, pool *pgxpool.Pool, o Options) (*river.Client[pgx.Tx], workers.Deps) {
+	t.Helper()
+	client, d := New(t, pool, o)
+	require.NoError(t, client.Start(t.Context()))
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = client.Stop(stopCtx)
+	})
+	return client, d
+}
+
+// New builds the client Start starts, and leaves starting and stopping it
+// to the caller (a benchmark times both).
+func New(t testing.TB, pool *pgxpool.Pool, o Options) (*river.Client[pgx.Tx], workers.Deps) {
 	t.Helper()
 	d := o.Deps
 	if d.Store == nil {
@@ -93,12 +107,6 @@ func Start(t testing.TB, pool *pgxpool.Pool, o Options) (*river.Client[pgx.Tx], 
 	c.Observer = &workers.Observer{Logger: d.Logger, Metrics: d.Metrics, Leases: o.Leases}
 	client, err := workers.NewClient(pool, c)
 	require.NoError(t, err)
-	require.NoError(t, client.Start(t.Context()))
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = client.Stop(stopCtx)
-	})
 	return client, d
 }
 
