@@ -203,6 +203,20 @@ func reply[T any](status int, body T) (*out[T], error) {
 	return &out[T]{Status: status, Body: body}, nil
 }
 
+// ok answers v with 200, or the error: return ok(s.Store.GetSnapshot(…)).
+func ok[T any](v T, err error) (*out[T], error) { return replyOr(http.StatusOK, v, err) }
+
+// created answers v with 201, or the error.
+func created[T any](v T, err error) (*out[T], error) { return replyOr(http.StatusCreated, v, err) }
+
+// replyOr answers v with status, or err when there is one.
+func replyOr[T any](status int, v T, err error) (*out[T], error) {
+	if err != nil {
+		return nil, err
+	}
+	return reply(status, v)
+}
+
 // items is the {"items": [...]} shape of the list endpoints.
 type items[T any] struct {
 	Items []T `json:"items"`

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -40,16 +41,21 @@ func decodeTenantBody(body []byte, dst any, tenant *string) (uuid.UUID, error) {
 	return parseUUID("tenant_id", *tenant)
 }
 
+// decodeForID decodes the body into dst, parses its tenant_id and then the
+// {id} path parameter.
+func decodeForID(body []byte, dst any, tenant *string, pathID string) (tenantID, id uuid.UUID, err error) {
+	if tenantID, err = decodeTenantBody(body, dst, tenant); err != nil {
+		return uuid.Nil, uuid.Nil, err
+	}
+	id, err = parseUUID("id", pathID)
+	return tenantID, id, err
+}
+
 // bodyTenantAndID decodes a body that carries only tenant_id and reads the
 // {id} path parameter.
 func bodyTenantAndID(body []byte, pathID string) (uuid.UUID, uuid.UUID, error) {
 	var in tenantRequest
-	tenantID, err := decodeTenantBody(body, &in, &in.TenantID)
-	if err != nil {
-		return uuid.Nil, uuid.Nil, err
-	}
-	id, err := parseUUID("id", pathID)
-	return tenantID, id, err
+	return decodeForID(body, &in, &in.TenantID, pathID)
 }
 
 // requireName trims a required name and checks its length in characters.
@@ -61,43 +67,71 @@ func requireName(field, value string, maxChars int) (string, error) {
 	return v, nil
 }
 
-// enqueueDomainJob enqueues args in one transaction after check (run in the
-// same transaction; it may be nil), with the optional Idempotency-Key
-// header as the idempotency key. A repeated key with the same args returns
-// the existing job.
-func (s *Server) enqueueDomainJob(ctx context.Context, key string, args jobargs.Args, check func(ctx context.Context, q *store.Queries) error) (store.Job, error) {
+// startJob enqueues args in one transaction after check (run in the same
+// transaction; it may be nil), with the optional Idempotency-Key header as
+// the idempotency key, and answers 202 with the job. A repeated key with
+// the same args answers the existing job.
+func (s *Server) startJob(ctx context.Context, key string, args jobargs.Args, check func(ctx context.Context, q *store.Queries) error) (*out[jobResponse], error) {
 	if len(key) > maxIdemKeyChars {
-		return store.Job{}, errcode.Invalid(HeaderIdempotencyKey, "must be at most %d characters", maxIdemKeyChars)
+		return nil, errcode.Invalid(HeaderIdempotencyKey, "must be at most %d characters", maxIdemKeyChars)
 	}
 	if err := args.Validate(); err != nil {
-		return store.Job{}, err
+		return nil, err
 	}
 	if err := s.checkQueueDepth(ctx, args); err != nil {
-		return store.Job{}, err
+		return nil, err
 	}
-	var res store.EnqueueResult
-	err := s.inTx(ctx, func(t passport.Tx) error {
+	res, err := inTxValue(ctx, s, func(t passport.Tx) (store.EnqueueResult, error) {
 		if check != nil {
 			if err := check(ctx, t.Q); err != nil {
-				return err
+				return store.EnqueueResult{}, err
 			}
 		}
-		var err error
-		res, err = t.Enqueue(ctx, args, key)
-		return err
+		return t.Enqueue(ctx, args, key)
 	})
 	if err != nil {
-		return store.Job{}, err
+		return nil, err
 	}
 	if !res.Existing {
 		s.logTransition(ctx, res.Job, "api")
 	}
-	return res.Job, nil
+	return reply(http.StatusAccepted, jobResponse{Job: res.Job})
+}
+
+// exists is a check of startJob: get (a method expression such as
+// (*store.Queries).GetSnapshot) finds the tenant's id.
+func exists[T any](get func(*store.Queries, context.Context, uuid.UUID, uuid.UUID) (T, error), tenantID, id uuid.UUID) func(context.Context, *store.Queries) error {
+	return func(ctx context.Context, q *store.Queries) error {
+		_, err := get(q, ctx, tenantID, id)
+		return err
+	}
 }
 
 // inTx runs a domain operation in a transaction, as the admin API.
 func (s *Server) inTx(ctx context.Context, fn func(t passport.Tx) error) error {
 	return passport.InTx(ctx, s.Store, s.River, domainActor, fn)
+}
+
+// inTxValue is inTx for an operation with a result.
+func inTxValue[T any](ctx context.Context, s *Server, fn func(t passport.Tx) (T, error)) (T, error) {
+	var v T
+	err := s.inTx(ctx, func(t passport.Tx) error {
+		var err error
+		v, err = fn(t)
+		return err
+	})
+	return v, err
+}
+
+// actOnID answers POST …/{id}/<action> whose body names only the tenant:
+// op changes the resource in a transaction, as the admin API, and answers
+// 200 with what it returns.
+func actOnID[T any](ctx context.Context, s *Server, req *idBody, op func(context.Context, passport.Tx, uuid.UUID, uuid.UUID) (T, error)) (*out[T], error) {
+	tenantID, id, err := bodyTenantAndID(req.RawBody, req.ID)
+	if err != nil {
+		return nil, err
+	}
+	return ok(inTxValue(ctx, s, func(t passport.Tx) (T, error) { return op(ctx, t, tenantID, id) }))
 }
 
 // idKeyBody is an {id}, an optional Idempotency-Key and a JSON body (that

@@ -33,11 +33,7 @@ func (s *Server) handleCreateDocument(ctx context.Context, req *jsonInput) (*out
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.Store.CreateDocument(ctx, tenantID, in.Kind, name)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusCreated, d)
+	return created(s.Store.CreateDocument(ctx, tenantID, in.Kind, name))
 }
 
 func (s *Server) handleListDocuments(ctx context.Context, req *tenantParam) (*out[items[store.Document]], error) {
@@ -50,7 +46,7 @@ type documentWithVersions struct {
 }
 
 func (s *Server) handleGetDocument(ctx context.Context, req *idParams) (*out[documentWithVersions], error) {
-	return withChildren(ctx, req, s.Store.GetDocument, s.Store.ListDocumentVersions, func(d store.Document, vs []store.DocumentVersion) documentWithVersions {
+	return getJoined(ctx, req, s.Store.GetDocument, s.Store.ListDocumentVersions, func(d store.Document, vs []store.DocumentVersion) documentWithVersions {
 		return documentWithVersions{Document: d, Versions: vs}
 	})
 }
@@ -71,11 +67,7 @@ type uploadVersionResponse struct {
 // (200, job null): the content dedup makes the upload idempotent.
 func (s *Server) handleUploadDocumentVersion(ctx context.Context, req *idBody) (*out[uploadVersionResponse], error) {
 	var in uploadVersionRequest
-	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
-	if err != nil {
-		return nil, err
-	}
-	documentID, err := parseUUID("id", req.ID)
+	tenantID, documentID, err := decodeForID(req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -90,12 +82,10 @@ func (s *Server) handleUploadDocumentVersion(ctx context.Context, req *idBody) (
 	if err := s.checkQueueDepth(ctx, jobargs.ParseFactsArgs{}); err != nil {
 		return nil, err
 	}
-	var up passport.Uploaded
-	err = s.inTx(ctx, func(t passport.Tx) error {
-		up, err = passport.UploadDocumentVersion(ctx, t, passport.Upload{
+	up, err := inTxValue(ctx, s, func(t passport.Tx) (passport.Uploaded, error) {
+		return passport.UploadDocumentVersion(ctx, t, passport.Upload{
 			TenantID: tenantID, DocumentID: documentID, MimeType: mimeType, Content: content,
 		})
-		return err
 	})
 	if err != nil {
 		return nil, err
@@ -136,10 +126,7 @@ func (s *Server) handleListFacts(ctx context.Context, req *listFactsParams) (*ou
 		return nil, err
 	}
 	fs, err := s.Store.ListFacts(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, items[store.Fact]{Items: fs})
+	return ok(items[store.Fact]{Items: fs}, err)
 }
 
 // requireFactScope checks the tenant exists and, when given, the document

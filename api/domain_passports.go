@@ -36,11 +36,7 @@ func (s *Server) handleCreateProduct(ctx context.Context, req *jsonInput) (*out[
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.Store.CreateBatteryProduct(ctx, tenantID, sku, name)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusCreated, p)
+	return created(s.Store.CreateBatteryProduct(ctx, tenantID, sku, name))
 }
 
 func (s *Server) handleListProducts(ctx context.Context, req *tenantParam) (*out[items[store.BatteryProduct]], error) {
@@ -71,11 +67,7 @@ func (s *Server) handleCreatePassport(ctx context.Context, req *jsonInput) (*out
 	if err := s.requireTenantExists(ctx, tenantID); err != nil {
 		return nil, err
 	}
-	p, err := s.Store.CreatePassport(ctx, tenantID, productID)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusCreated, p)
+	return created(s.Store.CreatePassport(ctx, tenantID, productID))
 }
 
 type passportWithVersions struct {
@@ -84,7 +76,7 @@ type passportWithVersions struct {
 }
 
 func (s *Server) handleGetPassport(ctx context.Context, req *idParams) (*out[passportWithVersions], error) {
-	return withChildren(ctx, req, s.Store.GetPassport, s.Store.ListPassportVersions, func(p store.Passport, vs []store.PassportVersion) passportWithVersions {
+	return getJoined(ctx, req, s.Store.GetPassport, s.Store.ListPassportVersions, func(p store.Passport, vs []store.PassportVersion) passportWithVersions {
 		return passportWithVersions{Passport: p, Versions: vs}
 	})
 }
@@ -100,11 +92,7 @@ type compileRequest struct {
 // SNAPSHOT_NOT_READY or RULE_PKG_NOT_PUBLISHED (or NOT_FOUND), as specified.
 func (s *Server) handleCompilePassport(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
 	var in compileRequest
-	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
-	if err != nil {
-		return nil, err
-	}
-	passportID, err := parseUUID("id", req.ID)
+	tenantID, passportID, err := decodeForID(req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -118,14 +106,7 @@ func (s *Server) handleCompilePassport(ctx context.Context, req *idKeyBody) (*ou
 	}
 	args := jobargs.CompilePassportArgs{Base: jobargs.Base{TenantID: tenantID},
 		PassportID: passportID, SnapshotID: snapshotID, RulePackageVersionID: ruleVersionID}
-	job, err := s.enqueueDomainJob(ctx, req.IdempotencyKey, args, func(ctx context.Context, q *store.Queries) error {
-		_, err := q.GetPassport(ctx, tenantID, passportID)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusAccepted, jobResponse{Job: job})
+	return s.startJob(ctx, req.IdempotencyKey, args, exists((*store.Queries).GetPassport, tenantID, passportID))
 }
 
 func (s *Server) handleGetPassportVersion(ctx context.Context, req *idParams) (*out[store.PassportVersion], error) {
@@ -203,19 +184,7 @@ func bytesReply(contentType, etag string, body []byte) (*bytesOutput, error) {
 // handleActivatePassportVersion activates a SIGNED version with its QR code
 // and supersedes the previous ACTIVE version, recording both events.
 func (s *Server) handleActivatePassportVersion(ctx context.Context, req *idBody) (*out[store.PassportVersion], error) {
-	tenantID, id, err := bodyTenantAndID(req.RawBody, req.ID)
-	if err != nil {
-		return nil, err
-	}
-	var v store.PassportVersion
-	err = s.inTx(ctx, func(t passport.Tx) error {
-		v, err = passport.ActivatePassportVersion(ctx, t, tenantID, id)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, v)
+	return actOnID(ctx, s, req, passport.ActivatePassportVersion)
 }
 
 type exportRequest struct {
@@ -227,11 +196,7 @@ type exportRequest struct {
 // version (the job requires it ACTIVE).
 func (s *Server) handleExportPassportVersion(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
 	var in exportRequest
-	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
-	if err != nil {
-		return nil, err
-	}
-	id, err := parseUUID("id", req.ID)
+	tenantID, id, err := decodeForID(req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -240,14 +205,7 @@ func (s *Server) handleExportPassportVersion(ctx context.Context, req *idKeyBody
 		return nil, err
 	}
 	args := jobargs.ExportPassportArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: id, Format: format}
-	job, err := s.enqueueDomainJob(ctx, req.IdempotencyKey, args, func(ctx context.Context, q *store.Queries) error {
-		_, err := q.GetPassportVersion(ctx, tenantID, id)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusAccepted, jobResponse{Job: job})
+	return s.startJob(ctx, req.IdempotencyKey, args, exists((*store.Queries).GetPassportVersion, tenantID, id))
 }
 
 // exportFormat upper-cases and checks an export format; optional ones

@@ -7,8 +7,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// The read endpoints of the domain share four shapes; these serve them from
-// a store method (a method value such as s.Store.GetSnapshot).
+// The read and delete endpoints share these shapes; they serve them from
+// store methods (method values such as s.Store.GetSnapshot).
 
 // listFunc lists a tenant's resources.
 type listFunc[T any] func(ctx context.Context, tenantID uuid.UUID) ([]T, error)
@@ -26,10 +26,7 @@ func listTenant[T any](ctx context.Context, s *Server, in *tenantParam, list lis
 		return nil, err
 	}
 	all, err := list(ctx, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, items[T]{Items: all})
+	return ok(items[T]{Items: all}, err)
 }
 
 // getByID answers GET …/{id}?tenant_id= with the resource.
@@ -38,22 +35,18 @@ func getByID[T any](ctx context.Context, in *idParams, get getFunc[T]) (*out[T],
 	if err != nil {
 		return nil, err
 	}
-	v, err := get(ctx, tenantID, id)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, v)
+	return ok(get(ctx, tenantID, id))
 }
 
 // listChildren answers GET …/{id}/<children>?tenant_id= with {items}; an
 // unknown parent is 404 (not an empty list).
 func listChildren[P, T any](ctx context.Context, in *idParams, parent getFunc[P], children getFunc[[]T]) (*out[items[T]], error) {
-	return withChildren(ctx, in, parent, children, func(_ P, all []T) items[T] { return items[T]{Items: all} })
+	return getJoined(ctx, in, parent, children, func(_ P, all []T) items[T] { return items[T]{Items: all} })
 }
 
-// withChildren answers GET …/{id}?tenant_id= with the resource and its
-// children, combined by join.
-func withChildren[P, T, R any](ctx context.Context, in *idParams, parent getFunc[P], children getFunc[[]T], join func(P, []T) R) (*out[R], error) {
+// getJoined answers GET …/{id}?tenant_id= with the resource and what a
+// second read finds for it (its children, its state), combined by join.
+func getJoined[P, C, R any](ctx context.Context, in *idParams, parent getFunc[P], more getFunc[C], join func(P, C) R) (*out[R], error) {
 	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
 	if err != nil {
 		return nil, err
@@ -62,9 +55,21 @@ func withChildren[P, T, R any](ctx context.Context, in *idParams, parent getFunc
 	if err != nil {
 		return nil, err
 	}
-	all, err := children(ctx, tenantID, id)
+	c, err := more(ctx, tenantID, id)
 	if err != nil {
 		return nil, err
 	}
-	return reply(http.StatusOK, join(p, all))
+	return reply(http.StatusOK, join(p, c))
+}
+
+// deleteByID answers DELETE …/{id}?tenant_id= with 204 once del removed it.
+func deleteByID(ctx context.Context, in *idParams, del func(ctx context.Context, tenantID, id uuid.UUID) error) (*struct{}, error) {
+	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	if err := del(ctx, tenantID, id); err != nil {
+		return nil, err
+	}
+	return &struct{}{}, nil
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"net/http"
 	"strings"
 
 	"github.com/google/uuid"
@@ -28,11 +27,7 @@ func (s *Server) handleCreateRulePackage(ctx context.Context, req *jsonInput) (*
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.Store.CreateRulePackage(ctx, tenantID, name)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusCreated, p)
+	return created(s.Store.CreateRulePackage(ctx, tenantID, name))
 }
 
 func (s *Server) handleListRulePackages(ctx context.Context, req *tenantParam) (*out[items[store.RulePackage]], error) {
@@ -45,7 +40,7 @@ type rulePackageWithVersions struct {
 }
 
 func (s *Server) handleGetRulePackage(ctx context.Context, req *idParams) (*out[rulePackageWithVersions], error) {
-	return withChildren(ctx, req, s.Store.GetRulePackage, s.Store.ListRulePackageVersions, func(p store.RulePackage, vs []store.RulePackageVersion) rulePackageWithVersions {
+	return getJoined(ctx, req, s.Store.GetRulePackage, s.Store.ListRulePackageVersions, func(p store.RulePackage, vs []store.RulePackageVersion) rulePackageWithVersions {
 		return rulePackageWithVersions{RulePackage: p, Versions: vs}
 	})
 }
@@ -64,11 +59,7 @@ type createRuleVersionRequest struct {
 // works on it.
 func (s *Server) handleCreateRuleVersion(ctx context.Context, req *idBody) (*out[store.RulePackageVersion], error) {
 	var in createRuleVersionRequest
-	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
-	if err != nil {
-		return nil, err
-	}
-	packageID, err := parseUUID("id", req.ID)
+	tenantID, packageID, err := decodeForID(req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -76,15 +67,9 @@ func (s *Server) handleCreateRuleVersion(ctx context.Context, req *idBody) (*out
 	if err != nil {
 		return nil, err
 	}
-	var v store.RulePackageVersion
-	err = s.inTx(ctx, func(t passport.Tx) error {
-		v, err = passport.CreateRuleVersion(ctx, t, tenantID, packageID, src)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusCreated, v)
+	return created(inTxValue(ctx, s, func(t passport.Tx) (store.RulePackageVersion, error) {
+		return passport.CreateRuleVersion(ctx, t, tenantID, packageID, src)
+	}))
 }
 
 func (s *Server) handleGetRuleVersion(ctx context.Context, req *ruleVersionParams) (*out[store.RulePackageVersion], error) {
@@ -100,11 +85,7 @@ func (s *Server) handleGetRuleVersion(ctx context.Context, req *ruleVersionParam
 	default:
 		return nil, errcode.Invalid("include", "must be \"sources\" or absent")
 	}
-	v, err := s.Store.GetRulePackageVersion(ctx, tenantID, id, withSources)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, v)
+	return ok(s.Store.GetRulePackageVersion(ctx, tenantID, id, withSources))
 }
 
 type runRuleTestsRequest struct {
@@ -115,11 +96,7 @@ type runRuleTestsRequest struct {
 // handleRunRuleTests enqueues RUN_RULE_TESTS for an existing version.
 func (s *Server) handleRunRuleTests(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
 	var in runRuleTestsRequest
-	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
-	if err != nil {
-		return nil, err
-	}
-	id, err := parseUUID("id", req.ID)
+	tenantID, id, err := decodeForID(req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -127,37 +104,25 @@ func (s *Server) handleRunRuleTests(ctx context.Context, req *idKeyBody) (*out[j
 	if in.Seed != nil {
 		args.Seed = *in.Seed
 	}
-	job, err := s.enqueueDomainJob(ctx, req.IdempotencyKey, args, func(ctx context.Context, q *store.Queries) error {
-		_, err := q.GetRulePackageVersion(ctx, tenantID, id, false)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusAccepted, jobResponse{Job: job})
+	return s.startJob(ctx, req.IdempotencyKey, args, exists(ruleVersion, tenantID, id))
 }
 
 func (s *Server) handleListRuleTestsRuns(ctx context.Context, req *idParams) (*out[items[store.RuleTestsRun]], error) {
 	version := func(ctx context.Context, tenantID, id uuid.UUID) (store.RulePackageVersion, error) {
-		return s.Store.GetRulePackageVersion(ctx, tenantID, id, false)
+		return ruleVersion(s.Store, ctx, tenantID, id)
 	}
 	return listChildren(ctx, req, version, s.Store.ListRuleTestsRuns)
+}
+
+// ruleVersion reads a rule package version without its sources. It takes
+// the store first, as the method expression (*store.Queries).GetSnapshot
+// does, to be a getter of exists.
+func ruleVersion(q *store.Queries, ctx context.Context, tenantID, id uuid.UUID) (store.RulePackageVersion, error) {
+	return q.GetRulePackageVersion(ctx, tenantID, id, false)
 }
 
 // handlePublishRuleVersion publishes a VALIDATED version; publishing a
 // PUBLISHED version again changes nothing and records no event.
 func (s *Server) handlePublishRuleVersion(ctx context.Context, req *idBody) (*out[store.RulePackageVersion], error) {
-	tenantID, id, err := bodyTenantAndID(req.RawBody, req.ID)
-	if err != nil {
-		return nil, err
-	}
-	var v store.RulePackageVersion
-	err = s.inTx(ctx, func(t passport.Tx) error {
-		v, err = passport.PublishRuleVersion(ctx, t, tenantID, id)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, v)
+	return actOnID(ctx, s, req, passport.PublishRuleVersion)
 }

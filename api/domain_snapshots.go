@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 
 	"github.com/google/uuid"
@@ -19,11 +18,7 @@ func (s *Server) handleCreateSnapshot(ctx context.Context, req *jsonInput) (*out
 	if err != nil {
 		return nil, err
 	}
-	sn, err := s.Store.CreateSnapshot(ctx, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusCreated, sn)
+	return created(s.Store.CreateSnapshot(ctx, tenantID))
 }
 
 func (s *Server) handleGetSnapshot(ctx context.Context, req *idParams) (*out[store.Snapshot], error) {
@@ -58,11 +53,7 @@ func parseUUIDs(field string, values []string) ([]uuid.UUID, error) {
 // and every fact of the listed document versions.
 func (s *Server) handleAddSnapshotItems(ctx context.Context, req *idBody) (*out[addItemsResponse], error) {
 	var in addItemsRequest
-	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
-	if err != nil {
-		return nil, err
-	}
-	snapshotID, err := parseUUID("id", req.ID)
+	tenantID, snapshotID, err := decodeForID(req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -80,15 +71,10 @@ func (s *Server) handleAddSnapshotItems(ctx context.Context, req *idBody) (*out[
 	if err != nil {
 		return nil, err
 	}
-	var out addItemsResponse
-	err = s.inTx(ctx, func(t passport.Tx) error {
-		out.Snapshot, out.Added, err = passport.AddSnapshotItems(ctx, t, tenantID, snapshotID, factIDs, versionIDs)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, out)
+	return ok(inTxValue(ctx, s, func(t passport.Tx) (addItemsResponse, error) {
+		sn, added, err := passport.AddSnapshotItems(ctx, t, tenantID, snapshotID, factIDs, versionIDs)
+		return addItemsResponse{Snapshot: sn, Added: added}, err
+	}))
 }
 
 func (s *Server) handleListSnapshotItems(ctx context.Context, req *idParams) (*out[items[store.SnapshotItem]], error) {
@@ -101,30 +87,11 @@ func (s *Server) handleBuildSnapshot(ctx context.Context, req *idKeyBody) (*out[
 	if err != nil {
 		return nil, err
 	}
-	job, err := s.enqueueDomainJob(ctx, req.IdempotencyKey, jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: tenantID}, SnapshotID: id},
-		func(ctx context.Context, q *store.Queries) error {
-			_, err := q.GetSnapshot(ctx, tenantID, id)
-			return err
-		})
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusAccepted, jobResponse{Job: job})
+	args := jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: tenantID}, SnapshotID: id}
+	return s.startJob(ctx, req.IdempotencyKey, args, exists((*store.Queries).GetSnapshot, tenantID, id))
 }
 
 // handleSealSnapshot seals a READY snapshot and records snapshot.sealed.
 func (s *Server) handleSealSnapshot(ctx context.Context, req *idBody) (*out[store.Snapshot], error) {
-	tenantID, id, err := bodyTenantAndID(req.RawBody, req.ID)
-	if err != nil {
-		return nil, err
-	}
-	var sn store.Snapshot
-	err = s.inTx(ctx, func(t passport.Tx) error {
-		sn, err = passport.SealSnapshot(ctx, t, tenantID, id)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, sn)
+	return actOnID(ctx, s, req, passport.SealSnapshot)
 }

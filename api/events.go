@@ -7,9 +7,9 @@ import (
 	"regexp"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -38,10 +38,7 @@ type appendEventResponse struct {
 // a delivery and a DELIVER_WEBHOOK job in the same transaction.
 func (s *Server) handleAppendEvent(ctx context.Context, raw *jsonInput) (*out[appendEventResponse], error) {
 	var in appendEventRequest
-	if err := decodeBytes(raw.RawBody, &in); err != nil {
-		return nil, err
-	}
-	tenantID, err := parseUUID("tenant_id", in.TenantID)
+	tenantID, err := decodeTenantBody(raw.RawBody, &in, &in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -60,13 +57,11 @@ func (s *Server) handleAppendEvent(ctx context.Context, raw *jsonInput) (*out[ap
 	if err := s.requireTenantExists(ctx, tenantID); err != nil {
 		return nil, err
 	}
-	var res store.AppendResult
-	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-		res, err = s.Store.WithTx(tx).AppendEvent(ctx, s.River, store.EventInput{
+	res, err := inTxValue(ctx, s, func(t passport.Tx) (store.AppendResult, error) {
+		return t.Q.AppendEvent(ctx, t.Ins, store.EventInput{
 			TenantID: tenantID, AggregateType: in.AggregateType, AggregateID: aggregateID,
 			EventType: in.EventType, ActorID: in.ActorID, Payload: in.Payload,
 		})
-		return err
 	})
 	if err != nil {
 		return nil, err

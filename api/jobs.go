@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -85,9 +84,9 @@ func (s *Server) toStoreRequest(in enqueueRequest, prefix string) (store.Enqueue
 	return req, nil
 }
 
-// enqueue inserts the requests in one transaction, retrying once when a
-// concurrent request raced on the same idempotency key. batch says whether
-// errors name fields as jobs[i].….
+// enqueue inserts the requests in one transaction (inTx runs it again when
+// a concurrent request raced on the same idempotency key). batch says
+// whether errors name fields as jobs[i].….
 func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest, batch bool) ([]store.EnqueueResult, error) {
 	args := make([]jobargs.Args, len(reqs))
 	for i, req := range reqs {
@@ -108,17 +107,9 @@ func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest, batch
 	if err := s.requireRefs(ctx, reqs, batch); err != nil {
 		return nil, err
 	}
-	var results []store.EnqueueResult
-	var err error
-	for range 3 {
-		err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-			results, err = s.Store.WithTx(tx).EnqueueTx(ctx, s.River, reqs)
-			return err
-		})
-		if !errors.Is(err, store.ErrIdempotencyRace) {
-			break
-		}
-	}
+	results, err := inTxValue(ctx, s, func(t passport.Tx) ([]store.EnqueueResult, error) {
+		return t.Q.EnqueueTx(ctx, t.Ins, reqs)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -177,12 +168,7 @@ type batchItem struct {
 	Existing bool `json:"existing"`
 }
 
-type batchOutput struct {
-	Status int
-	Body   items[batchItem]
-}
-
-func (s *Server) handleEnqueueBatch(ctx context.Context, raw *jsonInput) (*batchOutput, error) {
+func (s *Server) handleEnqueueBatch(ctx context.Context, raw *jsonInput) (*out[items[batchItem]], error) {
 	var in batchRequest
 	if err := decodeBytes(raw.RawBody, &in); err != nil {
 		return nil, err
@@ -202,21 +188,17 @@ func (s *Server) handleEnqueueBatch(ctx context.Context, raw *jsonInput) (*batch
 	if err != nil {
 		return nil, err
 	}
-	out := &batchOutput{Status: http.StatusOK, Body: items[batchItem]{Items: make([]batchItem, len(results))}}
+	status, batch := http.StatusOK, items[batchItem]{Items: make([]batchItem, len(results))}
 	for i, res := range results {
-		out.Body.Items[i] = batchItem{Job: res.Job, Existing: res.Existing}
+		batch.Items[i] = batchItem{Job: res.Job, Existing: res.Existing}
 		if !res.Existing {
-			out.Status = http.StatusCreated
+			status = http.StatusCreated
 		}
 	}
-	return out, nil
+	return reply(status, batch)
 }
 
-type jobPageOutput struct {
-	Body store.JobPage
-}
-
-func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*jobPageOutput, error) {
+func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*out[store.JobPage], error) {
 	tenantID, err := parseUUID("tenant_id", in.TenantID)
 	if err != nil {
 		return nil, err
@@ -231,21 +213,13 @@ func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*jobPa
 	if f.Limit, err = parseInt("limit", string(in.Limit), 50, 1, 500); err != nil {
 		return nil, err
 	}
-	page, err := s.Store.ListJobs(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	return &jobPageOutput{Body: page}, nil
+	return ok(s.Store.ListJobs(ctx, f))
 }
 
 // handleGetJob returns a job. With waitMs it long-polls: 200 as soon as the
 // job is terminal, 202 with Retry-After when the wait ends first.
 func (s *Server) handleGetJob(ctx context.Context, in *getJobParams) (*jobOutput, error) {
-	tenantID, err := parseUUID("tenant_id", in.TenantID)
-	if err != nil {
-		return nil, err
-	}
-	jobID, err := parseUUID("job_id", in.JobID)
+	tenantID, jobID, err := parseTenantAnd("job_id", in.TenantID, in.JobID)
 	if err != nil {
 		return nil, err
 	}
@@ -286,11 +260,7 @@ func (s *Server) handleGetJob(ctx context.Context, in *getJobParams) (*jobOutput
 // jobAction locks the SSOT row of a job, checks it can take the action and
 // runs it on the River job in the same transaction.
 func (s *Server) jobAction(ctx context.Context, in *jobParams, check func(store.Job) error, act func(ctx context.Context, tx pgx.Tx, riverJobID int64) error) (*jobOutput, error) {
-	tenantID, err := parseUUID("tenant_id", in.TenantID)
-	if err != nil {
-		return nil, err
-	}
-	jobID, err := parseUUID("job_id", in.JobID)
+	tenantID, jobID, err := parseTenantAnd("job_id", in.TenantID, in.JobID)
 	if err != nil {
 		return nil, err
 	}

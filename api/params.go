@@ -26,6 +26,21 @@ func parseUUID(field, value string) (uuid.UUID, error) {
 	return id, nil
 }
 
+// parseTenantAndID parses the tenant_id parameter and the {id} path parameter.
+func parseTenantAndID(tenant, id string) (uuid.UUID, uuid.UUID, error) {
+	return parseTenantAnd("id", tenant, id)
+}
+
+// parseTenantAnd parses the tenant_id parameter and then the uuid named field.
+func parseTenantAnd(field, tenant, id string) (uuid.UUID, uuid.UUID, error) {
+	tenantID, err := parseUUID("tenant_id", tenant)
+	if err != nil {
+		return uuid.Nil, uuid.Nil, err
+	}
+	parsed, err := parseUUID(field, id)
+	return tenantID, parsed, err
+}
+
 // parseInt parses an optional integer parameter within [lo, hi]; empty is def.
 func parseInt(name, value string, def, lo, hi int) (int, error) {
 	v := strings.TrimSpace(value)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"net/http"
 	"regexp"
 	"strings"
 
@@ -23,12 +22,7 @@ type jsonInput struct {
 	RawBody []byte
 }
 
-type tenantOutput struct {
-	Status int
-	Body   store.Tenant
-}
-
-func (s *Server) handleCreateTenant(ctx context.Context, raw *jsonInput) (*tenantOutput, error) {
+func (s *Server) handleCreateTenant(ctx context.Context, raw *jsonInput) (*out[store.Tenant], error) {
 	var in createTenantRequest
 	if err := decodeBytes(raw.RawBody, &in); err != nil {
 		return nil, err
@@ -40,21 +34,10 @@ func (s *Server) handleCreateTenant(ctx context.Context, raw *jsonInput) (*tenan
 	case in.Name == "" || len(in.Name) > 200:
 		return nil, errcode.Invalid("name", "is required, at most 200 characters")
 	}
-	t, err := s.Store.CreateTenant(ctx, in.Slug, in.Name)
-	if err != nil {
-		return nil, err
-	}
-	return &tenantOutput{Status: http.StatusCreated, Body: t}, nil
+	return created(s.Store.CreateTenant(ctx, in.Slug, in.Name))
 }
 
-type tenantsOutput struct {
-	Body items[store.Tenant]
-}
-
-func (s *Server) handleListTenants(ctx context.Context, _ *struct{}) (*tenantsOutput, error) {
+func (s *Server) handleListTenants(ctx context.Context, _ *struct{}) (*out[items[store.Tenant]], error) {
 	tenants, err := s.Store.ListTenants(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &tenantsOutput{Body: items[store.Tenant]{Items: tenants}}, nil
+	return ok(items[store.Tenant]{Items: tenants}, err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/webhook/destination"
 )
@@ -72,10 +73,7 @@ type createEndpointRequest struct {
 
 func (s *Server) handleCreateEndpoint(ctx context.Context, raw *jsonInput) (*out[store.WebhookEndpoint], error) {
 	var in createEndpointRequest
-	if err := decodeBytes(raw.RawBody, &in); err != nil {
-		return nil, err
-	}
-	tenantID, err := parseUUID("tenant_id", in.TenantID)
+	tenantID, err := decodeTenantBody(raw.RawBody, &in, &in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -85,11 +83,7 @@ func (s *Server) handleCreateEndpoint(ctx context.Context, raw *jsonInput) (*out
 	if err := s.validateEndpointURL(ctx, in.URL); err != nil {
 		return nil, err
 	}
-	ep, err := s.Store.CreateWebhookEndpoint(ctx, tenantID, in.URL, in.Secret)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusCreated, ep)
+	return created(s.Store.CreateWebhookEndpoint(ctx, tenantID, in.URL, in.Secret))
 }
 
 func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out[items[store.WebhookEndpoint]], error) {
@@ -98,36 +92,13 @@ func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out
 		return nil, err
 	}
 	eps, err := s.Store.ListWebhookEndpoints(ctx, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, items[store.WebhookEndpoint]{Items: eps})
-}
-
-// parseTenantAndID parses the tenant_id parameter and the {id} path parameter.
-func parseTenantAndID(tenant, id string) (uuid.UUID, uuid.UUID, error) {
-	tenantID, err := parseUUID("tenant_id", tenant)
-	if err != nil {
-		return uuid.Nil, uuid.Nil, err
-	}
-	parsed, err := parseUUID("id", id)
-	return tenantID, parsed, err
+	return ok(items[store.WebhookEndpoint]{Items: eps}, err)
 }
 
 func (s *Server) handleGetEndpoint(ctx context.Context, in *idParams) (*out[endpointResponse], error) {
-	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
-	if err != nil {
-		return nil, err
-	}
-	ep, err := s.Store.GetWebhookEndpoint(ctx, tenantID, id)
-	if err != nil {
-		return nil, err
-	}
-	breaker, err := s.Store.GetWebhookBreaker(ctx, tenantID, id)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, endpointResponse{WebhookEndpoint: ep, Breaker: breaker.View(time.Now())})
+	return getJoined(ctx, in, s.Store.GetWebhookEndpoint, s.Store.GetWebhookBreaker, func(ep store.WebhookEndpoint, b store.WebhookBreaker) endpointResponse {
+		return endpointResponse{WebhookEndpoint: ep, Breaker: b.View(time.Now())}
+	})
 }
 
 // endpointResponse is an endpoint with its circuit breaker (CLOSED with
@@ -156,25 +127,15 @@ func (s *Server) handleUpdateEndpoint(ctx context.Context, raw *idParamsBody) (*
 			return nil, err
 		}
 	}
-	ep, err := s.Store.UpdateWebhookEndpoint(ctx, tenantID, id, in.URL, in.IsActive)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, ep)
+	return ok(s.Store.UpdateWebhookEndpoint(ctx, tenantID, id, in.URL, in.IsActive))
 }
 
 func (s *Server) handleDeleteEndpoint(ctx context.Context, in *idParams) (*struct{}, error) {
-	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
-	if err != nil {
-		return nil, err
-	}
-	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-		return s.Store.WithTx(tx).DeleteWebhookEndpoint(ctx, tenantID, id)
+	return deleteByID(ctx, in, func(ctx context.Context, tenantID, id uuid.UUID) error {
+		return s.Store.InTx(ctx, func(tx pgx.Tx) error {
+			return s.Store.WithTx(tx).DeleteWebhookEndpoint(ctx, tenantID, id)
+		})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &struct{}{}, nil
 }
 
 // webhookDelivery is a store.WebhookDelivery, marshalled by its MarshalJSON
@@ -197,21 +158,19 @@ func (s *Server) handlePingEndpoint(ctx context.Context, in *idParams) (*out[pin
 	if err != nil {
 		return nil, err
 	}
-	var res store.AppendResult
-	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
-		ep, err := s.Store.WithTx(tx).GetWebhookEndpoint(ctx, tenantID, id)
+	res, err := inTxValue(ctx, s, func(t passport.Tx) (store.AppendResult, error) {
+		ep, err := t.Q.GetWebhookEndpoint(ctx, tenantID, id)
 		if err != nil {
-			return err
+			return store.AppendResult{}, err
 		}
 		if ep.DeletedAt != nil {
-			return errcode.New(errcode.NotFound, "webhook endpoint %s not found", id)
+			return store.AppendResult{}, errcode.New(errcode.NotFound, "webhook endpoint %s not found", id)
 		}
-		res, err = s.Store.WithTx(tx).AppendEvent(ctx, s.River, store.EventInput{
+		return t.Q.AppendEvent(ctx, t.Ins, store.EventInput{
 			TenantID: tenantID, AggregateType: pingAggregateType, AggregateID: id,
-			EventType: pingEventType, ActorID: "admin-api",
+			EventType: pingEventType, ActorID: t.Actor,
 			Payload: []byte(`{"ping":true}`), DeliverTo: &id,
 		})
-		return err
 	})
 	if err != nil {
 		return nil, err
@@ -232,10 +191,7 @@ type createSubscriptionRequest struct {
 
 func (s *Server) handleCreateSubscription(ctx context.Context, raw *jsonInput) (*out[store.WebhookSubscription], error) {
 	var in createSubscriptionRequest
-	if err := decodeBytes(raw.RawBody, &in); err != nil {
-		return nil, err
-	}
-	tenantID, err := parseUUID("tenant_id", in.TenantID)
+	tenantID, err := decodeTenantBody(raw.RawBody, &in, &in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -246,11 +202,7 @@ func (s *Server) handleCreateSubscription(ctx context.Context, raw *jsonInput) (
 	if in.EventType != "*" && !eventTypePattern.MatchString(in.EventType) {
 		return nil, errcode.Invalid("event_type", "must be an event type or '*' for all")
 	}
-	sub, err := s.Store.CreateWebhookSubscription(ctx, tenantID, endpointID, in.EventType)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusCreated, sub)
+	return created(s.Store.CreateWebhookSubscription(ctx, tenantID, endpointID, in.EventType))
 }
 
 func (s *Server) handleListSubscriptions(ctx context.Context, in *listSubscriptionsParams) (*out[items[store.WebhookSubscription]], error) {
@@ -267,31 +219,16 @@ func (s *Server) handleListSubscriptions(ctx context.Context, in *listSubscripti
 		endpointID = &id
 	}
 	subs, err := s.Store.ListWebhookSubscriptions(ctx, tenantID, endpointID)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, items[store.WebhookSubscription]{Items: subs})
+	return ok(items[store.WebhookSubscription]{Items: subs}, err)
 }
 
 func (s *Server) handleDeleteSubscription(ctx context.Context, in *idParams) (*struct{}, error) {
-	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Store.DeleteWebhookSubscription(ctx, tenantID, id); err != nil {
-		return nil, err
-	}
-	return &struct{}{}, nil
+	return deleteByID(ctx, in, s.Store.DeleteWebhookSubscription)
 }
 
 func (s *Server) handleGetDelivery(ctx context.Context, in *idParams) (*out[webhookDelivery], error) {
-	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
-	if err != nil {
-		return nil, err
-	}
-	d, err := s.Store.GetWebhookDelivery(ctx, tenantID, id)
-	if err != nil {
-		return nil, err
-	}
-	return reply(http.StatusOK, webhookDelivery{WebhookDelivery: d})
+	return getByID(ctx, in, func(ctx context.Context, tenantID, id uuid.UUID) (webhookDelivery, error) {
+		d, err := s.Store.GetWebhookDelivery(ctx, tenantID, id)
+		return webhookDelivery{WebhookDelivery: d}, err
+	})
 }
