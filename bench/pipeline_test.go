@@ -13,11 +13,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/fixture"
+	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -68,24 +68,23 @@ func pipelineRound(b *testing.B, n int, loaded bool) (p50, p99 time.Duration, no
 	}
 
 	var done atomic.Int64
-	w := river.NewWorkers()
-	metrics := workers.NewMetrics(prometheus.NewRegistry())
 	_, key, err := ed25519.GenerateKey(nil)
 	require.NoError(b, err)
-	workers.Register(w, workers.Deps{Store: st, Logger: quiet, Metrics: metrics, HTTPClient: workers.NewHTTPClient(),
-		WebhookTimeout: time.Second, CompilerBuildID: "bpc-bench", Signer: passport.NewSigner("bench-key", key), ExportDir: b.TempDir()})
-	river.AddWorker(w, &noopWorker{done: &done})
-	// The service's defaults: poll 1 s (LISTEN/NOTIFY wakes producers at
-	// once), fetch cooldown 10 ms (BPC_JOBS_FETCH_COOLDOWN_MS), 10 workers
-	// per queue (BPC_WORKER_CONCURRENCY).
-	client, err := workers.NewClient(pool, workers.ClientOptions{
-		ID: "bench-pipeline", Logger: quiet, Work: true, Concurrency: 10,
-		PollInterval: time.Second, FetchCooldown: 10 * time.Millisecond, PipelinePollInterval: 100 * time.Millisecond, BackoffUnit: time.Second, MaxAttempts: 5,
-		Workers: w, Observer: &workers.Observer{Logger: quiet, Metrics: metrics,
-			Leases: &workers.Leases{Store: st, Logger: quiet, Owner: "bench-pipeline", TTL: time.Minute, Renew: 30 * time.Second}},
-		ExtraQueues: []string{benchQueue},
+	client, _ := testriver.New(b, pool, testriver.Options{
+		// The service's defaults: poll 1 s (LISTEN/NOTIFY wakes producers at
+		// once), fetch cooldown 10 ms (BPC_JOBS_FETCH_COOLDOWN_MS), 10 workers
+		// per queue (BPC_WORKER_CONCURRENCY).
+		Client: workers.ClientOptions{ID: "bench-pipeline", Concurrency: 10, PollInterval: time.Second,
+			FetchCooldown: 10 * time.Millisecond, PipelinePollInterval: 100 * time.Millisecond, BackoffUnit: time.Second,
+			ExtraQueues: []string{benchQueue}},
+		Deps: workers.Deps{Store: st, Logger: quiet, WebhookTimeout: time.Second, CompilerBuildID: "bpc-bench",
+			Signer: passport.NewSigner("bench-key", key), ExportDir: b.TempDir()},
+		Register: func(w *river.Workers, d workers.Deps) {
+			workers.Register(w, d)
+			river.AddWorker(w, &noopWorker{done: &done})
+		},
+		Leases: &workers.Leases{Owner: "bench-pipeline", TTL: time.Minute, Renew: 30 * time.Second},
 	})
-	require.NoError(b, err)
 	require.NoError(b, client.Start(ctx))
 	defer func() { require.NoError(b, client.Stop(ctx)) }()
 
@@ -136,9 +135,7 @@ func pipelineRound(b *testing.B, n int, loaded bool) (p50, p99 time.Duration, no
 	debugHops(b, pool)
 	latencies := pipelineLatencies(b, pool)
 	require.Len(b, latencies, n)
-	rep, err := st.CheckConsistency(ctx)
-	require.NoError(b, err)
-	require.True(b, rep.OK(), "drift: %+v", rep.Drifts)
+	testriver.RequireConsistent(b, st)
 	return percentile(latencies, 50), percentile(latencies, 99), done.Load()
 }
 

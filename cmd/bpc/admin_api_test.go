@@ -455,3 +455,33 @@ func TestRetryOfSucceededJobIsRefused(t *testing.T) {
 	require.Equal(t, store.StatusSucceeded, h.job(job.JobID).Status)
 	require.Equal(t, 1, h.riverJobCount())
 }
+
+// BPC_QUEUE_MAX_DEPTH: an enqueue into a queue holding more available jobs
+// than the limit answers 429 RATE_LIMITED with Retry-After; other queues
+// keep accepting work. The API role works no jobs, so the backlog stays.
+func TestQueueMaxDepthAnswers429(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, service.RoleAPI, map[string]string{"BPC_QUEUE_MAX_DEPTH": "2"})
+	payload := h.deliverPayload()
+	webhook := func() map[string]any {
+		return map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant,
+			"payload": payload}
+	}
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs:batch",
+		map[string]any{"jobs": []any{webhook(), webhook(), webhook()}}, nil), "a batch is checked once, before it")
+	time.Sleep(300 * time.Millisecond) // past the depth cache
+
+	status, hdr, raw := h.headers(http.MethodPost, "/v1/jobs", webhook(), map[string]string{"Authorization": "Bearer " + testToken})
+	require.Equal(t, http.StatusTooManyRequests, status, "%s", raw)
+	require.Contains(t, string(raw), `"code":"RATE_LIMITED"`)
+	require.Contains(t, string(raw), `"queue":"webhooks"`)
+	require.Equal(t, "1", hdr.Get("Retry-After"))
+
+	// The pipeline queue is not full.
+	var sn struct {
+		SnapshotID uuid.UUID `json:"snapshot_id"`
+	}
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/snapshots", map[string]any{"tenant_id": devTenant}, &sn))
+	require.Equal(t, http.StatusAccepted, h.call(http.MethodPost, "/v1/snapshots/"+sn.SnapshotID.String()+"/build",
+		map[string]any{"tenant_id": devTenant}, nil))
+}

@@ -541,12 +541,7 @@ func TestChaosPoisonJobIsDiscarded(t *testing.T) {
 	require.EqualValues(t, 2, final.Attempts)
 	require.Less(t, final.Attempts, final.MaxAttempts, "discarded for its losses, with attempts to spare")
 	require.Equal(t, 2, postCount(), "the third worker never ran it")
-	var last struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		Attempt int    `json:"attempt"`
-	}
-	require.NoError(t, json.Unmarshal(final.LastError, &last))
+	last := lastError(t, final)
 	require.Equal(t, "LEASE_EXPIRED", last.Code)
 	require.Equal(t, 2, last.Attempt)
 	require.True(t, strings.HasPrefix(last.Message, "worker lost 2 times in a row"), last.Message)

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -121,6 +124,74 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	require.ErrorContains(t, err, "unknown subcommand")
 	err = run(t.Context(), []string{"serve", "--role=boss"}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, "--role")
+}
+
+// sentinelPassword is a database password no output may show.
+const sentinelPassword = "Sentinel-DB-pw-7f3a9c"
+
+func TestConfigErrorsCarryOneCodePrefix(t *testing.T) {
+	t.Parallel()
+	_, err := service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": "staging", "BPC_ADMIN_TOKEN": testToken}))
+	require.EqualError(t, err, `VALIDATION_ERROR: BPC_ENV: must be dev, test or prod, got "staging"`)
+
+	_, err = service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": "staging", "BPC_ADMIN_TOKEN": testToken, "BPC_LOG_LEVEL": "loud"}))
+	require.EqualError(t, err, `VALIDATION_ERROR: BPC_ENV: must be dev, test or prod, got "staging"; BPC_LOG_LEVEL: must be debug, info, warn or error, got "loud"`)
+
+	// Another code keeps its own prefix.
+	_, err = service.LoadConfig(envOf(map[string]string{"BPC_ENV": "staging", "BPC_ADMIN_TOKEN": testToken}))
+	require.True(t, strings.HasPrefix(err.Error(), `VALIDATION_ERROR: BPC_ENV: must be dev, test or prod, got "staging"; CONFIG_MISSING: DATABASE_URL: is required`), err.Error())
+
+	// As main prints it.
+	err = run(t.Context(), []string{"serve"}, envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": "staging", "BPC_ADMIN_TOKEN": testToken}), io.Discard, io.Discard)
+	require.Equal(t, 1, strings.Count(err.Error(), "VALIDATION_ERROR"), err.Error())
+}
+
+// No path from a bad start — a config error, an unparseable or unreachable
+// database — prints or logs the database password.
+func TestStartupErrorsNeverShowTheDatabasePassword(t *testing.T) {
+	t.Parallel()
+	closed := "postgres://bpc:" + sentinelPassword + "@127.0.0.1:1/bpc?connect_timeout=2"
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"config error", []string{"serve"}, map[string]string{"DATABASE_URL": closed, "BPC_ENV": "staging"}},
+		{"unreachable database (serve)", []string{"serve"}, map[string]string{"DATABASE_URL": closed, "BPC_ENV": "test", "BPC_ADMIN_TOKEN": testToken}},
+		{"unreachable database (migrate)", []string{"migrate"}, map[string]string{"DATABASE_URL": closed}},
+		{"unreachable database (doctor)", []string{"doctor"}, map[string]string{"DATABASE_URL": closed}},
+		{"keyword DSN", []string{"migrate"}, map[string]string{"DATABASE_URL": "host=127.0.0.1 port=1 user=bpc password=" + sentinelPassword + " dbname=bpc connect_timeout=2"}},
+		{"unparseable URL", []string{"migrate"}, map[string]string{"DATABASE_URL": "postgres://bpc:" + sentinelPassword + "@[::1/bpc"}},
+		{"bad port", []string{"doctor"}, map[string]string{"DATABASE_URL": "postgres://bpc:" + sentinelPassword + "@127.0.0.1:notaport/bpc"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			err := run(t.Context(), tt.args, envOf(tt.env), &stdout, &stderr)
+			require.Error(t, err)
+			for what, text := range map[string]string{"error": err.Error(), "stdout": stdout.String(), "stderr": stderr.String()} {
+				require.NotContains(t, text, sentinelPassword, "%s: %s", what, text)
+			}
+		})
+	}
+}
+
+func TestLoggerRedactsTheProcessSecrets(t *testing.T) {
+	t.Parallel()
+	signingKey := "c2lnbmluZy1rZXktbmV2ZXItbG9nZ2VkLTAxMjM0NTY3"
+	cfg := service.Config{DatabaseURL: "postgres://bpc:" + sentinelPassword + "@db:5432/bpc", AdminToken: testToken,
+		SigningKeyBase64: signingKey, LogJSON: true}
+	var buf bytes.Buffer
+	logger := service.NewLogger(cfg, &buf)
+	logger.Error("error connecting to "+cfg.DatabaseURL,
+		slog.Any("error", fmt.Errorf("connect: %w", fmt.Errorf("auth as bpc with %s failed", sentinelPassword))),
+		slog.String("token", testToken), slog.String("note", "the token "+testToken+" and key "+signingKey))
+	require.NotEmpty(t, buf.String())
+	for _, secret := range []string{sentinelPassword, testToken, signingKey} {
+		require.NotContains(t, buf.String(), secret)
+	}
+	require.Contains(t, buf.String(), "postgres://bpc:[REDACTED]@db:5432/bpc")
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.

@@ -146,6 +146,22 @@ func (h *harness) call(method, path string, body any, out any) int {
 // raw sends a request with exactly the given headers.
 func (h *harness) raw(method, path string, body any, headers map[string]string) (int, []byte) {
 	h.t.Helper()
+	status, _, raw := send(h.t, http.DefaultClient, method, h.base+path, body, headers)
+	return status, raw
+}
+
+// headers sends a request like raw and also returns the response headers.
+func (h *harness) headers(method, path string, body any, headers map[string]string) (int, http.Header, []byte) {
+	h.t.Helper()
+	return send(h.t, http.DefaultClient, method, h.base+path, body, headers)
+}
+
+// send sends a request with exactly the given headers through client and
+// returns the status, the response headers and the body. A string or
+// []byte body is sent as it is, anything else but nil as JSON. A transport
+// error fails the test.
+func send(t *testing.T, client *http.Client, method, url string, body any, headers map[string]string) (int, http.Header, []byte) {
+	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -155,20 +171,20 @@ func (h *harness) raw(method, path string, body any, headers map[string]string) 
 		rd = bytes.NewReader(b)
 	default:
 		enc, err := json.Marshal(b)
-		require.NoError(h.t, err)
+		require.NoError(t, err)
 		rd = bytes.NewReader(enc)
 	}
-	req, err := http.NewRequest(method, h.base+path, rd)
-	require.NoError(h.t, err)
+	req, err := http.NewRequest(method, url, rd)
+	require.NoError(t, err)
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(h.t, err)
+	resp, err := client.Do(req)
+	require.NoError(t, err, "%s %s", method, url)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	require.NoError(h.t, err)
-	return resp.StatusCode, raw
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header, raw
 }
 
 // riverUI posts to River UI's own JSON API with HTTP Basic auth.
@@ -212,6 +228,33 @@ func (h *harness) waitJob(jobID uuid.UUID) store.Job {
 		require.Equal(h.t, http.StatusAccepted, status)
 		require.True(h.t, time.Now().Before(deadline), "job %s still %s", jobID, job.Status)
 	}
+}
+
+// errorEnvelope is the API's error answer.
+type errorEnvelope struct {
+	Error struct {
+		Code          string         `json:"code"`
+		Message       string         `json:"message"`
+		CorrelationID string         `json:"correlation_id"`
+		Details       map[string]any `json:"details"`
+	} `json:"error"`
+}
+
+// jobError is a job's last_error: the error of its last failed attempt.
+type jobError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Attempt int    `json:"attempt"`
+	At      string `json:"at"`
+}
+
+// lastError decodes a job's last_error; a job without one fails the test.
+func lastError(t *testing.T, job store.Job) jobError {
+	t.Helper()
+	var e jobError
+	require.NotEmpty(t, job.LastError, "job %s has no last_error", job.JobID)
+	require.NoError(t, json.Unmarshal(job.LastError, &e))
+	return e
 }
 
 // eventually polls cond until it holds.

@@ -142,19 +142,11 @@ func (h *hostile) watchReadiness(stop chan struct{}) {
 }
 
 // envelope is the error answer of every 4xx/5xx.
-type hostileEnvelope struct {
-	Error struct {
-		Code    string         `json:"code"`
-		Message string         `json:"message"`
-		Details map[string]any `json:"details"`
-	} `json:"error"`
-}
-
 // expectError sends a request with the platform token and requires status and
 // code; it returns the envelope.
-func (h *hostile) expectError(method, path string, body any, status int, code string) hostileEnvelope {
+func (h *hostile) expectError(method, path string, body any, status int, code string) errorEnvelope {
 	h.t.Helper()
-	var env hostileEnvelope
+	var env errorEnvelope
 	got := h.admin(method, path, body, &env)
 	require.Equal(h.t, status, got, "%s %s: %+v", method, path, env)
 	require.Equal(h.t, code, env.Error.Code, "%s %s: %+v", method, path, env)
@@ -172,13 +164,13 @@ func (h *hostile) rulePackage() uuid.UUID {
 
 // ruleVersion posts a version; it returns the status, the version (on 201) and
 // the envelope (otherwise).
-func (h *hostile) ruleVersion(pkg uuid.UUID, dsl, tests string) (int, store.RulePackageVersion, hostileEnvelope) {
+func (h *hostile) ruleVersion(pkg uuid.UUID, dsl, tests string) (int, store.RulePackageVersion, errorEnvelope) {
 	h.t.Helper()
 	body := map[string]any{"tenant_id": devTenant, "dsl_source": dsl, "tests_source": tests}
 	status, _, raw := h.do(http.MethodPost, "/v1/rule-packages/"+pkg.String()+"/versions", body,
 		map[string]string{"Authorization": "Bearer " + testToken})
 	var v store.RulePackageVersion
-	var env hostileEnvelope
+	var env errorEnvelope
 	if status == http.StatusCreated {
 		require.NoError(h.t, json.Unmarshal(raw, &v))
 	} else {
@@ -318,15 +310,6 @@ func hostileTestRunCancel(t *testing.T, h *hostile) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	require.Equal(t, store.StatusCancelled, h.jobStatus(job.JobID))
-}
-
-// lastError decodes a job's last_error.
-func lastError(t *testing.T, job store.Job) struct{ Code, Message string } {
-	t.Helper()
-	var e struct{ Code, Message string }
-	require.NotEmpty(t, job.LastError, "job %s has no last_error", job.JobID)
-	require.NoError(t, json.Unmarshal(job.LastError, &e))
-	return e
 }
 
 func (h *hostile) jobStatus(id uuid.UUID) string {

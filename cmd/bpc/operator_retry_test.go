@@ -75,6 +75,22 @@ func (h *harness) waitStatus(jobID uuid.UUID, status string, within time.Duratio
 	}
 }
 
+// An endpoint's circuit breaker state is part of GET /v1/webhook-endpoints/{id}:
+// CLOSED with an empty window for a new endpoint, OPEN after failures.
+func TestWebhookEndpointShowsItsBreaker(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, service.RoleAll, map[string]string{"BPC_WEBHOOK_BREAKER_MIN_ATTEMPTS": "2", "BPC_WEBHOOK_BREAKER_COOLDOWN_MS": "60000"})
+	recv := newReceiver(t, http.StatusInternalServerError)
+	endpointID := h.subscribe(recv.URL+"/hooks", "breaker.test")
+	require.Equal(t, store.BreakerView{State: store.BreakerClosed}, h.breaker(endpointID))
+
+	h.emit("breaker.test", map[string]any{"n": 1})
+	h.eventually("the breaker opens after two 500s", func() bool { return h.breaker(endpointID).State == store.BreakerOpen })
+	open := h.breaker(endpointID)
+	require.InDelta(t, 1.0, open.FailureRate, 0.001)
+	require.GreaterOrEqual(t, open.AttemptsInWindow, 2)
+}
+
 // The daily routine with the breaker at its defaults (30 s cool-down, 1 s
 // poll): a delivery dead-letters on an endpoint that answers 500, which
 // opens the endpoint's breaker; the endpoint is fixed; the operator's retry

@@ -7,11 +7,9 @@ package main
 // failed" from "the process died".
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -213,29 +211,7 @@ func (p *serviceProc) requireAlive() {
 // response headers and the body. A transport error fails the test.
 func (p *serviceProc) do(method, path string, body any, headers map[string]string) (int, http.Header, []byte) {
 	p.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		require.NoError(p.t, err)
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, p.base+path, rd)
-	require.NoError(p.t, err)
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := p.client.Do(req)
-	require.NoError(p.t, err, "%s %s", method, path)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(p.t, err)
-	return resp.StatusCode, resp.Header, raw
+	return send(p.t, p.client, method, p.base+path, body, headers)
 }
 
 // admin sends a request with the platform token and decodes a JSON answer

@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// noopArgs is the bench-only job kind: it carries a tenant like every job.
+type noopArgs struct {
+	TenantID   uuid.UUID `json:"tenant_id"`
+	WorkItemID uuid.UUID `json:"work_item_id"`
+}
+
+func (noopArgs) Kind() string { return "BENCH_NOOP" }
+
+const benchQueue = "bench"
+
+type noopWorker struct {
+	river.WorkerDefaults[noopArgs]
+	done *atomic.Int64
+}
+
+func (w *noopWorker) Work(context.Context, *river.Job[noopArgs]) error {
+	w.done.Add(1)
+	return nil
+}
+
+func skipUnlessBench(b *testing.B) {
+	if os.Getenv("BPC_BENCH") != "1" {
+		b.Skip("set BPC_BENCH=1 (make bench) to run the benchmarks")
+	}
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+// schemaPool returns a pool over a fresh schema with River's migrations only
+// (bare) or every migration of the service.
+func schemaPool(b *testing.B, withService bool) *pgxpool.Pool {
+	mode := testdb.MigrateRiver
+	if withService {
+		mode = testdb.MigrateAll
+	}
+	return testdb.NewWithOptions(b, testdb.Options{LeaseSeconds: 60, MaxConns: 40, Migrate: mode})
+}
+
+// insertNoops pre-inserts n no-op jobs in batches (River's COPY fast path).
+func insertNoops(b *testing.B, client *river.Client[pgx.Tx], n int) {
+	b.Helper()
+	ctx := context.Background()
+	const batch = 5000
+	for start := 0; start < n; start += batch {
+		params := make([]river.InsertManyParams, 0, batch)
+		for i := start; i < min(start+batch, n); i++ {
+			params = append(params, river.InsertManyParams{
+				Args:       noopArgs{TenantID: store.DevTenantID, WorkItemID: uuid.New()},
+				InsertOpts: &river.InsertOpts{Queue: benchQueue},
+			})
+		}
+		_, err := client.InsertManyFast(ctx, params)
+		require.NoError(b, err)
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
