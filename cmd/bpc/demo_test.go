@@ -163,6 +163,9 @@ func TestDemoAgainstTheService(t *testing.T) {
 		}
 	}
 
+	// And with `bpc verify`, as a third party runs it.
+	checkBpcVerify(t, out)
+
 	t.Run("again", func(t *testing.T) {
 		t.Parallel()
 		stdout, err := runDemo(t, svc.base, testToken, "--out", filepath.Join(t.TempDir(), "demo-out"))

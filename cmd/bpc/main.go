@@ -6,6 +6,7 @@
 //	bpc doctor [--json]                               check River ↔ SSOT consistency
 //	bpc webhook-echo --secret S                       a verifying webhook receiver
 //	bpc demo [--url U] [--out DIR] [--tenant T]       walk the NMC811 sample through the pipeline
+//	bpc verify PATH                                   verify an export or artifact directory offline
 package main
 
 import (
@@ -56,6 +57,11 @@ Usage:
         HTTP API of a running service (BPC_URL, BPC_ADMIN_TOKEN,
         BPC_DEMO_TENANT, BPC_DEMO_OUT), write the artifacts to the output
         directory and verify them offline.
+  bpc verify PATH
+        Verify a passport version offline, without database or network:
+        PATH is an export file (BPC-EXPORT-1) or an artifact directory like
+        the one bpc demo writes. Prints one line per check; exit status 0
+        verified, 1 not verified (naming the failed checks), 2 usage error.
 
 Configuration is read from the environment; see README.md.
 `
@@ -65,7 +71,7 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bpc:", redact.String(err.Error()))
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -88,6 +94,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cmdWebhookEcho(ctx, args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(ctx, args[1:], getenv, stdout, stderr)
+	case "verify":
+		return cmdVerify(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

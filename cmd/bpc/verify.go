@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/bpc-platform/bpc/core/verify"
+)
+
+// exitError ends the process with its own exit status rather than 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode is the process status for an error run returned: 0 for nil, an
+// exitError's own code, else 1.
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		return 1
+	}
+}
+
+// cmdVerify checks a passport version's artifacts offline — no database, no
+// network: an export file (BPC-EXPORT-1) or an artifact directory such as
+// the one `bpc demo` writes. It prints one line per check and a verdict;
+// the status is 0 when every check passes, 1 when one fails or the path
+// holds no artifacts, 2 for a usage error (no such path, wrong arguments).
+func cmdVerify(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, "usage: bpc verify PATH   (an export file or an artifact directory)") }
+	if err := fs.Parse(args); err != nil {
+		return &exitError{2, err}
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return &exitError{2, errors.New("verify takes exactly one PATH")}
+	}
+	path := fs.Arg(0)
+	a, want, err := readArtifacts(path)
+	if errors.Is(err, os.ErrNotExist) && !isDir(path) {
+		return &exitError{2, err}
+	}
+	if err != nil {
+		fmt.Fprintf(stdout, "NOT VERIFIED: %s holds no passport artifacts: %v\n", path, err)
+		return &exitError{1, fmt.Errorf("%s: %w", path, err)}
+	}
+	rep, err := verify.Verify(a, want)
+	for _, c := range rep.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(stdout, "%s  %-22s %s\n", mark, c.Name, c.Detail)
+	}
+	if err != nil {
+		failed := rep.Failed()
+		names := make([]string, len(failed))
+		for i, c := range failed {
+			names[i] = c.Name
+		}
+		fmt.Fprintf(stdout, "NOT VERIFIED: %s failed\n", strings.Join(names, ", "))
+		return &exitError{1, err}
+	}
+	fmt.Fprintf(stdout, "VERIFIED: %d checks passed\n", len(rep.Checks))
+	return nil
+}
+
+// readArtifacts reads an artifact directory, or an export file.
+func readArtifacts(path string) (verify.Artifacts, verify.Expect, error) {
+	if isDir(path) {
+		a, err := verify.ReadDir(os.DirFS(path))
+		return a, verify.Expect{}, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return verify.Artifacts{}, verify.Expect{}, err
+	}
+	return verify.ReadExport(b)
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
