@@ -11,7 +11,6 @@ package main
 //	go test -tags chaos -race=false -count=1 -run Chaos -v ./cmd/bpc
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
