@@ -71,12 +71,36 @@ func (p *parser) fill(n int) token {
 	return p.toks[n]
 }
 
-// finish prefers a lexical error over the parse error it caused.
-func (p *parser) finish(err error) error {
-	if p.lexErr != nil {
-		return p.lexErr
-	}
-	return err
+// parseError carries the error that ends a parse. The parse functions
+// panic with it (fail, failf) instead of returning it, so each reads as its
+// grammar rule does, one step a line; catch recovers it at the top of a
+// declaration. A parse never backtracks, so the first error is the one
+// reported, as if every step returned it. Any other panic is not the
+// parser's and goes on.
+type parseError struct{ err error }
+
+func (p *parser) fail(err error) { panic(parseError{err}) }
+
+func (p *parser) failf(pos Pos, format string, args ...any) {
+	p.fail(errAt(errcode.RuleParseError, p.field, pos, format, args...))
+}
+
+// catch runs one parse function and returns what it parsed, or the error it
+// failed with; a lexical error wins over the parse error it caused.
+func catch[T any](p *parser, parse func() T) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			pe, ok := r.(parseError)
+			if !ok {
+				panic(r)
+			}
+			err = pe.err
+			if p.lexErr != nil {
+				err = p.lexErr
+			}
+		}
+	}()
+	return parse(), nil
 }
 
 // Parse parses rule source into a File with DefaultLimits; see Limits.Parse.
@@ -92,9 +116,9 @@ func (l Limits) Parse(src string) (*File, error) {
 	p := newParser(src, l)
 	f := &File{}
 	for p.peek().kind != tkEOF {
-		d, err := p.fieldDecl()
+		d, err := catch(p, p.fieldDecl)
 		if err != nil {
-			return nil, p.finish(err)
+			return nil, err
 		}
 		f.Fields = append(f.Fields, d)
 	}
@@ -128,10 +152,6 @@ func (p *parser) isPunct(s string) bool {
 	return t.kind == tkPunct && t.text == s
 }
 
-func (p *parser) errf(pos Pos, format string, args ...any) error {
-	return errAt(errcode.RuleParseError, p.field, pos, format, args...)
-}
-
 func describe(t token) string {
 	switch t.kind {
 	case tkEOF:
@@ -142,265 +162,184 @@ func describe(t token) string {
 	return "'" + t.text + "'"
 }
 
-func (p *parser) expect(s string) (token, error) {
+func (p *parser) expect(s string) token {
 	t := p.peek()
 	if t.kind != tkPunct || t.text != s {
-		return t, p.errf(t.pos, "expected '%s', found %s", s, describe(t))
+		p.failf(t.pos, "expected '%s', found %s", s, describe(t))
 	}
-	return p.next(), nil
+	return p.next()
 }
 
-func (p *parser) expectKeyword(s string) error {
+func (p *parser) expectKeyword(s string) {
 	t := p.peek()
 	if t.kind != tkIdent || t.text != s {
-		return p.errf(t.pos, "expected '%s', found %s", s, describe(t))
+		p.failf(t.pos, "expected '%s', found %s", s, describe(t))
 	}
 	p.next()
-	return nil
 }
 
-func (p *parser) ident() (token, error) {
+func (p *parser) ident() token {
 	t := p.peek()
 	if t.kind != tkIdent {
-		return t, p.errf(t.pos, "expected a name, found %s", describe(t))
+		p.failf(t.pos, "expected a name, found %s", describe(t))
 	}
-	return p.next(), nil
+	return p.next()
 }
 
-func (p *parser) str() (token, error) {
+func (p *parser) str() token {
 	t := p.peek()
 	if t.kind != tkString {
-		return t, p.errf(t.pos, "expected a string literal, found %s", describe(t))
+		p.failf(t.pos, "expected a string literal, found %s", describe(t))
 	}
-	return p.next(), nil
+	return p.next()
 }
 
-func (p *parser) enter(pos Pos) error {
+func (p *parser) enter(pos Pos) {
 	p.depth++
 	if p.depth > MaxDepth {
-		return p.errf(pos, "nesting deeper than %d", MaxDepth)
+		p.failf(pos, "nesting deeper than %d", MaxDepth)
 	}
-	return nil
 }
 
 func (p *parser) leave() { p.depth-- }
 
 // count charges one syntax node at pos against the node budget.
-func (p *parser) count(pos Pos) error {
+func (p *parser) count(pos Pos) {
 	p.nodes++
 	if p.nodes > p.maxNodes {
-		return p.errf(pos, "source has more than %d syntax nodes (BPC_RULES_MAX_NODES)", p.maxNodes)
+		p.failf(pos, "source has more than %d syntax nodes (BPC_RULES_MAX_NODES)", p.maxNodes)
 	}
-	return nil
 }
 
 // built accounts for an expression node at pos whose tallest child is
 // childH high (0 for a leaf): it charges the node and sets p.h to its
 // height, which must stay within MaxDepth.
-func (p *parser) built(pos Pos, childH int) error {
-	if err := p.count(pos); err != nil {
-		return err
-	}
+func (p *parser) built(pos Pos, childH int) {
+	p.count(pos)
 	p.h = childH + 1
 	if p.h > MaxDepth {
-		return p.errf(pos, "nesting deeper than %d (an operator chain nests one level per operator: split it with let, or sum a list)", MaxDepth)
+		p.failf(pos, "nesting deeper than %d (an operator chain nests one level per operator: split it with let, or sum a list)", MaxDepth)
 	}
-	return nil
 }
 
 // path parses a dotted lower_snake path such as a.b.c.
-func (p *parser) path() (string, Pos, error) {
-	first, err := p.ident()
-	if err != nil {
-		return "", first.pos, err
-	}
+func (p *parser) path() (string, Pos) {
+	first := p.ident()
 	s := first.text
 	for p.isPunct(".") && p.peekAt(1).kind == tkIdent {
 		p.next()
 		s += "." + p.next().text
 	}
 	if !pathRe.MatchString(s) {
-		return "", first.pos, p.errf(first.pos, "field path %q must be dotted lower_snake_case", s)
+		p.failf(first.pos, "field path %q must be dotted lower_snake_case", s)
 	}
-	return s, first.pos, nil
+	return s, first.pos
 }
 
-func (p *parser) fieldDecl() (*FieldDecl, error) {
+func (p *parser) fieldDecl() *FieldDecl {
 	p.field = ""
-	if err := p.expectKeyword("field"); err != nil {
-		return nil, err
-	}
-	path, pos, err := p.path()
-	if err != nil {
-		return nil, err
-	}
+	p.expectKeyword("field")
+	path, pos := p.path()
 	p.field = path
-	if _, err := p.expect(":"); err != nil {
-		return nil, err
-	}
-	typ, err := p.declType()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.expect("="); err != nil {
-		return nil, err
-	}
-	e, err := p.expr()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.expect(";"); err != nil {
-		return nil, err
-	}
-	return &FieldDecl{Path: path, Pos: pos, Type: typ, Expr: e}, nil
+	p.expect(":")
+	typ := p.declType()
+	p.expect("=")
+	e := p.expr()
+	p.expect(";")
+	return &FieldDecl{Path: path, Pos: pos, Type: typ, Expr: e}
 }
 
 // declType parses a declarable type and bounds its size (MaxTypeNodes).
-func (p *parser) declType() (*Type, error) {
+func (p *parser) declType() *Type {
 	at := p.peek().pos
-	t, err := p.typ()
-	if err != nil {
-		return nil, err
-	}
+	t := p.typ()
 	if t.parts() > MaxTypeNodes {
-		return nil, errAt(errcode.RuleTypeError, p.field, at, "type has more than %d parts", MaxTypeNodes)
+		p.fail(errAt(errcode.RuleTypeError, p.field, at, "type has more than %d parts", MaxTypeNodes))
 	}
-	return t, nil
+	return t
 }
 
 // typ parses a declarable type.
-func (p *parser) typ() (*Type, error) {
-	t, err := p.ident()
-	if err != nil {
-		return nil, err
-	}
-	if err := p.enter(t.pos); err != nil {
-		return nil, err
-	}
+func (p *parser) typ() *Type {
+	t := p.ident()
+	p.enter(t.pos)
 	defer p.leave()
-	if err := p.count(t.pos); err != nil {
-		return nil, err
-	}
+	p.count(t.pos)
 	switch t.text {
 	case "Bool":
-		return tBool, nil
+		return tBool
 	case "Int":
-		return tInt, nil
+		return tInt
 	case "Text":
-		return tText, nil
+		return tText
 	case "Date":
-		return tDate, nil
+		return tDate
 	case "Dec":
-		if _, err := p.expect("("); err != nil {
-			return nil, err
-		}
+		p.expect("(")
 		n := p.peek()
 		if n.kind != tkInt {
-			return nil, p.errf(n.pos, "expected a scale (integer 0..%d), found %s", MaxScale, describe(n))
+			p.failf(n.pos, "expected a scale (integer 0..%d), found %s", MaxScale, describe(n))
 		}
 		p.next()
 		s, err := strconv.Atoi(n.text)
 		if err != nil || s > MaxScale {
-			return nil, errAt(errcode.RuleTypeError, p.field, n.pos, "scale %s out of range 0..%d", n.text, MaxScale)
+			p.fail(errAt(errcode.RuleTypeError, p.field, n.pos, "scale %s out of range 0..%d", n.text, MaxScale))
 		}
-		if _, err := p.expect(")"); err != nil {
-			return nil, err
-		}
-		return decType(s), nil
+		p.expect(")")
+		return decType(s)
 	case "Qty":
-		if _, err := p.expect("("); err != nil {
-			return nil, err
-		}
-		u, err := p.ident()
-		if err != nil {
-			return nil, err
-		}
+		p.expect("(")
+		u := p.ident()
 		if _, ok := units[u.text]; !ok {
-			return nil, errAt(errcode.UnitMismatch, p.field, u.pos, "unknown unit %q", u.text)
+			p.fail(errAt(errcode.UnitMismatch, p.field, u.pos, "unknown unit %q", u.text))
 		}
-		if _, err := p.expect(")"); err != nil {
-			return nil, err
-		}
-		return qtyType(u.text), nil
+		p.expect(")")
+		return qtyType(u.text)
 	case "Opt", "List":
-		if _, err := p.expect("("); err != nil {
-			return nil, err
-		}
-		e, err := p.typ()
-		if err != nil {
-			return nil, err
-		}
-		if _, err := p.expect(")"); err != nil {
-			return nil, err
-		}
+		p.expect("(")
+		e := p.typ()
+		p.expect(")")
 		if t.text == "Opt" {
-			return optType(e), nil
+			return optType(e)
 		}
-		return listType(e), nil
+		return listType(e)
 	case "Map":
-		if _, err := p.expect("("); err != nil {
-			return nil, err
+		p.expect("(")
+		if k := p.ident(); k.text != "Text" {
+			p.failf(k.pos, "map keys must be Text")
 		}
-		k, err := p.ident()
-		if err != nil {
-			return nil, err
-		}
-		if k.text != "Text" {
-			return nil, p.errf(k.pos, "map keys must be Text")
-		}
-		if _, err := p.expect(","); err != nil {
-			return nil, err
-		}
-		e, err := p.typ()
-		if err != nil {
-			return nil, err
-		}
-		if _, err := p.expect(")"); err != nil {
-			return nil, err
-		}
-		return mapType(e), nil
+		p.expect(",")
+		e := p.typ()
+		p.expect(")")
+		return mapType(e)
 	case "Record":
-		if _, err := p.expect("("); err != nil {
-			return nil, err
-		}
+		p.expect("(")
 		var fs []RecordField
 		seen := map[string]bool{}
 		for {
-			n, err := p.ident()
-			if err != nil {
-				return nil, err
-			}
+			n := p.ident()
 			if seen[n.text] {
-				return nil, errAt(errcode.RuleTypeError, p.field, n.pos, "duplicate record member %q", n.text)
+				p.fail(errAt(errcode.RuleTypeError, p.field, n.pos, "duplicate record member %q", n.text))
 			}
 			seen[n.text] = true
-			if _, err := p.expect(":"); err != nil {
-				return nil, err
-			}
-			ft, err := p.typ()
-			if err != nil {
-				return nil, err
-			}
-			fs = append(fs, RecordField{Name: n.text, Type: ft})
+			p.expect(":")
+			fs = append(fs, RecordField{Name: n.text, Type: p.typ()})
 			if !p.isPunct(",") {
 				break
 			}
 			p.next()
 		}
-		if _, err := p.expect(")"); err != nil {
-			return nil, err
-		}
-		return recordType(fs), nil
+		p.expect(")")
+		return recordType(fs)
 	}
-	return nil, p.errf(t.pos, "unknown type %q", t.text)
+	p.failf(t.pos, "unknown type %q", t.text)
+	return nil
 }
 
 // expr parses let, if, assert, or a binary expression.
-func (p *parser) expr() (Expr, error) {
+func (p *parser) expr() Expr {
 	t := p.peek()
-	if err := p.enter(t.pos); err != nil {
-		return nil, err
-	}
+	p.enter(t.pos)
 	defer p.leave()
 	if t.kind == tkIdent {
 		switch t.text {
@@ -415,116 +354,55 @@ func (p *parser) expr() (Expr, error) {
 	return p.binary(0)
 }
 
-func (p *parser) letExpr() (Expr, error) {
+func (p *parser) letExpr() Expr {
 	at := p.next().pos
-	name, err := p.varName()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.expect("="); err != nil {
-		return nil, err
-	}
-	v, err := p.expr()
-	if err != nil {
-		return nil, err
-	}
+	name := p.varName()
+	p.expect("=")
+	v := p.expr()
 	h := p.h
-	if _, err := p.expect(";"); err != nil {
-		return nil, err
-	}
-	body, err := p.expr()
-	if err != nil {
-		return nil, err
-	}
-	if err := p.built(at, max(h, p.h)); err != nil {
-		return nil, err
-	}
-	return &Let{At: at, Name: name.text, Value: v, Body: body}, nil
+	p.expect(";")
+	body := p.expr()
+	p.built(at, max(h, p.h))
+	return &Let{At: at, Name: name.text, Value: v, Body: body}
 }
 
-func (p *parser) varName() (token, error) {
-	t, err := p.ident()
-	if err != nil {
-		return t, err
-	}
+func (p *parser) varName() token {
+	t := p.ident()
 	if reserved[t.text] {
-		return t, p.errf(t.pos, "%q is a reserved word", t.text)
+		p.failf(t.pos, "%q is a reserved word", t.text)
 	}
-	return t, nil
+	return t
 }
 
-func (p *parser) ifExpr() (Expr, error) {
+func (p *parser) ifExpr() Expr {
 	at := p.next().pos
-	if _, err := p.expect("("); err != nil {
-		return nil, err
-	}
-	c, err := p.expr()
-	if err != nil {
-		return nil, err
-	}
+	p.expect("(")
+	c := p.expr()
 	h := p.h
-	if _, err := p.expect(")"); err != nil {
-		return nil, err
-	}
-	if err := p.expectKeyword("then"); err != nil {
-		return nil, err
-	}
-	a, err := p.expr()
-	if err != nil {
-		return nil, err
-	}
+	p.expect(")")
+	p.expectKeyword("then")
+	a := p.expr()
 	h = max(h, p.h)
-	if err := p.expectKeyword("else"); err != nil {
-		return nil, err
-	}
-	b, err := p.expr()
-	if err != nil {
-		return nil, err
-	}
-	if err := p.built(at, max(h, p.h)); err != nil {
-		return nil, err
-	}
-	return &If{At: at, Cond: c, Then: a, Else: b}, nil
+	p.expectKeyword("else")
+	b := p.expr()
+	p.built(at, max(h, p.h))
+	return &If{At: at, Cond: c, Then: a, Else: b}
 }
 
-func (p *parser) assertExpr() (Expr, error) {
+func (p *parser) assertExpr() Expr {
 	at := p.next().pos
-	if _, err := p.expect("("); err != nil {
-		return nil, err
-	}
-	c, err := p.expr()
-	if err != nil {
-		return nil, err
-	}
+	p.expect("(")
+	c := p.expr()
 	h := p.h
-	if _, err := p.expect(","); err != nil {
-		return nil, err
-	}
-	code, err := p.str()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.expect(","); err != nil {
-		return nil, err
-	}
-	msg, err := p.str()
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.expect(")"); err != nil {
-		return nil, err
-	}
-	if _, err := p.expect(";"); err != nil {
-		return nil, err
-	}
-	body, err := p.expr()
-	if err != nil {
-		return nil, err
-	}
-	if err := p.built(at, max(h, p.h)); err != nil {
-		return nil, err
-	}
-	return &Assert{At: at, Cond: c, Code: code.text, CodePos: code.pos, Message: msg.text, Body: body}, nil
+	p.expect(",")
+	code := p.str()
+	p.expect(",")
+	msg := p.str()
+	p.expect(")")
+	p.expect(";")
+	body := p.expr()
+	p.built(at, max(h, p.h))
+	return &Assert{At: at, Cond: c, Code: code.text, CodePos: code.pos, Message: msg.text, Body: body}
 }
 
 // binaryLevels lists binary operators from loosest to tightest binding.
@@ -538,30 +416,22 @@ var binaryLevels = [][]string{
 }
 
 // binary parses left-associative binary operators at precedence level and above.
-func (p *parser) binary(level int) (Expr, error) {
+func (p *parser) binary(level int) Expr {
 	if level == len(binaryLevels) {
 		return p.unary()
 	}
-	l, err := p.binary(level + 1)
-	if err != nil {
-		return nil, err
-	}
+	l := p.binary(level + 1)
 	for {
 		t := p.peek()
 		if t.kind != tkPunct || !contains(binaryLevels[level], t.text) {
-			return l, nil
+			return l
 		}
 		lh := p.h
 		p.next()
-		r, err := p.binary(level + 1)
-		if err != nil {
-			return nil, err
-		}
+		r := p.binary(level + 1)
 		// The chain grows a left-nested tree: each operator is one level
 		// above the longer of its operands.
-		if err := p.built(t.pos, max(lh, p.h)); err != nil {
-			return nil, err
-		}
+		p.built(t.pos, max(lh, p.h))
 		l = &Binary{At: t.pos, Op: t.text, L: l, R: r}
 	}
 }
@@ -575,22 +445,15 @@ func contains(xs []string, s string) bool {
 	return false
 }
 
-func (p *parser) unary() (Expr, error) {
+func (p *parser) unary() Expr {
 	t := p.peek()
 	if t.kind == tkPunct && (t.text == "!" || t.text == "-") {
-		if err := p.enter(t.pos); err != nil {
-			return nil, err
-		}
+		p.enter(t.pos)
 		defer p.leave()
 		p.next()
-		x, err := p.unary()
-		if err != nil {
-			return nil, err
-		}
-		if err := p.built(t.pos, p.h); err != nil {
-			return nil, err
-		}
-		return &Unary{At: t.pos, Op: t.text, X: x}, nil
+		x := p.unary()
+		p.built(t.pos, p.h)
+		return &Unary{At: t.pos, Op: t.text, X: x}
 	}
 	return p.primary()
 }
@@ -611,32 +474,29 @@ func (p *parser) isLambdaStart() bool {
 	return c.kind == tkPunct && c.text == ")" && a.kind == tkPunct && a.text == "=>"
 }
 
-func (p *parser) primary() (Expr, error) {
+func (p *parser) primary() Expr {
 	t := p.peek()
 	switch t.kind {
-	case tkInt, tkDec, tkString:
-		if err := p.built(t.pos, 0); err != nil {
-			return nil, err
-		}
-	}
-	switch t.kind {
 	case tkInt:
+		p.built(t.pos, 0)
 		p.next()
 		v, err := strconv.ParseInt(t.text, 10, 64)
 		if err != nil {
-			return nil, p.errf(t.pos, "integer literal %s out of the Int (int64) range", t.text)
+			p.failf(t.pos, "integer literal %s out of the Int (int64) range", t.text)
 		}
-		return &IntLit{At: t.pos, Val: v}, nil
+		return &IntLit{At: t.pos, Val: v}
 	case tkDec:
+		p.built(t.pos, 0)
 		p.next()
 		d, _, err := apd.NewFromString(t.text)
 		if err != nil {
-			return nil, p.errf(t.pos, "bad decimal literal %s", t.text)
+			p.failf(t.pos, "bad decimal literal %s", t.text)
 		}
-		return &DecLit{At: t.pos, Text: t.text, val: d}, nil
+		return &DecLit{At: t.pos, Text: t.text, val: d}
 	case tkString:
+		p.built(t.pos, 0)
 		p.next()
-		return &StringLit{At: t.pos, Val: t.text}, nil
+		return &StringLit{At: t.pos, Val: t.text}
 	case tkPunct:
 		if p.isLambdaStart() {
 			return p.lambda()
@@ -645,97 +505,66 @@ func (p *parser) primary() (Expr, error) {
 			// Parentheses make no node: the expression keeps its height
 			// (their nesting counts in expr's depth).
 			p.next()
-			e, err := p.expr()
-			if err != nil {
-				return nil, err
-			}
-			if _, err := p.expect(")"); err != nil {
-				return nil, err
-			}
-			return e, nil
+			e := p.expr()
+			p.expect(")")
+			return e
 		}
-		return nil, p.errf(t.pos, "unexpected %s", describe(t))
 	case tkIdent:
 		p.next()
 		switch t.text {
 		case "true", "false":
-			if err := p.built(t.pos, 0); err != nil {
-				return nil, err
-			}
-			return &BoolLit{At: t.pos, Val: t.text == "true"}, nil
+			p.built(t.pos, 0)
+			return &BoolLit{At: t.pos, Val: t.text == "true"}
 		case "none":
-			if err := p.built(t.pos, 0); err != nil {
-				return nil, err
-			}
-			return &NoneLit{At: t.pos}, nil
+			p.built(t.pos, 0)
+			return &NoneLit{At: t.pos}
 		}
 		if reserved[t.text] && t.text != "field" {
-			return nil, p.errf(t.pos, "unexpected keyword '%s'", t.text)
+			p.failf(t.pos, "unexpected keyword '%s'", t.text)
 		}
 		if !p.isPunct("(") {
-			if err := p.built(t.pos, 0); err != nil {
-				return nil, err
-			}
-			return &Ident{At: t.pos, Name: t.text}, nil
+			p.built(t.pos, 0)
+			return &Ident{At: t.pos, Name: t.text}
 		}
 		if t.text == "date" {
 			return p.dateLit(t.pos)
 		}
 		return p.call(t)
 	}
-	return nil, p.errf(t.pos, "unexpected %s", describe(t))
+	p.failf(t.pos, "unexpected %s", describe(t))
+	return nil
 }
 
-func (p *parser) lambda() (Expr, error) {
+func (p *parser) lambda() Expr {
 	at := p.next().pos
 	var params []string
 	for {
-		n, err := p.varName()
-		if err != nil {
-			return nil, err
-		}
-		params = append(params, n.text)
+		params = append(params, p.varName().text)
 		if !p.isPunct(",") {
 			break
 		}
 		p.next()
 	}
 	if len(params) == 2 && params[0] == params[1] {
-		return nil, p.errf(at, "lambda parameters must differ")
+		p.failf(at, "lambda parameters must differ")
 	}
-	if _, err := p.expect(")"); err != nil {
-		return nil, err
-	}
-	if _, err := p.expect("=>"); err != nil {
-		return nil, err
-	}
-	body, err := p.expr()
-	if err != nil {
-		return nil, err
-	}
-	if err := p.built(at, p.h); err != nil {
-		return nil, err
-	}
-	return &Lambda{At: at, Params: params, Body: body}, nil
+	p.expect(")")
+	p.expect("=>")
+	body := p.expr()
+	p.built(at, p.h)
+	return &Lambda{At: at, Params: params, Body: body}
 }
 
 // dateLit parses date("YYYY-MM-DD") and validates the calendar date.
-func (p *parser) dateLit(at Pos) (Expr, error) {
+func (p *parser) dateLit(at Pos) Expr {
 	p.next() // (
-	s, err := p.str()
-	if err != nil {
-		return nil, err
-	}
+	s := p.str()
 	if !validDate(s.text) {
-		return nil, p.errf(s.pos, "invalid date %q (want an existing YYYY-MM-DD)", s.text)
+		p.failf(s.pos, "invalid date %q (want an existing YYYY-MM-DD)", s.text)
 	}
-	if _, err := p.expect(")"); err != nil {
-		return nil, err
-	}
-	if err := p.built(at, 0); err != nil {
-		return nil, err
-	}
-	return &DateLit{At: at, Val: s.text}, nil
+	p.expect(")")
+	p.built(at, 0)
+	return &DateLit{At: at, Val: s.text}
 }
 
 // validDate reports whether s is an existing calendar date in YYYY-MM-DD form.
@@ -747,37 +576,24 @@ func validDate(s string) bool {
 	return err == nil
 }
 
-func (p *parser) call(name token) (Expr, error) {
+func (p *parser) call(name token) Expr {
 	p.next() // (
 	c := &Call{At: name.pos, Name: name.text}
 	h := 0
 	for !p.isPunct(")") {
 		if name.text == "record" {
-			n, err := p.ident()
-			if err != nil {
-				return nil, err
-			}
-			if _, err := p.expect(":"); err != nil {
-				return nil, err
-			}
+			n := p.ident()
+			p.expect(":")
 			c.Names = append(c.Names, n.text)
 		}
-		a, err := p.expr()
-		if err != nil {
-			return nil, err
-		}
+		c.Args = append(c.Args, p.expr())
 		h = max(h, p.h)
-		c.Args = append(c.Args, a)
 		if !p.isPunct(",") {
 			break
 		}
 		p.next()
 	}
-	if _, err := p.expect(")"); err != nil {
-		return nil, err
-	}
-	if err := p.built(name.pos, h); err != nil {
-		return nil, err
-	}
-	return c, nil
+	p.expect(")")
+	p.built(name.pos, h)
+	return c
 }

@@ -114,9 +114,9 @@ func (l Limits) CheckTests(prog *Program, src string) (*TestSuite, error) {
 	suite := &TestSuite{prog: prog, limits: l}
 	seen := map[string]bool{}
 	for p.peek().kind != tkEOF {
-		t, err := p.testDecl(prog)
+		t, err := catch(p, func() ruleTest { return p.testDecl(prog) })
 		if err != nil {
-			return nil, p.finish(err)
+			return nil, err
 		}
 		if seen[t.name] {
 			return nil, errAt(errcode.RuleTypeError, t.name, t.pos, "duplicate test %s", t.name)
@@ -142,101 +142,61 @@ func (t *ruleTest) numCases() int64 {
 	return 1
 }
 
-func (p *parser) testDecl(prog *Program) (ruleTest, error) {
+func (p *parser) testDecl(prog *Program) ruleTest {
 	p.field = ""
 	kw := p.peek()
 	if kw.kind != tkIdent || (kw.text != "example" && kw.text != "property") {
-		return ruleTest{}, p.errf(kw.pos, "expected 'example' or 'property', found %s", describe(kw))
+		p.failf(kw.pos, "expected 'example' or 'property', found %s", describe(kw))
 	}
 	p.next()
-	name, err := p.ident()
-	if err != nil {
-		return ruleTest{}, err
-	}
+	name := p.ident()
 	p.field = name.text
 	t := ruleTest{name: name.text, pos: name.pos}
-	if _, err := p.expect(":"); err != nil {
-		return t, err
-	}
+	p.expect(":")
 	if kw.text == "example" {
-		return t, p.example(prog, &t)
+		p.example(prog, &t)
+	} else {
+		p.property(&t)
 	}
-	return t, p.property(&t)
+	return t
 }
 
-func (p *parser) example(prog *Program, t *ruleTest) error {
-	if _, err := p.expect("{"); err != nil {
-		return err
-	}
+func (p *parser) example(prog *Program, t *ruleTest) {
+	p.expect("{")
 	for !p.isPunct("}") {
-		f, err := p.factDecl()
-		if err != nil {
-			return err
-		}
-		t.facts = append(t.facts, f)
+		t.facts = append(t.facts, p.factDecl())
 	}
 	p.next()
-	if _, err := p.expect("=>"); err != nil {
-		return err
-	}
+	p.expect("=>")
 	for {
-		x, err := p.expectation(prog, t.name)
-		if err != nil {
-			return err
-		}
-		t.expects = append(t.expects, x)
-		if _, err := p.expect(";"); err != nil {
-			return err
-		}
+		t.expects = append(t.expects, p.expectation(prog, t.name))
+		p.expect(";")
 		if n := p.peek(); n.kind != tkIdent || (n.text != "expect" && n.text != "expect_error") {
-			return nil
+			return
 		}
 	}
 }
 
 // factDecl parses fact f("Type", "key") = {json};
-func (p *parser) factDecl() (Fact, error) {
-	if err := p.expectKeyword("fact"); err != nil {
-		return Fact{}, err
-	}
-	if err := p.expectKeyword("f"); err != nil {
-		return Fact{}, err
-	}
-	if _, err := p.expect("("); err != nil {
-		return Fact{}, err
-	}
-	typ, err := p.str()
-	if err != nil {
-		return Fact{}, err
-	}
-	if _, err := p.expect(","); err != nil {
-		return Fact{}, err
-	}
-	key, err := p.str()
-	if err != nil {
-		return Fact{}, err
-	}
-	if _, err := p.expect(")"); err != nil {
-		return Fact{}, err
-	}
-	if _, err := p.expect("="); err != nil {
-		return Fact{}, err
-	}
-	payload, err := p.rawJSON()
-	if err != nil {
-		return Fact{}, err
-	}
-	if _, err := p.expect(";"); err != nil {
-		return Fact{}, err
-	}
-	return Fact{FactType: typ.text, FactKey: key.text, Payload: payload}, nil
+func (p *parser) factDecl() Fact {
+	p.expectKeyword("fact")
+	p.expectKeyword("f")
+	p.expect("(")
+	typ := p.str()
+	p.expect(",")
+	key := p.str()
+	p.expect(")")
+	p.expect("=")
+	payload := p.rawJSON()
+	p.expect(";")
+	return Fact{FactType: typ.text, FactKey: key.text, Payload: payload}
 }
 
 // rawJSON reads one JSON value directly from the source after the current
 // token and returns its canonical form.
-func (p *parser) rawJSON() ([]byte, error) {
+func (p *parser) rawJSON() []byte {
 	if p.i != len(p.toks) {
-		return nil, p.errf(p.peek().pos, "internal: JSON after lookahead")
+		p.failf(p.peek().pos, "internal: JSON after lookahead")
 	}
 	lx := p.lx
 	for lx.off < len(lx.src) && strings.ContainsRune(" \t\r\n", rune(lx.src[lx.off])) {
@@ -252,16 +212,14 @@ func (p *parser) rawJSON() ([]byte, error) {
 		for at.off < lx.off+deepAt {
 			at.advance()
 		}
-		return nil, p.errf(at.pos(), "nesting deeper than %d", MaxDepth)
+		p.failf(at.pos(), "nesting deeper than %d", MaxDepth)
 	}
 	p.nodes += values - 1
-	if err := p.count(start); err != nil {
-		return nil, err
-	}
+	p.count(start)
 	dec := json.NewDecoder(strings.NewReader(lx.src[lx.off:]))
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
-		return nil, p.errf(start, "invalid JSON payload: %v", err)
+		p.failf(start, "invalid JSON payload: %v", err)
 	}
 	end := lx.off + int(dec.InputOffset())
 	for lx.off < end {
@@ -269,9 +227,9 @@ func (p *parser) rawJSON() ([]byte, error) {
 	}
 	out, err := canonjson.Canonicalize(raw)
 	if err != nil {
-		return nil, p.errf(start, "invalid fact payload: %v", err)
+		p.failf(start, "invalid fact payload: %v", err)
 	}
-	return out, nil
+	return out
 }
 
 // jsonShape scans the JSON value at the start of s, which may be followed by
@@ -324,215 +282,138 @@ func jsonShape(s string, maxDepth int) (values, deepAt int) {
 }
 
 // expectation parses expect(path, op, literal) or expect_error("CODE").
-func (p *parser) expectation(prog *Program, test string) (expectation, error) {
-	kw, err := p.ident()
-	if err != nil {
-		return expectation{}, err
-	}
+func (p *parser) expectation(prog *Program, test string) expectation {
+	kw := p.ident()
 	x := expectation{pos: kw.pos}
 	if kw.text != "expect" && kw.text != "expect_error" {
-		return x, p.errf(kw.pos, "expected 'expect' or 'expect_error', found %s", describe(kw))
+		p.failf(kw.pos, "expected 'expect' or 'expect_error', found %s", describe(kw))
 	}
-	if _, err := p.expect("("); err != nil {
-		return x, err
-	}
+	p.expect("(")
 	if kw.text == "expect_error" {
-		code, err := p.str()
-		if err != nil {
-			return x, err
-		}
+		code := p.str()
 		if !codeRe.MatchString(code.text) {
-			return x, errAt(errcode.RuleTypeError, test, code.pos, "error code %q must match ^[A-Z][A-Z0-9_]{2,63}$", code.text)
+			p.fail(errAt(errcode.RuleTypeError, test, code.pos, "error code %q must match ^[A-Z][A-Z0-9_]{2,63}$", code.text))
 		}
 		x.errCode = code.text
-		_, err = p.expect(")")
-		return x, err
+		p.expect(")")
+		return x
 	}
-	path, ppos, err := p.path()
-	if err != nil {
-		return x, err
-	}
+	path, ppos := p.path()
 	x.path = path
-	if _, err := p.expect(","); err != nil {
-		return x, err
-	}
+	p.expect(",")
 	op := p.peek()
 	if op.kind != tkPunct || !contains([]string{"==", "!=", "<", "<=", ">", ">="}, op.text) {
-		return x, p.errf(op.pos, "expected a comparison operator, found %s", describe(op))
+		p.failf(op.pos, "expected a comparison operator, found %s", describe(op))
 	}
 	p.next()
 	x.op = op.text
-	if _, err := p.expect(","); err != nil {
-		return x, err
-	}
-	if x.lit, err = p.expr(); err != nil {
-		return x, err
-	}
-	if _, err := p.expect(")"); err != nil {
-		return x, err
-	}
+	p.expect(",")
+	x.lit = p.expr()
+	p.expect(")")
 	d := prog.Field(path)
 	if d == nil {
-		return x, errAt(errcode.RuleTypeError, test, ppos, "unknown field %q", path)
+		p.fail(errAt(errcode.RuleTypeError, test, ppos, "unknown field %q", path))
 	}
 	x.cmp = &Binary{At: op.pos, Op: op.text, L: &Ident{At: ppos, Name: "$field"}, R: x.lit}
 	c := &checker{decls: map[string]*FieldDecl{}, cur: test}
 	if _, err := c.expr(x.cmp, &scope{name: "$field", typ: d.Type}); err != nil {
-		return x, err
+		p.fail(err)
 	}
-	return x, nil
+	return x
 }
 
 // property parses cases(N) seed(S) => forall x: Type. implies(pre, post);
-func (p *parser) property(t *ruleTest) error {
+func (p *parser) property(t *ruleTest) {
 	t.isProp = true
-	n, err := p.intCall("cases")
-	if err != nil {
-		return err
-	}
+	n := p.intCall("cases")
 	if n < 1 || n > MaxCases {
-		return errAt(errcode.RuleTypeError, t.name, t.pos, "cases(%d) must be within 1..%d", n, MaxCases)
+		p.fail(errAt(errcode.RuleTypeError, t.name, t.pos, "cases(%d) must be within 1..%d", n, MaxCases))
 	}
 	t.cases = int(n)
-	seed, err := p.intCall("seed")
-	if err != nil {
-		return err
-	}
+	seed := p.intCall("seed")
 	if seed < 0 {
-		return errAt(errcode.RuleTypeError, t.name, t.pos, "seed(%d) must not be negative", seed)
+		p.fail(errAt(errcode.RuleTypeError, t.name, t.pos, "seed(%d) must not be negative", seed))
 	}
 	t.seed = uint64(seed)
-	if _, err := p.expect("=>"); err != nil {
-		return err
-	}
-	if err := p.expectKeyword("forall"); err != nil {
-		return err
-	}
-	v, err := p.varName()
-	if err != nil {
-		return err
-	}
-	t.varNm = v.text
-	if _, err := p.expect(":"); err != nil {
-		return err
-	}
-	if t.gen, err = p.genType(); err != nil {
-		return err
-	}
-	if _, err := p.expect("."); err != nil {
-		return err
-	}
-	if err := p.expectKeyword("implies"); err != nil {
-		return err
-	}
-	if _, err := p.expect("("); err != nil {
-		return err
-	}
-	if t.pre, err = p.expr(); err != nil {
-		return err
-	}
-	if _, err := p.expect(","); err != nil {
-		return err
-	}
-	if t.post, err = p.expr(); err != nil {
-		return err
-	}
-	if _, err := p.expect(")"); err != nil {
-		return err
-	}
-	if _, err := p.expect(";"); err != nil {
-		return err
-	}
+	p.expect("=>")
+	p.expectKeyword("forall")
+	t.varNm = p.varName().text
+	p.expect(":")
+	t.gen = p.genType()
+	p.expect(".")
+	p.expectKeyword("implies")
+	p.expect("(")
+	t.pre = p.expr()
+	p.expect(",")
+	t.post = p.expr()
+	p.expect(")")
+	p.expect(";")
 	c := &checker{decls: map[string]*FieldDecl{}, deps: map[string]map[string]bool{t.name: {}}, cur: t.name}
 	s := &scope{name: t.varNm, typ: t.gen.typ}
 	for _, e := range []Expr{t.pre, t.post} {
 		et, err := c.expr(e, s)
 		if err != nil {
-			return err
+			p.fail(err)
 		}
 		if et.Kind != KindBool {
-			return errAt(errcode.RuleTypeError, t.name, e.Position(), "implies needs Bool expressions, found %s", et)
+			p.fail(errAt(errcode.RuleTypeError, t.name, e.Position(), "implies needs Bool expressions, found %s", et))
 		}
 	}
-	return nil
 }
 
 // intCall parses name(INT).
-func (p *parser) intCall(name string) (int64, error) {
-	if err := p.expectKeyword(name); err != nil {
-		return 0, err
-	}
-	if _, err := p.expect("("); err != nil {
-		return 0, err
-	}
-	v, err := p.signedInt()
-	if err != nil {
-		return 0, err
-	}
-	_, err = p.expect(")")
-	return v, err
+func (p *parser) intCall(name string) int64 {
+	p.expectKeyword(name)
+	p.expect("(")
+	v := p.signedInt()
+	p.expect(")")
+	return v
 }
 
-func (p *parser) signedInt() (int64, error) {
+func (p *parser) signedInt() int64 {
 	neg := p.isPunct("-")
 	if neg {
 		p.next()
 	}
 	t := p.peek()
 	if t.kind != tkInt {
-		return 0, p.errf(t.pos, "expected an integer, found %s", describe(t))
+		p.failf(t.pos, "expected an integer, found %s", describe(t))
 	}
 	p.next()
 	v, err := strconv.ParseInt(t.text, 10, 64)
 	if err != nil {
-		return 0, p.errf(t.pos, "integer %s out of range", t.text)
+		p.failf(t.pos, "integer %s out of range", t.text)
 	}
 	if neg {
 		v = -v
 	}
-	return v, nil
+	return v
 }
 
 // genType parses a generatable type; a top-level Int may carry bounds Int(lo, hi).
-func (p *parser) genType() (genSpec, error) {
-	g := genSpec{lo: -1000, hi: 1000}
+func (p *parser) genType() genSpec {
 	t := p.peek()
 	if t.kind == tkIdent && t.text == "Int" && p.peekAt(1).kind == tkPunct && p.peekAt(1).text == "(" {
 		p.next()
 		p.next()
-		lo, err := p.signedInt()
-		if err != nil {
-			return g, err
-		}
-		if _, err := p.expect(","); err != nil {
-			return g, err
-		}
-		hi, err := p.signedInt()
-		if err != nil {
-			return g, err
-		}
-		if _, err := p.expect(")"); err != nil {
-			return g, err
-		}
+		lo := p.signedInt()
+		p.expect(",")
+		hi := p.signedInt()
+		p.expect(")")
 		if lo > hi || lo < -genBound || hi > genBound {
-			return g, errAt(errcode.RuleTypeError, p.field, t.pos, "Int(%d, %d) needs lo ≤ hi within ±10^18", lo, hi)
+			p.fail(errAt(errcode.RuleTypeError, p.field, t.pos, "Int(%d, %d) needs lo ≤ hi within ±10^18", lo, hi))
 		}
-		g.typ, g.lo, g.hi = tInt, lo, hi
-		return g, nil
+		return genSpec{typ: tInt, lo: lo, hi: hi}
 	}
-	typ, err := p.declType()
-	if err != nil {
-		return g, err
-	}
+	typ := p.declType()
 	if !generatable(typ) {
-		return g, errAt(errcode.RuleTypeError, p.field, t.pos, "cannot generate values of %s", typ)
+		p.fail(errAt(errcode.RuleTypeError, p.field, t.pos, "cannot generate values of %s", typ))
 	}
 	if n := genParts(typ); n > maxGenNodes {
-		return g, errAt(errcode.RuleTypeError, p.field, t.pos,
-			"cannot generate values of %s: one case may draw up to %d parts, the limit is %d", typ, n, maxGenNodes)
+		p.fail(errAt(errcode.RuleTypeError, p.field, t.pos,
+			"cannot generate values of %s: one case may draw up to %d parts, the limit is %d", typ, n, maxGenNodes))
 	}
-	g.typ = typ
-	return g, nil
+	return genSpec{typ: typ, lo: -1000, hi: 1000}
 }
 
 // genParts is the most parts generate may draw for one value of t (a List
