@@ -1,0 +1,150 @@
+package public
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2/negotiation"
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// Paths of the public routes.
+const (
+	PassportVersionPath = "/public/v1/passport-versions/{id}"
+	VerifyPath          = "/public/v1/verify"
+)
+
+// maxQRChars bounds the qr parameter: a BPC-QR-1 payload is 212 bytes.
+const maxQRChars = 1024
+
+// CacheControl is what a public answer may be cached for. The bytes of a
+// public version never change; its status may (ACTIVE → SUPERSEDED), so
+// caches keep an answer for five minutes and then revalidate it by ETag.
+const CacheControl = "public, max-age=300, must-revalidate"
+
+// pageCSP lets a page use its own inline styles and nothing else: no
+// script, image, frame or outside resource; its form submits to this site.
+const pageCSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// Handler serves the public routes: JSON to clients, a page to browsers
+// (Accept: text/html).
+type Handler struct {
+	Store *store.Queries
+	// WriteError answers an error to a JSON client (the API's envelope).
+	WriteError func(w http.ResponseWriter, r *http.Request, err error)
+	Logger     *slog.Logger
+}
+
+// PassportVersion serves GET /public/v1/passport-versions/{id}.
+func (h *Handler) PassportVersion(w http.ResponseWriter, r *http.Request) {
+	id, err := uuid.Parse(chi.URLParam(r, "id"))
+	if err != nil {
+		h.fail(w, r, errcode.New(errcode.NotFound, "no public passport version %q", chi.URLParam(r, "id")), "")
+		return
+	}
+	v, err := Lookup(r.Context(), h.Store, id)
+	if err != nil {
+		h.fail(w, r, err, "")
+		return
+	}
+	h.answer(w, r, v, func() page { return versionPage(v, nil) })
+}
+
+// Verify serves GET /public/v1/verify?qr=.
+func (h *Handler) Verify(w http.ResponseWriter, r *http.Request) {
+	scanned := r.URL.Query().Get("qr")
+	if len(scanned) > maxQRChars {
+		h.fail(w, r, errcode.Invalid("qr", "must be at most %d characters", maxQRChars), "")
+		return
+	}
+	c, err := CheckQR(r.Context(), h.Store, scanned)
+	if err != nil {
+		h.fail(w, r, err, scanned)
+		return
+	}
+	h.answer(w, r, c, func() page {
+		p := versionPage(c.Version, &c)
+		p.QRInput = scanned
+		return p
+	})
+}
+
+// wantsHTML reports whether the client prefers the page to JSON; a client
+// that names neither (or */*) gets JSON.
+func wantsHTML(r *http.Request) bool {
+	return negotiation.SelectQValueFast(r.Header.Get("Accept"), []string{"application/json", "text/html"}) == "text/html"
+}
+
+// answer writes v as JSON, or the page of a browser, with an ETag over the
+// bytes: a client that has them gets 304.
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, v any, p func() page) {
+	var body []byte
+	var err error
+	contentType := "application/json"
+	if wantsHTML(r) {
+		contentType = "text/html; charset=utf-8"
+		body, err = render(p())
+	} else {
+		body, err = json.Marshal(v)
+	}
+	if err != nil {
+		h.fail(w, r, errcode.Wrap(errcode.Internal, err, "error rendering the answer"), "")
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	hd := w.Header()
+	hd.Set("Cache-Control", CacheControl)
+	hd.Set("Vary", "Accept")
+	hd.Set("ETag", etag)
+	if contentType != "application/json" {
+		hd.Set("Content-Security-Policy", pageCSP)
+	}
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	hd.Set("Content-Type", contentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// fail answers err: the API's JSON envelope, or a page that says what is
+// wrong in words. Errors are not cached.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, scanned string) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Vary", "Accept")
+	if !wantsHTML(r) {
+		h.WriteError(w, r, err)
+		return
+	}
+	status, problem := http.StatusInternalServerError, "The service could not check this passport just now. Try again later."
+	switch errcode.CodeOf(err) {
+	case errcode.NotFound:
+		status, problem = http.StatusNotFound, "This service has no published passport with this id."
+	case errcode.Validation:
+		status, problem = http.StatusUnprocessableEntity, "This is not the text of a battery passport QR code (BPC1|pv=…)."
+	case errcode.DBUnavailable:
+		status = http.StatusServiceUnavailable
+	}
+	if status >= 500 && h.Logger != nil && !errors.Is(err, r.Context().Err()) {
+		h.Logger.ErrorContext(r.Context(), "public verification failed", slog.String("error", err.Error()))
+	}
+	body, rerr := render(page{Title: "Battery passport", Problem: problem, QRInput: scanned})
+	if rerr != nil {
+		h.WriteError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", pageCSP)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

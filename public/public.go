@@ -1,0 +1,211 @@
+// Package public is what anyone may see of a passport without an account:
+// the passport version a battery's QR code names, with its product, its
+// main fields and compliance results, and whether its stored bytes verify.
+//
+// Only ACTIVE and SUPERSEDED versions are public (store's one lookup that
+// is not scoped to a tenant); a version still being compiled, signed or
+// given its QR code is not found. Verification is core/verify run on the
+// bytes the service stores — payload, proof, signed receipt, QR payload and
+// image — against the public key the service registered under the key id
+// the receipt names, so a page says VERIFIED only when everything a third
+// party could check with `bpc verify` holds.
+//
+// Lookup and CheckQR are the operations; Handler serves them under
+// /public/v1 as JSON and, for a browser, as a page rendered on the server
+// (page.go) that needs no JavaScript.
+package public
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/qr"
+	"github.com/bpc-platform/bpc/core/sign"
+	"github.com/bpc-platform/bpc/core/verify"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// Verification is the outcome of verifying a version's stored bytes. The
+// four checks a reader asks about are named; Verified is every check of
+// core/verify passing (the four, and the QR payload's form, the version it
+// names and its image), and Checks lists them all.
+type Verification struct {
+	// PayloadHashOK: SHA-256 of the payload is the receipt's payload_hash
+	// and the QR's ph.
+	PayloadHashOK bool `json:"payload_hash_ok"`
+	// ProofRootOK: every proof node hashes to its content and children, up
+	// to a root that is the receipt's proof_root_hash and the QR's pr.
+	ProofRootOK bool `json:"proof_root_ok"`
+	// ReceiptHashOK: the receipt is canonical and hashes to the QR's rh.
+	ReceiptHashOK bool `json:"receipt_hash_ok"`
+	// SignatureOK: the receipt's Ed25519 signature verifies with the key
+	// the service registered under the receipt's key id.
+	SignatureOK bool `json:"signature_ok"`
+	Verified    bool `json:"verified"`
+	// Checks are core/verify's checks, in its order.
+	Checks []verify.Check `json:"checks"`
+}
+
+// SigningKey is the key a version's receipt is verified with.
+type SigningKey struct {
+	KeyID           string `json:"key_id"`
+	Alg             string `json:"alg"`
+	PublicKeyBase64 string `json:"public_key_base64"`
+}
+
+// Product is the battery product a passport describes.
+type Product struct {
+	BatteryProductID uuid.UUID `json:"battery_product_id"`
+	SKU              string    `json:"sku"`
+	Name             string    `json:"name"`
+}
+
+// PassportVersion is GET /public/v1/passport-versions/{id}.
+type PassportVersion struct {
+	PassportVersionID uuid.UUID `json:"passport_version_id"`
+	PassportID        uuid.UUID `json:"passport_id"`
+	BatteryProductID  uuid.UUID `json:"battery_product_id"`
+	Version           int32     `json:"version"`
+	// Status is ACTIVE, or SUPERSEDED when a newer version replaced it.
+	Status    string     `json:"status"`
+	IssuedAt  time.Time  `json:"issued_at"`
+	Activated *time.Time `json:"activated_at"`
+	Product   Product    `json:"product"`
+	// Payload and Receipt are the stored canonical bytes (the receipt
+	// signed), as JSON.
+	Payload    json.RawMessage `json:"payload"`
+	Receipt    json.RawMessage `json:"receipt"`
+	SigningKey *SigningKey     `json:"signing_key"`
+	QRPayload  string          `json:"qr_payload"`
+	// Verification is computed from the stored bytes on every request.
+	Verification Verification `json:"verification"`
+}
+
+// QRCheck is GET /public/v1/verify?qr=: whether a scanned BPC-QR-1 string
+// matches what the service holds for the version it names, and the
+// verification of that version's bytes against the scanned string.
+type QRCheck struct {
+	PassportVersionID uuid.UUID `json:"passport_version_id"`
+	// QRMatches is true when the QR's ph, pr and rh equal the stored hashes.
+	QRMatches    bool         `json:"qr_matches"`
+	Verification Verification `json:"verification"`
+	// Version is the version the QR names, for the page; not in the JSON.
+	Version PassportVersion `json:"-"`
+}
+
+// Lookup returns a public version with its verification; a version that
+// is not public, or an unknown id, is NOT_FOUND.
+func Lookup(ctx context.Context, q *store.Queries, id uuid.UUID) (PassportVersion, error) {
+	v, err := q.GetPublicPassportVersion(ctx, id)
+	if err != nil {
+		return PassportVersion{}, err
+	}
+	qrPayload := deref(v.QRPayload)
+	return view(v, check(v, qrPayload, true)), nil
+}
+
+// CheckQR parses a scanned QR string (not BPC-QR-1: VALIDATION_ERROR
+// naming qr) and verifies the version it names against it. A QR whose
+// hashes were altered still finds its version by id, and then does not
+// match nor verify.
+func CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRCheck, error) {
+	f, err := qr.Parse(scanned)
+	if err != nil {
+		return QRCheck{}, errcode.InvalidWrap("qr", err, "is not a BPC-QR-1 payload: %s", err.Error())
+	}
+	id, err := uuid.Parse(f.PassportVersionID)
+	if err != nil {
+		return QRCheck{}, errcode.Invalid("qr", "names no passport version id")
+	}
+	v, err := q.GetPublicPassportVersion(ctx, id)
+	if err != nil {
+		return QRCheck{}, err
+	}
+	matches := f.PayloadHash == v.PayloadHash && f.ProofRootHash == v.ProofRootHash && f.ReceiptHash == v.ReceiptHash
+	// The stored image renders the stored payload; it says nothing of a
+	// scanned string, so it is checked only when the two are the same.
+	ver := check(v, scanned, scanned == deref(v.QRPayload))
+	return QRCheck{PassportVersionID: id, QRMatches: matches, Verification: ver, Version: view(v, ver)}, nil
+}
+
+func view(v store.PublicPassportVersion, ver Verification) PassportVersion {
+	out := PassportVersion{
+		PassportVersionID: v.PassportVersionID, PassportID: v.PassportID, BatteryProductID: v.BatteryProductID,
+		Version: v.Version, Status: v.Status, IssuedAt: v.IssuedAt, Activated: v.ActivatedAt,
+		Product: Product{BatteryProductID: v.BatteryProductID, SKU: v.ProductSKU, Name: v.ProductName},
+		Payload: json.RawMessage(v.Payload), Receipt: json.RawMessage(v.ReceiptSigned),
+		QRPayload: deref(v.QRPayload), Verification: ver,
+	}
+	if v.RegisteredPublicKey != nil {
+		out.SigningKey = &SigningKey{KeyID: v.SigningKeyID, Alg: "ED25519", PublicKeyBase64: *v.RegisteredPublicKey}
+	}
+	return out
+}
+
+// check verifies v's stored bytes with qrPayload as the QR string, and the
+// stored QR image when withPNG.
+func check(v store.PublicPassportVersion, qrPayload string, withPNG bool) Verification {
+	want := verify.Expect{
+		PassportVersionID: v.PassportVersionID.String(),
+		PayloadHash:       v.PayloadHash, ProofRootHash: v.ProofRootHash, ReceiptHash: v.ReceiptHash,
+		Signature: deref(v.Signature), SigningKeyID: v.SigningKeyID,
+		From: "the service's records",
+	}
+	a := verify.Artifacts{Payload: v.Payload, Proof: v.Proof, Receipt: v.ReceiptSigned, QRPayload: qrPayload}
+	if withPNG {
+		a.QRPNG = v.QRPNG
+	}
+	// The key the service registered is the one trusted. Without it the
+	// other checks still run, with the copy stored on the version, and the
+	// signature counts as unverified.
+	pub, keyErr := registeredKey(v.RegisteredPublicKey)
+	if keyErr == nil {
+		want.PublicKey = pub
+	} else if pub, _ = registeredKey(v.SigningPublicKey); pub == nil {
+		pub = make(ed25519.PublicKey, ed25519.PublicKeySize)
+	}
+	a.SigningKey = verify.KeyDocument(v.SigningKeyID, pub)
+	// The error repeats the failed checks the report lists.
+	report, _ := verify.Verify(a, want)
+	if keyErr != nil {
+		for i, c := range report.Checks {
+			if c.Name == verify.CheckSigningKey {
+				report.Checks[i] = verify.Check{Name: c.Name, Detail: keyErr.Error()}
+			}
+		}
+	}
+	ver := Verification{
+		PayloadHashOK: report.Passed(verify.CheckPayloadHash),
+		ProofRootOK:   report.Passed(verify.CheckProof) && report.Passed(verify.CheckProofRoot),
+		ReceiptHashOK: report.Passed(verify.CheckReceipt) && report.Passed(verify.CheckReceiptHash),
+		SignatureOK:   report.Passed(verify.CheckSigningKey) && report.Passed(verify.CheckSignature),
+		Checks:        report.Checks,
+	}
+	ver.Verified = ver.PayloadHashOK && ver.ProofRootOK && ver.ReceiptHashOK && ver.SignatureOK && report.OK()
+	return ver
+}
+
+// registeredKey parses a stored public key; none is an error that says so.
+func registeredKey(b64 *string) (ed25519.PublicKey, error) {
+	if b64 == nil {
+		return nil, errors.New("the service has no public key registered under the key id the receipt names")
+	}
+	pub, err := sign.ParsePublicKey(*b64)
+	if err != nil {
+		return nil, errors.New("the key registered under the receipt's key id is not an Ed25519 public key")
+	}
+	return pub, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,278 @@
+package public_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/verify"
+	"github.com/bpc-platform/bpc/internal/fixture"
+	"github.com/bpc-platform/bpc/internal/teststore"
+	"github.com/bpc-platform/bpc/public"
+	"github.com/bpc-platform/bpc/store"
+)
+
+type env struct {
+	teststore.Env
+	active fixture.Active
+	h      http.Handler
+}
+
+func newEnv(t *testing.T, productName string) env {
+	t.Helper()
+	e := env{Env: teststore.New(t)}
+	e.active = fixture.ActiveNMC811(t, e.Store, e.River, store.DevTenantID, productName)
+	ph := &public.Handler{Store: e.Store, WriteError: func(w http.ResponseWriter, r *http.Request, err error) {
+		status := http.StatusInternalServerError
+		switch errcode.CodeOf(err) {
+		case errcode.NotFound:
+			status = http.StatusNotFound
+		case errcode.Validation:
+			status = http.StatusUnprocessableEntity
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": errcode.CodeOf(err), "message": err.Error()}})
+	}}
+	r := chi.NewRouter()
+	r.Get(public.PassportVersionPath, ph.PassportVersion)
+	r.Get(public.VerifyPath, ph.Verify)
+	e.h = r
+	return e
+}
+
+func (e env) get(t *testing.T, target, accept string, header ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	return rec
+}
+
+func versionURL(id uuid.UUID) string { return "/public/v1/passport-versions/" + id.String() }
+
+func verifyURL(qr string) string { return "/public/v1/verify?qr=" + url.QueryEscape(qr) }
+
+func allTrue(t *testing.T, v public.Verification) {
+	t.Helper()
+	require.True(t, v.PayloadHashOK)
+	require.True(t, v.ProofRootOK)
+	require.True(t, v.ReceiptHashOK)
+	require.True(t, v.SignatureOK)
+	require.True(t, v.Verified, "%+v", v.Checks)
+}
+
+func TestActiveVersionVerifiesFromStoredBytes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "Pack NMC811 75 kWh")
+	id := e.active.Version.PassportVersionID
+
+	v, err := public.Lookup(e.Ctx, e.Store, id)
+	require.NoError(t, err)
+	allTrue(t, v.Verification)
+	require.Equal(t, store.PassportActive, v.Status)
+	require.Equal(t, "Pack NMC811 75 kWh", v.Product.Name)
+	require.Equal(t, e.active.Version.PassportID, v.PassportID)
+	require.Equal(t, e.active.Product.BatteryProductID, v.BatteryProductID)
+	require.Equal(t, *e.active.Version.QRPayload, v.QRPayload)
+	require.Equal(t, &public.SigningKey{KeyID: "fixture-key", Alg: "ED25519", PublicKeyBase64: e.active.Signer.PublicKeyBase64()}, v.SigningKey)
+	require.True(t, json.Valid(v.Payload) && json.Valid(v.Receipt))
+
+	// The same over HTTP, with the shape of SPEC §11.
+	rec := e.get(t, versionURL(id), "")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	for _, k := range []string{"passport_version_id", "passport_id", "battery_product_id", "status", "payload", "receipt", "signing_key", "qr_payload", "verification"} {
+		require.Contains(t, body, k)
+	}
+	ver := body["verification"].(map[string]any)
+	for _, k := range []string{"payload_hash_ok", "proof_root_ok", "receipt_hash_ok", "signature_ok", "verified"} {
+		require.Equal(t, true, ver[k], k)
+	}
+}
+
+func TestOnlyActiveAndSupersededVersionsArePublic(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "Pack")
+	id := e.active.Version.PassportVersionID
+
+	_, err := public.Lookup(e.Ctx, e.Store, uuid.New())
+	require.Equal(t, errcode.NotFound, errcode.CodeOf(err))
+	require.Equal(t, http.StatusNotFound, e.get(t, versionURL(uuid.New()), "").Code)
+	require.Equal(t, http.StatusNotFound, e.get(t, "/public/v1/passport-versions/not-a-uuid", "").Code)
+
+	e.Exec(t, `UPDATE passport_versions SET status = 'SUPERSEDED', superseded_at = now() WHERE passport_version_id = $1`, id)
+	v, err := public.Lookup(e.Ctx, e.Store, id)
+	require.NoError(t, err)
+	require.Equal(t, store.PassportSuperseded, v.Status)
+	allTrue(t, v.Verification)
+	page := e.get(t, versionURL(id), "text/html").Body.String()
+	require.Contains(t, page, "A newer version of this passport has replaced this one")
+
+	for _, status := range []string{store.PassportSigned, store.PassportCompiling} {
+		e.Exec(t, `UPDATE passport_versions SET status = $2 WHERE passport_version_id = $1`, id, status)
+		_, err = public.Lookup(e.Ctx, e.Store, id)
+		require.Equal(t, errcode.NotFound, errcode.CodeOf(err), status)
+		require.Equal(t, http.StatusNotFound, e.get(t, versionURL(id), "").Code, status)
+	}
+}
+
+func TestTamperedStoredBytesDoNotVerify(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "Pack")
+	id := e.active.Version.PassportVersionID
+	// One byte of the stored payload changes (a digit of a value).
+	e.Exec(t, `UPDATE passport_versions SET payload = overlay(payload placing '9'::bytea from position('"61.3"'::bytea in payload) + 1 for 1)
+		WHERE passport_version_id = $1`, id)
+	v, err := public.Lookup(e.Ctx, e.Store, id)
+	require.NoError(t, err)
+	require.False(t, v.Verification.PayloadHashOK)
+	require.False(t, v.Verification.Verified)
+	require.True(t, v.Verification.SignatureOK, "the receipt itself is intact: %+v", v.Verification.Checks)
+
+	page := e.get(t, versionURL(id), "text/html").Body.String()
+	require.Contains(t, page, "NOT VERIFIED")
+	require.NotContains(t, page, ">VERIFIED<")
+}
+
+func TestSignatureNeedsTheRegisteredKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "Pack")
+	id := e.active.Version.PassportVersionID
+	// Another key registered under the id the receipt names: the copy on
+	// the version does not count, the registered key does.
+	other := fixture.SignerFor(t, e.Store, "other-key")
+	e.Exec(t, `UPDATE signing_keys SET public_key_base64 = $1 WHERE key_id = 'fixture-key'`, other.PublicKeyBase64())
+	v, err := public.Lookup(e.Ctx, e.Store, id)
+	require.NoError(t, err)
+	require.False(t, v.Verification.SignatureOK)
+	require.False(t, v.Verification.Verified)
+
+	e.Exec(t, `DELETE FROM signing_keys WHERE key_id = 'fixture-key'`)
+	v, err = public.Lookup(e.Ctx, e.Store, id)
+	require.NoError(t, err)
+	require.Nil(t, v.SigningKey)
+	require.False(t, v.Verification.SignatureOK)
+	require.False(t, v.Verification.Verified)
+}
+
+func TestVerifyQR(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "Pack")
+	id := e.active.Version.PassportVersionID
+	good := *e.active.Version.QRPayload
+
+	c, err := public.CheckQR(e.Ctx, e.Store, good)
+	require.NoError(t, err)
+	require.Equal(t, id, c.PassportVersionID)
+	require.True(t, c.QRMatches)
+	allTrue(t, c.Verification)
+	require.True(t, verifyPassed(c.Verification, verify.CheckQRPNG), "the stored image renders the scanned payload")
+
+	// A tampered QR: one character of ph changed (still valid base32).
+	i := strings.Index(good, "|ph=") + 4
+	swap := byte('A')
+	if good[i] == 'A' {
+		swap = 'B'
+	}
+	tampered := good[:i] + string(swap) + good[i+1:]
+	c, err = public.CheckQR(e.Ctx, e.Store, tampered)
+	require.NoError(t, err)
+	require.False(t, c.QRMatches)
+	require.False(t, c.Verification.Verified)
+	rec := e.get(t, verifyURL(tampered), "")
+	require.Equal(t, http.StatusOK, rec.Code)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	require.Equal(t, false, body["qr_matches"])
+	require.Equal(t, false, body["verification"].(map[string]any)["verified"])
+	page := e.get(t, verifyURL(tampered), "text/html,application/xhtml+xml,*/*;q=0.8").Body.String()
+	require.Contains(t, page, "NOT VERIFIED")
+	require.Contains(t, page, "This QR code does not match")
+
+	// Not BPC-QR-1 → 422 naming qr; a well-formed one naming an unknown
+	// version → 404.
+	for _, bad := range []string{"", "hello", "BPC1|pv=x", good + "|", strings.Repeat("A", 5000)} {
+		_, err := public.CheckQR(e.Ctx, e.Store, bad)
+		if len(bad) <= 1024 {
+			require.Equal(t, errcode.Validation, errcode.CodeOf(err), bad)
+		}
+		rec := e.get(t, verifyURL(bad), "")
+		require.Equal(t, http.StatusUnprocessableEntity, rec.Code, bad)
+		require.Contains(t, rec.Body.String(), "qr")
+	}
+	unknown := strings.Replace(good, id.String(), uuid.NewString(), 1)
+	require.Equal(t, http.StatusNotFound, e.get(t, verifyURL(unknown), "").Code)
+	require.Equal(t, http.StatusNotFound, e.get(t, verifyURL(unknown), "text/html").Code)
+}
+
+func verifyPassed(v public.Verification, name string) bool {
+	for _, c := range v.Checks {
+		if c.Name == name {
+			return c.OK
+		}
+	}
+	return false
+}
+
+func TestPageForAPerson(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `Pack <script>alert(1)</script> & "co"`)
+	id := e.active.Version.PassportVersionID
+
+	rec := e.get(t, versionURL(id), "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "text/html; charset=utf-8", rec.Header().Get("Content-Type"))
+	csp := rec.Header().Get("Content-Security-Policy")
+	require.Contains(t, csp, "default-src 'none'")
+	require.NotContains(t, csp, "script-src")
+	page := rec.Body.String()
+	require.Contains(t, page, `id="verdict">VERIFIED`)
+	require.Contains(t, page, "Pack &lt;script&gt;alert(1)&lt;/script&gt; &amp; &#34;co&#34;", "the product name is escaped")
+	require.NotContains(t, page, "<script")
+	// Main fields and compliance results from the payload.
+	require.Contains(t, page, "<h2>General</h2>")
+	require.Contains(t, page, "ART8_RECYCLED_NICKEL")
+	require.Contains(t, page, "not met")
+	require.Contains(t, page, "61300.000000 gCO2e_per_kWh")
+
+	// The error page of an unknown version is a page, not JSON.
+	rec = e.get(t, versionURL(uuid.New()), "text/html")
+	require.Equal(t, http.StatusNotFound, rec.Code)
+	require.Contains(t, rec.Body.String(), "no published passport with this id")
+	require.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
+}
+
+func TestCachingByETag(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "Pack")
+	target := versionURL(e.active.Version.PassportVersionID)
+	for _, accept := range []string{"application/json", "text/html"} {
+		first := e.get(t, target, accept)
+		require.Equal(t, http.StatusOK, first.Code)
+		require.Equal(t, public.CacheControl, first.Header().Get("Cache-Control"))
+		require.Equal(t, "Accept", first.Header().Get("Vary"))
+		etag := first.Header().Get("ETag")
+		require.NotEmpty(t, etag)
+		again := e.get(t, target, accept, "If-None-Match", etag)
+		require.Equal(t, http.StatusNotModified, again.Code)
+		require.Empty(t, again.Body.Bytes())
+	}
+	require.NotEqual(t, e.get(t, target, "application/json").Header().Get("ETag"), e.get(t, target, "text/html").Header().Get("ETag"))
+}
