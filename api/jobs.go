@@ -67,21 +67,8 @@ func (s *Server) toStoreRequest(in enqueueRequest, prefix string) (store.Enqueue
 	if err != nil {
 		return store.EnqueueRequest{}, prefixed(err)
 	}
-	req := store.EnqueueRequest{
-		Args:           args,
-		Priority:       in.Priority,
-		MaxAttempts:    in.MaxAttempts,
-		ScheduledAt:    in.ScheduledAt,
-		IdempotencyKey: in.IdempotencyKey,
-	}
-	if in.IdempotencyKey != "" {
-		req.RequestHash, err = passport.RequestHash(args, passport.EnqueueOptions{
-			Priority: in.Priority, MaxAttempts: in.MaxAttempts, ScheduledAt: in.ScheduledAt})
-		if err != nil {
-			return store.EnqueueRequest{}, err
-		}
-	}
-	return req, nil
+	return passport.NewEnqueueRequest(args, in.IdempotencyKey, passport.EnqueueOptions{
+		Priority: in.Priority, MaxAttempts: in.MaxAttempts, ScheduledAt: in.ScheduledAt})
 }
 
 // enqueue inserts the requests in one transaction (inTx runs it again when
