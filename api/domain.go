@@ -41,14 +41,20 @@ func decodeTenantBody(body []byte, dst any, tenant *string) (uuid.UUID, error) {
 	return parseUUID("tenant_id", *tenant)
 }
 
+// decodeTenantAnd decodes the body into dst, parses its tenant_id and then
+// the uuid named field: id points at a member of dst, or at a path
+// parameter.
+func decodeTenantAnd(body []byte, dst any, tenant *string, field string, id *string) (tenantID, parsed uuid.UUID, err error) {
+	if err := decodeBytes(body, dst); err != nil {
+		return uuid.Nil, uuid.Nil, err
+	}
+	return parseTenantAnd(field, *tenant, *id)
+}
+
 // decodeForID decodes the body into dst, parses its tenant_id and then the
 // {id} path parameter.
 func decodeForID(body []byte, dst any, tenant *string, pathID string) (tenantID, id uuid.UUID, err error) {
-	if tenantID, err = decodeTenantBody(body, dst, tenant); err != nil {
-		return uuid.Nil, uuid.Nil, err
-	}
-	id, err = parseUUID("id", pathID)
-	return tenantID, id, err
+	return decodeTenantAnd(body, dst, tenant, "id", &pathID)
 }
 
 // bodyTenantAndID decodes a body that carries only tenant_id and reads the

@@ -54,11 +54,7 @@ type createPassportRequest struct {
 
 func (s *Server) handleCreatePassport(ctx context.Context, req *jsonInput) (*out[store.Passport], error) {
 	var in createPassportRequest
-	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
-	if err != nil {
-		return nil, err
-	}
-	productID, err := parseUUID("battery_product_id", in.BatteryProductID)
+	tenantID, productID, err := decodeTenantAnd(req.RawBody, &in, &in.TenantID, "battery_product_id", &in.BatteryProductID)
 	if err != nil {
 		return nil, err
 	}

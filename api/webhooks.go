@@ -191,11 +191,7 @@ type createSubscriptionRequest struct {
 
 func (s *Server) handleCreateSubscription(ctx context.Context, raw *jsonInput) (*out[store.WebhookSubscription], error) {
 	var in createSubscriptionRequest
-	tenantID, err := decodeTenantBody(raw.RawBody, &in, &in.TenantID)
-	if err != nil {
-		return nil, err
-	}
-	endpointID, err := parseUUID("webhook_endpoint_id", in.WebhookEndpointID)
+	tenantID, endpointID, err := decodeTenantAnd(raw.RawBody, &in, &in.TenantID, "webhook_endpoint_id", &in.WebhookEndpointID)
 	if err != nil {
 		return nil, err
 	}
