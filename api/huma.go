@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -46,32 +45,6 @@ func (s *Server) newAPI(r chi.Router, doc *huma.OpenAPI) huma.API {
 		next(huma.WithValue(ctx, serverKey{}, s))
 	})
 	return api
-}
-
-// typed builds a typed operation with the defaults every route shares: the
-// bearer token (unless public), our validation instead of Huma's, our body
-// limit (limitBody) instead of Huma's 1 MiB, and the error envelope.
-func typed(api huma.API, public bool, method, path, id, summary string, opts ...opt) huma.Operation {
-	reg := api.OpenAPI().Components.Schemas
-	o := huma.Operation{
-		OperationID: id, Method: method, Path: path, Summary: summary,
-		SkipValidateParams: true,
-		SkipValidateBody:   true,
-		MaxBodyBytes:       -1,
-		Responses: map[string]*huma.Response{
-			"default": {Description: "Error envelope", Content: map[string]*huma.MediaType{
-				"application/json": {Schema: reg.Schema(reflect.TypeFor[ErrorBody](), true, "")},
-			}},
-		},
-	}
-	if !public {
-		o.Security = []map[string][]string{{"bearerAuth": {}}}
-		o.Responses["401"] = &huma.Response{Description: "Missing or wrong bearer token", Content: o.Responses["default"].Content}
-	}
-	for _, f := range opts {
-		f(reg, &o)
-	}
-	return o
 }
 
 // dropRawBodyMediaType removes the application/octet-stream request body a

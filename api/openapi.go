@@ -119,10 +119,10 @@ type routes struct {
 	public bool
 }
 
-// handle routes method path to h and documents it: id and summary, then
-// the opts (parameters, request body, responses). Every operation may
-// answer the error envelope ("default").
-func (rs routes) handle(method, path, id, summary string, h http.HandlerFunc, opts ...opt) {
+// operation documents a route: id and summary, the error envelope every
+// operation may answer ("default"), the bearer token unless public, then
+// the opts (parameters, request body, responses).
+func (rs routes) operation(method, path, id, summary string, opts ...opt) *huma.Operation {
 	reg := rs.doc.Components.Schemas
 	o := &huma.Operation{
 		OperationID: id, Method: method, Path: path, Summary: summary,
@@ -139,6 +139,12 @@ func (rs routes) handle(method, path, id, summary string, h http.HandlerFunc, op
 	for _, f := range opts {
 		f(reg, o)
 	}
+	return o
+}
+
+// handle routes method path to h and documents it (operation).
+func (rs routes) handle(method, path, id, summary string, h http.HandlerFunc, opts ...opt) {
+	o := rs.operation(method, path, id, summary, opts...)
 	if !slices.ContainsFunc(slices.Collect(maps.Keys(o.Responses)), func(k string) bool { return k[0] == '2' }) {
 		panic(fmt.Sprintf("%s %s documents no success response", method, path))
 	}
@@ -148,9 +154,13 @@ func (rs routes) handle(method, path, id, summary string, h http.HandlerFunc, op
 
 // register routes a typed operation: Huma reads its input I (parameters,
 // RawBody) from the request, calls h and writes its output O (Status,
-// headers, Body), and documents both from the types and the opts.
+// headers, Body), and documents both from the types and the opts
+// (operation). Our validation replaces Huma's, and our body limit
+// (limitBody) its 1 MiB.
 func register[I, O any](rs routes, method, path, id, summary string, h func(context.Context, *I) (*O, error), opts ...opt) {
-	huma.Register(rs.api, typed(rs.api, rs.public, method, path, id, summary, opts...), h)
+	o := rs.operation(method, path, id, summary, opts...)
+	o.SkipValidateParams, o.SkipValidateBody, o.MaxBodyBytes = true, true, -1
+	huma.Register(rs.api, *o, h)
 }
 
 // jsonBody documents T as the required JSON request body.
