@@ -53,6 +53,18 @@ func (q *Queries) RevokeAPIKey(ctx context.Context, tenantID, keyID uuid.UUID) (
 		WHERE tenant_id = $1 AND api_key_id = $2 RETURNING `+apiKeyColumns, tenantID, keyID)
 }
 
+// GetAPIKey returns a tenant's key.
+func (q *Queries) GetAPIKey(ctx context.Context, tenantID, keyID uuid.UUID) (APIKey, error) {
+	return getOne[APIKey](ctx, q.db, "api key", keyID,
+		`SELECT `+apiKeyColumns+` FROM api_keys WHERE tenant_id = $1 AND api_key_id = $2`, tenantID, keyID)
+}
+
+// LockAPIKey returns a tenant's key locked FOR UPDATE.
+func (q *Queries) LockAPIKey(ctx context.Context, tenantID, keyID uuid.UUID) (APIKey, error) {
+	return getOne[APIKey](ctx, q.db, "api key", keyID,
+		`SELECT `+apiKeyColumns+` FROM api_keys WHERE tenant_id = $1 AND api_key_id = $2 FOR UPDATE`, tenantID, keyID)
+}
+
 // APIKeyByPrefix returns the key with the given token prefix. It is the one
 // lookup not scoped by tenant: the tenant is what the key establishes.
 func (q *Queries) APIKeyByPrefix(ctx context.Context, prefix string) (APIKey, error) {
