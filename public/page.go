@@ -80,7 +80,12 @@ func versionPage(v PassportVersion, qrc *QRCheck) page {
 	}
 	p.Compliance = payload.Compliance
 	n := 0
-	for _, group := range sortedKeys(payload.Fields) {
+	groups := sortedKeys(payload.Fields)
+	// "general" (identity, maker, model) leads when a rule package has it.
+	if i := slices.Index(groups, "general"); i > 0 {
+		groups = append(append([]string{"general"}, groups[:i]...), groups[i+1:]...)
+	}
+	for _, group := range groups {
 		s := section{Title: label(group)}
 		flatten(&s.Rows, "", payload.Fields[group], 0)
 		if n+len(s.Rows) > maxRows {

@@ -8,12 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/verify"
+	"github.com/bpc-platform/bpc/internal/browser"
 	"github.com/bpc-platform/bpc/internal/fixture"
 	"github.com/bpc-platform/bpc/internal/teststore"
 	"github.com/bpc-platform/bpc/public"
@@ -185,13 +187,7 @@ func TestVerifyQR(t *testing.T) {
 	allTrue(t, c.Verification)
 	require.True(t, verifyPassed(c.Verification, verify.CheckQRPNG), "the stored image renders the scanned payload")
 
-	// A tampered QR: one character of ph changed (still valid base32).
-	i := strings.Index(good, "|ph=") + 4
-	swap := byte('A')
-	if good[i] == 'A' {
-		swap = 'B'
-	}
-	tampered := good[:i] + string(swap) + good[i+1:]
+	tampered := tamperQR(good)
 	c, err = public.CheckQR(e.Ctx, e.Store, tampered)
 	require.NoError(t, err)
 	require.False(t, c.QRMatches)
@@ -275,4 +271,45 @@ func TestCachingByETag(t *testing.T) {
 		require.Empty(t, again.Body.Bytes())
 	}
 	require.NotEqual(t, e.get(t, target, "application/json").Header().Get("ETag"), e.get(t, target, "text/html").Header().Get("ETag"))
+}
+
+// A person's view: Chromium loads the page of the sample passport and
+// shows VERIFIED and the product's name; a tampered QR shows NOT VERIFIED.
+func TestPageInABrowser(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "NMC811 pack 75 kWh")
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	ctx := browser.New(t)
+
+	browser.Do(t, ctx, chromedp.Navigate(srv.URL+versionURL(e.active.Version.PassportVersionID)))
+	verdict := browser.Value(t, ctx, chromedp.Text(chromedp.ID("verdict")))
+	require.True(t, strings.HasPrefix(verdict, "VERIFIED"), verdict)
+	require.Equal(t, "NMC811 pack 75 kWh", browser.Value(t, ctx, chromedp.Text(chromedp.ID("product"))))
+	require.FileExists(t, browser.Screenshot(t, ctx, "passport.png"))
+
+	good := *e.active.Version.QRPayload
+	browser.Do(t, ctx, chromedp.Navigate(srv.URL+verifyURL(tamperQR(good))))
+	verdict = browser.Value(t, ctx, chromedp.Text(chromedp.ID("verdict")))
+	require.True(t, strings.HasPrefix(verdict, "NOT VERIFIED"), verdict)
+	browser.Screenshot(t, ctx, "tampered.png")
+
+	// The page's own form checks the genuine QR text.
+	browser.Do(t, ctx,
+		chromedp.SetValue(chromedp.ID("qr"), good),
+		chromedp.Submit(chromedp.ID("qr")),
+		chromedp.WaitVisible(chromedp.CSS("#verdict.ok")),
+	)
+	verdict = browser.Value(t, ctx, chromedp.Text(chromedp.ID("verdict")))
+	require.True(t, strings.HasPrefix(verdict, "VERIFIED"), verdict)
+}
+
+// tamperQR changes one character of the QR's ph (still valid base32).
+func tamperQR(good string) string {
+	i := strings.Index(good, "|ph=") + 4
+	swap := byte('A')
+	if good[i] == 'A' {
+		swap = 'B'
+	}
+	return good[:i] + string(swap) + good[i+1:]
 }

@@ -14,6 +14,8 @@
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/test_env.sh" bpc_test
 
+bash scripts/deps.sh
+
 echo "test.sh: go vet ./..." >&2
 go vet ./...
 
