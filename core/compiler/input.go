@@ -61,30 +61,21 @@ type Input struct {
 
 // validate checks everything but the facts and returns the effective limits.
 func (in Input) validate() (Limits, error) {
-	ids := []struct{ field, value string }{
-		{"tenant_id", in.TenantID},
-		{"passport_version_id", in.PassportVersionID},
-		{"passport_id", in.PassportID},
-		{"battery_product_id", in.BatteryProductID},
-		{"snapshot_id", in.SnapshotID},
-		{"rule_package_version_id", in.RulePackageVersionID},
+	if err := receipt.CheckUUIDs([]receipt.Field{
+		{Name: "tenant_id", Value: in.TenantID},
+		{Name: "passport_version_id", Value: in.PassportVersionID},
+		{Name: "passport_id", Value: in.PassportID},
+		{Name: "battery_product_id", Value: in.BatteryProductID},
+		{Name: "snapshot_id", Value: in.SnapshotID},
+		{Name: "rule_package_version_id", Value: in.RulePackageVersionID},
+	}); err != nil {
+		return Limits{}, err
 	}
-	for _, id := range ids {
-		if !hash.IsUUID(id.value) {
-			return Limits{}, errcode.Invalid(id.field, "must be a lowercase UUID, got %q", id.value)
-		}
-	}
-	texts := []struct{ field, value string }{
-		{"compiler_build_id", in.CompilerBuildID},
-		{"signing_key_id", in.SigningKeyID},
-	}
-	for _, s := range texts {
-		if s.value == "" {
-			return Limits{}, errcode.Invalid(s.field, "must not be empty")
-		}
-		if !utf8.ValidString(s.value) {
-			return Limits{}, errcode.Invalid(s.field, "must be valid UTF-8")
-		}
+	if err := receipt.CheckTexts([]receipt.Field{
+		{Name: "compiler_build_id", Value: in.CompilerBuildID},
+		{Name: "signing_key_id", Value: in.SigningKeyID},
+	}); err != nil {
+		return Limits{}, err
 	}
 	// The digests are of the sources' UTF-8 bytes; other bytes would make the
 	// recorded digest describe text no reader can see.

@@ -82,44 +82,30 @@ func Validate(r Receipt) error {
 	if t, err := time.Parse(TimeFormat, r.IssuedAt); err != nil || t.Format(TimeFormat) != r.IssuedAt {
 		return errcode.Invalid("issued_at", "must be RFC 3339 UTC with whole seconds like 2026-11-22T10:00:00Z, got %q", r.IssuedAt)
 	}
-	uuids := []struct{ field, value string }{
+	if err := CheckUUIDs([]Field{
 		{"tenant_id", r.TenantID},
 		{"passport_version_id", r.PassportVersionID},
 		{"passport_id", r.PassportID},
 		{"battery_product_id", r.BatteryProductID},
 		{"snapshot_id", r.SnapshotID},
 		{"rule_package_version_id", r.RulePackageVersionID},
+	}); err != nil {
+		return err
 	}
-	for _, u := range uuids {
-		if !hash.IsUUID(u.value) {
-			return errcode.Invalid(u.field, "must be a lowercase UUID, got %q", u.value)
-		}
-	}
-	hashes := []struct{ field, value string }{
+	if err := checkDigests([]Field{
 		{"snapshot_hash", r.SnapshotHash},
 		{"dsl_sha256", r.DSLSHA256},
 		{"tests_sha256", r.TestsSHA256},
 		{"payload_hash", r.PayloadHash},
 		{"proof_root_hash", r.ProofRootHash},
+	}); err != nil {
+		return err
 	}
-	for _, h := range hashes {
-		if !hash.IsDigestHex(h.value) {
-			return errcode.Invalid(h.field, "must be 64 lowercase hex characters, got %q", h.value)
-		}
-	}
-	texts := []struct{ field, value string }{
+	if err := CheckTexts([]Field{
 		{"compiler_build_id", r.CompilerBuildID},
 		{"signing_key_id", r.SigningKeyID},
-	}
-	for _, s := range texts {
-		if s.value == "" {
-			return errcode.Invalid(s.field, "must not be empty")
-		}
-		// encoding/json would silently replace invalid bytes, so two different
-		// ids could hash alike.
-		if !utf8.ValidString(s.value) {
-			return errcode.Invalid(s.field, "must be valid UTF-8")
-		}
+	}); err != nil {
+		return err
 	}
 	if r.SignatureAlg != SignatureAlg {
 		return errcode.Invalid("signature_alg", "must be %q, got %q", SignatureAlg, r.SignatureAlg)
@@ -128,6 +114,49 @@ func Validate(r Receipt) error {
 		sig, err := base64.StdEncoding.Strict().DecodeString(r.Signature)
 		if err != nil || len(sig) != signatureLen {
 			return errcode.Invalid("signature", "must be standard padded base64 of a %d-byte Ed25519 signature", signatureLen)
+		}
+	}
+	return nil
+}
+
+// Field is a string field by its JSON name. CheckUUIDs, CheckTexts and
+// checkDigests check fields in order and name the first one that fails;
+// Validate checks a receipt's fields with them, and the compiler the ids of
+// its input, which the receipt will carry.
+type Field struct{ Name, Value string }
+
+// CheckUUIDs returns a VALIDATION_ERROR naming the first field that is not a
+// lowercase UUID.
+func CheckUUIDs(fields []Field) error {
+	for _, f := range fields {
+		if !hash.IsUUID(f.Value) {
+			return errcode.Invalid(f.Name, "must be a lowercase UUID, got %q", f.Value)
+		}
+	}
+	return nil
+}
+
+// checkDigests returns a VALIDATION_ERROR naming the first field that is not
+// a lowercase hex SHA-256.
+func checkDigests(fields []Field) error {
+	for _, f := range fields {
+		if !hash.IsDigestHex(f.Value) {
+			return errcode.Invalid(f.Name, "must be 64 lowercase hex characters, got %q", f.Value)
+		}
+	}
+	return nil
+}
+
+// CheckTexts returns a VALIDATION_ERROR naming the first field that is empty
+// or not valid UTF-8 (encoding/json would silently replace invalid bytes, so
+// two different ids could hash alike).
+func CheckTexts(fields []Field) error {
+	for _, f := range fields {
+		if f.Value == "" {
+			return errcode.Invalid(f.Name, "must not be empty")
+		}
+		if !utf8.ValidString(f.Value) {
+			return errcode.Invalid(f.Name, "must be valid UTF-8")
 		}
 	}
 	return nil
