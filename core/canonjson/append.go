@@ -60,22 +60,14 @@ func appendStr[S string | []byte](dst []byte, s S) []byte {
 	return append(dst, '"')
 }
 
+// shortEscapes holds, for a byte with a two-character JSON escape, the
+// letter after the backslash; every other byte appendEscape is given takes
+// \u00XX.
+var shortEscapes = [256]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
 func appendEscape(dst []byte, c byte) []byte {
-	switch c {
-	case '"':
-		return append(dst, '\\', '"')
-	case '\\':
-		return append(dst, '\\', '\\')
-	case '\b':
-		return append(dst, '\\', 'b')
-	case '\f':
-		return append(dst, '\\', 'f')
-	case '\n':
-		return append(dst, '\\', 'n')
-	case '\r':
-		return append(dst, '\\', 'r')
-	case '\t':
-		return append(dst, '\\', 't')
+	if e := shortEscapes[c]; e != 0 {
+		return append(dst, '\\', e)
 	}
 	return append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 }

@@ -349,28 +349,18 @@ func (p *parser) number() error {
 		neg = true
 		i++
 	}
-	if i >= len(d) || d[i] < '0' || d[i] > '9' {
-		p.pos = i
-		return p.unexpected("a digit")
-	}
-	if d[i] == '0' {
+	var err error
+	if i < len(d) && d[i] == '0' {
 		i++
-	} else {
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
+	} else if i, err = p.digits(i, "a digit"); err != nil {
+		return err
 	}
 	intEnd := i
 	frac := false
 	if i < len(d) && d[i] == '.' {
 		frac = true
-		i++
-		if i >= len(d) || d[i] < '0' || d[i] > '9' {
-			p.pos = i
-			return p.unexpected("a digit after the decimal point")
-		}
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
+		if i, err = p.digits(i+1, "a digit after the decimal point"); err != nil {
+			return err
 		}
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
@@ -379,12 +369,8 @@ func (p *parser) number() error {
 		if i < len(d) && (d[i] == '+' || d[i] == '-') {
 			i++
 		}
-		if i >= len(d) || d[i] < '0' || d[i] > '9' {
-			p.pos = i
-			return p.unexpected("a digit in the exponent")
-		}
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
+		if i, err = p.digits(i, "a digit in the exponent"); err != nil {
+			return err
 		}
 	}
 	if frac {
@@ -398,6 +384,20 @@ func (p *parser) number() error {
 	}
 	p.out = append(p.out, digits...)
 	return nil
+}
+
+// digits returns the end of the run of digits at offset i, which must hold
+// at least one; without one it fails at i, expecting what.
+func (p *parser) digits(i int, what string) (int, error) {
+	d := p.data
+	if i >= len(d) || d[i] < '0' || d[i] > '9' {
+		p.pos = i
+		return i, p.unexpected(what)
+	}
+	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+		i++
+	}
+	return i, nil
 }
 
 // str parses a JSON string at p.pos (which holds '"') and leaves its decoded
