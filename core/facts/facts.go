@@ -143,6 +143,25 @@ func (p *parser) add(path, typ, key string, payload any) error {
 	return nil
 }
 
+// each calls item with the path ("name[i]") and value of every element of
+// the document's member name, which must be an array of objects; when
+// optional, an absent member has no elements.
+func (p *parser) each(name string, optional bool, item func(path string, m map[string]any) error) error {
+	if _, ok := p.doc[name]; optional && !ok {
+		return nil
+	}
+	items, err := array(p.doc, name, name)
+	if err != nil {
+		return err
+	}
+	for i, m := range items {
+		if err := item(fmt.Sprintf("%s[%d]", name, i), m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // object returns member name of m as an object.
 func object(m map[string]any, name, path string) (map[string]any, error) {
 	v, ok := m[name].(map[string]any)
@@ -195,6 +214,20 @@ func without(m map[string]any, keys ...string) map[string]any {
 	return out
 }
 
+// slugOf returns the Slug of the required text member name of m, the element
+// at path, which must have letters or digits to key a material by.
+func slugOf(m map[string]any, name, path string) (string, error) {
+	path += "." + name
+	s, err := text(m, name, path, true)
+	if err != nil {
+		return "", err
+	}
+	if s = Slug(s); s == "" {
+		return "", errcode.Invalid(path, "has no letters or digits to key the material by")
+	}
+	return s, nil
+}
+
 var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
 
 // Slug lower-cases s, cuts it at the first " (", turns every run of
@@ -222,48 +255,28 @@ func (p *parser) bom() error {
 	if err := p.add("battery", "BOM", "battery:"+sku, battery); err != nil {
 		return err
 	}
-	materials, err := array(p.doc, "materials", "materials")
-	if err != nil {
-		return err
-	}
-	for i, m := range materials {
-		path := fmt.Sprintf("materials[%d]", i)
-		cas, err := text(m, "cas", path+".cas", false)
+	err = p.each("materials", false, func(path string, m map[string]any) error {
+		id, err := text(m, "cas", path+".cas", false)
 		if err != nil {
 			return err
 		}
-		id := cas
 		if id == "" {
-			name, err := text(m, "name", path+".name", true)
-			if err != nil {
+			if id, err = slugOf(m, "name", path); err != nil {
 				return err
 			}
-			if id = Slug(name); id == "" {
-				return errcode.Invalid(path+".name", "has no letters or digits to key the material by")
-			}
 		}
-		if err := p.add(path, "BOM_MATERIAL", "material:"+id, m); err != nil {
-			return err
-		}
-	}
-	if _, ok := p.doc["hazardous_substances"]; !ok {
-		return nil
-	}
-	hazardous, err := array(p.doc, "hazardous_substances", "hazardous_substances")
+		return p.add(path, "BOM_MATERIAL", "material:"+id, m)
+	})
 	if err != nil {
 		return err
 	}
-	for i, h := range hazardous {
-		path := fmt.Sprintf("hazardous_substances[%d]", i)
+	return p.each("hazardous_substances", true, func(path string, h map[string]any) error {
 		cas, err := text(h, "cas", path+".cas", true)
 		if err != nil {
 			return err
 		}
-		if err := p.add(path, "BOM_HAZARDOUS", "hazardous:"+cas, h); err != nil {
-			return err
-		}
-	}
-	return nil
+		return p.add(path, "BOM_HAZARDOUS", "hazardous:"+cas, h)
+	})
 }
 
 // pcf: PCF pcf:<battery_sku>, the document without its header.
@@ -286,26 +299,11 @@ func (p *parser) dueDiligence() error {
 	if err := p.add("battery_sku", "DUE_DILIGENCE", "dd:"+sku, without(p.doc, "document_type", "schema_version", "raw_materials")); err != nil {
 		return err
 	}
-	if _, ok := p.doc["raw_materials"]; !ok {
-		return nil
-	}
-	materials, err := array(p.doc, "raw_materials", "raw_materials")
-	if err != nil {
-		return err
-	}
-	for i, m := range materials {
-		path := fmt.Sprintf("raw_materials[%d]", i)
-		name, err := text(m, "material", path+".material", true)
+	return p.each("raw_materials", true, func(path string, m map[string]any) error {
+		key, err := slugOf(m, "material", path)
 		if err != nil {
 			return err
 		}
-		key := Slug(name)
-		if key == "" {
-			return errcode.Invalid(path+".material", "has no letters or digits to key the material by")
-		}
-		if err := p.add(path, "DD_MATERIAL", "dd_material:"+key, m); err != nil {
-			return err
-		}
-	}
-	return nil
+		return p.add(path, "DD_MATERIAL", "dd_material:"+key, m)
+	})
 }
