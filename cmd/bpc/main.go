@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/bpc-platform/bpc/internal/redact"
 	"github.com/bpc-platform/bpc/migrations"
 	"github.com/bpc-platform/bpc/service"
@@ -118,28 +120,20 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	default:
 		return fmt.Errorf("--role must be all, worker or api, got %q", *role)
 	}
-	cfg, err := service.LoadConfig(getenv)
-	if err != nil {
-		return err
-	}
-	logger := service.NewLogger(cfg, stdout)
-	pool, err := service.NewPool(ctx, cfg)
+	cfg, pool, err := connect(ctx, getenv, service.LoadConfig)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	logger := service.NewLogger(cfg, stdout)
 
 	if *migrate {
 		if err := migrations.Up(ctx, pool, logger); err != nil {
 			return err
 		}
 	}
-	st, err := migrations.Check(ctx, pool)
-	if err != nil {
-		return fmt.Errorf("error checking the schema (is the database reachable?): %w", err)
-	}
-	if !st.Current() {
-		return fmt.Errorf("database schema is behind (%s): run `bpc migrate` or `bpc serve --migrate`", st)
+	if err := requireCurrentSchema(ctx, pool, "run `bpc migrate` or `bpc serve --migrate`"); err != nil {
+		return err
 	}
 
 	a, err := service.New(cfg, *role, logger, pool)
@@ -201,12 +195,33 @@ func displayAddr(addr string) string {
 	return addr
 }
 
-func cmdMigrate(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := service.ToolConfig(getenv)
+// connect loads the configuration with load (service.LoadConfig for the
+// commands that work jobs, service.ToolConfig for the tools) and opens its
+// pool, which the caller closes.
+func connect(ctx context.Context, getenv func(string) string, load func(getenv func(string) string) (service.Config, error)) (service.Config, *pgxpool.Pool, error) {
+	cfg, err := load(getenv)
 	if err != nil {
-		return err
+		return service.Config{}, nil, err
 	}
 	pool, err := service.NewPool(ctx, cfg)
+	return cfg, pool, err
+}
+
+// requireCurrentSchema fails unless the database schema is current; fix
+// says how to bring it up to date.
+func requireCurrentSchema(ctx context.Context, pool *pgxpool.Pool, fix string) error {
+	st, err := migrations.Check(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("error checking the schema (is the database reachable?): %w", err)
+	}
+	if !st.Current() {
+		return fmt.Errorf("database schema is behind (%s): %s", st, fix)
+	}
+	return nil
+}
+
+func cmdMigrate(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	cfg, pool, err := connect(ctx, getenv, service.ToolConfig)
 	if err != nil {
 		return err
 	}
@@ -232,13 +247,9 @@ func cmdDoctor(ctx context.Context, args []string, getenv func(string) string, s
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := service.ToolConfig(getenv)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	pool, err := service.NewPool(ctx, cfg)
+	_, pool, err := connect(ctx, getenv, service.ToolConfig)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/migrations"
 	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
@@ -112,21 +111,13 @@ func cmdTick(ctx context.Context, args []string, getenv func(string) string, std
 	if *maxDuration <= 0 || *maxJobs <= 0 {
 		return errors.New("--max-duration and --max-jobs must be positive")
 	}
-	cfg, err := service.LoadConfig(getenv)
-	if err != nil {
-		return err
-	}
-	pool, err := service.NewPool(ctx, cfg)
+	cfg, pool, err := connect(ctx, getenv, service.LoadConfig)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	st, err := migrations.Check(ctx, pool)
-	if err != nil {
-		return fmt.Errorf("error checking the schema (is the database reachable?): %w", err)
-	}
-	if !st.Current() {
-		return fmt.Errorf("database schema is behind (%s): run `bpc migrate`", st)
+	if err := requireCurrentSchema(ctx, pool, "run `bpc migrate`"); err != nil {
+		return err
 	}
 	o := tickOptions{MaxDuration: *maxDuration, MaxJobs: *maxJobs}
 	if *maintenance {
