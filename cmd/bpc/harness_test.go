@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -50,33 +51,43 @@ func newHarness(t *testing.T, role string, env map[string]string) *harness {
 	return newHarnessWith(t, role, env, nil)
 }
 
+// testConfig is the configuration of a service under test: the test
+// database and token, quick polls and backoff, a short shutdown and a worker
+// id of its own (prefix and a random part), with vars and then env set
+// over them.
+func testConfig(t *testing.T, workerPrefix string, vars, env map[string]string) service.Config {
+	t.Helper()
+	all := map[string]string{
+		"DATABASE_URL":                   testdb.URL(),
+		"BPC_ENV":                        "test",
+		"BPC_ADMIN_TOKEN":                testToken,
+		"BPC_WORKER_ID":                  workerPrefix + uuid.NewString()[:8],
+		"BPC_JOBS_POLL_INTERVAL_MS":      "20",
+		"BPC_JOBS_BACKOFF_UNIT_MS":       "25",
+		"BPC_WORKER_SHUTDOWN_TIMEOUT_MS": "3000",
+	}
+	maps.Copy(all, vars)
+	maps.Copy(all, env)
+	cfg, err := service.LoadConfig(func(k string) string { return all[k] })
+	require.NoError(t, err)
+	return cfg
+}
+
 // newHarnessWith is newHarness with a last say on the configuration (test
 // hooks that the environment cannot set).
 func newHarnessWith(t *testing.T, role string, env map[string]string, mutate func(*service.Config)) *harness {
 	t.Helper()
 	pool := testdb.New(t)
-	vars := map[string]string{
-		"DATABASE_URL":                   testdb.URL(),
-		"BPC_ENV":                        "test",
-		"BPC_ADMIN_TOKEN":                testToken,
-		"BPC_HTTP_ADDR":                  "127.0.0.1:0",
-		"BPC_WORKER_ID":                  "test-worker-" + uuid.NewString()[:8],
-		"BPC_JOBS_POLL_INTERVAL_MS":      "20",
-		"BPC_JOBS_BACKOFF_UNIT_MS":       "25",
-		"BPC_WEBHOOK_TIMEOUT_MS":         "5000",
-		"BPC_WORKER_SHUTDOWN_TIMEOUT_MS": "3000",
+	cfg := testConfig(t, "test-worker-", map[string]string{
+		"BPC_HTTP_ADDR":          "127.0.0.1:0",
+		"BPC_WEBHOOK_TIMEOUT_MS": "5000",
 		// A short breaker cool-down: tests that dead-letter an endpoint
 		// then fix it should not wait the default 30 s for the probe.
 		"BPC_WEBHOOK_BREAKER_COOLDOWN_MS": "300",
 		// No maintenance jobs unless a test asks: tests count jobs.
 		"BPC_MAINTENANCE_CONSISTENCY_INTERVAL_MS": "0",
 		"BPC_MAINTENANCE_RETENTION_INTERVAL_MS":   "0",
-	}
-	for k, v := range env {
-		vars[k] = v
-	}
-	cfg, err := service.LoadConfig(func(k string) string { return vars[k] })
-	require.NoError(t, err)
+	}, env)
 	if mutate != nil {
 		mutate(&cfg)
 	}

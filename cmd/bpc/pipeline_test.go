@@ -200,6 +200,17 @@ func (h *harness) compile(passportID, snapshotID, rulesID uuid.UUID) uuid.UUID {
 	return c.Job.JobID
 }
 
+// compiledSample takes the sample's facts into a sealed snapshot and
+// compiles a new passport with the published sample rules.
+func (h *harness) compiledSample() store.Passport {
+	h.t.Helper()
+	sn := h.snapshotOf(h.sampleFacts(), true)
+	rules := h.rulesVersion(nmc811.Rules(), nmc811.Tests(), true)
+	pp := h.passport()
+	h.succeeded(h.compile(pp.PassportID, sn.SnapshotID, rules.RulePackageVersionID))
+	return pp
+}
+
 // versions reads a passport's versions, newest first.
 func (h *harness) versions(passportID uuid.UUID) []store.PassportVersion {
 	h.t.Helper()
@@ -450,11 +461,7 @@ func TestPipelineFailures(t *testing.T) {
 func TestSignWithoutKeyFails(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAll, nil)
-	versions := h.sampleFacts()
-	sn := h.snapshotOf(versions, true)
-	rules := h.rulesVersion(nmc811.Rules(), nmc811.Tests(), true)
-	pp := h.passport()
-	h.succeeded(h.compile(pp.PassportID, sn.SnapshotID, rules.RulePackageVersionID))
+	pp := h.compiledSample()
 	vs := h.versions(pp.PassportID)
 	require.Len(t, vs, 1)
 	var signJob store.Job
@@ -499,11 +506,7 @@ func TestPipelineCrashBeforeCommitIsRetriedWithoutDuplicates(t *testing.T) {
 	}
 	h := newHarnessWith(t, service.RoleAll, pipelineEnv(t), func(c *service.Config) { c.BeforeCommit = hook })
 
-	versions := h.sampleFacts()
-	sn := h.snapshotOf(versions, true)
-	rules := h.rulesVersion(nmc811.Rules(), nmc811.Tests(), true)
-	pp := h.passport()
-	h.succeeded(h.compile(pp.PassportID, sn.SnapshotID, rules.RulePackageVersionID))
+	pp := h.compiledSample()
 	v := h.signedWithQR(pp.PassportID)
 	var rep passport.ReplayReport
 	h.post("/v1/passport-versions/"+v.PassportVersionID.String()+"/replay", map[string]any{}, http.StatusOK, &rep)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
@@ -31,21 +30,7 @@ type tickEnv struct {
 
 func newTickEnv(t *testing.T, env map[string]string) *tickEnv {
 	t.Helper()
-	vars := map[string]string{
-		"DATABASE_URL":                   testdb.URL(),
-		"BPC_ENV":                        "test",
-		"BPC_ADMIN_TOKEN":                testToken,
-		"BPC_WORKER_ID":                  "tick-" + uuid.NewString()[:8],
-		"BPC_JOBS_POLL_INTERVAL_MS":      "20",
-		"BPC_JOBS_BACKOFF_UNIT_MS":       "25",
-		"BPC_WORKER_SHUTDOWN_TIMEOUT_MS": "3000",
-		"BPC_LOG_LEVEL":                  "warn",
-	}
-	for k, v := range env {
-		vars[k] = v
-	}
-	cfg, err := service.LoadConfig(func(k string) string { return vars[k] })
-	require.NoError(t, err)
+	cfg := testConfig(t, "tick-", map[string]string{"BPC_LOG_LEVEL": "warn"}, env)
 	pool := testdb.New(t)
 	client := testriver.Inserter(t, pool)
 	return &tickEnv{ctx: t.Context(), cfg: cfg, pool: pool, st: store.New(pool), client: client}
