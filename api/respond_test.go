@@ -94,6 +94,15 @@ func decodeBody(body string) (decodeTarget, error) {
 	return dst, decodeJSON(r, &dst)
 }
 
+// decodeBodyError decodes body and requires the typed error it fails with.
+func decodeBodyError(t *testing.T, body string) *errcode.Error {
+	t.Helper()
+	_, err := decodeBody(body)
+	e := errcode.As(err)
+	require.NotNil(t, e, "typed error expected, got %v", err)
+	return e
+}
+
 func TestDecodeJSONAcceptsOneObject(t *testing.T) {
 	t.Parallel()
 	got, err := decodeBody(" {\"name\":\"a\",\"count\":3,\"tags\":[\"x\"],\"nested\":{\"inner\":7}}\n")
@@ -129,9 +138,7 @@ func TestDecodeJSONErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := decodeBody(tt.body)
-			e := errcode.As(err)
-			require.NotNil(t, e, "typed error expected, got %v", err)
+			e := decodeBodyError(t, tt.body)
 			require.Equal(t, tt.wantCode, e.Code, e.Error())
 			if tt.wantField != "" {
 				require.Equal(t, tt.wantField, e.Field)
@@ -287,9 +294,7 @@ func TestDecodeJSONRefusesTextPostgresCannotStore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := decodeBody(tt.body)
-			e := errcode.As(err)
-			require.NotNil(t, e, "typed error expected, got %v", err)
+			e := decodeBodyError(t, tt.body)
 			require.Equal(t, errcode.Validation, e.Code, e.Error())
 			require.Equal(t, tt.wantField, e.Field)
 			require.Equal(t, tt.wantField, e.Details["field"])
