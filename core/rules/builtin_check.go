@@ -18,6 +18,23 @@ var builtinArity = map[string]int{
 	"emitCompliance": 3, "toText": 1, "toInt": 1, "toBool": 1, "toDate": 1,
 }
 
+// signatures gives the built-ins whose result type is fixed and whose
+// arguments need only be of some kinds: argument i one of args[i].
+var signatures = map[string]struct {
+	args   [][]Kind
+	result *Type
+}{
+	"getFact":          {[][]Kind{{KindText}, {KindText}}, optType(tFact)},
+	"getFactsByPrefix": {[][]Kind{{KindText}, {KindText}}, listType(tFact)},
+	"isSome":           {[][]Kind{{KindOpt}}, tBool},
+	"len":              {[][]Kind{{KindList, KindMap}}, tInt},
+	"emitCompliance":   {[][]Kind{{KindText}, {KindBool}, {KindText}}, complianceType},
+	"toText":           {[][]Kind{{KindFact, KindText, KindInt, KindDec, KindDate, KindBool}}, tText},
+	"toInt":            {[][]Kind{{KindFact, KindText}}, tInt},
+	"toBool":           {[][]Kind{{KindFact}}, tBool},
+	"toDate":           {[][]Kind{{KindFact, KindText}}, tDate},
+}
+
 // variadic built-ins need at least one argument.
 var variadic = map[string]bool{"list": true, "record": true, "concat": true}
 
@@ -55,17 +72,15 @@ func (c *checker) callType(e *Call, s *scope) (*Type, error) {
 		}
 		return t, nil
 	}
-	switch e.Name {
-	case "getFact", "getFactsByPrefix":
-		for i := range 2 {
-			if _, err := arg(i, KindText); err != nil {
+	if sig, ok := signatures[e.Name]; ok {
+		for i, kinds := range sig.args {
+			if _, err := arg(i, kinds...); err != nil {
 				return nil, err
 			}
 		}
-		if e.Name == "getFact" {
-			return optType(tFact), nil
-		}
-		return listType(tFact), nil
+		return sig.result, nil
+	}
+	switch e.Name {
 	case "field":
 		p, err := c.stringArg(e, 0)
 		if err != nil {
@@ -94,11 +109,6 @@ func (c *checker) callType(e *Call, s *scope) (*Type, error) {
 			return nil, c.typeErr(e.Args[1].Position(), "record %s has no member %q", t, name)
 		}
 		return ft, nil
-	case "isSome":
-		if _, err := arg(0, KindOpt); err != nil {
-			return nil, err
-		}
-		return tBool, nil
 	case "some":
 		t, err := arg(0)
 		if err != nil {
@@ -230,38 +240,6 @@ func (c *checker) callType(e *Call, s *scope) (*Type, error) {
 			return nil, err
 		}
 		return optType(m.Elem), nil
-	case "len":
-		if _, err := arg(0, KindList, KindMap); err != nil {
-			return nil, err
-		}
-		return tInt, nil
-	case "emitCompliance":
-		for i, k := range []Kind{KindText, KindBool, KindText} {
-			if _, err := arg(i, k); err != nil {
-				return nil, err
-			}
-		}
-		return complianceType, nil
-	case "toText":
-		if _, err := arg(0, KindFact, KindText, KindInt, KindDec, KindDate, KindBool); err != nil {
-			return nil, err
-		}
-		return tText, nil
-	case "toInt":
-		if _, err := arg(0, KindFact, KindText); err != nil {
-			return nil, err
-		}
-		return tInt, nil
-	case "toBool":
-		if _, err := arg(0, KindFact); err != nil {
-			return nil, err
-		}
-		return tBool, nil
-	case "toDate":
-		if _, err := arg(0, KindFact, KindText); err != nil {
-			return nil, err
-		}
-		return tDate, nil
 	case "concat":
 		for i := range e.Args {
 			if _, err := arg(i, KindText); err != nil {

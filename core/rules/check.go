@@ -321,12 +321,8 @@ func (c *checker) exprType(e Expr, s *scope) (*Type, error) {
 	case *Binary:
 		return c.binary(e, s)
 	case *If:
-		ct, err := c.expr(e.Cond, s)
-		if err != nil {
+		if err := c.condition(e.Cond, s, "if"); err != nil {
 			return nil, err
-		}
-		if ct.Kind != KindBool {
-			return nil, c.typeErr(e.Cond.Position(), "if condition must be Bool, found %s", ct)
 		}
 		a, err := c.expr(e.Then, s)
 		if err != nil {
@@ -348,12 +344,8 @@ func (c *checker) exprType(e Expr, s *scope) (*Type, error) {
 		}
 		return c.expr(e.Body, &scope{name: e.Name, typ: vt, next: s})
 	case *Assert:
-		ct, err := c.expr(e.Cond, s)
-		if err != nil {
+		if err := c.condition(e.Cond, s, "assert"); err != nil {
 			return nil, err
-		}
-		if ct.Kind != KindBool {
-			return nil, c.typeErr(e.Cond.Position(), "assert condition must be Bool, found %s", ct)
 		}
 		if !codeRe.MatchString(e.Code) {
 			return nil, c.typeErr(e.CodePos, "assert code %q must match ^[A-Z][A-Z0-9_]{2,63}$", e.Code)
@@ -373,6 +365,19 @@ func decLitScale(text string) int {
 		return len(text) - i - 1
 	}
 	return 0
+}
+
+// condition checks the condition of an if or an assert (what), which must be
+// Bool.
+func (c *checker) condition(cond Expr, s *scope, what string) error {
+	t, err := c.expr(cond, s)
+	if err != nil {
+		return err
+	}
+	if t.Kind != KindBool {
+		return c.typeErr(cond.Position(), "%s condition must be Bool, found %s", what, t)
+	}
+	return nil
 }
 
 func (c *checker) binary(e *Binary, s *scope) (*Type, error) {
