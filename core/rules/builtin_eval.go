@@ -181,8 +181,6 @@ func (ev *evaluator) pure(e *Call, args []Value) (Value, error) {
 		return intVal(int64(len(a.Elems))), nil
 	case "toText":
 		switch a.Kind {
-		case KindText, KindDate:
-			return textVal(a.S), nil
 		case KindInt:
 			return textVal(strconv.FormatInt(a.I, 10)), nil
 		case KindDec:
@@ -190,9 +188,9 @@ func (ev *evaluator) pure(e *Call, args []Value) (Value, error) {
 		case KindBool:
 			return textVal(strconv.FormatBool(a.B)), nil
 		}
-		s, ok := a.Fact.(string)
-		if !ok {
-			return Value{}, ev.badData(e.At, "toText: fact value is not a string")
+		s, err := ev.text(e, a)
+		if err != nil {
+			return Value{}, err
 		}
 		return textVal(s), nil
 	case "toInt":
@@ -216,13 +214,9 @@ func (ev *evaluator) pure(e *Call, args []Value) (Value, error) {
 		}
 		return boolVal(b), nil
 	case "toDate":
-		s := a.S
-		if a.Kind == KindFact {
-			fs, ok := a.Fact.(string)
-			if !ok {
-				return Value{}, ev.badData(e.At, "toDate: fact value is not a string")
-			}
-			s = fs
+		s, err := ev.text(e, a)
+		if err != nil {
+			return Value{}, err
 		}
 		if !validDate(s) {
 			return Value{}, ev.badData(e.At, "toDate: %q is not a YYYY-MM-DD date", s)
@@ -408,4 +402,18 @@ func (ev *evaluator) higherOrder(e *Call, en *env) (Value, *Node, error) {
 		out = shaped(out)
 	}
 	return out, ev.opNode(e.Name, out, kids...), nil
+}
+
+// text returns the text of a, the argument of the conversion e: a Text or
+// Date value's own, or the string a Fact holds (a fact holding anything else
+// is bad data).
+func (ev *evaluator) text(e *Call, a Value) (string, error) {
+	if a.Kind != KindFact {
+		return a.S, nil
+	}
+	s, ok := a.Fact.(string)
+	if !ok {
+		return "", ev.badData(e.At, "%s: fact value is not a string", e.Name)
+	}
+	return s, nil
 }

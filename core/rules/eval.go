@@ -215,12 +215,13 @@ func (ev *evaluator) opNode(op string, v Value, children ...*Node) *Node {
 	return node(NodeOp, valueData(op, v), children...)
 }
 
-// constNode builds a CONST node unless inside a lambda body.
-func (ev *evaluator) constNode(v Value) *Node {
+// constant is what a literal evaluates to: its value v and a CONST node
+// (none inside a lambda body).
+func (ev *evaluator) constant(v Value) (Value, *Node, error) {
 	if ev.quiet > 0 {
-		return nil
+		return v, nil, nil
 	}
-	return node(NodeConst, valueData("", v))
+	return v, node(NodeConst, valueData("", v)), nil
 }
 
 // checkEvery is how many steps pass between two looks at the context: a
@@ -252,11 +253,9 @@ func (ev *evaluator) eval(e Expr, en *env) (Value, *Node, error) {
 func (ev *evaluator) evalNode(e Expr, en *env) (Value, *Node, error) {
 	switch e := e.(type) {
 	case *BoolLit:
-		v := boolVal(e.Val)
-		return v, ev.constNode(v), nil
+		return ev.constant(boolVal(e.Val))
 	case *IntLit:
-		v := intVal(e.Val)
-		return v, ev.constNode(v), nil
+		return ev.constant(intVal(e.Val))
 	case *DecLit:
 		d := e.val
 		if d == nil { // a DecLit built without the parser
@@ -265,17 +264,13 @@ func (ev *evaluator) evalNode(e Expr, en *env) (Value, *Node, error) {
 				return Value{}, nil, ev.badData(e.At, "bad decimal literal %s", e.Text)
 			}
 		}
-		v := Value{Kind: KindDec, D: d, Scale: decLitScale(e.Text)}
-		return v, ev.constNode(v), nil
+		return ev.constant(Value{Kind: KindDec, D: d, Scale: decLitScale(e.Text)})
 	case *StringLit:
-		v := textVal(e.Val)
-		return v, ev.constNode(v), nil
+		return ev.constant(textVal(e.Val))
 	case *DateLit:
-		v := dateVal(e.Val)
-		return v, ev.constNode(v), nil
+		return ev.constant(dateVal(e.Val))
 	case *NoneLit:
-		v := noneVal()
-		return v, ev.constNode(v), nil
+		return ev.constant(noneVal())
 	case *Ident:
 		return en.lookup(e.Name), nil, nil
 	case *Unary:
