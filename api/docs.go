@@ -80,17 +80,9 @@ func schemaText(s *huma.Schema) template.HTML {
 	var b strings.Builder
 	switch {
 	case len(s.OneOf) > 0:
-		var alts []string
-		for _, alt := range s.OneOf {
-			alts = append(alts, string(schemaText(alt)))
-		}
-		b.WriteString("one of " + strings.Join(alts, " | "))
+		b.WriteString("one of " + alternatives(s.OneOf))
 	case len(s.AnyOf) > 0:
-		var alts []string
-		for _, alt := range s.AnyOf {
-			alts = append(alts, string(schemaText(alt)))
-		}
-		b.WriteString("any of " + strings.Join(alts, " | "))
+		b.WriteString("any of " + alternatives(s.AnyOf))
 	case s.Type == "":
 		b.WriteString("any JSON")
 	case s.Type == huma.TypeArray:
@@ -123,6 +115,15 @@ func schemaText(s *huma.Schema) template.HTML {
 		b.WriteString(" ≤ " + num2(*s.MaxLength) + " chars")
 	}
 	return template.HTML(b.String())
+}
+
+// alternatives renders the schemas of a oneOf or anyOf, " | " between them.
+func alternatives(alts []*huma.Schema) string {
+	texts := make([]string, len(alts))
+	for i, alt := range alts {
+		texts[i] = string(schemaText(alt))
+	}
+	return strings.Join(texts, " | ")
 }
 
 // renderDocs renders the reference page of doc.

@@ -187,24 +187,25 @@ func (s *Server) tokenMatches(given string) bool {
 
 // requireBearer guards /v1 with Authorization: Bearer <BPC_ADMIN_TOKEN>.
 func (s *Server) requireBearer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.hasAdminBearer(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="bpc"`)
-			s.writeError(w, r, errcode.New(errcode.Unauthorized, "a valid bearer token is required"))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return s.requireAuth(next, s.hasAdminBearer, `Bearer realm="bpc"`, "a valid bearer token is required")
 }
 
 // requireBasic guards River UI with HTTP Basic, the admin token as password
 // (any user name), so a browser can log in.
 func (s *Server) requireBasic(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.requireAuth(next, func(r *http.Request) bool {
 		_, password, ok := r.BasicAuth()
-		if !ok || !s.tokenMatches(password) {
-			w.Header().Set("WWW-Authenticate", `Basic realm="bpc river ui", charset="UTF-8"`)
-			s.writeError(w, r, errcode.New(errcode.Unauthorized, "log in with any user name and the admin token as password"))
+		return ok && s.tokenMatches(password)
+	}, `Basic realm="bpc river ui", charset="UTF-8"`, "log in with any user name and the admin token as password")
+}
+
+// requireAuth lets the requests that authorized accepts through to next and
+// answers the others 401 with message and the WWW-Authenticate challenge.
+func (s *Server) requireAuth(next http.Handler, authorized func(*http.Request) bool, challenge, message string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !authorized(r) {
+			w.Header().Set("WWW-Authenticate", challenge)
+			s.writeError(w, r, errcode.New(errcode.Unauthorized, "%s", message))
 			return
 		}
 		next.ServeHTTP(w, r)
