@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -187,6 +188,21 @@ func (g *progGen) operand(t genType, d int) int {
 	return h
 }
 
+// call writes a call of the built-in name with arguments of the types args
+// and returns its height.
+func (g *progGen) call(name string, d int, args ...genType) int {
+	g.w(name, "(")
+	h := 0
+	for i, t := range args {
+		if i > 0 {
+			g.w(", ")
+		}
+		h = max(h, g.expr(t, d+1))
+	}
+	g.w(")")
+	return g.node(h)
+}
+
 // chain writes n operands of t joined by operators of one precedence level,
 // chosen from levels: a left-nested tree n-1 operators tall.
 func (g *progGen) chain(t genType, levels [][]string, n, d int) int {
@@ -255,10 +271,7 @@ func (g *progGen) expr(t genType, d int) int {
 	case gText:
 		return g.textExpr(d)
 	case gOptInt:
-		g.w("some(")
-		h := g.expr(gInt, d+1)
-		g.w(")")
-		return g.node(h)
+		return g.call("some", d, gInt)
 	case gListInt:
 		return g.listExpr(d)
 	}
@@ -278,17 +291,9 @@ func (g *progGen) intExpr(d int) int {
 		}
 		return h
 	case 2:
-		g.w("len(")
-		h := g.expr(gListInt, d+1)
-		g.w(")")
-		return g.node(h)
+		return g.call("len", d, gListInt)
 	case 3:
-		g.w("unwrapOr(")
-		ho := g.expr(gOptInt, d+1)
-		g.w(", ")
-		hd := g.expr(gInt, d+1)
-		g.w(")")
-		return g.node(max(ho, hd))
+		return g.call("unwrapOr", d, gOptInt, gInt)
 	case 4:
 		if g.lambdaLvl >= 2 {
 			return g.leaf(gInt)
@@ -343,10 +348,7 @@ func (g *progGen) boolExpr(d int) int {
 		hr := g.operand(gInt, d+1)
 		return g.node(max(hl, hr))
 	case 3:
-		g.w("isSome(")
-		h := g.expr(gOptInt, d+1)
-		g.w(")")
-		return g.node(h)
+		return g.call("isSome", d, gOptInt)
 	}
 	return g.leaf(gBool)
 }
@@ -370,21 +372,9 @@ func (g *progGen) decExpr(d int) int {
 func (g *progGen) textExpr(d int) int {
 	switch g.pick(3) {
 	case 0:
-		g.w("concat(")
-		h := 0
-		for i := range g.pick(4) + 1 {
-			if i > 0 {
-				g.w(", ")
-			}
-			h = max(h, g.expr(gText, d+1))
-		}
-		g.w(")")
-		return g.node(h)
+		return g.call("concat", d, slices.Repeat([]genType{gText}, g.pick(4)+1)...)
 	case 1:
-		g.w("toText(")
-		h := g.expr(gInt, d+1)
-		g.w(")")
-		return g.node(h)
+		return g.call("toText", d, gInt)
 	}
 	return g.leaf(gText)
 }
@@ -396,16 +386,7 @@ func (g *progGen) listExpr(d int) int {
 		if g.pick(8) == 0 {
 			n = g.size() * 2
 		}
-		g.w("list(")
-		h := 0
-		for i := range n {
-			if i > 0 {
-				g.w(", ")
-			}
-			h = max(h, g.expr(gInt, d+1))
-		}
-		g.w(")")
-		return g.node(h)
+		return g.call("list", d, slices.Repeat([]genType{gInt}, n)...)
 	case 2:
 		if g.lambdaLvl >= 2 {
 			return g.leaf(gListInt)
