@@ -63,18 +63,17 @@ field math.assert : Int = assert(field("math.int") == 9, "MATH_OK", "nine"); fie
 field math.short : Bool = false && (1.0 / 0.0 > 0.0);
 `
 
-func evalSample(t *testing.T) *Result {
+// evaluate checks src and evaluates it against facts, both without error.
+func evaluate(t testing.TB, src string, facts FactSet) *Result {
 	t.Helper()
-	p, err := Check(sampleRules)
-	require.NoError(t, err)
-	r, err := p.Evaluate(sampleFacts)
+	r, err := mustProgram(t, src).Evaluate(facts)
 	require.NoError(t, err)
 	return r
 }
 
 func TestEvaluateGoldenValues(t *testing.T) {
 	t.Parallel()
-	r := evalSample(t)
+	r := evaluate(t, sampleRules, sampleFacts)
 	want := map[string]string{
 		"cf.total":            `"61.25"`,
 		"cf.stages":           `"61.25"`,
@@ -137,10 +136,7 @@ field a.ok : Int = assert(field("a.mass") > qty(1, kg), "MASS_POSITIVE", "mass")
 field a.n : Int = len(getFactsByPrefix("bom", "cell/"));
 field a.c : Record(code: Text, detail: Text, ok: Bool) = emitCompliance("C1", !true, "d");
 `
-	p, err := Check(src)
-	require.NoError(t, err)
-	r, err := p.Evaluate(sampleFacts)
-	require.NoError(t, err)
+	r := evaluate(t, src, sampleFacts)
 	want := map[string]string{
 		"a.mass": `{"children":[{"children":[{"children":[{"children":[{"children":[{"children":[],"data":{"value":"bom"},"type":"CONST"},{"children":[],"data":{"value":"pack"},"type":"CONST"}],"data":{"fact_key":"pack","fact_type":"bom","fn":"getFact","found":true,"payload_hash":"85437fe94eadc4a9df72a6841fca32bb1acd0e11e845cf13a2610176cb287d79"},"type":"FACT_GET"}],"data":{"code":"NO_PACK","message":"no pack","op":"requireSome","value":{"mass_g":500}},"type":"OP"}],"data":{"name":"mass_g","op":"recordGet","value":500},"type":"OP"}],"data":{"code":"NO_MASS","message":"no mass","op":"requireSome","value":500},"type":"OP"}],"data":{"op":"toQty","value":{"unit":"kg","value":"500.000000"}},"type":"OP"}`,
 		"a.ok":   `{"children":[{"children":[{"children":[],"data":{"field":"a.mass","value":{"unit":"kg","value":"500.000000"}},"type":"FIELD_REF"},{"children":[{"children":[],"data":{"value":1},"type":"CONST"}],"data":{"op":"qty","value":{"unit":"kg","value":"1.000000"}},"type":"OP"}],"data":{"op":">","value":true},"type":"OP"},{"children":[{"children":[],"data":{"value":2},"type":"CONST"},{"children":[{"children":[],"data":{"value":3},"type":"CONST"}],"data":{"op":"*","value":6},"type":"OP"}],"data":{"name":"x","op":"let","value":6},"type":"OP"}],"data":{"code":"MASS_POSITIVE","ok":true},"type":"ASSERT"}`,
@@ -157,10 +153,7 @@ field a.c : Record(code: Text, detail: Text, ok: Bool) = emitCompliance("C1", !t
 func TestEvaluateIsDeterministic(t *testing.T) {
 	t.Parallel()
 	encode := func(facts FactSet) []byte {
-		p, err := Check(sampleRules)
-		require.NoError(t, err)
-		r, err := p.Evaluate(facts)
-		require.NoError(t, err)
+		r := evaluate(t, sampleRules, facts)
 		var buf bytes.Buffer
 		for _, f := range r.Fields {
 			v, err := f.Value.MarshalCanonical()
@@ -298,10 +291,7 @@ func viaEncodingJSON(t *testing.T, v Value) []byte {
 func TestAppendCanonicalMatchesTheGeneralPath(t *testing.T) {
 	t.Parallel()
 	src, facts := benchProgram()
-	p, err := Check(src)
-	require.NoError(t, err)
-	r, err := p.Evaluate(facts)
-	require.NoError(t, err)
+	r := evaluate(t, src, facts)
 	values := []Value{
 		textVal("tab\t \"q\" é\u0001"), dateVal("2024-02-29"), noneVal(), someVal(intVal(-3)),
 		{Kind: KindMap, Keys: []string{"a", "é"}, Elems: []Value{listVal([]Value{boolVal(true)}), textVal("x")}},
@@ -315,6 +305,6 @@ func TestAppendCanonicalMatchesTheGeneralPath(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, string(viaEncodingJSON(t, v)), string(b))
 	}
-	_, err = textVal("\xff").MarshalCanonical()
+	_, err := textVal("\xff").MarshalCanonical()
 	require.ErrorIs(t, err, canonjson.ErrInvalidUTF8)
 }

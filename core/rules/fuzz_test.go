@@ -241,7 +241,7 @@ func FuzzTestsGenerated(f *testing.F) {
 		prog, err := Check(g.source())
 		fields := g.fields
 		if err != nil {
-			prog, fields = mustCheck(t, "field f.n0 : Int = 1;\nfield f.n1 : Int = 2;\n"), []string{"f.n0", "f.n1"}
+			prog, fields = mustProgram(t, "field f.n0 : Int = 1;\nfield f.n1 : Int = 2;\n"), []string{"f.n0", "f.n1"}
 		}
 		g = newProgGen(in, 16<<10)
 		g.pos = len(in) / 2 // the second half of the input writes the tests
@@ -265,15 +265,6 @@ func FuzzTestsGenerated(f *testing.F) {
 			t.Fatalf("%d cases run, %d asked for", rep.TotalCases, cases)
 		}
 	})
-}
-
-func mustCheck(t *testing.T, src string) *Program {
-	t.Helper()
-	p, err := Check(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // addNestingSeeds adds every nesting just within and just beyond MaxDepth

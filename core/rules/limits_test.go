@@ -67,19 +67,13 @@ func TestOneMebibyteOperatorChainIsParseError(t *testing.T) {
 // deep and is admitted; one more operand is not.
 func TestOperatorChainLimitIsExact(t *testing.T) {
 	t.Parallel()
-	p, err := Check("field a : Int = " + chain("1", "+", "1", MaxDepth) + ";")
-	require.NoError(t, err)
-	res, err := p.Evaluate(nil)
-	require.NoError(t, err)
+	res := evaluate(t, "field a : Int = "+chain("1", "+", "1", MaxDepth)+";", nil)
 	require.Equal(t, "200", res.Fields[0].Value.String())
-	_, err = Check("field a : Int = " + chain("1", "+", "1", MaxDepth+1) + ";")
+	_, err := Check("field a : Int = " + chain("1", "+", "1", MaxDepth+1) + ";")
 	requireLimitError(t, err, errcode.RuleParseError, "nesting deeper than 200", 1000)
 	// Parentheses keep chains short: (199 ones) + (199 ones) is 201 operands.
 	half := "(" + chain("1", "+", "1", MaxDepth-1) + ")"
-	p, err = Check("field a : Int = " + half + " + " + half + ";")
-	require.NoError(t, err)
-	res, err = p.Evaluate(nil)
-	require.NoError(t, err)
+	res = evaluate(t, "field a : Int = "+half+" + "+half+";", nil)
 	require.Equal(t, "398", res.Fields[0].Value.String())
 }
 
@@ -165,14 +159,11 @@ func TestNodeBudget(t *testing.T) {
 	t.Parallel()
 	list := func(n int) string { return "field a : Int = len(list(" + chain("1", ",", "1", n) + "));" }
 	// Nodes: the type Int, len, list and the n literals.
-	p, err := Check(list(DefaultMaxNodes - 3))
-	require.NoError(t, err)
-	res, err := p.Evaluate(nil)
-	require.NoError(t, err)
+	res := evaluate(t, list(DefaultMaxNodes-3), nil)
 	require.Equal(t, fmt.Sprint(DefaultMaxNodes-3), res.Fields[0].Value.String())
 
 	start := time.Now()
-	_, err = Check(list(DefaultMaxNodes))
+	_, err := Check(list(DefaultMaxNodes))
 	require.Less(t, time.Since(start), workTime(2*time.Second))
 	pos := requireLimitError(t, err, errcode.RuleParseError, "more than 200000 syntax nodes (BPC_RULES_MAX_NODES)", 1<<20)
 	// Nodes are counted as they are built, children first: the type, then
@@ -203,10 +194,7 @@ func TestLargestAdmittedSource(t *testing.T) {
 		fmt.Fprintf(&b, "field f%d : Int = %s;\n", i, chain("1", "+", "1", MaxDepth))
 	}
 	start := time.Now()
-	p, err := Check(b.String())
-	require.NoError(t, err)
-	res, err := p.Evaluate(nil)
-	require.NoError(t, err)
+	res := evaluate(t, b.String(), nil)
 	require.Len(t, res.Fields, DefaultMaxNodes/perField)
 	for _, f := range res.Fields[:3] {
 		_, err := f.Trace.MarshalCanonical()

@@ -30,7 +30,7 @@ property opt_list: cases(50) seed(3) => forall xs: List(Opt(Qty(kg))). implies(t
 property rec: cases(50) seed(4) => forall r: Record(d: Date, t: Text, b: Bool). implies(true, recordGet(r, "d") >= date("2000-01-01"));
 `
 
-func mustProgram(t *testing.T, src string) *Program {
+func mustProgram(t testing.TB, src string) *Program {
 	t.Helper()
 	p, err := Check(src)
 	require.NoError(t, err)
