@@ -140,15 +140,7 @@ func qrArtifact(v store.PassportVersion, a store.PassportArtifacts) ([]byte, str
 // re-encoded: they are the exact bytes that were hashed).
 func (s *Server) artifactHandler(contentType string, pick artifact) func(context.Context, *idParams) (*bytesOutput, error) {
 	return func(ctx context.Context, req *idParams) (*bytesOutput, error) {
-		tenantID, id, err := parseTenantAndID(req.TenantID, req.ID)
-		if err != nil {
-			return nil, err
-		}
-		v, err := s.Store.GetPassportVersion(ctx, tenantID, id)
-		if err != nil {
-			return nil, err
-		}
-		a, err := s.Store.LoadPassportArtifacts(ctx, tenantID, id)
+		v, a, err := getBoth(ctx, req, s.Store.GetPassportVersion, s.Store.LoadPassportArtifacts)
 		if err != nil {
 			return nil, err
 		}

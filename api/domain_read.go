@@ -47,19 +47,25 @@ func listChildren[P, T any](ctx context.Context, in *idParams, parent getFunc[P]
 // getJoined answers GET …/{id}?tenant_id= with the resource and what a
 // second read finds for it (its children, its state), combined by join.
 func getJoined[P, C, R any](ctx context.Context, in *idParams, parent getFunc[P], more getFunc[C], join func(P, C) R) (*out[R], error) {
-	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
-	if err != nil {
-		return nil, err
-	}
-	p, err := parent(ctx, tenantID, id)
-	if err != nil {
-		return nil, err
-	}
-	c, err := more(ctx, tenantID, id)
+	p, c, err := getBoth(ctx, in, parent, more)
 	if err != nil {
 		return nil, err
 	}
 	return reply(http.StatusOK, join(p, c))
+}
+
+// getBoth reads the resource of GET …/{id}?tenant_id= and then what a
+// second read finds for it.
+func getBoth[P, C any](ctx context.Context, in *idParams, parent getFunc[P], more getFunc[C]) (p P, c C, err error) {
+	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
+	if err != nil {
+		return p, c, err
+	}
+	if p, err = parent(ctx, tenantID, id); err != nil {
+		return p, c, err
+	}
+	c, err = more(ctx, tenantID, id)
+	return p, c, err
 }
 
 // deleteByID answers DELETE …/{id}?tenant_id= with 204 once del removed it.
