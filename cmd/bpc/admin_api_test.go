@@ -279,11 +279,7 @@ func TestWaitMsLongPoll(t *testing.T) {
 	require.Less(t, time.Since(start), 10*time.Second)
 
 	// Not terminal within the wait: 202 with Retry-After.
-	var later store.Job
-	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
-		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload(),
-		"scheduled_at": time.Now().Add(time.Hour),
-	}, &later))
+	later := h.deliverLater(h.deliverPayload(), time.Now().Add(time.Hour))
 	req, _ := http.NewRequest(http.MethodGet, h.base+"/v1/jobs/"+later.JobID.String()+"?tenant_id="+devTenant+"&waitMs=300", nil)
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	start = time.Now()
@@ -303,9 +299,7 @@ func TestAdminAPIRetryAndCancel(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAll, nil)
 	recv := newReceiver(t, http.StatusBadRequest)
-	h.subscribe(recv.URL, "r.test")
-	ev := h.emit("r.test", map[string]any{})
-	failed := h.waitJob(ev.Deliveries[0].JobID)
+	ev, failed := h.deliverOne(recv.URL, "r.test")
 	require.Equal(t, store.StatusFailed, failed.Status)
 
 	var env errorEnvelope
@@ -319,11 +313,8 @@ func TestAdminAPIRetryAndCancel(t *testing.T) {
 	require.Equal(t, store.StatusSucceeded, h.waitJob(failed.JobID).Status)
 	require.Equal(t, store.DeliveryDelivered, h.delivery(ev.Deliveries[0].WebhookDeliveryID).Status)
 
-	var later, cancelled store.Job
-	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
-		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload(),
-		"scheduled_at": time.Now().Add(time.Hour),
-	}, &later))
+	later := h.deliverLater(h.deliverPayload(), time.Now().Add(time.Hour))
+	var cancelled store.Job
 	require.Equal(t, http.StatusOK, h.call(http.MethodPost, "/v1/jobs/"+later.JobID.String()+"/cancel?tenant_id="+devTenant, nil, &cancelled))
 	require.Equal(t, store.StatusCancelled, cancelled.Status)
 

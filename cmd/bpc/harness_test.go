@@ -24,6 +24,7 @@ import (
 
 	"github.com/bpc-platform/bpc/internal/contract"
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -372,6 +373,26 @@ func (h *harness) emit(eventType string, payload any) eventResponse {
 		"event_type": eventType, "payload": payload,
 	}, &ev))
 	return ev
+}
+
+// deliverOne subscribes url to eventType, emits one such event (an empty
+// payload) and waits for the job of its one delivery to end.
+func (h *harness) deliverOne(url, eventType string) (eventResponse, store.Job) {
+	h.t.Helper()
+	h.subscribe(url, eventType)
+	ev := h.emit(eventType, map[string]any{})
+	return ev, h.waitJob(ev.Deliveries[0].JobID)
+}
+
+// deliverLater enqueues DELIVER_WEBHOOK with payload over POST /v1/jobs,
+// scheduled at `at`, and returns the job.
+func (h *harness) deliverLater(payload map[string]any, at time.Time) store.Job {
+	h.t.Helper()
+	var job store.Job
+	require.Equal(h.t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
+		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": payload, "scheduled_at": at,
+	}, &job))
+	return job
 }
 
 func (h *harness) delivery(id uuid.UUID) store.WebhookDelivery {

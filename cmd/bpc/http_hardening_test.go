@@ -26,10 +26,7 @@ func TestHTTPHardeningThroughTheService(t *testing.T) {
 	basic := basicAuth("operator", testToken)
 
 	t.Run("cross-site River UI cancel is refused, same-origin works", func(t *testing.T) {
-		var job store.Job
-		require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
-			"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload(),
-			"scheduled_at": time.Now().Add(time.Hour)}, &job))
+		job := h.deliverLater(h.deliverPayload(), time.Now().Add(time.Hour))
 		body := fmt.Sprintf(`{"ids":["%d"]}`, job.RiverJobID)
 		for name, hdr := range map[string]map[string]string{
 			"form-like text/plain from a foreign Origin": {"Content-Type": "text/plain", "Origin": "https://evil.example"},

@@ -125,9 +125,7 @@ func (h *harness) sampleFacts() []uuid.UUID {
 	h.t.Helper()
 	var versions []uuid.UUID
 	for kind, name := range map[string]string{"BOM": nmc811.DocBOM, "PCF": nmc811.DocPCF, "DUE_DILIGENCE": nmc811.DocDueDiligence} {
-		doc, err := nmc811.Document(name)
-		require.NoError(h.t, err)
-		v, job := h.upload(kind, doc)
+		v, job := h.upload(kind, sampleDoc(h.t, name))
 		h.succeeded(job)
 		var dv store.DocumentVersion
 		h.get("/v1/document-versions/"+v.String(), &dv)

@@ -182,18 +182,12 @@ func TestRiverUICancelAndDeleteAreMirrored(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAll, nil)
 	recv := newReceiver(t, http.StatusOK)
-	h.subscribe(recv.URL, "x.test")
-	ev := h.emit("x.test", map[string]any{})
-	delivered := h.waitJob(ev.Deliveries[0].JobID)
+	ev, delivered := h.deliverOne(recv.URL, "x.test")
 	require.Equal(t, store.StatusSucceeded, delivered.Status)
 
 	later := time.Now().Add(time.Hour).UTC()
 	enqueueLater := func() store.Job {
-		var job store.Job
-		require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
-			"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "scheduled_at": later,
-			"payload": map[string]any{"webhook_delivery_id": ev.Deliveries[0].WebhookDeliveryID},
-		}, &job))
+		job := h.deliverLater(map[string]any{"webhook_delivery_id": ev.Deliveries[0].WebhookDeliveryID}, later)
 		require.Equal(t, store.StatusQueued, job.Status)
 		require.WithinDuration(t, later, job.ScheduledAt, time.Millisecond)
 		return job
@@ -351,10 +345,7 @@ func TestWebhookConnectErrorsDoNotTellPortsApart(t *testing.T) {
 		require.NoError(t, err)
 		port := ln.Addr().(*net.TCPAddr).Port
 		require.NoError(t, ln.Close())
-		eventType := fmt.Sprintf("ssrf.port.%d", i)
-		h.subscribe(fmt.Sprintf("http://127.0.0.1:%d/hook", port), eventType)
-		ev := h.emit(eventType, map[string]any{})
-		job := h.waitJob(ev.Deliveries[0].JobID)
+		ev, job := h.deliverOne(fmt.Sprintf("http://127.0.0.1:%d/hook", port), fmt.Sprintf("ssrf.port.%d", i))
 		le := lastError(t, job)
 		require.Equal(t, "WEBHOOK_NETWORK", le.Code)
 		d := h.delivery(ev.Deliveries[0].WebhookDeliveryID)
