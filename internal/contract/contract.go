@@ -98,7 +98,13 @@ func New(t testing.TB, h http.Handler) *Validator {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("contract: GET %s: %d %s", SpecPath, rec.Code, rec.Body)
 	}
-	v, err := NewFromJSON(rec.Body.Bytes())
+	return newForTest(t, rec.Body.Bytes())
+}
+
+// newForTest prepares the validator of a document for t.
+func newForTest(t testing.TB, spec []byte) *Validator {
+	t.Helper()
+	v, err := NewFromJSON(spec)
 	if err != nil {
 		t.Fatalf("contract: %v", err)
 	}
@@ -162,12 +168,7 @@ func Fetch(t testing.TB, client *http.Client, base string) *Validator {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("contract: GET %s: %d %s %v", SpecPath, resp.StatusCode, body, err)
 	}
-	v, err := NewFromJSON(body)
-	if err != nil {
-		t.Fatalf("contract: %v", err)
-	}
-	v.t = t
-	return v
+	return newForTest(t, body)
 }
 
 // Transport returns next with every response checked, for a client of a
