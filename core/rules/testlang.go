@@ -468,44 +468,31 @@ func (s *TestSuite) Run(ctx context.Context, runSeed uint64) (*TestReport, error
 		return nil, casesLimitError("", Pos{Line: 1, Col: 1}, s.cases, limit)
 	}
 	rep := &TestReport{}
-	fail := func(f *TestFailure) {
-		rep.Failed++
-		if rep.FirstFailure == nil {
-			rep.FirstFailure = f
-		}
-	}
 	for _, t := range s.tests {
-		if !t.isProp {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+		// run runs case i of t; an example is its one case.
+		run := func(int) (*TestFailure, error) { return s.runExample(ctx, t) }
+		if t.isProp {
+			rng := rand.New(rand.NewPCG(t.seed, runSeed))
+			run = func(i int) (*TestFailure, error) {
+				return runProperty(ctx, t, i, generate(rng, t.gen.typ, t.gen.lo, t.gen.hi))
 			}
-			rep.TotalCases++
-			f, err := s.runExample(ctx, t)
-			switch {
-			case err != nil:
-				return nil, err
-			case f != nil:
-				fail(f)
-			default:
-				rep.Passed++
-			}
-			continue
 		}
-		rng := rand.New(rand.NewPCG(t.seed, runSeed))
-		for i := range t.cases {
+		for i := range t.numCases() {
 			if i%casesPerLook == 0 {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
 			}
 			rep.TotalCases++
-			x := generate(rng, t.gen.typ, t.gen.lo, t.gen.hi)
-			f, err := runProperty(ctx, t, i, x)
+			f, err := run(int(i))
 			switch {
 			case err != nil:
 				return nil, err
 			case f != nil:
-				fail(f)
+				rep.Failed++
+				if rep.FirstFailure == nil {
+					rep.FirstFailure = f
+				}
 			default:
 				rep.Passed++
 			}
