@@ -203,6 +203,18 @@ func (g *progGen) call(name string, d int, args ...genType) int {
 	return g.node(h)
 }
 
+// prefixRun writes a run of the unary operator op (as many as size draws)
+// before an operand of t and returns its height.
+func (g *progGen) prefixRun(op string, t genType, d int) int {
+	k := g.size()
+	g.w(strings.Repeat(op, k))
+	h := g.operand(t, d+k)
+	for range k {
+		h = g.node(h)
+	}
+	return h
+}
+
 // chain writes n operands of t joined by operators of one precedence level,
 // chosen from levels: a left-nested tree n-1 operators tall.
 func (g *progGen) chain(t genType, levels [][]string, n, d int) int {
@@ -282,14 +294,8 @@ func (g *progGen) intExpr(d int) int {
 	switch g.pick(9) {
 	case 0:
 		return g.chain(gInt, [][]string{{"+", "-"}, {"*"}}, g.size(), d)
-	case 1: // a run of unary minus
-		k := g.size()
-		g.w(strings.Repeat("- ", k))
-		h := g.operand(gInt, d+k)
-		for range k {
-			h = g.node(h)
-		}
-		return h
+	case 1:
+		return g.prefixRun("- ", gInt, d)
 	case 2:
 		return g.call("len", d, gListInt)
 	case 3:
@@ -335,13 +341,7 @@ func (g *progGen) boolExpr(d int) int {
 	case 0:
 		return g.chain(gBool, [][]string{{"&&"}, {"||"}, {"==", "!="}}, g.size(), d)
 	case 1:
-		k := g.size()
-		g.w(strings.Repeat("!", k))
-		h := g.operand(gBool, d+k)
-		for range k {
-			h = g.node(h)
-		}
-		return h
+		return g.prefixRun("!", gBool, d)
 	case 2:
 		hl := g.operand(gInt, d+1)
 		g.w(" ", []string{"<", "<=", ">", ">=", "==", "!="}[g.pick(6)], " ")
