@@ -46,20 +46,28 @@ func TestRequireBearer(t *testing.T) {
 			if tt.authorization != "" {
 				r.Header.Set("Authorization", tt.authorization)
 			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, r)
-			require.Equal(t, tt.want, rec.Code)
-			if tt.want != http.StatusUnauthorized {
-				return
-			}
-			require.Equal(t, `Bearer realm="bpc"`, rec.Header().Get("WWW-Authenticate"))
-			env := readEnvelope(t, rec)
-			require.Equal(t, "UNAUTHORIZED", env.Error.Code)
-			require.NotEmpty(t, *env.Error.CorrelationID)
-			require.Equal(t, rec.Header().Get(HeaderCorrelationID), *env.Error.CorrelationID)
-			require.NotContains(t, rec.Body.String(), testAdminToken)
+			requireGuarded(t, h, r, tt.want, `Bearer realm="bpc"`)
 		})
 	}
+}
+
+// requireGuarded serves r through the guard h and requires want; a 401 must
+// carry the challenge and the error envelope with the request's correlation
+// id, and must not echo the token.
+func requireGuarded(t *testing.T, h http.Handler, r *http.Request, want int, challenge string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	require.Equal(t, want, rec.Code)
+	if want != http.StatusUnauthorized {
+		return
+	}
+	require.Equal(t, challenge, rec.Header().Get("WWW-Authenticate"))
+	env := readEnvelope(t, rec)
+	require.Equal(t, "UNAUTHORIZED", env.Error.Code)
+	require.NotEmpty(t, *env.Error.CorrelationID)
+	require.Equal(t, rec.Header().Get(HeaderCorrelationID), *env.Error.CorrelationID)
+	require.NotContains(t, rec.Body.String(), testAdminToken)
 }
 
 func TestRequireBearerWithoutConfiguredTokenDeniesEverything(t *testing.T) {
@@ -96,16 +104,7 @@ func TestRequireBasic(t *testing.T) {
 			t.Parallel()
 			r := httptest.NewRequest(http.MethodGet, "/riverui/", nil)
 			tt.setup(r)
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, r)
-			require.Equal(t, tt.want, rec.Code)
-			if tt.want != http.StatusUnauthorized {
-				return
-			}
-			require.True(t, strings.HasPrefix(rec.Header().Get("WWW-Authenticate"), `Basic realm=`), rec.Header().Get("WWW-Authenticate"))
-			env := readEnvelope(t, rec)
-			require.Equal(t, "UNAUTHORIZED", env.Error.Code)
-			require.NotEmpty(t, *env.Error.CorrelationID)
+			requireGuarded(t, h, r, tt.want, `Basic realm="bpc river ui", charset="UTF-8"`)
 		})
 	}
 }
