@@ -222,6 +222,9 @@ type items[T any] struct {
 	Items []T `json:"items"`
 }
 
+// okItems answers all as {"items": all} with 200, or the error.
+func okItems[T any](all []T, err error) (*out[items[T]], error) { return ok(items[T]{Items: all}, err) }
+
 // adminRoutes are the job, tenant, event and webhook endpoints.
 func (s *Server) adminRoutes(rs routes) {
 	register(rs, http.MethodPost, "/v1/tenants", "create-tenant", "Create a tenant", s.handleCreateTenant,

@@ -125,8 +125,7 @@ func (s *Server) handleListFacts(ctx context.Context, req *listFactsParams) (*ou
 	if err := s.requireFactScope(ctx, tenantID, f.DocumentVersionID); err != nil {
 		return nil, err
 	}
-	fs, err := s.Store.ListFacts(ctx, f)
-	return ok(items[store.Fact]{Items: fs}, err)
+	return okItems(s.Store.ListFacts(ctx, f))
 }
 
 // requireFactScope checks the tenant exists and, when given, the document

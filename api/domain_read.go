@@ -25,8 +25,7 @@ func listTenant[T any](ctx context.Context, s *Server, in *tenantParam, list lis
 	if err := s.requireTenantExists(ctx, tenantID); err != nil {
 		return nil, err
 	}
-	all, err := list(ctx, tenantID)
-	return ok(items[T]{Items: all}, err)
+	return okItems(list(ctx, tenantID))
 }
 
 // getByID answers GET …/{id}?tenant_id= with the resource.

@@ -38,6 +38,5 @@ func (s *Server) handleCreateTenant(ctx context.Context, raw *jsonInput) (*out[s
 }
 
 func (s *Server) handleListTenants(ctx context.Context, _ *struct{}) (*out[items[store.Tenant]], error) {
-	tenants, err := s.Store.ListTenants(ctx)
-	return ok(items[store.Tenant]{Items: tenants}, err)
+	return okItems(s.Store.ListTenants(ctx))
 }

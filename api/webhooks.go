@@ -91,8 +91,7 @@ func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out
 	if err != nil {
 		return nil, err
 	}
-	eps, err := s.Store.ListWebhookEndpoints(ctx, tenantID)
-	return ok(items[store.WebhookEndpoint]{Items: eps}, err)
+	return okItems(s.Store.ListWebhookEndpoints(ctx, tenantID))
 }
 
 func (s *Server) handleGetEndpoint(ctx context.Context, in *idParams) (*out[endpointResponse], error) {
@@ -214,8 +213,7 @@ func (s *Server) handleListSubscriptions(ctx context.Context, in *listSubscripti
 		}
 		endpointID = &id
 	}
-	subs, err := s.Store.ListWebhookSubscriptions(ctx, tenantID, endpointID)
-	return ok(items[store.WebhookSubscription]{Items: subs}, err)
+	return okItems(s.Store.ListWebhookSubscriptions(ctx, tenantID, endpointID))
 }
 
 func (s *Server) handleDeleteSubscription(ctx context.Context, in *idParams) (*struct{}, error) {
