@@ -85,13 +85,7 @@ func TestHTTPHardeningThroughTheService(t *testing.T) {
 	t.Run("made-up methods and paths add no metric series", func(t *testing.T) {
 		series := func() int {
 			_, raw := h.raw(http.MethodGet, "/v1/metrics", nil, bearer)
-			n := 0
-			for _, line := range strings.Split(string(raw), "\n") {
-				if strings.HasPrefix(line, "bpc_http_request") {
-					n++
-				}
-			}
-			return n
+			return httpSeries(raw)
 		}
 		h.raw("BREW", "/nope", nil, nil) // the OTHER series exists
 		series()                         // and the scrape's own
@@ -142,4 +136,15 @@ func requireSecurityHeaders(t *testing.T, hdr http.Header, what string) {
 	require.Equal(t, "nosniff", hdr.Get("X-Content-Type-Options"), what)
 	require.Equal(t, "DENY", hdr.Get("X-Frame-Options"), what)
 	require.Contains(t, hdr.Get("Content-Security-Policy"), "frame-ancestors 'none'", what)
+}
+
+// httpSeries counts the lines of the HTTP request metrics in a scrape.
+func httpSeries(metrics []byte) int {
+	n := 0
+	for _, line := range strings.Split(string(metrics), "\n") {
+		if strings.HasPrefix(line, "bpc_http_request") {
+			n++
+		}
+	}
+	return n
 }

@@ -178,6 +178,17 @@ func (h *harness) rulesVersion(dsl, tests string, publish bool) store.RulePackag
 	return v
 }
 
+// testRun reads the one test run of a rule package version.
+func (h *harness) testRun(versionID uuid.UUID) store.RuleTestsRun {
+	h.t.Helper()
+	var runs struct {
+		Items []store.RuleTestsRun `json:"items"`
+	}
+	h.get("/v1/rule-package-versions/"+versionID.String()+"/test-runs", &runs)
+	require.Len(h.t, runs.Items, 1)
+	return runs.Items[0]
+}
+
 // passport creates a battery product and its passport.
 func (h *harness) passport() store.Passport {
 	h.t.Helper()
@@ -262,13 +273,9 @@ func TestPipelineEndToEnd(t *testing.T) {
 	require.EqualValues(t, len(want), sn.ItemCount)
 	require.NotNil(t, sn.SnapshotHash)
 	rules := h.rulesVersion(nmc811.Rules(), nmc811.Tests(), true)
-	var runs struct {
-		Items []store.RuleTestsRun `json:"items"`
-	}
-	h.get("/v1/rule-package-versions/"+rules.RulePackageVersionID.String()+"/test-runs", &runs)
-	require.Len(t, runs.Items, 1)
-	require.Equal(t, "PASSED", runs.Items[0].Status)
-	require.EqualValues(t, 766, runs.Items[0].TotalCases)
+	run := h.testRun(rules.RulePackageVersionID)
+	require.Equal(t, "PASSED", run.Status)
+	require.EqualValues(t, 766, run.TotalCases)
 
 	pp := h.passport()
 	compileJob := h.succeeded(h.compile(pp.PassportID, sn.SnapshotID, rules.RulePackageVersionID))
@@ -435,13 +442,9 @@ func TestPipelineFailures(t *testing.T) {
 		var got store.RulePackageVersion
 		h.get("/v1/rule-package-versions/"+rv.RulePackageVersionID.String(), &got)
 		require.Equal(t, store.RulesDraft, got.Status)
-		var runs struct {
-			Items []store.RuleTestsRun `json:"items"`
-		}
-		h.get("/v1/rule-package-versions/"+rv.RulePackageVersionID.String()+"/test-runs", &runs)
-		require.Len(t, runs.Items, 1)
-		require.Equal(t, "FAILED", runs.Items[0].Status)
-		require.NotEmpty(t, runs.Items[0].FirstFailure)
+		failed := h.testRun(rv.RulePackageVersionID)
+		require.Equal(t, "FAILED", failed.Status)
+		require.NotEmpty(t, failed.FirstFailure)
 		h.post("/v1/rule-package-versions/"+rv.RulePackageVersionID.String()+"/publish", map[string]any{}, http.StatusConflict, nil)
 	}
 
