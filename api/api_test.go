@@ -153,6 +153,13 @@ func TestEnqueueValidationNamesTheField(t *testing.T) {
 	}
 }
 
+// requireInvalid requires a 422 whose envelope names field.
+func requireInvalid(t *testing.T, rec *httptest.ResponseRecorder, field string, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, http.StatusUnprocessableEntity, rec.Code, msgAndArgs...)
+	require.Equal(t, field, readEnvelope(t, rec).Error.Details["field"], msgAndArgs...)
+}
+
 func TestEnqueueIdempotencyHeaderMustMatchBody(t *testing.T) {
 	t.Parallel()
 	r := httptest.NewRequest(http.MethodPost, "/v1/jobs", strings.NewReader(
@@ -161,8 +168,7 @@ func TestEnqueueIdempotencyHeaderMustMatchBody(t *testing.T) {
 	r.Header.Set(HeaderIdempotencyKey, "b")
 	rec := httptest.NewRecorder()
 	newAdminHandler(t).ServeHTTP(rec, r)
-	require.Equal(t, http.StatusUnprocessableEntity, rec.Code)
-	require.Equal(t, "idempotency_key", readEnvelope(t, rec).Error.Details["field"])
+	requireInvalid(t, rec, "idempotency_key")
 }
 
 func TestListJobsQueryValidation(t *testing.T) {
@@ -179,8 +185,7 @@ func TestListJobsQueryValidation(t *testing.T) {
 		{dev + "&limit=ten", "limit"},
 	} {
 		rec := serve(h, http.MethodGet, "/v1/jobs?"+tt.query, "", true)
-		require.Equal(t, http.StatusUnprocessableEntity, rec.Code, tt.query)
-		require.Equal(t, tt.field, readEnvelope(t, rec).Error.Details["field"], tt.query)
+		requireInvalid(t, rec, tt.field, tt.query)
 	}
 }
 
@@ -189,12 +194,10 @@ func TestGetJobPathAndWaitValidation(t *testing.T) {
 	h := newAdminHandler(t)
 	const dev = "tenant_id=00000000-0000-0000-0000-00000000de00"
 	rec := serve(h, http.MethodGet, "/v1/jobs/not-a-uuid?"+dev, "", true)
-	require.Equal(t, http.StatusUnprocessableEntity, rec.Code)
-	require.Equal(t, "job_id", readEnvelope(t, rec).Error.Details["field"])
+	requireInvalid(t, rec, "job_id")
 
 	rec = serve(h, http.MethodGet, "/v1/jobs/11111111-1111-4111-8111-111111111111?waitMs=30001&"+dev, "", true)
-	require.Equal(t, http.StatusUnprocessableEntity, rec.Code)
-	require.Equal(t, "waitMs", readEnvelope(t, rec).Error.Details["field"])
+	requireInvalid(t, rec, "waitMs")
 }
 
 func TestCreateTenantValidation(t *testing.T) {
@@ -207,8 +210,7 @@ func TestCreateTenantValidation(t *testing.T) {
 		{`{"slug":"acme","name":"` + strings.Repeat("n", 201) + `"}`, "name"},
 	} {
 		rec := serve(h, http.MethodPost, "/v1/tenants", tt.body, true)
-		require.Equal(t, http.StatusUnprocessableEntity, rec.Code, tt.body)
-		require.Equal(t, tt.field, readEnvelope(t, rec).Error.Details["field"], tt.body)
+		requireInvalid(t, rec, tt.field, tt.body)
 	}
 }
 
