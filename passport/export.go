@@ -13,12 +13,14 @@ import (
 	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/hash"
+	"github.com/bpc-platform/bpc/core/verify"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
 )
 
-// ExportFormat is the format name of a JSON export file.
-const ExportFormat = "BPC-EXPORT-1"
+// ExportFormat is the format name of a JSON export file, the one
+// core/verify reads.
+const ExportFormat = verify.ExportFormat
 
 // ExportFile is an export written to disk, not yet recorded.
 type ExportFile struct {

@@ -77,17 +77,6 @@ func passedRun(tenantID, versionID uuid.UUID, cases int32) store.RuleTestsRun {
 		TotalCases: cases, Passed: cases}
 }
 
-// publishedSampleRules stores the sample rules and validates and publishes them.
-func (e env) publishedSampleRules(t *testing.T, tenantID uuid.UUID) store.RulePackageVersion {
-	t.Helper()
-	v := e.sampleRules(t, tenantID)
-	e.recordRun(t, passedRun(tenantID, v.RulePackageVersionID, store.MinRuleTestCases))
-	v, changed, err := e.publish(t, tenantID, v.RulePackageVersionID)
-	require.NoError(t, err)
-	require.True(t, changed)
-	return v
-}
-
 func TestCreateRulePackage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
