@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -72,9 +71,8 @@ func TestBreakerViewOfNoRowIsClosedWithZeros(t *testing.T) {
 func recordOutcome(t *testing.T, e env, endpointID uuid.UUID, now time.Time, failure bool) (store.WebhookBreaker, store.WebhookBreaker) {
 	t.Helper()
 	var before, after store.WebhookBreaker
-	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
-		var err error
-		before, after, err = e.Store.WithTx(tx).UpdateWebhookBreaker(e.Ctx, store.DevTenantID, endpointID,
+	require.NoError(t, e.inTx(func(q *store.Queries) (err error) {
+		before, after, err = q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, endpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				if !b.Window.Fits(time.Minute, 10) {
 					b.Window = store.NewBreakerWindow(time.Minute, 10)
@@ -120,16 +118,16 @@ func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 	require.False(t, other.Stored)
 
 	// fn may decline to write.
-	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
-		_, after, err := e.Store.WithTx(tx).UpdateWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
+	require.NoError(t, e.inTx(func(q *store.Queries) error {
+		_, after, err := q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) { b.Attempts = 99; return b, false })
 		require.Equal(t, int32(2), after.Attempts)
 		return err
 	}))
 
 	// An unknown endpoint is NOT_FOUND.
-	err = e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
-		_, _, err := e.Store.WithTx(tx).UpdateWebhookBreaker(e.Ctx, store.DevTenantID, uuid.New(),
+	err = e.inTx(func(q *store.Queries) error {
+		_, _, err := q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, uuid.New(),
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				b.Window = store.NewBreakerWindow(time.Minute, 10)
 				return b, true
@@ -163,8 +161,8 @@ func TestUpdateWebhookBreakerLosesNoConcurrentOutcome(t *testing.T) {
 // openBreaker stores an OPEN breaker whose probe is due at nextProbe.
 func openBreaker(t *testing.T, e env, endpointID uuid.UUID, opened, nextProbe time.Time) {
 	t.Helper()
-	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
-		_, _, err := e.Store.WithTx(tx).UpdateWebhookBreaker(e.Ctx, store.DevTenantID, endpointID,
+	require.NoError(t, e.inTx(func(q *store.Queries) error {
+		_, _, err := q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, endpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				b.Window = store.NewBreakerWindow(time.Minute, 10)
 				b.State, b.OpenedAt, b.NextProbeAt = store.BreakerOpen, &opened, &nextProbe
@@ -289,8 +287,8 @@ func TestWebhookBreakerRowRejectsInconsistentStates(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ep := e.endpoint(t)
-	err := e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
-		_, _, err := e.Store.WithTx(tx).UpdateWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
+	err := e.inTx(func(q *store.Queries) error {
+		_, _, err := q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
 				b.Window = store.NewBreakerWindow(time.Minute, 10)
 				b.State = store.BreakerOpen // without opened_at / next_probe_at

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -17,12 +16,6 @@ import (
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/store"
 )
-
-// inTx runs fn in a committed transaction of the env's store.
-func (e env) inTx(t *testing.T, fn func(tx pgx.Tx) error) error {
-	t.Helper()
-	return e.Store.InTx(e.Ctx, fn)
-}
 
 func sampleDoc(t *testing.T, name string) []byte {
 	t.Helper()
@@ -55,9 +48,8 @@ func (e env) upload(t *testing.T, tenantID, documentID uuid.UUID, content []byte
 	t.Helper()
 	var v store.DocumentVersion
 	var existed bool
-	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		var err error
-		v, existed, err = e.Store.WithTx(tx).CreateDocumentVersion(e.Ctx, tenantID, documentID, "application/json", content)
+	require.NoError(t, e.inTx(func(q *store.Queries) (err error) {
+		v, existed, err = q.CreateDocumentVersion(e.Ctx, tenantID, documentID, "application/json", content)
 		return err
 	}))
 	return v, existed
@@ -69,18 +61,18 @@ func (e env) parse(t *testing.T, tenantID, versionID uuid.UUID) ([]facts.Fact, i
 	t.Helper()
 	var fs []facts.Fact
 	var added int
-	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		in, err := e.Store.WithTx(tx).LockDocumentVersionForParse(e.Ctx, tenantID, versionID)
+	require.NoError(t, e.inTx(func(q *store.Queries) error {
+		in, err := q.LockDocumentVersionForParse(e.Ctx, tenantID, versionID)
 		if err != nil {
 			return err
 		}
 		if fs, err = facts.Parse(in.Kind, in.Content); err != nil {
 			return err
 		}
-		if added, err = e.Store.WithTx(tx).InsertFacts(e.Ctx, tenantID, versionID, fs); err != nil {
+		if added, err = q.InsertFacts(e.Ctx, tenantID, versionID, fs); err != nil {
 			return err
 		}
-		return e.Store.WithTx(tx).MarkDocumentVersionValidated(e.Ctx, tenantID, versionID, len(fs))
+		return q.MarkDocumentVersionValidated(e.Ctx, tenantID, versionID, len(fs))
 	}))
 	return fs, added
 }
@@ -111,6 +103,16 @@ func bomV2(t *testing.T) []byte {
 	v2 := strings.Replace(string(b), `"Voltaris EV Pack 75"`, `"Voltaris EV Pack 75 Rev B"`, 1)
 	require.NotEqual(t, string(b), v2)
 	return []byte(v2)
+}
+
+// bomVersions creates a BOM document of the dev tenant with two versions,
+// not parsed: the sample BOM and bomV2.
+func (e env) bomVersions(t *testing.T) (v1, v2 store.DocumentVersion) {
+	t.Helper()
+	d := e.createDocument(t, store.DevTenantID, facts.KindBOM, "bom.json")
+	v1, _ = e.upload(t, store.DevTenantID, d.DocumentID, sampleDoc(t, nmc811.DocBOM))
+	v2, _ = e.upload(t, store.DevTenantID, d.DocumentID, bomV2(t))
+	return v1, v2
 }
 
 func TestCreateDocument(t *testing.T) {
@@ -199,19 +201,19 @@ func TestCreateDocumentVersion(t *testing.T) {
 	requireCode(t, err, errcode.NotFound)
 
 	// Invalid content and unknown documents are rejected before anything is stored.
-	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, _, err := e.Store.WithTx(tx).CreateDocumentVersion(e.Ctx, store.DevTenantID, d.DocumentID, "application/json", nil)
+	err = e.inTx(func(q *store.Queries) error {
+		_, _, err := q.CreateDocumentVersion(e.Ctx, store.DevTenantID, d.DocumentID, "application/json", nil)
 		return err
 	})
 	require.Equal(t, "content", requireCode(t, err, errcode.Validation).Field)
-	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, _, err := e.Store.WithTx(tx).CreateDocumentVersion(e.Ctx, store.DevTenantID, d.DocumentID, "application/json",
+	err = e.inTx(func(q *store.Queries) error {
+		_, _, err := q.CreateDocumentVersion(e.Ctx, store.DevTenantID, d.DocumentID, "application/json",
 			make([]byte, facts.MaxDocumentBytes+1))
 		return err
 	})
 	require.Equal(t, "content", requireCode(t, err, errcode.Validation).Field)
-	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, _, err := e.Store.WithTx(tx).CreateDocumentVersion(e.Ctx, store.DevTenantID, uuid.New(), "application/json", []byte("{}"))
+	err = e.inTx(func(q *store.Queries) error {
+		_, _, err := q.CreateDocumentVersion(e.Ctx, store.DevTenantID, uuid.New(), "application/json", []byte("{}"))
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)
@@ -225,14 +227,14 @@ func TestLockDocumentVersionForParseAndMark(t *testing.T) {
 	d := e.createDocument(t, store.DevTenantID, facts.KindPCF, "pcf.json")
 	v, _ := e.upload(t, store.DevTenantID, d.DocumentID, content)
 
-	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		in, err := e.Store.WithTx(tx).LockDocumentVersionForParse(e.Ctx, store.DevTenantID, v.DocumentVersionID)
+	require.NoError(t, e.inTx(func(q *store.Queries) error {
+		in, err := q.LockDocumentVersionForParse(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 		require.NoError(t, err)
 		require.Equal(t, "PCF", in.Kind)
 		require.Equal(t, content, in.Content)
 		require.Equal(t, v.DocumentVersionID, in.Version.DocumentVersionID)
 		require.Equal(t, store.DocUploaded, in.Version.Status)
-		return e.Store.WithTx(tx).MarkDocumentVersionValidated(e.Ctx, store.DevTenantID, v.DocumentVersionID, 1)
+		return q.MarkDocumentVersionValidated(e.Ctx, store.DevTenantID, v.DocumentVersionID, 1)
 	}))
 	got, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
@@ -242,8 +244,8 @@ func TestLockDocumentVersionForParseAndMark(t *testing.T) {
 	require.NotNil(t, got.ProcessedAt)
 	require.Empty(t, got.Error)
 
-	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, err := e.Store.WithTx(tx).LockDocumentVersionForParse(e.Ctx, store.DevTenantID, uuid.New())
+	err = e.inTx(func(q *store.Queries) error {
+		_, err := q.LockDocumentVersionForParse(e.Ctx, store.DevTenantID, uuid.New())
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)
@@ -260,8 +262,8 @@ func TestMarkDocumentVersionRejected(t *testing.T) {
 	cause := errcode.As(parseErr)
 	require.NotNil(t, cause)
 	require.NotEmpty(t, cause.Field)
-	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		return e.Store.WithTx(tx).MarkDocumentVersionRejected(e.Ctx, store.DevTenantID, v.DocumentVersionID, cause)
+	require.NoError(t, e.inTx(func(q *store.Queries) error {
+		return q.MarkDocumentVersionRejected(e.Ctx, store.DevTenantID, v.DocumentVersionID, cause)
 	}))
 	got, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
@@ -273,15 +275,15 @@ func TestMarkDocumentVersionRejected(t *testing.T) {
 	require.Equal(t, map[string]string{"code": string(cause.Code), "message": cause.Message, "field": cause.Field}, detail)
 
 	// A cause without a field has no field key; a later success clears the error.
-	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		return e.Store.WithTx(tx).MarkDocumentVersionRejected(e.Ctx, store.DevTenantID, v.DocumentVersionID,
+	require.NoError(t, e.inTx(func(q *store.Queries) error {
+		return q.MarkDocumentVersionRejected(e.Ctx, store.DevTenantID, v.DocumentVersionID,
 			errcode.New(errcode.Internal, "boom"))
 	}))
 	got, err = e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"code":"INTERNAL_ERROR","message":"boom"}`, string(got.Error))
-	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		return e.Store.WithTx(tx).MarkDocumentVersionValidated(e.Ctx, store.DevTenantID, v.DocumentVersionID, 0)
+	require.NoError(t, e.inTx(func(q *store.Queries) error {
+		return q.MarkDocumentVersionValidated(e.Ctx, store.DevTenantID, v.DocumentVersionID, 0)
 	}))
 	got, err = e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
@@ -307,12 +309,10 @@ func TestInsertFactsIsIdempotent(t *testing.T) {
 	require.Equal(t, 17, e.Count(t, `SELECT count(*) FROM facts`))
 	require.Equal(t, 17, e.Count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
 
-	var n int
-	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		var err error
-		n, err = e.Store.WithTx(tx).InsertFacts(e.Ctx, store.DevTenantID, v.DocumentVersionID, nil)
-		return err
-	}))
+	n, err := committed(e, func(q *store.Queries) (int, error) {
+		return q.InsertFacts(e.Ctx, store.DevTenantID, v.DocumentVersionID, nil)
+	})
+	require.NoError(t, err)
 	require.Zero(t, n)
 
 	// The stored facts are the parsed ones, byte for byte.
@@ -341,9 +341,7 @@ func TestInsertFactsIsIdempotent(t *testing.T) {
 func TestSecondDocumentVersionReusesFacts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	d := e.createDocument(t, store.DevTenantID, facts.KindBOM, "bom.json")
-	v1, _ := e.upload(t, store.DevTenantID, d.DocumentID, sampleDoc(t, nmc811.DocBOM))
-	v2, _ := e.upload(t, store.DevTenantID, d.DocumentID, bomV2(t))
+	v1, v2 := e.bomVersions(t)
 
 	_, added := e.parse(t, store.DevTenantID, v1.DocumentVersionID)
 	require.Equal(t, 17, added)
@@ -425,13 +423,13 @@ func TestDocumentsAreTenantScoped(t *testing.T) {
 
 	_, err := e.Store.GetDocumentVersion(e.Ctx, other, v.DocumentVersionID)
 	requireCode(t, err, errcode.NotFound)
-	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, err := e.Store.WithTx(tx).LockDocumentVersionForParse(e.Ctx, other, v.DocumentVersionID)
+	err = e.inTx(func(q *store.Queries) error {
+		_, err := q.LockDocumentVersionForParse(e.Ctx, other, v.DocumentVersionID)
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)
-	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, _, err := e.Store.WithTx(tx).CreateDocumentVersion(e.Ctx, other, v.DocumentID, "application/json", []byte("{}"))
+	err = e.inTx(func(q *store.Queries) error {
+		_, _, err := q.CreateDocumentVersion(e.Ctx, other, v.DocumentID, "application/json", []byte("{}"))
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)
@@ -448,8 +446,8 @@ func TestDocumentsAreTenantScoped(t *testing.T) {
 	require.Empty(t, fsOther)
 
 	// Facts cannot be attached to another tenant's version (composite foreign key).
-	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, err := e.Store.WithTx(tx).InsertFacts(e.Ctx, other, v.DocumentVersionID, fs)
+	err = e.inTx(func(q *store.Queries) error {
+		_, err := q.InsertFacts(e.Ctx, other, v.DocumentVersionID, fs)
 		return err
 	})
 	require.Error(t, err)
@@ -457,8 +455,8 @@ func TestDocumentsAreTenantScoped(t *testing.T) {
 
 	// Marking is scoped too: the other tenant's update touches nothing
 	// (today it is a silent no-op rather than NOT_FOUND).
-	_ = e.inTx(t, func(tx pgx.Tx) error {
-		return e.Store.WithTx(tx).MarkDocumentVersionRejected(e.Ctx, other, v.DocumentVersionID, errcode.New(errcode.Internal, "x"))
+	_ = e.inTx(func(q *store.Queries) error {
+		return q.MarkDocumentVersionRejected(e.Ctx, other, v.DocumentVersionID, errcode.New(errcode.Internal, "x"))
 	})
 	got, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)

@@ -22,6 +22,15 @@ func (e env) append(t *testing.T, in store.EventInput) (store.AppendResult, erro
 	return committed(e, func(q *store.Queries) (store.AppendResult, error) { return q.AppendEvent(e.Ctx, e.River, in) })
 }
 
+// requireChain asserts that the tenant's audit chain verifies and holds n
+// events.
+func (e env) requireChain(t *testing.T, tenantID uuid.UUID, n int, msgAndArgs ...any) {
+	t.Helper()
+	got, err := e.Store.VerifyAuditChain(e.Ctx, tenantID)
+	require.NoError(t, err)
+	require.Equal(t, n, got, msgAndArgs...)
+}
+
 func (e env) mustAppend(t *testing.T, in store.EventInput) store.AppendResult {
 	t.Helper()
 	res, err := e.append(t, in)
@@ -75,9 +84,7 @@ func TestAppendEventBuildsHashChain(t *testing.T) {
 	require.Equal(t, want, stored.EventHash)
 	require.Equal(t, second.EventHash, stored.EventHash, "the hash returned equals the hash stored")
 
-	n, err := e.Store.VerifyAuditChain(e.Ctx, store.DevTenantID)
-	require.NoError(t, err)
-	require.Equal(t, 4, n)
+	e.requireChain(t, store.DevTenantID, 4)
 }
 
 func TestAppendEventRejectsFractionalPayload(t *testing.T) {
@@ -88,9 +95,7 @@ func TestAppendEventRejectsFractionalPayload(t *testing.T) {
 		ve := requireCode(t, err, errcode.Validation)
 		require.Equal(t, "payload", ve.Field, payload)
 	}
-	n, err := e.Store.VerifyAuditChain(e.Ctx, store.DevTenantID)
-	require.NoError(t, err)
-	require.Zero(t, n, "nothing was appended")
+	e.requireChain(t, store.DevTenantID, 0, "nothing was appended")
 }
 
 func TestAppendEventUnknownTenantIsNotFound(t *testing.T) {
@@ -114,9 +119,7 @@ func TestEventsTableIsAppendOnly(t *testing.T) {
 		require.Equal(t, "23001", pgErr.Code, "restrict_violation: %s", pgErr.Message)
 		require.Contains(t, pgErr.Message, "append-only")
 	}
-	n, err := e.Store.VerifyAuditChain(e.Ctx, store.DevTenantID)
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
+	e.requireChain(t, store.DevTenantID, 1)
 }
 
 func TestVerifyAuditChainDetectsTampering(t *testing.T) {
@@ -151,9 +154,7 @@ func TestVerifyAuditChainDetectsTampering(t *testing.T) {
 		for _, payload := range []string{`{"n":1}`, `{"n":2}`, `{"n":3}`} {
 			e.mustAppend(t, passportEvent(tn.TenantID, agg, "passport.updated", payload))
 		}
-		n, err := e.Store.VerifyAuditChain(e.Ctx, tn.TenantID)
-		require.NoError(t, err)
-		require.Equal(t, 3, n)
+		e.requireChain(t, tn.TenantID, 3)
 	}
 	e.Exec(t, `ALTER TABLE events DISABLE TRIGGER events_append_only`)
 	for i, tt := range tests {
@@ -182,9 +183,7 @@ func TestAppendEventConcurrentAppendIsVersionConflict(t *testing.T) {
 	conflict := requireCode(t, err, errcode.EventVersionConflict)
 	require.True(t, conflict.Retryable(), "a version conflict is retried")
 
-	n, err := e.Store.VerifyAuditChain(e.Ctx, store.DevTenantID)
-	require.NoError(t, err)
-	require.Equal(t, 2, n)
+	e.requireChain(t, store.DevTenantID, 2)
 }
 
 func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {

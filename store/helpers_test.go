@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -38,13 +39,17 @@ func (e env) endpoint(t *testing.T) store.WebhookEndpoint {
 	return ep
 }
 
-// committed runs fn on the store in a transaction of its own, committed
-// when fn succeeds.
+// inTx runs fn on the store in a transaction of its own, committed when
+// fn returns nil.
+func (e env) inTx(fn func(q *store.Queries) error) error {
+	return e.Store.InTx(e.Ctx, func(tx pgx.Tx) error { return fn(e.Store.WithTx(tx)) })
+}
+
+// committed is inTx for an fn with a result.
 func committed[T any](e env, fn func(q *store.Queries) (T, error)) (T, error) {
 	var res T
-	err := e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
-		var err error
-		res, err = fn(e.Store.WithTx(tx))
+	err := e.inTx(func(q *store.Queries) (err error) {
+		res, err = fn(q)
 		return err
 	})
 	return res, err
@@ -103,6 +108,17 @@ func parseFacts(tenantID uuid.UUID) *jobargs.ParseFactsArgs {
 
 func buildSnapshot(tenantID uuid.UUID) *jobargs.BuildSnapshotArgs {
 	return &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: tenantID}, SnapshotID: uuid.New()}
+}
+
+// getOwn returns what get finds under id for the dev tenant, and asserts
+// that the other tenant's get of the same id is NOT_FOUND.
+func getOwn[T any](t *testing.T, e env, get func(ctx context.Context, tenantID, id uuid.UUID) (T, error), other, id uuid.UUID) T {
+	t.Helper()
+	got, err := get(e.Ctx, store.DevTenantID, id)
+	require.NoError(t, err)
+	_, err = get(e.Ctx, other, id)
+	requireCode(t, err, errcode.NotFound)
+	return got
 }
 
 func requireCode(t *testing.T, err error, code errcode.Code) *errcode.Error {

@@ -309,8 +309,8 @@ func TestGetJobUnknownIsNotFound(t *testing.T) {
 	_, err = e.Store.JobByRiverID(e.Ctx, 987654)
 	requireCode(t, err, errcode.NotFound)
 
-	err = e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
-		_, err := e.Store.WithTx(tx).GetJobForUpdate(e.Ctx, store.DevTenantID, uuid.New())
+	err = e.inTx(func(q *store.Queries) error {
+		_, err := q.GetJobForUpdate(e.Ctx, store.DevTenantID, uuid.New())
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)

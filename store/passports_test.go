@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -68,9 +67,8 @@ func (e env) insertVersion(t *testing.T, in store.NewPassportVersion) (store.Pas
 	t.Helper()
 	var v store.PassportVersion
 	var existed bool
-	err := e.inTx(t, func(tx pgx.Tx) error {
-		var err error
-		v, existed, err = e.Store.WithTx(tx).InsertPassportVersion(e.Ctx, in)
+	err := e.inTx(func(q *store.Queries) (err error) {
+		v, existed, err = q.InsertPassportVersion(e.Ctx, in)
 		return err
 	})
 	return v, existed, err
@@ -86,15 +84,15 @@ func (e env) mustInsertVersion(t *testing.T, in store.NewPassportVersion) store.
 
 func (e env) setSigned(t *testing.T, tenantID, id uuid.UUID, signature string, receiptSigned []byte) error {
 	t.Helper()
-	return e.inTx(t, func(tx pgx.Tx) error {
-		return e.Store.WithTx(tx).SetPassportVersionSigned(e.Ctx, tenantID, id, signature, "test-key", "cHVi", receiptSigned)
+	return e.inTx(func(q *store.Queries) error {
+		return q.SetPassportVersionSigned(e.Ctx, tenantID, id, signature, "test-key", "cHVi", receiptSigned)
 	})
 }
 
 func (e env) setQR(t *testing.T, tenantID, id uuid.UUID, png []byte) error {
 	t.Helper()
-	return e.inTx(t, func(tx pgx.Tx) error {
-		return e.Store.WithTx(tx).SetPassportVersionQR(e.Ctx, tenantID, id, "BPC-QR-1:"+id.String(), png)
+	return e.inTx(func(q *store.Queries) error {
+		return q.SetPassportVersionQR(e.Ctx, tenantID, id, "BPC-QR-1:"+id.String(), png)
 	})
 }
 
@@ -103,9 +101,8 @@ func (e env) activate(t *testing.T, tenantID, id uuid.UUID) (store.PassportVersi
 	var v store.PassportVersion
 	var previous *uuid.UUID
 	var changed bool
-	err := e.inTx(t, func(tx pgx.Tx) error {
-		var err error
-		v, previous, changed, err = e.Store.WithTx(tx).ActivatePassportVersion(e.Ctx, tenantID, id)
+	err := e.inTx(func(q *store.Queries) (err error) {
+		v, previous, changed, err = q.ActivatePassportVersion(e.Ctx, tenantID, id)
 		return err
 	})
 	return v, previous, changed, err
@@ -145,11 +142,7 @@ func TestBatteryProducts(t *testing.T) {
 	require.NoError(t, err, "SKUs are unique per tenant")
 	e.createProduct(t, store.DevTenantID, "AAA-1")
 
-	got, err := e.Store.GetBatteryProduct(e.Ctx, store.DevTenantID, p.BatteryProductID)
-	require.NoError(t, err)
-	require.Equal(t, p.SKU, got.SKU)
-	_, err = e.Store.GetBatteryProduct(e.Ctx, other, p.BatteryProductID)
-	requireCode(t, err, errcode.NotFound)
+	require.Equal(t, p.SKU, getOwn(t, e, e.Store.GetBatteryProduct, other, p.BatteryProductID).SKU)
 	list, err := e.Store.ListBatteryProducts(e.Ctx, store.DevTenantID)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
@@ -167,11 +160,7 @@ func TestBatteryProducts(t *testing.T) {
 	_, err = e.Store.CreatePassport(e.Ctx, other, p.BatteryProductID)
 	requireCode(t, err, errcode.NotFound)
 
-	gotPP, err := e.Store.GetPassport(e.Ctx, store.DevTenantID, pp.PassportID)
-	require.NoError(t, err)
-	require.Equal(t, pp.PassportID, gotPP.PassportID)
-	_, err = e.Store.GetPassport(e.Ctx, other, pp.PassportID)
-	requireCode(t, err, errcode.NotFound)
+	require.Equal(t, pp.PassportID, getOwn(t, e, e.Store.GetPassport, other, pp.PassportID).PassportID)
 }
 
 func TestInsertPassportVersion(t *testing.T) {
@@ -376,12 +365,8 @@ func TestRecordPassportExport(t *testing.T) {
 
 	rec := func(ex store.PassportExport) store.PassportExport {
 		t.Helper()
-		var out store.PassportExport
-		require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-			var err error
-			out, err = e.Store.WithTx(tx).RecordPassportExport(e.Ctx, ex)
-			return err
-		}))
+		out, err := committed(e, func(q *store.Queries) (store.PassportExport, error) { return q.RecordPassportExport(e.Ctx, ex) })
+		require.NoError(t, err)
 		return out
 	}
 	ex := store.PassportExport{TenantID: store.DevTenantID, PassportVersionID: v.PassportVersionID, Format: "json",

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -22,22 +21,17 @@ func (e env) createRulePackage(t *testing.T, tenantID uuid.UUID, name string) st
 
 func (e env) createRuleVersion(t *testing.T, tenantID, packageID uuid.UUID, dsl, tests string) (store.RulePackageVersion, error) {
 	t.Helper()
-	var v store.RulePackageVersion
-	err := e.inTx(t, func(tx pgx.Tx) error {
-		var err error
-		v, err = e.Store.WithTx(tx).CreateRulePackageVersion(e.Ctx, tenantID, packageID, dsl, tests)
-		return err
+	return committed(e, func(q *store.Queries) (store.RulePackageVersion, error) {
+		return q.CreateRulePackageVersion(e.Ctx, tenantID, packageID, dsl, tests)
 	})
-	return v, err
 }
 
 func (e env) recordRun(t *testing.T, run store.RuleTestsRun) (store.RuleTestsRun, bool) {
 	t.Helper()
 	var out store.RuleTestsRun
 	var existed bool
-	require.NoError(t, e.inTx(t, func(tx pgx.Tx) error {
-		var err error
-		out, existed, err = e.Store.WithTx(tx).RecordRuleTestsRun(e.Ctx, run)
+	require.NoError(t, e.inTx(func(q *store.Queries) (err error) {
+		out, existed, err = q.RecordRuleTestsRun(e.Ctx, run)
 		return err
 	}))
 	return out, existed
@@ -47,9 +41,8 @@ func (e env) publish(t *testing.T, tenantID, versionID uuid.UUID) (store.RulePac
 	t.Helper()
 	var v store.RulePackageVersion
 	var changed bool
-	err := e.inTx(t, func(tx pgx.Tx) error {
-		var err error
-		v, changed, err = e.Store.WithTx(tx).PublishRulePackageVersion(e.Ctx, tenantID, versionID)
+	err := e.inTx(func(q *store.Queries) (err error) {
+		v, changed, err = q.PublishRulePackageVersion(e.Ctx, tenantID, versionID)
 		return err
 	})
 	return v, changed, err
@@ -95,11 +88,7 @@ func TestCreateRulePackage(t *testing.T) {
 	require.NotEqual(t, p.RulePackageID, theirs.RulePackageID)
 	e.createRulePackage(t, store.DevTenantID, "a-first")
 
-	got, err := e.Store.GetRulePackage(e.Ctx, store.DevTenantID, p.RulePackageID)
-	require.NoError(t, err)
-	require.Equal(t, p.Name, got.Name)
-	_, err = e.Store.GetRulePackage(e.Ctx, other, p.RulePackageID)
-	requireCode(t, err, errcode.NotFound)
+	require.Equal(t, p.Name, getOwn(t, e, e.Store.GetRulePackage, other, p.RulePackageID).Name)
 
 	list, err := e.Store.ListRulePackages(e.Ctx, store.DevTenantID)
 	require.NoError(t, err)
@@ -258,8 +247,8 @@ func TestRuleVersionsAreTenantScoped(t *testing.T) {
 	v := e.sampleRules(t, store.DevTenantID)
 
 	// A run cannot be recorded for another tenant's version (composite foreign key).
-	err := e.inTx(t, func(tx pgx.Tx) error {
-		_, _, err := e.Store.WithTx(tx).RecordRuleTestsRun(e.Ctx, passedRun(other, v.RulePackageVersionID, store.MinRuleTestCases))
+	err := e.inTx(func(q *store.Queries) error {
+		_, _, err := q.RecordRuleTestsRun(e.Ctx, passedRun(other, v.RulePackageVersionID, store.MinRuleTestCases))
 		return err
 	})
 	require.Error(t, err)
@@ -270,8 +259,8 @@ func TestRuleVersionsAreTenantScoped(t *testing.T) {
 	_, _, err = e.publish(t, other, v.RulePackageVersionID)
 	requireCode(t, err, errcode.NotFound)
 	require.Equal(t, store.RulesValidated, e.ruleVersion(t, store.DevTenantID, v.RulePackageVersionID).Status)
-	err = e.inTx(t, func(tx pgx.Tx) error {
-		_, err := e.Store.WithTx(tx).LockRulePackageVersion(e.Ctx, other, v.RulePackageVersionID)
+	err = e.inTx(func(q *store.Queries) error {
+		_, err := q.LockRulePackageVersion(e.Ctx, other, v.RulePackageVersionID)
 		return err
 	})
 	requireCode(t, err, errcode.NotFound)

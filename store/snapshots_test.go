@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -24,35 +23,23 @@ func (e env) createSnapshot(t *testing.T, tenantID uuid.UUID) store.Snapshot {
 
 func (e env) addItems(t *testing.T, tenantID, snapshotID uuid.UUID, ids []uuid.UUID) (int, error) {
 	t.Helper()
-	var n int
-	err := e.inTx(t, func(tx pgx.Tx) error {
-		var err error
-		n, err = e.Store.WithTx(tx).AddSnapshotItems(e.Ctx, tenantID, snapshotID, ids)
-		return err
+	return committed(e, func(q *store.Queries) (int, error) {
+		return q.AddSnapshotItems(e.Ctx, tenantID, snapshotID, ids)
 	})
-	return n, err
 }
 
 func (e env) markReady(t *testing.T, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
 	t.Helper()
-	var sn store.Snapshot
-	err := e.inTx(t, func(tx pgx.Tx) error {
-		var err error
-		sn, err = e.Store.WithTx(tx).MarkSnapshotReady(e.Ctx, tenantID, snapshotID)
-		return err
+	return committed(e, func(q *store.Queries) (store.Snapshot, error) {
+		return q.MarkSnapshotReady(e.Ctx, tenantID, snapshotID)
 	})
-	return sn, err
 }
 
 func (e env) seal(t *testing.T, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
 	t.Helper()
-	var sn store.Snapshot
-	err := e.inTx(t, func(tx pgx.Tx) error {
-		var err error
-		sn, err = e.Store.WithTx(tx).SealSnapshot(e.Ctx, tenantID, snapshotID)
-		return err
+	return committed(e, func(q *store.Queries) (store.Snapshot, error) {
+		return q.SealSnapshot(e.Ctx, tenantID, snapshotID)
 	})
-	return sn, err
 }
 
 // sealedSample uploads and parses the three sample documents and seals a
@@ -171,9 +158,7 @@ func TestSnapshotLifecycle(t *testing.T) {
 func TestSnapshotHoldsOneFactPerTypeAndKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	d := e.createDocument(t, store.DevTenantID, facts.KindBOM, "bom.json")
-	v1, _ := e.upload(t, store.DevTenantID, d.DocumentID, sampleDoc(t, nmc811.DocBOM))
-	v2, _ := e.upload(t, store.DevTenantID, d.DocumentID, bomV2(t))
+	v1, v2 := e.bomVersions(t)
 	e.parse(t, store.DevTenantID, v1.DocumentVersionID)
 	e.parse(t, store.DevTenantID, v2.DocumentVersionID)
 	ids1 := e.factIDs(t, store.DevTenantID, v1.DocumentVersionID)
