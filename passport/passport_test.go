@@ -35,6 +35,14 @@ func (e env) events(t *testing.T, eventType string, aggregateID uuid.UUID) int {
 	return e.Count(t, `SELECT count(*) FROM events WHERE event_type = $1 AND aggregate_id = $2`, eventType, aggregateID)
 }
 
+// bomDocument creates a BOM document of the dev tenant.
+func (e env) bomDocument(t *testing.T, name string) store.Document {
+	t.Helper()
+	doc, err := e.Store.CreateDocument(e.Ctx, store.DevTenantID, "BOM", name)
+	require.NoError(t, err)
+	return doc
+}
+
 func (e env) upload(t *testing.T, documentID uuid.UUID, content []byte) passport.Uploaded {
 	t.Helper()
 	var up passport.Uploaded
@@ -50,8 +58,7 @@ func (e env) upload(t *testing.T, documentID uuid.UUID, content []byte) passport
 func TestUploadIsIdempotentByContent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	doc, err := e.Store.CreateDocument(e.Ctx, store.DevTenantID, "BOM", "pack bom")
-	require.NoError(t, err)
+	doc := e.bomDocument(t, "pack bom")
 
 	first := e.upload(t, doc.DocumentID, bom(t))
 	require.False(t, first.Existed)
@@ -72,8 +79,7 @@ func TestUploadIsIdempotentByContent(t *testing.T) {
 func TestParseFactsCommitsARejectionOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	doc, err := e.Store.CreateDocument(e.Ctx, store.DevTenantID, "BOM", "broken bom")
-	require.NoError(t, err)
+	doc := e.bomDocument(t, "broken bom")
 	up := e.upload(t, doc.DocumentID, []byte(`{"not":"a bom"}`))
 	id := up.Version.DocumentVersionID
 
@@ -102,11 +108,10 @@ func TestParseFactsCommitsARejectionOnce(t *testing.T) {
 func TestParseFactsOfAnotherTenantsVersionIsNotFound(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	doc, err := e.Store.CreateDocument(e.Ctx, store.DevTenantID, "BOM", "bom")
-	require.NoError(t, err)
+	doc := e.bomDocument(t, "bom")
 	up := e.upload(t, doc.DocumentID, bom(t))
 	other := e.OtherTenant(t)
-	err = e.run(t, func(tx passport.Tx) error {
+	err := e.run(t, func(tx passport.Tx) error {
 		_, err := passport.ParseFacts(e.Ctx, tx, other, up.Version.DocumentVersionID)
 		return err
 	})
