@@ -84,21 +84,14 @@ func (q *Queries) CreateDocumentVersion(ctx context.Context, tenantID, documentI
 	if len(content) > facts.MaxDocumentBytes {
 		return DocumentVersion{}, false, errcode.Invalid("content", "document is %d bytes, limit is %d", len(content), facts.MaxDocumentBytes)
 	}
-	// Lock the document: versions are numbered one at a time.
-	var locked uuid.UUID
-	err = q.db.QueryRow(ctx, `SELECT document_id FROM documents WHERE tenant_id = $1 AND document_id = $2 FOR UPDATE`,
-		tenantID, documentID).Scan(&locked)
-	if err != nil {
-		return DocumentVersion{}, false, notFound(err, "document", documentID)
+	if err := q.lockParent(ctx, "document", tenantID, documentID,
+		`SELECT document_id FROM documents WHERE tenant_id = $1 AND document_id = $2 FOR UPDATE`); err != nil {
+		return DocumentVersion{}, false, err
 	}
 	sum := hash.SHA256Hex(content)
-	existing, err := queryOne[DocumentVersion](ctx, q.db, `SELECT `+documentVersionColumns+` FROM document_versions
-		WHERE document_id = $1 AND content_sha256 = $2`, documentID, sum)
-	if err == nil {
-		return existing, true, nil
-	}
-	if err != pgx.ErrNoRows {
-		return DocumentVersion{}, false, fmt.Errorf("error looking up document content: %w", err)
+	if existing, found, err := findOne[DocumentVersion](ctx, q.db, "document content", `SELECT `+documentVersionColumns+`
+		FROM document_versions WHERE document_id = $1 AND content_sha256 = $2`, documentID, sum); err != nil || found {
+		return existing, found, err
 	}
 	v, err = queryOne[DocumentVersion](ctx, q.db, `INSERT INTO document_versions
 		(document_version_id, tenant_id, document_id, version, mime_type, content, content_sha256)

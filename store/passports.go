@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 )
@@ -156,17 +155,13 @@ func (q *Queries) ListPassportVersions(ctx context.Context, tenantID, passportID
 // passport's next version. A version stored before by the same River job
 // (a re-run of a completed compile job) is returned instead, existed = true.
 func (q *Queries) InsertPassportVersion(ctx context.Context, in NewPassportVersion) (PassportVersion, bool, error) {
-	var locked uuid.UUID
-	if err := q.db.QueryRow(ctx, `SELECT passport_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`,
-		in.TenantID, in.PassportID).Scan(&locked); err != nil {
-		return PassportVersion{}, false, notFound(err, "passport", in.PassportID)
+	if err := q.lockParent(ctx, "passport", in.TenantID, in.PassportID,
+		`SELECT passport_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`); err != nil {
+		return PassportVersion{}, false, err
 	}
-	existing, err := queryOne[PassportVersion](ctx, q.db, `SELECT `+passportVersionColumns+` FROM passport_versions WHERE compile_river_job_id = $1`, in.CompileRiverJobID)
-	if err == nil {
-		return existing, true, nil
-	}
-	if err != pgx.ErrNoRows {
-		return PassportVersion{}, false, fmt.Errorf("error looking up the compiled version: %w", err)
+	if existing, found, err := findOne[PassportVersion](ctx, q.db, "the compiled version", `SELECT `+passportVersionColumns+`
+		FROM passport_versions WHERE compile_river_job_id = $1`, in.CompileRiverJobID); err != nil || found {
+		return existing, found, err
 	}
 	v, err := queryOne[PassportVersion](ctx, q.db, `INSERT INTO passport_versions (passport_version_id, tenant_id, passport_id, version, status,
 			snapshot_id, rule_package_version_id, compiler_build_id, issued_at, payload, payload_hash, proof, proof_root_hash,

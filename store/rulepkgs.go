@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/hash"
@@ -101,10 +100,9 @@ func (q *Queries) ListRulePackages(ctx context.Context, tenantID uuid.UUID) ([]R
 // CreateRulePackageVersion stores the package's next version as DRAFT. The
 // caller checks the sources first (rules.Check, rules.CheckTests).
 func (q *Queries) CreateRulePackageVersion(ctx context.Context, tenantID, packageID uuid.UUID, dsl, tests string) (RulePackageVersion, error) {
-	var locked uuid.UUID
-	if err := q.db.QueryRow(ctx, `SELECT rule_package_id FROM rule_packages WHERE tenant_id = $1 AND rule_package_id = $2 FOR UPDATE`,
-		tenantID, packageID).Scan(&locked); err != nil {
-		return RulePackageVersion{}, notFound(err, "rule package", packageID)
+	if err := q.lockParent(ctx, "rule package", tenantID, packageID,
+		`SELECT rule_package_id FROM rule_packages WHERE tenant_id = $1 AND rule_package_id = $2 FOR UPDATE`); err != nil {
+		return RulePackageVersion{}, err
 	}
 	v, err := queryOne[RulePackageVersion](ctx, q.db, `INSERT INTO rule_package_versions
 		(rule_package_version_id, tenant_id, rule_package_id, version, dsl_source, dsl_sha256, tests_source, tests_sha256)
@@ -152,12 +150,9 @@ func (q *Queries) ListRulePackageVersions(ctx context.Context, tenantID, package
 // DRAFT version to VALIDATED; the caller decides the run's status.
 func (q *Queries) RecordRuleTestsRun(ctx context.Context, run RuleTestsRun) (RuleTestsRun, bool, error) {
 	if run.RiverJobID != nil {
-		existing, err := queryOne[RuleTestsRun](ctx, q.db, `SELECT `+ruleTestsRunColumns+` FROM rule_tests_runs WHERE river_job_id = $1`, *run.RiverJobID)
-		if err == nil {
-			return existing, true, nil
-		}
-		if err != pgx.ErrNoRows {
-			return RuleTestsRun{}, false, fmt.Errorf("error looking up the tests run: %w", err)
+		if existing, found, err := findOne[RuleTestsRun](ctx, q.db, "the tests run", `SELECT `+ruleTestsRunColumns+`
+			FROM rule_tests_runs WHERE river_job_id = $1`, *run.RiverJobID); err != nil || found {
+			return existing, found, err
 		}
 	}
 	if run.FirstFailure == nil {

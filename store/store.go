@@ -93,6 +93,32 @@ func getOne[T any](ctx context.Context, db DBTX, what string, id any, sql string
 	return v, nil
 }
 
+// findOne returns the row of T that sql selects, if there is one: the
+// lookup of a row stored before, which the caller returns instead of
+// inserting another. what names it in the error.
+func findOne[T any](ctx context.Context, db DBTX, what string, sql string, args ...any) (T, bool, error) {
+	v, err := queryOne[T](ctx, db, sql, args...)
+	switch {
+	case err == nil:
+		return v, true, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return v, false, nil
+	}
+	var zero T
+	return zero, false, fmt.Errorf("error looking up %s: %w", what, err)
+}
+
+// lockParent locks the tenant's row that sql selects (its id, FOR UPDATE),
+// so that the row's versions are numbered one at a time; no row is a
+// NOT_FOUND naming what and id.
+func (q *Queries) lockParent(ctx context.Context, what string, tenantID, id uuid.UUID, sql string) error {
+	var locked uuid.UUID
+	if err := q.db.QueryRow(ctx, sql, tenantID, id).Scan(&locked); err != nil {
+		return notFound(err, what, id)
+	}
+	return nil
+}
+
 // list returns the rows of T that sql selects (columns named as T's db
 // tags); what names them in the error.
 func list[T any](ctx context.Context, db DBTX, what string, sql string, args ...any) ([]T, error) {
