@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 
+	"github.com/bpc-platform/bpc/access"
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
@@ -70,6 +71,13 @@ type Server struct {
 	// Admin serves the /v1 admin routes and River UI; without it only
 	// health and metrics are served (the worker role).
 	Admin bool
+	// Keys authenticate tenant API keys; nil accepts the platform token only.
+	Keys *access.Keyring
+	// Limits is the per-key and per-address rate limit (nil: none).
+	Limits *access.Limiter
+	// Access counts refused credentials, key events and rate-limited
+	// requests (nil: not counted).
+	Access *AccessMetrics
 	// Ready are the readiness checks of /v1/health/ready.
 	Ready []ReadyCheck
 	// depth caches queue depths for BPC_QUEUE_MAX_DEPTH.
@@ -106,10 +114,11 @@ func (s *Server) Handler() http.Handler {
 	r.Get(DocsPath, sp.serveHTML)
 
 	r.Group(func(g chi.Router) {
-		g.Use(s.requireBearer, s.checkRequestText, canonicalQuery, s.limitBody)
+		g.Use(s.authenticate, s.allowMethod, s.checkRequestText, canonicalQuery, s.limitBody)
 		rs := routes{r: g, api: s.newAPI(g, doc), doc: doc}
 		rs.handle(http.MethodGet, "/v1/metrics", "metrics", "Prometheus metrics (text exposition format)",
-			promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}).ServeHTTP,
+			s.platformOnly("metrics", promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}).ServeHTTP),
+			describe("The platform token only."),
 			raw("Metrics", "text/plain"))
 		if !s.Admin {
 			return
@@ -117,6 +126,10 @@ func (s *Server) Handler() http.Handler {
 		s.adminRoutes(rs)
 		s.domainRoutes(rs)
 	})
+
+	if s.Admin {
+		s.publicRoutes(r, doc)
+	}
 
 	if s.Admin && s.RiverUI != nil {
 		ui := s.requireBasic(s.checkRequestText(s.limitBody(s.auditRiverUI(s.RiverUI))))
@@ -129,11 +142,11 @@ func (s *Server) Handler() http.Handler {
 // Parameters of the routes, documented by their tags.
 type (
 	tenantParam struct {
-		TenantID string `query:"tenant_id" required:"true" format:"uuid" doc:"The tenant the resource belongs to."`
+		TenantID string `query:"tenant_id" format:"uuid" doc:"The tenant the resource belongs to: required with the platform token; a tenant API key's own tenant when absent (another tenant's is 403)."`
 	}
 	idParams struct {
 		ID       string `path:"id" format:"uuid"`
-		TenantID string `query:"tenant_id" required:"true" format:"uuid"`
+		TenantID string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
 	}
 	// idBody is an {id} and a JSON body (that names the tenant).
 	idBody struct {
@@ -143,43 +156,43 @@ type (
 	// idParamsBody is an {id}, the tenant_id parameter and a JSON body.
 	idParamsBody struct {
 		ID       string `path:"id" format:"uuid"`
-		TenantID string `query:"tenant_id" required:"true" format:"uuid"`
+		TenantID string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
 		RawBody  []byte
 	}
 	jobParams struct {
 		JobID    string `path:"job_id" format:"uuid"`
-		TenantID string `query:"tenant_id" required:"true" format:"uuid"`
+		TenantID string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
 	}
 	getJobParams struct {
 		JobID    string   `path:"job_id" format:"uuid"`
-		TenantID string   `query:"tenant_id" required:"true" format:"uuid"`
+		TenantID string   `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
 		WaitMs   intParam `query:"waitMs" minimum:"0" maximum:"30000" doc:"Long-poll up to this many ms for a terminal status; 202 with Retry-After when the wait ends first."`
 	}
 	listJobsParams struct {
-		TenantID string   `query:"tenant_id" required:"true" format:"uuid"`
+		TenantID string   `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
 		Type     string   `query:"type" doc:"A job type (POST /v1/jobs lists them)."`
 		Status   string   `query:"status" enum:"QUEUED,RUNNING,SUCCEEDED,FAILED,CANCELLED"`
 		Cursor   string   `query:"cursor" doc:"next_cursor of the previous page."`
 		Limit    intParam `query:"limit" minimum:"1" maximum:"500" doc:"Page size, default 50."`
 	}
 	listSubscriptionsParams struct {
-		TenantID          string `query:"tenant_id" required:"true" format:"uuid"`
+		TenantID          string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
 		WebhookEndpointID string `query:"webhook_endpoint_id" format:"uuid" doc:"Only this endpoint's subscriptions."`
 	}
 	listFactsParams struct {
-		TenantID          string   `query:"tenant_id" required:"true" format:"uuid"`
+		TenantID          string   `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
 		DocumentVersionID string   `query:"document_version_id" format:"uuid" doc:"Only this document version's facts."`
 		FactType          string   `query:"fact_type" maxLength:"100"`
 		Limit             intParam `query:"limit" minimum:"1" maximum:"1000" doc:"At most this many facts, default 1000."`
 	}
 	ruleVersionParams struct {
 		ID       string `path:"id" format:"uuid"`
-		TenantID string `query:"tenant_id" required:"true" format:"uuid"`
+		TenantID string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
 		Include  string `query:"include" enum:"sources" doc:"sources: include dsl_source and tests_source."`
 	}
 	exportFileParams struct {
 		ID       string `path:"id" format:"uuid"`
-		TenantID string `query:"tenant_id" required:"true" format:"uuid"`
+		TenantID string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
 		Format   string `query:"format" enum:"JSON,PDF,json,pdf" doc:"Export format, default JSON."`
 	}
 )
@@ -228,10 +241,23 @@ func okItems[T any](all []T, err error) (*out[items[T]], error) { return ok(item
 // adminRoutes are the job, tenant, event and webhook endpoints.
 func (s *Server) adminRoutes(rs routes) {
 	register(rs, http.MethodPost, "/v1/tenants", "create-tenant", "Create a tenant", s.handleCreateTenant,
+		describe("The platform token only."),
 		jsonBody[createTenantRequest],
 		responds[store.Tenant](http.StatusCreated, "Created"))
 	register(rs, http.MethodGet, "/v1/tenants", "list-tenants", "List tenants", s.handleListTenants,
+		describe("Every tenant for the platform token; a tenant API key sees its own tenant only."),
 		responds[items[store.Tenant]](http.StatusOK, "Tenants"))
+
+	register(rs, http.MethodPost, "/v1/api-keys", "create-api-key", "Create a tenant API key; its token is shown once", s.handleCreateKey,
+		describe("The platform token, or a tenant admin key for its own tenant. The token (bpc_<prefix>_<secret>) is in this answer only; the service keeps its SHA-256."),
+		jsonBody[createKeyRequest],
+		responds[passport.CreatedKey](http.StatusCreated, "Created, with its token"))
+	register(rs, http.MethodGet, "/v1/api-keys", "list-api-keys", "List a tenant's API keys (without tokens)", s.handleListKeys,
+		describe("The platform token, or a tenant admin key for its own tenant. Revoked and expired keys are listed too."),
+		responds[items[store.APIKey]](http.StatusOK, "Keys, newest first"))
+	register(rs, http.MethodDelete, "/v1/api-keys/{id}", "revoke-api-key", "Revoke an API key", s.handleRevokeKey,
+		describe("Takes effect at once on this process and within a second on every other. Revoking a revoked key is a no-op."),
+		noContent("Revoked"))
 
 	enqueue := kindSchemas(rs.doc.Components.Schemas, s.Config.Kinds)
 	register(rs, http.MethodPost, "/v1/jobs", "enqueue-job", "Enqueue a job", s.handleEnqueue,

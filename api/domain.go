@@ -34,34 +34,34 @@ type tenantRequest struct {
 }
 
 // decodeTenantBody decodes the body into dst and parses its tenant_id.
-func decodeTenantBody(body []byte, dst any, tenant *string) (uuid.UUID, error) {
+func decodeTenantBody(ctx context.Context, body []byte, dst any, tenant *string) (uuid.UUID, error) {
 	if err := decodeBytes(body, dst); err != nil {
 		return uuid.Nil, err
 	}
-	return parseUUID("tenant_id", *tenant)
+	return tenantOf(ctx, *tenant)
 }
 
 // decodeTenantAnd decodes the body into dst, parses its tenant_id and then
 // the uuid named field: id points at a member of dst, or at a path
 // parameter.
-func decodeTenantAnd(body []byte, dst any, tenant *string, field string, id *string) (tenantID, parsed uuid.UUID, err error) {
+func decodeTenantAnd(ctx context.Context, body []byte, dst any, tenant *string, field string, id *string) (tenantID, parsed uuid.UUID, err error) {
 	if err := decodeBytes(body, dst); err != nil {
 		return uuid.Nil, uuid.Nil, err
 	}
-	return parseTenantAnd(field, *tenant, *id)
+	return parseTenantAnd(ctx, field, *tenant, *id)
 }
 
 // decodeForID decodes the body into dst, parses its tenant_id and then the
 // {id} path parameter.
-func decodeForID(body []byte, dst any, tenant *string, pathID string) (tenantID, id uuid.UUID, err error) {
-	return decodeTenantAnd(body, dst, tenant, "id", &pathID)
+func decodeForID(ctx context.Context, body []byte, dst any, tenant *string, pathID string) (tenantID, id uuid.UUID, err error) {
+	return decodeTenantAnd(ctx, body, dst, tenant, "id", &pathID)
 }
 
 // bodyTenantAndID decodes a body that carries only tenant_id and reads the
 // {id} path parameter.
-func bodyTenantAndID(body []byte, pathID string) (uuid.UUID, uuid.UUID, error) {
+func bodyTenantAndID(ctx context.Context, body []byte, pathID string) (uuid.UUID, uuid.UUID, error) {
 	var in tenantRequest
-	return decodeForID(body, &in, &in.TenantID, pathID)
+	return decodeForID(ctx, body, &in, &in.TenantID, pathID)
 }
 
 // requireName trims a required name and checks its length in characters.
@@ -133,7 +133,7 @@ func inTxValue[T any](ctx context.Context, s *Server, fn func(t passport.Tx) (T,
 // op changes the resource in a transaction, as the admin API, and answers
 // 200 with what it returns.
 func actOnID[T any](ctx context.Context, s *Server, req *idBody, op func(context.Context, passport.Tx, uuid.UUID, uuid.UUID) (T, error)) (*out[T], error) {
-	tenantID, id, err := bodyTenantAndID(req.RawBody, req.ID)
+	tenantID, id, err := bodyTenantAndID(ctx, req.RawBody, req.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ type createDocumentRequest struct {
 
 func (s *Server) handleCreateDocument(ctx context.Context, req *jsonInput) (*out[store.Document], error) {
 	var in createDocumentRequest
-	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(ctx, req.RawBody, &in, &in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ type uploadVersionResponse struct {
 // (200, job null): the content dedup makes the upload idempotent.
 func (s *Server) handleUploadDocumentVersion(ctx context.Context, req *idBody) (*out[uploadVersionResponse], error) {
 	var in uploadVersionRequest
-	tenantID, documentID, err := decodeForID(req.RawBody, &in, &in.TenantID, req.ID)
+	tenantID, documentID, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (s *Server) handleGetDocumentVersion(ctx context.Context, req *idParams) (*
 
 // handleListFacts lists facts, optionally of one document version and one type.
 func (s *Server) handleListFacts(ctx context.Context, req *listFactsParams) (*out[items[store.Fact]], error) {
-	tenantID, err := parseUUID("tenant_id", req.TenantID)
+	tenantID, err := tenantOf(ctx, req.TenantID)
 	if err != nil {
 		return nil, err
 	}

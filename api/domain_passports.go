@@ -24,7 +24,7 @@ type createProductRequest struct {
 
 func (s *Server) handleCreateProduct(ctx context.Context, req *jsonInput) (*out[store.BatteryProduct], error) {
 	var in createProductRequest
-	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(ctx, req.RawBody, &in, &in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ type createPassportRequest struct {
 
 func (s *Server) handleCreatePassport(ctx context.Context, req *jsonInput) (*out[store.Passport], error) {
 	var in createPassportRequest
-	tenantID, productID, err := decodeTenantAnd(req.RawBody, &in, &in.TenantID, "battery_product_id", &in.BatteryProductID)
+	tenantID, productID, err := decodeTenantAnd(ctx, req.RawBody, &in, &in.TenantID, "battery_product_id", &in.BatteryProductID)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ type compileRequest struct {
 // SNAPSHOT_NOT_READY or RULE_PKG_NOT_PUBLISHED (or NOT_FOUND), as specified.
 func (s *Server) handleCompilePassport(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
 	var in compileRequest
-	tenantID, passportID, err := decodeForID(req.RawBody, &in, &in.TenantID, req.ID)
+	tenantID, passportID, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ type exportRequest struct {
 // version (the job requires it ACTIVE).
 func (s *Server) handleExportPassportVersion(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
 	var in exportRequest
-	tenantID, id, err := decodeForID(req.RawBody, &in, &in.TenantID, req.ID)
+	tenantID, id, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +218,7 @@ func (s *Server) handleListPassportExports(ctx context.Context, req *idParams) (
 // handleGetExportFile serves the newest export of a format, after checking
 // the file still has the SHA-256 recorded when it was written.
 func (s *Server) handleGetExportFile(ctx context.Context, req *exportFileParams) (*bytesOutput, error) {
-	tenantID, id, err := parseTenantAndID(req.TenantID, req.ID)
+	tenantID, id, err := parseTenantAndID(ctx, req.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +268,7 @@ func (s *Server) handleGetExportFile(ctx context.Context, req *exportFileParams)
 // inputs: 200 with the report when every byte and hash matches, else 409
 // REPLAY_MISMATCH carrying the report.
 func (s *Server) handleReplayPassportVersion(ctx context.Context, req *idBody) (*out[passport.ReplayReport], error) {
-	tenantID, id, err := bodyTenantAndID(req.RawBody, req.ID)
+	tenantID, id, err := bodyTenantAndID(ctx, req.RawBody, req.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ type getFunc[T any] func(ctx context.Context, tenantID, id uuid.UUID) (T, error)
 
 // listTenant answers GET …?tenant_id= with {items}; an unknown tenant is 404.
 func listTenant[T any](ctx context.Context, s *Server, in *tenantParam, list listFunc[T]) (*out[items[T]], error) {
-	tenantID, err := parseUUID("tenant_id", in.TenantID)
+	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +30,7 @@ func listTenant[T any](ctx context.Context, s *Server, in *tenantParam, list lis
 
 // getByID answers GET …/{id}?tenant_id= with the resource.
 func getByID[T any](ctx context.Context, in *idParams, get getFunc[T]) (*out[T], error) {
-	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
+	tenantID, id, err := parseTenantAndID(ctx, in.TenantID, in.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func getJoined[P, C, R any](ctx context.Context, in *idParams, parent getFunc[P]
 // getBoth reads the resource of GET …/{id}?tenant_id= and then what a
 // second read finds for it.
 func getBoth[P, C any](ctx context.Context, in *idParams, parent getFunc[P], more getFunc[C]) (p P, c C, err error) {
-	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
+	tenantID, id, err := parseTenantAndID(ctx, in.TenantID, in.ID)
 	if err != nil {
 		return p, c, err
 	}
@@ -69,7 +69,7 @@ func getBoth[P, C any](ctx context.Context, in *idParams, parent getFunc[P], mor
 
 // deleteByID answers DELETE …/{id}?tenant_id= with 204 once del removed it.
 func deleteByID(ctx context.Context, in *idParams, del func(ctx context.Context, tenantID, id uuid.UUID) error) (*struct{}, error) {
-	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
+	tenantID, id, err := parseTenantAndID(ctx, in.TenantID, in.ID)
 	if err != nil {
 		return nil, err
 	}

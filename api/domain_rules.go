@@ -19,7 +19,7 @@ type createRulePackageRequest struct {
 
 func (s *Server) handleCreateRulePackage(ctx context.Context, req *jsonInput) (*out[store.RulePackage], error) {
 	var in createRulePackageRequest
-	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(ctx, req.RawBody, &in, &in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ type createRuleVersionRequest struct {
 // works on it.
 func (s *Server) handleCreateRuleVersion(ctx context.Context, req *idBody) (*out[store.RulePackageVersion], error) {
 	var in createRuleVersionRequest
-	tenantID, packageID, err := decodeForID(req.RawBody, &in, &in.TenantID, req.ID)
+	tenantID, packageID, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (s *Server) handleCreateRuleVersion(ctx context.Context, req *idBody) (*out
 }
 
 func (s *Server) handleGetRuleVersion(ctx context.Context, req *ruleVersionParams) (*out[store.RulePackageVersion], error) {
-	tenantID, id, err := parseTenantAndID(req.TenantID, req.ID)
+	tenantID, id, err := parseTenantAndID(ctx, req.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ type runRuleTestsRequest struct {
 // handleRunRuleTests enqueues RUN_RULE_TESTS for an existing version.
 func (s *Server) handleRunRuleTests(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
 	var in runRuleTestsRequest
-	tenantID, id, err := decodeForID(req.RawBody, &in, &in.TenantID, req.ID)
+	tenantID, id, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}

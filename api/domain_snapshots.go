@@ -14,7 +14,7 @@ import (
 
 func (s *Server) handleCreateSnapshot(ctx context.Context, req *jsonInput) (*out[store.Snapshot], error) {
 	var in tenantRequest
-	tenantID, err := decodeTenantBody(req.RawBody, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(ctx, req.RawBody, &in, &in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func parseUUIDs(field string, values []string) ([]uuid.UUID, error) {
 // and every fact of the listed document versions.
 func (s *Server) handleAddSnapshotItems(ctx context.Context, req *idBody) (*out[addItemsResponse], error) {
 	var in addItemsRequest
-	tenantID, snapshotID, err := decodeForID(req.RawBody, &in, &in.TenantID, req.ID)
+	tenantID, snapshotID, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (s *Server) handleListSnapshotItems(ctx context.Context, req *idParams) (*o
 
 // handleBuildSnapshot enqueues BUILD_SNAPSHOT (BUILDING → READY).
 func (s *Server) handleBuildSnapshot(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
-	tenantID, id, err := bodyTenantAndID(req.RawBody, req.ID)
+	tenantID, id, err := bodyTenantAndID(ctx, req.RawBody, req.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ type appendEventResponse struct {
 // a delivery and a DELIVER_WEBHOOK job in the same transaction.
 func (s *Server) handleAppendEvent(ctx context.Context, raw *jsonInput) (*out[appendEventResponse], error) {
 	var in appendEventRequest
-	tenantID, aggregateID, err := decodeTenantAnd(raw.RawBody, &in, &in.TenantID, "aggregate_id", &in.AggregateID)
+	tenantID, aggregateID, err := decodeTenantAnd(ctx, raw.RawBody, &in, &in.TenantID, "aggregate_id", &in.AggregateID)
 	if err != nil {
 		return nil, err
 	}

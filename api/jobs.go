@@ -39,14 +39,14 @@ type enqueueRequest struct {
 }
 
 // toStoreRequest validates an enqueue request; prefix names its place in a batch.
-func (s *Server) toStoreRequest(in enqueueRequest, prefix string) (store.EnqueueRequest, error) {
+func (s *Server) toStoreRequest(ctx context.Context, in enqueueRequest, prefix string) (store.EnqueueRequest, error) {
 	prefixed := func(err error) error {
 		if e := errcode.As(err); e != nil && e.Field != "" && prefix != "" {
 			return errcode.Invalid(prefix+e.Field, "%s", strings.TrimPrefix(e.Message, e.Field+": "))
 		}
 		return err
 	}
-	tenantID, err := parseUUID("tenant_id", in.TenantID)
+	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return store.EnqueueRequest{}, prefixed(err)
 	}
@@ -131,7 +131,7 @@ func (s *Server) handleEnqueue(ctx context.Context, raw *enqueueInput) (*jobOutp
 		}
 		in.IdempotencyKey = key
 	}
-	req, err := s.toStoreRequest(in, "")
+	req, err := s.toStoreRequest(ctx, in, "")
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (s *Server) handleEnqueueBatch(ctx context.Context, raw *jsonInput) (*out[i
 	}
 	reqs := make([]store.EnqueueRequest, len(in.Jobs))
 	for i, job := range in.Jobs {
-		req, err := s.toStoreRequest(job, "jobs["+strconv.Itoa(i)+"].")
+		req, err := s.toStoreRequest(ctx, job, "jobs["+strconv.Itoa(i)+"].")
 		if err != nil {
 			return nil, err
 		}
@@ -186,7 +186,7 @@ func (s *Server) handleEnqueueBatch(ctx context.Context, raw *jsonInput) (*out[i
 }
 
 func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*out[store.JobPage], error) {
-	tenantID, err := parseUUID("tenant_id", in.TenantID)
+	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*out[s
 // handleGetJob returns a job. With waitMs it long-polls: 200 as soon as the
 // job is terminal, 202 with Retry-After when the wait ends first.
 func (s *Server) handleGetJob(ctx context.Context, in *getJobParams) (*jobOutput, error) {
-	tenantID, jobID, err := parseTenantAnd("job_id", in.TenantID, in.JobID)
+	tenantID, jobID, err := parseTenantAnd(ctx, "job_id", in.TenantID, in.JobID)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func (s *Server) handleGetJob(ctx context.Context, in *getJobParams) (*jobOutput
 // jobAction locks the SSOT row of a job, checks it can take the action and
 // runs it on the River job in the same transaction.
 func (s *Server) jobAction(ctx context.Context, in *jobParams, check func(store.Job) error, act func(ctx context.Context, tx pgx.Tx, riverJobID int64) error) (*jobOutput, error) {
-	tenantID, jobID, err := parseTenantAnd("job_id", in.TenantID, in.JobID)
+	tenantID, jobID, err := parseTenantAnd(ctx, "job_id", in.TenantID, in.JobID)
 	if err != nil {
 		return nil, err
 	}

@@ -364,7 +364,7 @@ func kindSchemas(reg huma.Registry, kinds []jobargs.Kind) *huma.Schema {
 		reqName := "Enqueue" + strings.TrimSuffix(argsType.Name(), "Args")
 		reg.Map()[reqName] = &huma.Schema{
 			Type: huma.TypeObject, Title: k.Name, Description: k.Summary,
-			Properties: props, Required: []string{"type", "tenant_id"},
+			Properties: props, Required: []string{"type"}, // tenant_id: the platform names it, a key implies it
 			AdditionalProperties: false,
 		}
 		ref := "#/components/schemas/" + reqName

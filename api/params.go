@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
@@ -26,14 +27,16 @@ func parseUUID(field, value string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// parseTenantAndID parses the tenant_id parameter and the {id} path parameter.
-func parseTenantAndID(tenant, id string) (uuid.UUID, uuid.UUID, error) {
-	return parseTenantAnd("id", tenant, id)
+// parseTenantAndID resolves the tenant (tenantOf) and parses the {id} path
+// parameter.
+func parseTenantAndID(ctx context.Context, tenant, id string) (uuid.UUID, uuid.UUID, error) {
+	return parseTenantAnd(ctx, "id", tenant, id)
 }
 
-// parseTenantAnd parses the tenant_id parameter and then the uuid named field.
-func parseTenantAnd(field, tenant, id string) (uuid.UUID, uuid.UUID, error) {
-	tenantID, err := parseUUID("tenant_id", tenant)
+// parseTenantAnd resolves the tenant (tenantOf) and then parses the uuid
+// named field.
+func parseTenantAnd(ctx context.Context, field, tenant, id string) (uuid.UUID, uuid.UUID, error) {
+	tenantID, err := tenantOf(ctx, tenant)
 	if err != nil {
 		return uuid.Nil, uuid.Nil, err
 	}

@@ -74,7 +74,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError writes the error envelope (see errorEnvelope).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	body := errorEnvelope(r.Context(), s.Logger, err)
-	if body.status == http.StatusTooManyRequests || body.status == http.StatusServiceUnavailable {
+	if (body.status == http.StatusTooManyRequests || body.status == http.StatusServiceUnavailable) && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, body.status, body)

@@ -23,6 +23,9 @@ type jsonInput struct {
 }
 
 func (s *Server) handleCreateTenant(ctx context.Context, raw *jsonInput) (*out[store.Tenant], error) {
+	if err := requirePlatform(ctx, "creating tenants"); err != nil {
+		return nil, err
+	}
 	var in createTenantRequest
 	if err := decodeBytes(raw.RawBody, &in); err != nil {
 		return nil, err
@@ -37,6 +40,16 @@ func (s *Server) handleCreateTenant(ctx context.Context, raw *jsonInput) (*out[s
 	return created(s.Store.CreateTenant(ctx, in.Slug, in.Name))
 }
 
+// handleListTenants lists every tenant to the platform, and a key's own
+// tenant to the key.
 func (s *Server) handleListTenants(ctx context.Context, _ *struct{}) (*out[items[store.Tenant]], error) {
-	return okItems(s.Store.ListTenants(ctx))
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.Platform {
+		return okItems(s.Store.ListTenants(ctx))
+	}
+	t, err := s.Store.GetTenant(ctx, p.TenantID)
+	return okItems([]store.Tenant{t}, err)
 }

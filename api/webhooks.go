@@ -73,7 +73,7 @@ type createEndpointRequest struct {
 
 func (s *Server) handleCreateEndpoint(ctx context.Context, raw *jsonInput) (*out[store.WebhookEndpoint], error) {
 	var in createEndpointRequest
-	tenantID, err := decodeTenantBody(raw.RawBody, &in, &in.TenantID)
+	tenantID, err := decodeTenantBody(ctx, raw.RawBody, &in, &in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func (s *Server) handleCreateEndpoint(ctx context.Context, raw *jsonInput) (*out
 }
 
 func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out[items[store.WebhookEndpoint]], error) {
-	tenantID, err := parseUUID("tenant_id", in.TenantID)
+	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ type updateEndpointRequest struct {
 }
 
 func (s *Server) handleUpdateEndpoint(ctx context.Context, raw *idParamsBody) (*out[store.WebhookEndpoint], error) {
-	tenantID, id, err := parseTenantAndID(raw.TenantID, raw.ID)
+	tenantID, id, err := parseTenantAndID(ctx, raw.TenantID, raw.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ type pingResponse struct {
 // handlePingEndpoint sends a webhook.ping event to one endpoint, whatever
 // its subscriptions.
 func (s *Server) handlePingEndpoint(ctx context.Context, in *idParams) (*out[pingResponse], error) {
-	tenantID, id, err := parseTenantAndID(in.TenantID, in.ID)
+	tenantID, id, err := parseTenantAndID(ctx, in.TenantID, in.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ type createSubscriptionRequest struct {
 
 func (s *Server) handleCreateSubscription(ctx context.Context, raw *jsonInput) (*out[store.WebhookSubscription], error) {
 	var in createSubscriptionRequest
-	tenantID, endpointID, err := decodeTenantAnd(raw.RawBody, &in, &in.TenantID, "webhook_endpoint_id", &in.WebhookEndpointID)
+	tenantID, endpointID, err := decodeTenantAnd(ctx, raw.RawBody, &in, &in.TenantID, "webhook_endpoint_id", &in.WebhookEndpointID)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +201,7 @@ func (s *Server) handleCreateSubscription(ctx context.Context, raw *jsonInput) (
 }
 
 func (s *Server) handleListSubscriptions(ctx context.Context, in *listSubscriptionsParams) (*out[items[store.WebhookSubscription]], error) {
-	tenantID, err := parseUUID("tenant_id", in.TenantID)
+	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
 	}

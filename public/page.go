@@ -27,8 +27,8 @@ const maxRows = 300
 // whether the QR matched), or a problem.
 type page struct {
 	Title      string
-	Version    *PassportVersion
-	QR         *QRCheck
+	Version    *VerifiedVersion
+	QR         *QRVerification
 	Sections   []section
 	Omitted    int
 	Compliance []compliance
@@ -65,7 +65,7 @@ type compliance struct {
 
 // versionPage lays out v: the payload's field groups in key order, its
 // compliance results, and the verification checks of ver.
-func versionPage(v PassportVersion, qrc *QRCheck) page {
+func versionPage(v VerifiedVersion, qrc *QRVerification) page {
 	p := page{Title: v.Product.Name, Version: &v, QR: qrc, Checks: v.Verification.Checks}
 	var payload struct {
 		Fields     map[string]any `json:"fields"`

@@ -52,8 +52,8 @@ type Verification struct {
 	Checks []verify.Check `json:"checks"`
 }
 
-// SigningKey is the key a version's receipt is verified with.
-type SigningKey struct {
+// VerifyingKey is the key a version's receipt is verified with.
+type VerifyingKey struct {
 	KeyID           string `json:"key_id"`
 	Alg             string `json:"alg"`
 	PublicKeyBase64 string `json:"public_key_base64"`
@@ -66,8 +66,8 @@ type Product struct {
 	Name             string    `json:"name"`
 }
 
-// PassportVersion is GET /public/v1/passport-versions/{id}.
-type PassportVersion struct {
+// VerifiedVersion is GET /public/v1/passport-versions/{id}.
+type VerifiedVersion struct {
 	PassportVersionID uuid.UUID `json:"passport_version_id"`
 	PassportID        uuid.UUID `json:"passport_id"`
 	BatteryProductID  uuid.UUID `json:"battery_product_id"`
@@ -81,30 +81,30 @@ type PassportVersion struct {
 	// signed), as JSON.
 	Payload    json.RawMessage `json:"payload"`
 	Receipt    json.RawMessage `json:"receipt"`
-	SigningKey *SigningKey     `json:"signing_key"`
+	SigningKey *VerifyingKey   `json:"signing_key"`
 	QRPayload  string          `json:"qr_payload"`
 	// Verification is computed from the stored bytes on every request.
 	Verification Verification `json:"verification"`
 }
 
-// QRCheck is GET /public/v1/verify?qr=: whether a scanned BPC-QR-1 string
+// QRVerification is GET /public/v1/verify?qr=: whether a scanned BPC-QR-1 string
 // matches what the service holds for the version it names, and the
 // verification of that version's bytes against the scanned string.
-type QRCheck struct {
+type QRVerification struct {
 	PassportVersionID uuid.UUID `json:"passport_version_id"`
 	// QRMatches is true when the QR's ph, pr and rh equal the stored hashes.
 	QRMatches    bool         `json:"qr_matches"`
 	Verification Verification `json:"verification"`
 	// Version is the version the QR names, for the page; not in the JSON.
-	Version PassportVersion `json:"-"`
+	Version VerifiedVersion `json:"-"`
 }
 
 // Lookup returns a public version with its verification; a version that
 // is not public, or an unknown id, is NOT_FOUND.
-func Lookup(ctx context.Context, q *store.Queries, id uuid.UUID) (PassportVersion, error) {
+func Lookup(ctx context.Context, q *store.Queries, id uuid.UUID) (VerifiedVersion, error) {
 	v, err := q.GetPublicPassportVersion(ctx, id)
 	if err != nil {
-		return PassportVersion{}, err
+		return VerifiedVersion{}, err
 	}
 	qrPayload := deref(v.QRPayload)
 	return view(v, check(v, qrPayload, true)), nil
@@ -114,28 +114,28 @@ func Lookup(ctx context.Context, q *store.Queries, id uuid.UUID) (PassportVersio
 // naming qr) and verifies the version it names against it. A QR whose
 // hashes were altered still finds its version by id, and then does not
 // match nor verify.
-func CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRCheck, error) {
+func CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRVerification, error) {
 	f, err := qr.Parse(scanned)
 	if err != nil {
-		return QRCheck{}, errcode.InvalidWrap("qr", err, "is not a BPC-QR-1 payload: %s", err.Error())
+		return QRVerification{}, errcode.InvalidWrap("qr", err, "is not a BPC-QR-1 payload: %s", err.Error())
 	}
 	id, err := uuid.Parse(f.PassportVersionID)
 	if err != nil {
-		return QRCheck{}, errcode.Invalid("qr", "names no passport version id")
+		return QRVerification{}, errcode.Invalid("qr", "names no passport version id")
 	}
 	v, err := q.GetPublicPassportVersion(ctx, id)
 	if err != nil {
-		return QRCheck{}, err
+		return QRVerification{}, err
 	}
 	matches := f.PayloadHash == v.PayloadHash && f.ProofRootHash == v.ProofRootHash && f.ReceiptHash == v.ReceiptHash
 	// The stored image renders the stored payload; it says nothing of a
 	// scanned string, so it is checked only when the two are the same.
 	ver := check(v, scanned, scanned == deref(v.QRPayload))
-	return QRCheck{PassportVersionID: id, QRMatches: matches, Verification: ver, Version: view(v, ver)}, nil
+	return QRVerification{PassportVersionID: id, QRMatches: matches, Verification: ver, Version: view(v, ver)}, nil
 }
 
-func view(v store.PublicPassportVersion, ver Verification) PassportVersion {
-	out := PassportVersion{
+func view(v store.PublicPassportVersion, ver Verification) VerifiedVersion {
+	out := VerifiedVersion{
 		PassportVersionID: v.PassportVersionID, PassportID: v.PassportID, BatteryProductID: v.BatteryProductID,
 		Version: v.Version, Status: v.Status, IssuedAt: v.IssuedAt, Activated: v.ActivatedAt,
 		Product: Product{BatteryProductID: v.BatteryProductID, SKU: v.ProductSKU, Name: v.ProductName},
@@ -143,7 +143,7 @@ func view(v store.PublicPassportVersion, ver Verification) PassportVersion {
 		QRPayload: deref(v.QRPayload), Verification: ver,
 	}
 	if v.RegisteredPublicKey != nil {
-		out.SigningKey = &SigningKey{KeyID: v.SigningKeyID, Alg: "ED25519", PublicKeyBase64: *v.RegisteredPublicKey}
+		out.SigningKey = &VerifyingKey{KeyID: v.SigningKeyID, Alg: "ED25519", PublicKeyBase64: *v.RegisteredPublicKey}
 	}
 	return out
 }

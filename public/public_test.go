@@ -91,7 +91,7 @@ func TestActiveVersionVerifiesFromStoredBytes(t *testing.T) {
 	require.Equal(t, e.active.Version.PassportID, v.PassportID)
 	require.Equal(t, e.active.Product.BatteryProductID, v.BatteryProductID)
 	require.Equal(t, *e.active.Version.QRPayload, v.QRPayload)
-	require.Equal(t, &public.SigningKey{KeyID: "fixture-key", Alg: "ED25519", PublicKeyBase64: e.active.Signer.PublicKeyBase64()}, v.SigningKey)
+	require.Equal(t, &public.VerifyingKey{KeyID: "fixture-key", Alg: "ED25519", PublicKeyBase64: e.active.Signer.PublicKeyBase64()}, v.SigningKey)
 	require.True(t, json.Valid(v.Payload) && json.Valid(v.Receipt))
 
 	// The same over HTTP, with the shape of SPEC §11.

@@ -25,6 +25,7 @@ import (
 	"github.com/riverqueue/river"
 	"riverqueue.com/riverui"
 
+	"github.com/bpc-platform/bpc/access"
 	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/migrations"
@@ -33,6 +34,9 @@ import (
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
+
+// keysFlushInterval is how often API keys' last-used times are written.
+const keysFlushInterval = 10 * time.Second
 
 // Roles of `bpc serve`.
 const (
@@ -53,6 +57,11 @@ type App struct {
 	riverUI *riverui.Handler
 	leases  *workers.Leases
 	reaper  *workers.Reaper
+	// keys resolves tenant API keys (API roles); stopKeys ends its
+	// last-used flusher after a final flush.
+	keys     *access.Keyring
+	stopKeys context.CancelFunc
+	keysDone chan struct{}
 	// stopReaper ends the lease reaper (worker roles).
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
@@ -172,11 +181,15 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*App
 		River:    a.river,
 		Logger:   logger,
 		Metrics:  api.NewMetrics(a.registry),
+		Limits:   access.NewLimiter(float64(cfg.RateLimitRPS), cfg.RateLimitBurst),
+		Access:   api.NewAccessMetrics(a.registry),
 		Gatherer: a.registry,
 		Ready:    a.readyChecks(),
 		Admin:    role != RoleWorker,
 	}
 	if role != RoleWorker {
+		a.keys = access.NewKeyring(a.store)
+		srv.Keys = a.keys
 		a.riverUI, err = bpcriverui.NewHandler(a.river, logger)
 		if err != nil {
 			return nil, err
@@ -247,6 +260,14 @@ func (a *App) Start(ctx context.Context) error {
 			wg.Wait()
 		}()
 	}
+	if a.keys != nil {
+		keysCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		a.stopKeys, a.keysDone = cancel, make(chan struct{})
+		go func() {
+			defer close(a.keysDone)
+			a.keys.Run(keysCtx, keysFlushInterval, a.logger)
+		}()
+	}
 	if a.riverUI != nil {
 		if err := a.riverUI.Start(ctx); err != nil {
 			return fmt.Errorf("error starting River UI: %w", err)
@@ -305,6 +326,10 @@ func (a *App) Stop(ctx context.Context) {
 		if a.stopReaper != nil {
 			a.stopReaper()
 			<-a.reaperDone
+		}
+		if a.stopKeys != nil {
+			a.stopKeys() // Run flushes the last-used times once more
+			<-a.keysDone
 		}
 	})
 }

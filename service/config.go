@@ -39,23 +39,28 @@ type Config struct {
 	FetchCooldown       time.Duration
 	PipelinePoll        time.Duration
 	QueueMaxDepth       int
-	ReaperInterval      time.Duration
-	MaxLeaseExpiries    int
-	Maintenance         workers.MaintenanceConfig
-	Breaker             breaker.Config
-	LeaseSeconds        int
-	LeaseRenewSeconds   int
-	MaxAttemptsDefault  int
-	BackoffUnit         time.Duration
-	WorkerConcurrency   int
-	ShutdownTimeout     time.Duration
-	PayloadMaxBytes     int
-	ProofMaxBytes       int
-	ReceiptMaxBytes     int
-	SigningKeyBase64    string
-	SigningKeyID        string
-	CompilerBuildID     string
-	WebhookTimeout      time.Duration
+	// RateLimitRPS and RateLimitBurst bound each API key, and each client
+	// address on the public routes and after failed credentials (per
+	// process; 0 RPS turns the limits off).
+	RateLimitRPS       int
+	RateLimitBurst     int
+	ReaperInterval     time.Duration
+	MaxLeaseExpiries   int
+	Maintenance        workers.MaintenanceConfig
+	Breaker            breaker.Config
+	LeaseSeconds       int
+	LeaseRenewSeconds  int
+	MaxAttemptsDefault int
+	BackoffUnit        time.Duration
+	WorkerConcurrency  int
+	ShutdownTimeout    time.Duration
+	PayloadMaxBytes    int
+	ProofMaxBytes      int
+	ReceiptMaxBytes    int
+	SigningKeyBase64   string
+	SigningKeyID       string
+	CompilerBuildID    string
+	WebhookTimeout     time.Duration
 	// WebhookAllowPrivate admits loopback, private and other non-public
 	// webhook destinations (BPC_WEBHOOK_ALLOW_PRIVATE; default true except
 	// in prod).
@@ -131,6 +136,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.FetchCooldown = ms("BPC_JOBS_FETCH_COOLDOWN_MS", 10, 1, 60_000)
 	c.PipelinePoll = ms("BPC_JOBS_PIPELINE_POLL_INTERVAL_MS", 100, 1, 60_000)
 	c.QueueMaxDepth = num("BPC_QUEUE_MAX_DEPTH", 0, 0, 1_000_000_000)
+	c.RateLimitRPS = num("BPC_RATE_LIMIT_RPS", 50, 0, 1_000_000)
+	c.RateLimitBurst = num("BPC_RATE_LIMIT_BURST", 100, 1, 1_000_000)
 	c.ReaperInterval = ms("BPC_JOBS_REAPER_INTERVAL_MS", 5000, 10, 3_600_000)
 	c.Maintenance = workers.DefaultMaintenanceConfig()
 	day := 24 * time.Hour

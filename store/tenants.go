@@ -44,6 +44,12 @@ func (q *Queries) ListTenants(ctx context.Context) ([]Tenant, error) {
 		WHERE tenant_id <> $1 ORDER BY slug`, SystemTenantID)
 }
 
+// GetTenant returns a tenant.
+func (q *Queries) GetTenant(ctx context.Context, tenantID uuid.UUID) (Tenant, error) {
+	return getOne[Tenant](ctx, q.db, "tenant", tenantID,
+		`SELECT tenant_id, slug, name, created_at FROM tenants WHERE tenant_id = $1`, tenantID)
+}
+
 // RequireTenant returns NOT_FOUND unless the tenant exists.
 func (q *Queries) RequireTenant(ctx context.Context, tenantID uuid.UUID) error {
 	var one int

@@ -1,0 +1,324 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bpc-platform/bpc/access"
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/passport"
+	"github.com/bpc-platform/bpc/store"
+)
+
+// AccessMetrics count what the access layer decides (SPEC §10): refused
+// credentials by reason, API key lifecycle events, and rate-limited
+// requests by what was limited (key, address).
+type AccessMetrics struct {
+	Denied      *prometheus.CounterVec
+	KeyEvents   *prometheus.CounterVec
+	RateLimited *prometheus.CounterVec
+}
+
+// NewAccessMetrics creates the access metrics and registers them with reg.
+func NewAccessMetrics(reg prometheus.Registerer) *AccessMetrics {
+	m := &AccessMetrics{
+		Denied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bpc_auth_denied_total",
+			Help: "Requests refused for their credentials, by reason (missing, malformed, unknown, secret, revoked, expired, platform).",
+		}, []string{"reason"}),
+		KeyEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bpc_api_key_events_total",
+			Help: "API keys created and revoked on this process.",
+		}, []string{"event"}),
+		RateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bpc_rate_limited_total",
+			Help: "Requests answered 429 by the rate limits, by what was limited (key, address).",
+		}, []string{"scope"}),
+	}
+	reg.MustRegister(m.Denied, m.KeyEvents, m.RateLimited)
+	return m
+}
+
+// deniedMissing and deniedPlatform are the reasons of a request without a
+// bearer token and of one whose token is neither the platform token nor
+// shaped like an API key.
+const (
+	deniedMissing  = "missing"
+	deniedPlatform = "platform"
+)
+
+// authenticate guards /v1: the platform token (compared in constant time)
+// acts for the platform; an API key token for its tenant, through the
+// keyring, and within its key's rate limit. Anything else is 401 — or 429
+// when the client's address keeps failing, so that guessing tokens is
+// throttled like any other client. The principal goes into the context.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, hasBearer := bearerToken(r.Header.Get("Authorization"))
+		switch {
+		case hasBearer && s.tokenMatches(token):
+			next.ServeHTTP(w, r.WithContext(access.NewContext(r.Context(), access.PlatformPrincipal)))
+			return
+		case hasBearer && access.IsKeyToken(token) && s.Keys != nil:
+			p, err := s.Keys.Authenticate(r.Context(), token)
+			var denied *access.DeniedError
+			switch {
+			case errors.As(err, &denied):
+				s.deny(w, r, denied.Reason, slog.String("api_key_id", denied.KeyID.String()), slog.String("tenant_id", denied.TenantID.String()))
+			case err != nil:
+				s.writeError(w, r, err)
+			case !s.admit(w, r, "key", "key:"+p.KeyID.String()):
+			default:
+				next.ServeHTTP(w, r.WithContext(access.NewContext(r.Context(), p)))
+			}
+			return
+		case hasBearer:
+			s.deny(w, r, deniedPlatform)
+		default:
+			s.deny(w, r, deniedMissing)
+		}
+	})
+}
+
+// deny answers a request whose credentials failed: 401 with the bearer
+// challenge, or 429 once the client's address is over its rate. The
+// refusal is counted and logged with why, never with the token.
+func (s *Server) deny(w http.ResponseWriter, r *http.Request, reason string, attrs ...slog.Attr) {
+	if s.Access != nil {
+		s.Access.Denied.WithLabelValues(reason).Inc()
+	}
+	if reason != deniedMissing {
+		attrs = append(attrs, slog.String("reason", reason), slog.String("remote", clientAddr(r)),
+			slog.String("correlation_id", correlationID(r.Context())))
+		s.Logger.LogAttrs(r.Context(), slog.LevelWarn, "credentials refused", attrs...)
+	}
+	if !s.admit(w, r, "address", "denied:"+clientAddr(r)) {
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="bpc"`)
+	s.writeError(w, r, errcode.New(errcode.Unauthorized, "a valid bearer token is required"))
+}
+
+// admit takes a request from client's rate limit bucket; over the limit it
+// answers 429 RATE_LIMITED with Retry-After and returns false.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, scope, client string) bool {
+	ok, wait := s.Limits.Allow(client)
+	if ok {
+		return true
+	}
+	if s.Access != nil {
+		s.Access.RateLimited.WithLabelValues(scope).Inc()
+	}
+	secs := access.RetryAfterSeconds(wait)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	s.writeError(w, r, &errcode.Error{Code: errcode.RateLimited,
+		Message: "too many requests; retry after " + strconv.Itoa(secs) + " s",
+		Details: map[string]any{"retry_after_seconds": secs, "limited": scope}})
+	return false
+}
+
+// limitAddress rate-limits the public routes by client address (a bucket
+// apart from the one of failed credentials).
+func (s *Server) limitAddress(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.admit(w, r, "address", "public:"+clientAddr(r)) {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// bearerToken returns the token of an "Authorization: Bearer <token>" value.
+func bearerToken(authorization string) (string, bool) {
+	scheme, token, ok := strings.Cut(authorization, " ")
+	token = strings.TrimSpace(token)
+	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
+}
+
+// clientAddr is the address a request came from: the connection's peer.
+// X-Forwarded-For is not read: a client sets it at will, and the service
+// does not know which proxies to trust.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// principal returns who the request acts for. Every route that reads it is
+// behind authenticate; a context without one (a handler called directly)
+// is refused rather than trusted.
+func principal(ctx context.Context) (access.Principal, error) {
+	p, ok := access.FromContext(ctx)
+	if !ok {
+		return access.Principal{}, errcode.New(errcode.Unauthorized, "a valid bearer token is required")
+	}
+	return p, nil
+}
+
+// allowMethod refuses a reader key's requests that change something.
+func (s *Server) allowMethod(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := principal(r.Context())
+		if err == nil {
+			err = p.Allow(r.Method)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requirePlatform refuses a request that is not the platform's; what
+// names the route in the error.
+func requirePlatform(ctx context.Context, what string) error {
+	p, err := principal(ctx)
+	if err != nil {
+		return err
+	}
+	return p.RequirePlatform(what)
+}
+
+// platformOnly lets only the platform token through to next.
+func (s *Server) platformOnly(what string, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := requirePlatform(r.Context(), what); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next(w, r)
+	}
+}
+
+// tenantOf resolves the tenant a request acts on from its tenant_id (query
+// parameter or body member; "" when absent) and its principal: the platform
+// must name one, a key's tenant is implied and naming another is FORBIDDEN.
+func tenantOf(ctx context.Context, raw string) (uuid.UUID, error) {
+	var given uuid.UUID
+	if raw != "" {
+		var err error
+		if given, err = parseUUID("tenant_id", raw); err != nil {
+			return uuid.Nil, err
+		}
+	}
+	p, err := principal(ctx)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return p.Tenant(given)
+}
+
+// tenantFilter is tenantOf for the lists that the platform may read across
+// tenants (GET /v1/jobs): no tenant_id is every tenant (uuid.Nil) for the
+// platform, and the key's own tenant for a key.
+func tenantFilter(ctx context.Context, raw string) (uuid.UUID, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if p.Platform && raw == "" {
+		return uuid.Nil, nil
+	}
+	return tenantOf(ctx, raw)
+}
+
+type createKeyRequest struct {
+	TenantID  string     `json:"tenant_id,omitempty" format:"uuid" doc:"Required with the platform token; a tenant admin key's own tenant otherwise."`
+	Name      string     `json:"name" minLength:"1" maxLength:"200"`
+	Role      string     `json:"role" enum:"admin,writer,reader"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty" doc:"When the key stops working; never when absent."`
+}
+
+// handleCreateKey creates an API key and shows its token, once.
+func (s *Server) handleCreateKey(ctx context.Context, req *jsonInput) (*out[passport.CreatedKey], error) {
+	var in createKeyRequest
+	if err := decodeBytes(req.RawBody, &in); err != nil {
+		return nil, err
+	}
+	tenantID, err := s.keyTenant(ctx, in.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	k, err := inTxValue(ctx, s, func(t passport.Tx) (passport.CreatedKey, error) {
+		return passport.CreateAPIKey(ctx, t, passport.NewKey{TenantID: tenantID, Name: in.Name, Role: in.Role, ExpiresAt: in.ExpiresAt}, time.Now())
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.keyEvent(ctx, "created", k.APIKey)
+	return reply(http.StatusCreated, k)
+}
+
+func (s *Server) handleListKeys(ctx context.Context, req *tenantParam) (*out[items[store.APIKey]], error) {
+	tenantID, err := s.keyTenant(ctx, req.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.requireTenantExists(ctx, tenantID); err != nil {
+		return nil, err
+	}
+	return okItems(s.Store.ListAPIKeys(ctx, tenantID))
+}
+
+// handleRevokeKey revokes a key: at once on this process, within the
+// keyring's Fresh on every other.
+func (s *Server) handleRevokeKey(ctx context.Context, req *idParams) (*struct{}, error) {
+	tenantID, err := s.keyTenant(ctx, req.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	id, err := parseUUID("id", req.ID)
+	if err != nil {
+		return nil, err
+	}
+	k, err := inTxValue(ctx, s, func(t passport.Tx) (store.APIKey, error) {
+		return passport.RevokeAPIKey(ctx, t, tenantID, id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.Keys != nil {
+		s.Keys.Forget(k.Prefix)
+	}
+	s.keyEvent(ctx, "revoked", k)
+	return &struct{}{}, nil
+}
+
+// keyTenant resolves the tenant whose keys a request manages: the platform
+// names any, a tenant admin key only its own.
+func (s *Server) keyTenant(ctx context.Context, raw string) (uuid.UUID, error) {
+	tenantID, err := tenantOf(ctx, raw)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	p, _ := principal(ctx)
+	return tenantID, p.ManageKeys(tenantID)
+}
+
+// keyEvent logs and counts a key's creation or revocation (the audit event
+// is in the events table, in the same transaction).
+func (s *Server) keyEvent(ctx context.Context, event string, k store.APIKey) {
+	if s.Access != nil {
+		s.Access.KeyEvents.WithLabelValues(event).Inc()
+	}
+	p, _ := principal(ctx)
+	by := "platform"
+	if !p.Platform {
+		by = "api_key:" + p.KeyID.String()
+	}
+	s.Logger.LogAttrs(ctx, slog.LevelInfo, "api key "+event,
+		slog.String("api_key_id", k.APIKeyID.String()), slog.String("tenant_id", k.TenantID.String()),
+		slog.String("role", k.Role), slog.String("prefix", k.Prefix), slog.String("by", by),
+		slog.String("correlation_id", correlationID(ctx)))
+}

@@ -1,0 +1,73 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/bpc-platform/bpc/public"
+)
+
+// publicRoutes serves public verification (package public) without
+// credentials, rate-limited per client address, and documents its JSON.
+func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
+	h := &public.Handler{Store: s.Store, WriteError: s.writeError, Logger: s.Logger}
+	r.Group(func(g chi.Router) {
+		g.Use(s.limitAddress, canonicalQuery)
+		rs := routes{r: g, doc: doc, public: true}
+		rs.handle(http.MethodGet, public.PassportVersionPath, "public-passport-version",
+			"A published passport version and whether its stored bytes verify", h.PassportVersion,
+			describe("No credentials. ACTIVE and SUPERSEDED versions only (others are 404). "+
+				"verification is computed on every request from the stored payload, proof, signed receipt and QR code, "+
+				"against the public key the service registered under the receipt's key id. "+
+				"With Accept: text/html the answer is a page for a person who scanned the QR code. "+
+				"Cached for five minutes (Cache-Control), then revalidated by ETag (304)."),
+			pathParam("id", "The passport version id (the QR code's pv)."),
+			respondsOrPage[public.VerifiedVersion]("The version, its product and its verification"),
+			notModified)
+		rs.handle(http.MethodGet, public.VerifyPath, "public-verify-qr",
+			"Check a scanned BPC-QR-1 string against the passport version it names", h.Verify,
+			describe("No credentials. qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives "+
+				"qr_matches false and verified false. Not a BPC-QR-1 string: 422 naming qr; an unknown or unpublished version: 404. "+
+				"With Accept: text/html the answer is a page."),
+			queryParam("qr", "The QR code's text: BPC1|pv=…|ph=…|pr=…|rh=…", true),
+			respondsOrPage[public.QRVerification]("Whether the QR matches, and the verification"),
+			notModified)
+	})
+}
+
+// respondsOrPage documents a 200 answered as JSON of type T, or as an HTML
+// page to a client that prefers text/html.
+func respondsOrPage[T any](desc string) opt {
+	return func(reg huma.Registry, o *huma.Operation) {
+		responds[T](http.StatusOK, desc)(reg, o)
+		o.Responses["200"].Content["text/html"] = &huma.MediaType{Schema: &huma.Schema{Type: huma.TypeString}}
+		o.Responses["200"].Headers = map[string]*huma.Header{
+			"ETag":          {Schema: &huma.Schema{Type: huma.TypeString}},
+			"Cache-Control": {Schema: &huma.Schema{Type: huma.TypeString}},
+		}
+	}
+}
+
+// notModified documents the 304 of a request whose If-None-Match is the
+// current ETag.
+func notModified(_ huma.Registry, o *huma.Operation) {
+	o.Responses["304"] = &huma.Response{Description: "Not modified (If-None-Match)"}
+}
+
+// pathParam documents a required uuid path parameter of a handle route.
+func pathParam(name, desc string) opt {
+	return func(_ huma.Registry, o *huma.Operation) {
+		o.Parameters = append(o.Parameters, &huma.Param{Name: name, In: "path", Required: true, Description: desc,
+			Schema: &huma.Schema{Type: huma.TypeString, Format: "uuid"}})
+	}
+}
+
+// queryParam documents a string query parameter of a handle route.
+func queryParam(name, desc string, required bool) opt {
+	return func(_ huma.Registry, o *huma.Operation) {
+		o.Parameters = append(o.Parameters, &huma.Param{Name: name, In: "query", Required: required, Description: desc,
+			Schema: &huma.Schema{Type: huma.TypeString}})
+	}
+}
