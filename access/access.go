@@ -140,3 +140,11 @@ func FromContext(ctx context.Context) (p Principal, ok bool) {
 	p, ok = ctx.Value(principalKey{}).(Principal)
 	return p, ok
 }
+
+// String names p for logs: "platform", or "api_key:<id> tenant:<id> role:<role>".
+func (p Principal) String() string {
+	if p.Platform {
+		return "platform"
+	}
+	return "api_key:" + p.KeyID.String() + " tenant:" + p.TenantID.String() + " role:" + string(p.Role)
+}

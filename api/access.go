@@ -66,7 +66,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		token, hasBearer := bearerToken(r.Header.Get("Authorization"))
 		switch {
 		case hasBearer && s.tokenMatches(token):
-			next.ServeHTTP(w, r.WithContext(access.NewContext(r.Context(), access.PlatformPrincipal)))
+			next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), access.PlatformPrincipal)))
 			return
 		case hasBearer && access.IsKeyToken(token) && s.Keys != nil:
 			p, err := s.Keys.Authenticate(r.Context(), token)
@@ -78,7 +78,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				s.writeError(w, r, err)
 			case !s.admit(w, r, "key", "key:"+p.KeyID.String()):
 			default:
-				next.ServeHTTP(w, r.WithContext(access.NewContext(r.Context(), p)))
+				next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
 			}
 			return
 		case hasBearer:
@@ -87,6 +87,28 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.deny(w, r, deniedMissing)
 		}
 	})
+}
+
+// actor is who a request acted for, filled in by authenticate for the
+// request log line that observe writes after the request.
+type actor struct {
+	p   access.Principal
+	set bool
+}
+
+func (a *actor) get() (access.Principal, bool) {
+	if a == nil {
+		return access.Principal{}, false
+	}
+	return a.p, a.set
+}
+
+// withPrincipal puts p into ctx and notes it for the request log.
+func withPrincipal(ctx context.Context, p access.Principal) context.Context {
+	if a, ok := ctx.Value(actorKey).(*actor); ok {
+		a.p, a.set = p, true
+	}
+	return access.NewContext(ctx, p)
 }
 
 // deny answers a request whose credentials failed: 401 with the bearer

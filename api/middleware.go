@@ -29,7 +29,10 @@ var correlationIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 type ctxKey int
 
-const correlationKey ctxKey = iota
+const (
+	correlationKey ctxKey = iota
+	actorKey              // *actor: who the request acted for (authenticate)
+)
 
 func correlationID(ctx context.Context) string {
 	id, _ := ctx.Value(correlationKey).(string)
@@ -133,7 +136,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
+		who := &actor{}
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), actorKey, who)))
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
@@ -150,14 +154,19 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			s.Metrics.Requests.WithLabelValues(method, route, strconv.Itoa(rec.status)).Inc()
 			s.Metrics.Duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
 		}
-		s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "http request",
+		attrs := []slog.Attr{
 			slog.String("correlation_id", correlationID(r.Context())),
 			slog.String("method", truncate(r.Method, maxLoggedMethod)),
 			slog.String("path", truncate(r.URL.Path, maxLoggedPath)),
 			slog.String("route", route),
 			slog.Int("status", rec.status),
 			slog.Int("bytes", rec.bytes),
-			slog.Int64("duration_ms", elapsed.Milliseconds()))
+			slog.Int64("duration_ms", elapsed.Milliseconds()),
+		}
+		if p, ok := who.get(); ok {
+			attrs = append(attrs, slog.String("principal", p.String()))
+		}
+		s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
 	})
 }
 

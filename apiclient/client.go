@@ -27,7 +27,8 @@ const MaxBody = 64 << 20
 type Client struct {
 	// BaseURL is the service's URL, without a trailing slash.
 	BaseURL string
-	// Token is sent as Authorization: Bearer.
+	// Token is sent as Authorization: Bearer (none when empty: the public
+	// routes).
 	Token string
 	// TenantID is the tenant TenantPath adds to query strings.
 	TenantID string
@@ -101,7 +102,9 @@ func (c *Client) send(ctx context.Context, method, path string, body, out any, t
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("%s %s: %w", method, path, err)

@@ -22,16 +22,20 @@ const FileExport = "export.json"
 // the artifacts to the directory out (created if needed) and the stage lines
 // to w. The error names the stage that failed.
 func Run(ctx context.Context, c *apiclient.Client, out string, w io.Writer) error {
-	d := &walk{c: c, out: out, w: w}
+	d := &walk{c: c, platform: c, out: out, w: w}
 	return d.run(ctx)
 }
 
 // walk is one run: the client, where the output goes and what the stages
 // produced so far.
 type walk struct {
-	c   *apiclient.Client
-	out string
-	w   io.Writer
+	// c calls the API: with the platform token until the walk has a
+	// tenant writer key (platform), then with the key (keyID).
+	c        *apiclient.Client
+	platform *apiclient.Client
+	keyID    string
+	out      string
+	w        io.Writer
 
 	total time.Duration
 
@@ -76,7 +80,7 @@ func (d *walk) run(ctx context.Context) error {
 		{"PCF", nmc811.DocPCF},
 		{"DUE_DILIGENCE", nmc811.DocDueDiligence},
 	}
-	steps := []step{{"service ready", d.ready}}
+	steps := []step{{"service ready", d.ready}, {"tenant key", d.writerKey}}
 	for _, doc := range docs {
 		steps = append(steps, step{"upload " + doc.kind, func(ctx context.Context) (string, error) {
 			return d.upload(ctx, doc.kind, doc.file)
@@ -97,6 +101,8 @@ func (d *walk) run(ctx context.Context) error {
 		{"export JSON", d.export},
 		{"replay", d.replay},
 		{"artifacts", d.artifacts},
+		{"public verification", d.publicPage},
+		{"revoke key", d.revokeKey},
 	}...)
 	for _, s := range steps {
 		if err := d.stage(s.name, func() (string, error) { return s.fn(ctx) }); err != nil {
@@ -128,6 +134,8 @@ func (d *walk) run(ctx context.Context) error {
 	}
 	fmt.Fprintf(d.w, "\nVerify the signature with openssl (3.x):\n  openssl pkeyutl -verify -pubin -inkey %s -rawin -in %s -sigfile %s\n",
 		filepath.Join(d.out, verify.FilePublicKeyPEM), filepath.Join(d.out, verify.FileReceiptHash), filepath.Join(d.out, verify.FileSignature))
+	fmt.Fprintf(d.w, "\nWhoever scans the QR code lands on its public page (no credentials; JSON for Accept: application/json):\n  %s%s\n",
+		d.platform.BaseURL, d.publicPath())
 	fmt.Fprintf(d.w, "\n  %-22s %7d ms  passport version %s ACTIVE and verified\n", "total", d.total.Milliseconds(), d.version.PassportVersionID)
 	return nil
 }

@@ -32,9 +32,9 @@ import (
 // against a dev service.
 
 // demoStages are the stage lines of a run, in order.
-var demoStages = []string{"service ready", "upload BOM", "upload PCF", "upload DUE_DILIGENCE", "snapshot create+items",
+var demoStages = []string{"service ready", "tenant key", "upload BOM", "upload PCF", "upload DUE_DILIGENCE", "snapshot create+items",
 	"snapshot build", "snapshot seal", "rule package", "rule tests", "rule publish", "battery product", "passport",
-	"compile", "sign + QR", "activate", "export JSON", "replay", "artifacts", "verify offline"}
+	"compile", "sign + QR", "activate", "export JSON", "replay", "artifacts", "public verification", "revoke key", "verify offline"}
 
 // demoFiles are the files a run leaves in its output directory.
 var demoFiles = []string{verify.FileQRPayload, verify.FileQRPNG, verify.FilePayload, verify.FileProof, verify.FileReceipt,
@@ -166,6 +166,24 @@ func TestDemoAgainstTheService(t *testing.T) {
 	// And with `bpc verify`, as a third party runs it.
 	checkBpcVerify(t, out)
 
+	// The pipeline ran with a tenant writer key, revoked at the end: every
+	// request after the key's creation acted for it, not the platform.
+	require.Regexp(t, `^writer key [a-z2-7]{16} \(the pipeline runs with it\)$`, results["tenant key"])
+	require.Equal(t, "writer key revoked", results["revoke key"])
+	require.Equal(t, "VERIFIED without credentials (ACTIVE)", results["public verification"])
+	logBytes, err := os.ReadFile(svc.stdout)
+	require.NoError(t, err)
+	logs := string(logBytes)
+	require.Contains(t, logs, `"route":"/v1/passports/{id}/compile","status":202`)
+	require.Regexp(t, `"route":"/v1/passports/\{id\}/compile","status":202,[^\n]*"principal":"api_key:[0-9a-f-]{36} tenant:`+devTenant+` role:writer"`, logs)
+	require.NotRegexp(t, `bpc_[a-z2-7]{16}_`, logs, "no token in the log")
+
+	// Whoever scans the QR code: the printed public page, in a browser.
+	publicURL := regexp.MustCompile(`(?m)^  (http://\S+/public/v1/passport-versions/\S+)$`).FindStringSubmatch(stdout)
+	require.NotNil(t, publicURL, "the demo prints the public URL")
+	require.Equal(t, svc.base+"/public/v1/passport-versions/"+versionID[1], publicURL[1])
+	checkPublicPage(t, svc.base, publicURL[1], string(file(verify.FileQRPayload)))
+
 	t.Run("again", func(t *testing.T) {
 		t.Parallel()
 		stdout, err := runDemo(t, svc.base, testToken, "--out", filepath.Join(t.TempDir(), "demo-out"))
@@ -192,12 +210,12 @@ func TestDemoAgainstTheService(t *testing.T) {
 	t.Run("wrong token", func(t *testing.T) {
 		t.Parallel()
 		stdout, err := runDemo(t, svc.base, "not-the-admin-token", "--out", filepath.Join(t.TempDir(), "demo-out"))
-		require.ErrorContains(t, err, `stage "upload BOM": POST /v1/documents: HTTP 401 UNAUTHORIZED`)
+		require.ErrorContains(t, err, `stage "tenant key": POST /v1/api-keys: HTTP 401 UNAUTHORIZED`)
 		require.ErrorContains(t, err, "(is BPC_ADMIN_TOKEN the service's admin token?)")
 		require.NotContains(t, err.Error(), "not-the-admin-token")
 		names, results := stageResults(stdout)
-		require.Equal(t, []string{"service ready", "upload BOM"}, names)
-		require.Equal(t, "FAILED", results["upload BOM"])
+		require.Equal(t, []string{"service ready", "tenant key"}, names)
+		require.Equal(t, "FAILED", results["tenant key"])
 	})
 
 	// Artifacts changed on their way from the service are caught: the demo
@@ -278,7 +296,7 @@ func TestDemoStopsAtAFailedJob(t *testing.T) {
 	require.Error(t, err)
 	require.Regexp(t, `^stage "sign \+ QR": job \S+ \(SIGN_PASSPORT\) ended FAILED after 1 attempt\(s\): last_error SIGNING_KEY_MISSING: `, err.Error())
 	names, results := stageResults(stdout)
-	require.Equal(t, demoStages[:14], names)
+	require.Equal(t, demoStages[:15], names)
 	require.Equal(t, "FAILED", results["sign + QR"])
 	require.Contains(t, results["compile"], "COMPILE_PASSPORT SUCCEEDED")
 	svc.requireAlive()
