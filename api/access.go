@@ -241,20 +241,6 @@ func tenantOf(ctx context.Context, raw string) (uuid.UUID, error) {
 	return p.Tenant(given)
 }
 
-// tenantFilter is tenantOf for the lists that the platform may read across
-// tenants (GET /v1/jobs): no tenant_id is every tenant (uuid.Nil) for the
-// platform, and the key's own tenant for a key.
-func tenantFilter(ctx context.Context, raw string) (uuid.UUID, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return uuid.Nil, err
-	}
-	if p.Platform && raw == "" {
-		return uuid.Nil, nil
-	}
-	return tenantOf(ctx, raw)
-}
-
 type createKeyRequest struct {
 	TenantID  string     `json:"tenant_id,omitempty" format:"uuid" doc:"Required with the platform token; a tenant admin key's own tenant otherwise."`
 	Name      string     `json:"name" minLength:"1" maxLength:"200"`

@@ -74,11 +74,6 @@ func (s *Server) handleReady(rctx context.Context, in *readyInput) (*readyOutput
 	return &readyOutput{Status: status, Body: body}, nil
 }
 
-// hasAdminBearer reports whether r carries the admin bearer token.
-func (s *Server) hasAdminBearer(r *http.Request) bool {
-	return s.bearerMatches(r.Header.Get("Authorization"))
-}
-
 // bearerMatches reports whether an Authorization header value is the admin
 // bearer token.
 func (s *Server) bearerMatches(authorization string) bool {

@@ -194,11 +194,6 @@ func (s *Server) tokenMatches(given string) bool {
 	return s.Config.AdminToken != "" && subtle.ConstantTimeCompare(want[:], got[:]) == 1
 }
 
-// requireBearer guards /v1 with Authorization: Bearer <BPC_ADMIN_TOKEN>.
-func (s *Server) requireBearer(next http.Handler) http.Handler {
-	return s.requireAuth(next, s.hasAdminBearer, `Bearer realm="bpc"`, "a valid bearer token is required")
-}
-
 // requireBasic guards River UI with HTTP Basic, the admin token as password
 // (any user name), so a browser can log in.
 func (s *Server) requireBasic(next http.Handler) http.Handler {

@@ -38,7 +38,7 @@ func TestRequireBearer(t *testing.T) {
 		{"scheme is case-insensitive", "bearer " + testAdminToken, http.StatusNoContent},
 	}
 	s := newTestServer()
-	h := s.correlate(s.requireBearer(okHandler))
+	h := s.correlate(s.authenticate(okHandler))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -70,7 +70,7 @@ func requireGuarded(t *testing.T, h http.Handler, r *http.Request, want int, cha
 	require.NotContains(t, rec.Body.String(), testAdminToken)
 }
 
-func TestRequireBearerWithoutConfiguredTokenDeniesEverything(t *testing.T) {
+func TestAuthenticateWithoutConfiguredTokenDeniesEverything(t *testing.T) {
 	t.Parallel()
 	s := newTestServer()
 	s.Config.AdminToken = ""
@@ -78,7 +78,7 @@ func TestRequireBearerWithoutConfiguredTokenDeniesEverything(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, "/v1/jobs", nil)
 		r.Header.Set("Authorization", auth)
 		rec := httptest.NewRecorder()
-		s.requireBearer(okHandler).ServeHTTP(rec, r)
+		s.authenticate(okHandler).ServeHTTP(rec, r)
 		require.Equal(t, http.StatusUnauthorized, rec.Code, "%q", auth)
 	}
 }
