@@ -122,11 +122,7 @@ func (d *walk) run(ctx context.Context) error {
 	if len(rep.Checks) > 0 {
 		fmt.Fprintf(d.w, "\nOffline verification of %s/:\n", d.out)
 		for _, c := range rep.Checks {
-			mark := "ok  "
-			if !c.OK {
-				mark = "FAIL"
-			}
-			fmt.Fprintf(d.w, "  %s %-20s %s\n", mark, c.Name, c.Detail)
+			fmt.Fprintln(d.w, " ", c)
 		}
 	}
 	if err != nil {

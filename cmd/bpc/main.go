@@ -60,10 +60,8 @@ Usage:
         BPC_DEMO_TENANT, BPC_DEMO_OUT), write the artifacts to the output
         directory and verify them offline.
   bpc verify PATH
-        Verify a passport version offline, without database or network:
-        PATH is an export file (BPC-EXPORT-1) or an artifact directory like
-        the one bpc demo writes. Prints one line per check; exit status 0
-        verified, 1 not verified (naming the failed checks), 2 usage error.
+        Verify an export file (BPC-EXPORT-1) or an artifact directory such as
+        demo-out/ offline, one line per check: exit 0 verified, 1 not, 2 usage.
 
 Configuration is read from the environment; see README.md.
 `

@@ -20,18 +20,13 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// exitCode is the process status for an error run returned: 0 for nil, an
+// exitCode is the process status for an error run returned: an
 // exitError's own code, else 1.
 func exitCode(err error) int {
-	var ee *exitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
+	if ee := (*exitError)(nil); errors.As(err, &ee) {
 		return ee.code
-	default:
-		return 1
 	}
+	return 1
 }
 
 // cmdVerify checks a passport version's artifacts offline — no database, no
@@ -51,8 +46,8 @@ func cmdVerify(args []string, stdout, stderr io.Writer) error {
 		return &exitError{2, errors.New("verify takes exactly one PATH")}
 	}
 	path := fs.Arg(0)
-	a, want, err := readArtifacts(path)
-	if errors.Is(err, os.ErrNotExist) && !isDir(path) {
+	a, want, missing, err := readArtifacts(path)
+	if missing {
 		return &exitError{2, err}
 	}
 	if err != nil {
@@ -61,39 +56,30 @@ func cmdVerify(args []string, stdout, stderr io.Writer) error {
 	}
 	rep, err := verify.Verify(a, want)
 	for _, c := range rep.Checks {
-		mark := "ok  "
-		if !c.OK {
-			mark = "FAIL"
-		}
-		fmt.Fprintf(stdout, "%s  %-22s %s\n", mark, c.Name, c.Detail)
+		fmt.Fprintln(stdout, c)
 	}
 	if err != nil {
-		failed := rep.Failed()
-		names := make([]string, len(failed))
-		for i, c := range failed {
-			names[i] = c.Name
-		}
-		fmt.Fprintf(stdout, "NOT VERIFIED: %s failed\n", strings.Join(names, ", "))
+		fmt.Fprintf(stdout, "NOT VERIFIED: %s failed\n", strings.Join(rep.FailedNames(), ", "))
 		return &exitError{1, err}
 	}
 	fmt.Fprintf(stdout, "VERIFIED: %d checks passed\n", len(rep.Checks))
 	return nil
 }
 
-// readArtifacts reads an artifact directory, or an export file.
-func readArtifacts(path string) (verify.Artifacts, verify.Expect, error) {
-	if isDir(path) {
-		a, err := verify.ReadDir(os.DirFS(path))
-		return a, verify.Expect{}, err
+// readArtifacts reads an artifact directory, or an export file; missing
+// says nothing is at path (a usage error).
+func readArtifacts(path string) (a verify.Artifacts, want verify.Expect, missing bool, err error) {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return a, want, true, err
+	case fi.IsDir():
+		a, err = verify.ReadDir(os.DirFS(path))
+		return a, want, false, err
 	}
 	b, err := os.ReadFile(path)
-	if err != nil {
-		return verify.Artifacts{}, verify.Expect{}, err
+	if err == nil {
+		a, want, err = verify.ReadExport(b)
 	}
-	return verify.ReadExport(b)
-}
-
-func isDir(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
+	return a, want, false, err
 }

@@ -110,6 +110,24 @@ func (r Report) Failed() []Check {
 	return failed
 }
 
+// FailedNames names the checks that failed, in order.
+func (r Report) FailedNames() []string {
+	var names []string
+	for _, c := range r.Failed() {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// String is the check as one line: "ok  " or "FAIL", its name, its detail.
+func (c Check) String() string {
+	mark := "ok  "
+	if !c.OK {
+		mark = "FAIL"
+	}
+	return fmt.Sprintf("%s %-22s %s", mark, c.Name, c.Detail)
+}
+
 // Err is nil when the report is OK, else an error naming each failed check.
 func (r Report) Err() error {
 	if len(r.Checks) == 0 {

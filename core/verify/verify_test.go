@@ -567,3 +567,11 @@ func TestDetachedCopiesVerifyWithOpenSSL(t *testing.T) {
 	out, err = verify()
 	require.Error(t, err, "%s", out)
 }
+
+func TestCheckLineAndFailedNames(t *testing.T) {
+	r := Report{Checks: []Check{{Name: CheckProof, OK: true, Detail: "12 nodes"}, {Name: CheckSignature, Detail: "does not verify"}}}
+	require.Equal(t, "ok   proof                  12 nodes", r.Checks[0].String())
+	require.Equal(t, "FAIL signature              does not verify", r.Checks[1].String())
+	require.Equal(t, []string{CheckSignature}, r.FailedNames())
+	require.Nil(t, Report{Checks: r.Checks[:1]}.FailedNames())
+}
