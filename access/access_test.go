@@ -322,6 +322,22 @@ func TestLimiter(t *testing.T) {
 	ok, _ = l.Allow("a")
 	require.True(t, ok, "recovered at the rate")
 
+	// Exhausted looks without taking.
+	over, _ := l.Exhausted("unseen")
+	require.False(t, over)
+	over, wait = l.Exhausted("a")
+	require.True(t, over)
+	require.Equal(t, 100*time.Millisecond, wait)
+	clk.add(100 * time.Millisecond)
+	for range 3 {
+		over, _ = l.Exhausted("a")
+		require.False(t, over, "a look takes nothing")
+	}
+	ok, _ = l.Allow("a")
+	require.True(t, ok)
+	over, _ = none.Exhausted("a")
+	require.False(t, over)
+
 	// Full buckets are dropped when the table is full; clients in debt
 	// beyond it share the overflow bucket.
 	l = NewLimiter(1, 1)

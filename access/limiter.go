@@ -51,6 +51,27 @@ func (l *Limiter) Allow(client string) (ok bool, retryAfter time.Duration) {
 	return true, 0
 }
 
+// Exhausted reports, without taking anything, whether client's bucket would
+// refuse a request now, and for how long. It lets a caller refuse before
+// doing work whose outcome decides whether the request counts (a failed
+// credential lookup, say).
+func (l *Limiter) Exhausted(client string) (bool, time.Duration) {
+	if l == nil {
+		return false, 0
+	}
+	now := l.now()
+	l.mu.Lock()
+	b, ok := l.buckets[client]
+	l.mu.Unlock()
+	if !ok {
+		return false, 0
+	}
+	if t := b.TokensAt(now); t < 1 {
+		return true, time.Duration((1 - t) / float64(l.rate) * float64(time.Second))
+	}
+	return false, 0
+}
+
 // RetryAfterSeconds is d as the whole seconds of a Retry-After header,
 // rounded up and at least 1.
 func RetryAfterSeconds(d time.Duration) int {

@@ -69,6 +69,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), access.PlatformPrincipal)))
 			return
 		case hasBearer && access.IsKeyToken(token) && s.Keys != nil:
+			// An address that keeps failing is refused before its token is
+			// looked up, so guessing costs the database nothing.
+			if over, wait := s.Limits.Exhausted(deniedBucket(r)); over {
+				s.limited(w, r, "address", wait)
+				return
+			}
 			p, err := s.Keys.Authenticate(r.Context(), token)
 			var denied *access.DeniedError
 			switch {
@@ -123,7 +129,7 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, reason string, att
 			slog.String("correlation_id", correlationID(r.Context())))
 		s.Logger.LogAttrs(r.Context(), slog.LevelWarn, "credentials refused", attrs...)
 	}
-	if !s.admit(w, r, "address", "denied:"+clientAddr(r)) {
+	if !s.admit(w, r, "address", deniedBucket(r)) {
 		return
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="bpc"`)
@@ -134,9 +140,14 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, reason string, att
 // answers 429 RATE_LIMITED with Retry-After and returns false.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, scope, client string) bool {
 	ok, wait := s.Limits.Allow(client)
-	if ok {
-		return true
+	if !ok {
+		s.limited(w, r, scope, wait)
 	}
+	return ok
+}
+
+// limited answers 429 RATE_LIMITED with Retry-After for wait.
+func (s *Server) limited(w http.ResponseWriter, r *http.Request, scope string, wait time.Duration) {
 	if s.Access != nil {
 		s.Access.RateLimited.WithLabelValues(scope).Inc()
 	}
@@ -145,8 +156,10 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, scope, client str
 	s.writeError(w, r, &errcode.Error{Code: errcode.RateLimited,
 		Message: "too many requests; retry after " + strconv.Itoa(secs) + " s",
 		Details: map[string]any{"retry_after_seconds": secs, "limited": scope}})
-	return false
 }
+
+// deniedBucket is the rate limit bucket of an address's failed credentials.
+func deniedBucket(r *http.Request) string { return "denied:" + clientAddr(r) }
 
 // limitAddress rate-limits the public routes by client address (a bucket
 // apart from the one of failed credentials).
