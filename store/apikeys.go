@@ -55,14 +55,17 @@ func (q *Queries) RevokeAPIKey(ctx context.Context, tenantID, keyID uuid.UUID) (
 
 // GetAPIKey returns a tenant's key.
 func (q *Queries) GetAPIKey(ctx context.Context, tenantID, keyID uuid.UUID) (APIKey, error) {
-	return getOne[APIKey](ctx, q.db, "api key", keyID,
-		`SELECT `+apiKeyColumns+` FROM api_keys WHERE tenant_id = $1 AND api_key_id = $2`, tenantID, keyID)
+	return q.apiKey(ctx, tenantID, keyID, "")
 }
 
 // LockAPIKey returns a tenant's key locked FOR UPDATE.
 func (q *Queries) LockAPIKey(ctx context.Context, tenantID, keyID uuid.UUID) (APIKey, error) {
+	return q.apiKey(ctx, tenantID, keyID, " FOR UPDATE")
+}
+
+func (q *Queries) apiKey(ctx context.Context, tenantID, keyID uuid.UUID, lock string) (APIKey, error) {
 	return getOne[APIKey](ctx, q.db, "api key", keyID,
-		`SELECT `+apiKeyColumns+` FROM api_keys WHERE tenant_id = $1 AND api_key_id = $2 FOR UPDATE`, tenantID, keyID)
+		`SELECT `+apiKeyColumns+` FROM api_keys WHERE tenant_id = $1 AND api_key_id = $2`+lock, tenantID, keyID)
 }
 
 // APIKeyByPrefix returns the key with the given token prefix. It is the one
