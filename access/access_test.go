@@ -156,12 +156,18 @@ func deniedReason(t *testing.T, err error) string {
 	return d.Reason
 }
 
-func TestKeyring(t *testing.T) {
-	t.Parallel()
+// newTestKeyring is a keyring over an in-memory key table, on a fake clock.
+func newTestKeyring() (*keyTable, *Keyring, *clock) {
 	kt := &keyTable{keys: map[string]store.APIKey{}, touched: map[uuid.UUID]time.Time{}}
 	clk := &clock{t: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
 	kr := NewKeyring(kt)
 	kr.now = clk.now
+	return kt, kr, clk
+}
+
+func TestKeyring(t *testing.T) {
+	t.Parallel()
+	kt, kr, clk := newTestKeyring()
 	ctx := context.Background()
 	tenant := uuid.New()
 	token, key := newKey(tenant, RoleWriter)
@@ -226,8 +232,8 @@ func TestKeyring(t *testing.T) {
 
 func TestKeyringReadsOncePerPrefixUnderConcurrency(t *testing.T) {
 	t.Parallel()
-	kt := &keyTable{keys: map[string]store.APIKey{}, touched: map[uuid.UUID]time.Time{}, block: make(chan struct{})}
-	kr := NewKeyring(kt)
+	kt, kr, _ := newTestKeyring()
+	kt.block = make(chan struct{})
 	token, key := newKey(uuid.New(), RoleAdmin)
 	kt.set(key)
 	var wg sync.WaitGroup
@@ -251,10 +257,7 @@ func TestKeyringReadsOncePerPrefixUnderConcurrency(t *testing.T) {
 
 func TestKeyringFlushesLastUsed(t *testing.T) {
 	t.Parallel()
-	kt := &keyTable{keys: map[string]store.APIKey{}, touched: map[uuid.UUID]time.Time{}}
-	clk := &clock{t: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
-	kr := NewKeyring(kt)
-	kr.now = clk.now
+	kt, kr, clk := newTestKeyring()
 	token, key := newKey(uuid.New(), RoleReader)
 	kt.set(key)
 	ctx := context.Background()
@@ -278,10 +281,7 @@ func TestKeyringFlushesLastUsed(t *testing.T) {
 
 func TestKeyringCacheIsBounded(t *testing.T) {
 	t.Parallel()
-	kt := &keyTable{keys: map[string]store.APIKey{}, touched: map[uuid.UUID]time.Time{}}
-	clk := &clock{t: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
-	kr := NewKeyring(kt)
-	kr.now = clk.now
+	_, kr, clk := newTestKeyring()
 	kr.MaxCached = 10
 	for range 25 {
 		unknown, _ := NewToken()
