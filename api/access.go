@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/bpc-platform/bpc/access"
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -30,22 +31,17 @@ type AccessMetrics struct {
 
 // NewAccessMetrics creates the access metrics and registers them with reg.
 func NewAccessMetrics(reg prometheus.Registerer) *AccessMetrics {
-	m := &AccessMetrics{
-		Denied: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bpc_auth_denied_total",
-			Help: "Requests refused for their credentials, by reason (missing, malformed, unknown, secret, revoked, expired, platform).",
-		}, []string{"reason"}),
-		KeyEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bpc_api_key_events_total",
-			Help: "API keys created and revoked on this process.",
-		}, []string{"event"}),
-		RateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "bpc_rate_limited_total",
-			Help: "Requests answered 429 by the rate limits, by what was limited (key, address).",
-		}, []string{"scope"}),
+	f := promauto.With(reg)
+	counter := func(name, help, label string) *prometheus.CounterVec {
+		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
 	}
-	reg.MustRegister(m.Denied, m.KeyEvents, m.RateLimited)
-	return m
+	return &AccessMetrics{
+		Denied: counter("bpc_auth_denied_total",
+			"Requests refused for their credentials, by reason (missing, malformed, unknown, secret, revoked, expired, platform).", "reason"),
+		KeyEvents: counter("bpc_api_key_events_total", "API keys created and revoked on this process.", "event"),
+		RateLimited: counter("bpc_rate_limited_total",
+			"Requests answered 429 by the rate limits, by what was limited (key, address).", "scope"),
+	}
 }
 
 // deniedMissing and deniedPlatform are the reasons of a request without a
