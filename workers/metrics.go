@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/store"
@@ -34,57 +35,54 @@ type Metrics struct {
 
 // NewMetrics creates the job metrics and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		JobsCompleted: prometheus.NewCounterVec(prometheus.CounterOpts{
+	f := promauto.With(reg)
+	return &Metrics{
+		JobsCompleted: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "bpc_jobs_completed_total",
 			Help: "Job attempts finished, by type and the SSOT status they left the job in (QUEUED means a retry is scheduled).",
 		}, []string{"type", "status"}),
-		JobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		JobDuration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "bpc_job_duration_seconds",
 			Help:    "Duration of job attempts, by type.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}, []string{"type"}),
-		DeadLetter: prometheus.NewCounterVec(prometheus.CounterOpts{
+		DeadLetter: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "bpc_jobs_dead_letter_total",
 			Help: "Jobs that exhausted their attempts and were dead-lettered (River: discarded), by type.",
 		}, []string{"type"}),
-		WebhookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		WebhookDeliveries: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "bpc_webhook_deliveries_total",
 			Help: "Webhook delivery attempts, by the delivery status they left (PENDING means a retry follows).",
 		}, []string{"status"}),
-		WebhookDeliveriesHeld: prometheus.NewCounter(prometheus.CounterOpts{
+		WebhookDeliveriesHeld: f.NewCounter(prometheus.CounterOpts{
 			Name: "bpc_webhook_deliveries_held_total",
 			Help: "Webhook deliveries held (snoozed without POSTing) by their endpoint's open circuit breaker.",
 		}),
-		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+		BreakerTransitions: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "bpc_webhook_breaker_transitions_total",
 			Help: "Webhook endpoint circuit breaker transitions, by the state entered (OPEN, HALF_OPEN, CLOSED).",
 		}, []string{"to"}),
-		CompileDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		CompileDuration: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "bpc_compile_duration_seconds",
 			Help:    "Duration of the pure compile (rules, proof, receipt) in COMPILE_PASSPORT.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
-		PayloadBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+		PayloadBytes: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "bpc_payload_bytes",
 			Help:    "Canonical size of compiled passport payloads.",
 			Buckets: prometheus.ExponentialBuckets(1024, 2, 8),
 		}),
-		ProofBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+		ProofBytes: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "bpc_proof_bytes",
 			Help:    "Canonical size of compiled proofs.",
 			Buckets: prometheus.ExponentialBuckets(4096, 2, 7),
 		}),
-		ReceiptBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+		ReceiptBytes: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "bpc_receipt_bytes",
 			Help:    "Canonical size of unsigned receipts.",
 			Buckets: prometheus.LinearBuckets(512, 512, 8),
 		}),
 	}
-	reg.MustRegister(m.JobsCompleted, m.JobDuration, m.DeadLetter, m.WebhookDeliveries,
-		m.WebhookDeliveriesHeld, m.BreakerTransitions,
-		m.CompileDuration, m.PayloadBytes, m.ProofBytes, m.ReceiptBytes)
-	return m
 }
 
 // observeCompile records a compile's duration and artifact sizes.
@@ -112,22 +110,21 @@ type MaintenanceMetrics struct {
 
 // NewMaintenanceMetrics creates the maintenance metrics and registers them with reg.
 func NewMaintenanceMetrics(reg prometheus.Registerer) *MaintenanceMetrics {
-	m := &MaintenanceMetrics{
-		MirrorDrift: prometheus.NewGauge(prometheus.GaugeOpts{
+	f := promauto.With(reg)
+	return &MaintenanceMetrics{
+		MirrorDrift: f.NewGauge(prometheus.GaugeOpts{
 			Name: "bpc_mirror_drift",
 			Help: "Disagreements between River's jobs and the SSOT jobs table found by the last consistency check on this node.",
 		}),
-		MirrorChecked: prometheus.NewGauge(prometheus.GaugeOpts{
+		MirrorChecked: f.NewGauge(prometheus.GaugeOpts{
 			Name: "bpc_mirror_drift_checked_timestamp_seconds",
 			Help: "Unix time of the last consistency check on this node (0: none yet).",
 		}),
-		RetentionDeleted: prometheus.NewCounter(prometheus.CounterOpts{
+		RetentionDeleted: f.NewCounter(prometheus.CounterOpts{
 			Name: "bpc_retention_jobs_deleted_total",
 			Help: "SSOT job rows deleted by retention (finished, past BPC_RETENTION_JOBS_DAYS, River row gone).",
 		}),
 	}
-	reg.MustRegister(m.MirrorDrift, m.MirrorChecked, m.RetentionDeleted)
-	return m
 }
 
 // BreakerCollector reports bpc_webhook_breakers_open: the endpoints whose
