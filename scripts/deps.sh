@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # scripts/deps.sh — installs the system programs the tests drive when they are absent:
-# Debian's chromium (the browser tests of the public verification page).
+# Debian's chromium (the browser tests of the public verification page) and promtool
+# (Debian's prometheus package: the checks of deploy/'s alert rules and dashboard).
 #
 #   bash scripts/deps.sh
 #
 # Uses apt-get as root, or through sudo without a password; otherwise says what to
-# install and fails. test.sh runs it before the tests, so a fresh machine needs nothing
-# else. Already installed: does nothing (no network).
+# install and fails. Without Recommends: prometheus would bring node-exporter, a daemon.
+# test.sh runs it before the tests, so a fresh machine needs nothing else. Already
+# installed: does nothing (no network).
 set -euo pipefail
 
 need=()
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
 	[ -n "${BPC_CHROMIUM:-}" ] || need+=(chromium)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 
 [ ${#need[@]} -eq 0 ] && exit 0
 
@@ -30,5 +33,5 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 echo "deps.sh: installing ${need[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-"${apt[@]}" install -y -q "${need[@]}" >/dev/null ||
-	{ "${apt[@]}" update -q >/dev/null && "${apt[@]}" install -y -q "${need[@]}" >/dev/null; }
+"${apt[@]}" install -y -q --no-install-recommends "${need[@]}" >/dev/null ||
+	{ "${apt[@]}" update -q >/dev/null && "${apt[@]}" install -y -q --no-install-recommends "${need[@]}" >/dev/null; }

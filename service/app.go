@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"github.com/bpc-platform/bpc/access"
 	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/migrations"
 	"github.com/bpc-platform/bpc/passport"
 	bpcriverui "github.com/bpc-platform/bpc/riverui"
@@ -108,7 +110,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*App
 	a := &App{cfg: cfg, role: role, logger: logger, pool: pool, store: store.New(pool), serveErr: make(chan error, 1)}
 	a.registry = prometheus.NewRegistry()
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a.registry.MustRegister(api.NewQueueCollector(pool, logger), workers.NewBreakerCollector(a.store, logger))
+	a.registry.MustRegister(api.NewQueueCollector(pool, logger, append(slices.Clone(jobargs.Queues), workers.QueueMaintenance)...), workers.NewBreakerCollector(a.store, logger))
 	a.metrics = workers.NewMetrics(a.registry)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -147,6 +149,10 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*App
 	})
 	workers.RegisterMaintenance(riverWorkers, workers.MaintenanceDeps{Store: a.store, Logger: logger,
 		Metrics: workers.NewMaintenanceMetrics(a.registry), Config: cfg.Maintenance})
+	observer := &workers.Observer{Logger: logger, Metrics: a.metrics, Leases: a.leases}
+	if role != RoleAPI {
+		observer.Prime()
+	}
 	a.river, err = workers.NewClient(pool, workers.ClientOptions{
 		ID:                   cfg.WorkerID,
 		Logger:               logger,
@@ -158,7 +164,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*App
 		BackoffUnit:          cfg.BackoffUnit,
 		MaxAttempts:          cfg.MaxAttemptsDefault,
 		Workers:              riverWorkers,
-		Observer:             &workers.Observer{Logger: logger, Metrics: a.metrics, Leases: a.leases},
+		Observer:             observer,
 		RescueStuckJobsAfter: cfg.rescueAfter(),
 		Maintenance:          &cfg.Maintenance,
 	})

@@ -33,10 +33,12 @@ type Metrics struct {
 	ReceiptBytes       prometheus.Histogram
 }
 
-// NewMetrics creates the job metrics and registers them with reg.
+// NewMetrics creates the job metrics and registers them with reg. The
+// webhook series of every delivery status and breaker state start at zero
+// (see Observer.Prime for why).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	f := promauto.With(reg)
-	return &Metrics{
+	m := &Metrics{
 		JobsCompleted: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "bpc_jobs_completed_total",
 			Help: "Job attempts finished, by type and the SSOT status they left the job in (QUEUED means a retry is scheduled).",
@@ -83,6 +85,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.LinearBuckets(512, 512, 8),
 		}),
 	}
+	for _, status := range []string{store.DeliveryPending, store.DeliveryDelivered, store.DeliveryFailed} {
+		m.WebhookDeliveries.WithLabelValues(status)
+	}
+	for _, state := range []string{store.BreakerOpen, store.BreakerHalfOpen, store.BreakerClosed} {
+		m.BreakerTransitions.WithLabelValues(state)
+	}
+	return m
 }
 
 // observeCompile records a compile's duration and artifact sizes.

@@ -60,6 +60,16 @@ func (o *Observer) metricsFor(kind string) *kindMetrics {
 	return actual.(*kindMetrics)
 }
 
+// Prime creates the metric series of every job type the service works, at
+// zero, so that a scrape shows them before the first job of a type runs: a
+// counter that appears only at its first increment hides that increment
+// from increase() and rate(), and so from the dead-letter alert.
+func (o *Observer) Prime() {
+	for _, k := range Kinds() {
+		o.metricsFor(k.Name)
+	}
+}
+
 // Work implements rivertype.WorkerMiddleware.
 func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) (err error) {
 	if o.Leases != nil {
