@@ -1,0 +1,117 @@
+package service
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+// readVariables returns every environment variable LoadConfig reads when
+// given env (each feature switched on, so that its own variables are read
+// too), and LoadConfig's result.
+func readVariables(env map[string]string) (map[string]bool, error) {
+	read := map[string]bool{}
+	_, err := LoadConfig(func(k string) string {
+		read[k] = true
+		return env[k]
+	})
+	return read, err
+}
+
+// everything is a valid configuration that switches every optional
+// feature on.
+var everything = map[string]string{
+	"DATABASE_URL":      "postgres://postgres@127.0.0.1:5432/bpc",
+	"BPC_ENV":           "test",
+	"BPC_ADMIN_TOKEN":   "0123456789abcdef0123",
+	"BPC_QUEUE_ENABLED": "true",
+}
+
+// TestREADMEDocumentsEveryVariable checks that every variable the service
+// reads has a row in the README's configuration table. Rows may group
+// variables with a shared prefix: `BPC_X_ENABLED`, `_WINDOW_MS` documents
+// BPC_X_WINDOW_MS.
+func TestREADMEDocumentsEveryVariable(t *testing.T) {
+	read, err := readVariables(everything)
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(t, err)
+	documented := map[string]bool{}
+	tick := regexp.MustCompile("`([A-Z_][A-Z0-9_]*)`")
+	for line := range strings.SplitSeq(string(readme), "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cell, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " | ")
+		prefix := ""
+		for _, m := range tick.FindAllStringSubmatch(cell, -1) {
+			name := m[1]
+			if strings.HasPrefix(name, "_") {
+				name = prefix + name
+			} else if i := strings.LastIndex(name, "_"); i > 0 {
+				prefix = name[:i]
+			}
+			documented[name] = true
+		}
+	}
+	var missing []string
+	for name := range read {
+		if !documented[name] {
+			missing = append(missing, name)
+		}
+	}
+	slices.Sort(missing)
+	require.Empty(t, missing, "variables read by LoadConfig without a row in the README's configuration table")
+}
+
+// TestComposeConfiguresTheService reads docker-compose.yml: every service
+// built from this repository gets a configuration LoadConfig accepts and
+// sets no variable the service does not read (a misspelt name is silently
+// ignored otherwise); dependencies and volumes name what the file declares.
+func TestComposeConfiguresTheService(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "docker-compose.yml"))
+	require.NoError(t, err)
+	var compose struct {
+		Services map[string]struct {
+			Image       string            `yaml:"image"`
+			Build       any               `yaml:"build"`
+			Command     []string          `yaml:"command"`
+			Environment map[string]string `yaml:"environment"`
+			DependsOn   map[string]any    `yaml:"depends_on"`
+			Volumes     []string          `yaml:"volumes"`
+			Profiles    []string          `yaml:"profiles"`
+		} `yaml:"services"`
+		Volumes map[string]any `yaml:"volumes"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &compose))
+	require.NotEmpty(t, compose.Services)
+	ours := 0
+	for name, svc := range compose.Services {
+		require.True(t, svc.Image != "" || svc.Build != nil, "service %s has neither image nor build", name)
+		for dep := range svc.DependsOn {
+			require.Contains(t, compose.Services, dep, "service %s depends on an undeclared service", name)
+		}
+		for _, v := range svc.Volumes {
+			src, _, _ := strings.Cut(v, ":")
+			if !strings.HasPrefix(src, ".") && !strings.HasPrefix(src, "/") {
+				require.Contains(t, compose.Volumes, src, "service %s mounts an undeclared volume", name)
+			}
+		}
+		if svc.Build == nil {
+			continue
+		}
+		ours++
+		read, err := readVariables(svc.Environment)
+		require.NoError(t, err, "service %s: its environment is not a valid configuration", name)
+		for k := range svc.Environment {
+			require.True(t, read[k] || strings.HasPrefix(k, "OTEL_"), "service %s sets %s, which the service does not read", name, k)
+		}
+	}
+	require.GreaterOrEqual(t, ours, 3, "migrate, api and worker are built from this repository")
+}
