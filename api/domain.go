@@ -93,6 +93,17 @@ func (s *Server) startJob(ctx context.Context, key string, args jobargs.Args, ch
 				return store.EnqueueResult{}, err
 			}
 		}
+		// The other ids the job names (a compile's snapshot and rule
+		// package version): another tenant's is as unknown as a made-up
+		// one, and no job is enqueued for it.
+		refs := args.Refs()
+		i, err := t.Q.MissingRef(ctx, refs)
+		if err != nil {
+			return store.EnqueueResult{}, err
+		}
+		if i >= 0 {
+			return store.EnqueueResult{}, refNotFound(refs[i], refs[i].Field)
+		}
 		return t.Enqueue(ctx, args, key)
 	})
 	if err != nil {

@@ -84,8 +84,9 @@ type compileRequest struct {
 }
 
 // handleCompilePassport enqueues COMPILE_PASSPORT. The snapshot and rule
-// package version are not checked here: the job fails with
-// SNAPSHOT_NOT_READY or RULE_PKG_NOT_PUBLISHED (or NOT_FOUND), as specified.
+// package version must exist in the tenant (startJob), but their states are
+// the job's to check: it fails with SNAPSHOT_NOT_READY or
+// RULE_PKG_NOT_PUBLISHED, as specified.
 func (s *Server) handleCompilePassport(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
 	var in compileRequest
 	tenantID, passportID, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)

@@ -339,7 +339,13 @@ func (s *Server) requireRefs(ctx context.Context, reqs []store.EnqueueRequest, b
 	if batch {
 		field = "jobs[" + strconv.Itoa(owner[i]) + "]." + field
 	}
-	e := errcode.New(errcode.NotFound, "%s %s not found", strings.ReplaceAll(string(refs[i].Entity), "_", " "), refs[i].ID)
+	return refNotFound(refs[i], field)
+}
+
+// refNotFound is the NOT_FOUND answer for a referenced id, naming the
+// request field that holds it.
+func refNotFound(ref jobargs.Ref, field string) error {
+	e := errcode.New(errcode.NotFound, "%s %s not found", strings.ReplaceAll(string(ref.Entity), "_", " "), ref.ID)
 	e.Field, e.Details = field, map[string]any{"field": field}
 	return e
 }

@@ -233,8 +233,22 @@ func TestTenantKeysCannotReachAnotherTenant(t *testing.T) {
 		status, raw := h.as(writer.Token, http.MethodPost, tc.path, tc.body)
 		require.Equal(t, http.StatusNotFound, status, "POST %s: %s", tc.path, raw)
 	}
+	// A compile of the key's own passport from the victim's snapshot and
+	// rules: 404 naming the field, no job.
+	var product store.BatteryProduct
+	status, raw := h.as(writer.Token, http.MethodPost, "/v1/battery-products", map[string]any{"sku": "own-1", "name": "own"})
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	require.NoError(t, json.Unmarshal(raw, &product))
+	var own store.Passport
+	status, raw = h.as(writer.Token, http.MethodPost, "/v1/passports", map[string]any{"battery_product_id": product.BatteryProductID})
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	require.NoError(t, json.Unmarshal(raw, &own))
+	status, raw = h.as(writer.Token, http.MethodPost, "/v1/passports/"+own.PassportID.String()+"/compile",
+		map[string]any{"snapshot_id": v.ids["/v1/snapshots/"], "rule_package_version_id": v.ids["/v1/rule-package-versions/"]})
+	require.Equal(t, http.StatusNotFound, status, "compile from the victim's snapshot: %s", raw)
+	require.Contains(t, string(raw), `"snapshot_id"`)
 	var page store.JobPage
-	status, raw := h.as(writer.Token, http.MethodGet, "/v1/jobs", nil)
+	status, raw = h.as(writer.Token, http.MethodGet, "/v1/jobs", nil)
 	require.Equal(t, http.StatusOK, status, "%s", raw)
 	require.NoError(t, json.Unmarshal(raw, &page))
 	require.Empty(t, page.Items, "the key's tenant has no jobs")

@@ -476,20 +476,23 @@ func TestDomainProductsPassportsAndMissingVersions(t *testing.T) {
 	raw := d.do(http.MethodGet, "/v1/passports/"+pp.PassportID.String(), nil, http.StatusOK, nil)
 	require.Contains(t, string(raw), `"versions":[]`)
 
-	// Compile is enqueued without looking at the snapshot or the rules: the
-	// job reports SNAPSHOT_NOT_READY / RULE_PKG_NOT_PUBLISHED.
+	// Compile needs the snapshot and the rules to exist in the tenant (their
+	// states are the job's to check: SNAPSHOT_NOT_READY /
+	// RULE_PKG_NOT_PUBLISHED); an unknown one is 404 naming it, and no job.
 	compile := "/v1/passports/" + pp.PassportID.String() + "/compile"
 	body := func() map[string]any {
 		return map[string]any{"snapshot_id": uuid.NewString(), "rule_package_version_id": uuid.NewString()}
 	}
-	var compiled struct {
-		Job store.Job `json:"job"`
-	}
-	d.do(http.MethodPost, compile, body(), http.StatusAccepted, &compiled)
-	require.Equal(t, jobargs.KindCompile, compiled.Job.Type)
-	var args jobargs.CompilePassportArgs
-	require.NoError(t, json.Unmarshal(compiled.Job.Payload, &args))
-	require.Equal(t, pp.PassportID, args.PassportID)
+	env := d.fail(http.MethodPost, compile, body(), http.StatusNotFound, "NOT_FOUND")
+	require.Equal(t, "snapshot_id", env.Error.Details["field"])
+	var sn store.Snapshot
+	d.do(http.MethodPost, "/v1/snapshots", map[string]any{}, http.StatusCreated, &sn)
+	env = d.fail(http.MethodPost, compile, map[string]any{"snapshot_id": sn.SnapshotID, "rule_package_version_id": uuid.NewString()},
+		http.StatusNotFound, "NOT_FOUND")
+	require.Equal(t, "rule_package_version_id", env.Error.Details["field"])
+	var jobs store.JobPage
+	d.do(http.MethodGet, "/v1/jobs?type=COMPILE_PASSPORT", nil, http.StatusOK, &jobs)
+	require.Empty(t, jobs.Items)
 	d.fail(http.MethodPost, "/v1/passports/"+uuid.NewString()+"/compile", body(), http.StatusNotFound, "NOT_FOUND")
 	d.invalid(http.MethodPost, compile, map[string]any{"snapshot_id": "s"}, "snapshot_id")
 
