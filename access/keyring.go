@@ -84,6 +84,18 @@ func NewKeyring(st KeyStore) *Keyring {
 		rows: map[string]cachedKey{}, used: map[uuid.UUID]time.Time{}}
 }
 
+// Knows reports whether token's prefix is a key this keyring has read from
+// the store (fresh or not): checking such a token costs no store read.
+func (k *Keyring) Knows(token string) bool {
+	prefix, ok := ParseToken(token)
+	if !ok {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.rows[prefix].found
+}
+
 // Authenticate returns the principal of an API key token. A token that does
 // not authenticate is an UNAUTHORIZED error wrapping a *DeniedError; an
 // error reading the store is returned as it is.

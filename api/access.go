@@ -57,38 +57,52 @@ const (
 // keyring, and within its key's rate limit. Anything else is 401 — or 429
 // when the client's address keeps failing, so that guessing tokens is
 // throttled like any other client. The principal goes into the context.
+//
+// An address over its failed-credentials rate is refused before the
+// platform token is compared — even the right one, so that a guesser
+// learns nothing while throttled — and before an API key the process does
+// not know yet is looked up, so guessing costs the database nothing. A key
+// the process already knows is checked regardless: its secret cannot be
+// guessed, and a flood of bad credentials from a shared address (a NAT, a
+// proxy) must not lock out the tenants' keys behind it.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, hasBearer := bearerToken(r.Header.Get("Authorization"))
 		switch {
-		case hasBearer && s.tokenMatches(token):
-			next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), access.PlatformPrincipal)))
-			return
-		case hasBearer && access.IsKeyToken(token) && s.Keys != nil:
-			// An address that keeps failing is refused before its token is
-			// looked up, so guessing costs the database nothing.
-			if over, wait := s.Limits.Exhausted(deniedBucket(r)); over {
-				s.limited(w, r, "address", wait)
+		case !hasBearer:
+			s.deny(w, r, bearerChallenge, deniedMissing)
+		case access.IsKeyToken(token) && s.Keys != nil:
+			if !s.Keys.Knows(token) && s.throttled(w, r) {
 				return
 			}
 			p, err := s.Keys.Authenticate(r.Context(), token)
 			var denied *access.DeniedError
 			switch {
 			case errors.As(err, &denied):
-				s.deny(w, r, denied.Reason, slog.String("api_key_id", denied.KeyID.String()), slog.String("tenant_id", denied.TenantID.String()))
+				s.deny(w, r, bearerChallenge, denied.Reason, slog.String("api_key_id", denied.KeyID.String()), slog.String("tenant_id", denied.TenantID.String()))
 			case err != nil:
 				s.writeError(w, r, err)
 			case !s.admit(w, r, "key", "key:"+p.KeyID.String()):
 			default:
 				next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
 			}
-			return
-		case hasBearer:
-			s.deny(w, r, deniedPlatform)
+		case s.throttled(w, r):
+		case s.tokenMatches(token):
+			next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), access.PlatformPrincipal)))
 		default:
-			s.deny(w, r, deniedMissing)
+			s.deny(w, r, bearerChallenge, deniedPlatform)
 		}
 	})
+}
+
+// throttled answers 429 when the client's address is over its rate of
+// failed credentials, before the request's credentials are checked.
+func (s *Server) throttled(w http.ResponseWriter, r *http.Request) bool {
+	over, wait := s.Limits.Exhausted(deniedBucket(r))
+	if over {
+		s.limited(w, r, "address", wait)
+	}
+	return over
 }
 
 // actor is who a request acted for, filled in by authenticate for the
@@ -113,24 +127,36 @@ func withPrincipal(ctx context.Context, p access.Principal) context.Context {
 	return access.NewContext(ctx, p)
 }
 
-// deny answers a request whose credentials failed: 401 with the bearer
-// challenge, or 429 once the client's address is over its rate. The
-// refusal is counted and logged with why, never with the token.
-func (s *Server) deny(w http.ResponseWriter, r *http.Request, reason string, attrs ...slog.Attr) {
+// deny answers a request whose credentials failed: 401 with challenge, or
+// 429 once the client's address is over its rate. The refusal is counted,
+// and logged with why (never with the token) when it is answered 401: a
+// flood answered 429 is counted, not logged line by line.
+func (s *Server) deny(w http.ResponseWriter, r *http.Request, challenge, reason string, attrs ...slog.Attr) {
 	if s.Access != nil {
 		s.Access.Denied.WithLabelValues(reason).Inc()
+	}
+	if !s.admit(w, r, "address", deniedBucket(r)) {
+		return
 	}
 	if reason != deniedMissing {
 		attrs = append(attrs, slog.String("reason", reason), slog.String("remote", clientAddr(r)),
 			slog.String("correlation_id", correlationID(r.Context())))
 		s.Logger.LogAttrs(r.Context(), slog.LevelWarn, "credentials refused", attrs...)
 	}
-	if !s.admit(w, r, "address", deniedBucket(r)) {
-		return
+	w.Header().Set("WWW-Authenticate", challenge)
+	msg := "a valid bearer token is required"
+	if challenge == basicChallenge {
+		msg = "log in with any user name and the admin token as password"
 	}
-	w.Header().Set("WWW-Authenticate", `Bearer realm="bpc"`)
-	s.writeError(w, r, errcode.New(errcode.Unauthorized, "a valid bearer token is required"))
+	s.writeError(w, r, errcode.New(errcode.Unauthorized, "%s", msg))
 }
+
+// The challenges of the two guards: /v1 takes a bearer token, River UI
+// HTTP Basic (so that a browser can log in).
+const (
+	bearerChallenge = `Bearer realm="bpc"`
+	basicChallenge  = `Basic realm="bpc river ui", charset="UTF-8"`
+)
 
 // admit takes a request from client's rate limit bucket; over the limit it
 // answers 429 RATE_LIMITED with Retry-After and returns false.

@@ -195,24 +195,20 @@ func (s *Server) tokenMatches(given string) bool {
 }
 
 // requireBasic guards River UI with HTTP Basic, the admin token as password
-// (any user name), so a browser can log in.
+// (any user name), so a browser can log in. Failed passwords are throttled,
+// counted and logged per address as /v1's failed tokens are (authenticate).
 func (s *Server) requireBasic(next http.Handler) http.Handler {
-	return s.requireAuth(next, func(r *http.Request) bool {
-		_, password, ok := r.BasicAuth()
-		return ok && s.tokenMatches(password)
-	}, `Basic realm="bpc river ui", charset="UTF-8"`, "log in with any user name and the admin token as password")
-}
-
-// requireAuth lets the requests that authorized accepts through to next and
-// answers the others 401 with message and the WWW-Authenticate challenge.
-func (s *Server) requireAuth(next http.Handler, authorized func(*http.Request) bool, challenge, message string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !authorized(r) {
-			w.Header().Set("WWW-Authenticate", challenge)
-			s.writeError(w, r, errcode.New(errcode.Unauthorized, "%s", message))
-			return
+		_, password, ok := r.BasicAuth()
+		switch {
+		case !ok:
+			s.deny(w, r, basicChallenge, deniedMissing)
+		case s.throttled(w, r):
+		case s.tokenMatches(password):
+			next.ServeHTTP(w, r)
+		default:
+			s.deny(w, r, basicChallenge, deniedPlatform)
 		}
-		next.ServeHTTP(w, r)
 	})
 }
 

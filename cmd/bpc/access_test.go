@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"sort"
@@ -443,4 +444,54 @@ func TestRateLimits(t *testing.T) {
 	for range 20 {
 		require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/tenants", nil, nil), "the platform token is not limited")
 	}
+}
+
+// TestFailedCredentialsThrottle: an address over its rate of failed
+// credentials is answered 429 before the platform token is compared (so a
+// guesser learns nothing, on /v1 and on River UI alike), while a key the
+// process already knows keeps working from that address (a flood of bad
+// credentials behind a shared NAT or proxy must not lock tenants out).
+func TestFailedCredentialsThrottle(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, service.RoleAPI, map[string]string{"BPC_RATE_LIMIT_RPS": "1", "BPC_RATE_LIMIT_BURST": "3"})
+	key := h.createKey(h.newTenant(), "reader", nil)
+	bearer := func(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
+	status, _ := h.raw(http.MethodGet, "/v1/documents", nil, bearer(key.Token))
+	require.Equal(t, http.StatusOK, status)
+
+	// Wrong platform-shaped tokens: 401 for the burst, then 429.
+	for i := range 3 {
+		status, _ := h.raw(http.MethodGet, "/v1/tenants", nil, bearer(fmt.Sprintf("wrong-admin-token-%04d", i)))
+		require.Equal(t, http.StatusUnauthorized, status)
+	}
+	status, raw := h.raw(http.MethodGet, "/v1/tenants", nil, bearer("wrong-admin-token-9999"))
+	require.Equal(t, http.StatusTooManyRequests, status, "%s", raw)
+	// The right platform token is refused too while the address is throttled,
+	// on /v1 and River UI.
+	status, _ = h.raw(http.MethodGet, "/v1/tenants", nil, bearer(testToken))
+	require.Equal(t, http.StatusTooManyRequests, status, "a throttled address learns nothing from a right guess")
+	status, _ = h.raw(http.MethodGet, "/riverui/api/jobs?state=available", nil, map[string]string{"Authorization": basicAuth("x", testToken)})
+	require.Equal(t, http.StatusTooManyRequests, status, "River UI shares the throttle")
+	// The known key still works from the same address.
+	status, raw = h.raw(http.MethodGet, "/v1/documents", nil, bearer(key.Token))
+	require.Equal(t, http.StatusOK, status, "a known key is not locked out by others' failures: %s", raw)
+	// An unknown key prefix is refused before any lookup.
+	guess := "bpc_" + strings.Repeat("a", 16) + "_" + strings.Repeat("b", 52)
+	status, _ = h.raw(http.MethodGet, "/v1/documents", nil, bearer(guess))
+	require.Equal(t, http.StatusTooManyRequests, status)
+
+	// After Retry-After the address may try again; River UI's wrong
+	// passwords count like wrong tokens and are logged, without the password.
+	time.Sleep(3 * time.Second)
+	for i := range 3 {
+		status, _ := h.raw(http.MethodGet, "/riverui/api/jobs?state=available", nil,
+			map[string]string{"Authorization": basicAuth("x", fmt.Sprintf("wrong-ui-password-%d", i))})
+		require.Equal(t, http.StatusUnauthorized, status)
+	}
+	status, _ = h.raw(http.MethodGet, "/riverui/api/jobs?state=available", nil, map[string]string{"Authorization": basicAuth("x", "wrong-ui-password-x")})
+	require.Equal(t, http.StatusTooManyRequests, status)
+	logs := h.logs.String()
+	require.Contains(t, logs, `"msg":"credentials refused"`)
+	require.NotContains(t, logs, "wrong-ui-password")
+	require.NotContains(t, logs, "wrong-admin-token")
 }
