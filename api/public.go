@@ -9,17 +9,21 @@ import (
 	"github.com/bpc-platform/bpc/public"
 )
 
+// publicChecks is how many verifications the public routes remember (each
+// a few KB): far more passports than are scanned in any one minute.
+const publicChecks = 4096
+
 // publicRoutes serves public verification (package public) without
 // credentials, rate-limited per client address, and documents its JSON.
 func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
-	h := &public.Handler{Store: s.Store, WriteError: s.writeError, Logger: s.Logger}
+	h := &public.Handler{Store: s.Store, WriteError: s.writeError, Logger: s.Logger, Checks: public.NewChecks(publicChecks)}
 	r.Group(func(g chi.Router) {
 		g.Use(s.limitAddress, canonicalQuery)
 		rs := routes{r: g, doc: doc, public: true}
 		rs.handle(http.MethodGet, public.PassportVersionPath, "public-passport-version",
 			"A published passport version and whether its stored bytes verify", h.PassportVersion,
 			describe("No credentials. ACTIVE and SUPERSEDED versions only (others are 404). "+
-				"verification is computed on every request from the stored payload, proof, signed receipt and QR code, "+
+				"verification is computed from the stored payload, proof, signed receipt and QR code (and remembered for the same bytes), "+
 				"against the public key the service registered under the receipt's key id. "+
 				"With Accept: text/html the answer is a page for a person who scanned the QR code. "+
 				"Cached for five minutes (Cache-Control), then revalidated by ETag (304)."),

@@ -83,7 +83,8 @@ type VerifiedVersion struct {
 	Receipt    json.RawMessage `json:"receipt"`
 	SigningKey *VerifyingKey   `json:"signing_key"`
 	QRPayload  string          `json:"qr_payload"`
-	// Verification is computed from the stored bytes on every request.
+	// Verification is computed from the stored bytes (remembered by Checks
+	// for the same bytes).
 	Verification Verification `json:"verification"`
 }
 
@@ -102,12 +103,17 @@ type QRVerification struct {
 // Lookup returns a public version with its verification; a version that
 // is not public, or an unknown id, is NOT_FOUND.
 func Lookup(ctx context.Context, q *store.Queries, id uuid.UUID) (VerifiedVersion, error) {
+	return (*Checks)(nil).Lookup(ctx, q, id)
+}
+
+// Lookup is the package's Lookup, remembering verifications in c.
+func (c *Checks) Lookup(ctx context.Context, q *store.Queries, id uuid.UUID) (VerifiedVersion, error) {
 	v, err := q.GetPublicPassportVersion(ctx, id)
 	if err != nil {
 		return VerifiedVersion{}, err
 	}
 	qrPayload := deref(v.QRPayload)
-	return view(v, check(v, qrPayload, true)), nil
+	return view(v, c.check(v, qrPayload, true)), nil
 }
 
 // CheckQR parses a scanned QR string (not BPC-QR-1: VALIDATION_ERROR
@@ -115,6 +121,11 @@ func Lookup(ctx context.Context, q *store.Queries, id uuid.UUID) (VerifiedVersio
 // hashes were altered still finds its version by id, and then does not
 // match nor verify.
 func CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRVerification, error) {
+	return (*Checks)(nil).CheckQR(ctx, q, scanned)
+}
+
+// CheckQR is the package's CheckQR, remembering verifications in c.
+func (c *Checks) CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRVerification, error) {
 	f, err := qr.Parse(scanned)
 	if err != nil {
 		return QRVerification{}, errcode.InvalidWrap("qr", err, "is not a BPC-QR-1 payload: %s", err.Error())
@@ -130,7 +141,7 @@ func CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRVerificat
 	matches := f.PayloadHash == v.PayloadHash && f.ProofRootHash == v.ProofRootHash && f.ReceiptHash == v.ReceiptHash
 	// The stored image renders the stored payload; it says nothing of a
 	// scanned string, so it is checked only when the two are the same.
-	ver := check(v, scanned, scanned == deref(v.QRPayload))
+	ver := c.check(v, scanned, scanned == deref(v.QRPayload))
 	return QRVerification{PassportVersionID: id, QRMatches: matches, Verification: ver, Version: view(v, ver)}, nil
 }
 

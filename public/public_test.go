@@ -28,7 +28,7 @@ type env struct {
 	h      http.Handler
 }
 
-func newEnv(t *testing.T, productName string) env {
+func newEnv(t testing.TB, productName string) env {
 	t.Helper()
 	e := env{Env: teststore.New(t)}
 	e.active = fixture.ActiveNMC811(t, e.Store, e.River, store.DevTenantID, productName)
@@ -43,7 +43,7 @@ func newEnv(t *testing.T, productName string) env {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": errcode.CodeOf(err), "message": err.Error()}})
-	}}
+	}, Checks: public.NewChecks(16)}
 	r := chi.NewRouter()
 	r.Get(public.PassportVersionPath, ph.PassportVersion)
 	r.Get(public.VerifyPath, ph.Verify)
@@ -312,4 +312,63 @@ func tamperQR(good string) string {
 		swap = 'B'
 	}
 	return good[:i] + string(swap) + good[i+1:]
+}
+
+// TestRememberedVerificationsSeeChanges: the handler remembers
+// verifications, yet a byte changed at rest, another registered key or a
+// tampered QR string is verified afresh (each is another key), and the
+// original bytes verify again.
+func TestRememberedVerificationsSeeChanges(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "Pack")
+	id := e.active.Version.PassportVersionID
+	verified := func() public.Verification {
+		t.Helper()
+		rec := e.get(t, versionURL(id), "application/json")
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		var v public.VerifiedVersion
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &v))
+		return v.Verification
+	}
+	for range 3 {
+		allTrue(t, verified())
+	}
+	var proof []byte
+	require.NoError(t, e.Store.DB().QueryRow(e.Ctx, `SELECT proof FROM passport_versions WHERE passport_version_id = $1`, id).Scan(&proof))
+	e.Exec(t, `UPDATE passport_versions SET proof = overlay(proof placing '0'::bytea from position('"hash":"'::bytea in proof) + 8 for 1)
+		WHERE passport_version_id = $1`, id)
+	require.False(t, verified().ProofRootOK, "a proof byte changed after its verification was remembered")
+	e.Exec(t, `UPDATE passport_versions SET proof = $2 WHERE passport_version_id = $1`, id, proof)
+	allTrue(t, verified())
+
+	other := fixture.SignerFor(t, e.Store, "other-key")
+	original := e.active.Signer.PublicKeyBase64()
+	e.Exec(t, `UPDATE signing_keys SET public_key_base64 = $1 WHERE key_id = 'fixture-key'`, other.PublicKeyBase64())
+	require.False(t, verified().SignatureOK, "another key registered after the verification was remembered")
+	e.Exec(t, `UPDATE signing_keys SET public_key_base64 = $1 WHERE key_id = 'fixture-key'`, original)
+	allTrue(t, verified())
+}
+
+// BenchmarkPublicVersion is one public version's JSON through the handler,
+// verified afresh on every request and remembered by Checks.
+func BenchmarkPublicVersion(b *testing.B) {
+	e := newEnv(b, "Pack")
+	target := versionURL(e.active.Version.PassportVersionID)
+	for _, tc := range []struct {
+		name   string
+		checks *public.Checks
+	}{{"afresh", nil}, {"remembered", public.NewChecks(16)}} {
+		h := &public.Handler{Store: e.Store, Checks: tc.checks}
+		r := chi.NewRouter()
+		r.Get(public.PassportVersionPath, h.PassportVersion)
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+				if rec.Code != http.StatusOK {
+					b.Fatal(rec.Code)
+				}
+			}
+		})
+	}
 }
