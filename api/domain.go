@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/access"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
@@ -16,8 +17,19 @@ import (
 
 // Shared helpers of the passport domain endpoints (domain_*.go).
 
-// domainActor is the actor_id of the audit events the domain endpoints append.
+// domainActor is the actor_id of the audit events the domain endpoints
+// append for the platform token; a tenant key's events name the key
+// (actorOf).
 const domainActor = "admin-api"
+
+// actorOf is the actor_id of the audit events a request appends: the API
+// key it authenticated with ("api_key:<id>"), or domainActor.
+func actorOf(ctx context.Context) string {
+	if p, ok := access.FromContext(ctx); ok && !p.Platform {
+		return "api_key:" + p.KeyID.String()
+	}
+	return domainActor
+}
 
 // Limits of the domain endpoints.
 const (
@@ -126,7 +138,7 @@ func exists[T any](get func(*store.Queries, context.Context, uuid.UUID, uuid.UUI
 
 // inTx runs a domain operation in a transaction, as the admin API.
 func (s *Server) inTx(ctx context.Context, fn func(t passport.Tx) error) error {
-	return passport.InTx(ctx, s.Store, s.River, domainActor, fn)
+	return passport.InTx(ctx, s.Store, s.River, actorOf(ctx), fn)
 }
 
 // inTxValue is inTx for an operation with a result.

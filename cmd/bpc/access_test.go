@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/examples/nmc811"
@@ -494,4 +496,50 @@ func TestFailedCredentialsThrottle(t *testing.T) {
 	require.Contains(t, logs, `"msg":"credentials refused"`)
 	require.NotContains(t, logs, "wrong-ui-password")
 	require.NotContains(t, logs, "wrong-admin-token")
+}
+
+// TestCustomEventsCannotImpersonate: a custom event may not join the chain
+// of an aggregate the service writes (an API key's, a passport's) nor take
+// one of the pipeline's event types, and a tenant key's events (custom or
+// domain) name that key as their actor, whatever the body claims.
+func TestCustomEventsCannotImpersonate(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, service.RoleAPI, nil)
+	tenant := h.newTenant()
+	writer := h.createKey(tenant, "writer", nil)
+	admin := h.createKey(tenant, "admin", nil)
+	event := func(body map[string]any) (int, []byte) {
+		return h.as(writer.Token, http.MethodPost, "/v1/events", body)
+	}
+	for _, tc := range []struct{ field, aggregate, eventType string }{
+		{"aggregate_type", "ApiKey", "custom.note"},
+		{"aggregate_type", "PassportVersion", "custom.note"},
+		{"event_type", "Order", "api_key.revoked"},
+		{"event_type", "Order", "passport.activated"},
+	} {
+		status, raw := event(map[string]any{"aggregate_type": tc.aggregate, "aggregate_id": admin.APIKeyID,
+			"event_type": tc.eventType, "payload": map[string]any{}})
+		require.Equal(t, http.StatusUnprocessableEntity, status, "%s/%s: %s", tc.aggregate, tc.eventType, raw)
+		require.Contains(t, string(raw), `"field":"`+tc.field+`"`)
+	}
+	status, raw := event(map[string]any{"aggregate_type": "Order", "aggregate_id": uuid.NewString(),
+		"event_type": "order.shipped", "actor_id": "platform", "payload": map[string]any{}})
+	require.Equal(t, http.StatusUnprocessableEntity, status, "%s", raw)
+	orderID := uuid.NewString()
+	status, raw = event(map[string]any{"aggregate_type": "Order", "aggregate_id": orderID, "event_type": "order.shipped", "payload": map[string]any{}})
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	status, raw = h.as(writer.Token, http.MethodPost, "/v1/documents", map[string]any{"kind": "BOM", "name": "mine"})
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	var doc store.Document
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	var actors []string
+	rows, err := h.pool.Query(context.Background(), `SELECT actor_id FROM events WHERE tenant_id = $1 AND aggregate_id = ANY($2) ORDER BY occurred_at`,
+		tenant, []uuid.UUID{uuid.MustParse(orderID), doc.DocumentID})
+	require.NoError(t, err)
+	actors, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.NotEmpty(t, actors)
+	for _, a := range actors {
+		require.Equal(t, "api_key:"+writer.APIKeyID.String(), a)
+	}
 }
