@@ -99,6 +99,9 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_LOG_LEVEL": "loud"}, errcode.Validation, "BPC_LOG_LEVEL"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_RULES_MAX_NODES": "0"}, errcode.Validation, "BPC_RULES_MAX_NODES"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_RULES_MAX_CASES": "many"}, errcode.Validation, "BPC_RULES_MAX_CASES"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "zipkin"}, errcode.Validation, "OTEL_TRACES_EXPORTER"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, errcode.Validation, "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, errcode.Validation, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"},
 	}
 	for _, tc := range cases {
 		_, err := service.LoadConfig(envOf(tc.vars))
@@ -119,6 +122,11 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	require.Equal(t, 60, cfg.LeaseSeconds)
 	require.Equal(t, 2, cfg.MaxLeaseExpiries)
 	require.Equal(t, rules.Limits{MaxNodes: 200_000, MaxCases: 1_000_000}, cfg.CompileLimits().Rules)
+	require.False(t, cfg.Tracing.Enabled(), "no OTEL_TRACES_EXPORTER: no tracing")
+	cfg, err = service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x",
+		"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"}))
+	require.NoError(t, err)
+	require.False(t, cfg.Tracing.Enabled(), "OTEL_SDK_DISABLED wins")
 
 	err = run(t.Context(), []string{"frobnicate"}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, "unknown subcommand")
