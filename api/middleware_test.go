@@ -531,3 +531,25 @@ func TestRequestSpansStayBounded(t *testing.T) {
 	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", last.SpanContext().TraceID().String())
 	require.Equal(t, "00f067aa0ba902b7", last.Parent().SpanID().String())
 }
+
+// BenchmarkRequestTracing serves GET /v1/health/live through the whole
+// router with tracing off (no Tracer: what a service without
+// OTEL_TRACES_EXPORTER runs) and on (every span sampled, none exported).
+func BenchmarkRequestTracing(b *testing.B) {
+	serve := func(b *testing.B, s *Server) {
+		h := s.Handler()
+		r := httptest.NewRequest(http.MethodGet, "/v1/health/live", nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			h.ServeHTTP(httptest.NewRecorder(), r)
+		}
+	}
+	b.Run("off", func(b *testing.B) { serve(b, newTestServer()) })
+	b.Run("on", func(b *testing.B) {
+		s := newTestServer()
+		tp := sdktrace.NewTracerProvider()
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		s.Tracer = tp.Tracer("bench")
+		serve(b, s)
+	})
+}
