@@ -134,7 +134,7 @@ func methodLabel(method string) string {
 }
 
 // observe logs one line per request, records the HTTP metrics and, with a
-// Tracer, makes the request a span. The path is logged without its query
+// Tracer, makes the request a span (traced). The path is logged without its query
 // string. Labels are bounded: the method by
 // methodLabel, the route by the pattern chi matched ("unmatched" for 404s
 // and 405s, one label for all of River UI).
@@ -143,7 +143,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		ctx := r.Context()
-		if s.Tracer != nil {
+		if s.Tracer != nil && traced(r.URL.Path) {
 			var span trace.Span
 			ctx, span = s.startSpan(ctx, r)
 			// Deferred, so that a request whose handler panicked (the
@@ -189,6 +189,13 @@ func routeLabel(r *http.Request) string {
 		return "/riverui/*"
 	}
 	return route
+}
+
+// traced reports whether a request to path gets a span: all but health
+// probes and metrics scrapes, which would each start a trace every few
+// seconds and bury the traces of the work.
+func traced(path string) bool {
+	return path != "/v1/metrics" && !strings.HasPrefix(path, "/v1/health/")
 }
 
 // startSpan starts the request's server span, in the caller's trace when
