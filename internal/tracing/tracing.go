@@ -34,9 +34,6 @@ const (
 	ExporterNone    = "none"
 )
 
-// InstrumentationName names the service's tracer.
-const InstrumentationName = "github.com/bpc-platform/bpc"
-
 // Config is the tracing part of the service configuration.
 type Config struct {
 	// Exporters are OTEL_TRACES_EXPORTER's exporters: otlp (OTLP over
@@ -133,7 +130,8 @@ func LogErrors(logger *slog.Logger) {
 
 // LogHandler wraps h so that every line logged with a context holding a
 // span carries trace_id and span_id: a log line leads to its trace, and a
-// trace to its log lines.
+// trace to its log lines. (Under a WithGroup logger they sit in its group,
+// as every attribute does; the service's loggers have no groups.)
 func LogHandler(h slog.Handler) slog.Handler { return logHandler{h} }
 
 type logHandler struct{ slog.Handler }
