@@ -159,6 +159,12 @@ func TestTracingFollowsAnEventToItsWebhook(t *testing.T) {
 	require.Equal(t, work.SpanContext.SpanID, post.Parent.SpanID)
 	require.Equal(t, postID, post.SpanContext.SpanID, "the receiver's traceparent names the POST's span")
 
+	// The job carries the enqueue's context in River's metadata.
+	var stored string
+	require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT metadata->>'traceparent' FROM river_job WHERE id = $1`,
+		job.RiverJobID).Scan(&stored))
+	require.Equal(t, "00-"+traceID+"-"+enqueue.SpanContext.SpanID+"-01", stored)
+
 	require.Equal(t, []int{spanKindServer, spanKindProducer, spanKindConsumer, spanKindClient},
 		[]int{request.SpanKind, enqueue.SpanKind, work.SpanKind, post.SpanKind})
 	require.Equal(t, "/v1/events", request.attr("http.route"))
@@ -262,7 +268,12 @@ func TestTracingOffSendsNoTraceparent(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, "%s", raw)
 	var ev eventResponse
 	require.NoError(t, json.Unmarshal(raw, &ev))
-	require.Equal(t, store.StatusSucceeded, h.waitJob(ev.Deliveries[0].JobID).Status)
+	job := h.waitJob(ev.Deliveries[0].JobID)
+	require.Equal(t, store.StatusSucceeded, job.Status)
+	var carried bool
+	require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT metadata ? 'traceparent' FROM river_job WHERE id = $1`,
+		job.RiverJobID).Scan(&carried))
+	require.False(t, carried, "no trace context stored with the job")
 
 	got := rcv.received()
 	require.Len(t, got, 1)
