@@ -141,6 +141,9 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 
 	// Tracing off leaves the tracing out altogether: no middleware, no
 	// wrapped transport, no span in any context.
+	if cfg.Tracing.Enabled() {
+		tracing.LogErrors(logger)
+	}
 	a.tracer, err = tracing.NewProvider(ctx, cfg.Tracing)
 	if err != nil {
 		return nil, err
@@ -154,7 +157,6 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 				_ = a.tracer.Shutdown(context.Background())
 			}
 		}()
-		tracing.LogErrors(logger)
 		jobTracing = workers.NewTracing(a.tracer)
 		httpTracer = a.tracer.Tracer("github.com/bpc-platform/bpc/api")
 		// Around the policy's transport, which still dials every connection.

@@ -120,11 +120,12 @@ func NewProvider(ctx context.Context, cfg Config) (*sdktrace.TracerProvider, err
 }
 
 // LogErrors sends the OpenTelemetry SDK's own errors (an unreachable
-// collector) to logger instead of the standard logger. The SDK's error
-// handler is process-wide: the last service to call this gets them.
+// collector, a sampler variable it cannot read) to logger instead of the
+// standard logger. The SDK's error handler is process-wide: the last
+// service to call this gets them.
 func LogErrors(logger *slog.Logger) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		logger.Warn("tracing: span export failed", slog.String("error", err.Error()))
+		logger.Warn("tracing error", slog.String("error", err.Error()))
 	}))
 }
 
