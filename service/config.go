@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,6 +79,10 @@ type Config struct {
 	// OTEL_SERVICE_NAME; off when unset). Its Console writer is set by the
 	// caller, never from the environment.
 	Tracing tracing.Config
+	// otlpHeaderValues are the values of the OTLP exporter's headers
+	// (OTEL_EXPORTER_OTLP_HEADERS: a collector's API key), which the log
+	// redacts like the process's other secrets.
+	otlpHeaderValues []string
 	// BeforeCommit is the workers' BeforeCommit test hook; never set from
 	// the environment.
 	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
@@ -216,6 +221,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		errs = append(errs, configError(errcode.Validation, "BPC_LOG_JSON", "must be true or false, got %q", v))
 	}
 	c.Tracing, errs = tracingConfig(getenv, errs)
+	c.otlpHeaderValues = otlpHeaderValues(getenv)
 	if c.DatabaseURL == "" {
 		errs = append(errs, configError(errcode.ConfigMissing, "DATABASE_URL", "is required (postgres://user@host:5432/db); in a checkout, `make doctor`, `make migrate` and `make run` find or start the dev database for you"))
 	}
@@ -276,6 +282,24 @@ func tracingConfig(getenv func(string) string, errs []error) (tracing.Config, []
 	return c, errs
 }
 
+// otlpHeaderValues returns the values of the OTLP exporter's headers
+// ("key=value,…", values percent-encoded), as given and decoded.
+func otlpHeaderValues(getenv func(string) string) []string {
+	var out []string
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		for pair := range strings.SplitSeq(getenv(name), ",") {
+			if _, v, ok := strings.Cut(pair, "="); ok {
+				v = strings.TrimSpace(v)
+				out = append(out, v)
+				if dec, err := url.PathUnescape(v); err == nil && dec != v {
+					out = append(out, dec)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // joinConfigErrors reports every bad variable at once under the first
 // error's code ("CONFIG_MISSING: DATABASE_URL: …; VALIDATION_ERROR: BPC_ENV:
 // …"): a message carries its own code only when it differs from that one.
@@ -309,9 +333,11 @@ func or(v, def string) string {
 // knows the process's own secrets, so that none reaches the log.
 func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 	opts := redact.New(cfg.secrets()...).HandlerOptions(&slog.HandlerOptions{Level: cfg.LogLevel})
-	var h slog.Handler = slog.NewTextHandler(w, opts)
+	var h slog.Handler
 	if cfg.LogJSON {
 		h = slog.NewJSONHandler(w, opts)
+	} else {
+		h = slog.NewTextHandler(w, opts)
 	}
 	if cfg.Tracing.Enabled() {
 		// Lines logged in a span's context carry trace_id and span_id.
@@ -324,7 +350,7 @@ func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 // signing key and the database password (from DATABASE_URL, or wherever
 // pgx would find it: PGPASSWORD, a passfile).
 func (c Config) secrets() []string {
-	out := []string{c.AdminToken, c.SigningKeyBase64}
+	out := append([]string{c.AdminToken, c.SigningKeyBase64}, c.otlpHeaderValues...)
 	if c.DatabaseURL != "" {
 		if pc, err := pgconn.ParseConfig(c.DatabaseURL); err == nil {
 			out = append(out, pc.Password)

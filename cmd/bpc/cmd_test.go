@@ -200,6 +200,19 @@ func TestLoggerRedactsTheProcessSecrets(t *testing.T) {
 		require.NotContains(t, buf.String(), secret)
 	}
 	require.Contains(t, buf.String(), "postgres://bpc:[REDACTED]@db:5432/bpc")
+
+	// A collector's API key in the OTLP exporter's headers, as given and
+	// percent-decoded.
+	cfg, err := service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "otlp",
+		"OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=collector-key-0123456789,authorization=Bearer%20collector-token-9876543210"}))
+	require.NoError(t, err)
+	buf.Reset()
+	service.NewLogger(cfg, &buf).Warn("tracing error", slog.String("error",
+		"sent x-api-key collector-key-0123456789 and Bearer collector-token-9876543210"))
+	require.NotEmpty(t, buf.String())
+	for _, secret := range []string{"collector-key-0123456789", "collector-token-9876543210"} {
+		require.NotContains(t, buf.String(), secret)
+	}
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
