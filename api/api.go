@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bpc-platform/bpc/access"
 	"github.com/bpc-platform/bpc/core/compiler"
@@ -80,6 +81,8 @@ type Server struct {
 	Access *AccessMetrics
 	// Ready are the readiness checks of /v1/health/ready.
 	Ready []ReadyCheck
+	// Tracer, when set, makes each request a server span (tracing off: nil).
+	Tracer trace.Tracer
 	// depth caches queue depths for BPC_QUEUE_MAX_DEPTH.
 	depth depthGate
 	// pollInterval is the waitMs long-poll's first delay (tests shorten it).

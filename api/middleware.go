@@ -17,6 +17,11 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/redact"
@@ -128,27 +133,30 @@ func methodLabel(method string) string {
 	return methodOther
 }
 
-// observe logs one line per request and records the HTTP metrics. The path
-// is logged without its query string. Labels are bounded: the method by
+// observe logs one line per request, records the HTTP metrics and, with a
+// Tracer, makes the request a span (traced). The path is logged without its query
+// string. Labels are bounded: the method by
 // methodLabel, the route by the pattern chi matched ("unmatched" for 404s
 // and 405s, one label for all of River UI).
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
+		ctx := r.Context()
+		if s.Tracer != nil && traced(r.URL.Path) {
+			var span trace.Span
+			ctx, span = s.startSpan(ctx, r)
+			// Deferred, so that a request whose handler panicked (the
+			// recoverer answers 500) ends its span too.
+			defer endSpan(span, r, rec)
+		}
 		who := &actor{}
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), actorKey, who)))
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, actorKey, who)))
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
 		elapsed := time.Since(start)
-		route := chi.RouteContext(r.Context()).RoutePattern()
-		if route == "" {
-			route = "unmatched"
-		}
-		if strings.HasPrefix(route, "/riverui") {
-			route = "/riverui/*"
-		}
+		route := routeLabel(r)
 		method := methodLabel(r.Method)
 		if s.Metrics != nil {
 			s.Metrics.Requests.WithLabelValues(method, route, strconv.Itoa(rec.status)).Inc()
@@ -166,8 +174,58 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if p, ok := who.get(); ok {
 			attrs = append(attrs, slog.String("principal", p.String()))
 		}
-		s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
+		s.Logger.LogAttrs(ctx, slog.LevelInfo, "http request", attrs...)
 	})
+}
+
+// routeLabel is the route label of a served request: the pattern chi
+// matched, "unmatched" for 404s and 405s, one label for all of River UI.
+func routeLabel(r *http.Request) string {
+	route := chi.RouteContext(r.Context()).RoutePattern()
+	if route == "" {
+		return "unmatched"
+	}
+	if strings.HasPrefix(route, "/riverui") {
+		return "/riverui/*"
+	}
+	return route
+}
+
+// traced reports whether a request to path gets a span: all but health
+// probes and metrics scrapes, which would each start a trace every few
+// seconds and bury the traces of the work.
+func traced(path string) bool {
+	return path != "/v1/metrics" && !strings.HasPrefix(path, "/v1/health/")
+}
+
+// startSpan starts the request's server span, in the caller's trace when
+// the request carries a W3C traceparent. Its name is the method until the
+// route is known (endSpan).
+func (s *Server) startSpan(ctx context.Context, r *http.Request) (context.Context, trace.Span) {
+	ctx = propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	return s.Tracer.Start(ctx, methodLabel(r.Method), trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("bpc.correlation_id", correlationID(ctx))))
+}
+
+// endSpan names the span after the route pattern and method as the
+// metrics label them (bounded: no ids, no query string) and records the
+// status, and ends it. A 5xx is an error of the service, a 4xx the
+// caller's; no status yet means the handler panicked, which the recoverer
+// answers 500.
+func endSpan(span trace.Span, r *http.Request, rec *statusRecorder) {
+	method, route, status := methodLabel(r.Method), routeLabel(r), rec.status
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	if route != "unmatched" {
+		span.SetName(method + " " + route)
+		span.SetAttributes(semconv.HTTPRoute(route))
+	}
+	span.SetAttributes(semconv.HTTPRequestMethodKey.String(method), semconv.HTTPResponseStatusCode(status))
+	if status >= 500 {
+		span.SetStatus(codes.Error, "HTTP "+strconv.Itoa(status))
+	}
+	span.End()
 }
 
 // recoverer turns a handler panic into a 500 envelope.

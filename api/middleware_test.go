@@ -15,6 +15,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // okHandler answers 204 so that a test can tell "let through" from a rejection.
@@ -473,4 +477,86 @@ func TestRequestLogBoundsWhatTheCallerChose(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, rec.Code)
 	require.Less(t, logs.Len(), 1500, "one bounded log line")
 	require.Less(t, rec.Body.Len(), 1000, "a bounded error message")
+}
+
+// Request spans are named like the metrics label requests: the method, and
+// the route pattern once one matched; nothing the caller chose beyond that
+// (a path's ids and words, a query string) is in a span. A caller's W3C
+// traceparent makes the request part of its trace.
+func TestRequestSpansStayBounded(t *testing.T) {
+	t.Parallel()
+	s := newTestServer()
+	s.Admin = true
+	s.RiverUI = &riverUIStub{}
+	s.Ready = []ReadyCheck{{Name: "database", Check: func(context.Context) error { return nil }}}
+	s.Gatherer = prometheus.NewRegistry()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	s.Tracer = tp.Tracer("test")
+	h := checked(t, s)
+
+	const secret = "query-token-4f9c1a"
+	requests := []struct{ method, path, span string }{
+		{http.MethodGet, "/v1/docs", "GET /v1/docs"},
+		{http.MethodGet, "/v1/openapi.json?token=" + secret, "GET /v1/openapi.json"},
+		{"FROBNICATE", "/v1/jobs/frobnicate", "OTHER"},
+		{http.MethodGet, "/v1/frobnicate", "GET"},
+		{http.MethodGet, "/riverui/frobnicate", "GET /riverui/*"},
+		// No store: the handler panics, the recoverer answers 500.
+		{http.MethodGet, "/v1/jobs?tenant_id=" + uuid.NewString(), "GET /v1/jobs"},
+	}
+	for _, req := range requests {
+		r := httptest.NewRequest(req.method, req.path, nil)
+		r.Header.Set("Authorization", "Bearer "+testAdminToken)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	// Probes and scrapes are not traced.
+	for _, path := range []string{"/v1/health/live", "/v1/health/ready", "/v1/metrics"} {
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		r.Header.Set("Authorization", "Bearer "+testAdminToken)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/v1/docs", nil)
+	r.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	h.ServeHTTP(httptest.NewRecorder(), r)
+
+	ended := spans.Ended()[1:] // after checked's GET /v1/openapi.json
+	require.Len(t, ended, len(requests)+1)
+	for i, span := range ended[:len(requests)] {
+		require.Equal(t, requests[i].span, span.Name())
+		require.Equal(t, trace.SpanKindServer, span.SpanKind())
+		for _, a := range span.Attributes() {
+			require.NotContains(t, a.Value.Emit(), "frobnicate", "%s", a.Key)
+			require.NotContains(t, a.Value.Emit(), secret, "%s", a.Key)
+			require.NotContains(t, a.Value.Emit(), "?", "%s", a.Key)
+		}
+	}
+	require.Equal(t, codes.Error, ended[len(requests)-1].Status().Code, "a 500 is an error")
+	require.Equal(t, codes.Unset, ended[0].Status().Code)
+	last := ended[len(ended)-1]
+	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", last.SpanContext().TraceID().String())
+	require.Equal(t, "00f067aa0ba902b7", last.Parent().SpanID().String())
+}
+
+// BenchmarkRequestTracing serves a request through the whole router (a 404:
+// the error envelope, no store) with tracing off (no Tracer: what a service without
+// OTEL_TRACES_EXPORTER runs) and on (every span sampled, none exported).
+func BenchmarkRequestTracing(b *testing.B) {
+	serve := func(b *testing.B, s *Server) {
+		h := s.Handler()
+		r := httptest.NewRequest(http.MethodGet, "/v1/frobnicate", nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			h.ServeHTTP(httptest.NewRecorder(), r)
+		}
+	}
+	b.Run("off", func(b *testing.B) { serve(b, newTestServer()) })
+	b.Run("on", func(b *testing.B) {
+		s := newTestServer()
+		tp := sdktrace.NewTracerProvider()
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		s.Tracer = tp.Tracer("bench")
+		serve(b, s)
+	})
 }

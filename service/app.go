@@ -24,12 +24,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/riverqueue/river"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"riverqueue.com/riverui"
 
 	"github.com/bpc-platform/bpc/access"
 	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/internal/tracing"
 	"github.com/bpc-platform/bpc/migrations"
 	"github.com/bpc-platform/bpc/passport"
 	bpcriverui "github.com/bpc-platform/bpc/riverui"
@@ -67,11 +70,13 @@ type App struct {
 	// stopReaper ends the lease reaper (worker roles).
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
-	registry   *prometheus.Registry
-	metrics    *workers.Metrics
-	handler    http.Handler
-	server     *http.Server
-	addr       string
+	// tracer exports the service's spans; nil when tracing is off.
+	tracer   *sdktrace.TracerProvider
+	registry *prometheus.Registry
+	metrics  *workers.Metrics
+	handler  http.Handler
+	server   *http.Server
+	addr     string
 	// riverRunning is true between a successful River start and its stop.
 	riverRunning atomic.Bool
 	serveErr     chan error
@@ -106,7 +111,7 @@ func NewPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 }
 
 // New wires the service for role without starting anything.
-func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*App, error) {
+func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *App, err error) {
 	a := &App{cfg: cfg, role: role, logger: logger, pool: pool, store: store.New(pool), serveErr: make(chan error, 1)}
 	a.registry = prometheus.NewRegistry()
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -136,10 +141,35 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*App
 	a.reaper = &workers.Reaper{Store: a.store, Logger: logger, Metrics: a.metrics, Interval: cfg.ReaperInterval,
 		MaxLeaseExpiries: cfg.MaxLeaseExpiries}
 
+	// Tracing off leaves the tracing out altogether: no middleware, no
+	// wrapped transport, no span in any context.
+	if cfg.Tracing.Enabled() {
+		tracing.LogErrors(logger)
+	}
+	a.tracer, err = tracing.NewProvider(ctx, cfg.Tracing)
+	if err != nil {
+		return nil, err
+	}
+	var jobTracing *workers.Tracing
+	var httpTracer trace.Tracer
+	webhookClient := workers.NewPolicyHTTPClient(cfg.WebhookDestinations())
+	if a.tracer != nil {
+		defer func() {
+			if err != nil {
+				_ = a.tracer.Shutdown(context.Background())
+			}
+		}()
+		jobTracing = workers.NewTracing(a.tracer)
+		httpTracer = a.tracer.Tracer("github.com/bpc-platform/bpc/api")
+		// Around the policy's transport, which still dials every connection.
+		webhookClient.Transport = workers.TraceTransport(webhookClient.Transport, a.tracer)
+		logger.Info("tracing on", slog.Any("exporters", cfg.Tracing.Exporters))
+	}
+
 	riverWorkers := river.NewWorkers()
 	workers.Register(riverWorkers, workers.Deps{
 		Store: a.store, Logger: logger, Metrics: a.metrics,
-		HTTPClient: workers.NewPolicyHTTPClient(cfg.WebhookDestinations()), WebhookTimeout: cfg.WebhookTimeout,
+		HTTPClient: webhookClient, WebhookTimeout: cfg.WebhookTimeout,
 		CompilerBuildID: cfg.CompilerBuildID,
 		Limits:          cfg.CompileLimits(),
 		Signer:          signer,
@@ -165,6 +195,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*App
 		MaxAttempts:          cfg.MaxAttemptsDefault,
 		Workers:              riverWorkers,
 		Observer:             observer,
+		Tracing:              jobTracing,
 		RescueStuckJobsAfter: cfg.rescueAfter(),
 		Maintenance:          &cfg.Maintenance,
 	})
@@ -192,6 +223,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*App
 		Gatherer: a.registry,
 		Ready:    a.readyChecks(),
 		Admin:    role != RoleWorker,
+		Tracer:   httpTracer,
 	}
 	if role != RoleWorker {
 		a.keys = access.NewKeyring(a.store)
@@ -336,6 +368,14 @@ func (a *App) Stop(ctx context.Context) {
 		if a.stopKeys != nil {
 			a.stopKeys() // Run flushes the last-used times once more
 			<-a.keysDone
+		}
+		if a.tracer != nil {
+			// Last: the spans of the requests and jobs that just ended.
+			flushCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if err := a.tracer.Shutdown(flushCtx); err != nil {
+				a.logger.Warn("spans not exported at shutdown", slog.String("error", err.Error()))
+			}
+			cancel()
 		}
 	})
 }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/internal/redact"
+	"github.com/bpc-platform/bpc/internal/tracing"
 	"github.com/bpc-platform/bpc/webhook/breaker"
 	"github.com/bpc-platform/bpc/webhook/destination"
 	"github.com/bpc-platform/bpc/workers"
@@ -72,6 +75,14 @@ type Config struct {
 	// Rules bounds rule sources and test runs (BPC_RULES_MAX_NODES,
 	// BPC_RULES_MAX_CASES).
 	Rules rules.Limits
+	// Tracing is OpenTelemetry tracing (OTEL_TRACES_EXPORTER,
+	// OTEL_SERVICE_NAME; off when unset). Its Console writer is set by the
+	// caller, never from the environment.
+	Tracing tracing.Config
+	// otlpHeaderValues are the values of the OTLP exporter's headers
+	// (OTEL_EXPORTER_OTLP_HEADERS: a collector's API key), which the log
+	// redacts like the process's other secrets.
+	otlpHeaderValues []string
 	// BeforeCommit is the workers' BeforeCommit test hook; never set from
 	// the environment.
 	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
@@ -209,6 +220,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	default:
 		errs = append(errs, configError(errcode.Validation, "BPC_LOG_JSON", "must be true or false, got %q", v))
 	}
+	c.Tracing, errs = tracingConfig(getenv, errs)
+	c.otlpHeaderValues = otlpHeaderValues(getenv)
 	if c.DatabaseURL == "" {
 		errs = append(errs, configError(errcode.ConfigMissing, "DATABASE_URL", "is required (postgres://user@host:5432/db); in a checkout, `make doctor`, `make migrate` and `make run` find or start the dev database for you"))
 	}
@@ -235,10 +248,56 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		host, _ := os.Hostname()
 		c.WorkerID = fmt.Sprintf("%s-%d", or(host, "bpc"), os.Getpid())
 	}
+	c.Tracing.InstanceID = c.WorkerID
 	if len(errs) > 0 {
 		return c, joinConfigErrors(errs)
 	}
 	return c, nil
+}
+
+// tracingConfig reads the OpenTelemetry variables the service itself acts
+// on. The OTLP exporter's own (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, …),
+// the sampler's and the batch processor's are read by the OpenTelemetry SDK
+// from the process environment when tracing is on; of those, only a protocol
+// other than OTLP over HTTP is refused here, as a choice the service would
+// silently ignore.
+func tracingConfig(getenv func(string) string, errs []error) (tracing.Config, []error) {
+	var c tracing.Config
+	if v := strings.ToLower(strings.TrimSpace(getenv("OTEL_SDK_DISABLED"))); v == "true" {
+		return c, errs
+	}
+	exporters, err := tracing.ParseExporters(getenv("OTEL_TRACES_EXPORTER"))
+	if err != nil {
+		return c, append(errs, configError(errcode.Validation, "OTEL_TRACES_EXPORTER", "%s", err.Error()))
+	}
+	c.Exporters = exporters
+	c.ServiceName = strings.TrimSpace(getenv("OTEL_SERVICE_NAME"))
+	if slices.Contains(exporters, tracing.ExporterOTLP) {
+		for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+			if v := strings.TrimSpace(getenv(name)); v != "" && v != "http/protobuf" {
+				errs = append(errs, configError(errcode.Validation, name, "must be http/protobuf (the service exports OTLP over HTTP), got %q", v))
+			}
+		}
+	}
+	return c, errs
+}
+
+// otlpHeaderValues returns the values of the OTLP exporter's headers
+// ("key=value,…", values percent-encoded), as given and decoded.
+func otlpHeaderValues(getenv func(string) string) []string {
+	var out []string
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		for pair := range strings.SplitSeq(getenv(name), ",") {
+			if _, v, ok := strings.Cut(pair, "="); ok {
+				v = strings.TrimSpace(v)
+				out = append(out, v)
+				if dec, err := url.PathUnescape(v); err == nil && dec != v {
+					out = append(out, dec)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // joinConfigErrors reports every bad variable at once under the first
@@ -274,17 +333,24 @@ func or(v, def string) string {
 // knows the process's own secrets, so that none reaches the log.
 func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 	opts := redact.New(cfg.secrets()...).HandlerOptions(&slog.HandlerOptions{Level: cfg.LogLevel})
+	var h slog.Handler
 	if cfg.LogJSON {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
+	} else {
+		h = slog.NewTextHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	if cfg.Tracing.Enabled() {
+		// Lines logged in a span's context carry trace_id and span_id.
+		h = tracing.LogHandler(h)
+	}
+	return slog.New(h)
 }
 
 // secrets are the values no log line may hold: the admin token, the
 // signing key and the database password (from DATABASE_URL, or wherever
 // pgx would find it: PGPASSWORD, a passfile).
 func (c Config) secrets() []string {
-	out := []string{c.AdminToken, c.SigningKeyBase64}
+	out := append([]string{c.AdminToken, c.SigningKeyBase64}, c.otlpHeaderValues...)
 	if c.DatabaseURL != "" {
 		if pc, err := pgconn.ParseConfig(c.DatabaseURL); err == nil {
 			out = append(out, pc.Password)

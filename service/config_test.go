@@ -36,7 +36,7 @@ var everything = map[string]string{
 // TestREADMEDocumentsEveryVariable checks that every variable the service
 // reads has a row in the README's configuration table. Rows may group
 // variables with a shared prefix: `BPC_X_ENABLED`, `_WINDOW_MS` documents
-// BPC_X_WINDOW_MS.
+// BPC_X_WINDOW_MS (a suffix extends each full name before it in the cell).
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
 	read, err := readVariables(everything)
 	require.NoError(t, err)
@@ -49,15 +49,19 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 			continue
 		}
 		cell, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " | ")
-		prefix := ""
+		var prefixes []string
 		for _, m := range tick.FindAllStringSubmatch(cell, -1) {
 			name := m[1]
-			if strings.HasPrefix(name, "_") {
-				name = prefix + name
-			} else if i := strings.LastIndex(name, "_"); i > 0 {
-				prefix = name[:i]
+			if !strings.HasPrefix(name, "_") {
+				documented[name] = true
+				if i := strings.LastIndex(name, "_"); i > 0 {
+					prefixes = append(prefixes, name[:i])
+				}
+				continue
 			}
-			documented[name] = true
+			for _, p := range prefixes {
+				documented[p+name] = true
+			}
 		}
 	}
 	var missing []string

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/bpc-platform/bpc/jobargs"
 )
@@ -45,6 +44,9 @@ type ClientOptions struct {
 	Workers *river.Workers
 	// Observer is the job middleware (required when Work is true).
 	Observer *Observer
+	// Tracing, when set, traces inserts and job attempts (tracing off: nil,
+	// and River runs without it).
+	Tracing *Tracing
 	// Maintenance, when set, adds the maintenance queue and its periodic
 	// jobs (run by River's elected leader only) and sets River's job
 	// cleaner to its River retention.
@@ -84,7 +86,13 @@ func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], erro
 			cfg.PeriodicJobs = MaintenancePeriodicJobs(*o.Maintenance)
 		}
 		cfg.Workers = o.Workers
-		cfg.Middleware = []rivertype.Middleware{o.Observer}
+	}
+	// Tracing first: the observer's log lines carry the attempt's span.
+	if o.Tracing != nil {
+		cfg.Middleware = append(cfg.Middleware, o.Tracing)
+	}
+	if o.Work {
+		cfg.Middleware = append(cfg.Middleware, o.Observer)
 	}
 	if o.Maintenance != nil {
 		o.Maintenance.ConfigureJobCleaner(cfg)

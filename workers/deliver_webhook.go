@@ -270,7 +270,7 @@ func (w *DeliverWebhookWorker) send(ctx context.Context, d store.DeliveryToSend,
 
 	resp, err := w.Client.Do(req)
 	if err != nil {
-		return a, w.transportError(d, err)
+		return a, w.transportError(ctx, d, err)
 	}
 	defer resp.Body.Close()
 	respBody, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBodyBytes))
@@ -304,22 +304,22 @@ const connectFailed = "could not connect to the webhook endpoint"
 // transportError classifies a request that got no HTTP response: refused
 // by the destination policy (nothing was sent), timed out, or failed to
 // connect; the detail is logged, never recorded.
-func (w *DeliverWebhookWorker) transportError(d store.DeliveryToSend, err error) error {
+func (w *DeliverWebhookWorker) transportError(ctx context.Context, d store.DeliveryToSend, err error) error {
 	attrs := []any{slog.String("webhook_endpoint_id", d.Endpoint.WebhookEndpointID.String()),
 		slog.String("webhook_delivery_id", d.Delivery.WebhookDeliveryID.String())}
 	var denied *destination.DeniedError
 	if errors.As(err, &denied) {
-		w.logger().Warn("webhook destination denied; nothing sent", append(attrs,
+		w.logger().WarnContext(ctx, "webhook destination denied; nothing sent", append(attrs,
 			slog.String("host", denied.Host), slog.String("address", addrString(denied)), slog.String("reason", denied.Reason))...)
 		return errcode.Wrap(errcode.WebhookDestinationDenied, err,
 			"the webhook endpoint's address is not allowed (%s); nothing was sent", denied.Reason)
 	}
 	var netErr net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
-		w.logger().Info("webhook endpoint timed out", append(attrs, slog.String("error", redactURL(err)))...)
+		w.logger().InfoContext(ctx, "webhook endpoint timed out", append(attrs, slog.String("error", redactURL(err)))...)
 		return errcode.New(errcode.WebhookTimeout, "no response within %s", w.RequestTimeout)
 	}
-	w.logger().Info("webhook endpoint unreachable", append(attrs, slog.String("error", redactURL(err)))...)
+	w.logger().InfoContext(ctx, "webhook endpoint unreachable", append(attrs, slog.String("error", redactURL(err)))...)
 	return errcode.New(errcode.WebhookNetwork, connectFailed)
 }
 

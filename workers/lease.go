@@ -133,7 +133,8 @@ func (l *Leases) renewOnce(ctx context.Context) {
 		case err == nil && ok && outcome == store.LeaseFinished:
 			// Committed: nothing left to protect.
 		case err == nil && ok && outcome == store.LeaseLost:
-			l.Logger.Warn("job lease lost", slog.Int64("river_job_id", id), slog.String("type", h.kind),
+			// In the job's context: the line carries its attempt's trace.
+			l.Logger.WarnContext(h.ctx, "job lease lost", slog.Int64("river_job_id", id), slog.String("type", h.kind),
 				slog.Int("attempt", h.attempt))
 			h.cancel(errLeaseLost)
 		case now.Sub(h.renewed)+l.Renew >= l.TTL:
@@ -142,11 +143,11 @@ func (l *Leases) renewOnce(ctx context.Context) {
 			if err != nil {
 				reason = err.Error()
 			}
-			l.Logger.Warn("job lease could not be renewed before expiry", slog.Int64("river_job_id", id),
+			l.Logger.WarnContext(h.ctx, "job lease could not be renewed before expiry", slog.Int64("river_job_id", id),
 				slog.String("type", h.kind), slog.String("error", reason))
 			h.cancel(errLeaseLost)
 		case err != nil:
-			l.Logger.Warn("job lease renewal failed; retrying", slog.Int64("river_job_id", id), slog.String("error", err.Error()))
+			l.Logger.WarnContext(h.ctx, "job lease renewal failed; retrying", slog.Int64("river_job_id", id), slog.String("error", err.Error()))
 		}
 	}
 }

@@ -99,6 +99,9 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_LOG_LEVEL": "loud"}, errcode.Validation, "BPC_LOG_LEVEL"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_RULES_MAX_NODES": "0"}, errcode.Validation, "BPC_RULES_MAX_NODES"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_RULES_MAX_CASES": "many"}, errcode.Validation, "BPC_RULES_MAX_CASES"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "zipkin"}, errcode.Validation, "OTEL_TRACES_EXPORTER"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, errcode.Validation, "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, errcode.Validation, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"},
 	}
 	for _, tc := range cases {
 		_, err := service.LoadConfig(envOf(tc.vars))
@@ -119,6 +122,11 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	require.Equal(t, 60, cfg.LeaseSeconds)
 	require.Equal(t, 2, cfg.MaxLeaseExpiries)
 	require.Equal(t, rules.Limits{MaxNodes: 200_000, MaxCases: 1_000_000}, cfg.CompileLimits().Rules)
+	require.False(t, cfg.Tracing.Enabled(), "no OTEL_TRACES_EXPORTER: no tracing")
+	cfg, err = service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x",
+		"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"}))
+	require.NoError(t, err)
+	require.False(t, cfg.Tracing.Enabled(), "OTEL_SDK_DISABLED wins")
 
 	err = run(t.Context(), []string{"frobnicate"}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, "unknown subcommand")
@@ -192,6 +200,19 @@ func TestLoggerRedactsTheProcessSecrets(t *testing.T) {
 		require.NotContains(t, buf.String(), secret)
 	}
 	require.Contains(t, buf.String(), "postgres://bpc:[REDACTED]@db:5432/bpc")
+
+	// A collector's API key in the OTLP exporter's headers, as given and
+	// percent-decoded.
+	cfg, err := service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "otlp",
+		"OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=collector-key-0123456789,authorization=Bearer%20collector-token-9876543210"}))
+	require.NoError(t, err)
+	buf.Reset()
+	service.NewLogger(cfg, &buf).Warn("tracing error", slog.String("error",
+		"sent x-api-key collector-key-0123456789 and Bearer collector-token-9876543210"))
+	require.NotEmpty(t, buf.String())
+	for _, secret := range []string{"collector-key-0123456789", "collector-token-9876543210"} {
+		require.NotContains(t, buf.String(), secret)
+	}
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.

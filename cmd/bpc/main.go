@@ -124,6 +124,9 @@ func cmdServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer pool.Close()
 	logger := service.NewLogger(cfg, stdout)
+	// The console span exporter's JSON lines go beside the banner, apart
+	// from the JSON log on stdout.
+	cfg.Tracing.Console = stderr
 
 	if *migrate {
 		if err := migrations.Up(ctx, pool, logger); err != nil {

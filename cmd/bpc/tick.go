@@ -116,6 +116,7 @@ func cmdTick(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer pool.Close()
+	cfg.Tracing.Console = stderr
 	if err := requireCurrentSchema(ctx, pool, "run `bpc migrate`"); err != nil {
 		return err
 	}

@@ -1,0 +1,154 @@
+// Package tracing sets up the service's OpenTelemetry tracing from the
+// standard OTEL_* variables and stamps log lines with the trace they belong
+// to. The spans themselves are made where the work is: the HTTP request in
+// the api package, the enqueue, each job attempt and the webhook POST in the
+// workers package. Everything here is explicit (no global provider), so that
+// several services in one test process trace apart, and with tracing off
+// nothing of it is installed at all.
+package tracing
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Exporters of OTEL_TRACES_EXPORTER.
+const (
+	ExporterOTLP    = "otlp"
+	ExporterConsole = "console"
+	ExporterNone    = "none"
+)
+
+// Config is the tracing part of the service configuration.
+type Config struct {
+	// Exporters are OTEL_TRACES_EXPORTER's exporters: otlp (OTLP over
+	// HTTP), console (JSON lines on Console). Empty: tracing is off.
+	Exporters []string
+	// ServiceName is OTEL_SERVICE_NAME (default bpc).
+	ServiceName string
+	// InstanceID is the service.instance.id resource attribute (the worker id).
+	InstanceID string
+	// Console receives the console exporter's JSON lines (stderr when nil);
+	// never set from the environment.
+	Console io.Writer
+}
+
+// Enabled reports whether spans are recorded and exported.
+func (c Config) Enabled() bool { return len(c.Exporters) > 0 }
+
+// ParseExporters reads OTEL_TRACES_EXPORTER: a comma-separated list of
+// otlp and console, or none. Unset is none, unlike the OpenTelemetry
+// default: a service nobody asked to trace sends nothing anywhere.
+func ParseExporters(v string) ([]string, error) {
+	var out []string
+	for name := range strings.SplitSeq(strings.ToLower(v), ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "":
+		case ExporterNone:
+			if v := strings.TrimSpace(v); !strings.EqualFold(v, ExporterNone) {
+				return nil, fmt.Errorf("none cannot be combined with other exporters, got %q", v)
+			}
+		case ExporterOTLP, ExporterConsole:
+			if !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		default:
+			return nil, fmt.Errorf("must be otlp, console or none (or a comma-separated list of otlp and console), got %q", name)
+		}
+	}
+	return out, nil
+}
+
+// NewProvider returns the tracer provider that exports the service's spans
+// as cfg says, or nil when tracing is off. The console exporter writes each
+// span as it ends (a local tool: nothing is held back); OTLP exports in
+// batches. The OTLP exporter, the sampler and the batch processor read their
+// own standard variables (OTEL_EXPORTER_OTLP_*, OTEL_TRACES_SAMPLER*,
+// OTEL_BSP_*) as the OpenTelemetry SDK defines them. Shutdown flushes what
+// is left.
+func NewProvider(ctx context.Context, cfg Config) (*sdktrace.TracerProvider, error) {
+	if !cfg.Enabled() {
+		return nil, nil
+	}
+	attrs := []attribute.KeyValue{semconv.ServiceName(cmp.Or(cfg.ServiceName, "bpc"))}
+	if cfg.InstanceID != "" {
+		attrs = append(attrs, semconv.ServiceInstanceID(cfg.InstanceID))
+	}
+	// resource.Default holds OTEL_RESOURCE_ATTRIBUTES; the service's own
+	// attributes come last and win.
+	res, err := resource.Merge(resource.Default(), resource.NewWithAttributes(semconv.SchemaURL, attrs...))
+	if err != nil {
+		return nil, fmt.Errorf("error building the trace resource: %w", err)
+	}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	for _, name := range cfg.Exporters {
+		switch name {
+		case ExporterConsole:
+			w := cfg.Console
+			if w == nil {
+				w = os.Stderr
+			}
+			exp, err := stdouttrace.New(stdouttrace.WithWriter(w))
+			if err != nil {
+				return nil, fmt.Errorf("error creating the console span exporter: %w", err)
+			}
+			opts = append(opts, sdktrace.WithSyncer(exp))
+		case ExporterOTLP:
+			exp, err := otlptracehttp.New(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("error creating the OTLP span exporter: %w", err)
+			}
+			opts = append(opts, sdktrace.WithBatcher(exp))
+		}
+	}
+	return sdktrace.NewTracerProvider(opts...), nil
+}
+
+// LogErrors sends the OpenTelemetry SDK's own errors (an unreachable
+// collector, a sampler variable it cannot read) to logger instead of the
+// standard logger. The SDK's error handler is process-wide: the last
+// service to call this gets them.
+func LogErrors(logger *slog.Logger) {
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("tracing error", slog.String("error", err.Error()))
+	}))
+}
+
+// LogHandler wraps h so that every line logged with a context holding a
+// span carries trace_id and span_id: a log line leads to its trace, and a
+// trace to its log lines. (Under a WithGroup logger they sit in its group,
+// as every attribute does; the service's loggers have no groups.)
+func LogHandler(h slog.Handler) slog.Handler { return logHandler{h} }
+
+type logHandler struct{ slog.Handler }
+
+// Handle adds the span's ids to the record.
+func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// WithAttrs keeps the wrapper around the derived handler.
+func (h logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return logHandler{h.Handler.WithAttrs(attrs)}
+}
+
+// WithGroup keeps the wrapper around the derived handler.
+func (h logHandler) WithGroup(name string) slog.Handler { return logHandler{h.Handler.WithGroup(name)} }
