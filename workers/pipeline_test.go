@@ -32,6 +32,7 @@ import (
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/internal/fixture"
+	"github.com/bpc-platform/bpc/internal/pdftest"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -810,10 +811,6 @@ func TestExportPassportWorker(t *testing.T) {
 
 	v := e.activate(t, id)
 
-	t.Run("PDF is not implemented", func(t *testing.T) {
-		requireFailed(t, e.run(t, exportArgs(id, "pdf")), "UNSUPPORTED_FORMAT")
-	})
-
 	t.Run("an ACTIVE version is written atomically", func(t *testing.T) {
 		job := e.run(t, exportArgs(id, "json"))
 		requireSucceeded(t, job)
@@ -885,6 +882,35 @@ func TestExportPassportWorker(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, entries, 1)
 		require.Equal(t, 1, e.events(t, passport.EventExported, id), "a re-run appends no second event")
+	})
+
+	t.Run("a PDF beside the JSON", func(t *testing.T) {
+		job := e.run(t, exportArgs(id, "pdf"))
+		requireSucceeded(t, job)
+		path := filepath.Join(e.exportDir, pipeTenant.String(), id.String()+".pdf")
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.True(t, bytes.HasPrefix(b, []byte("%PDF-")))
+		exports, err := e.st.ListPassportExports(e.ctx, pipeTenant, id)
+		require.NoError(t, err)
+		require.Len(t, exports, 2)
+		ex := exports[0]
+		require.Equal(t, "PDF", ex.Format, "newest first")
+		require.Equal(t, path, ex.Path)
+		require.Equal(t, hash.SHA256Hex(b), ex.SHA256)
+		require.Equal(t, int64(len(b)), ex.SizeBytes)
+		require.Equal(t, job.RiverJobID, *ex.RiverJobID)
+		require.Equal(t, *v.QRPayload, pdftest.PageQR(t, path, 1))
+		require.Equal(t, 2, e.events(t, passport.EventExported, id))
+
+		rerun := e.rerun(t, job)
+		requireSucceeded(t, rerun)
+		again, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.Equal(t, b, again, "the same bytes")
+		entries, err := os.ReadDir(filepath.Dir(path))
+		require.NoError(t, err)
+		require.Len(t, entries, 2, "the JSON and the PDF, no temporary file")
 	})
 	e.consistent(t)
 }
