@@ -142,6 +142,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (*App
 		Limits:          cfg.CompileLimits(),
 		Signer:          signer,
 		ExportDir:       cfg.ExportDir,
+		UploadsDir:      cfg.UploadsDir,
 		BeforeCommit:    cfg.BeforeCommit,
 		WebhookBreaker:  cfg.Breaker,
 	})

@@ -99,6 +99,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_LOG_LEVEL": "loud"}, errcode.Validation, "BPC_LOG_LEVEL"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_RULES_MAX_NODES": "0"}, errcode.Validation, "BPC_RULES_MAX_NODES"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_RULES_MAX_CASES": "many"}, errcode.Validation, "BPC_RULES_MAX_CASES"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_UPLOADS_DIR": "/nonexistent/uploads"}, errcode.Validation, "BPC_UPLOADS_DIR"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_UPLOADS_DIR": "/etc/hostname"}, errcode.Validation, "BPC_UPLOADS_DIR: must be an existing directory"},
 	}
 	for _, tc := range cases {
 		_, err := service.LoadConfig(envOf(tc.vars))
@@ -119,6 +121,11 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	require.Equal(t, 60, cfg.LeaseSeconds)
 	require.Equal(t, 2, cfg.MaxLeaseExpiries)
 	require.Equal(t, rules.Limits{MaxNodes: 200_000, MaxCases: 1_000_000}, cfg.CompileLimits().Rules)
+	require.Empty(t, cfg.UploadsDir, "no uploads directory unless configured: content_ref is refused")
+	uploads := t.TempDir()
+	cfg, err = service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_UPLOADS_DIR": uploads + "/./"}))
+	require.NoError(t, err)
+	require.Equal(t, uploads, cfg.UploadsDir)
 
 	err = run(t.Context(), []string{"frobnicate"}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, "unknown subcommand")
