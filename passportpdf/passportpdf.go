@@ -93,7 +93,7 @@ const (
 	fontMono    = "mono"
 )
 
-// The faces of the document, and the line heights of text and mono.
+// The faces of the document.
 var (
 	titleFace   = face{fontBold, 18}
 	productFace = face{fontBold, 14}
@@ -102,8 +102,12 @@ var (
 	strongFace  = face{fontBold, 9.5}
 	monoFace    = face{fontMono, 8.5}
 	smallFace   = face{fontRegular, 7.5}
-	lineText    = 13.0
-	lineMono    = 12.0
+)
+
+// Line heights of text and of the monospaced values.
+const (
+	lineText = 13.0
+	lineMono = 12.0
 )
 
 // Render renders p as an A4 PDF. The same p renders to the same bytes. The
@@ -277,6 +281,23 @@ func (r *renderer) wrap(f face, s string, width float64) []string {
 	return lines
 }
 
+// clip cuts s after maxValueRunes runes, with an ellipsis.
+func clip(s string) string {
+	if rs := []rune(s); len(rs) > maxValueRunes {
+		return string(rs[:maxValueRunes]) + "…"
+	}
+	return s
+}
+
+// fit cuts s to one line of at most width in f, with an ellipsis.
+func (r *renderer) fit(f face, s string, width float64) string {
+	lines := r.wrap(f, clip(s), width-10)
+	if len(lines) <= 1 {
+		return s
+	}
+	return lines[0] + "…"
+}
+
 // header draws the title, the product and the version's identity, with
 // the QR code at the right.
 func (r *renderer) header(p Passport) {
@@ -315,7 +336,7 @@ func (r *renderer) header(p Passport) {
 func (r *renderer) heading(title string) {
 	r.need(26 + 3*lineText)
 	r.y += 8
-	r.text(margin, r.y, headingFace, title)
+	r.text(margin, r.y, headingFace, r.fit(headingFace, title, contentW))
 	r.y += 16
 	if r.err == nil {
 		r.pdf.SetLineWidth(0.5)
@@ -328,12 +349,8 @@ func (r *renderer) heading(title string) {
 // row draws a label and its value side by side, the value wrapped within
 // valueW.
 func (r *renderer) row(row payloadview.Row, labelWidth, valueW float64) {
-	value := row.Value
-	if rs := []rune(value); len(rs) > maxValueRunes {
-		value = string(rs[:maxValueRunes]) + "…"
-	}
-	lines := r.wrap(textFace, value, valueW)
-	labels := r.wrap(textFace, row.Label, labelWidth-8)
+	lines := r.wrap(textFace, clip(row.Value), valueW)
+	labels := r.wrap(textFace, clip(row.Label), labelWidth-8)
 	n := max(len(lines), len(labels))
 	r.need(float64(n) * lineText)
 	r.pdf.SetTextColor(85, 85, 85)
@@ -354,7 +371,7 @@ func (r *renderer) compliance(cs []payloadview.Compliance) {
 	}
 	r.heading("Compliance")
 	for _, c := range cs {
-		detail := r.wrap(textFace, c.Detail, contentW-70)
+		detail := r.wrap(textFace, clip(c.Detail), contentW-70)
 		r.need(float64(1+len(detail)) * lineText)
 		verdict := "met"
 		r.pdf.SetTextColor(29, 107, 53)
@@ -364,7 +381,7 @@ func (r *renderer) compliance(cs []payloadview.Compliance) {
 		}
 		r.text(margin, r.y, strongFace, verdict)
 		r.pdf.SetTextColor(0, 0, 0)
-		r.text(margin+70, r.y, strongFace, c.Code)
+		r.text(margin+70, r.y, strongFace, r.fit(strongFace, c.Code, contentW-70))
 		r.y += lineText
 		r.pdf.SetTextColor(85, 85, 85)
 		for _, l := range detail {

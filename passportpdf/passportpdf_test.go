@@ -136,8 +136,10 @@ func TestRenderKeepsTextOnThePage(t *testing.T) {
 		}
 		fields["group_"+strconv.Itoa(i)] = group
 	}
+	fields[strings.Repeat("a_very_long_group_name_", 12)] = map[string]any{"x": "y"}
 	payload, err := json.Marshal(map[string]any{"fields": fields, "compliance": []map[string]any{
-		{"code": "LONG", "field": "general.notes", "ok": false, "detail": strings.Repeat("detail ", 100)}}})
+		{"code": "LONG", "field": "general.notes", "ok": false, "detail": strings.Repeat("detail ", 100)},
+		{"code": strings.Repeat("VERY_LONG_CODE_", 20), "field": "x", "ok": true, "detail": strings.Repeat("endless ", 2000)}}})
 	require.NoError(t, err)
 	p.Payload = payload
 	p.Product.Name = strings.Repeat("Very long product name ", 8)
@@ -151,13 +153,17 @@ func TestRenderKeepsTextOnThePage(t *testing.T) {
 	require.Contains(t, text, "0123456789abcdef0123", "the long word is there, broken across lines")
 
 	bbox := pdftest.Run(t, "pdftotext", "-bbox", path, "-")
-	words := regexp.MustCompile(`<word xMin="([\d.]+)" yMin="[\d.]+" xMax="([\d.]+)"`).FindAllStringSubmatch(bbox, -1)
+	words := regexp.MustCompile(`<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)"`).FindAllStringSubmatch(bbox, -1)
 	require.Greater(t, len(words), 500)
 	for _, w := range words {
 		xMin, _ := strconv.ParseFloat(w[1], 64)
-		xMax, _ := strconv.ParseFloat(w[2], 64)
+		yMin, _ := strconv.ParseFloat(w[2], 64)
+		xMax, _ := strconv.ParseFloat(w[3], 64)
+		yMax, _ := strconv.ParseFloat(w[4], 64)
 		require.GreaterOrEqual(t, xMin, 47.5, "%s", w[0])
 		require.LessOrEqual(t, xMax, 595-47.5, "%s", w[0])
+		require.GreaterOrEqual(t, yMin, 40.0, "%s", w[0])
+		require.LessOrEqual(t, yMax, 842-40.0, "%s", w[0])
 	}
 	pages := regexp.MustCompile(`(?m)^Pages:\s+(\d+)$`).FindStringSubmatch(pdftest.Run(t, "pdfinfo", path))
 	require.NotNil(t, pages)
