@@ -196,7 +196,7 @@ type (
 	exportFileParams struct {
 		ID       string `path:"id" format:"uuid"`
 		TenantID string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
-		Format   string `query:"format" enum:"JSON,PDF,json,pdf" doc:"Export format, default JSON."`
+		Format   string `query:"format" enum:"JSON,PDF,json,pdf" doc:"Export format, default JSON: JSON is served as application/json, PDF as application/pdf."`
 	}
 )
 

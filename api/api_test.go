@@ -134,6 +134,8 @@ func TestEnqueueValidationNamesTheField(t *testing.T) {
 		{"max_attempts zero", "/v1/jobs", `{` + dev + `,"type":"DELIVER_WEBHOOK","max_attempts":0}`, "VALIDATION_ERROR", "max_attempts", 422},
 		{"priority wrong type", "/v1/jobs", `{` + dev + `,"type":"DELIVER_WEBHOOK","priority":"high"}`, "VALIDATION_ERROR", "priority", 422},
 		{"bad payload field", "/v1/jobs", `{` + dev + `,"type":"DELIVER_WEBHOOK","payload":{"webhook_delivery_id":"nope"}}`, "VALIDATION_ERROR", "payload.webhook_delivery_id", 422},
+		{"content_ref upwards", "/v1/jobs", `{` + dev + `,"type":"INGEST_DOCUMENT","payload":{"document_id":"11111111-1111-4111-8111-111111111111","mime_type":"application/json","content_ref":"../x"}}`, "VALIDATION_ERROR", "payload.content_ref", 422},
+		{"content_ref absolute", "/v1/jobs", `{` + dev + `,"type":"INGEST_DOCUMENT","payload":{"document_id":"11111111-1111-4111-8111-111111111111","mime_type":"application/json","content_ref":"/etc/passwd"}}`, "VALIDATION_ERROR", "payload.content_ref", 422},
 		{"empty batch", "/v1/jobs:batch", `{"jobs":[]}`, "VALIDATION_ERROR", "jobs", 422},
 		{"batch item is prefixed", "/v1/jobs:batch",
 			`{"jobs":[{` + dev + `,"type":"DELIVER_WEBHOOK","payload":{"webhook_delivery_id":"11111111-1111-4111-8111-111111111111"}},{` + dev + `,"type":"DELIVER_WEBHOOK","payload":{}}]}`,

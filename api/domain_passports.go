@@ -178,7 +178,7 @@ func (s *Server) handleActivatePassportVersion(ctx context.Context, req *idBody)
 
 type exportRequest struct {
 	TenantID string `json:"tenant_id" format:"uuid"`
-	Format   string `json:"format"`
+	Format   string `json:"format" doc:"JSON (BPC-EXPORT-1, what bpc verify reads) or PDF (for people; same bytes for the same version)."`
 }
 
 // handleExportPassportVersion enqueues EXPORT_PASSPORT for an existing

@@ -14,9 +14,12 @@ import (
 	"github.com/bpc-platform/bpc/examples/nmc811"
 )
 
-// FileExport is the file the JSON export is written to, beside the artifact
-// directory's files.
-const FileExport = "export.json"
+// The files the exports are written to, beside the artifact directory's
+// files: the JSON export (BPC-EXPORT-1) and the PDF.
+const (
+	FileExport    = "export.json"
+	FileExportPDF = "passport.pdf"
+)
 
 // Run walks the sample through the service c calls, for c's tenant, writing
 // the artifacts to the directory out (created if needed) and the stage lines
@@ -98,7 +101,8 @@ func (d *walk) run(ctx context.Context) error {
 		{"compile", d.compile},
 		{"sign + QR", d.signAndQR},
 		{"activate", d.activate},
-		{"export JSON", d.export},
+		{"export JSON", func(ctx context.Context) (string, error) { return d.export(ctx, "JSON", FileExport) }},
+		{"export PDF", func(ctx context.Context) (string, error) { return d.export(ctx, "PDF", FileExportPDF) }},
 		{"replay", d.replay},
 		{"artifacts", d.artifacts},
 		{"public verification", d.publicPage},

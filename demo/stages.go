@@ -410,9 +410,11 @@ func (d *walk) activate(ctx context.Context) (string, error) {
 	return "version " + d.version.PassportVersionID + " ACTIVE", nil
 }
 
-func (d *walk) export(ctx context.Context) (string, error) {
+// export runs EXPORT_PASSPORT in format, checks the file the service
+// serves against its export record and writes it to file.
+func (d *walk) export(ctx context.Context, format, file string) (string, error) {
 	id := d.version.PassportVersionID
-	job, err := d.c.RunJob(ctx, apiclient.Path("/v1/passport-versions", id, "export"), d.body("format", "JSON"))
+	job, err := d.c.RunJob(ctx, apiclient.Path("/v1/passport-versions", id, "export"), d.body("format", format))
 	if err != nil {
 		return "", err
 	}
@@ -422,26 +424,26 @@ func (d *walk) export(ctx context.Context) (string, error) {
 	if err := d.get(ctx, apiclient.Path("/v1/passport-versions", id, "exports"), &list); err != nil {
 		return "", err
 	}
-	i := slices.IndexFunc(list.Items, func(e passportExport) bool { return e.Format == "JSON" })
+	i := slices.IndexFunc(list.Items, func(e passportExport) bool { return e.Format == format })
 	if i < 0 {
-		return "", fmt.Errorf("%s succeeded but the version lists no JSON export", job.Type)
+		return "", fmt.Errorf("%s succeeded but the version lists no %s export", job.Type, format)
 	}
 	exp := list.Items[i]
-	var file []byte
-	if err := d.get(ctx, apiclient.Path("/v1/passport-versions", id, "export-file"), &file, "format", "JSON"); err != nil {
+	var body []byte
+	if err := d.get(ctx, apiclient.Path("/v1/passport-versions", id, "export-file"), &body, "format", format); err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(file)
+	sum := sha256.Sum256(body)
 	if exp.SHA256 != "" && !strings.EqualFold(exp.SHA256, hex.EncodeToString(sum[:])) {
 		return "", fmt.Errorf("export file has SHA-256 %x, the export record says %s", sum, exp.SHA256)
 	}
-	if exp.SizeBytes != 0 && exp.SizeBytes != int64(len(file)) {
-		return "", fmt.Errorf("export file has %d bytes, the export record says %d", len(file), exp.SizeBytes)
+	if exp.SizeBytes != 0 && exp.SizeBytes != int64(len(body)) {
+		return "", fmt.Errorf("export file has %d bytes, the export record says %d", len(body), exp.SizeBytes)
 	}
-	if err := os.WriteFile(filepath.Join(d.out, FileExport), file, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(d.out, file), body, 0o644); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("export %s, %d bytes, sha256 %x → %s", exp.PassportExportID, len(file), sum, FileExport), nil
+	return fmt.Sprintf("export %s, %d bytes, sha256 %x → %s", exp.PassportExportID, len(body), sum, file), nil
 }
 
 func (d *walk) replay(ctx context.Context) (string, error) {

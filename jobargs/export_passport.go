@@ -16,7 +16,7 @@ const KindExport = "EXPORT_PASSPORT"
 type ExportPassportArgs struct {
 	Base
 	PassportVersionID uuid.UUID `json:"passport_version_id"`
-	// Format is JSON (PDF is reserved).
+	// Format is JSON (BPC-EXPORT-1, for verification) or PDF (for people).
 	Format string `json:"format"`
 }
 

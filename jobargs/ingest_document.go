@@ -3,6 +3,7 @@ package jobargs
 import (
 	"encoding/base64"
 	"mime"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -20,7 +21,8 @@ type IngestDocumentArgs struct {
 	DocumentID uuid.UUID `json:"document_id"`
 	// Content is the document, base64 (standard alphabet, padded).
 	Content string `json:"content,omitempty"`
-	// ContentRef points at content stored elsewhere (instead of Content).
+	// ContentRef is instead the path of a file under the uploads directory
+	// (BPC_UPLOADS_DIR), relative to it, whose bytes are the document.
 	ContentRef string `json:"content_ref,omitempty"`
 	MimeType   string `json:"mime_type"`
 }
@@ -34,7 +36,7 @@ func (IngestDocumentArgs) InsertOpts() river.InsertOpts {
 }
 
 // Validate requires tenant_id and document_id, one of content (standard
-// base64) or content_ref (one line), and a media type.
+// base64) or content_ref (CheckContentRef), and a media type.
 func (a IngestDocumentArgs) Validate() error {
 	if err := a.validate(a.Refs()); err != nil {
 		return err
@@ -48,11 +50,36 @@ func (a IngestDocumentArgs) Validate() error {
 		if _, err := base64.StdEncoding.DecodeString(a.Content); err != nil {
 			return errcode.Invalid("content", "must be standard base64")
 		}
-	case len(a.ContentRef) > 2048 || strings.ContainsAny(a.ContentRef, "\r\n"):
-		return errcode.Invalid("content_ref", "must be one line of at most 2048 characters")
+	default:
+		if err := CheckContentRef(a.ContentRef); err != nil {
+			return err
+		}
 	}
 	if _, _, err := mime.ParseMediaType(a.MimeType); err != nil || !strings.Contains(a.MimeType, "/") {
 		return errcode.Invalid("mime_type", "must be a media type such as application/json")
+	}
+	return nil
+}
+
+// CheckContentRef refuses a content_ref that cannot name a file inside the
+// uploads directory, before any file is looked at: one line of at most 2048
+// bytes, no NUL, a relative slash-separated path without ".." components,
+// not a URL. (Reading it, the worker opens it within the directory, which
+// also refuses symbolic links that lead out.)
+func CheckContentRef(ref string) error {
+	switch {
+	case ref == "":
+		return errcode.Invalid("content_ref", "is empty")
+	case len(ref) > 2048 || strings.ContainsAny(ref, "\r\n"):
+		return errcode.Invalid("content_ref", "must be one line of at most 2048 characters")
+	case strings.ContainsRune(ref, 0):
+		return errcode.Invalid("content_ref", "must not contain NUL")
+	case strings.Contains(ref, "://"):
+		return errcode.Invalid("content_ref", "is a path relative to the uploads directory, not a URL")
+	case strings.HasPrefix(ref, "/"):
+		return errcode.Invalid("content_ref", "must be relative to the uploads directory, not an absolute path")
+	case slices.Contains(strings.Split(ref, "/"), ".."):
+		return errcode.Invalid("content_ref", "must not contain '..'")
 	}
 	return nil
 }

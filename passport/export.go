@@ -3,6 +3,7 @@ package passport
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/core/verify"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passportpdf"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -32,15 +34,17 @@ type ExportFile struct {
 	SHA256            string
 }
 
-// WriteExport writes an ACTIVE version to an export file under dir — the
-// payload, proof and signed receipt exactly as stored, with the public key
-// and QR payload: everything a third party needs to verify it offline. The
-// file is written atomically (temp file, fsync, size check, rename) at
-// dir/<tenant>/<version>.json; writing it again writes the same bytes.
+// WriteExport writes an ACTIVE version to an export file under dir, at
+// dir/<tenant>/<version>.json or .pdf. JSON (BPC-EXPORT-1) is the payload,
+// proof and signed receipt exactly as stored, with the public key and QR
+// payload: everything a third party needs to verify it offline. PDF is the
+// same version for a person to read (PDFPassport, rendered by passportpdf).
+// The file is written atomically (temp file, fsync, size check, rename);
+// writing it again writes the same bytes.
 func WriteExport(ctx context.Context, q *store.Queries, dir string, tenantID, versionID uuid.UUID, format string) (ExportFile, error) {
 	format = strings.ToUpper(format)
-	if format != jobargs.ExportFormatJSON {
-		return ExportFile{}, errcode.New(errcode.UnsupportedFormat, "export format %s is not implemented; use JSON", format)
+	if format != jobargs.ExportFormatJSON && format != jobargs.ExportFormatPDF {
+		return ExportFile{}, errcode.New(errcode.UnsupportedFormat, "export format %s is not one of JSON, PDF", format)
 	}
 	v, err := q.GetPassportVersion(ctx, tenantID, versionID)
 	if err != nil {
@@ -53,16 +57,75 @@ func WriteExport(ctx context.Context, q *store.Queries, dir string, tenantID, ve
 	if err != nil {
 		return ExportFile{}, err
 	}
-	doc, err := ExportDocument(v, art)
+	var doc []byte
+	ext := ".json"
+	if format == jobargs.ExportFormatPDF {
+		ext = ".pdf"
+		doc, err = exportPDF(ctx, q, v, art)
+	} else {
+		doc, err = ExportDocument(v, art)
+	}
 	if err != nil {
 		return ExportFile{}, err
 	}
-	path := filepath.Join(dir, tenantID.String(), versionID.String()+".json")
+	path := filepath.Join(dir, tenantID.String(), versionID.String()+ext)
 	if err := writeFileAtomic(path, doc); err != nil {
 		return ExportFile{}, err
 	}
 	return ExportFile{TenantID: tenantID, PassportVersionID: versionID, Format: format, Path: path,
 		SizeBytes: int64(len(doc)), SHA256: hash.SHA256Hex(doc)}, nil
+}
+
+// exportPDF renders v with its battery product as a PDF.
+func exportPDF(ctx context.Context, q *store.Queries, v store.PassportVersion, art store.PassportArtifacts) ([]byte, error) {
+	pp, err := q.GetPassport(ctx, v.TenantID, v.PassportID)
+	if err != nil {
+		return nil, fmt.Errorf("error loading passport %s: %w", v.PassportID, err)
+	}
+	product, err := q.GetBatteryProduct(ctx, v.TenantID, pp.BatteryProductID)
+	if err != nil {
+		return nil, fmt.Errorf("error loading battery product %s: %w", pp.BatteryProductID, err)
+	}
+	p, err := PDFPassport(v, art, product)
+	if err != nil {
+		return nil, err
+	}
+	b, err := passportpdf.Render(p)
+	if err != nil {
+		return nil, errcode.Wrap(errcode.Internal, err, "error rendering the PDF of passport version %s: %s", v.PassportVersionID, err.Error())
+	}
+	return b, nil
+}
+
+// PDFPassport is what the PDF export shows of a signed version with its QR
+// code: the product, the stored payload, hashes, key id, public key,
+// signature and QR image. Its date is the version's issued_at (the
+// receipt's), so the same version renders to the same bytes.
+func PDFPassport(v store.PassportVersion, art store.PassportArtifacts, product store.BatteryProduct) (passportpdf.Passport, error) {
+	if v.Signature == nil || v.SigningPublicKey == nil {
+		return passportpdf.Passport{}, errcode.New(errcode.InvalidState, "passport version %s is not signed", v.PassportVersionID)
+	}
+	if v.QRPayload == nil || len(art.QRPNG) == 0 {
+		return passportpdf.Passport{}, errcode.New(errcode.InvalidState, "passport version %s has no QR code", v.PassportVersionID)
+	}
+	return passportpdf.Passport{
+		PassportVersionID: v.PassportVersionID.String(),
+		PassportID:        v.PassportID.String(),
+		Version:           int(v.Version),
+		Status:            v.Status,
+		IssuedAt:          v.IssuedAt,
+		Product: passportpdf.Product{BatteryProductID: product.BatteryProductID.String(), SKU: product.SKU,
+			Name: product.Name},
+		Payload:         art.Payload,
+		PayloadHash:     v.PayloadHash,
+		ProofRootHash:   v.ProofRootHash,
+		ReceiptHash:     v.ReceiptHash,
+		SigningKeyID:    v.SigningKeyID,
+		PublicKeyBase64: *v.SigningPublicKey,
+		Signature:       *v.Signature,
+		QRPayload:       *v.QRPayload,
+		QRPNG:           art.QRPNG,
+	}, nil
 }
 
 // RecordExport records an export file written by River job riverJobID and

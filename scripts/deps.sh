@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/deps.sh — installs the system programs the tests drive when they are absent:
-# Debian's chromium (the browser tests of the public verification page) and promtool
-# (Debian's prometheus package: the checks of deploy/'s alert rules and dashboard).
+# Debian's chromium (the browser tests of the public verification page), poppler-utils
+# (pdftotext, pdfinfo, pdfimages, pdftoppm) and zbar-tools (zbarimg), which read the PDF
+# export and decode its QR code, and promtool (Debian's prometheus package: the checks
+# of deploy/'s alert rules and dashboard).
 #
 #   bash scripts/deps.sh
 #
@@ -15,6 +17,10 @@ need=()
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
 	[ -n "${BPC_CHROMIUM:-}" ] || need+=(chromium)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+for tool in pdftotext pdfinfo pdfimages pdftoppm; do
+	command -v "$tool" >/dev/null 2>&1 || { need+=(poppler-utils); break; }
+done
+command -v zbarimg >/dev/null 2>&1 || need+=(zbar-tools)
 
 [ ${#need[@]} -eq 0 ] && exit 0
 
@@ -23,12 +29,12 @@ if [ "$(id -u)" -ne 0 ]; then
 	if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
 		apt=(sudo -n apt-get)
 	else
-		echo "deps.sh: missing ${need[*]}; install with: apt-get install -y ${need[*]} (or set BPC_CHROMIUM)" >&2
+		echo "deps.sh: missing ${need[*]}; install with: apt-get install -y ${need[*]}" >&2
 		exit 1
 	fi
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-	echo "deps.sh: missing ${need[*]} and no apt-get here; install it, or set BPC_CHROMIUM to a Chromium binary" >&2
+	echo "deps.sh: missing ${need[*]} and no apt-get here; install them (for Chromium, BPC_CHROMIUM may name a binary instead)" >&2
 	exit 1
 fi
 echo "deps.sh: installing ${need[*]}" >&2

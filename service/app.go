@@ -174,6 +174,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		Limits:          cfg.CompileLimits(),
 		Signer:          signer,
 		ExportDir:       cfg.ExportDir,
+		UploadsDir:      cfg.UploadsDir,
 		BeforeCommit:    cfg.BeforeCommit,
 		WebhookBreaker:  cfg.Breaker,
 	})

@@ -83,6 +83,10 @@ type Config struct {
 	// (OTEL_EXPORTER_OTLP_HEADERS: a collector's API key), which the log
 	// redacts like the process's other secrets.
 	otlpHeaderValues []string
+	// UploadsDir is the directory INGEST_DOCUMENT's content_ref names files
+	// in (BPC_UPLOADS_DIR), absolute; empty (the default) refuses
+	// content_ref.
+	UploadsDir string
 	// BeforeCommit is the workers' BeforeCommit test hook; never set from
 	// the environment.
 	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
@@ -126,6 +130,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		SigningKeyID:     or(getenv("BPC_SIGNING_KEY_ID"), "dev-key-1"),
 		CompilerBuildID:  or(getenv("BPC_COMPILER_BUILD_ID"), "bpc-dev"),
 		ExportDir:        or(getenv("BPC_EXPORT_DIR"), "exports"),
+		UploadsDir:       strings.TrimSpace(getenv("BPC_UPLOADS_DIR")),
 	}
 	var errs []error
 	num := func(name string, def, lo, hi int) int {
@@ -243,6 +248,16 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		// Export paths are recorded in the database and read back by the
 		// API, which may run in another working directory.
 		c.ExportDir = abs
+	}
+	if c.UploadsDir != "" {
+		// Workers open it for every content_ref; a missing directory is a
+		// mistake to report at start, not on the first ingest.
+		if abs, err := filepath.Abs(c.UploadsDir); err == nil {
+			c.UploadsDir = abs
+		}
+		if fi, err := os.Stat(c.UploadsDir); err != nil || !fi.IsDir() {
+			errs = append(errs, configError(errcode.Validation, "BPC_UPLOADS_DIR", "must be an existing directory, got %q", c.UploadsDir))
+		}
 	}
 	if c.WorkerID == "" {
 		host, _ := os.Hostname()

@@ -5,31 +5,37 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 )
 
 // IngestDocumentWorker stores a document's content as a new version
 // (passport.UploadDocumentVersion), in one transaction with its completion.
-// Content travels base64 in the args; content_ref (content stored
-// elsewhere) is not supported by this release.
+// The content travels base64 in the args, or content_ref names a file under
+// UploadsDir whose bytes are ingested the same way (passport.ReadUpload).
 type IngestDocumentWorker struct {
 	river.WorkerDefaults[jobargs.IngestDocumentArgs]
-	Completer Completer
+	// UploadsDir is where content_ref files are (BPC_UPLOADS_DIR); empty
+	// refuses content_ref.
+	UploadsDir string
+	// MaxUploadBytes bounds a content_ref file (BPC_PAYLOAD_MAX_BYTES).
+	MaxUploadBytes int
+	Completer      Completer
 }
 
 // Work stores the version.
 func (w *IngestDocumentWorker) Work(ctx context.Context, job *river.Job[jobargs.IngestDocumentArgs]) error {
 	a := job.Args
-	if a.ContentRef != "" {
-		return errcode.New(errcode.UnsupportedFormat, "content_ref is not supported; send the content base64 in content")
-	}
 	mimeType, err := passport.DocumentMIME(a.MimeType)
 	if err != nil {
 		return err
 	}
-	content, err := passport.DocumentContent(a.Content)
+	var content []byte
+	if a.ContentRef != "" {
+		content, err = passport.ReadUpload(w.UploadsDir, a.ContentRef, w.MaxUploadBytes)
+	} else {
+		content, err = passport.DocumentContent(a.Content)
+	}
 	if err != nil {
 		return err
 	}

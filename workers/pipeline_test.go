@@ -9,8 +9,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,6 +34,7 @@ import (
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/internal/fixture"
+	"github.com/bpc-platform/bpc/internal/pdftest"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -54,7 +57,10 @@ type pipeOptions struct {
 	// signer signs receipts; a fresh key under pipeKeyID when nil.
 	signer *passport.Signer
 	// exportDir is EXPORT_PASSPORT's directory; a temp dir when empty.
-	exportDir    string
+	exportDir string
+	// uploadsDir is INGEST_DOCUMENT's content_ref directory; a temp dir
+	// when empty.
+	uploadsDir   string
 	beforeCommit func(ctx context.Context, job *rivertype.JobRow) error
 	// register adds the workers; workers.Register when nil.
 	register func(w *river.Workers, d workers.Deps)
@@ -64,10 +70,11 @@ type pipeOptions struct {
 // with the pipeline's dependencies (signer, export dir, build id).
 type pipeEnv struct {
 	env
-	reg       *prometheus.Registry
-	metrics   *workers.Metrics
-	signer    *passport.Signer
-	exportDir string
+	reg        *prometheus.Registry
+	metrics    *workers.Metrics
+	signer     *passport.Signer
+	exportDir  string
+	uploadsDir string
 
 	// finished records the River attempts River has finalized (its
 	// completer persisted them), by {river job id, attempt}.
@@ -87,14 +94,17 @@ func newPipeEnv(t *testing.T, o pipeOptions) *pipeEnv {
 	if o.exportDir == "" {
 		o.exportDir = t.TempDir()
 	}
+	if o.uploadsDir == "" {
+		o.uploadsDir = t.TempDir()
+	}
 	client, d := testriver.Start(t, testdb.New(t), testriver.Options{
 		Client:   workers.ClientOptions{ID: "pipeline-test", MaxAttempts: o.maxAttempts},
 		Register: o.register,
 		Deps: workers.Deps{Metrics: workers.NewMetrics(reg), CompilerBuildID: pipeBuildID, Signer: o.signer,
-			ExportDir: o.exportDir, BeforeCommit: o.beforeCommit},
+			ExportDir: o.exportDir, UploadsDir: o.uploadsDir, BeforeCommit: o.beforeCommit},
 	})
 	e := &pipeEnv{env: env{ctx: t.Context(), st: d.Store, client: client}, reg: reg, metrics: d.Metrics, signer: o.signer, exportDir: o.exportDir,
-		finished: map[[2]int64]bool{}}
+		uploadsDir: o.uploadsDir, finished: map[[2]int64]bool{}}
 	events, unsubscribe := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled)
 	stop, drained := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -247,6 +257,22 @@ func parseArgs(versionID uuid.UUID) *jobargs.ParseFactsArgs {
 	return &jobargs.ParseFactsArgs{Base: jobargs.Base{TenantID: pipeTenant}, DocumentVersionID: versionID}
 }
 
+func refArgs(documentID uuid.UUID, ref string) *jobargs.IngestDocumentArgs {
+	return &jobargs.IngestDocumentArgs{Base: jobargs.Base{TenantID: pipeTenant}, DocumentID: documentID,
+		ContentRef: ref, MimeType: "application/json"}
+}
+
+// factIdentities are facts as what identifies them: type, key, canonical
+// payload and its hash.
+func factIdentities(fs []store.Fact) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.FactType + "|" + f.FactKey + "|" + f.PayloadHash + "|" + string(f.Payload)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func ingestArgs(documentID uuid.UUID, content []byte, mimeType string) *jobargs.IngestDocumentArgs {
 	return &jobargs.IngestDocumentArgs{Base: jobargs.Base{TenantID: pipeTenant}, DocumentID: documentID,
 		Content: base64.StdEncoding.EncodeToString(content), MimeType: mimeType}
@@ -302,15 +328,84 @@ func TestIngestDocumentWorker(t *testing.T) {
 		require.Equal(t, 1, e.events(t, passport.EventDocumentUploaded, v.DocumentVersionID))
 	})
 
-	t.Run("content_ref is not supported", func(t *testing.T) {
+	t.Run("content_ref ingests the file's bytes as inline content would", func(t *testing.T) {
+		require.NoError(t, os.MkdirAll(filepath.Join(e.uploadsDir, "2026"), 0o750))
+		require.NoError(t, os.WriteFile(filepath.Join(e.uploadsDir, "2026", "bom.json"), bom, 0o600))
+		byRef := e.newDocument(t, facts.KindBOM)
+		job := e.run(t, refArgs(byRef.DocumentID, "2026/bom.json"))
+		requireSucceeded(t, job)
+		versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, byRef.DocumentID)
+		require.NoError(t, err)
+		require.Len(t, versions, 1)
+		v := versions[0]
+		require.Equal(t, hash.SHA256Hex(bom), v.ContentSHA256)
+		require.Equal(t, int32(len(bom)), v.SizeBytes)
+		requireSucceeded(t, e.wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+v.DocumentVersionID.String()).JobID))
+		require.Equal(t, store.DocValidated, e.docVersion(t, v.DocumentVersionID).Status)
+
+		// The same bytes inline: the same facts, canonical bytes and hashes
+		// alike; and into the same document, the same version.
+		inline := e.newDocument(t, facts.KindBOM)
+		requireSucceeded(t, e.run(t, ingestArgs(inline.DocumentID, bom, "application/json")))
+		inlineVersions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, inline.DocumentID)
+		require.NoError(t, err)
+		require.Len(t, inlineVersions, 1)
+		iv := inlineVersions[0]
+		requireSucceeded(t, e.wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+iv.DocumentVersionID.String()).JobID))
+		require.Equal(t, v.ContentSHA256, iv.ContentSHA256)
+		refFacts, inlineFacts := e.factsOf(t, v.DocumentVersionID), e.factsOf(t, iv.DocumentVersionID)
+		requireBOMFacts(t, refFacts)
+		require.Equal(t, factIdentities(refFacts), factIdentities(inlineFacts))
+		requireSucceeded(t, e.run(t, ingestArgs(byRef.DocumentID, bom, "application/json")))
+		versions, err = e.st.ListDocumentVersions(e.ctx, pipeTenant, byRef.DocumentID)
+		require.NoError(t, err)
+		require.Len(t, versions, 1, "the inline upload of the same bytes is the content_ref's version")
+	})
+
+	t.Run("content_ref refuses what is not a regular file inside the uploads directory", func(t *testing.T) {
+		dir := e.uploadsDir
+		outside := filepath.Join(t.TempDir(), "secret.json")
+		require.NoError(t, os.WriteFile(outside, bom, 0o600))
+		require.NoError(t, os.Symlink(outside, filepath.Join(dir, "outside.json")))
+		require.NoError(t, os.Symlink("2026/bom.json", filepath.Join(dir, "inside.json")))
+		// os.Root refuses a link that leaves the directory, even to come back.
+		require.NoError(t, os.Symlink("../"+filepath.Base(dir)+"/2026/bom.json", filepath.Join(dir, "out-and-back.json")))
+		require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo.json"), 0o600))
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "folder.json"), 0o750))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "big.json"), make([]byte, compiler.DefaultPayloadMaxBytes+1), 0o600))
+		parses := e.jobsOfType(t, jobargs.KindParseFacts)
+		for ref, reason := range map[string]string{
+			"outside.json":      "path escapes",
+			"out-and-back.json": "path escapes",
+			"fifo.json":         "not a regular file (a FIFO)",
+			"folder.json":       "not a regular file (a directory)",
+			"big.json":          "limit is 131072",
+			"missing.json":      "no file",
+		} {
+			doc := e.newDocument(t, facts.KindBOM)
+			le := requireFailed(t, e.run(t, refArgs(doc.DocumentID, ref)), "VALIDATION_ERROR")
+			require.Contains(t, le.Message, "content_ref", ref)
+			require.Contains(t, le.Message, reason, ref)
+			versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
+			require.NoError(t, err)
+			require.Empty(t, versions, ref)
+		}
+		require.Equal(t, parses, e.jobsOfType(t, jobargs.KindParseFacts), "refused ingests enqueue nothing")
+
+		// A link that stays inside the directory is followed.
 		doc := e.newDocument(t, facts.KindBOM)
-		job := e.run(t, &jobargs.IngestDocumentArgs{Base: jobargs.Base{TenantID: pipeTenant}, DocumentID: doc.DocumentID,
-			ContentRef: "s3://bucket/bom.json", MimeType: "application/json"})
-		le := requireFailed(t, job, "UNSUPPORTED_FORMAT")
-		require.Contains(t, le.Message, "content_ref")
+		requireSucceeded(t, e.run(t, refArgs(doc.DocumentID, "inside.json")))
 		versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
 		require.NoError(t, err)
-		require.Empty(t, versions)
+		require.Len(t, versions, 1)
+		require.Equal(t, hash.SHA256Hex(bom), versions[0].ContentSHA256)
+	})
+
+	t.Run("content_ref without an uploads directory", func(t *testing.T) {
+		w := &workers.IngestDocumentWorker{}
+		err := w.Work(e.ctx, &river.Job[jobargs.IngestDocumentArgs]{JobRow: &rivertype.JobRow{}, Args: *refArgs(uuid.New(), "bom.json")})
+		require.Equal(t, errcode.Validation, errcode.CodeOf(err))
+		require.ErrorContains(t, err, "content_ref: uploads are not configured on this service (BPC_UPLOADS_DIR is unset)")
 	})
 
 	t.Run("a mime type other than JSON is not supported", func(t *testing.T) {
@@ -328,7 +423,9 @@ func TestIngestDocumentWorker(t *testing.T) {
 		requireFailed(t, job, "NOT_FOUND")
 	})
 
-	require.Equal(t, 1, e.jobsOfType(t, jobargs.KindParseFacts), "failed ingests enqueue nothing")
+	// One per version: the first upload, the content_ref and inline pair,
+	// the link inside; failed ingests enqueue nothing.
+	require.Equal(t, 4, e.jobsOfType(t, jobargs.KindParseFacts))
 	e.consistent(t)
 }
 
@@ -810,10 +907,6 @@ func TestExportPassportWorker(t *testing.T) {
 
 	v := e.activate(t, id)
 
-	t.Run("PDF is not implemented", func(t *testing.T) {
-		requireFailed(t, e.run(t, exportArgs(id, "pdf")), "UNSUPPORTED_FORMAT")
-	})
-
 	t.Run("an ACTIVE version is written atomically", func(t *testing.T) {
 		job := e.run(t, exportArgs(id, "json"))
 		requireSucceeded(t, job)
@@ -885,6 +978,35 @@ func TestExportPassportWorker(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, entries, 1)
 		require.Equal(t, 1, e.events(t, passport.EventExported, id), "a re-run appends no second event")
+	})
+
+	t.Run("a PDF beside the JSON", func(t *testing.T) {
+		job := e.run(t, exportArgs(id, "pdf"))
+		requireSucceeded(t, job)
+		path := filepath.Join(e.exportDir, pipeTenant.String(), id.String()+".pdf")
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.True(t, bytes.HasPrefix(b, []byte("%PDF-")))
+		exports, err := e.st.ListPassportExports(e.ctx, pipeTenant, id)
+		require.NoError(t, err)
+		require.Len(t, exports, 2)
+		ex := exports[0]
+		require.Equal(t, "PDF", ex.Format, "newest first")
+		require.Equal(t, path, ex.Path)
+		require.Equal(t, hash.SHA256Hex(b), ex.SHA256)
+		require.Equal(t, int64(len(b)), ex.SizeBytes)
+		require.Equal(t, job.RiverJobID, *ex.RiverJobID)
+		require.Equal(t, *v.QRPayload, pdftest.PageQR(t, path, 1))
+		require.Equal(t, 2, e.events(t, passport.EventExported, id))
+
+		rerun := e.rerun(t, job)
+		requireSucceeded(t, rerun)
+		again, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.Equal(t, b, again, "the same bytes")
+		entries, err := os.ReadDir(filepath.Dir(path))
+		require.NoError(t, err)
+		require.Len(t, entries, 2, "the JSON and the PDF, no temporary file")
 	})
 	e.consistent(t)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/bpc-platform/bpc/core/compiler"
+	"github.com/bpc-platform/bpc/core/facts"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -37,6 +38,10 @@ type Deps struct {
 	Signer *passport.Signer
 	// ExportDir is where EXPORT_PASSPORT writes files (BPC_EXPORT_DIR).
 	ExportDir string
+	// UploadsDir is where INGEST_DOCUMENT reads content_ref files
+	// (BPC_UPLOADS_DIR); empty refuses content_ref. A file is bounded by
+	// Limits.PayloadMaxBytes.
+	UploadsDir string
 	// BeforeCommit, when set, runs inside a pipeline handler's transaction
 	// after its effects and before the job's completion; an error or a panic
 	// aborts the transaction. Tests use it to simulate a crash there.
@@ -50,7 +55,7 @@ type Deps struct {
 var registry = []registration{
 	register("Stores a new version of a document and enqueues its PARSE_FACTS.",
 		func(d Deps) river.Worker[jobargs.IngestDocumentArgs] {
-			return &IngestDocumentWorker{Completer: d.completer()}
+			return &IngestDocumentWorker{UploadsDir: d.UploadsDir, MaxUploadBytes: d.uploadMaxBytes(), Completer: d.completer()}
 		}),
 	register("Parses an uploaded document version into facts.",
 		func(d Deps) river.Worker[jobargs.ParseFactsArgs] { return &ParseFactsWorker{Completer: d.completer()} }),
@@ -90,6 +95,15 @@ var registry = []registration{
 // its writes.
 func (d Deps) completer() Completer {
 	return Completer{Store: d.Store, BeforeCommit: d.BeforeCommit}
+}
+
+// uploadMaxBytes bounds a content_ref file: BPC_PAYLOAD_MAX_BYTES, and
+// never more than a document may be.
+func (d Deps) uploadMaxBytes() int {
+	if d.Limits.PayloadMaxBytes <= 0 {
+		return compiler.DefaultPayloadMaxBytes
+	}
+	return min(d.Limits.PayloadMaxBytes, facts.MaxDocumentBytes)
 }
 
 // registration is a job type and how to add its worker.

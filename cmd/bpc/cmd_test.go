@@ -102,6 +102,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "zipkin"}, errcode.Validation, "OTEL_TRACES_EXPORTER"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, errcode.Validation, "OTEL_EXPORTER_OTLP_PROTOCOL"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, errcode.Validation, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_UPLOADS_DIR": "/nonexistent/uploads"}, errcode.Validation, "BPC_UPLOADS_DIR"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_UPLOADS_DIR": "/etc/hostname"}, errcode.Validation, "BPC_UPLOADS_DIR: must be an existing directory"},
 	}
 	for _, tc := range cases {
 		_, err := service.LoadConfig(envOf(tc.vars))
@@ -127,6 +129,11 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"}))
 	require.NoError(t, err)
 	require.False(t, cfg.Tracing.Enabled(), "OTEL_SDK_DISABLED wins")
+	require.Empty(t, cfg.UploadsDir, "no uploads directory unless configured: content_ref is refused")
+	uploads := t.TempDir()
+	cfg, err = service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_UPLOADS_DIR": uploads + "/./"}))
+	require.NoError(t, err)
+	require.Equal(t, uploads, cfg.UploadsDir)
 
 	err = run(t.Context(), []string{"frobnicate"}, envOf(nil), &bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, "unknown subcommand")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"github.com/bpc-platform/bpc/core/verify"
 	"github.com/bpc-platform/bpc/demo"
 	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/internal/pdftest"
 	"github.com/bpc-platform/bpc/service"
 )
 
@@ -34,11 +36,11 @@ import (
 // demoStages are the stage lines of a run, in order.
 var demoStages = []string{"service ready", "tenant key", "upload BOM", "upload PCF", "upload DUE_DILIGENCE", "snapshot create+items",
 	"snapshot build", "snapshot seal", "rule package", "rule tests", "rule publish", "battery product", "passport",
-	"compile", "sign + QR", "activate", "export JSON", "replay", "artifacts", "public verification", "revoke key", "verify offline"}
+	"compile", "sign + QR", "activate", "export JSON", "export PDF", "replay", "artifacts", "public verification", "revoke key", "verify offline"}
 
 // demoFiles are the files a run leaves in its output directory.
 var demoFiles = []string{verify.FileQRPayload, verify.FileQRPNG, verify.FilePayload, verify.FileProof, verify.FileReceipt,
-	verify.FileSigningKey, verify.FilePublicKeyPEM, verify.FileReceiptHash, verify.FileSignature, demo.FileExport}
+	verify.FileSigningKey, verify.FilePublicKeyPEM, verify.FileReceiptHash, verify.FileSignature, demo.FileExport, demo.FileExportPDF}
 
 // runDemo runs `bpc demo` with args against base and returns its output.
 func runDemo(t *testing.T, base, token string, args ...string) (stdout string, err error) {
@@ -134,6 +136,30 @@ func TestDemoAgainstTheService(t *testing.T) {
 	require.Equal(t, file(verify.FileProof), []byte(export.Proof))
 	require.Equal(t, file(verify.FileReceipt), []byte(export.Receipt))
 	require.Equal(t, string(file(verify.FileQRPayload)), export.QRPayload)
+
+	// The PDF is the one the service serves, and what poppler reads of it
+	// names the version with its hashes, key and signature whole; its QR
+	// image decodes to the QR payload.
+	status, hdr, served := svc.do(http.MethodGet, "/v1/passport-versions/"+versionID[1]+"/export-file?format=PDF&tenant_id="+devTenant,
+		nil, map[string]string{"Authorization": "Bearer " + testToken})
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "application/pdf", hdr.Get("Content-Type"))
+	require.Equal(t, served, file(demo.FileExportPDF))
+	require.Regexp(t, `^export \S+, \d+ bytes, sha256 [0-9a-f]{64} → passport\.pdf$`, results["export PDF"])
+	var receipt struct {
+		PayloadHash   string `json:"payload_hash"`
+		ProofRootHash string `json:"proof_root_hash"`
+		ReceiptHash   string `json:"receipt_hash"`
+		SigningKeyID  string `json:"signing_key_id"`
+		Signature     string `json:"signature"`
+	}
+	require.NoError(t, json.Unmarshal(file(verify.FileReceipt), &receipt))
+	words := pdftest.Words(t, filepath.Join(out, demo.FileExportPDF))
+	for _, whole := range []string{versionID[1], receipt.PayloadHash, receipt.ProofRootHash, hex.EncodeToString(file(verify.FileReceiptHash)),
+		receipt.SigningKeyID, receipt.Signature, nmc811.BatterySKU} {
+		require.True(t, words[whole], "pdftotext finds %s whole", whole)
+	}
+	require.Equal(t, []string{string(file(verify.FileQRPayload))}, pdftest.ImageQR(t, filepath.Join(out, demo.FileExportPDF)))
 
 	// A third party holding the directory and the key the service lists
 	// verifies it on its own.

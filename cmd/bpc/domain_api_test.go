@@ -784,6 +784,24 @@ func TestDomainPassportVersionArtifactsActivateReplayAndExports(t *testing.T) {
 	body, _ = d.bytes(path2+"/export-file?format=json", http.StatusOK)
 	require.Equal(t, content, body)
 	d.fail(http.MethodGet, path2+"/export-file?format=PDF", nil, http.StatusNotFound, "NOT_FOUND")
+
+	// A PDF export is served as application/pdf (the document lists it).
+	pdf, err := passport.WriteExport(ctx, f.st, t.TempDir(), store.DevTenantID, v2.PassportVersionID, "PDF")
+	require.NoError(t, err)
+	require.NoError(t, f.st.InTx(ctx, func(tx pgx.Tx) error {
+		_, err := f.st.WithTx(tx).RecordPassportExport(ctx, store.PassportExport{TenantID: store.DevTenantID, PassportVersionID: v2.PassportVersionID,
+			Format: pdf.Format, Path: pdf.Path, SizeBytes: pdf.SizeBytes, SHA256: pdf.SHA256})
+		return err
+	}))
+	body, hdr = d.bytes(path2+"/export-file?format=pdf", http.StatusOK)
+	require.Equal(t, "application/pdf", hdr.Get("Content-Type"))
+	require.Equal(t, `"`+pdf.SHA256+`"`, hdr.Get("ETag"))
+	written, err := os.ReadFile(pdf.Path)
+	require.NoError(t, err)
+	require.Equal(t, written, body)
+	body, hdr = d.bytes(path2+"/export-file", http.StatusOK)
+	require.Equal(t, content, body, "JSON stays the default")
+	require.Equal(t, "application/json", hdr.Get("Content-Type"))
 	require.NoError(t, os.WriteFile(file, append(content, ' '), 0o600))
 	d.fail(http.MethodGet, path2+"/export-file", nil, http.StatusConflict, "INVALID_STATE")
 	require.NoError(t, os.Remove(file))
@@ -791,7 +809,7 @@ func TestDomainPassportVersionArtifactsActivateReplayAndExports(t *testing.T) {
 	require.Contains(t, env.Error.Message, "export file missing")
 
 	// A stored artifact that no longer matches its inputs: REPLAY_MISMATCH.
-	_, err := d.h.pool.Exec(ctx, `UPDATE passport_versions SET payload = payload || ' '::bytea WHERE passport_version_id = $1`, v1.PassportVersionID)
+	_, err = d.h.pool.Exec(ctx, `UPDATE passport_versions SET payload = payload || ' '::bytea WHERE passport_version_id = $1`, v1.PassportVersionID)
 	require.NoError(t, err)
 	env = d.fail(http.MethodPost, path+"/replay", nil, http.StatusConflict, "REPLAY_MISMATCH")
 	require.Equal(t, []any{"payload"}, env.Error.Details["mismatches"], "%s", env.Error.Message)

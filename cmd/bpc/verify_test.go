@@ -36,6 +36,9 @@ func checkBpcVerify(t *testing.T, demoOut string) {
 	out, code = runVerify(t, filepath.Join(demoOut, demo.FileExport))
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "VERIFIED: 9 checks passed", "an export has no image to check")
+	out, code = runVerify(t, filepath.Join(demoOut, demo.FileExportPDF))
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "a PDF export is for people", "the PDF is not what a verifier reads, and bpc verify says so")
 
 	for file, check := range map[string]string{
 		verify.FilePayload:   verify.CheckPayloadHash,

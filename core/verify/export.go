@@ -37,6 +37,9 @@ type exportDocument struct {
 // QR image; its signing_key is the key document. A document that is not an
 // export (another format, unknown members, a missing part) is an error.
 func ReadExport(b []byte) (Artifacts, Expect, error) {
+	if bytes.HasPrefix(b, []byte("%PDF-")) {
+		return Artifacts{}, Expect{}, fmt.Errorf("a PDF export is for people and carries no signed bytes; verify the JSON export (%s) or an artifact directory", ExportFormat)
+	}
 	var doc exportDocument
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -97,4 +97,6 @@ func TestReadExportRefusesWhatIsNotAnExport(t *testing.T) {
 		_, _, err := ReadExport(b)
 		require.Error(t, err, name)
 	}
+	_, _, err = ReadExport([]byte("%PDF-1.7\n%âãÏÓ\n"))
+	require.ErrorContains(t, err, "a PDF export is for people", "the PDF export says which file to verify instead")
 }
