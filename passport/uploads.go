@@ -7,33 +7,45 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/google/uuid"
+
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 )
 
 // ReadUpload reads the document an INGEST_DOCUMENT content_ref names: the
-// regular file at ref under the uploads directory dir, of at most maxBytes
-// bytes. Its bytes are then ingested exactly as inline content would be.
+// regular file at ref in the tenant's own directory of the uploads
+// directory dir (dir/<tenant_id>/ref), of at most maxBytes bytes. Its bytes
+// are then ingested exactly as inline content would be. One tenant's keys
+// cannot name another tenant's uploads.
 //
 // The file is opened through os.Root, so that neither "..", an absolute
-// path nor a symbolic link (at any step) leads out of dir; a link that
-// stays inside is followed. It is opened non-blocking, so that a FIFO
+// path nor a symbolic link (at any step) leads out of the tenant's
+// directory; a link that stays inside is followed. It is opened non-blocking, so that a FIFO
 // answers at once instead of waiting for a writer, and what was opened is
 // checked to be a regular file (not a directory, FIFO, device or socket)
 // before anything is read. A refused or missing file is VALIDATION_ERROR
 // naming content_ref, which a retry cannot fix; no uploads directory
 // (dir empty) is one too. A failure to read the directory or the file is
 // IO_ERROR, retried.
-func ReadUpload(dir, ref string, maxBytes int) ([]byte, error) {
+func ReadUpload(dir string, tenantID uuid.UUID, ref string, maxBytes int) ([]byte, error) {
 	if dir == "" {
 		return nil, errcode.Invalid("content_ref", "uploads are not configured on this service (BPC_UPLOADS_DIR is unset); send the content base64 in content")
 	}
 	if err := jobargs.CheckContentRef(ref); err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(dir)
+	uploads, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.IOError, err, "error opening the uploads directory: %s", err.Error())
+	}
+	defer uploads.Close()
+	root, err := uploads.OpenRoot(tenantID.String())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, errcode.Invalid("content_ref", "the uploads directory has no directory for this tenant (%s)", tenantID)
+	case err != nil:
+		return nil, errcode.Invalid("content_ref", "the tenant's uploads directory cannot be opened: %s", rootCause(err))
 	}
 	defer root.Close()
 	f, err := root.OpenFile(ref, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
@@ -43,11 +55,7 @@ func ReadUpload(dir, ref string, maxBytes int) ([]byte, error) {
 	case err != nil:
 		// Escaping the directory, a symbolic link loop, no permission: the
 		// reason is in err's text, and a retry would meet it again.
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, errcode.Invalid("content_ref", "%q cannot be opened in the uploads directory: %s", ref, err.Error())
+		return nil, errcode.Invalid("content_ref", "%q cannot be opened in the uploads directory: %s", ref, rootCause(err))
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -88,4 +96,14 @@ func fileKind(m fs.FileMode) string {
 		return "a device"
 	}
 	return m.Type().String()
+}
+
+// rootCause is the reason of a path error, without the path (which names
+// the service's directories).
+func rootCause(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return err.Error()
 }

@@ -8,20 +8,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/passport"
 )
 
-// uploadsDir is an uploads directory beside a secret outside it: a file,
-// a subdirectory, links that stay inside and links that lead out, a FIFO
-// and a file over the limit.
+// uploader is the tenant whose uploads the tests read; other has uploads
+// of its own beside them.
+var uploader, other = uuid.MustParse("11111111-1111-4111-8111-111111111111"), uuid.MustParse("22222222-2222-4222-8222-222222222222")
+
+// uploadsDir is an uploads directory (returned) holding the uploader's
+// directory, beside a secret outside it and another tenant's uploads: a
+// file, a subdirectory, links that stay inside and links that lead out
+// (to the secret, to the other tenant), a FIFO and a file over the limit.
 func uploadsDir(t *testing.T) string {
 	t.Helper()
 	base := t.TempDir()
-	dir := filepath.Join(base, "uploads")
+	uploads := filepath.Join(base, "uploads")
+	dir := filepath.Join(uploads, uploader.String())
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "2026", "11"), 0o750))
+	require.NoError(t, os.MkdirAll(filepath.Join(uploads, other.String()), 0o750))
+	require.NoError(t, os.WriteFile(filepath.Join(uploads, other.String(), "theirs.json"), []byte(`{"theirs":true}`), 0o600))
+	require.NoError(t, os.Symlink(filepath.Join("..", other.String(), "theirs.json"), filepath.Join(dir, "theirs.json")))
 	write := func(path, content string) {
 		require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
 	}
@@ -36,7 +46,7 @@ func uploadsDir(t *testing.T) string {
 	require.NoError(t, os.Symlink(filepath.Join(base, "secret.json"), filepath.Join(dir, "absolute.json")))
 	require.NoError(t, os.Symlink(base, filepath.Join(dir, "parent")))
 	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo.json"), 0o600))
-	return dir
+	return uploads
 }
 
 func TestReadUpload(t *testing.T) {
@@ -51,7 +61,7 @@ func TestReadUpload(t *testing.T) {
 		"inside.json":            `{"a":1}`,
 		"2026/11/up-inside.json": `{"a":1}`,
 	} {
-		b, err := passport.ReadUpload(dir, ref, limit)
+		b, err := passport.ReadUpload(dir, uploader, ref, limit)
 		require.NoError(t, err, ref)
 		require.Equal(t, want, string(b), ref)
 	}
@@ -68,10 +78,11 @@ func TestReadUpload(t *testing.T) {
 		"missing.json":         `no file "missing.json" in the uploads directory`,
 		"empty.json":           "is empty",
 		"s3://bucket/bom.json": "not a URL",
+		"theirs.json":          "cannot be opened in the uploads directory",
 	} {
 		done := make(chan error, 1)
 		go func() {
-			_, err := passport.ReadUpload(dir, ref, limit)
+			_, err := passport.ReadUpload(dir, uploader, ref, limit)
 			done <- err
 		}()
 		select {
@@ -84,9 +95,20 @@ func TestReadUpload(t *testing.T) {
 		}
 	}
 
-	_, err := passport.ReadUpload("", "bom.json", limit)
+	// Another tenant reads only its own directory; one without a directory
+	// reads nothing.
+	_, err := passport.ReadUpload(dir, other, "bom.json", limit)
+	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
+	b, err := passport.ReadUpload(dir, other, "theirs.json", limit)
+	require.NoError(t, err)
+	require.Equal(t, `{"theirs":true}`, string(b))
+	_, err = passport.ReadUpload(dir, uuid.New(), "bom.json", limit)
+	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
+	require.ErrorContains(t, err, "no directory for this tenant")
+
+	_, err = passport.ReadUpload("", uploader, "bom.json", limit)
 	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
 	require.ErrorContains(t, err, "BPC_UPLOADS_DIR is unset")
-	_, err = passport.ReadUpload(filepath.Join(dir, "gone"), "bom.json", limit)
+	_, err = passport.ReadUpload(filepath.Join(dir, "gone"), uploader, "bom.json", limit)
 	require.Equal(t, errcode.IOError, errcode.CodeOf(err), "a directory that cannot be opened is the service's problem, retried")
 }

@@ -32,7 +32,7 @@ func (w *IngestDocumentWorker) Work(ctx context.Context, job *river.Job[jobargs.
 	}
 	var content []byte
 	if a.ContentRef != "" {
-		content, err = passport.ReadUpload(w.UploadsDir, a.ContentRef, w.MaxUploadBytes)
+		content, err = passport.ReadUpload(w.UploadsDir, a.TenantID, a.ContentRef, w.MaxUploadBytes)
 	} else {
 		content, err = passport.DocumentContent(a.Content)
 	}

@@ -329,8 +329,10 @@ func TestIngestDocumentWorker(t *testing.T) {
 	})
 
 	t.Run("content_ref ingests the file's bytes as inline content would", func(t *testing.T) {
-		require.NoError(t, os.MkdirAll(filepath.Join(e.uploadsDir, "2026"), 0o750))
-		require.NoError(t, os.WriteFile(filepath.Join(e.uploadsDir, "2026", "bom.json"), bom, 0o600))
+		// A tenant's content_ref names a file in its own directory.
+		tenantDir := filepath.Join(e.uploadsDir, pipeTenant.String())
+		require.NoError(t, os.MkdirAll(filepath.Join(tenantDir, "2026"), 0o750))
+		require.NoError(t, os.WriteFile(filepath.Join(tenantDir, "2026", "bom.json"), bom, 0o600))
 		byRef := e.newDocument(t, facts.KindBOM)
 		job := e.run(t, refArgs(byRef.DocumentID, "2026/bom.json"))
 		requireSucceeded(t, job)
@@ -363,7 +365,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 	})
 
 	t.Run("content_ref refuses what is not a regular file inside the uploads directory", func(t *testing.T) {
-		dir := e.uploadsDir
+		dir := filepath.Join(e.uploadsDir, pipeTenant.String())
 		outside := filepath.Join(t.TempDir(), "secret.json")
 		require.NoError(t, os.WriteFile(outside, bom, 0o600))
 		require.NoError(t, os.Symlink(outside, filepath.Join(dir, "outside.json")))
