@@ -161,10 +161,11 @@ func (t *Trigger) Run(ctx context.Context) {
 			}
 			outage, attempt = false, 0
 		})
-		t.setDown(err)
 		if ctx.Err() != nil {
+			t.setDown(errors.New("trigger stopped"))
 			return
 		}
+		t.setDown(err)
 		if !outage {
 			outage, since = true, time.Now()
 			t.outages.Inc()
