@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/internal/testamqp"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -282,4 +283,41 @@ func TestTriggerBrokerOutageAndRecovery(t *testing.T) {
 	require.Equal(t, "1", h.triggerUpMetric())
 	require.Less(t, h.pickup(version), 200*time.Millisecond, "the trigger picks up at once again")
 	require.Equal(t, 1, strings.Count(h.logs.String(), `"error_code":"QUEUE_UNAVAILABLE"`))
+}
+
+// The trigger's configuration: defaults as SPEC §13 says, and a bad value
+// stops the process naming its variable, never echoing the URL's password.
+func TestTriggerConfig(t *testing.T) {
+	t.Parallel()
+	db := map[string]string{"DATABASE_URL": "postgres://x"}
+	cfg, err := service.LoadConfig(envOf(db))
+	require.NoError(t, err)
+	require.True(t, cfg.DBListen)
+	require.False(t, cfg.QueueEnabled)
+	require.False(t, cfg.HealthRequireQueue)
+	require.Equal(t, "amqp://guest:guest@127.0.0.1:5672/", cfg.Queue.URL)
+	require.Equal(t, "bpc", cfg.Queue.Exchange)
+	require.Equal(t, "jobs.trigger", cfg.Queue.RoutingKey)
+
+	for _, tc := range []struct {
+		vars map[string]string
+		name string
+	}{
+		{map[string]string{"BPC_DB_LISTEN": "sometimes"}, "BPC_DB_LISTEN"},
+		{map[string]string{"BPC_QUEUE_ENABLED": "yes please"}, "BPC_QUEUE_ENABLED"},
+		{map[string]string{"BPC_QUEUE_ENABLED": "true", "BPC_QUEUE_URL": "http://bpc:url-secret-password@mq:5672/"}, "BPC_QUEUE_URL"},
+		{map[string]string{"BPC_QUEUE_ENABLED": "true", "BPC_QUEUE_EXCHANGE": "bpc\njobs"}, "BPC_QUEUE_EXCHANGE"},
+		{map[string]string{"BPC_QUEUE_ENABLED": "true", "BPC_QUEUE_ROUTING_KEY": strings.Repeat("k", 256)}, "BPC_QUEUE_ROUTING_KEY"},
+		{map[string]string{"BPC_HEALTH_REQUIRE_QUEUE": "true"}, "BPC_HEALTH_REQUIRE_QUEUE"},
+	} {
+		vars := map[string]string{"DATABASE_URL": "postgres://x"}
+		for k, v := range tc.vars {
+			vars[k] = v
+		}
+		_, err := service.LoadConfig(envOf(vars))
+		require.Error(t, err, "%v", tc.vars)
+		require.Equal(t, errcode.Validation, errcode.CodeOf(err))
+		require.Contains(t, err.Error(), tc.name)
+		require.NotContains(t, err.Error(), "url-secret-password")
+	}
 }
