@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # scripts/deps.sh — installs the system programs the tests drive when they are absent:
-# Debian's chromium (the browser tests of the public verification page).
+# Debian's chromium (the browser tests of the public verification page) and
+# rabbitmq-server (the RabbitMQ job trigger's tests), and starts RabbitMQ when nothing
+# answers on 127.0.0.1:5672 (unless TEST_AMQP_URL names another broker).
 #
 #   bash scripts/deps.sh
 #
@@ -13,22 +15,46 @@ need=()
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
 	[ -n "${BPC_CHROMIUM:-}" ] || need+=(chromium)
 
-[ ${#need[@]} -eq 0 ] && exit 0
+# RabbitMQ: the trigger's tests fail, loudly, without a broker.
+amqp_up() { (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; }
+want_amqp=0
+if [ -z "${TEST_AMQP_URL:-}" ] && ! amqp_up; then
+	want_amqp=1
+	command -v rabbitmq-server >/dev/null 2>&1 || [ -x /usr/sbin/rabbitmq-server ] || need+=(rabbitmq-server)
+fi
+
+start_amqp() {
+	[ "$want_amqp" -eq 1 ] || return 0
+	echo "deps.sh: starting RabbitMQ (rabbitmq-server -detached)" >&2
+	PATH="$PATH:/usr/sbin" rabbitmq-server -detached >/dev/null 2>&1 || true
+	for _ in $(seq 1 120); do
+		amqp_up && return 0
+		sleep 0.5
+	done
+	echo "deps.sh: RabbitMQ did not start listening on 127.0.0.1:5672 within 60 s" >&2
+	return 1
+}
+
+if [ ${#need[@]} -eq 0 ]; then
+	start_amqp
+	exit $?
+fi
 
 apt=(apt-get)
 if [ "$(id -u)" -ne 0 ]; then
 	if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
 		apt=(sudo -n apt-get)
 	else
-		echo "deps.sh: missing ${need[*]}; install with: apt-get install -y ${need[*]} (or set BPC_CHROMIUM)" >&2
+		echo "deps.sh: missing ${need[*]}; install with: apt-get install -y ${need[*]} (or set BPC_CHROMIUM, TEST_AMQP_URL)" >&2
 		exit 1
 	fi
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-	echo "deps.sh: missing ${need[*]} and no apt-get here; install it, or set BPC_CHROMIUM to a Chromium binary" >&2
+	echo "deps.sh: missing ${need[*]} and no apt-get here; install it, or set BPC_CHROMIUM to a Chromium binary (TEST_AMQP_URL to a broker)" >&2
 	exit 1
 fi
 echo "deps.sh: installing ${need[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 "${apt[@]}" install -y -q "${need[@]}" >/dev/null ||
 	{ "${apt[@]}" update -q >/dev/null && "${apt[@]}" install -y -q "${need[@]}" >/dev/null; }
+start_amqp
