@@ -37,3 +37,9 @@ func (q *Queries) RiverQueuesPaused(ctx context.Context) (map[string]bool, error
 	}
 	return out, nil
 }
+
+// RiverJobQueues returns the queues of the given River jobs.
+func (q *Queries) RiverJobQueues(ctx context.Context, riverJobIDs []int64) ([]string, error) {
+	return collect(ctx, q.db, "queues of River jobs", pgx.RowTo[string],
+		`SELECT DISTINCT queue FROM river_job WHERE id = ANY($1)`, riverJobIDs)
+}

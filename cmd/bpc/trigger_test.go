@@ -222,6 +222,35 @@ func TestTriggerQueuePauseAndResume(t *testing.T) {
 	require.Less(t, job.StartedAt.Sub(resumed), 3*time.Second)
 }
 
+// An operator's retry makes a job available without an insert; it is
+// published all the same, from the admin API and from River UI: the job
+// runs again at once, not at the next 5 s poll.
+func TestTriggerPublishesOperatorRetry(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, service.RoleAll, pollOnly(t, testamqp.URL(t), nil))
+	h.triggerUp()
+	_, parse := h.upload("BOM", []byte(`{"not":"a bill of materials"}`))
+	job := h.failedWith(parse, "VALIDATION_ERROR")
+
+	for _, retry := range []struct {
+		name string
+		do   func()
+	}{
+		{"admin API", func() {
+			require.Equal(t, http.StatusOK, h.call(http.MethodPost, "/v1/jobs/"+job.JobID.String()+"/retry?tenant_id="+devTenant, nil, nil))
+		}},
+		{"River UI", func() { h.riverUI("retry", job.RiverJobID) }},
+	} {
+		retried := time.Now()
+		retry.do()
+		job = h.waitJob(job.JobID)
+		require.Equal(t, store.StatusFailed, job.Status)
+		require.True(t, job.StartedAt.After(retried), "%s: the job did not run again", retry.name)
+		t.Logf("%s retry: the job started %v later", retry.name, job.StartedAt.Sub(retried))
+		require.Less(t, job.StartedAt.Sub(retried), time.Second, "%s: the retried job waited for the poll", retry.name)
+	}
+}
+
 // The broker at a closed port: the service starts, jobs still finish
 // within the poll interval, readiness stays 200 with the queue degraded
 // (503 with BPC_HEALTH_REQUIRE_QUEUE), QUEUE_UNAVAILABLE is logged once and
