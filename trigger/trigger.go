@@ -148,39 +148,42 @@ func (t *Trigger) Check(context.Context) error {
 // Run connects, and reconnects with backoff whenever the connection fails,
 // until ctx ends.
 func (t *Trigger) Run(ctx context.Context) {
-	outage := false
+	// failures counts the failed attempts since the last connection; the
+	// first of them begins an outage.
+	failures := 0
 	var since time.Time
-	for attempt := 0; ctx.Err() == nil; attempt++ {
+	for {
 		err := t.session(ctx, func() {
-			if outage {
+			if failures > 0 {
 				t.logger.Info("queue trigger connected again; jobs are picked up at once",
 					slog.String("outage", time.Since(since).Round(time.Millisecond).String()))
 			} else {
 				t.logger.Info("queue trigger connected", slog.String("exchange", t.cfg.Exchange),
 					slog.String("routing_key", t.cfg.RoutingKey), slog.Bool("consume", t.cfg.Consume))
 			}
-			outage, attempt = false, 0
+			failures = 0
 		})
 		if ctx.Err() != nil {
 			t.setDown(errors.New("trigger stopped"))
 			return
 		}
 		t.setDown(err)
-		if !outage {
-			outage, since = true, time.Now()
+		if failures == 0 {
+			since = time.Now()
 			t.outages.Inc()
 			// Once per outage: the reconnection attempts that follow log at
 			// debug level until one succeeds.
 			t.logger.Error("queue trigger unavailable; jobs are picked up by polling until it reconnects",
 				slog.String("error_code", string(errcode.QueueUnavailable)), slog.String("error", err.Error()))
 		} else {
-			t.logger.Debug("queue trigger reconnection failed", slog.Int("attempt", attempt), slog.String("error", err.Error()))
+			t.logger.Debug("queue trigger reconnection failed", slog.Int("attempt", failures), slog.String("error", err.Error()))
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(t.backoff(attempt)):
+		case <-time.After(t.backoff(failures)):
 		}
+		failures++
 	}
 }
 
