@@ -4,7 +4,8 @@
 # rabbitmq-server (the RabbitMQ job trigger's tests), and starts RabbitMQ when nothing
 # answers on 127.0.0.1:5672 (unless TEST_AMQP_URL names another broker).
 #
-#   bash scripts/deps.sh
+#   bash scripts/deps.sh          # everything the tests need
+#   bash scripts/deps.sh amqp     # RabbitMQ only (what bench.sh needs)
 #
 # Uses apt-get as root, or through sudo without a password; otherwise says what to
 # install and fails. test.sh runs it before the tests, so a fresh machine needs nothing
@@ -12,8 +13,10 @@
 set -euo pipefail
 
 need=()
-command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
-	[ -n "${BPC_CHROMIUM:-}" ] || need+=(chromium)
+if [ "${1:-}" != "amqp" ]; then
+	command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
+		[ -n "${BPC_CHROMIUM:-}" ] || need+=(chromium)
+fi
 
 # RabbitMQ: the trigger's tests fail, loudly, without a broker.
 amqp_up() { (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; }
