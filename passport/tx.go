@@ -42,10 +42,10 @@ func InTx(ctx context.Context, q *store.Queries, ins store.Inserter, actor strin
 	for range 3 {
 		txIns := store.NewTxInserter(ins)
 		err = q.InTx(ctx, func(tx pgx.Tx) error { return fn(NewTx(tx, txIns, actor)) })
-		if err == nil {
-			if _, nested := q.DB().(pgx.Tx); !nested {
-				txIns.Committed()
-			}
+		// On a Queries made WithTx the "transaction" is a savepoint, whose
+		// release commits nothing: the outer transaction's owner publishes.
+		if _, nested := q.DB().(pgx.Tx); err == nil && !nested {
+			txIns.Committed()
 		}
 		if !errors.Is(err, store.ErrIdempotencyRace) {
 			break
