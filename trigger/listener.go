@@ -31,10 +31,10 @@ type Control interface {
 // instead of Postgres LISTEN. Insert notifications are the trigger's
 // consumed messages. Control notifications — an operator cancelling a
 // running job, pausing or resuming a queue — travel by Postgres NOTIFY,
-// which a poll-only deployment cannot receive, and once River has a
-// listener it only polls for them every minute: so the Listener reads the
-// committed state itself every ControlPoll and turns what changed into the
-// notifications River expects. That works for every path that cancels or
+// which a poll-only deployment cannot receive, and River, once it has a
+// listener, polls for them only as a slow fallback: so the Listener reads
+// the committed state itself every ControlPoll and turns what changed into
+// the notifications River expects. That works for every path that cancels or
 // pauses (admin API, River UI, SQL), needs no transaction hook, and does not
 // depend on the broker.
 //
