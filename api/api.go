@@ -56,15 +56,21 @@ type Config struct {
 type ReadyCheck struct {
 	Name  string
 	Check func(ctx context.Context) error
+	// Degrades makes a failure a degraded service, still ready (200): the
+	// service works without it, only less well (the RabbitMQ trigger).
+	Degrades bool
 }
 
 // Server holds the API's dependencies.
 type Server struct {
-	Config  Config
-	Store   *store.Queries
-	River   *river.Client[pgx.Tx]
-	Logger  *slog.Logger
-	Metrics *Metrics
+	Config Config
+	Store  *store.Queries
+	River  *river.Client[pgx.Tx]
+	// Inserter inserts the jobs of domain operations and enqueues; nil is
+	// River (store.Publishing wraps River with the RabbitMQ trigger).
+	Inserter store.Inserter
+	Logger   *slog.Logger
+	Metrics  *Metrics
 	// Gatherer serves /v1/metrics.
 	Gatherer prometheus.Gatherer
 	// RiverUI is River UI's handler, mounted at /riverui/ when set.

@@ -138,7 +138,11 @@ func exists[T any](get func(*store.Queries, context.Context, uuid.UUID, uuid.UUI
 
 // inTx runs a domain operation in a transaction, as the admin API.
 func (s *Server) inTx(ctx context.Context, fn func(t passport.Tx) error) error {
-	return passport.InTx(ctx, s.Store, s.River, actorOf(ctx), fn)
+	var ins store.Inserter = s.River
+	if s.Inserter != nil {
+		ins = s.Inserter
+	}
+	return passport.InTx(ctx, s.Store, ins, actorOf(ctx), fn)
 }
 
 // inTxValue is inTx for an operation with a result.

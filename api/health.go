@@ -35,16 +35,18 @@ type liveResponse struct {
 // readyResponse is the answer of the readiness probe.
 type readyResponse struct {
 	Checks []checkResult `json:"checks"`
-	Status string        `json:"status" enum:"ready,not ready"`
+	Status string        `json:"status" enum:"ready,degraded,not ready" doc:"degraded: ready (200), but a check that only makes the service slower failed."`
 }
 
 type checkResult struct {
 	Name   string `json:"name"`
 	OK     bool   `json:"ok"`
+	Status string `json:"status,omitempty" enum:"degraded" doc:"degraded: the check failed without making the service unready (the RabbitMQ trigger, unless BPC_HEALTH_REQUIRE_QUEUE)."`
 	Detail string `json:"detail,omitempty" doc:"Why the check failed; shown only with the admin bearer token."`
 }
 
-// handleReady runs every readiness check; any failure is a 503 naming it.
+// handleReady runs every readiness check; any failure is a 503 naming it,
+// except a check that only degrades the service (200, status degraded).
 // Health needs no auth, so the failure's text (database host and user,
 // schema versions) is logged and shown only to a caller with the admin
 // token.
@@ -52,15 +54,22 @@ func (s *Server) handleReady(rctx context.Context, in *readyInput) (*readyOutput
 	ctx, cancel := context.WithTimeout(rctx, 3*time.Second)
 	defer cancel()
 	showDetail := s.bearerMatches(in.Authorization)
-	status, results := http.StatusOK, make([]checkResult, 0, len(s.Ready))
+	status, degraded, results := http.StatusOK, false, make([]checkResult, 0, len(s.Ready))
 	for _, c := range s.Ready {
 		res := checkResult{Name: c.Name, OK: true}
 		if err := c.Check(ctx); err != nil {
-			res.OK, status = false, http.StatusServiceUnavailable
+			res.OK = false
 			detail := redact.String(err.Error())
-			s.Logger.WarnContext(rctx, "readiness check failed",
-				slog.String("correlation_id", correlationID(rctx)),
-				slog.String("check", c.Name), slog.String("error", detail))
+			if c.Degrades {
+				// Not logged on every probe: the check's owner logs its
+				// outage once.
+				res.Status, degraded = "degraded", true
+			} else {
+				status = http.StatusServiceUnavailable
+				s.Logger.WarnContext(rctx, "readiness check failed",
+					slog.String("correlation_id", correlationID(rctx)),
+					slog.String("check", c.Name), slog.String("error", detail))
+			}
 			if showDetail {
 				res.Detail = detail
 			}
@@ -68,8 +77,11 @@ func (s *Server) handleReady(rctx context.Context, in *readyInput) (*readyOutput
 		results = append(results, res)
 	}
 	body := readyResponse{Status: "ready", Checks: results}
-	if status != http.StatusOK {
+	switch {
+	case status != http.StatusOK:
 		body.Status = "not ready"
+	case degraded:
+		body.Status = "degraded"
 	}
 	return &readyOutput{Status: status, Body: body}, nil
 }

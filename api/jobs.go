@@ -291,7 +291,8 @@ func (s *Server) logTransition(ctx context.Context, job store.Job, source string
 }
 
 func (s *Server) handleRetryJob(ctx context.Context, in *jobParams) (*jobOutput, error) {
-	return s.jobAction(ctx, in, func(job store.Job) error {
+	var queue string
+	out, err := s.jobAction(ctx, in, func(job store.Job) error {
 		switch job.Status {
 		case store.StatusRunning:
 			return errcode.New(errcode.InvalidState, "job %s is running; cancel it first or wait", job.JobID)
@@ -302,9 +303,25 @@ func (s *Server) handleRetryJob(ctx context.Context, in *jobParams) (*jobOutput,
 		}
 		return nil
 	}, func(ctx context.Context, tx pgx.Tx, riverJobID int64) error {
-		_, err := s.River.JobRetryTx(ctx, tx, riverJobID)
+		row, err := s.River.JobRetryTx(ctx, tx, riverJobID)
+		if err == nil {
+			queue = row.Queue
+		}
 		return err
 	})
+	if err == nil {
+		s.publish(queue)
+	}
+	return out, err
+}
+
+// publish announces that jobs of queues became available outside an
+// insert (an operator's retry), as a committed insert is announced: with
+// the RabbitMQ trigger, poll-only workers fetch them at once.
+func (s *Server) publish(queues ...string) {
+	if p, ok := s.Inserter.(store.Publisher); ok {
+		p.Publish(queues)
+	}
 }
 
 func (s *Server) handleCancelJob(ctx context.Context, in *jobParams) (*jobOutput, error) {

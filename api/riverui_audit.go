@@ -2,12 +2,15 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/bpc-platform/bpc/store"
 )
 
 // riverUIActions are River UI's job actions that change a job's state.
@@ -55,8 +58,25 @@ func (s *Server) auditRiverUI(next http.Handler) http.Handler {
 			return
 		}
 		source := "river_ui_" + strings.TrimPrefix(r.URL.Path, "/riverui/api/jobs/")
+		if source == "river_ui_retry" {
+			s.publishRetried(r.Context(), ids)
+		}
 		for _, job := range jobs {
 			s.logTransition(r.Context(), job, source)
 		}
 	})
+}
+
+// publishRetried announces the queues of jobs retried in River UI (see
+// publish).
+func (s *Server) publishRetried(ctx context.Context, riverJobIDs []int64) {
+	if _, ok := s.Inserter.(store.Publisher); !ok {
+		return
+	}
+	queues, err := s.Store.RiverJobQueues(ctx, riverJobIDs)
+	if err != nil {
+		s.Logger.WarnContext(ctx, "River UI retry not published to the queue trigger", slog.String("error", err.Error()))
+		return
+	}
+	s.publish(queues...)
 }

@@ -35,10 +35,18 @@ func NewTx(tx pgx.Tx, ins store.Inserter, actor string) Tx {
 // InTx runs fn in a new transaction on q and commits it when fn returns
 // nil. A transaction that lost a race on an idempotency key to a concurrent
 // one is run again (it then finds the winner's job), at most three times.
+// Once it has committed, the queues of the jobs it inserted are published
+// when ins publishes (store.Publishing).
 func InTx(ctx context.Context, q *store.Queries, ins store.Inserter, actor string, fn func(t Tx) error) error {
 	var err error
 	for range 3 {
-		err = q.InTx(ctx, func(tx pgx.Tx) error { return fn(NewTx(tx, ins, actor)) })
+		txIns := store.NewTxInserter(ins)
+		err = q.InTx(ctx, func(tx pgx.Tx) error { return fn(NewTx(tx, txIns, actor)) })
+		// On a Queries made WithTx the "transaction" is a savepoint, whose
+		// release commits nothing: the outer transaction's owner publishes.
+		if _, nested := q.DB().(pgx.Tx); err == nil && !nested {
+			txIns.Committed()
+		}
 		if !errors.Is(err, store.ErrIdempotencyRace) {
 			break
 		}

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # scripts/bench.sh — what `make bench` calls: benchmarks in ./bench/... against a fresh
-# database bpc_bench (or a pre-set TEST_DATABASE_URL), output also in bench-results.txt.
+# database bpc_bench (or a pre-set TEST_DATABASE_URL) and RabbitMQ (scripts/deps.sh amqp),
+# output also in bench-results.txt.
 # Extra arguments are passed to go test, e.g. scripts/bench.sh -bench Throughput
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/test_env.sh" bpc_bench
 export BPC_BENCH=1
+bash scripts/deps.sh amqp # the pickup latency benchmark's RabbitMQ
 
 echo "bench.sh: results also go to bench-results.txt" >&2
 go test -run '^$' -bench . -benchtime 1x -count 1 -timeout 30m "$@" ./bench/... 2>&1 |

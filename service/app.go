@@ -37,6 +37,7 @@ import (
 	"github.com/bpc-platform/bpc/passport"
 	bpcriverui "github.com/bpc-platform/bpc/riverui"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/trigger"
 	"github.com/bpc-platform/bpc/workers"
 )
 
@@ -67,6 +68,11 @@ type App struct {
 	keys     *access.Keyring
 	stopKeys context.CancelFunc
 	keysDone chan struct{}
+	// trigger is the RabbitMQ job trigger (BPC_QUEUE_ENABLED); stopTrigger
+	// ends its connection.
+	trigger     *trigger.Trigger
+	stopTrigger context.CancelFunc
+	triggerDone chan struct{}
 	// stopReaper ends the lease reaper (worker roles).
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
@@ -166,6 +172,28 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		logger.Info("tracing on", slog.Any("exporters", cfg.Tracing.Exporters))
 	}
 
+	// The trigger's publisher hears of every committed insert; in a
+	// poll-only worker its listener stands in for LISTEN.
+	var publisher store.Publisher
+	var listener *trigger.Listener
+	if cfg.QueueEnabled {
+		tc := cfg.Queue
+		tc.Consume = role != RoleAPI && !cfg.DBListen
+		a.trigger = trigger.New(tc, logger, a.registry)
+		publisher = a.trigger
+		if tc.Consume {
+			listener = trigger.NewListener(a.trigger, a.store, logger)
+		}
+	}
+	if !cfg.DBListen && role != RoleAPI {
+		if listener != nil {
+			logger.Info("River runs without LISTEN (BPC_DB_LISTEN=false); the RabbitMQ trigger wakes it, polling is the backstop")
+		} else {
+			logger.Info("River runs poll-only (BPC_DB_LISTEN=false): a job waits up to BPC_JOBS_POLL_INTERVAL_MS",
+				slog.Duration("poll_interval", cfg.PollInterval))
+		}
+	}
+
 	riverWorkers := river.NewWorkers()
 	workers.Register(riverWorkers, workers.Deps{
 		Store: a.store, Logger: logger, Metrics: a.metrics,
@@ -177,6 +205,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		UploadsDir:      cfg.UploadsDir,
 		BeforeCommit:    cfg.BeforeCommit,
 		WebhookBreaker:  cfg.Breaker,
+		Publisher:       publisher,
 	})
 	workers.RegisterMaintenance(riverWorkers, workers.MaintenanceDeps{Store: a.store, Logger: logger,
 		Metrics: workers.NewMaintenanceMetrics(a.registry), Config: cfg.Maintenance})
@@ -199,6 +228,8 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		Tracing:              jobTracing,
 		RescueStuckJobsAfter: cfg.rescueAfter(),
 		Maintenance:          &cfg.Maintenance,
+		PollOnly:             !cfg.DBListen,
+		Listener:             listener,
 	})
 	if err != nil {
 		return nil, err
@@ -217,6 +248,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		},
 		Store:    a.store,
 		River:    a.river,
+		Inserter: store.Publishing(a.river, publisher),
 		Logger:   logger,
 		Metrics:  api.NewMetrics(a.registry),
 		Limits:   access.NewLimiter(float64(cfg.RateLimitRPS), cfg.RateLimitBurst),
@@ -252,6 +284,9 @@ func (a *App) readyChecks() []api.ReadyCheck {
 			return nil
 		}})
 	}
+	if a.trigger != nil {
+		checks = append(checks, api.ReadyCheck{Name: "queue", Check: a.trigger.Check, Degrades: !a.cfg.HealthRequireQueue})
+	}
 	return checks
 }
 
@@ -277,6 +312,14 @@ func (a *App) schemaCurrent(ctx context.Context) error {
 
 // Start starts River (unless api role), River UI's services and the HTTP server.
 func (a *App) Start(ctx context.Context) error {
+	if a.trigger != nil {
+		triggerCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		a.stopTrigger, a.triggerDone = cancel, make(chan struct{})
+		go func() {
+			defer close(a.triggerDone)
+			a.trigger.Run(triggerCtx)
+		}()
+	}
 	if a.role != RoleAPI {
 		// Not the caller's (signal) context: cancelling River's start
 		// context cancels running jobs at once, and a shutdown must first
@@ -370,6 +413,10 @@ func (a *App) Stop(ctx context.Context) {
 			a.stopKeys() // Run flushes the last-used times once more
 			<-a.keysDone
 		}
+		if a.stopTrigger != nil {
+			a.stopTrigger()
+			<-a.triggerDone
+		}
 		if a.tracer != nil {
 			// Last: the spans of the requests and jobs that just ended.
 			flushCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -392,6 +439,9 @@ func (a *App) River() *river.Client[pgx.Tx] { return a.river }
 
 // Config is the configuration the service was made with.
 func (a *App) Config() Config { return a.cfg }
+
+// Trigger is the RabbitMQ job trigger, nil unless BPC_QUEUE_ENABLED.
+func (a *App) Trigger() *trigger.Trigger { return a.trigger }
 
 // Metrics are the job metrics the service records.
 func (a *App) Metrics() *workers.Metrics { return a.metrics }

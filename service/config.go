@@ -14,8 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/bpc-platform/bpc/core/compiler"
@@ -24,6 +26,7 @@ import (
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/internal/redact"
 	"github.com/bpc-platform/bpc/internal/tracing"
+	"github.com/bpc-platform/bpc/trigger"
 	"github.com/bpc-platform/bpc/webhook/breaker"
 	"github.com/bpc-platform/bpc/webhook/destination"
 	"github.com/bpc-platform/bpc/workers"
@@ -87,6 +90,18 @@ type Config struct {
 	// in (BPC_UPLOADS_DIR), absolute; empty (the default) refuses
 	// content_ref.
 	UploadsDir string
+	// DBListen runs River with Postgres LISTEN/NOTIFY (BPC_DB_LISTEN); false
+	// runs it poll-only, for PgBouncer in transaction mode.
+	DBListen bool
+	// QueueEnabled turns the RabbitMQ job trigger on (BPC_QUEUE_ENABLED);
+	// Queue says where it connects (BPC_QUEUE_URL, BPC_QUEUE_EXCHANGE,
+	// BPC_QUEUE_ROUTING_KEY).
+	QueueEnabled bool
+	Queue        trigger.Config
+	// HealthRequireQueue makes readiness fail (503) while the trigger is
+	// not connected, instead of answering 200 with the queue degraded
+	// (BPC_HEALTH_REQUIRE_QUEUE).
+	HealthRequireQueue bool
 	// BeforeCommit is the workers' BeforeCommit test hook; never set from
 	// the environment.
 	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
@@ -209,6 +224,43 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	default:
 		errs = append(errs, configError(errcode.Validation, "BPC_WEBHOOK_ALLOW_PRIVATE", "must be true or false, got %q", v))
 	}
+	flag := func(name string, def bool) bool {
+		switch v := strings.ToLower(strings.TrimSpace(getenv(name))); v {
+		case "":
+			return def
+		case "true", "1":
+			return true
+		case "false", "0":
+			return false
+		default:
+			errs = append(errs, configError(errcode.Validation, name, "must be true or false, got %q", v))
+			return def
+		}
+	}
+	c.DBListen = flag("BPC_DB_LISTEN", true)
+	c.QueueEnabled = flag("BPC_QUEUE_ENABLED", false)
+	c.HealthRequireQueue = flag("BPC_HEALTH_REQUIRE_QUEUE", false)
+	c.Queue = trigger.Config{
+		URL:        or(getenv("BPC_QUEUE_URL"), "amqp://guest:guest@127.0.0.1:5672/"),
+		Exchange:   or(getenv("BPC_QUEUE_EXCHANGE"), "bpc"),
+		RoutingKey: or(getenv("BPC_QUEUE_ROUTING_KEY"), "jobs.trigger"),
+	}
+	if c.QueueEnabled {
+		// The message names the variable, never its value: the URL holds
+		// a password.
+		if _, err := amqp.ParseURI(c.Queue.URL); err != nil {
+			errs = append(errs, configError(errcode.Validation, "BPC_QUEUE_URL", "must be an AMQP URL (amqp://user:password@host:5672/vhost)"))
+		}
+		for _, f := range []struct{ name, value string }{
+			{"BPC_QUEUE_EXCHANGE", c.Queue.Exchange}, {"BPC_QUEUE_ROUTING_KEY", c.Queue.RoutingKey},
+		} {
+			if len(f.value) > 255 || strings.ContainsFunc(f.value, unicode.IsControl) {
+				errs = append(errs, configError(errcode.Validation, f.name, "must be at most 255 printable characters"))
+			}
+		}
+	} else if c.HealthRequireQueue {
+		errs = append(errs, configError(errcode.Validation, "BPC_HEALTH_REQUIRE_QUEUE", "needs BPC_QUEUE_ENABLED=true"))
+	}
 	if c.LeaseRenewSeconds >= c.LeaseSeconds {
 		errs = append(errs, configError(errcode.Validation, "BPC_JOBS_LEASE_RENEW_SECONDS", "must be less than BPC_JOBS_LEASE_SECONDS (%d)", c.LeaseSeconds))
 	}
@@ -264,6 +316,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		c.WorkerID = fmt.Sprintf("%s-%d", or(host, "bpc"), os.Getpid())
 	}
 	c.Tracing.InstanceID = c.WorkerID
+	c.Queue.Name = c.WorkerID
 	if len(errs) > 0 {
 		return c, joinConfigErrors(errs)
 	}
@@ -370,6 +423,9 @@ func (c Config) secrets() []string {
 		if pc, err := pgconn.ParseConfig(c.DatabaseURL); err == nil {
 			out = append(out, pc.Password)
 		}
+	}
+	if u, err := amqp.ParseURI(c.Queue.URL); err == nil {
+		out = append(out, u.Password)
 	}
 	return out
 }

@@ -8,9 +8,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/trigger"
 )
 
 // ClientOptions configures the service's River client.
@@ -53,6 +55,12 @@ type ClientOptions struct {
 	Maintenance *MaintenanceConfig
 	// ExtraQueues adds queues beyond jobargs.Queues (benchmarks).
 	ExtraQueues []string
+	// PollOnly runs River without LISTEN (BPC_DB_LISTEN=false): producers
+	// find jobs by polling, unless Listener is set.
+	PollOnly bool
+	// Listener, with PollOnly, stands in for LISTEN: the RabbitMQ
+	// trigger's (trigger.NewListener).
+	Listener *trigger.Listener
 }
 
 // NewClient builds the River client with the service's configuration.
@@ -97,7 +105,14 @@ func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], erro
 	if o.Maintenance != nil {
 		o.Maintenance.ConfigureJobCleaner(cfg)
 	}
-	client, err := river.NewClient(riverpgxv5.New(pool), cfg)
+	var driver riverdriver.Driver[pgx.Tx] = riverpgxv5.New(pool)
+	switch {
+	case o.PollOnly && o.Listener != nil && o.Work:
+		driver = trigger.NewDriver(pool, o.Listener)
+	case o.PollOnly:
+		cfg.PollOnly = true
+	}
+	client, err := river.NewClient(driver, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("error creating River client: %w", err)
 	}

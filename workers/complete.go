@@ -16,13 +16,14 @@ import (
 )
 
 // inserter returns the River client working the job: it inserts the next
-// job and the event's webhook deliveries inside the handler's transaction.
-func inserter(ctx context.Context) (store.Inserter, error) {
+// job and the event's webhook deliveries inside the handler's transaction,
+// which publish is told of once committed.
+func inserter(ctx context.Context, publish store.Publisher) (*store.TxInserter, error) {
 	c, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "no River client in the job context")
 	}
-	return c, nil
+	return store.NewTxInserter(store.Publishing(c, publish)), nil
 }
 
 // Completer is what a worker needs to record its step and complete its job
@@ -31,6 +32,8 @@ type Completer struct {
 	Store *store.Queries
 	// BeforeCommit is Deps.BeforeCommit.
 	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
+	// Publisher is Deps.Publisher.
+	Publisher store.Publisher
 }
 
 // inTx runs fn in a transaction. When fn returns complete = true, the job is
@@ -39,11 +42,11 @@ type Completer struct {
 // complete the job, like a rejected document, is not fenced: the record is
 // idempotent and the job's final state is River's to write.)
 func inTx[T river.JobArgs](ctx context.Context, d Completer, job *river.Job[T], fn func(t passport.Tx) (complete bool, err error)) error {
-	ins, err := inserter(ctx)
+	ins, err := inserter(ctx, d.Publisher)
 	if err != nil {
 		return err
 	}
-	return d.Store.InTx(ctx, func(tx pgx.Tx) error {
+	err = d.Store.InTx(ctx, func(tx pgx.Tx) error {
 		complete, err := fn(passport.NewTx(tx, ins, ""))
 		if err != nil || !complete {
 			return err
@@ -64,6 +67,10 @@ func inTx[T river.JobArgs](ctx context.Context, d Completer, job *river.Job[T], 
 		}
 		return nil
 	})
+	if err == nil {
+		ins.Committed()
+	}
+	return err
 }
 
 // completeInTx runs fn in a transaction and, when fn succeeds, completes the

@@ -46,6 +46,9 @@ type Deps struct {
 	// after its effects and before the job's completion; an error or a panic
 	// aborts the transaction. Tests use it to simulate a crash there.
 	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
+	// Publisher, when set, hears the queues of the jobs a handler's
+	// committed transaction inserted (the RabbitMQ trigger).
+	Publisher store.Publisher
 }
 
 // registry is the one list of job types: adding a job type is its args in
@@ -94,7 +97,7 @@ var registry = []registration{
 // completer is what every pipeline worker needs to complete its job with
 // its writes.
 func (d Deps) completer() Completer {
-	return Completer{Store: d.Store, BeforeCommit: d.BeforeCommit}
+	return Completer{Store: d.Store, BeforeCommit: d.BeforeCommit, Publisher: d.Publisher}
 }
 
 // uploadMaxBytes bounds a content_ref file: BPC_PAYLOAD_MAX_BYTES, and

@@ -265,10 +265,17 @@ func insertDueMaintenance(ctx context.Context, a *service.App, m workers.Mainten
 	case err != nil:
 		return fmt.Errorf("error inserting maintenance jobs: %w", err)
 	}
+	var queues []string
 	for _, r := range res {
 		if !r.UniqueSkippedAsDuplicate {
 			logger.Info("maintenance job due", slog.String("type", r.Job.Kind), slog.Int64("river_job_id", r.Job.ID))
+			queues = append(queues, r.Job.Queue)
 		}
+	}
+	if t := a.Trigger(); t != nil {
+		// River wakes its own producers after this insert only when it has
+		// no listener; with the trigger's, the trigger wakes them.
+		t.Publish(queues)
 	}
 	return nil
 }

@@ -1,0 +1,201 @@
+package trigger
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river/riverdriver"
+
+	"github.com/bpc-platform/bpc/store"
+)
+
+// River's notification topics: the channel names it LISTENs on (without
+// the schema prefix) and its producers subscribe to.
+const (
+	topicInsert  = "river_insert"
+	topicControl = "river_control"
+)
+
+// Control is where the Listener reads what River's control notifications
+// would have said: jobs whose cancellation was requested, and which queues
+// are paused. *store.Queries is one.
+type Control interface {
+	CancelRequestedJobs(ctx context.Context) ([]store.RiverJobRef, error)
+	RiverQueuesPaused(ctx context.Context) (map[string]bool, error)
+}
+
+// Listener is a River listener (riverdriver.Listener) fed by the trigger
+// instead of Postgres LISTEN. Insert notifications are the trigger's
+// consumed messages. Control notifications — an operator cancelling a
+// running job, pausing or resuming a queue — travel by Postgres NOTIFY,
+// which a poll-only deployment cannot receive, and River, once it has a
+// listener, polls for them only as a slow fallback: so the Listener reads
+// the committed state itself every ControlPoll and turns what changed into
+// the notifications River expects. That works for every path that cancels or
+// pauses (admin API, River UI, SQL), needs no transaction hook, and does not
+// depend on the broker.
+//
+// Connect never fails: River refuses to start when its listener's first
+// connection fails, and the service must start and work by polling while
+// the broker is down. The Trigger reconnects on its own.
+type Listener struct {
+	t       *Trigger
+	control Control
+	logger  *slog.Logger
+	// ControlPoll is how often cancellations and pauses are read (zero: 1 s).
+	ControlPoll time.Duration
+
+	mu       sync.Mutex
+	topics   map[string]bool
+	queued   []*riverdriver.Notification
+	nextPoll time.Time
+	// cancelSent are the jobs whose cancellation was notified (and still
+	// requested at the last poll): River is told once per job.
+	cancelSent map[int64]bool
+	// paused is each queue's state as last notified.
+	paused  map[string]bool
+	failing bool
+}
+
+// NewListener returns the listener River's notifier uses in place of
+// LISTEN: insert notifications from t, control notifications from control.
+func NewListener(t *Trigger, control Control, logger *slog.Logger) *Listener {
+	return &Listener{t: t, control: control, logger: logger, topics: map[string]bool{}, cancelSent: map[int64]bool{}}
+}
+
+// Connect does nothing: the trigger connects on its own (see Listener).
+func (l *Listener) Connect(context.Context) error { return nil }
+
+// Close does nothing; the trigger outlives River's listener connections.
+func (l *Listener) Close(context.Context) error { return nil }
+
+// Ping always succeeds: whether the broker is reachable is the trigger's
+// readiness check, not a reason for River to reconnect.
+func (l *Listener) Ping(context.Context) error { return nil }
+
+// Schema is empty: notifications name their topics without a schema.
+func (l *Listener) Schema() string { return "" }
+
+// SetAfterConnectExec does nothing (River uses it in its own tests).
+func (l *Listener) SetAfterConnectExec(string) {}
+
+// Listen subscribes to a topic.
+func (l *Listener) Listen(_ context.Context, topic string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.topics[topic] = true
+	return nil
+}
+
+// Unlisten unsubscribes from a topic.
+func (l *Listener) Unlisten(_ context.Context, topic string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.topics, topic)
+	return nil
+}
+
+// WaitForNotification returns the next notification: a consumed trigger
+// message, or a control notification found by the poll.
+func (l *Listener) WaitForNotification(ctx context.Context) (*riverdriver.Notification, error) {
+	for {
+		l.mu.Lock()
+		if len(l.queued) > 0 {
+			n := l.queued[0]
+			l.queued = l.queued[1:]
+			l.mu.Unlock()
+			return n, nil
+		}
+		wait := time.Until(l.nextPoll)
+		l.mu.Unlock()
+
+		timer := time.NewTimer(max(wait, 0))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		case payload := <-l.t.notifications:
+			timer.Stop()
+			if l.listening(topicInsert) {
+				return &riverdriver.Notification{Topic: topicInsert, Payload: payload}, nil
+			}
+		case <-timer.C:
+			l.pollControl(ctx)
+		}
+	}
+}
+
+func (l *Listener) listening(topic string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.topics[topic]
+}
+
+// pollControl reads requested cancellations and queue pauses and queues the
+// control notifications of what changed since the last poll. The first
+// poll notifies every queue's state; pause and resume are idempotent in
+// River's producers.
+func (l *Listener) pollControl(ctx context.Context) {
+	interval := l.ControlPoll
+	if interval <= 0 {
+		interval = time.Second
+	}
+	l.mu.Lock()
+	l.nextPoll = time.Now().Add(interval)
+	listening := l.topics[topicControl]
+	l.mu.Unlock()
+	if !listening {
+		return
+	}
+	cancels, err := l.control.CancelRequestedJobs(ctx)
+	var paused map[string]bool
+	if err == nil {
+		paused, err = l.control.RiverQueuesPaused(ctx)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil && !l.failing {
+			// Once per failure streak: the database being away is reported
+			// elsewhere, and River's own minute-long poll is the backstop.
+			l.logger.Warn("queue trigger: cannot read job cancellations and queue pauses", slog.String("error", err.Error()))
+		}
+		l.failing = ctx.Err() == nil
+		return
+	}
+	l.failing = false
+	requested := make(map[int64]bool, len(cancels))
+	for _, j := range cancels {
+		requested[j.ID] = true
+		if !l.cancelSent[j.ID] {
+			l.queueControl(controlPayload{Action: "cancel", JobID: j.ID, Queue: j.Queue})
+		}
+	}
+	l.cancelSent = requested
+	for queue, p := range paused {
+		if was, seen := l.paused[queue]; !seen || was != p {
+			action := "resume"
+			if p {
+				action = "pause"
+			}
+			l.queueControl(controlPayload{Action: action, Queue: queue})
+		}
+	}
+	l.paused = paused
+}
+
+// controlPayload is River's control notification payload.
+type controlPayload struct {
+	Action string `json:"action"`
+	JobID  int64  `json:"job_id,omitempty"`
+	Queue  string `json:"queue"`
+}
+
+// queueControl queues a control notification; l.mu is held.
+func (l *Listener) queueControl(p controlPayload) {
+	b, _ := json.Marshal(p)
+	l.queued = append(l.queued, &riverdriver.Notification{Topic: topicControl, Payload: string(b)})
+}
