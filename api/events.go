@@ -49,14 +49,14 @@ func (s *Server) handleAppendEvent(ctx context.Context, raw *jsonInput) (*out[ap
 		return nil, errcode.Invalid("event_type", "must be 1-128 letters, digits, '_', '.' or '-', starting with a letter")
 	case len(in.ActorID) > 200:
 		return nil, errcode.Invalid("actor_id", "must be at most 200 characters")
-	case passport.IsSystemEvent(in.AggregateType, ""):
-		return nil, errcode.Invalid("aggregate_type", "%s is the service's own: custom events may not be appended to its aggregates", in.AggregateType)
-	case passport.IsSystemEvent("", in.EventType):
-		return nil, errcode.Invalid("event_type", "%s is an event the service appends itself; name custom events otherwise", in.EventType)
 	}
-	// A tenant key's events name the key; only the platform may say whom
-	// it acts for.
+	// A tenant key's events name the key, and may not join the chain of an
+	// aggregate the service writes (an API key's, a passport version's);
+	// only the platform may say whom it acts for, or append there.
 	if actor := actorOf(ctx); actor != domainActor {
+		if passport.IsSystemAggregate(in.AggregateType) {
+			return nil, errcode.Invalid("aggregate_type", "%s is the service's own: a tenant key may not append events to its aggregates", in.AggregateType)
+		}
 		if in.ActorID != "" && in.ActorID != actor {
 			return nil, errcode.Invalid("actor_id", "is the API key's own (%s) for a tenant key; leave it out", actor)
 		}

@@ -25,20 +25,12 @@ const (
 	EventExported           = "passport.exported"
 )
 
-// IsSystemEvent reports whether an aggregate type or event type is one the
-// service itself appends: a custom event (POST /v1/events) may use
-// neither, so that no client can write into the chain of a document,
-// snapshot, rule package, passport or API key, nor send its subscribers an
-// event that looks like the pipeline's.
-func IsSystemEvent(aggregateType, eventType string) bool {
+// IsSystemAggregate reports whether an aggregate type is one whose chain
+// the service itself appends to (a document version's, a snapshot's, a rule
+// package version's, a passport version's, an API key's).
+func IsSystemAggregate(aggregateType string) bool {
 	switch aggregateType {
 	case AggregateDocumentVersion, AggregateSnapshot, AggregateRulePackageVersion, AggregatePassportVersion, AggregateAPIKey:
-		return true
-	}
-	switch eventType {
-	case EventDocumentUploaded, EventFactsParsed, EventDocumentRejected, EventSnapshotReady, EventSnapshotSealed,
-		EventTestsRun, EventRulesPublished, EventCompiled, EventSigned, EventQRGenerated, EventPassportActivated,
-		EventPassportSuperseded, EventExported, EventKeyCreated, EventKeyRevoked:
 		return true
 	}
 	return false

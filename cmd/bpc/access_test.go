@@ -498,10 +498,10 @@ func TestFailedCredentialsThrottle(t *testing.T) {
 	require.NotContains(t, logs, "wrong-admin-token")
 }
 
-// TestCustomEventsCannotImpersonate: a custom event may not join the chain
-// of an aggregate the service writes (an API key's, a passport's) nor take
-// one of the pipeline's event types, and a tenant key's events (custom or
-// domain) name that key as their actor, whatever the body claims.
+// TestCustomEventsCannotImpersonate: a tenant key's custom event may not
+// join the chain of an aggregate the service writes (an API key's, a
+// passport version's), and a tenant key's events (custom or domain) name
+// that key as their actor, whatever the body claims.
 func TestCustomEventsCannotImpersonate(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAPI, nil)
@@ -512,10 +512,9 @@ func TestCustomEventsCannotImpersonate(t *testing.T) {
 		return h.as(writer.Token, http.MethodPost, "/v1/events", body)
 	}
 	for _, tc := range []struct{ field, aggregate, eventType string }{
-		{"aggregate_type", "ApiKey", "custom.note"},
-		{"aggregate_type", "PassportVersion", "custom.note"},
-		{"event_type", "Order", "api_key.revoked"},
-		{"event_type", "Order", "passport.activated"},
+		{"aggregate_type", "ApiKey", "api_key.revoked"},
+		{"aggregate_type", "PassportVersion", "passport.activated"},
+		{"aggregate_type", "DocumentVersion", "custom.note"},
 	} {
 		status, raw := event(map[string]any{"aggregate_type": tc.aggregate, "aggregate_id": admin.APIKeyID,
 			"event_type": tc.eventType, "payload": map[string]any{}})
