@@ -11,9 +11,12 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 )
 
-// reaperLock is the advisory lock key that makes one reaper per cluster act
-// at a time (any number of processes run one; the others skip the tick).
-const reaperLock = 0x6270635f6c656173 // "bpc_leas"
+// reaperLock is the advisory lock key that makes one reaper per schema act
+// at a time (any number of processes run one; the others skip the tick). It
+// is taken with the schema's hash as the second key: advisory locks are
+// per database, and services in other schemas of it (the tests' parallel
+// services, say) have jobs of their own to reap.
+const reaperLock = 0x62706331 // "bpc1"
 
 // LeaseRenewal is what a renewal found.
 type LeaseRenewal int
@@ -169,7 +172,7 @@ func (q *Queries) ReapExpiredLeases(ctx context.Context, limit, maxLosses int) (
 	var out []ReapedJob
 	err := q.InTx(ctx, func(tx pgx.Tx) error {
 		var locked bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(reaperLock)).Scan(&locked); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1::int4, hashtext(current_schema()))`, int32(reaperLock)).Scan(&locked); err != nil {
 			return fmt.Errorf("error taking the reaper lock: %w", err)
 		}
 		if !locked {
