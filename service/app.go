@@ -415,7 +415,13 @@ func (a *App) Stop(ctx context.Context) {
 		}
 		if a.stopTrigger != nil {
 			a.stopTrigger()
-			<-a.triggerDone
+			// Its socket is closed with its context, so it ends at once; a
+			// bound all the same, so that no broker can hold a shutdown.
+			select {
+			case <-a.triggerDone:
+			case <-time.After(5 * time.Second):
+				a.logger.Warn("queue trigger did not stop within 5 s; leaving it")
+			}
 		}
 		if a.tracer != nil {
 			// Last: the spans of the requests and jobs that just ended.

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,10 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the wait between reconnection
 	// attempts, which doubles from MinBackoff (zero: 100 ms and 5 s).
 	MinBackoff, MaxBackoff time.Duration
+	// StableAfter is how long a connection must last for its failure to
+	// begin a new outage (logged, counted) rather than continue the last
+	// one (zero: 10 s).
+	StableAfter time.Duration
 }
 
 // Message bounds: a consumer queue holds at most maxQueued messages, each
@@ -91,6 +96,9 @@ type Trigger struct {
 func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) *Trigger {
 	if cfg.MinBackoff <= 0 {
 		cfg.MinBackoff = 100 * time.Millisecond
+	}
+	if cfg.StableAfter <= 0 {
+		cfg.StableAfter = 10 * time.Second
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 5 * time.Second
@@ -153,7 +161,9 @@ func (t *Trigger) Run(ctx context.Context) {
 	failures := 0
 	var since time.Time
 	for {
+		var connectedAt time.Time
 		err := t.session(ctx, func() {
+			connectedAt = time.Now()
 			if failures > 0 {
 				t.logger.Info("queue trigger connected again; jobs are picked up at once",
 					slog.String("outage", time.Since(since).Round(time.Millisecond).String()))
@@ -161,13 +171,19 @@ func (t *Trigger) Run(ctx context.Context) {
 				t.logger.Info("queue trigger connected", slog.String("exchange", t.cfg.Exchange),
 					slog.String("routing_key", t.cfg.RoutingKey), slog.Bool("consume", t.cfg.Consume))
 			}
-			failures = 0
 		})
 		if ctx.Err() != nil {
 			t.setDown(errors.New("trigger stopped"))
 			return
 		}
 		t.setDown(err)
+		// A connection that fails soon after it opened (the broker closes
+		// the channel at the first publish: no permission, a deleted
+		// exchange) continues the outage instead of beginning, and logging,
+		// another; its reconnections keep backing off.
+		if !connectedAt.IsZero() && time.Since(connectedAt) >= t.cfg.StableAfter {
+			failures = 0
+		}
 		if failures == 0 {
 			since = time.Now()
 			t.outages.Inc()
@@ -213,21 +229,40 @@ func (t *Trigger) setLastErr(err error) {
 // connection fails (the error says why) or ctx ends (nil). connected runs
 // once the connection is ready.
 func (t *Trigger) session(ctx context.Context, connected func()) error {
+	// The socket is kept so that ctx's end closes it: a publish blocked in
+	// its write (a broker that stopped reading) returns then, and so does
+	// conn.Close, which waits for that writer.
+	var socket net.Conn
+	dial := amqp.DefaultDial(5 * time.Second)
 	conn, err := amqp.DialConfig(t.cfg.URL, amqp.Config{
-		Heartbeat:  5 * time.Second,
-		Dial:       amqp.DefaultDial(5 * time.Second),
+		Heartbeat: 5 * time.Second,
+		Dial: func(network, addr string) (net.Conn, error) {
+			c, err := dial(network, addr)
+			socket = c
+			return c, err
+		},
 		Properties: amqp.Table{"connection_name": "bpc " + t.cfg.Name},
 	})
 	if err != nil {
 		return fmt.Errorf("error connecting to RabbitMQ: %w", err)
 	}
+	stopClosing := context.AfterFunc(ctx, func() { _ = socket.Close() })
+	defer stopClosing()
 	defer conn.Close()
 	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	// A broker in a resource alarm blocks publishing connections: it stops
+	// reading them (heartbeats go on), so a publish would wait for the
+	// alarm to end. Blocked, the trigger is down and publishes nothing.
+	blockings := conn.NotifyBlocked(make(chan amqp.Blocking, 4))
+	blocked := false
 
 	pub, err := conn.Channel()
 	if err != nil {
 		return fmt.Errorf("error opening a RabbitMQ channel: %w", err)
 	}
+	// The broker closes a channel, not the connection, for an error of its
+	// own (no permission to publish, a deleted exchange).
+	pubClosed := pub.NotifyClose(make(chan *amqp.Error, 1))
 	if err := pub.ExchangeDeclare(t.cfg.Exchange, amqp.ExchangeDirect, true, false, false, false, nil); err != nil {
 		return fmt.Errorf("error declaring RabbitMQ exchange %q: %w", t.cfg.Exchange, err)
 	}
@@ -243,8 +278,10 @@ func (t *Trigger) session(ctx context.Context, connected func()) error {
 	// Whatever was committed while the connection was down is announced
 	// now: a fetch finds those jobs sooner than the next poll would.
 	for {
-		if err := t.publishPending(ctx, pub); err != nil {
-			return err
+		if !blocked {
+			if err := t.publishPending(ctx, pub); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -254,6 +291,22 @@ func (t *Trigger) session(ctx context.Context, connected func()) error {
 				return errors.New("RabbitMQ connection closed")
 			}
 			return fmt.Errorf("RabbitMQ connection lost: %w", e)
+		case e, ok := <-pubClosed:
+			if !ok || e == nil {
+				return errors.New("RabbitMQ channel closed")
+			}
+			return fmt.Errorf("RabbitMQ closed the publishing channel: %w", e)
+		case b := <-blockings:
+			blocked = b.Active
+			if blocked {
+				t.setDown(fmt.Errorf("RabbitMQ blocked the connection: %s", b.Reason))
+				t.logger.Warn("queue trigger blocked by the broker (resource alarm); jobs are picked up by polling until it is unblocked",
+					slog.String("error_code", string(errcode.QueueUnavailable)), slog.String("reason", b.Reason))
+			} else {
+				t.up.Store(true)
+				t.upGauge.Set(1)
+				t.logger.Info("queue trigger unblocked")
+			}
 		case d, ok := <-deliveries:
 			if !ok {
 				return errors.New("RabbitMQ consumer cancelled")

@@ -2,6 +2,7 @@ package trigger_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -149,7 +150,7 @@ func TestTriggerReconnectsAfterOutage(t *testing.T) {
 	url := testamqp.URL(t)
 	proxy := testamqp.NewProxy(t, url)
 	cfg := trigger.Config{URL: proxy.URL(url), Exchange: testamqp.Exchange(t, url), RoutingKey: "jobs.trigger", Name: "test",
-		Consume: true, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+		Consume: true, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, StableAfter: time.Millisecond}
 	tr, reg, logs := start(t, cfg)
 	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
 	l := listen(t, tr)
@@ -197,4 +198,78 @@ func TestTriggerBrokerAbsent(t *testing.T) {
 	require.Equal(t, 0.0, metric(t, reg, "bpc_queue_trigger_up"))
 	require.Equal(t, 1, strings.Count(logs.String(), `"error_code":"QUEUE_UNAVAILABLE"`))
 	require.NotContains(t, logs.String(), "trigger-secret-password")
+}
+
+// A broker that stops reading the connection (what a resource alarm does
+// to a publisher) must not hold the trigger: once its publishes block in
+// their writes, stopping it still returns at once, so no broker can hold a
+// service's shutdown.
+func TestTriggerStopsWhileTheBrokerStopsReading(t *testing.T) {
+	t.Parallel()
+	url := testamqp.URL(t)
+	proxy := testamqp.NewProxy(t, url)
+	cfg := trigger.Config{URL: proxy.URL(url), Exchange: testamqp.Exchange(t, url), RoutingKey: "jobs.trigger", Name: "test"}
+	reg := prometheus.NewRegistry()
+	tr := trigger.New(cfg, slog.New(slog.DiscardHandler), reg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tr.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		proxy.Unstall()
+		<-done
+	})
+	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
+
+	proxy.Stall()
+	// 20 MB of messages: more than the socket buffers between the trigger
+	// and the stalled proxy hold, so a write blocks.
+	const total = 20000
+	pad := strings.Repeat("x", 1000)
+	names := make([]string, total)
+	for i := range names {
+		names[i] = fmt.Sprintf("q%d-%s", i, pad)
+	}
+	tr.Publish(names)
+	var published float64
+	require.Eventually(t, func() bool {
+		before := metric(t, reg, "bpc_queue_trigger_messages_total", "direction", "published")
+		time.Sleep(300 * time.Millisecond)
+		published = metric(t, reg, "bpc_queue_trigger_messages_total", "direction", "published")
+		return published == before && published > 0
+	}, 20*time.Second, 10*time.Millisecond, "publishing never stalled")
+	require.Less(t, published, float64(total), "a write is blocked")
+
+	stopped := time.Now()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the trigger did not stop while its write was blocked")
+	}
+	t.Logf("stopped %s after cancel, %v of %d messages written", time.Since(stopped).Round(time.Millisecond), published, total)
+}
+
+// A connection that fails soon after it opened (a broker closing the
+// channel at each publish, a flapping network) continues the outage it
+// ended: QUEUE_UNAVAILABLE is logged, and counted, once.
+func TestTriggerFlappingIsOneOutage(t *testing.T) {
+	t.Parallel()
+	url := testamqp.URL(t)
+	proxy := testamqp.NewProxy(t, url)
+	cfg := trigger.Config{URL: proxy.URL(url), Exchange: testamqp.Exchange(t, url), RoutingKey: "jobs.trigger", Name: "test",
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	tr, reg, logs := start(t, cfg)
+	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
+	for range 3 {
+		proxy.Cut()
+		require.Eventually(t, func() bool { return !tr.Up() }, 5*time.Second, 10*time.Millisecond)
+		proxy.Restore()
+		require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
+	}
+	require.Equal(t, 1, strings.Count(logs.String(), `"error_code":"QUEUE_UNAVAILABLE"`), logs.String())
+	require.Equal(t, 1.0, metric(t, reg, "bpc_queue_trigger_outages_total"))
 }

@@ -73,6 +73,8 @@ type Proxy struct {
 	mu    sync.Mutex
 	ln    net.Listener
 	conns map[net.Conn]struct{}
+	// resume is closed when a stall ends (nil: not stalled).
+	resume chan struct{}
 }
 
 // NewProxy starts a proxy to the broker of brokerURL; URL is brokerURL
@@ -101,10 +103,47 @@ func (p *Proxy) URL(brokerURL string) string {
 	return u.String()
 }
 
+// Stall stops reading what clients send, while what the broker sends is
+// still passed on: what a broker in a resource alarm does to a
+// publishing connection (heartbeats go on, publishes pile up until the
+// client's writes block). Unstall (or Cut) ends it.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resume == nil {
+		p.resume = make(chan struct{})
+	}
+}
+
+// Unstall reads what clients send again.
+func (p *Proxy) Unstall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.unstall()
+}
+
+func (p *Proxy) unstall() {
+	if p.resume != nil {
+		close(p.resume)
+		p.resume = nil
+	}
+}
+
+// gate waits while the proxy is stalled.
+func (p *Proxy) gate() {
+	p.mu.Lock()
+	r := p.resume
+	p.mu.Unlock()
+	if r != nil {
+		<-r
+	}
+}
+
 // Cut closes every proxied connection and refuses new ones.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.unstall()
 	if p.ln != nil {
 		_ = p.ln.Close()
 		p.ln = nil
@@ -169,7 +208,25 @@ func (p *Proxy) pipe(client net.Conn) {
 		_ = src.Close()
 		done <- struct{}{}
 	}
-	go cp(server, client)
+	upstream := func() { // client → broker, through the stall gate
+		buf := make([]byte, 32<<10)
+		for {
+			p.gate()
+			n, err := client.Read(buf)
+			if n > 0 {
+				if _, werr := server.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		_ = server.Close()
+		_ = client.Close()
+		done <- struct{}{}
+	}
+	go upstream()
 	go cp(client, server)
 	<-done
 	<-done
