@@ -8,8 +8,9 @@ import (
 
 // RiverJobRef names a River job and its queue.
 type RiverJobRef struct {
-	ID    int64  `db:"id"`
-	Queue string `db:"queue"`
+	ID      int64  `db:"id"`
+	Attempt int    `db:"attempt"`
+	Queue   string `db:"queue"`
 }
 
 // CancelRequestedJobs returns the running River jobs whose cancellation was
@@ -17,7 +18,7 @@ type RiverJobRef struct {
 // what River's cancel notifications say, for a process that cannot LISTEN.
 func (q *Queries) CancelRequestedJobs(ctx context.Context) ([]RiverJobRef, error) {
 	return list[RiverJobRef](ctx, q.db, "jobs to cancel",
-		`SELECT id, queue FROM river_job WHERE state = 'running' AND metadata ? 'cancel_attempted_at'`)
+		`SELECT id, attempt, queue FROM river_job WHERE state = 'running' AND metadata ? 'cancel_attempted_at'`)
 }
 
 // RiverQueuesPaused returns whether each of River's queues is paused.

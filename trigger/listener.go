@@ -52,9 +52,9 @@ type Listener struct {
 	topics   map[string]bool
 	queued   []*riverdriver.Notification
 	nextPoll time.Time
-	// cancelSent are the jobs whose cancellation was notified (and still
-	// requested at the last poll): River is told once per job.
-	cancelSent map[int64]bool
+	// cancelSent are the attempts whose cancellation was notified (and
+	// still requested at the last poll): River is told once per attempt.
+	cancelSent map[attemptRef]bool
 	// paused is each queue's state as last notified.
 	paused  map[string]bool
 	failing bool
@@ -63,7 +63,7 @@ type Listener struct {
 // NewListener returns the listener River's notifier uses in place of
 // LISTEN: insert notifications from t, control notifications from control.
 func NewListener(t *Trigger, control Control, logger *slog.Logger) *Listener {
-	return &Listener{t: t, control: control, logger: logger, topics: map[string]bool{}, cancelSent: map[int64]bool{}}
+	return &Listener{t: t, control: control, logger: logger, topics: map[string]bool{}, cancelSent: map[attemptRef]bool{}}
 }
 
 // Connect does nothing: the trigger connects on its own (see Listener).
@@ -167,10 +167,13 @@ func (l *Listener) pollControl(ctx context.Context) {
 		return
 	}
 	l.failing = false
-	requested := make(map[int64]bool, len(cancels))
+	requested := make(map[attemptRef]bool, len(cancels))
 	for _, j := range cancels {
-		requested[j.ID] = true
-		if !l.cancelSent[j.ID] {
+		// By attempt: a job the reaper returned to River keeps its
+		// cancel_attempted_at, and its next attempt must be told again.
+		ref := attemptRef{j.ID, j.Attempt}
+		requested[ref] = true
+		if !l.cancelSent[ref] {
 			l.queueControl(controlPayload{Action: "cancel", JobID: j.ID, Queue: j.Queue})
 		}
 	}
@@ -185,6 +188,12 @@ func (l *Listener) pollControl(ctx context.Context) {
 		}
 	}
 	l.paused = paused
+}
+
+// attemptRef is one attempt of a River job.
+type attemptRef struct {
+	id      int64
+	attempt int
 }
 
 // controlPayload is River's control notification payload.
