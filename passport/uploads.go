@@ -40,11 +40,19 @@ func ReadUpload(dir string, tenantID uuid.UUID, ref string, maxBytes int) ([]byt
 		return nil, errcode.Wrap(errcode.IOError, err, "error opening the uploads directory: %s", err.Error())
 	}
 	defer uploads.Close()
-	root, err := uploads.OpenRoot(tenantID.String())
+	// The tenant's entry must be a directory itself: a link (even one that
+	// stays in the uploads directory) could name another tenant's.
+	entry, err := uploads.Lstat(tenantID.String())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, errcode.Invalid("content_ref", "the uploads directory has no directory for this tenant (%s)", tenantID)
 	case err != nil:
+		return nil, errcode.Invalid("content_ref", "the tenant's uploads directory cannot be opened: %s", rootCause(err))
+	case !entry.IsDir():
+		return nil, errcode.Invalid("content_ref", "the tenant's entry in the uploads directory is %s, not a directory", fileKind(entry.Mode()))
+	}
+	root, err := uploads.OpenRoot(tenantID.String())
+	if err != nil {
 		return nil, errcode.Invalid("content_ref", "the tenant's uploads directory cannot be opened: %s", rootCause(err))
 	}
 	defer root.Close()
@@ -94,6 +102,10 @@ func fileKind(m fs.FileMode) string {
 		return "a socket"
 	case m&fs.ModeDevice != 0:
 		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsRegular():
+		return "a file"
 	}
 	return m.Type().String()
 }

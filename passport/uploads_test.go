@@ -105,6 +105,13 @@ func TestReadUpload(t *testing.T) {
 	_, err = passport.ReadUpload(dir, uuid.New(), "bom.json", limit)
 	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
 	require.ErrorContains(t, err, "no directory for this tenant")
+	// A tenant whose entry is a link to another tenant's directory reads
+	// nothing through it, though the link stays in the uploads directory.
+	linked := uuid.New()
+	require.NoError(t, os.Symlink(other.String(), filepath.Join(dir, linked.String())))
+	_, err = passport.ReadUpload(dir, linked, "theirs.json", limit)
+	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
+	require.ErrorContains(t, err, "is a symbolic link, not a directory")
 
 	_, err = passport.ReadUpload("", uploader, "bom.json", limit)
 	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
