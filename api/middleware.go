@@ -199,10 +199,15 @@ func traced(path string) bool {
 }
 
 // startSpan starts the request's server span, in the caller's trace when
-// the request carries a W3C traceparent. Its name is the method until the
-// route is known (endSpan).
+// the request carries a W3C traceparent — except on the public routes,
+// which anyone may call: there a traceparent would let a stranger choose
+// the trace id the log lines carry and whether the request is sampled, so
+// each public request starts a trace of its own. Its name is the method
+// until the route is known (endSpan).
 func (s *Server) startSpan(ctx context.Context, r *http.Request) (context.Context, trace.Span) {
-	ctx = propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	if !strings.HasPrefix(r.URL.Path, "/public/") {
+		ctx = propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	}
 	return s.Tracer.Start(ctx, methodLabel(r.Method), trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("bpc.correlation_id", correlationID(ctx))))
 }

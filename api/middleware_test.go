@@ -537,6 +537,19 @@ func TestRequestSpansStayBounded(t *testing.T) {
 	last := ended[len(ended)-1]
 	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", last.SpanContext().TraceID().String())
 	require.Equal(t, "00f067aa0ba902b7", last.Parent().SpanID().String())
+
+	// A public route, which anyone may call, starts a trace of its own
+	// whatever traceparent it is sent (sampled or not).
+	for _, flags := range []string{"01", "00"} {
+		r = httptest.NewRequest(http.MethodGet, "/public/v1/verify?qr=nope", nil)
+		r.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-"+flags)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		all := spans.Ended()
+		public := all[len(all)-1]
+		require.Equal(t, "GET /public/v1/verify", public.Name())
+		require.NotEqual(t, "4bf92f3577b34da6a3ce929d0e0e4736", public.SpanContext().TraceID().String())
+		require.False(t, public.Parent().IsValid())
+	}
 }
 
 // BenchmarkRequestTracing serves a request through the whole router (a 404:

@@ -278,7 +278,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		errs = append(errs, configError(errcode.Validation, "BPC_LOG_JSON", "must be true or false, got %q", v))
 	}
 	c.Tracing, errs = tracingConfig(getenv, errs)
-	c.otlpHeaderValues = otlpHeaderValues(getenv)
+	c.otlpHeaderValues, errs = otlpHeaderValues(getenv, errs)
 	if c.DatabaseURL == "" {
 		errs = append(errs, configError(errcode.ConfigMissing, "DATABASE_URL", "is required (postgres://user@host:5432/db); in a checkout, `make doctor`, `make migrate` and `make run` find or start the dev database for you"))
 	}
@@ -351,21 +351,35 @@ func tracingConfig(getenv func(string) string, errs []error) (tracing.Config, []
 }
 
 // otlpHeaderValues returns the values of the OTLP exporter's headers
-// ("key=value,…", values percent-encoded), as given and decoded.
-func otlpHeaderValues(getenv func(string) string) []string {
+// ("key=value,…", values percent-encoded), as given and decoded. A list
+// the exporter could not parse is refused, naming the variable and the
+// entry's position only: the SDK would otherwise report the entry — a
+// collector's token, say — on stderr, past the log's redaction.
+func otlpHeaderValues(getenv func(string) string, errs []error) ([]string, []error) {
 	var out []string
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
-		for pair := range strings.SplitSeq(getenv(name), ",") {
-			if _, v, ok := strings.Cut(pair, "="); ok {
-				v = strings.TrimSpace(v)
+		list := getenv(name)
+		if strings.TrimSpace(list) == "" {
+			continue
+		}
+		for i, pair := range strings.Split(list, ",") {
+			k, v, ok := strings.Cut(pair, "=")
+			v = strings.TrimSpace(v)
+			if ok {
 				out = append(out, v)
-				if dec, err := url.PathUnescape(v); err == nil && dec != v {
-					out = append(out, dec)
-				}
+			}
+			dec, err := url.PathUnescape(v)
+			if !ok || strings.TrimSpace(k) == "" || err != nil {
+				errs = append(errs, configError(errcode.Validation, name,
+					"must be comma-separated key=value pairs with percent-encoded values; entry %d is not", i+1))
+				continue
+			}
+			if dec != v {
+				out = append(out, dec)
 			}
 		}
 	}
-	return out
+	return out, errs
 }
 
 // joinConfigErrors reports every bad variable at once under the first

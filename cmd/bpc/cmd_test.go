@@ -100,6 +100,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_RULES_MAX_NODES": "0"}, errcode.Validation, "BPC_RULES_MAX_NODES"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_RULES_MAX_CASES": "many"}, errcode.Validation, "BPC_RULES_MAX_CASES"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "zipkin"}, errcode.Validation, "OTEL_TRACES_EXPORTER"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_EXPORTER_OTLP_HEADERS": "Authorization: Bearer s3cr3t-collector-token"}, errcode.Validation, "OTEL_EXPORTER_OTLP_HEADERS: must be comma-separated key=value pairs with percent-encoded values; entry 1 is not"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "a=b,x-api-key=ab%zzsecret"}, errcode.Validation, "OTEL_EXPORTER_OTLP_TRACES_HEADERS: must be comma-separated key=value pairs with percent-encoded values; entry 2 is not"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, errcode.Validation, "OTEL_EXPORTER_OTLP_PROTOCOL"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json"}, errcode.Validation, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_UPLOADS_DIR": "/nonexistent/uploads"}, errcode.Validation, "BPC_UPLOADS_DIR"},
@@ -110,6 +112,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		require.Error(t, err, "%v", tc.vars)
 		require.Equal(t, tc.code, errcode.CodeOf(err), "%v", err)
 		require.Contains(t, err.Error(), tc.names)
+		require.NotContains(t, err.Error(), "secret", "a bad value is never echoed")
 	}
 
 	cfg, err := service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x"}))

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -127,6 +128,9 @@ func LogErrors(logger *slog.Logger) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("tracing error", slog.String("error", err.Error()))
 	}))
+	// The SDK's own diagnostics too, which would go to stderr past the
+	// log's redaction otherwise.
+	otel.SetLogger(logr.FromSlogHandler(logger.Handler()))
 }
 
 // LogHandler wraps h so that every line logged with a context holding a
