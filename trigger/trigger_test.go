@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,34 +12,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/testamqp"
+	"github.com/bpc-platform/bpc/internal/testlog"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/trigger"
 )
 
-// logBuffer collects a trigger's log lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // start runs a trigger on cfg until the test ends; it returns the trigger,
 // its registry and its log.
-func start(t *testing.T, cfg trigger.Config) (*trigger.Trigger, *prometheus.Registry, *logBuffer) {
+func start(t *testing.T, cfg trigger.Config) (*trigger.Trigger, *prometheus.Registry, *testlog.Buffer) {
+	t.Helper()
+	tr, reg, logs, _ := startStoppable(t, cfg)
+	return tr, reg, logs
+}
+
+// startStoppable is start with a stop that cancels the trigger's Run and
+// returns what is closed once Run has returned.
+func startStoppable(t *testing.T, cfg trigger.Config) (*trigger.Trigger, *prometheus.Registry, *testlog.Buffer, func() <-chan struct{}) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	tr := trigger.New(cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), reg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -55,7 +45,11 @@ func start(t *testing.T, cfg trigger.Config) (*trigger.Trigger, *prometheus.Regi
 			t.Logf("trigger log:\n%s", logs.String())
 		}
 	})
-	return tr, reg, logs
+	stop := func() <-chan struct{} {
+		cancel()
+		return done
+	}
+	return tr, reg, logs, stop
 }
 
 // noControl answers the listener's control poll with nothing.
@@ -209,19 +203,8 @@ func TestTriggerStopsWhileTheBrokerStopsReading(t *testing.T) {
 	url := testamqp.URL(t)
 	proxy := testamqp.NewProxy(t, url)
 	cfg := trigger.Config{URL: proxy.URL(url), Exchange: testamqp.Exchange(t, url), RoutingKey: "jobs.trigger", Name: "test"}
-	reg := prometheus.NewRegistry()
-	tr := trigger.New(cfg, slog.New(slog.DiscardHandler), reg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tr.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		proxy.Unstall()
-		<-done
-	})
+	tr, reg, _, stop := startStoppable(t, cfg)
+	t.Cleanup(proxy.Unstall) // runs before the trigger's cleanup: a failure here must not hang it
 	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
 
 	proxy.Stall()
@@ -244,9 +227,8 @@ func TestTriggerStopsWhileTheBrokerStopsReading(t *testing.T) {
 	require.Less(t, published, float64(total), "a write is blocked")
 
 	stopped := time.Now()
-	cancel()
 	select {
-	case <-done:
+	case <-stop():
 	case <-time.After(5 * time.Second):
 		t.Fatal("the trigger did not stop while its write was blocked")
 	}
