@@ -56,6 +56,13 @@ func BenchmarkBurnDown(b *testing.B) {
 	concurrency := envInt("BPC_BENCH_WORKERS", 2000)
 	rounds := envInt("BPC_BENCH_ROUNDS", 5)
 
+	// One round of each side first, not counted: in four runs of five
+	// rounds without it, the service side's first round was one of its
+	// two slowest every time, which the alternation alone does not even
+	// out.
+	report("warm-up (not counted): (a) %s", burnDownBare(b, n, concurrency))
+	report("warm-up (not counted): (b) %s", burnDownService(b, n, concurrency, 0))
+
 	var bare, service []float64
 	for range b.N {
 		for round := range rounds {
