@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,118 +19,330 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/workers"
 )
 
-// burnDown starts client and returns how long it takes until all n jobs are
-// completed in the database.
-func burnDown(b *testing.B, client *river.Client[pgx.Tx], pool *pgxpool.Pool, n int) time.Duration {
-	b.Helper()
-	ctx := context.Background()
-	start := time.Now()
-	require.NoError(b, client.Start(ctx))
-	defer func() { require.NoError(b, client.Stop(ctx)) }()
-	for {
-		var completed int
-		require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'completed'`).Scan(&completed))
-		if completed == n {
-			return time.Since(start)
-		}
-		if time.Since(start) > 15*time.Minute {
-			b.Fatalf("only %d of %d jobs completed after 15 minutes", completed, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+// Both sides fetch as River's own benchmark (river bench) does. River
+// fetches at most MaxWorkers jobs per FetchCooldown, so 2000 workers and a
+// 2 ms cooldown cap a client at 1M jobs/s, far above what two cores burn
+// down: both sides are limited by the work itself. (River's default
+// cooldown, 100 ms, capped them at 20k jobs/s, about what bare River
+// reached.)
+const (
+	burnFetchCooldown     = 2 * time.Millisecond
+	burnFetchPollInterval = 20 * time.Millisecond
+)
+
+// burnResult is one side's measurement in one round.
+type burnResult struct {
+	jobsPerSec float64
+	// cpu is the CPU time spent while the jobs burned down, per job.
+	cpu cpuTimes
+}
+
+func (r burnResult) String() string {
+	return fmt.Sprintf("%.0f jobs/s (CPU per job: %.1f µs this process, %.1f µs Postgres, %.1f µs other, %.1f µs stolen)",
+		r.jobsPerSec, micros(r.cpu.proc), micros(r.cpu.postgres), micros(r.cpu.machine-r.cpu.proc-r.cpu.postgres),
+		micros(r.cpu.steal))
 }
 
 // BenchmarkBurnDown compares (a) bare River with (b) the service's full
-// path on the same database and reports (c) the ratio b/a.
+// path on the same database and reports (c) the ratio of their medians.
 func BenchmarkBurnDown(b *testing.B) {
 	skipUnlessBench(b)
-	n := envInt("BPC_BENCH_JOBS", 100_000)
-	// River fetches at most MaxWorkers jobs per FetchCooldown (100 ms), so
-	// 100 workers cap any client at 1000 jobs/s whatever the database does.
-	// 2000 workers lift that cap well above what two cores can burn down,
-	// so both sides are limited by the work itself.
+	n := envInt("BPC_BENCH_JOBS", 200_000)
 	concurrency := envInt("BPC_BENCH_WORKERS", 2000)
-	rounds := envInt("BPC_BENCH_ROUNDS", 3)
-	ctx := context.Background()
+	rounds := envInt("BPC_BENCH_ROUNDS", 5)
+
+	// One round of each side first, not counted: in four runs of five
+	// rounds without it, the service side's first round was one of its
+	// two slowest every time, which the alternation alone does not even
+	// out.
+	report("warm-up (not counted): (a) %s", burnDownBare(b, n, concurrency))
+	report("warm-up (not counted): (b) %s", burnDownService(b, n, concurrency, 0))
 
 	var bare, service []float64
 	for range b.N {
-		// Alternate (a) and (b) so that both see the same machine state.
 		for round := range rounds {
-			{ // (a) bare River: default config, no middleware, no mirror.
-				pool := schemaPool(b, false)
-				var done atomic.Int64
-				w := river.NewWorkers()
-				river.AddWorker(w, &noopWorker{done: &done})
-				client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-					Logger:  quiet,
-					Queues:  map[string]river.QueueConfig{benchQueue: {MaxWorkers: concurrency}},
-					Workers: w,
-				})
-				require.NoError(b, err)
-				insertNoops(b, client, n)
-				elapsed := burnDown(b, client, pool, n)
-				bare = append(bare, float64(n)/elapsed.Seconds())
-				b.Logf("round %d (a) bare River:   %d jobs in %s = %.0f jobs/s", round+1, n, elapsed.Round(time.Millisecond), bare[len(bare)-1])
+			// Alternate which side goes first, so that neither always
+			// runs on the machine state the other leaves.
+			sides := []func(){
+				func() {
+					r := burnDownBare(b, n, concurrency)
+					bare = append(bare, r.jobsPerSec)
+					report("round %d (a) bare River:   %s", round+1, r)
+				},
+				func() {
+					r := burnDownService(b, n, concurrency, round+1)
+					service = append(service, r.jobsPerSec)
+					report("round %d (b) service path: %s", round+1, r)
+				},
 			}
-			{ // (b) the service: its client config, observer, SSOT mirror.
-				pool := schemaPool(b, true)
-				var done atomic.Int64
-				client, deps := testriver.New(b, pool, testriver.Options{
-					Client: workers.ClientOptions{ID: "bench-worker", Concurrency: concurrency,
-						PollInterval: time.Second, BackoffUnit: time.Second, ExtraQueues: []string{benchQueue}},
-					// The service's JSON logger at info (two lines per job), discarded.
-					Deps:     workers.Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))},
-					Register: func(w *river.Workers, _ workers.Deps) { river.AddWorker(w, &noopWorker{done: &done}) },
-					// With the lease keeper every job gets (a heartbeat per running
-					// job; the defaults renew every 30 s, so no-op jobs never renew).
-					Leases: &workers.Leases{Owner: "bench-worker", TTL: time.Minute, Renew: 30 * time.Second},
-				})
-				insertNoops(b, client, n)
-				elapsed := burnDown(b, client, pool, n)
-				service = append(service, float64(n)/elapsed.Seconds())
-				b.Logf("round %d (b) service path: %d jobs in %s = %.0f jobs/s", round+1, n, elapsed.Round(time.Millisecond), service[len(service)-1])
-
-				// The mirror really did the work: every SSOT row SUCCEEDED, no drift.
-				var succeeded int
-				require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'SUCCEEDED' AND attempts = 1`).Scan(&succeeded))
-				require.Equal(b, n, succeeded)
-				testriver.RequireConsistent(b, deps.Store)
-				b.Logf("round %d (b) mirror updates that were HOT: %s", round+1, hotShare(b, pool))
+			if round%2 == 1 {
+				sides[0], sides[1] = sides[1], sides[0]
 			}
+			sides[0]()
+			sides[1]()
 		}
 	}
-	// Each round runs (a) then (b) back to back; the median of the
-	// per-round ratios is robust to a noisy neighbour slowing one round.
 	ratios := make([]float64, len(bare))
 	for i := range bare {
 		ratios[i] = service[i] / bare[i]
 	}
-	a, s, r := median(bare), median(service), median(ratios)
+	a, s := median(bare), median(service)
 	b.ReportMetric(a, "bare_jobs/s")
 	b.ReportMetric(s, "service_jobs/s")
-	b.ReportMetric(r, "ratio_b/a")
-	b.Logf("median of %d rounds: (a) %.0f jobs/s, (b) %.0f jobs/s, (c) ratio b/a = %.3f (per round: %s)",
-		len(ratios), a, s, r, fmtRatios(ratios))
+	b.ReportMetric(s/a, "ratio_b/a")
+	b.Logf("%d rounds of %d jobs, jobs/s min / median / max: (a) bare River %.0f / %.0f / %.0f, (b) service path %.0f / %.0f / %.0f",
+		len(ratios), n, minOf(bare), a, maxOf(bare), minOf(service), s, maxOf(service))
+	b.Logf("(c) ratio b/a = %.3f (of the medians; per round: %s)", s/a, fmtRatios(ratios))
 }
 
-// hotShare reports how many updates of jobs were HOT (touched no index).
-// Backends publish their statistics when they exit, hence the reset.
-func hotShare(b *testing.B, pool *pgxpool.Pool) string {
+// burnDownBare burns down n no-op jobs with a plain River client: River's
+// benchmark configuration, no middleware, a schema without triggers.
+func burnDownBare(b *testing.B, n, concurrency int) burnResult {
+	pool := burnPool(b, false)
+	var done atomic.Int64
+	w := river.NewWorkers()
+	river.AddWorker(w, &noopWorker{done: &done})
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		FetchCooldown:     burnFetchCooldown,
+		FetchPollInterval: burnFetchPollInterval,
+		Logger:            quiet,
+		Queues:            map[string]river.QueueConfig{benchQueue: {MaxWorkers: concurrency}},
+		Workers:           w,
+	})
+	require.NoError(b, err)
+	insertNoops(b, client, n)
+	r := burnDown(b, client, pool, n)
+	dropSchema(b, pool)
+	return r
+}
+
+// burnDownService burns down n no-op jobs through the service's River
+// configuration (its queues and retry policy), the observer middleware with
+// its JSON log lines (discarded) and lease keeper, and the SSOT mirror.
+func burnDownService(b *testing.B, n, concurrency, round int) burnResult {
+	ctx := context.Background()
+	pool := burnPool(b, true)
+	var done atomic.Int64
+	client, deps := testriver.New(b, pool, testriver.Options{
+		Client: workers.ClientOptions{ID: "bench-worker", Concurrency: concurrency,
+			PollInterval: burnFetchPollInterval, FetchCooldown: burnFetchCooldown,
+			BackoffUnit: time.Second, ExtraQueues: []string{benchQueue}},
+		// The service's JSON logger at info (two lines per job), discarded.
+		Deps:     workers.Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))},
+		Register: func(w *river.Workers, _ workers.Deps) { river.AddWorker(w, &noopWorker{done: &done}) },
+		// With the lease keeper every job gets (a heartbeat per running
+		// job; the defaults renew every 30 s, so no-op jobs never renew).
+		Leases: &workers.Leases{Owner: "bench-worker", TTL: time.Minute, Renew: 30 * time.Second},
+	})
+	insertNoops(b, client, n)
+	r := burnDown(b, client, pool, n)
+
+	// The mirror really did the work: every SSOT row SUCCEEDED, no drift.
+	var succeeded int
+	require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'SUCCEEDED' AND attempts = 1`).Scan(&succeeded))
+	require.Equal(b, n, succeeded)
+	testriver.RequireConsistent(b, deps.Store)
+	report("round %d (b) mirror: %s", round, mirrorStats(b, pool))
+	dropSchema(b, pool)
+	return r
+}
+
+// burnPool returns a pool over a fresh schema (burnDown's comparable
+// starting state) whose connections count time spent in PL/pgSQL functions,
+// the mirror's triggers, for mirrorStats. Both sides set it alike; it costs
+// a clock read per trigger call, not per row.
+func burnPool(b *testing.B, withService bool) *pgxpool.Pool {
+	mode := testdb.MigrateRiver
+	if withService {
+		mode = testdb.MigrateAll
+	}
+	return testdb.NewWithOptions(b, testdb.Options{LeaseSeconds: 60, MaxConns: 40, Migrate: mode,
+		Params: map[string]string{"track_functions": "pl"}})
+}
+
+// burnDown times client working n inserted jobs, from its start to the
+// completion of the last one (River's completion event, sent once the
+// completion is committed). Before the clock starts, the inserted tables are
+// vacuumed and analyzed and a checkpoint is taken, so that each side starts
+// from the same state: freshly created tables holding n available jobs,
+// visibility map set, no dirty buffers left by the previous measurement.
+// Stopping the client is not timed.
+func burnDown(b *testing.B, client *river.Client[pgx.Tx], pool *pgxpool.Pool, n int) burnResult {
+	b.Helper()
+	ctx := context.Background()
+	for _, table := range []string{"river_job", "jobs"} {
+		var exists bool
+		require.NoError(b, pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists))
+		if exists {
+			_, err := pool.Exec(ctx, "VACUUM (ANALYZE) "+table)
+			require.NoError(b, err)
+		}
+	}
+	_, err := pool.Exec(ctx, "CHECKPOINT")
+	require.NoError(b, err)
+
+	completed, cancel := client.SubscribeConfig(&river.SubscribeConfig{
+		// Room for every event: a full channel drops them.
+		ChanSize: n + 1000,
+		Kinds:    []river.EventKind{river.EventKindJobCompleted},
+	})
+	defer cancel()
+	before := readCPU()
+	start := time.Now()
+	require.NoError(b, client.Start(ctx))
+	timeout := time.After(15 * time.Minute)
+	for got := 0; got < n; got++ {
+		select {
+		case <-completed:
+		case <-timeout:
+			b.Fatalf("only %d of %d jobs completed after 15 minutes", got, n)
+		}
+	}
+	elapsed := time.Since(start)
+	after := readCPU()
+	require.NoError(b, client.Stop(ctx))
+
+	var inDB int
+	require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'completed'`).Scan(&inDB))
+	require.Equal(b, n, inDB)
+
+	nd := time.Duration(n)
+	return burnResult{
+		jobsPerSec: float64(n) / elapsed.Seconds(),
+		cpu: cpuTimes{
+			proc:     (after.proc - before.proc) / nd,
+			postgres: (after.postgres - before.postgres) / nd,
+			machine:  (after.machine - before.machine) / nd,
+			steal:    (after.steal - before.steal) / nd,
+		},
+	}
+}
+
+// cpuTimes are CPU times: this process's, Postgres's (its processes on this
+// machine; one that ends in between is missed), the whole machine's busy
+// time and the time the hypervisor gave the machine's CPUs to others
+// (steal). The last three are zero without /proc.
+type cpuTimes struct{ proc, postgres, machine, steal time.Duration }
+
+// readCPU reads cpuTimes.
+func readCPU() cpuTimes {
+	var c cpuTimes
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.proc = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	c.postgres = postgresCPU()
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return c
+	}
+	line, _, _ := strings.Cut(string(stat), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return c
+	}
+	// user nice system idle iowait irq softirq steal, in USER_HZ (1/100 s)
+	// ticks; busy is user to softirq but idle and iowait.
+	var busy, steal int64
+	for i, f := range fields[1:9] {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return c
+		}
+		switch i {
+		case 3, 4:
+		case 7:
+			steal = v
+		default:
+			busy += v
+		}
+	}
+	c.machine = time.Duration(busy) * 10 * time.Millisecond
+	c.steal = time.Duration(steal) * 10 * time.Millisecond
+	return c
+}
+
+// postgresCPU sums the CPU time of the processes named postgres.
+func postgresCPU() time.Duration {
+	dirs, _ := os.ReadDir("/proc")
+	var ticks int64
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: utime and stime are the 14th and 15th
+		// fields, the 12th and 13th after the command's closing parenthesis.
+		name, rest, ok := strings.Cut(string(stat), ") ")
+		if !ok || !strings.HasSuffix(name, "(postgres") {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) < 13 {
+			continue
+		}
+		utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+		stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+		if err1 == nil && err2 == nil {
+			ticks += utime + stime
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// report prints one line at once: the benchmark's own log keeps ten lines.
+func report(format string, args ...any) {
+	fmt.Printf("burn-down: "+format+"\n", args...)
+}
+
+// mirrorStats reports how many updates of jobs were HOT (touched no index)
+// and the time spent in the mirror's trigger functions, the insert
+// trigger's during insertNoops (not timed by burnDown). Backends publish
+// their statistics when they exit, hence the reset.
+func mirrorStats(b *testing.B, pool *pgxpool.Pool) string {
+	ctx := context.Background()
 	pool.Reset()
 	time.Sleep(200 * time.Millisecond)
 	var upd, hot int64
-	require.NoError(b, pool.QueryRow(context.Background(),
+	require.NoError(b, pool.QueryRow(ctx,
 		`SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass`).Scan(&upd, &hot))
-	if upd == 0 {
-		return "no statistics"
+	out := "no table statistics"
+	if upd > 0 {
+		out = fmt.Sprintf("HOT updates %d of %d (%.1f%%)", hot, upd, 100*float64(hot)/float64(upd))
 	}
-	return fmt.Sprintf("%d of %d (%.1f%%)", hot, upd, 100*float64(hot)/float64(upd))
+	rows, err := pool.Query(ctx, `SELECT funcname, calls, total_time FROM pg_stat_user_functions
+		WHERE schemaname = current_schema() AND funcname LIKE 'bpc_mirror_river_%' ORDER BY funcname`)
+	require.NoError(b, err)
+	for rows.Next() {
+		var name string
+		var calls int64
+		var ms float64
+		require.NoError(b, rows.Scan(&name, &calls, &ms))
+		out += fmt.Sprintf("; %s %d calls, %.0f ms", strings.TrimPrefix(name, "bpc_mirror_river_"), calls, ms)
+	}
+	require.NoError(b, rows.Err())
+	return out
 }
+
+// dropSchema drops pool's schema as soon as its side is measured, so that
+// autovacuum does not work on its dead rows during the next measurement.
+func dropSchema(b *testing.B, pool *pgxpool.Pool) {
+	ctx := context.Background()
+	var schema string
+	require.NoError(b, pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema))
+	_, err := pool.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	require.NoError(b, err)
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 func fmtRatios(xs []float64) string {
 	parts := make([]string, len(xs))

@@ -40,6 +40,8 @@ type Options struct {
 	MaxConns int32
 	// Migrate chooses what is applied: MigrateAll (default), MigrateRiver or MigrateNone.
 	Migrate MigrateMode
+	// Params are further run-time parameters set on every connection.
+	Params map[string]string
 }
 
 // MigrateMode selects the migrations NewWithOptions applies.
@@ -90,6 +92,9 @@ func NewWithOptions(t testing.TB, o Options) *pgxpool.Pool {
 	cfg.ConnConfig.RuntimeParams["application_name"] = "bpc-test"
 	if o.LeaseSeconds > 0 {
 		cfg.ConnConfig.RuntimeParams["bpc.lease_seconds"] = strconv.Itoa(o.LeaseSeconds)
+	}
+	for k, v := range o.Params {
+		cfg.ConnConfig.RuntimeParams[k] = v
 	}
 	cfg.MaxConns = 20
 	if o.MaxConns > 0 {
