@@ -125,15 +125,24 @@ func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func
 }
 
 // stringField returns the top-level string value of key in a JSON object,
-// or "". The fast path covers the compact text Postgres returns for jsonb
-// when key comes first (jsonb orders keys by length, then bytes: tenant_id
-// leads most job args, bpc_job_id leads the service's metadata); anything
-// else falls back to encoding/json.
+// or "". The fast path covers the text Postgres returns for jsonb when key
+// comes first (jsonb orders keys by length, then bytes: tenant_id leads most
+// job args, bpc_job_id leads the service's metadata), which has a space
+// after each colon: {"tenant_id": "…", …}. It allocates nothing but the
+// result; anything else falls back to encoding/json (about 10 µs a job
+// when the fast path missed every job, as the burn-down's profile showed).
 func stringField(doc []byte, key string) string {
-	if prefix := `{"` + key + `":"`; bytes.HasPrefix(doc, []byte(prefix)) {
-		rest := doc[len(prefix):]
-		if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.IndexByte(rest[:j], '\\') < 0 {
-			return string(rest[:j])
+	if n := len(key); len(doc) > n+4 && doc[0] == '{' && doc[1] == '"' &&
+		string(doc[2:2+n]) == key && doc[2+n] == '"' && doc[3+n] == ':' {
+		rest := doc[4+n:]
+		if len(rest) > 0 && rest[0] == ' ' {
+			rest = rest[1:]
+		}
+		if len(rest) > 0 && rest[0] == '"' {
+			rest = rest[1:]
+			if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.IndexByte(rest[:j], '\\') < 0 {
+				return string(rest[:j])
+			}
 		}
 	}
 	// Absent (River's "{}" metadata of jobs not enqueued through the
