@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -33,9 +34,7 @@ func pollOnly(t *testing.T, url string, vars map[string]string) map[string]strin
 		"BPC_QUEUE_URL":                      url,
 		"BPC_QUEUE_EXCHANGE":                 testamqp.Exchange(t, testamqp.URL(t)),
 	}
-	for k, v := range vars {
-		env[k] = v
-	}
+	maps.Copy(env, vars)
 	return env
 }
 
@@ -43,6 +42,15 @@ func pollOnly(t *testing.T, url string, vars map[string]string) map[string]strin
 func (h *harness) triggerUp() {
 	h.t.Helper()
 	h.eventually("the trigger connects", h.app.Trigger().Up)
+}
+
+// parsedBOM uploads the sample's BOM and waits for its PARSE_FACTS: a
+// document version whose parse the trigger tests enqueue again.
+func (h *harness) parsedBOM() uuid.UUID {
+	h.t.Helper()
+	version, parse := h.upload("BOM", sampleDoc(h.t, nmc811.DocBOM))
+	h.succeeded(parse)
+	return version
 }
 
 // pickup enqueues a PARSE_FACTS of version over POST /v1/jobs and returns
@@ -121,8 +129,7 @@ func TestTriggerPicksUpPollOnlyJobsAtOnce(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAll, pollOnly(t, testamqp.URL(t), nil))
 	h.triggerUp()
-	version, parse := h.upload("BOM", sampleDoc(t, nmc811.DocBOM))
-	h.succeeded(parse)
+	version := h.parsedBOM()
 
 	const n = 20
 	lat := make([]time.Duration, 0, n)
@@ -202,8 +209,7 @@ func TestTriggerQueuePauseAndResume(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAll, pollOnly(t, testamqp.URL(t), nil))
 	h.triggerUp()
-	version, parse := h.upload("BOM", sampleDoc(t, nmc811.DocBOM))
-	h.succeeded(parse)
+	version := h.parsedBOM()
 
 	status, body := h.raw(http.MethodPut, "/riverui/api/queues/"+jobargs.QueuePipeline+"/pause", map[string]any{},
 		map[string]string{"Authorization": basicAuth("admin", testToken)})
@@ -264,8 +270,7 @@ func TestTriggerBrokerDownPollingContinues(t *testing.T) {
 	h := newHarness(t, service.RoleAll, pollOnly(t, url, map[string]string{
 		"BPC_JOBS_POLL_INTERVAL_MS": "1000", "BPC_JOBS_PIPELINE_POLL_INTERVAL_MS": "1000",
 	}))
-	version, parse := h.upload("BOM", sampleDoc(t, nmc811.DocBOM))
-	h.succeeded(parse)
+	version := h.parsedBOM()
 	for range 3 {
 		// The 1 s poll, River's jitter of up to a tenth, and the slack a
 		// loaded machine needs.
@@ -299,8 +304,7 @@ func TestTriggerBrokerOutageAndRecovery(t *testing.T) {
 		"BPC_JOBS_POLL_INTERVAL_MS": "1000", "BPC_JOBS_PIPELINE_POLL_INTERVAL_MS": "1000",
 	}), nil)
 	h.triggerUp()
-	version, parse := h.upload("BOM", sampleDoc(t, nmc811.DocBOM))
-	h.succeeded(parse)
+	version := h.parsedBOM()
 	status, r := h.ready()
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "ready", r.Status)
