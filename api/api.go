@@ -178,11 +178,13 @@ type (
 		WaitMs   intParam `query:"waitMs" minimum:"0" maximum:"30000" doc:"Long-poll up to this many ms for a terminal status; 202 with Retry-After when the wait ends first."`
 	}
 	listJobsParams struct {
-		TenantID string   `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
-		Type     string   `query:"type" doc:"A job type (POST /v1/jobs lists them)."`
-		Status   string   `query:"status" enum:"QUEUED,RUNNING,SUCCEEDED,FAILED,CANCELLED"`
-		Cursor   string   `query:"cursor" doc:"next_cursor of the previous page."`
-		Limit    intParam `query:"limit" minimum:"1" maximum:"500" doc:"Page size, default 50."`
+		TenantID      string   `query:"tenant_id" format:"uuid" doc:"Only this tenant's jobs. The platform token lists every tenant's without it; a tenant API key always lists its own tenant's."`
+		Type          string   `query:"type" doc:"A job type (POST /v1/jobs lists them)."`
+		Status        string   `query:"status" enum:"QUEUED,RUNNING,SUCCEEDED,FAILED,CANCELLED,DEAD_LETTER"`
+		CreatedAfter  string   `query:"created_after" format:"date-time" doc:"Jobs created at or after this time (RFC 3339)."`
+		CreatedBefore string   `query:"created_before" format:"date-time" doc:"Jobs created before this time (RFC 3339)."`
+		Cursor        string   `query:"cursor" doc:"next_cursor of the previous page."`
+		Limit         intParam `query:"limit" minimum:"1" maximum:"500" doc:"Page size, default 50."`
 	}
 	listSubscriptionsParams struct {
 		TenantID          string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`

@@ -178,8 +178,11 @@ func TestListJobsQueryValidation(t *testing.T) {
 	h := newAdminHandler(t)
 	const dev = "tenant_id=00000000-0000-0000-0000-00000000de00"
 	for _, tt := range []struct{ query, field string }{
-		{"", "tenant_id"},
 		{"tenant_id=abc", "tenant_id"},
+		{dev + "&created_after=yesterday", "created_after"},
+		{dev + "&created_before=2026-11-27", "created_before"},
+		{dev + "&stauts=DEAD_LETTER", "stauts"},
+		{"tenant=" + dev[len("tenant_id="):], "tenant"},
 		{dev + "&type=NOPE", "type"},
 		{dev + "&status=queued", "status"},
 		{dev + "&limit=0", "limit"},

@@ -2,8 +2,14 @@ package api
 
 import (
 	"context"
+	"maps"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/google/uuid"
 
@@ -55,4 +61,36 @@ func parseInt(name, value string, def, lo, hi int) (int, error) {
 		return 0, errcode.Invalid(name, "must be an integer from %d to %d", lo, hi)
 	}
 	return n, nil
+}
+
+// parseTime parses an optional RFC 3339 time parameter; empty is nil.
+func parseTime(name, value string) (*time.Time, error) {
+	if value == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, value)
+	if err != nil {
+		return nil, errcode.Invalid(name, "must be an RFC 3339 time such as 2026-11-27T08:00:00Z")
+	}
+	return &t, nil
+}
+
+// unknownQueryParams returns a VALIDATION_ERROR naming the first query
+// parameter of the request that the parameters struct params does not
+// declare in a query tag.
+func unknownQueryParams(ctx huma.Context, params reflect.Type) []error {
+	known := map[string]bool{}
+	for i := range params.NumField() {
+		if name, _, _ := strings.Cut(params.Field(i).Tag.Get("query"), ","); name != "" {
+			known[name] = true
+		}
+	}
+	u := ctx.URL()
+	query := u.Query()
+	for _, name := range slices.Sorted(maps.Keys(query)) {
+		if !known[name] {
+			return []error{errcode.Invalid(name, "is not a query parameter of this route")}
+		}
+	}
+	return nil
 }

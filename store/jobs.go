@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,23 +69,37 @@ const jobColumns = `job_id, tenant_id, type, status, priority, attempts, max_att
 	idempotency_key, request_hash, payload, queue, scheduled_at, started_at, finished_at,
 	lease_owner, lease_expires_at, last_error, river_job_id, river_deleted_at, created_at, updated_at`
 
-// GetJob returns the tenant's job.
+// GetJob returns the tenant's job, whether its River job still exists
+// (jobs_live) or is gone (jobs_history): the view jobs is both.
 func (q *Queries) GetJob(ctx context.Context, tenantID, jobID uuid.UUID) (Job, error) {
 	return getOne[Job](ctx, q.db, "job", jobID,
 		`SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2`, tenantID, jobID)
 }
 
-// GetJobForUpdate returns the tenant's job and locks its row until the end of tx.
+// GetJobForUpdate returns the tenant's job and, while its River job exists,
+// locks its row until the end of tx. A row of jobs_history is returned
+// unlocked: it never changes again (RiverDeletedAt is set).
 func (q *Queries) GetJobForUpdate(ctx context.Context, tenantID, jobID uuid.UUID) (Job, error) {
-	return getOne[Job](ctx, q.db, "job", jobID,
-		`SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2 FOR UPDATE`, tenantID, jobID)
+	job, err := getOne[Job](ctx, q.db, "job", jobID,
+		`SELECT `+jobColumns+` FROM jobs_live WHERE tenant_id = $1 AND job_id = $2 FOR UPDATE`, tenantID, jobID)
+	if errors.Is(err, ErrNotFound) {
+		return getOne[Job](ctx, q.db, "job", jobID,
+			`SELECT `+jobColumns+` FROM jobs_history WHERE tenant_id = $1 AND job_id = $2`, tenantID, jobID)
+	}
+	return job, err
 }
 
-// JobFilter selects jobs of one tenant for ListJobs.
+// JobFilter selects jobs for ListJobs (SPEC §14). Filters combine with AND.
 type JobFilter struct {
-	TenantID uuid.UUID
-	Type     string
-	Status   string
+	// TenantID scopes the list to one tenant, unless AllTenants (the
+	// platform operator's cross-tenant list).
+	TenantID   uuid.UUID
+	AllTenants bool
+	Type       string
+	// Status is one of Statuses, or empty for any.
+	Status string
+	// CreatedAfter and CreatedBefore bound created_at to [after, before).
+	CreatedAfter, CreatedBefore *time.Time
 	// Cursor is an opaque value from a previous page's NextCursor.
 	Cursor string
 	Limit  int
@@ -100,46 +116,94 @@ type jobCursor struct {
 	JobID     uuid.UUID `json:"i"`
 }
 
-// ListJobs returns the tenant's jobs newest first with keyset pagination.
+// ListJobs returns jobs newest first with keyset pagination on (created_at,
+// job_id), reading each part of the SSOT by the index that answers it:
+//
+//   - jobs_live (River still has the job) is indexed only on columns that
+//     never change, so that the mirror's updates stay HOT. A status other
+//     than SUCCEEDED is found through River's own index on river_job.state
+//     (the mirror keeps the live row's status equal to River's state in
+//     the same transaction), then the live rows of those River jobs are
+//     sorted; SUCCEEDED, the common case, walks the created_at indexes.
+//   - jobs_history (River's job is gone) never changes, so it is indexed by
+//     status too; it holds terminal jobs only, and is skipped for QUEUED and
+//     RUNNING.
+//
+// Each part yields at most one page, newest first, and the two are merged.
 func (q *Queries) ListJobs(ctx context.Context, f JobFilter) (JobPage, error) {
 	if f.Limit <= 0 || f.Limit > 500 {
 		f.Limit = 50
 	}
-	args := []any{f.TenantID}
-	where := []string{"tenant_id = $1"}
+	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
+		return JobPage{}, errcode.Invalid("status", "must be one of %s", strings.Join(Statuses, ", "))
+	}
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	var where []string
+	if !f.AllTenants {
+		where = append(where, "tenant_id = "+arg(f.TenantID))
+	}
 	if f.Type != "" {
-		args = append(args, f.Type)
-		where = append(where, fmt.Sprintf("type = $%d", len(args)))
+		where = append(where, "type = "+arg(f.Type))
 	}
 	if f.Status != "" {
-		args = append(args, f.Status)
-		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+		// A literal, not a parameter: the planner can then use the partial
+		// status indexes of jobs_history in every plan, generic ones too.
+		// f.Status is one of Statuses, checked above.
+		where = append(where, "status = '"+f.Status+"'")
+	}
+	if f.CreatedAfter != nil {
+		where = append(where, "created_at >= "+arg(*f.CreatedAfter))
+	}
+	if f.CreatedBefore != nil {
+		where = append(where, "created_at < "+arg(*f.CreatedBefore))
 	}
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)
 		if err != nil {
 			return JobPage{}, err
 		}
-		args = append(args, c.CreatedAt, c.JobID)
-		where = append(where, fmt.Sprintf("(created_at, job_id) < ($%d, $%d)", len(args)-1, len(args)))
+		at, id := arg(c.CreatedAt), arg(c.JobID)
+		// The first term is what the indexes, keyed on created_at alone, can seek.
+		where = append(where, "created_at <= "+at, "(created_at, job_id) < ("+at+", "+id+")")
 	}
-	args = append(args, f.Limit+1)
-	jobs, err := list[Job](ctx, q.db, "jobs", `SELECT `+jobColumns+` FROM jobs WHERE `+strings.Join(where, " AND ")+
-		fmt.Sprintf(` ORDER BY created_at DESC, job_id DESC LIMIT $%d`, len(args)), args...)
+	cond := "TRUE"
+	if len(where) > 0 {
+		cond = strings.Join(where, " AND ")
+	}
+	page := " ORDER BY created_at DESC, job_id DESC LIMIT " + arg(f.Limit+1)
+
+	live := `SELECT ` + jobColumns + ` FROM jobs_live WHERE ` + cond + page
+	if f.Status != "" && f.Status != StatusSucceeded {
+		// River jobs in the status's states first (a nested loop by
+		// construction: LATERAL), then their live rows.
+		live = `SELECT j.* FROM (SELECT id FROM river_job WHERE state IN ('` +
+			strings.Join(riverStatesOf(f.Status), "', '") + `')) r
+			CROSS JOIN LATERAL (SELECT ` + jobColumns + ` FROM jobs_live
+				WHERE river_job_id = r.id AND ` + cond + `) j` + page
+	}
+	query := live
+	if f.Status == "" || IsTerminal(f.Status) {
+		query = `(` + live + `) UNION ALL (SELECT ` + jobColumns + ` FROM jobs_history WHERE ` + cond + page + `)` + page
+	}
+	jobs, err := list[Job](ctx, q.db, "jobs", query, args...)
 	if err != nil {
 		return JobPage{}, err
 	}
-	page := JobPage{Items: jobs}
+	out := JobPage{Items: jobs}
 	if len(jobs) > f.Limit {
-		page.Items = jobs[:f.Limit]
-		last := page.Items[f.Limit-1]
+		out.Items = jobs[:f.Limit]
+		last := out.Items[f.Limit-1]
 		b, _ := json.Marshal(jobCursor{CreatedAt: last.CreatedAt, JobID: last.JobID})
-		page.NextCursor = base64.RawURLEncoding.EncodeToString(b)
+		out.NextCursor = base64.RawURLEncoding.EncodeToString(b)
 	}
-	if page.Items == nil {
-		page.Items = []Job{}
+	if out.Items == nil {
+		out.Items = []Job{}
 	}
-	return page, nil
+	return out, nil
 }
 
 func decodeCursor(s string) (jobCursor, error) {
@@ -241,7 +305,7 @@ func (q *Queries) EnqueueTx(ctx context.Context, ins Inserter, reqs []EnqueueReq
 			}
 			return nil, fmt.Errorf("error inserting River jobs: %w", err)
 		}
-		jobs, err := list[Job](ctx, q.db, "enqueued jobs", `SELECT `+jobColumns+` FROM jobs WHERE job_id = ANY($1)`, newIDs)
+		jobs, err := list[Job](ctx, q.db, "enqueued jobs", `SELECT `+jobColumns+` FROM jobs_live WHERE job_id = ANY($1)`, newIDs)
 		if err != nil {
 			return nil, err
 		}
@@ -304,18 +368,19 @@ func insertOpts(req EnqueueRequest, jobID uuid.UUID) (*river.InsertOpts, error) 
 	return &opts, nil
 }
 
-// JobByRiverID returns the SSOT job mirroring a River job, across tenants
-// (used by workers, which know the River job, and by operator tools).
+// JobByRiverID returns the SSOT job mirroring an existing River job, across
+// tenants (used by workers, which know the River job, and by operator
+// tools). The job of a deleted River job is history, found by its job_id.
 func (q *Queries) JobByRiverID(ctx context.Context, riverJobID int64) (Job, error) {
 	return getOne[Job](ctx, q.db, "job for River job", riverJobID,
-		`SELECT `+jobColumns+` FROM jobs WHERE river_job_id = $1`, riverJobID)
+		`SELECT `+jobColumns+` FROM jobs_live WHERE river_job_id = $1`, riverJobID)
 }
 
-// JobsByRiverIDs returns the SSOT jobs mirroring the given River jobs,
-// across tenants (River UI is an operator tool over every tenant).
+// JobsByRiverIDs returns the SSOT jobs mirroring the given existing River
+// jobs, across tenants (River UI is an operator tool over every tenant).
 func (q *Queries) JobsByRiverIDs(ctx context.Context, riverJobIDs []int64) ([]Job, error) {
 	return list[Job](ctx, q.db, fmt.Sprintf("jobs of River jobs %v", riverJobIDs),
-		`SELECT `+jobColumns+` FROM jobs WHERE river_job_id = ANY($1) ORDER BY river_job_id`, riverJobIDs)
+		`SELECT `+jobColumns+` FROM jobs_live WHERE river_job_id = ANY($1) ORDER BY river_job_id`, riverJobIDs)
 }
 
 // CountAvailable counts the available River jobs of queue, stopping at

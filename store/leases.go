@@ -58,10 +58,10 @@ func (q *Queries) RenewLeases(ctx context.Context, holds []LeaseHold, owner stri
 	rows, _ := q.db.Query(ctx, `WITH input AS (
 			SELECT * FROM unnest($1::bigint[], $2::int[]) AS u(rid, attempt)),
 		target AS (
-			SELECT j.job_id, j.river_job_id FROM jobs j JOIN input i ON j.river_job_id = i.rid
+			SELECT j.job_id, j.river_job_id FROM jobs_live j JOIN input i ON j.river_job_id = i.rid
 			FOR UPDATE OF j SKIP LOCKED),
 		renewed AS (
-			UPDATE jobs j SET lease_expires_at = clock_timestamp() + make_interval(secs => $4)
+			UPDATE jobs_live j SET lease_expires_at = clock_timestamp() + make_interval(secs => $4)
 			FROM target t, input i
 			WHERE j.job_id = t.job_id AND i.rid = j.river_job_id AND j.status = 'RUNNING'
 			  AND j.attempts = i.attempt AND j.lease_owner = $3 AND j.lease_expires_at > clock_timestamp()
@@ -70,7 +70,7 @@ func (q *Queries) RenewLeases(ctx context.Context, holds []LeaseHold, owner stri
 			EXISTS (SELECT 1 FROM renewed r WHERE r.river_job_id = i.rid)
 		FROM input i
 		LEFT JOIN target t ON t.river_job_id = i.rid
-		LEFT JOIN jobs j ON j.river_job_id = i.rid`,
+		LEFT JOIN jobs_live j ON j.river_job_id = i.rid`,
 		ids, attempts, owner, ttl.Seconds())
 	defer rows.Close()
 	for rows.Next() {
@@ -115,7 +115,7 @@ func (q *Queries) FenceLease(ctx context.Context, riverJobID int64, attempt int)
 		return errcode.New(errcode.LeaseExpired, "attempt %d of River job %d lost its lease (the job is %s, attempt %d)", attempt, riverJobID, state, current)
 	}
 	var live bool
-	err = q.db.QueryRow(ctx, `SELECT lease_expires_at > clock_timestamp() FROM jobs WHERE river_job_id = $1`, riverJobID).Scan(&live)
+	err = q.db.QueryRow(ctx, `SELECT lease_expires_at > clock_timestamp() FROM jobs_live WHERE river_job_id = $1`, riverJobID).Scan(&live)
 	if err != nil {
 		return notFound(err, "SSOT job of River job", riverJobID)
 	}
@@ -180,7 +180,7 @@ func (q *Queries) ReapExpiredLeases(ctx context.Context, limit, maxLosses int) (
 		}
 		rows, _ := tx.Query(ctx, `WITH expired AS (
 				SELECT r.id, r.attempt, r.max_attempts, r.errors, j.lease_owner, j.lease_expires_at
-				FROM river_job r JOIN jobs j ON j.river_job_id = r.id
+				FROM river_job r JOIN jobs_live j ON j.river_job_id = r.id
 				WHERE r.state = 'running' AND j.status = 'RUNNING' AND j.attempts = r.attempt
 				  AND j.lease_expires_at < clock_timestamp()
 				ORDER BY r.id

@@ -371,7 +371,7 @@ func TestConsistencyDetectsFieldDrift(t *testing.T) {
 	e := newEnv(t)
 	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	// Someone edits the mirror by hand.
-	e.Exec(t, `UPDATE jobs SET attempts = 3, priority = 0, queue = 'elsewhere', lease_owner = 'ghost' WHERE job_id = $1`, j.JobID)
+	e.Exec(t, `UPDATE jobs_live SET attempts = 3, priority = 0, queue = 'elsewhere', lease_owner = 'ghost' WHERE job_id = $1`, j.JobID)
 	rep, err := e.Store.CheckConsistency(e.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 4, rep.DriftCount, driftProblems(rep))

@@ -50,3 +50,16 @@ func CancelledByOperator(metadata []byte) bool {
 	_, ok := m["cancel_attempted_at"]
 	return ok
 }
+
+// riverStatesOf lists the River states whose jobs have the SSOT status: the
+// inverse of StatusOf, for answering "which live jobs are RUNNING" from
+// River's own index on river_job.state.
+func riverStatesOf(status string) []string {
+	var states []string
+	for _, state := range rivertype.JobStates() {
+		if StatusOf(state, false) == status || StatusOf(state, true) == status {
+			states = append(states, string(state))
+		}
+	}
+	return states
+}

@@ -56,7 +56,11 @@ func (e *maintEnv) exec(t *testing.T, sql string, args ...any) {
 func (e *maintEnv) finish(t *testing.T, job store.Job, state string, ago time.Duration) {
 	t.Helper()
 	e.exec(t, `UPDATE river_job SET state = $2, attempt = 1, attempted_at = now() - $3::interval,
-		finalized_at = now() - $3::interval WHERE id = $1`, job.RiverJobID, state, ago.String())
+		finalized_at = now() - $3::interval, created_at = now() - $3::interval - interval '1 minute'
+		WHERE id = $1`, job.RiverJobID, state, ago.String())
+	// The mirror copies created_at when the job is inserted only.
+	e.exec(t, `UPDATE jobs_live SET created_at = now() - $2::interval - interval '1 minute' WHERE job_id = $1`,
+		job.JobID, ago.String())
 }
 
 func (e *maintEnv) jobExists(t *testing.T, job store.Job) bool {
@@ -82,7 +86,7 @@ func TestMaintenanceConsistencyReportsDriftWithoutFailing(t *testing.T) {
 
 	// Someone edits the SSOT behind River's back: the check reports it,
 	// and the job still succeeds.
-	e.exec(t, `UPDATE jobs SET attempts = attempts + 5 WHERE job_id = $1`, queued.JobID)
+	e.exec(t, `UPDATE jobs_live SET attempts = attempts + 5 WHERE job_id = $1`, queued.JobID)
 	require.NoError(t, w.Work(e.ctx, job))
 	require.Equal(t, 1.0, testutil.ToFloat64(e.deps.Metrics.MirrorDrift))
 	logs := e.logs.String()
@@ -100,22 +104,23 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	old, recent := 100*24*time.Hour, 24*time.Hour
 
 	// Expired: finished 100 days ago and River's row deleted (the mirror
-	// marks it river_deleted_at), in each terminal state.
+	// moves it to jobs_history, marked river_deleted_at), in each terminal
+	// state.
 	var expired []store.Job
-	for _, state := range []string{"completed", "discarded"} {
+	for _, state := range []string{"completed", "discarded", "cancelled"} {
 		_, j := e.buildJob(t)
 		e.finish(t, j, state, old)
 		e.exec(t, `DELETE FROM river_job WHERE id = $1`, j.RiverJobID)
 		expired = append(expired, j)
 	}
-	// Expired too: River's row is gone though the mirror never marked it
-	// (deleted with the triggers disabled).
+	// Kept: River's row is gone though the mirror never moved it (deleted
+	// with the triggers disabled). Retention reads the history only; this
+	// row is drift, which the consistency check reports.
 	_, unmarked := e.buildJob(t)
 	e.finish(t, unmarked, "completed", old)
 	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
 	e.exec(t, `DELETE FROM river_job WHERE id = $1`, unmarked.RiverJobID)
 	e.exec(t, `ALTER TABLE river_job ENABLE ALWAYS TRIGGER bpc_mirror_delete`)
-	expired = append(expired, unmarked)
 
 	// Kept: finished recently (River's row gone).
 	_, recentGone := e.buildJob(t)
@@ -134,7 +139,7 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
 	e.exec(t, `DELETE FROM river_job WHERE id = $1`, orphan.RiverJobID)
 	e.exec(t, `ALTER TABLE river_job ENABLE ALWAYS TRIGGER bpc_mirror_delete`)
-	e.exec(t, `UPDATE jobs SET finished_at = now() - interval '100 days' WHERE job_id = $1`, orphan.JobID)
+	e.exec(t, `UPDATE jobs_live SET finished_at = now() - interval '100 days' WHERE job_id = $1`, orphan.JobID)
 
 	var eventsBefore int
 	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT count(*) FROM events`).Scan(&eventsBefore))
@@ -145,7 +150,7 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	for _, j := range expired {
 		require.False(t, e.jobExists(t, j), "expired job %s kept", j.JobID)
 	}
-	for name, j := range map[string]store.Job{"recent": recentGone, "in River": inRiver, "running": running, "orphan": orphan} {
+	for name, j := range map[string]store.Job{"recent": recentGone, "in River": inRiver, "running": running, "orphan": orphan, "unmarked": unmarked} {
 		require.True(t, e.jobExists(t, j), "%s job deleted", name)
 	}
 	require.Equal(t, 3.0, testutil.ToFloat64(e.deps.Metrics.RetentionDeleted))
