@@ -123,10 +123,19 @@ func burnDownBare(b *testing.B, n, concurrency int) burnResult {
 
 // burnDownService burns down n no-op jobs through the service's River
 // configuration (its queues and retry policy), the observer middleware with
-// its JSON log lines (discarded) and lease keeper, and the SSOT mirror.
+// its JSON log lines (discarded) and lease keeper, and the SSOT mirror, on a
+// fresh schema.
 func burnDownService(b *testing.B, n, concurrency, round int) burnResult {
-	ctx := context.Background()
 	pool := burnPool(b, true)
+	r := burnDownServiceOn(b, pool, n, concurrency, fmt.Sprintf("round %d (b)", round))
+	dropSchema(b, pool)
+	return r
+}
+
+// burnDownServiceOn is burnDownService on pool's schema, whatever it holds;
+// the n jobs are left in River and jobs_live.
+func burnDownServiceOn(b *testing.B, pool *pgxpool.Pool, n, concurrency int, label string) burnResult {
+	ctx := context.Background()
 	var done atomic.Int64
 	client, deps := testriver.New(b, pool, testriver.Options{
 		Client: workers.ClientOptions{ID: "bench-worker", Concurrency: concurrency,
@@ -144,11 +153,11 @@ func burnDownService(b *testing.B, n, concurrency, round int) burnResult {
 
 	// The mirror really did the work: every SSOT row SUCCEEDED, no drift.
 	var succeeded int
-	require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'SUCCEEDED' AND attempts = 1`).Scan(&succeeded))
+	require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM jobs_live
+		WHERE queue = $1 AND status = 'SUCCEEDED' AND attempts = 1`, benchQueue).Scan(&succeeded))
 	require.Equal(b, n, succeeded)
 	testriver.RequireConsistent(b, deps.Store)
-	report("round %d (b) mirror: %s", round, mirrorStats(b, pool))
-	dropSchema(b, pool)
+	report("%s mirror: %s", label, mirrorStats(b, pool))
 	return r
 }
 
@@ -175,7 +184,7 @@ func burnPool(b *testing.B, withService bool) *pgxpool.Pool {
 func burnDown(b *testing.B, client *river.Client[pgx.Tx], pool *pgxpool.Pool, n int) burnResult {
 	b.Helper()
 	ctx := context.Background()
-	for _, table := range []string{"river_job", "jobs"} {
+	for _, table := range []string{"river_job", "jobs_live"} {
 		var exists bool
 		require.NoError(b, pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists))
 		if exists {
@@ -208,7 +217,7 @@ func burnDown(b *testing.B, client *river.Client[pgx.Tx], pool *pgxpool.Pool, n 
 	require.NoError(b, client.Stop(ctx))
 
 	var inDB int
-	require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'completed'`).Scan(&inDB))
+	require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'completed' AND queue = $1`, benchQueue).Scan(&inDB))
 	require.Equal(b, n, inDB)
 
 	nd := time.Duration(n)
@@ -303,7 +312,7 @@ func report(format string, args ...any) {
 	fmt.Printf("burn-down: "+format+"\n", args...)
 }
 
-// mirrorStats reports how many updates of jobs were HOT (touched no index)
+// mirrorStats reports how many updates of jobs_live were HOT (touched no index)
 // and the time spent in the mirror's trigger functions, the insert
 // trigger's during insertNoops (not timed by burnDown). Backends publish
 // their statistics when they exit, hence the reset.
@@ -313,7 +322,7 @@ func mirrorStats(b *testing.B, pool *pgxpool.Pool) string {
 	time.Sleep(200 * time.Millisecond)
 	var upd, hot int64
 	require.NoError(b, pool.QueryRow(ctx,
-		`SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass`).Scan(&upd, &hot))
+		`SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'jobs_live'::regclass`).Scan(&upd, &hot))
 	out := "no table statistics"
 	if upd > 0 {
 		out = fmt.Sprintf("HOT updates %d of %d (%.1f%%)", hot, upd, 100*float64(hot)/float64(upd))

@@ -27,25 +27,31 @@ ALTER TABLE jobs RENAME TO jobs_live;
 
 -- Listing by the columns that never change after insert: adding these keeps
 -- every update HOT. The operator's cross-tenant lists (platform token, no
--- tenant_id) and the type filter. Ties on created_at are ordered by job_id
--- with an incremental sort, so job_id is not part of the keys.
-CREATE INDEX jobs_live_tenant_type_created_idx ON jobs_live (tenant_id, type, created_at DESC);
-CREATE INDEX jobs_live_created_idx ON jobs_live (created_at DESC);
-CREATE INDEX jobs_live_type_created_idx ON jobs_live (type, created_at DESC);
+-- tenant_id) and the type filter. Lists are newest first, read by scanning
+-- these backwards; ties on created_at are ordered by job_id with an
+-- incremental sort, so job_id is not part of the keys. Ascending, not DESC:
+-- new rows then land at the right end of their range and B-tree pages
+-- split 90/10 instead of 50/50 (measured: 22 instead of 40 bytes a row for
+-- created_at alone). A tenant's jobs of one type are found through either
+-- the tenant's or the type's index, filtering the other: an index on
+-- (tenant_id, type, created_at) would cost 105 bytes a row in the history
+-- (its pages split 50/50, as every tenant appends in the middle of the
+-- tree), a fifth of a finished job's budget.
+CREATE INDEX jobs_live_created_idx ON jobs_live (created_at);
+CREATE INDEX jobs_live_type_created_idx ON jobs_live (type, created_at);
 
 CREATE TABLE jobs_history (LIKE jobs_live INCLUDING CONSTRAINTS) WITH (fillfactor = 100);
 ALTER TABLE jobs_history ADD PRIMARY KEY (job_id);
-CREATE INDEX jobs_history_tenant_created_idx ON jobs_history (tenant_id, created_at DESC);
-CREATE INDEX jobs_history_tenant_type_created_idx ON jobs_history (tenant_id, type, created_at DESC);
-CREATE INDEX jobs_history_created_idx ON jobs_history (created_at DESC);
-CREATE INDEX jobs_history_type_created_idx ON jobs_history (type, created_at DESC);
+CREATE INDEX jobs_history_tenant_created_idx ON jobs_history (tenant_id, created_at);
+CREATE INDEX jobs_history_created_idx ON jobs_history (created_at);
+CREATE INDEX jobs_history_type_created_idx ON jobs_history (type, created_at);
 -- Statuses other than SUCCEEDED are the rare ones an operator asks for
 -- (DEAD_LETTER, FAILED, CANCELLED): partial, so they cost the common
 -- SUCCEEDED row nothing. A SUCCEEDED list walks the created_at indexes,
 -- where nearly every row matches.
-CREATE INDEX jobs_history_status_created_idx ON jobs_history (status, created_at DESC)
+CREATE INDEX jobs_history_status_created_idx ON jobs_history (status, created_at)
     WHERE status <> 'SUCCEEDED';
-CREATE INDEX jobs_history_tenant_status_created_idx ON jobs_history (tenant_id, status, created_at DESC)
+CREATE INDEX jobs_history_tenant_status_created_idx ON jobs_history (tenant_id, status, created_at)
     WHERE status <> 'SUCCEEDED';
 -- An idempotency key keeps answering with its job after River forgot it,
 -- until the SSOT retention removes the row.
