@@ -39,12 +39,13 @@ const (
 //     service) already deletes finalized river_job rows in batches; it is
 //     configured with MaintenanceConfig.RiverRetention through
 //     ConfigureJobCleaner instead of deleting river_job rows here. The mirror's
-//     delete trigger keeps each SSOT row, marked river_deleted_at.
-//   - SSOT rows: those kept rows are the job history; the retention job
-//     deletes them once they are terminal, finished longer than
-//     MaintenanceConfig.JobsRetention ago and their River row is gone
-//     (store.DeleteExpiredJobs). Audit events and domain data are never
-//     deleted. An idempotency key is remembered as long as its SSOT row.
+//     delete trigger keeps each SSOT row, moved to jobs_history and marked
+//     river_deleted_at.
+//   - SSOT rows: jobs_history is the job history; the retention job deletes
+//     its rows once they finished longer than MaintenanceConfig.JobsRetention
+//     ago (store.DeleteExpiredJobs), never touching jobs_live. Audit events
+//     and domain data are never deleted. An idempotency key is remembered as
+//     long as its SSOT row.
 type MaintenanceConfig struct {
 	// ConsistencyInterval is how often the mirror is checked.
 	ConsistencyInterval time.Duration
