@@ -362,7 +362,6 @@ func historyQueries(b *testing.B, pool *pgxpool.Pool, samples, total int) {
 	}
 }
 
-
 // retentionUnderLoad deletes the oldest deleteRows history rows in batches,
 // as the retention job does, while a burn-down runs on the same schema, and
 // compares that burn-down with one on the same schema right before.
