@@ -68,6 +68,10 @@ func BenchmarkHistoryAtScale(b *testing.B) {
 		b.ReportMetric(hBytes, "history_bytes/job")
 
 		historyQueries(b, pool, samples, history+live)
+		if rounds == 0 {
+			dropSchema(b, pool)
+			continue
+		}
 
 		// The burn-down on this schema against an empty one, alternating.
 		var empty, loaded []float64
