@@ -143,11 +143,14 @@ func (q *Queries) ListJobs(ctx context.Context, f JobFilter) (JobPage, error) {
 		return "$" + strconv.Itoa(len(args))
 	}
 	var where []string
+	var tenantArg, typeArg string
 	if !f.AllTenants {
-		where = append(where, "tenant_id = "+arg(f.TenantID))
+		tenantArg = arg(f.TenantID)
+		where = append(where, "tenant_id = "+tenantArg)
 	}
 	if f.Type != "" {
-		where = append(where, "type = "+arg(f.Type))
+		typeArg = arg(f.Type)
+		where = append(where, "type = "+typeArg)
 	}
 	if f.Status != "" {
 		// A literal, not a parameter: the planner can then use the partial
@@ -179,9 +182,19 @@ func (q *Queries) ListJobs(ctx context.Context, f JobFilter) (JobPage, error) {
 	live := `SELECT ` + jobColumns + ` FROM jobs_live WHERE ` + cond + page
 	if f.Status != "" && f.Status != StatusSucceeded {
 		// River jobs in the status's states first (a nested loop by
-		// construction: LATERAL), then their live rows.
-		live = `SELECT j.* FROM (SELECT id FROM river_job WHERE state IN ('` +
-			strings.Join(riverStatesOf(f.Status), "', '") + `')) r
+		// construction: LATERAL), then their live rows. River's rows are
+		// narrowed by what they say of the tenant (its GIN index on args;
+		// the mirror's tenant_id is args' tenant_id, which the service
+		// writes in canonical form) and kind, so that a tenant's dead
+		// letters do not cost a visit to every other tenant's.
+		river := `state IN ('` + strings.Join(riverStatesOf(f.Status), "', '") + `')`
+		if tenantArg != "" {
+			river += ` AND args @> jsonb_build_object('tenant_id', ` + tenantArg + `::uuid)`
+		}
+		if typeArg != "" {
+			river += ` AND kind = ` + typeArg
+		}
+		live = `SELECT j.* FROM (SELECT id FROM river_job WHERE ` + river + `) r
 			CROSS JOIN LATERAL (SELECT ` + jobColumns + ` FROM jobs_live
 				WHERE river_job_id = r.id AND ` + cond + `) j` + page
 	}
