@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/jobargs"
@@ -25,9 +24,13 @@ var refTables = map[jobargs.Entity][2]string{
 }
 
 // missingRefSQL returns the ordinal (1-based) of the first ref whose row does
-// not exist in its tenant, in one round trip for any number of refs. The
-// CASE arms are built from refTables once; no input reaches the SQL text.
-var missingRefSQL = func() string {
+// not exist in its tenant, in one round trip for any number of refs.
+var missingRefSQL = missingRefQuery(1)
+
+// missingRefQuery is missingRefSQL with its parameters numbered from
+// $first. The CASE arms are built from refTables; no input reaches the SQL
+// text.
+func missingRefQuery(first int) string {
 	arms := ""
 	for _, e := range []jobargs.Entity{
 		jobargs.EntityDocument, jobargs.EntityDocumentVersion, jobargs.EntitySnapshot,
@@ -37,11 +40,11 @@ var missingRefSQL = func() string {
 		t := refTables[e]
 		arms += fmt.Sprintf("\n    WHEN '%s' THEN EXISTS (SELECT 1 FROM %s x WHERE x.tenant_id = r.tenant_id AND x.%s = r.id)", e, t[0], t[1])
 	}
-	return `SELECT r.n FROM unnest($1::text[], $2::uuid[], $3::uuid[]) WITH ORDINALITY AS r(entity, tenant_id, id, n)
-WHERE NOT (CASE r.entity` + arms + `
+	return fmt.Sprintf(`SELECT r.n FROM unnest($%d::text[], $%d::uuid[], $%d::uuid[]) WITH ORDINALITY AS r(entity, tenant_id, id, n)
+WHERE NOT (CASE r.entity`, first, first+1, first+2) + arms + `
     ELSE false END)
 ORDER BY r.n LIMIT 1`
-}()
+}
 
 // MissingRef returns the index in refs of the first id whose row does not
 // exist in the ref's tenant, or -1 when all exist.
@@ -49,17 +52,12 @@ func (q *Queries) MissingRef(ctx context.Context, refs []jobargs.Ref) (int, erro
 	if len(refs) == 0 {
 		return -1, nil
 	}
-	entities := make([]string, len(refs))
-	tenants := make([]uuid.UUID, len(refs))
-	ids := make([]uuid.UUID, len(refs))
-	for i, r := range refs {
-		if _, ok := refTables[r.Entity]; !ok {
-			return 0, fmt.Errorf("error checking references: unknown entity %q", r.Entity)
-		}
-		entities[i], tenants[i], ids[i] = string(r.Entity), r.TenantID, r.ID
+	entities, tenants, ids, err := refArrays(refs)
+	if err != nil {
+		return 0, err
 	}
 	var n int
-	err := q.db.QueryRow(ctx, missingRefSQL, entities, tenants, ids).Scan(&n)
+	err = q.db.QueryRow(ctx, missingRefSQL, entities, tenants, ids).Scan(&n)
 	switch {
 	case err == nil:
 		return n - 1, nil
@@ -67,4 +65,18 @@ func (q *Queries) MissingRef(ctx context.Context, refs []jobargs.Ref) (int, erro
 		return -1, nil
 	}
 	return 0, fmt.Errorf("error checking references: %w", err)
+}
+
+// refArrays are missingRefSQL's parameters for refs.
+func refArrays(refs []jobargs.Ref) (entities []string, tenants, ids [][16]byte, err error) {
+	entities = make([]string, len(refs))
+	tenants = make([][16]byte, len(refs))
+	ids = make([][16]byte, len(refs))
+	for i, r := range refs {
+		if _, ok := refTables[r.Entity]; !ok {
+			return nil, nil, nil, fmt.Errorf("error checking references: unknown entity %q", r.Entity)
+		}
+		entities[i], tenants[i], ids[i] = string(r.Entity), r.TenantID, r.ID
+	}
+	return entities, tenants, ids, nil
 }
