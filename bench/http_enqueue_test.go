@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
@@ -150,15 +151,19 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 	type result struct {
 		rates              []float64
 		trips, allocs, req float64
+		cpu                cpuTimes
+		backends           time.Duration
 	}
 	results := map[string]*result{}
 	run := func(side string, jobs, requests int, counted bool) {
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
 		t0 := trips.Count()
+		cpu0, db0 := readCPU(), backendsCPU(b, pool)
 		start := time.Now()
 		sides[side](jobs)
 		elapsed := time.Since(start)
+		cpu1, db1 := readCPU(), backendsCPU(b, pool)
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)
 		if !counted {
@@ -173,6 +178,9 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 		r.trips += float64(trips.Count() - t0)
 		r.allocs += float64(after.Mallocs - before.Mallocs)
 		r.req += float64(requests)
+		r.cpu.proc += cpu1.proc - cpu0.proc
+		r.cpu.postgres += cpu1.postgres - cpu0.postgres
+		r.backends += db1 - db0
 	}
 	pairs := [][2]string{{"http single", "river Insert"}, {"http batch", "river InsertMany"}}
 	sizes := map[string][2]int{ // jobs, requests of a round
@@ -200,8 +208,9 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 		for _, pair := range pairs {
 			for _, side := range pair {
 				r := results[side]
-				b.Logf("%-16s jobs/s min %8.0f  median %8.0f  max %8.0f  (rounds %s); per request %.2f round trips, %.0f allocations",
-					side, slices.Min(r.rates), median(r.rates), slices.Max(r.rates), rates(r.rates), r.trips/r.req, r.allocs/r.req)
+				b.Logf("%-16s jobs/s min %8.0f  median %8.0f  max %8.0f  (rounds %s); per request %.2f round trips, %.0f allocations, CPU %.0f µs this process, %.0f µs its Postgres backends (%.0f µs all of Postgres)",
+					side, slices.Min(r.rates), median(r.rates), slices.Max(r.rates), rates(r.rates), r.trips/r.req, r.allocs/r.req,
+					micros(r.cpu.proc)/r.req, micros(r.backends)/r.req, micros(r.cpu.postgres)/r.req)
 			}
 		}
 		singleRatio := median(results["http single"].rates) / median(results["river Insert"].rates)
@@ -213,6 +222,23 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 		b.ReportMetric(singleRatio, "http_single_ratio")
 		b.ReportMetric(batchRatio, "http_batch_ratio")
 	}
+}
+
+// backendsCPU sums the CPU time of the Postgres backends connected to
+// pool's database (the benchmark's own: the machine's Postgres serves
+// others too).
+func backendsCPU(b *testing.B, pool *pgxpool.Pool) time.Duration {
+	rows, err := pool.Query(context.Background(), `SELECT pid::text FROM pg_stat_activity WHERE datname = current_database()`)
+	require.NoError(b, err)
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(b, err)
+	var sum time.Duration
+	for _, pid := range pids {
+		if cpu, ok := processCPU(pid, "postgres"); ok {
+			sum += cpu
+		}
+	}
+	return sum
 }
 
 func rates(xs []float64) string {
