@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -262,27 +265,72 @@ func (q *Queries) enqueueCheckedInTx(ctx context.Context, ins Inserter, reqs []E
 const missingTenantSQL = `SELECT t.id FROM unnest($1::uuid[]) WITH ORDINALITY AS t(id, n)
 	WHERE NOT EXISTS (SELECT 1 FROM tenants x WHERE x.tenant_id = t.id) ORDER BY t.n LIMIT 1`
 
-// enqueueChecksSQL is what EnqueueChecked asks with its BEGIN, in one
+// enqueueChecks is what EnqueueChecked asks with its BEGIN, in one
 // statement: the transaction's start (the mirror's updated_at), the first
-// tenant that does not exist and the ordinal of the first ref that does
-// not (NULL when all do).
-var enqueueChecksSQL = `SELECT now(), (` + missingTenantSQL + `), (` + missingRefQuery(2) + `)`
+// tenant that does not exist and the ordinal (1-based) of the first ref
+// that does not (NULL when all do). Its refs are probed one subquery per
+// entity present, so that Postgres, which plans the statement anew for
+// each request, plans only those (missingRefSQL's CASE over every entity
+// cost more backend CPU to plan than the whole insert).
+func enqueueChecks(tenants [][16]byte, refs []jobargs.Ref) (string, []any, error) {
+	args := []any{tenants}
+	var present []jobargs.Entity
+	byEntity := map[jobargs.Entity]*refColumns{}
+	for i, r := range refs {
+		if _, ok := refTables[r.Entity]; !ok {
+			return "", nil, fmt.Errorf("error checking references: unknown entity %q", r.Entity)
+		}
+		c := byEntity[r.Entity]
+		if c == nil {
+			c = &refColumns{}
+			byEntity[r.Entity] = c
+			present = append(present, r.Entity)
+		}
+		c.tenants = append(c.tenants, r.TenantID)
+		c.ids = append(c.ids, r.ID)
+		c.ordinals = append(c.ordinals, int32(i+1)) //nolint:gosec // at most a batch's refs
+	}
+	slices.Sort(present)
+	key := fmt.Sprint(present)
+	sql, ok := enqueueChecksSQL.Load(key)
+	if !ok {
+		probes := make([]string, len(present))
+		for k, e := range present {
+			t, n := refTables[e], 2+3*k
+			probes[k] = fmt.Sprintf(`(SELECT min(r.n) FROM unnest($%d::uuid[], $%d::uuid[], $%d::int[]) AS r(tenant_id, id, n)
+	WHERE NOT EXISTS (SELECT 1 FROM %s x WHERE x.tenant_id = r.tenant_id AND x.%s = r.id))`, n, n+1, n+2, t[0], t[1])
+		}
+		refsSQL := "NULL::int"
+		if len(probes) > 0 {
+			refsSQL = "least(" + strings.Join(probes, ", ") + ")"
+		}
+		sql, _ = enqueueChecksSQL.LoadOrStore(key, `SELECT now(), (`+missingTenantSQL+`), `+refsSQL)
+	}
+	for _, e := range present {
+		c := byEntity[e]
+		args = append(args, c.tenants, c.ids, c.ordinals)
+	}
+	return sql.(string), args, nil
+}
 
-// genericPlans and autoPlans bracket EnqueueChecked's own statements. Left
-// to choose (auto), Postgres plans them anew on every execution, their
-// custom plans looking no worse than a generic one; planning cost more
-// than running them (0.3–1 ms of backend CPU a request, measured with
-// BenchmarkHTTPEnqueue). River's insert, and the mirror's trigger it
-// fires, keep the default.
-const (
-	genericPlans = "SET LOCAL plan_cache_mode = force_generic_plan"
-	autoPlans    = "SET LOCAL plan_cache_mode = auto"
-)
+// refColumns are the parameters of one entity's probe in enqueueChecks.
+type refColumns struct {
+	tenants, ids [][16]byte
+	ordinals     []int32
+}
+
+// enqueueChecksSQL caches enqueueChecks' statements by the entities they
+// probe.
+var enqueueChecksSQL sync.Map
 
 // verifyMirroredSQL fails (division by zero) unless the mirror wrote an
 // SSOT row for each of the $2 job ids $1, so that the COMMIT sent after it
-// in the same round trip does not run.
-const verifyMirroredSQL = `SELECT 1 / (count(*) = $2)::int FROM jobs WHERE job_id = ANY($1)`
+// in the same round trip does not run. One probe of jobs' primary key per
+// id: a plan over "job_id = ANY($1)" that Postgres cached while jobs was
+// small read all of it for every batch once it was not
+// (BenchmarkHTTPEnqueue's batches slowed round after round).
+const verifyMirroredSQL = `SELECT 1 / (count(*) = $2)::int FROM unnest($1::uuid[]) AS i(id)
+	WHERE EXISTS (SELECT 1 FROM jobs WHERE job_id = i.id)`
 
 // checksOf lists the distinct tenants of reqs, in order, and the ids their
 // args name with the index of the request naming each.
@@ -330,7 +378,7 @@ func enqueueOwnTx(ctx context.Context, pool *pgxpool.Pool, ins Inserter, reqs []
 
 	plan := planEnqueue(reqs)
 	tenants, refs, owners := checksOf(reqs)
-	entities, refTenants, refIDs, err := refArrays(refs)
+	checksSQL, checksArgs, err := enqueueChecks(tenants, refs)
 	if err != nil {
 		return nil, err
 	}
@@ -342,8 +390,7 @@ func enqueueOwnTx(ctx context.Context, pool *pgxpool.Pool, ins Inserter, reqs []
 	)
 	b := &pgx.Batch{}
 	b.Queue("begin")
-	b.Queue(genericPlans)
-	b.Queue(enqueueChecksSQL, tenants, entities, refTenants, refIDs).QueryRow(func(row pgx.Row) error {
+	b.Queue(checksSQL, checksArgs...).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&txStart, &missingTenant, &missingRef)
 	})
 	if len(plan.lookups) > 0 {
@@ -353,7 +400,6 @@ func enqueueOwnTx(ctx context.Context, pool *pgxpool.Pool, ins Inserter, reqs []
 			return err
 		})
 	}
-	b.Queue(autoPlans)
 	tx.began = true
 	if err := tx.conn.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("error checking enqueue requests: %w", err)
@@ -468,7 +514,6 @@ func (t *batchTx) Begin(context.Context) (pgx.Tx, error) { return nil, errNoSave
 func (t *batchTx) commit(ctx context.Context, ids []uuid.UUID) error {
 	b := &pgx.Batch{}
 	if len(ids) > 0 {
-		b.Queue(genericPlans)
 		arr := make([][16]byte, len(ids))
 		for i, id := range ids {
 			arr[i] = id

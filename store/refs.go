@@ -24,13 +24,9 @@ var refTables = map[jobargs.Entity][2]string{
 }
 
 // missingRefSQL returns the ordinal (1-based) of the first ref whose row does
-// not exist in its tenant, in one round trip for any number of refs.
-var missingRefSQL = missingRefQuery(1)
-
-// missingRefQuery is missingRefSQL with its parameters numbered from
-// $first. The CASE arms are built from refTables; no input reaches the SQL
-// text.
-func missingRefQuery(first int) string {
+// not exist in its tenant, in one round trip for any number of refs. The
+// CASE arms are built from refTables once; no input reaches the SQL text.
+var missingRefSQL = func() string {
 	arms := ""
 	for _, e := range []jobargs.Entity{
 		jobargs.EntityDocument, jobargs.EntityDocumentVersion, jobargs.EntitySnapshot,
@@ -40,11 +36,11 @@ func missingRefQuery(first int) string {
 		t := refTables[e]
 		arms += fmt.Sprintf("\n    WHEN '%s' THEN EXISTS (SELECT 1 FROM %s x WHERE x.tenant_id = r.tenant_id AND x.%s = r.id)", e, t[0], t[1])
 	}
-	return fmt.Sprintf(`SELECT r.n FROM unnest($%d::text[], $%d::uuid[], $%d::uuid[]) WITH ORDINALITY AS r(entity, tenant_id, id, n)
-WHERE NOT (CASE r.entity`, first, first+1, first+2) + arms + `
+	return `SELECT r.n FROM unnest($1::text[], $2::uuid[], $3::uuid[]) WITH ORDINALITY AS r(entity, tenant_id, id, n)
+WHERE NOT (CASE r.entity` + arms + `
     ELSE false END)
 ORDER BY r.n LIMIT 1`
-}
+}()
 
 // MissingRef returns the index in refs of the first id whose row does not
 // exist in the ref's tenant, or -1 when all exist.
