@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -73,9 +74,10 @@ func (s *Server) toStoreRequest(ctx context.Context, in enqueueRequest, prefix s
 		Priority: in.Priority, MaxAttempts: in.MaxAttempts, ScheduledAt: in.ScheduledAt})
 }
 
-// enqueue inserts the requests in one transaction (inTx runs it again when
-// a concurrent request raced on the same idempotency key). batch says
-// whether errors name fields as jobs[i].….
+// enqueue inserts the requests in one transaction, after checking that
+// their tenants and the ids they name exist (store.EnqueueChecked: the
+// checks travel with the transaction's BEGIN). batch says whether errors
+// name fields as jobs[i].….
 func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest, batch bool) ([]store.EnqueueResult, error) {
 	args := make([]jobargs.Args, len(reqs))
 	for i, req := range reqs {
@@ -84,21 +86,19 @@ func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest, batch
 	if err := s.checkQueueDepth(ctx, args...); err != nil {
 		return nil, err
 	}
-	checked := map[uuid.UUID]bool{}
-	for _, req := range reqs {
-		if tenantID := req.Args.Tenant(); !checked[tenantID] {
-			if err := s.requireTenantExists(ctx, tenantID); err != nil {
-				return nil, err
-			}
-			checked[tenantID] = true
+	var ins store.Inserter = s.River
+	if s.Inserter != nil {
+		ins = s.Inserter
+	}
+	results, err := s.Store.EnqueueChecked(ctx, ins, reqs)
+	var missing *store.MissingRefError
+	if errors.As(err, &missing) {
+		field := "payload." + missing.Ref.Field
+		if batch {
+			field = "jobs[" + strconv.Itoa(missing.Index) + "]." + field
 		}
+		return nil, refNotFound(missing.Ref, field)
 	}
-	if err := s.requireRefs(ctx, reqs, batch); err != nil {
-		return nil, err
-	}
-	results, err := inTxValue(ctx, s, func(t passport.Tx) ([]store.EnqueueResult, error) {
-		return t.Q.EnqueueTx(ctx, t.Ins, reqs)
-	})
 	if err != nil {
 		return nil, err
 	}
@@ -353,29 +353,6 @@ func (s *Server) handleCancelJob(ctx context.Context, in *jobParams) (*jobOutput
 		_, err := s.River.JobCancelTx(ctx, tx, riverJobID)
 		return err
 	})
-}
-
-// requireRefs returns NOT_FOUND naming the payload field of the first id
-// that does not exist in its job's tenant: another tenant's id is as unknown
-// as a made-up one, and no job is enqueued for it.
-func (s *Server) requireRefs(ctx context.Context, reqs []store.EnqueueRequest, batch bool) error {
-	var refs []jobargs.Ref
-	var owner []int
-	for i, req := range reqs {
-		for _, ref := range req.Args.Refs() {
-			refs = append(refs, ref)
-			owner = append(owner, i)
-		}
-	}
-	i, err := s.Store.MissingRef(ctx, refs)
-	if err != nil || i < 0 {
-		return err
-	}
-	field := "payload." + refs[i].Field
-	if batch {
-		field = "jobs[" + strconv.Itoa(owner[i]) + "]." + field
-	}
-	return refNotFound(refs[i], field)
 }
 
 // refNotFound is the NOT_FOUND answer for a referenced id, naming the

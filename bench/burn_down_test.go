@@ -287,32 +287,40 @@ func readCPU() cpuTimes {
 // postgresCPU sums the CPU time of the processes named postgres.
 func postgresCPU() time.Duration {
 	dirs, _ := os.ReadDir("/proc")
-	var ticks int64
+	var sum time.Duration
 	for _, d := range dirs {
 		if d.Name()[0] < '0' || d.Name()[0] > '9' {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: utime and stime are the 14th and 15th
-		// fields, the 12th and 13th after the command's closing parenthesis.
-		name, rest, ok := strings.Cut(string(stat), ") ")
-		if !ok || !strings.HasSuffix(name, "(postgres") {
-			continue
-		}
-		fields := strings.Fields(rest)
-		if len(fields) < 13 {
-			continue
-		}
-		utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-		stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-		if err1 == nil && err2 == nil {
-			ticks += utime + stime
+		if cpu, ok := processCPU(d.Name(), "postgres"); ok {
+			sum += cpu
 		}
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return sum
+}
+
+// processCPU is the CPU time of process pid, if it is named name.
+func processCPU(pid, name string) (time.Duration, bool) {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// pid (comm) state ppid …: utime and stime are the 14th and 15th
+	// fields, the 12th and 13th after the command's closing parenthesis.
+	comm, rest, ok := strings.Cut(string(stat), ") ")
+	if !ok || !strings.HasSuffix(comm, "("+name) {
+		return 0, false
+	}
+	fields := strings.Fields(rest)
+	if len(fields) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, true
 }
 
 // report prints one line at once: the benchmark's own log keeps ten lines.

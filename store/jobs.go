@@ -262,97 +262,45 @@ var ErrIdempotencyRace = errors.New("concurrent enqueue with the same idempotenc
 // idempotency key with the same request hash returns the existing job; with
 // a different one, IDEMPOTENCY_CONFLICT.
 func (q *Queries) EnqueueTx(ctx context.Context, ins Inserter, reqs []EnqueueRequest) ([]EnqueueResult, error) {
-	results := make([]EnqueueResult, len(reqs))
-	// For each request: the index of its new job in newIDs, or -1 when it
-	// resolved to an existing job; sameAs[i] >= 0 when request i repeats an
-	// earlier request of the batch.
-	newIdx := make([]int, len(reqs))
-	sameAs := make([]int, len(reqs))
-	var params []river.InsertManyParams
-	var newIDs []uuid.UUID
-	firstWithKey := map[string]int{}
-	for i, req := range reqs {
-		newIdx[i], sameAs[i] = -1, -1
-		if req.IdempotencyKey != "" {
-			key := req.Args.Tenant().String() + "\x00" + req.Args.Kind() + "\x00" + req.IdempotencyKey
-			if j, dup := firstWithKey[key]; dup {
-				if reqs[j].RequestHash != req.RequestHash {
-					return nil, idempotencyConflict(req.IdempotencyKey)
-				}
-				sameAs[i] = j
-				continue
-			}
-			firstWithKey[key] = i
-			existing, err := q.jobByIdempotencyKey(ctx, req.Args.Tenant(), req.Args.Kind(), req.IdempotencyKey)
-			if err == nil {
-				if existing.RequestHash == nil || *existing.RequestHash != req.RequestHash {
-					return nil, idempotencyConflict(req.IdempotencyKey)
-				}
-				results[i] = EnqueueResult{Job: existing, Existing: true}
-				continue
-			}
-			if !errors.Is(err, ErrNotFound) {
-				return nil, err
-			}
-		}
-		id := req.JobID
-		if id == uuid.Nil {
-			id = uuid.New()
-		}
-		opts, err := insertOpts(req, id)
+	plan := planEnqueue(reqs)
+	var existing map[idemKey]Job
+	if len(plan.lookups) > 0 {
+		jobs, err := list[Job](ctx, q.db, "jobs with idempotency keys", idempotencySQL, idempotencyArgs(reqs, plan.lookups)...)
 		if err != nil {
 			return nil, err
 		}
-		params = append(params, river.InsertManyParams{Args: req.Args, InsertOpts: opts})
-		newIdx[i] = len(newIDs)
-		newIDs = append(newIDs, id)
+		existing = existingByKey(jobs)
 	}
-	if len(params) > 0 {
+	results := make([]EnqueueResult, len(reqs))
+	insert, err := plan.resolve(reqs, existing, results)
+	if err != nil {
+		return nil, err
+	}
+	if len(insert) > 0 {
 		tx, err := q.tx()
 		if err != nil {
 			return nil, err
 		}
-		if _, err := ins.InsertManyTx(ctx, tx, params); err != nil {
-			if IsUniqueViolation(err, "jobs_idempotency_key_uniq") {
-				return nil, ErrIdempotencyRace
-			}
-			return nil, fmt.Errorf("error inserting River jobs: %w", err)
-		}
-		jobs, err := list[Job](ctx, q.db, "enqueued jobs", `SELECT `+jobColumns+` FROM jobs_live WHERE job_id = ANY($1)`, newIDs)
+		params, ids, err := insertParams(reqs, insert)
 		if err != nil {
 			return nil, err
 		}
-		byID := make(map[uuid.UUID]Job, len(jobs))
-		for _, j := range jobs {
-			byID[j.JobID] = j
+		if _, err := ins.InsertManyTx(ctx, tx, params); err != nil {
+			return nil, insertError(err)
 		}
-		for i, n := range newIdx {
-			if n < 0 {
-				continue
-			}
-			job, ok := byID[newIDs[n]]
-			if !ok {
-				return nil, errcode.New(errcode.Internal, "SSOT row for job %s missing after insert: is the mirror trigger installed?", newIDs[n])
-			}
-			results[i].Job = job
+		// Read back rather than computed (EnqueueChecked): the caller's
+		// transaction began where this cannot see, and the read notices a
+		// missing mirror trigger.
+		if err := readBack(ctx, q.db, insert, ids, results); err != nil {
+			return nil, err
 		}
 	}
-	for i, j := range sameAs {
-		if j >= 0 {
-			results[i] = EnqueueResult{Job: results[j].Job, Existing: true}
-		}
-	}
+	plan.finish(results)
 	return results, nil
 }
 
 func idempotencyConflict(key string) error {
 	return errcode.New(errcode.IdempotencyConflict, "idempotency key %q was used for a different request", key)
-}
-
-func (q *Queries) jobByIdempotencyKey(ctx context.Context, tenantID uuid.UUID, kind, key string) (Job, error) {
-	return getOne[Job](ctx, q.db, "job with idempotency key", key,
-		`SELECT `+jobColumns+` FROM jobs
-		WHERE tenant_id = $1 AND type = $2 AND idempotency_key = $3`, tenantID, kind, key)
 }
 
 // insertOpts merges the type's defaults with the request's overrides and

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/jobargs"
@@ -49,17 +48,12 @@ func (q *Queries) MissingRef(ctx context.Context, refs []jobargs.Ref) (int, erro
 	if len(refs) == 0 {
 		return -1, nil
 	}
-	entities := make([]string, len(refs))
-	tenants := make([]uuid.UUID, len(refs))
-	ids := make([]uuid.UUID, len(refs))
-	for i, r := range refs {
-		if _, ok := refTables[r.Entity]; !ok {
-			return 0, fmt.Errorf("error checking references: unknown entity %q", r.Entity)
-		}
-		entities[i], tenants[i], ids[i] = string(r.Entity), r.TenantID, r.ID
+	entities, tenants, ids, err := refArrays(refs)
+	if err != nil {
+		return 0, err
 	}
 	var n int
-	err := q.db.QueryRow(ctx, missingRefSQL, entities, tenants, ids).Scan(&n)
+	err = q.db.QueryRow(ctx, missingRefSQL, entities, tenants, ids).Scan(&n)
 	switch {
 	case err == nil:
 		return n - 1, nil
@@ -67,4 +61,18 @@ func (q *Queries) MissingRef(ctx context.Context, refs []jobargs.Ref) (int, erro
 		return -1, nil
 	}
 	return 0, fmt.Errorf("error checking references: %w", err)
+}
+
+// refArrays are missingRefSQL's parameters for refs.
+func refArrays(refs []jobargs.Ref) (entities []string, tenants, ids [][16]byte, err error) {
+	entities = make([]string, len(refs))
+	tenants = make([][16]byte, len(refs))
+	ids = make([][16]byte, len(refs))
+	for i, r := range refs {
+		if _, ok := refTables[r.Entity]; !ok {
+			return nil, nil, nil, fmt.Errorf("error checking references: unknown entity %q", r.Entity)
+		}
+		entities[i], tenants[i], ids[i] = string(r.Entity), r.TenantID, r.ID
+	}
+	return entities, tenants, ids, nil
 }

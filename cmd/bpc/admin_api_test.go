@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -475,4 +476,86 @@ func TestQueueMaxDepthAnswers429(t *testing.T) {
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/snapshots", map[string]any{"tenant_id": devTenant}, &sn))
 	require.Equal(t, http.StatusAccepted, h.call(http.MethodPost, "/v1/snapshots/"+sn.SnapshotID.String()+"/build",
 		map[string]any{"tenant_id": devTenant}, nil))
+}
+
+// The job an enqueue answers is the SSOT row byte for byte: GET
+// /v1/jobs/{id} right after answers the same bytes, for single and batch
+// enqueues, new and existing jobs, with and without an idempotency key,
+// with the type's defaults and with priority, max_attempts and
+// scheduled_at set.
+func TestEnqueueAnswersTheSSOTRowAsGETDoes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, service.RoleAPI, nil)
+	auth := map[string]string{"Authorization": "Bearer " + testToken}
+	later := time.Now().Add(time.Hour).Truncate(time.Second).Add(123456789 * time.Nanosecond)
+	jobOf := func(key string, overrides bool) map[string]any {
+		m := map[string]any{"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload()}
+		if key != "" {
+			m["idempotency_key"] = key
+		}
+		if overrides {
+			m["priority"], m["max_attempts"], m["scheduled_at"] = 0, 7, later
+		}
+		return m
+	}
+	requireAsGET := func(answer []byte, existing *bool, what string) {
+		t.Helper()
+		var job struct {
+			JobID    uuid.UUID `json:"job_id"`
+			Existing *bool     `json:"existing"`
+		}
+		require.NoError(t, json.Unmarshal(answer, &job), what)
+		status, got := h.raw(http.MethodGet, "/v1/jobs/"+job.JobID.String()+"?tenant_id="+devTenant, nil, auth)
+		require.Equal(t, http.StatusOK, status, "%s: %s", what, got)
+		want := strings.TrimSuffix(string(got), "\n")
+		if existing != nil {
+			want = strings.TrimSuffix(want, "}") + `,"existing":` + strconv.FormatBool(*existing) + "}"
+		}
+		require.Equal(t, want, strings.TrimSuffix(string(answer), "\n"), what)
+	}
+	yes, no := true, false
+
+	for _, c := range []struct {
+		name      string
+		key       string
+		overrides bool
+	}{
+		{"defaults", "", false},
+		{"overrides", "", true},
+		{"idempotency key", "same-bytes-1", false},
+		{"idempotency key and overrides", "same-bytes-2", true},
+	} {
+		req := jobOf(c.key, c.overrides)
+		status, answer := h.raw(http.MethodPost, "/v1/jobs", req, auth)
+		require.Equal(t, http.StatusCreated, status, "%s: %s", c.name, answer)
+		requireAsGET(answer, nil, c.name)
+		if c.key != "" {
+			status, answer = h.raw(http.MethodPost, "/v1/jobs", req, auth)
+			require.Equal(t, http.StatusOK, status, "%s again: %s", c.name, answer)
+			requireAsGET(answer, nil, c.name+" again")
+		}
+	}
+
+	// A batch: new jobs of every kind above, one repeating an earlier key of
+	// the batch, and one whose key was used before the batch.
+	jobs := []any{jobOf("", false), jobOf("", true), jobOf("batch-1", false), jobOf("batch-2", true)}
+	jobs = append(jobs, jobs[2])
+	before := jobOf("batch-0", true)
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", before, nil))
+	jobs = append(jobs, before)
+	status, answer := h.raw(http.MethodPost, "/v1/jobs:batch", map[string]any{"jobs": jobs}, auth)
+	require.Equal(t, http.StatusCreated, status, "%s", answer)
+	var batch struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal(answer, &batch))
+	require.Len(t, batch.Items, len(jobs))
+	for i, item := range batch.Items {
+		existing := &no
+		if i >= 4 {
+			existing = &yes
+		}
+		requireAsGET(item, existing, "batch item "+strconv.Itoa(i))
+	}
+	h.requireConsistent()
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -42,6 +43,8 @@ type Options struct {
 	Migrate MigrateMode
 	// Params are further run-time parameters set on every connection.
 	Params map[string]string
+	// Tracer traces every connection's queries (RoundTrips counts them).
+	Tracer pgx.QueryTracer
 }
 
 // MigrateMode selects the migrations NewWithOptions applies.
@@ -96,6 +99,7 @@ func NewWithOptions(t testing.TB, o Options) *pgxpool.Pool {
 	for k, v := range o.Params {
 		cfg.ConnConfig.RuntimeParams[k] = v
 	}
+	cfg.ConnConfig.Tracer = o.Tracer
 	cfg.MaxConns = 20
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
