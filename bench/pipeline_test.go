@@ -121,8 +121,8 @@ func newPipelineBench(b *testing.B, passports int) *pipelineBench {
 	// client works the jobs and inserts the API's.
 	p.client, _ = testriver.New(b, p.pool, testriver.Options{
 		Client: workers.ClientOptions{ID: "bench-pipeline", Concurrency: 10, PollInterval: time.Second,
-			FetchCooldown: 10 * time.Millisecond, PipelinePollInterval: 100 * time.Millisecond, BackoffUnit: time.Second,
-			ExtraQueues: []string{benchQueue}},
+			FetchCooldown: 10 * time.Millisecond, PipelineFetchCooldown: 2 * time.Millisecond,
+			PipelinePollInterval: 100 * time.Millisecond, BackoffUnit: time.Second, ExtraQueues: []string{benchQueue}},
 		Deps: workers.Deps{Store: p.st, Logger: quiet, WebhookTimeout: time.Second, CompilerBuildID: "bpc-bench",
 			Signer: passport.NewSigner("bench-key", key), ExportDir: b.TempDir()},
 		Register: func(w *river.Workers, d workers.Deps) {
