@@ -201,6 +201,19 @@ func (q *Queries) passportVersion(ctx context.Context, tenantID, id uuid.UUID, l
 		WHERE tenant_id = $1 AND passport_version_id = $2`+lock, tenantID, id)
 }
 
+// LockPassportVersionReceipt returns a version locked FOR UPDATE with its
+// unsigned receipt: what signing reads, without the payload and proof.
+func (q *Queries) LockPassportVersionReceipt(ctx context.Context, tenantID, id uuid.UUID) (PassportVersion, []byte, error) {
+	type withReceipt struct {
+		PassportVersion
+		Receipt []byte `db:"receipt"`
+	}
+	v, err := getOne[withReceipt](ctx, q.db, "passport version", id,
+		`SELECT `+passportVersionColumns+`, receipt FROM passport_versions
+		WHERE tenant_id = $1 AND passport_version_id = $2 FOR UPDATE`, tenantID, id)
+	return v.PassportVersion, v.Receipt, err
+}
+
 // LoadPassportArtifacts returns a version's stored bytes.
 func (q *Queries) LoadPassportArtifacts(ctx context.Context, tenantID, id uuid.UUID) (PassportArtifacts, error) {
 	return getOne[PassportArtifacts](ctx, q.db, "passport version", id,
