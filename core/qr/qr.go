@@ -12,14 +12,18 @@
 // PNG renders a payload as a QR code with error correction level M, always QR
 // version 10 (57×57 modules, the smallest version a 212-byte payload is
 // guaranteed to fit), a 4-module quiet zone and 8 pixels per module: a
-// 520×520 two-colour PNG, byte-identical for the same payload.
+// 520×520 two-colour PNG, byte-identical for the same payload. IsRendering
+// recognises it, and the earlier rendering of the same image (see
+// IsRendering).
 //
 // The package is pure: no I/O, no clock, no randomness.
 package qr
 
 import (
+	"bytes"
 	"encoding/base32"
 	"encoding/hex"
+	"image/png"
 	"strings"
 
 	qrcode "github.com/skip2/go-qrcode"
@@ -144,6 +148,24 @@ func Parse(s string) (Fields, error) {
 // same bytes. A string that is not a valid BPC-QR-1 payload is a
 // VALIDATION_ERROR.
 func PNG(payload string) ([]byte, error) {
+	return render(payload, png.DefaultCompression)
+}
+
+// IsRendering reports whether b is PNG's rendering of payload, or the
+// rendering of the same image that PNG produced before its deflate level
+// changed (level 9, as go-qrcode encodes; level 6 is three times faster to
+// encode and a few bytes smaller): images stored and exported before still
+// verify. A payload that is not valid is a VALIDATION_ERROR.
+func IsRendering(payload string, b []byte) (bool, error) {
+	current, err := PNG(payload)
+	if err != nil || bytes.Equal(current, b) {
+		return err == nil, err
+	}
+	earlier, err := render(payload, png.BestCompression)
+	return err == nil && bytes.Equal(earlier, b), err
+}
+
+func render(payload string, level png.CompressionLevel) ([]byte, error) {
 	if _, err := Parse(payload); err != nil {
 		return nil, err
 	}
@@ -154,9 +176,9 @@ func PNG(payload string) ([]byte, error) {
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "error encoding QR code: %s", err)
 	}
-	png, err := code.PNG(ImageSize)
-	if err != nil {
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: level}).Encode(&buf, code.Image(ImageSize)); err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "error rendering QR code PNG: %s", err)
 	}
-	return png, nil
+	return buf.Bytes(), nil
 }
