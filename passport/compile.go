@@ -36,12 +36,14 @@ type CompileRequest struct {
 // PUBLISHED are final states, so what it reads cannot go stale before the
 // compile is recorded.
 func LoadCompileInput(ctx context.Context, q *store.Queries, r CompileRequest) (compiler.Input, error) {
-	return loadInput(ctx, q, r, true)
+	return loadInput(ctx, q, r, false)
 }
 
-// loadInput reads a compile's input; a replay reads a stored version's
-// inputs, SEALED by construction, without the status check.
-func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, requireSealed bool) (compiler.Input, error) {
+// loadInput reads a compile's input. A compile takes the tests source's
+// digest as recorded with the rule package version; a replay reads a stored
+// version's inputs, SEALED by construction, without the status check, and
+// hashes the tests source itself.
+func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, replay bool) (compiler.Input, error) {
 	passport, err := q.GetPassport(ctx, r.TenantID, r.PassportID)
 	if err != nil {
 		return compiler.Input{}, err
@@ -50,10 +52,17 @@ func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, requireS
 	if err != nil {
 		return compiler.Input{}, err
 	}
-	if requireSealed && sn.Status != store.SnapshotSealed {
+	if !replay && sn.Status != store.SnapshotSealed {
 		return compiler.Input{}, errcode.New(errcode.SnapshotNotReady, "snapshot %s is %s, not SEALED", r.SnapshotID, sn.Status)
 	}
-	rv, err := q.GetRulePackageVersion(ctx, r.TenantID, r.RulePackageVersionID, true)
+	var rv store.RulePackageVersion
+	var testsSHA256 string
+	if replay {
+		rv, err = q.GetRulePackageVersion(ctx, r.TenantID, r.RulePackageVersionID, true)
+	} else {
+		rv, err = q.GetRulePackageProgram(ctx, r.TenantID, r.RulePackageVersionID)
+		testsSHA256 = rv.TestsSHA256
+	}
 	if err != nil {
 		return compiler.Input{}, err
 	}
@@ -74,6 +83,7 @@ func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, requireS
 		RulePackageVersionID: r.RulePackageVersionID.String(),
 		DSLSource:            rv.DSLSource,
 		TestsSource:          rv.TestsSource,
+		TestsSHA256:          testsSHA256,
 		CompilerBuildID:      r.CompilerBuildID,
 		SigningKeyID:         r.SigningKeyID,
 		IssuedAt:             r.IssuedAt,
@@ -170,7 +180,7 @@ func Replay(ctx context.Context, q *store.Queries, limits compiler.Limits, tenan
 		SigningKeyID:         v.SigningKeyID,
 		IssuedAt:             v.IssuedAt,
 		Limits:               limits,
-	}, false)
+	}, true)
 	if err != nil {
 		return ReplayReport{}, err
 	}

@@ -159,7 +159,10 @@ func TestLoadCompileInput(t *testing.T) {
 	require.Equal(t, s.RulesID.String(), in.RulePackageVersionID)
 	require.Equal(t, req.PassportVersionID.String(), in.PassportVersionID)
 	require.Equal(t, nmc811.Rules(), in.DSLSource)
-	require.Equal(t, nmc811.Tests(), in.TestsSource)
+	// The tests source only enters the receipt as its digest: the compile
+	// takes the one recorded with the rule package version.
+	require.Empty(t, in.TestsSource)
+	require.Equal(t, hash.SHA256HexString(nmc811.Tests()), in.TestsSHA256)
 	require.Equal(t, "bpc-test", in.CompilerBuildID)
 	require.Equal(t, "test-key", in.SigningKeyID)
 	require.True(t, issuedAt.Equal(in.IssuedAt))
