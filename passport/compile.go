@@ -100,10 +100,11 @@ type Compiled struct {
 // RecordCompiled stores a compile made by River job riverJobID as a new
 // passport version (COMPILING), records passport.compiled and enqueues its
 // SIGN_PASSPORT. The version is keyed by the job: recording the same job's
-// compile again returns the version recorded first.
+// compile again (a re-run of the job) returns the version recorded first,
+// records no second event and makes sure of its SIGN_PASSPORT.
 func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (store.PassportVersion, error) {
 	r, out := c.Request, c.Output
-	v, _, err := t.Q.InsertPassportVersion(ctx, store.NewPassportVersion{
+	v, existed, err := t.Q.InsertPassportVersion(ctx, store.NewPassportVersion{
 		PassportVersionID:    r.PassportVersionID,
 		TenantID:             r.TenantID,
 		PassportID:           r.PassportID,
@@ -122,6 +123,9 @@ func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (st
 	})
 	if err != nil {
 		return store.PassportVersion{}, err
+	}
+	if existed {
+		return v, EnqueueSign(ctx, t, r.TenantID, v.PassportVersionID)
 	}
 	if err := t.Event(ctx, r.TenantID, AggregatePassportVersion, v.PassportVersionID, EventCompiled, map[string]any{
 		"passport_id": r.PassportID, "version": v.Version, "snapshot_id": r.SnapshotID,

@@ -287,3 +287,22 @@ func receiptWith(t *testing.T, canonical []byte, mod func(r *receipt.Receipt)) [
 	require.NoError(t, err)
 	return b
 }
+
+// Recording a compile job's result again (a re-run of the job) returns the
+// version recorded first and adds no event and no second SIGN_PASSPORT.
+func TestRecordCompiledAgainAddsNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.compile(t, 41)
+	req := c.request()
+	var again store.PassportVersion
+	require.NoError(t, e.run(t, func(tx passport.Tx) error {
+		var err error
+		again, err = passport.RecordCompiled(e.Ctx, tx, passport.Compiled{Request: req, Output: c.out}, 41)
+		return err
+	}))
+	require.Equal(t, c.version.PassportVersionID, again.PassportVersionID)
+	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1`, c.passport.PassportID))
+	require.Equal(t, 1, e.events(t, passport.EventCompiled, c.version.PassportVersionID))
+	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM jobs WHERE type = 'SIGN_PASSPORT'`))
+}
