@@ -277,6 +277,33 @@ func TestPNGGoldenAndEarlierRenderingStillRecognised(t *testing.T) {
 	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
 }
 
+// PNG writes its bytes itself; they are image/png's for go-qrcode's image,
+// at deflate level 6 now and 9 before.
+func TestPNGIsImagePNGsEncodingOfTheCode(t *testing.T) {
+	t.Parallel()
+	payloads := []string{golden}
+	for _, tt := range roundTripFields() {
+		p, err := payloadOf(tt.in)
+		require.NoError(t, err)
+		payloads = append(payloads, p)
+	}
+	for _, p := range payloads {
+		code, err := qrcode.NewWithForcedVersion(p, qr.Version, qrcode.Medium)
+		require.NoError(t, err)
+		var want bytes.Buffer
+		require.NoError(t, (&png.Encoder{CompressionLevel: png.DefaultCompression}).Encode(&want, code.Image(qr.ImageSize)))
+		got, err := qr.PNG(p)
+		require.NoError(t, err)
+		require.Equal(t, want.Bytes(), got, p)
+
+		earlier, err := code.PNG(qr.ImageSize) // level 9
+		require.NoError(t, err)
+		ok, err := qr.IsRendering(p, earlier)
+		require.NoError(t, err)
+		require.True(t, ok, p)
+	}
+}
+
 func TestPNGRejectsNonPayload(t *testing.T) {
 	t.Parallel()
 	for _, in := range []string{"", "https://example.com", strings.ToLower(golden)} {
