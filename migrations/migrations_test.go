@@ -78,3 +78,26 @@ func TestUpFromEmptyIsIdempotentAndSafeConcurrently(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int{999}, st.Unknown)
 }
+
+func TestPassportArtifactsAreCompressedWithLZ4(t *testing.T) {
+	t.Parallel()
+	pool := testdb.New(t)
+	ctx := context.Background()
+	var lz4 bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_settings
+		WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals))`).Scan(&lz4))
+	if !lz4 {
+		t.Skip("this Postgres is built without lz4: the migration keeps pglz")
+	}
+	rows, err := pool.Query(ctx, `SELECT attname, attcompression FROM pg_attribute
+		WHERE attrelid = 'passport_versions'::regclass AND attname IN ('payload', 'proof') ORDER BY attname`)
+	require.NoError(t, err)
+	got := map[string]string{}
+	for rows.Next() {
+		var name, method string
+		require.NoError(t, rows.Scan(&name, &method))
+		got[name] = method
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]string{"payload": "l", "proof": "l"}, got)
+}

@@ -36,12 +36,14 @@ type CompileRequest struct {
 // PUBLISHED are final states, so what it reads cannot go stale before the
 // compile is recorded.
 func LoadCompileInput(ctx context.Context, q *store.Queries, r CompileRequest) (compiler.Input, error) {
-	return loadInput(ctx, q, r, true)
+	return loadInput(ctx, q, r, false)
 }
 
-// loadInput reads a compile's input; a replay reads a stored version's
-// inputs, SEALED by construction, without the status check.
-func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, requireSealed bool) (compiler.Input, error) {
+// loadInput reads a compile's input. A compile takes the tests source's
+// digest as recorded with the rule package version; a replay reads a stored
+// version's inputs, SEALED by construction, without the status check, and
+// hashes the tests source itself.
+func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, replay bool) (compiler.Input, error) {
 	passport, err := q.GetPassport(ctx, r.TenantID, r.PassportID)
 	if err != nil {
 		return compiler.Input{}, err
@@ -50,10 +52,17 @@ func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, requireS
 	if err != nil {
 		return compiler.Input{}, err
 	}
-	if requireSealed && sn.Status != store.SnapshotSealed {
+	if !replay && sn.Status != store.SnapshotSealed {
 		return compiler.Input{}, errcode.New(errcode.SnapshotNotReady, "snapshot %s is %s, not SEALED", r.SnapshotID, sn.Status)
 	}
-	rv, err := q.GetRulePackageVersion(ctx, r.TenantID, r.RulePackageVersionID, true)
+	var rv store.RulePackageVersion
+	var testsSHA256 string
+	if replay {
+		rv, err = q.GetRulePackageVersion(ctx, r.TenantID, r.RulePackageVersionID, true)
+	} else {
+		rv, err = q.GetRulePackageProgram(ctx, r.TenantID, r.RulePackageVersionID)
+		testsSHA256 = rv.TestsSHA256
+	}
 	if err != nil {
 		return compiler.Input{}, err
 	}
@@ -74,6 +83,7 @@ func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, requireS
 		RulePackageVersionID: r.RulePackageVersionID.String(),
 		DSLSource:            rv.DSLSource,
 		TestsSource:          rv.TestsSource,
+		TestsSHA256:          testsSHA256,
 		CompilerBuildID:      r.CompilerBuildID,
 		SigningKeyID:         r.SigningKeyID,
 		IssuedAt:             r.IssuedAt,
@@ -90,10 +100,11 @@ type Compiled struct {
 // RecordCompiled stores a compile made by River job riverJobID as a new
 // passport version (COMPILING), records passport.compiled and enqueues its
 // SIGN_PASSPORT. The version is keyed by the job: recording the same job's
-// compile again returns the version recorded first.
+// compile again (a re-run of the job) returns the version recorded first,
+// records no second event and makes sure of its SIGN_PASSPORT.
 func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (store.PassportVersion, error) {
 	r, out := c.Request, c.Output
-	v, _, err := t.Q.InsertPassportVersion(ctx, store.NewPassportVersion{
+	v, existed, err := t.Q.InsertPassportVersion(ctx, store.NewPassportVersion{
 		PassportVersionID:    r.PassportVersionID,
 		TenantID:             r.TenantID,
 		PassportID:           r.PassportID,
@@ -112,6 +123,9 @@ func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (st
 	})
 	if err != nil {
 		return store.PassportVersion{}, err
+	}
+	if existed {
+		return v, EnqueueSign(ctx, t, r.TenantID, v.PassportVersionID)
 	}
 	if err := t.Event(ctx, r.TenantID, AggregatePassportVersion, v.PassportVersionID, EventCompiled, map[string]any{
 		"passport_id": r.PassportID, "version": v.Version, "snapshot_id": r.SnapshotID,
@@ -170,7 +184,7 @@ func Replay(ctx context.Context, q *store.Queries, limits compiler.Limits, tenan
 		SigningKeyID:         v.SigningKeyID,
 		IssuedAt:             v.IssuedAt,
 		Limits:               limits,
-	}, false)
+	}, true)
 	if err != nil {
 		return ReplayReport{}, err
 	}

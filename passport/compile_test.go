@@ -159,7 +159,10 @@ func TestLoadCompileInput(t *testing.T) {
 	require.Equal(t, s.RulesID.String(), in.RulePackageVersionID)
 	require.Equal(t, req.PassportVersionID.String(), in.PassportVersionID)
 	require.Equal(t, nmc811.Rules(), in.DSLSource)
-	require.Equal(t, nmc811.Tests(), in.TestsSource)
+	// The tests source only enters the receipt as its digest: the compile
+	// takes the one recorded with the rule package version.
+	require.Empty(t, in.TestsSource)
+	require.Equal(t, hash.SHA256HexString(nmc811.Tests()), in.TestsSHA256)
 	require.Equal(t, "bpc-test", in.CompilerBuildID)
 	require.Equal(t, "test-key", in.SigningKeyID)
 	require.True(t, issuedAt.Equal(in.IssuedAt))
@@ -283,4 +286,23 @@ func receiptWith(t *testing.T, canonical []byte, mod func(r *receipt.Receipt)) [
 	b, err := receipt.UnsignedCanonical(r)
 	require.NoError(t, err)
 	return b
+}
+
+// Recording a compile job's result again (a re-run of the job) returns the
+// version recorded first and adds no event and no second SIGN_PASSPORT.
+func TestRecordCompiledAgainAddsNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.compile(t, 41)
+	req := c.request()
+	var again store.PassportVersion
+	require.NoError(t, e.run(t, func(tx passport.Tx) error {
+		var err error
+		again, err = passport.RecordCompiled(e.Ctx, tx, passport.Compiled{Request: req, Output: c.out}, 41)
+		return err
+	}))
+	require.Equal(t, c.version.PassportVersionID, again.PassportVersionID)
+	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1`, c.passport.PassportID))
+	require.Equal(t, 1, e.events(t, passport.EventCompiled, c.version.PassportVersionID))
+	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM jobs WHERE type = 'SIGN_PASSPORT'`))
 }

@@ -20,7 +20,7 @@ import (
 // GENERATE_QR made sure of. The receipt must name the signer's key
 // (SIGNING_KEY_MISSING otherwise) and hash to the version's receipt_hash.
 func SignPassportVersion(ctx context.Context, t Tx, signer *Signer, tenantID, versionID uuid.UUID) error {
-	v, err := t.Q.LockPassportVersion(ctx, tenantID, versionID)
+	v, unsigned, err := t.Q.LockPassportVersionReceipt(ctx, tenantID, versionID)
 	if err != nil {
 		return err
 	}
@@ -31,11 +31,7 @@ func SignPassportVersion(ctx context.Context, t Tx, signer *Signer, tenantID, ve
 	if err != nil {
 		return err
 	}
-	art, err := t.Q.LoadPassportArtifacts(ctx, tenantID, versionID)
-	if err != nil {
-		return err
-	}
-	r, err := receipt.Parse(art.Receipt)
+	r, err := receipt.Parse(unsigned)
 	if err != nil {
 		return err
 	}

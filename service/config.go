@@ -43,6 +43,7 @@ type Config struct {
 	WorkerID            string
 	PollInterval        time.Duration
 	FetchCooldown       time.Duration
+	PipelineCooldown    time.Duration
 	PipelinePoll        time.Duration
 	QueueMaxDepth       int
 	// RateLimitRPS and RateLimitBurst bound each API key, and each client
@@ -165,6 +166,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.PollInterval = ms("BPC_JOBS_POLL_INTERVAL_MS", 1000, 1, 60_000)
 	c.FetchCooldown = ms("BPC_JOBS_FETCH_COOLDOWN_MS", 10, 1, 60_000)
+	c.PipelineCooldown = ms("BPC_JOBS_PIPELINE_FETCH_COOLDOWN_MS", 2, 1, 60_000)
 	c.PipelinePoll = ms("BPC_JOBS_PIPELINE_POLL_INTERVAL_MS", 100, 1, 60_000)
 	c.QueueMaxDepth = num("BPC_QUEUE_MAX_DEPTH", 0, 0, 1_000_000_000)
 	c.RateLimitRPS = num("BPC_RATE_LIMIT_RPS", 50, 0, 1_000_000)

@@ -106,10 +106,24 @@ func (q *Queries) AppendEvent(ctx context.Context, ins Inserter, in EventInput) 
 	if err != nil {
 		return AppendResult{}, err
 	}
-	_, err = q.db.Exec(ctx, `INSERT INTO events (`+eventColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		ev.EventID, ev.TenantID, ev.AggregateType, ev.AggregateID, ev.AggregateVersion, ev.EventType,
-		ev.OccurredAt, ev.ActorID, []byte(ev.Payload), ev.PayloadHash, ev.PrevEventHash, ev.EventHash)
+	// One round trip appends the event and reads the endpoints it goes to:
+	// every subscribed active one, or the one named by DeliverTo.
+	endpointsSQL := `SELECT DISTINCT e.webhook_endpoint_id
+		FROM webhook_subscriptions s
+		JOIN webhook_endpoints e ON e.webhook_endpoint_id = s.webhook_endpoint_id
+		WHERE s.tenant_id = $2 AND (s.event_type = $6 OR s.event_type = '*')
+			AND e.tenant_id = $2 AND e.is_active AND e.deleted_at IS NULL
+		ORDER BY e.webhook_endpoint_id`
+	args := []any{ev.EventID, ev.TenantID, ev.AggregateType, ev.AggregateID, ev.AggregateVersion, ev.EventType,
+		ev.OccurredAt, ev.ActorID, []byte(ev.Payload), ev.PayloadHash, ev.PrevEventHash, ev.EventHash}
+	if in.DeliverTo != nil {
+		endpointsSQL = `SELECT webhook_endpoint_id FROM webhook_endpoints
+			WHERE tenant_id = $2 AND webhook_endpoint_id = $13 AND deleted_at IS NULL`
+		args = append(args, *in.DeliverTo)
+	}
+	endpoints, err := collect(ctx, q.db, "endpoints to deliver to", pgx.RowTo[uuid.UUID], `WITH appended AS (
+			INSERT INTO events (`+eventColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12))
+		`+endpointsSQL, args...)
 	switch {
 	case IsUniqueViolation(err, "events_aggregate_version_uniq"):
 		return AppendResult{}, errcode.Wrap(errcode.EventVersionConflict, err,
@@ -120,7 +134,7 @@ func (q *Queries) AppendEvent(ctx context.Context, ins Inserter, in EventInput) 
 		return AppendResult{}, fmt.Errorf("error appending event: %w", err)
 	}
 
-	deliveries, err := q.fanOut(ctx, ins, ev, in.DeliverTo)
+	deliveries, err := q.fanOut(ctx, ins, ev, endpoints)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -146,22 +160,9 @@ func hashInput(ev Event) audit.Event {
 	return in
 }
 
-// fanOut creates the deliveries and DELIVER_WEBHOOK jobs of a new event.
-func (q *Queries) fanOut(ctx context.Context, ins Inserter, ev Event, only *uuid.UUID) ([]DeliveryRef, error) {
-	sql, args := `SELECT DISTINCT e.webhook_endpoint_id
-		FROM webhook_subscriptions s
-		JOIN webhook_endpoints e ON e.webhook_endpoint_id = s.webhook_endpoint_id
-		WHERE s.tenant_id = $1 AND (s.event_type = $2 OR s.event_type = '*')
-			AND e.tenant_id = $1 AND e.is_active AND e.deleted_at IS NULL
-		ORDER BY e.webhook_endpoint_id`, []any{ev.TenantID, ev.EventType}
-	if only != nil {
-		sql, args = `SELECT webhook_endpoint_id FROM webhook_endpoints
-			WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND deleted_at IS NULL`, []any{ev.TenantID, *only}
-	}
-	endpoints, err := collect(ctx, q.db, "endpoints to deliver to", pgx.RowTo[uuid.UUID], sql, args...)
-	if err != nil {
-		return nil, err
-	}
+// fanOut creates a new event's deliveries to endpoints and their
+// DELIVER_WEBHOOK jobs.
+func (q *Queries) fanOut(ctx context.Context, ins Inserter, ev Event, endpoints []uuid.UUID) ([]DeliveryRef, error) {
 	if len(endpoints) == 0 {
 		return []DeliveryRef{}, nil
 	}

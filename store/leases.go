@@ -105,19 +105,23 @@ func (q *Queries) RenewLeases(ctx context.Context, holds []LeaseHold, owner stri
 // check and the commit. A lost lease is LEASE_EXPIRED: the transaction must
 // roll back, and its effects are left to the attempt that holds the lease.
 func (q *Queries) FenceLease(ctx context.Context, riverJobID int64, attempt int) error {
+	// One round trip: it is paid by every job, in the transaction that
+	// completes it.
 	var state string
 	var current int
-	err := q.db.QueryRow(ctx, `SELECT state::text, attempt FROM river_job WHERE id = $1 FOR UPDATE`, riverJobID).Scan(&state, &current)
+	var mirrored, live bool
+	err := q.db.QueryRow(ctx, `SELECT r.state::text, r.attempt, j.river_job_id IS NOT NULL,
+			coalesce(j.lease_expires_at > clock_timestamp(), false)
+		FROM river_job r LEFT JOIN jobs_live j ON j.river_job_id = r.id
+		WHERE r.id = $1 FOR UPDATE OF r`, riverJobID).Scan(&state, &current, &mirrored, &live)
 	if err != nil {
 		return notFound(err, "River job", riverJobID)
 	}
 	if state != "running" || current != attempt {
 		return errcode.New(errcode.LeaseExpired, "attempt %d of River job %d lost its lease (the job is %s, attempt %d)", attempt, riverJobID, state, current)
 	}
-	var live bool
-	err = q.db.QueryRow(ctx, `SELECT lease_expires_at > clock_timestamp() FROM jobs_live WHERE river_job_id = $1`, riverJobID).Scan(&live)
-	if err != nil {
-		return notFound(err, "SSOT job of River job", riverJobID)
+	if !mirrored {
+		return notFound(pgx.ErrNoRows, "SSOT job of River job", riverJobID)
 	}
 	if !live {
 		return errcode.New(errcode.LeaseExpired, "the lease of attempt %d of River job %d expired", attempt, riverJobID)

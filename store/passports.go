@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 )
@@ -159,18 +161,22 @@ func (q *Queries) InsertPassportVersion(ctx context.Context, in NewPassportVersi
 		`SELECT passport_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`); err != nil {
 		return PassportVersion{}, false, err
 	}
-	if existing, found, err := findOne[PassportVersion](ctx, q.db, "the compiled version", `SELECT `+passportVersionColumns+`
-		FROM passport_versions WHERE compile_river_job_id = $1`, in.CompileRiverJobID); err != nil || found {
-		return existing, found, err
-	}
+	// The compile job's key makes a re-run's insert do nothing; the version
+	// stored first is then read (the parent lock orders the two).
 	v, err := queryOne[PassportVersion](ctx, q.db, `INSERT INTO passport_versions (passport_version_id, tenant_id, passport_id, version, status,
 			snapshot_id, rule_package_version_id, compiler_build_id, issued_at, payload, payload_hash, proof, proof_root_hash,
 			receipt, receipt_hash, signing_key_id, compile_river_job_id)
 		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, 'COMPILING', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
 		FROM passport_versions WHERE passport_id = $3
+		ON CONFLICT (compile_river_job_id) DO NOTHING
 		RETURNING `+passportVersionColumns,
 		in.PassportVersionID, in.TenantID, in.PassportID, in.SnapshotID, in.RulePackageVersionID, in.CompilerBuildID, in.IssuedAt,
 		in.Payload, in.PayloadHash, in.Proof, in.ProofRootHash, in.Receipt, in.ReceiptHash, in.SigningKeyID, in.CompileRiverJobID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		existing, err := getOne[PassportVersion](ctx, q.db, "passport version of River job", in.CompileRiverJobID, `SELECT `+passportVersionColumns+`
+			FROM passport_versions WHERE compile_river_job_id = $1`, in.CompileRiverJobID)
+		return existing, err == nil, err
+	}
 	if err != nil {
 		return PassportVersion{}, false, fmt.Errorf("error storing passport version: %w", err)
 	}
@@ -199,6 +205,19 @@ func (q *Queries) passportVersion(ctx context.Context, tenantID, id uuid.UUID, l
 	return getOne[PassportVersion](ctx, q.db, "passport version", id,
 		`SELECT `+passportVersionColumns+` FROM passport_versions
 		WHERE tenant_id = $1 AND passport_version_id = $2`+lock, tenantID, id)
+}
+
+// LockPassportVersionReceipt returns a version locked FOR UPDATE with its
+// unsigned receipt: what signing reads, without the payload and proof.
+func (q *Queries) LockPassportVersionReceipt(ctx context.Context, tenantID, id uuid.UUID) (PassportVersion, []byte, error) {
+	type withReceipt struct {
+		PassportVersion
+		Receipt []byte `db:"receipt"`
+	}
+	v, err := getOne[withReceipt](ctx, q.db, "passport version", id,
+		`SELECT `+passportVersionColumns+`, receipt FROM passport_versions
+		WHERE tenant_id = $1 AND passport_version_id = $2 FOR UPDATE`, tenantID, id)
+	return v.PassportVersion, v.Receipt, err
 }
 
 // LoadPassportArtifacts returns a version's stored bytes.

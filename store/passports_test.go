@@ -254,6 +254,13 @@ func TestPassportVersionSigningAndQR(t *testing.T) {
 	require.Equal(t, in.Receipt, art.Receipt)
 	require.Nil(t, art.ReceiptSigned)
 	require.Nil(t, art.QRPNG)
+	// Signing reads the version and its unsigned receipt, nothing larger.
+	locked, receipt, err := e.Store.LockPassportVersionReceipt(e.Ctx, store.DevTenantID, id)
+	require.NoError(t, err)
+	require.Equal(t, v, locked)
+	require.Equal(t, in.Receipt, receipt)
+	_, _, err = e.Store.LockPassportVersionReceipt(e.Ctx, other, id)
+	requireCode(t, err, errcode.NotFound)
 
 	// QR codes need a signature; signing happens once, from COMPILING.
 	requireCode(t, e.setQR(t, store.DevTenantID, id, []byte("png")), errcode.InvalidState)

@@ -68,6 +68,9 @@ const rulePackageColumns = `rule_package_id, tenant_id, name, created_at`
 const rulePackageVersionMeta = `rule_package_version_id, tenant_id, rule_package_id, version, status,
 	'' AS dsl_source, dsl_sha256, '' AS tests_source, tests_sha256, created_at, validated_at, published_at`
 
+const rulePackageVersionProgram = `rule_package_version_id, tenant_id, rule_package_id, version, status,
+	dsl_source, dsl_sha256, '' AS tests_source, tests_sha256, created_at, validated_at, published_at`
+
 const rulePackageVersionFull = `rule_package_version_id, tenant_id, rule_package_id, version, status,
 	dsl_source, dsl_sha256, tests_source, tests_sha256, created_at, validated_at, published_at`
 
@@ -123,6 +126,14 @@ func (q *Queries) GetRulePackageVersion(ctx context.Context, tenantID, id uuid.U
 		cols = rulePackageVersionFull
 	}
 	return q.rulePackageVersion(ctx, `SELECT `+cols+` FROM rule_package_versions
+		WHERE tenant_id = $1 AND rule_package_version_id = $2`, tenantID, id)
+}
+
+// GetRulePackageProgram returns a version with its DSL source and the
+// digests of both sources, but not its tests source: what a compile reads
+// (a tests source can be hundreds of KB).
+func (q *Queries) GetRulePackageProgram(ctx context.Context, tenantID, id uuid.UUID) (RulePackageVersion, error) {
+	return q.rulePackageVersion(ctx, `SELECT `+rulePackageVersionProgram+` FROM rule_package_versions
 		WHERE tenant_id = $1 AND rule_package_version_id = $2`, tenantID, id)
 }
 

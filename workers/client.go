@@ -31,6 +31,14 @@ type ClientOptions struct {
 	// queue; it bounds how fast a job inserted by another job is picked up.
 	// Zero means min(PollInterval, 100 ms), River's default.
 	FetchCooldown time.Duration
+	// PipelineFetchCooldown, when shorter than FetchCooldown, is the
+	// pipeline queue's: each step of a passport's pipeline inserts the next
+	// on that queue, so its cooldown is paid once per step. River sends
+	// insert notifications by one window for all queues, the shortest
+	// cooldown, so that a pipeline step's notification is not dropped for
+	// the other queues' sake; the other queues still fetch at most once
+	// per FetchCooldown.
+	PipelineFetchCooldown time.Duration
 	// PipelinePollInterval, when shorter than PollInterval, polls the
 	// pipeline queue more often: a backstop for the insert notifications
 	// River's limiter drops (at most one per queue per FetchCooldown), which
@@ -65,6 +73,23 @@ type ClientOptions struct {
 
 // NewClient builds the River client with the service's configuration.
 func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], error) {
+	cfg := riverConfig(o)
+	var driver riverdriver.Driver[pgx.Tx] = riverpgxv5.New(pool)
+	switch {
+	case o.PollOnly && o.Listener != nil && o.Work:
+		driver = trigger.NewDriver(pool, o.Listener)
+	case o.PollOnly:
+		cfg.PollOnly = true
+	}
+	client, err := river.NewClient(driver, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("error creating River client: %w", err)
+	}
+	return client, nil
+}
+
+// riverConfig is the River configuration of NewClient's client.
+func riverConfig(o ClientOptions) *river.Config {
 	cfg := &river.Config{
 		ID:                o.ID,
 		Logger:            o.Logger,
@@ -80,17 +105,28 @@ func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], erro
 	if o.FetchCooldown > 0 {
 		cfg.FetchCooldown = min(o.PollInterval, o.FetchCooldown)
 	}
+	// River's client-wide cooldown is the window of its insert
+	// notifications and the default of every queue; each queue below sets
+	// its own.
+	cooldown, pipelineCooldown := cfg.FetchCooldown, cfg.FetchCooldown
+	if o.PipelineFetchCooldown > 0 && o.PipelineFetchCooldown < cooldown {
+		pipelineCooldown = o.PipelineFetchCooldown
+		cfg.FetchCooldown = pipelineCooldown
+	}
 	if o.Work {
 		cfg.Queues = map[string]river.QueueConfig{}
 		for _, q := range append(append([]string{}, jobargs.Queues...), o.ExtraQueues...) {
-			qc := river.QueueConfig{MaxWorkers: o.Concurrency}
-			if q == jobargs.QueuePipeline && o.PipelinePollInterval > 0 && o.PipelinePollInterval < o.PollInterval {
-				qc.FetchPollInterval = max(o.PipelinePollInterval, cfg.FetchCooldown)
+			qc := river.QueueConfig{MaxWorkers: o.Concurrency, FetchCooldown: cooldown}
+			if q == jobargs.QueuePipeline {
+				qc.FetchCooldown = pipelineCooldown
+				if o.PipelinePollInterval > 0 && o.PipelinePollInterval < o.PollInterval {
+					qc.FetchPollInterval = max(o.PipelinePollInterval, pipelineCooldown)
+				}
 			}
 			cfg.Queues[q] = qc
 		}
 		if o.Maintenance != nil {
-			cfg.Queues[QueueMaintenance] = river.QueueConfig{MaxWorkers: 1}
+			cfg.Queues[QueueMaintenance] = river.QueueConfig{MaxWorkers: 1, FetchCooldown: cooldown}
 			cfg.PeriodicJobs = MaintenancePeriodicJobs(*o.Maintenance)
 		}
 		cfg.Workers = o.Workers
@@ -105,16 +141,5 @@ func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], erro
 	if o.Maintenance != nil {
 		o.Maintenance.ConfigureJobCleaner(cfg)
 	}
-	var driver riverdriver.Driver[pgx.Tx] = riverpgxv5.New(pool)
-	switch {
-	case o.PollOnly && o.Listener != nil && o.Work:
-		driver = trigger.NewDriver(pool, o.Listener)
-	case o.PollOnly:
-		cfg.PollOnly = true
-	}
-	client, err := river.NewClient(driver, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("error creating River client: %w", err)
-	}
-	return client, nil
+	return cfg
 }

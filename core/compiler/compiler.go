@@ -106,7 +106,7 @@ func CompilePassport(in Input) (Output, error) {
 		SnapshotHash:         snapshotHash,
 		RulePackageVersionID: in.RulePackageVersionID,
 		DSLSHA256:            dslSHA256,
-		TestsSHA256:          hash.SHA256HexString(in.TestsSource),
+		TestsSHA256:          in.testsSHA256(),
 		CompilerBuildID:      in.CompilerBuildID,
 		PayloadHash:          payloadHash,
 		ProofRootHash:        proofRoot,

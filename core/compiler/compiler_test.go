@@ -52,6 +52,21 @@ func TestCompileBase(t *testing.T) {
 	require.NoError(t, VerifyProof(out.Proof))
 }
 
+// A compile given the tests' recorded digest instead of their source
+// produces the same bytes.
+func TestRecordedTestsDigestStandsInForTheSource(t *testing.T) {
+	t.Parallel()
+	in := baseInput()
+	in.TestsSource = "example e: { } => expect(carbon.total, ==, 1.00);"
+	fromSource, err := CompilePassport(in)
+	require.NoError(t, err)
+	in.TestsSHA256, in.TestsSource = hash.SHA256HexString(in.TestsSource), ""
+	fromDigest, err := CompilePassport(in)
+	require.NoError(t, err)
+	require.Equal(t, fromSource, fromDigest)
+	require.Equal(t, in.TestsSHA256, fromDigest.ReceiptFields.TestsSHA256)
+}
+
 // Changing one digit of one fact value changes the snapshot hash, the
 // payload hash and the proof root; the receipt follows.
 func TestOneFactByteChangesHashes(t *testing.T) {
@@ -130,6 +145,7 @@ func TestCompileErrors(t *testing.T) {
 		{name: "key id not utf-8", mutate: func(in *Input) { in.SigningKeyID = "k\xff" }, code: errcode.Validation, field: "signing_key_id"},
 		{name: "dsl not utf-8", mutate: func(in *Input) { in.DSLSource = "field a : Int = 1;\xff" }, code: errcode.Validation, field: "dsl_source"},
 		{name: "tests not utf-8", mutate: func(in *Input) { in.TestsSource = "\xff" }, code: errcode.Validation, field: "tests_source"},
+		{name: "tests digest upper case", mutate: func(in *Input) { in.TestsSHA256 = strings.ToUpper(hash.SHA256Hex(nil)) }, code: errcode.Validation, field: "tests_sha256"},
 		{name: "issued_at zero", mutate: func(in *Input) { in.IssuedAt = time.Time{} }, code: errcode.Validation, field: "issued_at"},
 		{name: "issued_at out of range", mutate: func(in *Input) { in.IssuedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }, code: errcode.Validation, field: "issued_at"},
 		{name: "negative payload limit", mutate: func(in *Input) { in.Limits.PayloadMaxBytes = -1 }, code: errcode.Validation, field: "limits.payload_max_bytes"},

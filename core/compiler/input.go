@@ -51,12 +51,25 @@ type Input struct {
 	DSLSource string
 	// TestsSource is the rule package's tests source; only its SHA-256
 	// (tests_sha256) enters the receipt.
-	TestsSource     string
+	TestsSource string
+	// TestsSHA256, when set, is that SHA-256 (lowercase hex) as recorded
+	// with the rule package version, and TestsSource is not read: a compile
+	// need not load and hash a tests source of hundreds of KB. A replay
+	// leaves it empty and hashes the source.
+	TestsSHA256     string
 	CompilerBuildID string
 	SigningKeyID    string
 	// IssuedAt is the receipt's issued_at, truncated to whole seconds in UTC.
 	IssuedAt time.Time
 	Limits   Limits
+}
+
+// testsSHA256 is the receipt's tests_sha256.
+func (in Input) testsSHA256() string {
+	if in.TestsSHA256 != "" {
+		return in.TestsSHA256
+	}
+	return hash.SHA256HexString(in.TestsSource)
 }
 
 // validate checks everything but the facts and returns the effective limits.
@@ -84,6 +97,9 @@ func (in Input) validate() (Limits, error) {
 	}
 	if !utf8.ValidString(in.TestsSource) {
 		return Limits{}, errcode.Invalid("tests_source", "must be valid UTF-8")
+	}
+	if in.TestsSHA256 != "" && !hash.IsDigestHex(in.TestsSHA256) {
+		return Limits{}, errcode.Invalid("tests_sha256", "must be a SHA-256 in lowercase hex")
 	}
 	if in.IssuedAt.IsZero() {
 		return Limits{}, errcode.Invalid("issued_at", "must be set")

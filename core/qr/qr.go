@@ -12,14 +12,20 @@
 // PNG renders a payload as a QR code with error correction level M, always QR
 // version 10 (57×57 modules, the smallest version a 212-byte payload is
 // guaranteed to fit), a 4-module quiet zone and 8 pixels per module: a
-// 520×520 two-colour PNG, byte-identical for the same payload.
+// 520×520 two-colour PNG, byte-identical for the same payload. IsRendering
+// recognises it, and the earlier rendering of the same image (see
+// IsRendering).
 //
 // The package is pure: no I/O, no clock, no randomness.
 package qr
 
 import (
+	"bytes"
+	"compress/zlib"
 	"encoding/base32"
+	"encoding/binary"
 	"encoding/hex"
+	"hash/crc32"
 	"strings"
 
 	qrcode "github.com/skip2/go-qrcode"
@@ -144,6 +150,24 @@ func Parse(s string) (Fields, error) {
 // same bytes. A string that is not a valid BPC-QR-1 payload is a
 // VALIDATION_ERROR.
 func PNG(payload string) ([]byte, error) {
+	return render(payload, zlib.DefaultCompression)
+}
+
+// IsRendering reports whether b is PNG's rendering of payload, or the
+// rendering of the same image that PNG produced before its deflate level
+// changed (level 9, as go-qrcode encodes; level 6 is three times faster to
+// encode and a few bytes smaller): images stored and exported before still
+// verify. A payload that is not valid is a VALIDATION_ERROR.
+func IsRendering(payload string, b []byte) (bool, error) {
+	current, err := PNG(payload)
+	if err != nil || bytes.Equal(current, b) {
+		return err == nil, err
+	}
+	earlier, err := render(payload, zlib.BestCompression)
+	return err == nil && bytes.Equal(earlier, b), err
+}
+
+func render(payload string, level int) ([]byte, error) {
 	if _, err := Parse(payload); err != nil {
 		return nil, err
 	}
@@ -154,9 +178,62 @@ func PNG(payload string) ([]byte, error) {
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "error encoding QR code: %s", err)
 	}
-	png, err := code.PNG(ImageSize)
-	if err != nil {
-		return nil, errcode.Wrap(errcode.Internal, err, "error rendering QR code PNG: %s", err)
+	return encodePNG(code.Bitmap(), level), nil
+}
+
+// encodePNG writes bitmap (its quiet zone included, true for a dark module)
+// with ModulePixels pixels per module as a two-colour paletted PNG of one
+// bit per pixel: the bytes image/png writes for go-qrcode's Image at the
+// same deflate level (a test holds them equal), without going through
+// 270 400 pixels one by one.
+func encodePNG(bitmap [][]bool, level int) []byte {
+	size := len(bitmap) * ModulePixels
+	rowBytes := (size + 7) / 8
+	var raw bytes.Buffer
+	raw.Grow(size * (1 + rowBytes))
+	row := make([]byte, 1+rowBytes) // filter type 0 (none), then the pixels
+	for _, modules := range bitmap {
+		clear(row)
+		for x := range size {
+			if modules[x/ModulePixels] {
+				row[1+x/8] |= 0x80 >> (x % 8)
+			}
+		}
+		for range ModulePixels {
+			raw.Write(row)
+		}
 	}
-	return png, nil
+	var idat bytes.Buffer
+	zw, _ := zlib.NewWriterLevel(&idat, level) // the level is one of zlib's constants
+	_, _ = zw.Write(raw.Bytes())               // writes to a bytes.Buffer do not fail
+	_ = zw.Close()
+
+	var out bytes.Buffer
+	out.WriteString("\x89PNG\r\n\x1a\n")
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr[0:], uint32(size))
+	binary.BigEndian.PutUint32(ihdr[4:], uint32(size))
+	ihdr[8], ihdr[9] = 1, 3 // bit depth 1, colour type 3 (palette)
+	writeChunk(&out, "IHDR", ihdr)
+	writeChunk(&out, "PLTE", []byte{0xff, 0xff, 0xff, 0, 0, 0}) // index 0 white, 1 black
+	// image/png cuts IDAT chunks at 32 KiB; a code's stream is about 1 KB.
+	for data := idat.Bytes(); len(data) > 0; {
+		n := min(len(data), 1<<15)
+		writeChunk(&out, "IDAT", data[:n])
+		data = data[n:]
+	}
+	writeChunk(&out, "IEND", nil)
+	return out.Bytes()
+}
+
+func writeChunk(out *bytes.Buffer, name string, data []byte) {
+	var head [8]byte
+	binary.BigEndian.PutUint32(head[:4], uint32(len(data)))
+	copy(head[4:], name)
+	out.Write(head[:])
+	out.Write(data)
+	crc := crc32.NewIEEE()
+	crc.Write(head[4:])
+	crc.Write(data)
+	_ = binary.Write(out, binary.BigEndian, crc.Sum32())
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/makiuchi-d/gozxing"
 	zxqrcode "github.com/makiuchi-d/gozxing/qrcode"
+	qrcode "github.com/skip2/go-qrcode"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -230,6 +231,77 @@ func TestPNGIsDeterministicAndKeepsQuietZone(t *testing.T) {
 	third, err := qr.PNG(other)
 	require.NoError(t, err)
 	require.NotEqual(t, first, third)
+}
+
+// The PNG bytes are part of what a passport version stores and what the
+// verifier compares: a change of the encoding shows here first.
+const (
+	goldenPNGSHA256 = "05a0e8a3fc1465e2540776af4c319dd66d0335f3871e66f600e41b57bcae68f0"
+	// earlierPNGSHA256 is the rendering of golden before the deflate level
+	// changed: go-qrcode's own PNG encoding.
+	earlierPNGSHA256 = "5e4a11e6c009b3be8532917b0e65745cf7eb2e990b3e4d1dbfdbf82c1baa1c3d"
+)
+
+func TestPNGGoldenAndEarlierRenderingStillRecognised(t *testing.T) {
+	t.Parallel()
+	current, err := qr.PNG(golden)
+	require.NoError(t, err)
+	require.Equal(t, goldenPNGSHA256, hash.SHA256Hex(current))
+	code, err := qrcode.NewWithForcedVersion(golden, qr.Version, qrcode.Medium)
+	require.NoError(t, err)
+	earlier, err := code.PNG(qr.ImageSize)
+	require.NoError(t, err)
+	require.Equal(t, earlierPNGSHA256, hash.SHA256Hex(earlier))
+
+	// Both encode the same image.
+	a, err := png.Decode(bytes.NewReader(current))
+	require.NoError(t, err)
+	b, err := png.Decode(bytes.NewReader(earlier))
+	require.NoError(t, err)
+	require.Equal(t, a, b)
+
+	for _, img := range [][]byte{current, earlier} {
+		ok, err := qr.IsRendering(golden, img)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	other, err := payloadOf(qr.Fields{PassportVersionID: pvID, PayloadHash: payloadHash, ProofRootHash: proofRoot, ReceiptHash: payloadHash})
+	require.NoError(t, err)
+	for _, img := range [][]byte{current, earlier, current[:len(current)-1], nil} {
+		ok, err := qr.IsRendering(other, img)
+		require.NoError(t, err)
+		require.False(t, ok, "another payload's image")
+	}
+	ok, err := qr.IsRendering(strings.ToLower(golden), current)
+	require.False(t, ok)
+	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
+}
+
+// PNG writes its bytes itself; they are image/png's for go-qrcode's image,
+// at deflate level 6 now and 9 before.
+func TestPNGIsImagePNGsEncodingOfTheCode(t *testing.T) {
+	t.Parallel()
+	payloads := []string{golden}
+	for _, tt := range roundTripFields() {
+		p, err := payloadOf(tt.in)
+		require.NoError(t, err)
+		payloads = append(payloads, p)
+	}
+	for _, p := range payloads {
+		code, err := qrcode.NewWithForcedVersion(p, qr.Version, qrcode.Medium)
+		require.NoError(t, err)
+		var want bytes.Buffer
+		require.NoError(t, (&png.Encoder{CompressionLevel: png.DefaultCompression}).Encode(&want, code.Image(qr.ImageSize)))
+		got, err := qr.PNG(p)
+		require.NoError(t, err)
+		require.Equal(t, want.Bytes(), got, p)
+
+		earlier, err := code.PNG(qr.ImageSize) // level 9
+		require.NoError(t, err)
+		ok, err := qr.IsRendering(p, earlier)
+		require.NoError(t, err)
+		require.True(t, ok, p)
+	}
 }
 
 func TestPNGRejectsNonPayload(t *testing.T) {

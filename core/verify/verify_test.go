@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	qrcode "github.com/skip2/go-qrcode"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/canonjson"
@@ -147,6 +148,19 @@ func TestVerifyPassesOnCompiledArtifacts(t *testing.T) {
 	require.Equal(t, allChecks[:len(allChecks)-1], names(rep.Checks))
 	require.False(t, rep.Passed(CheckQRPNG), "a check that did not run did not pass")
 	require.Equal(t, "test-key-1, Ed25519", rep.Checks[7].Detail)
+
+	// An image rendered before the PNG encoding changed (go-qrcode's own
+	// encoding, at deflate level 9) still verifies: the same image, other
+	// bytes.
+	code, err := qrcode.NewWithForcedVersion(s.a.QRPayload, qr.Version, qrcode.Medium)
+	require.NoError(t, err)
+	earlier := s.a
+	earlier.QRPNG, err = code.PNG(qr.ImageSize)
+	require.NoError(t, err)
+	require.NotEqual(t, s.a.QRPNG, earlier.QRPNG)
+	rep, err = Verify(earlier, s.want)
+	require.NoError(t, err)
+	require.True(t, rep.Passed(CheckQRPNG), "%+v", rep.Failed())
 }
 
 // resign re-encodes r signed by priv, and the QR payload and detached copies

@@ -1,0 +1,29 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/store"
+)
+
+func TestFenceLeaseAdmitsOnlyTheAttemptHoldingALiveLease(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	fence := func(attempt int) error {
+		return e.inTx(func(q *store.Queries) error { return q.FenceLease(e.Ctx, j.RiverJobID, attempt) })
+	}
+	requireCode(t, fence(1), errcode.LeaseExpired) // not running yet
+
+	e.Exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['w'] WHERE id = $1`, j.RiverJobID)
+	require.NoError(t, fence(1))
+	requireCode(t, fence(2), errcode.LeaseExpired) // another attempt's
+
+	e.Exec(t, `UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE river_job_id = $1`, j.RiverJobID)
+	requireCode(t, fence(1), errcode.LeaseExpired) // running, but its lease ran out
+
+	requireCode(t, e.inTx(func(q *store.Queries) error { return q.FenceLease(e.Ctx, -1, 1) }), errcode.NotFound)
+}

@@ -1,0 +1,43 @@
+package workers
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/jobargs"
+)
+
+func TestPipelineQueueFetchesWithItsOwnCooldown(t *testing.T) {
+	t.Parallel()
+	o := ClientOptions{Work: true, Concurrency: 10, PollInterval: time.Second, FetchCooldown: 10 * time.Millisecond,
+		PipelineFetchCooldown: 2 * time.Millisecond, PipelinePollInterval: 100 * time.Millisecond,
+		Maintenance: &MaintenanceConfig{}}
+	cfg := riverConfig(o)
+	// River sends insert notifications at most once per queue per
+	// client-wide cooldown: the pipeline's, or its steps' would be dropped.
+	require.Equal(t, 2*time.Millisecond, cfg.FetchCooldown)
+	require.Equal(t, 2*time.Millisecond, cfg.Queues[jobargs.QueuePipeline].FetchCooldown)
+	require.Equal(t, 100*time.Millisecond, cfg.Queues[jobargs.QueuePipeline].FetchPollInterval)
+	for name, q := range cfg.Queues {
+		if name != jobargs.QueuePipeline {
+			require.Equal(t, 10*time.Millisecond, q.FetchCooldown, "queue %s", name)
+			require.Zero(t, q.FetchPollInterval, "queue %s polls at the client's interval", name)
+		}
+	}
+
+	// A pipeline cooldown no shorter than the others' changes nothing.
+	o.PipelineFetchCooldown = 50 * time.Millisecond
+	cfg = riverConfig(o)
+	require.Equal(t, 10*time.Millisecond, cfg.FetchCooldown)
+	for name, q := range cfg.Queues {
+		require.Equal(t, 10*time.Millisecond, q.FetchCooldown, "queue %s", name)
+	}
+
+	// An insert-only client (the API role) notifies by the pipeline's window too.
+	o.Work, o.PipelineFetchCooldown = false, 2*time.Millisecond
+	cfg = riverConfig(o)
+	require.Equal(t, 2*time.Millisecond, cfg.FetchCooldown)
+	require.Empty(t, cfg.Queues)
+}
