@@ -22,7 +22,7 @@ func TestFenceLeaseAdmitsOnlyTheAttemptHoldingALiveLease(t *testing.T) {
 	require.NoError(t, fence(1))
 	requireCode(t, fence(2), errcode.LeaseExpired) // another attempt's
 
-	e.Exec(t, `UPDATE jobs SET lease_expires_at = now() - interval '1 second' WHERE river_job_id = $1`, j.RiverJobID)
+	e.Exec(t, `UPDATE jobs_live SET lease_expires_at = now() - interval '1 second' WHERE river_job_id = $1`, j.RiverJobID)
 	requireCode(t, fence(1), errcode.LeaseExpired) // running, but its lease ran out
 
 	requireCode(t, e.inTx(func(q *store.Queries) error { return q.FenceLease(e.Ctx, -1, 1) }), errcode.NotFound)

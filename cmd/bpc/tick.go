@@ -142,6 +142,11 @@ func runTick(ctx context.Context, cfg service.Config, pool *pgxpool.Pool, o tick
 	// one, so a tick never collides with a service on the same host.
 	cfg.HTTPAddr = "127.0.0.1:0"
 	cfg.WorkerConcurrency = max(1, min(cfg.WorkerConcurrency, o.MaxJobs))
+	// The pipeline queue's short fetch cooldown is for latency, which a
+	// tick does not serve: with it, a worker fetches many more quick jobs
+	// in the time River takes to report the first completions that count
+	// against the item budget.
+	cfg.PipelineCooldown = 0
 	logger := service.NewLogger(cfg, stdout)
 
 	a, err := service.New(cfg, service.RoleWorker, logger, pool)
