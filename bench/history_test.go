@@ -44,8 +44,9 @@ const historyTenants = 50
 //     operator's filters (SPEC §14) — status (DEAD_LETTER, RUNNING,
 //     SUCCEEDED), type, a created_at range, alone and combined, the first
 //     page and five pages deep;
-//   - the service path's burn-down on this schema against a fresh empty one,
-//     in alternating rounds (the history must not slow the mirror);
+//   - the service path's burn-down on this schema against a fresh one with
+//     the same live rows and River jobs but no history, in alternating
+//     rounds (the history must not slow the mirror);
 //   - retention deleting the oldest 1M history rows while a burn-down runs.
 func BenchmarkHistoryAtScale(b *testing.B) {
 	skipUnlessBench(b)
@@ -82,14 +83,19 @@ func BenchmarkHistoryAtScale(b *testing.B) {
 		for round := range rounds {
 			sides := []func(){
 				func() {
-					r := burnDownService(b, n, concurrency, round+1)
+					// The same River window (the live rows and their River
+					// jobs, which River's own work depends on), no history.
+					bare := burnPool(b, true)
+					loadHistory(b, bare, 0, liveRows)
+					r := burnDownServiceOn(b, bare, n, concurrency, fmt.Sprintf("round %d (no history)", round+1))
+					dropSchema(b, bare)
 					empty = append(empty, r.jobsPerSec)
-					historyReport("round %d burn-down, empty SSOT:        %s", round+1, r)
+					historyReport("round %d burn-down, %d live rows, no history: %s", round+1, live, r)
 				},
 				func() {
 					r := burnDownServiceOn(b, pool, n, concurrency, fmt.Sprintf("round %d (10M)", round+1))
 					loaded = append(loaded, r.jobsPerSec)
-					historyReport("round %d burn-down, %d-row SSOT: %s", round+1, history+live, r)
+					historyReport("round %d burn-down, %d live rows and %d in the history: %s", round+1, live, history, r)
 					forgetBenchJobs(b, pool)
 				},
 			}
@@ -101,8 +107,8 @@ func BenchmarkHistoryAtScale(b *testing.B) {
 		}
 		ratio := median(loaded) / median(empty)
 		b.ReportMetric(ratio, "history_burn_ratio")
-		historyReport("burn-down jobs/s min / median / max: empty %.0f / %.0f / %.0f, with %d rows %.0f / %.0f / %.0f; ratio %.3f (goal ≥ 0.97)",
-			minOf(empty), median(empty), maxOf(empty), history+live, minOf(loaded), median(loaded), maxOf(loaded), ratio)
+		historyReport("burn-down jobs/s min / median / max: without the history %.0f / %.0f / %.0f, with %d history rows %.0f / %.0f / %.0f; ratio %.3f (goal ≥ 0.97)",
+			minOf(empty), median(empty), maxOf(empty), history, minOf(loaded), median(loaded), maxOf(loaded), ratio)
 
 		retentionUnderLoad(b, pool, deleteRows, n, concurrency)
 		dropSchema(b, pool)

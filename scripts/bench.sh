@@ -9,5 +9,5 @@ export BPC_BENCH=1
 bash scripts/deps.sh amqp # the pickup latency benchmark's RabbitMQ
 
 echo "bench.sh: results also go to bench-results.txt" >&2
-go test -run '^$' -bench . -benchtime 1x -count 1 -timeout 30m "$@" ./bench/... 2>&1 |
+go test -run '^$' -bench . -benchtime 1x -count 1 -timeout 90m "$@" ./bench/... 2>&1 |
 	tee bench-results.txt
