@@ -2,8 +2,6 @@ package bench
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -20,7 +18,6 @@ import (
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/workers"
 )
 
 // BenchmarkAuthenticatedRead measures what a tenant API key costs a request
@@ -34,14 +31,9 @@ func BenchmarkAuthenticatedRead(b *testing.B) {
 	skipUnlessBench(b)
 	pool := testdb.New(b)
 	st := store.New(pool)
-	const token = "bench-admin-token-0123456789"
-	reg := prometheus.NewRegistry()
-	srv := &api.Server{
-		Config: api.Config{Env: "test", AdminToken: token, MaxBodyBytes: 8 << 20, Kinds: workers.Kinds()},
-		Store:  st, River: testriver.Inserter(b, pool), Metrics: api.NewMetrics(reg), Gatherer: reg, Admin: true,
-		Keys: access.NewKeyring(st), Access: api.NewAccessMetrics(reg),
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
+	const token = benchToken
+	srv := benchAPI(st, testriver.Inserter(b, pool))
+	srv.Keys, srv.Access = access.NewKeyring(st), api.NewAccessMetrics(prometheus.NewRegistry())
 	h := srv.Handler()
 	var key passport.CreatedKey
 	require.NoError(b, passport.InTx(context.Background(), st, srv.River, "bench", func(t passport.Tx) error {

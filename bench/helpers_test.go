@@ -13,11 +13,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/workers"
 )
 
 // noopArgs is the bench-only job kind: it carries a tenant like every job.
@@ -90,4 +93,19 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchToken is the platform token of benchAPI's server.
+const benchToken = "bench-admin-token-0123456789"
+
+// benchAPI is the admin API as the service builds it, over st with River
+// client, its JSON request log discarded; the caller may set more of it
+// (keys, access metrics) before asking for its Handler.
+func benchAPI(st *store.Queries, client *river.Client[pgx.Tx]) *api.Server {
+	reg := prometheus.NewRegistry()
+	return &api.Server{
+		Config: api.Config{Env: "test", AdminToken: benchToken, MaxBodyBytes: 8 << 20, Kinds: workers.Kinds()},
+		Store:  st, River: client, Metrics: api.NewMetrics(reg), Gatherer: reg, Admin: true,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	}
 }

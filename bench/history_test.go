@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -20,10 +19,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -244,14 +241,8 @@ func historyQueries(b *testing.B, pool *pgxpool.Pool, samples, total int) {
 	client, err := workers.NewClient(pool, workers.ClientOptions{ID: "bench-api", Logger: quiet, MaxAttempts: 5,
 		BackoffUnit: time.Second, PollInterval: time.Second})
 	require.NoError(b, err)
-	reg := prometheus.NewRegistry()
-	const token = "bench-admin-token-0123456789"
-	srv := &api.Server{
-		Config: api.Config{Env: "test", AdminToken: token, MaxBodyBytes: 8 << 20, Kinds: workers.Kinds()},
-		Store:  store.New(pool), River: client, Metrics: api.NewMetrics(reg), Gatherer: reg, Admin: true,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
-	ts := httptest.NewServer(srv.Handler())
+	const token = benchToken
+	ts := httptest.NewServer(benchAPI(store.New(pool), client).Handler())
 	defer ts.Close()
 	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	get := func(path string) (int, []byte) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -19,11 +18,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
@@ -59,14 +56,8 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 	pool := testdb.NewWithOptions(b, testdb.Options{MaxConns: int32(clients) + 4, Tracer: trips})
 	client, err := workers.NewClient(pool, workers.ClientOptions{ID: "bench-api", Logger: quiet, MaxAttempts: 5, BackoffUnit: time.Second, PollInterval: time.Second})
 	require.NoError(b, err)
-	reg := prometheus.NewRegistry()
-	const token = "bench-admin-token-0123456789"
-	srv := &api.Server{
-		Config: api.Config{Env: "test", AdminToken: token, MaxBodyBytes: 8 << 20, Kinds: workers.Kinds()},
-		Store:  store.New(pool), River: client, Metrics: api.NewMetrics(reg), Gatherer: reg, Admin: true,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
-	ts := httptest.NewServer(srv.Handler())
+	const token = benchToken
+	ts := httptest.NewServer(benchAPI(store.New(pool), client).Handler())
 	defer ts.Close()
 	httpClient := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * clients, MaxIdleConnsPerHost: 2 * clients}}
 

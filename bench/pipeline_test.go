@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -20,11 +19,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/internal/fixture"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/passport"
@@ -104,8 +101,6 @@ type pipelineBench struct {
 	http      *http.Client
 }
 
-const pipelineToken = "bench-admin-token-0123456789"
-
 func newPipelineBench(b *testing.B, passports int) *pipelineBench {
 	ctx := context.Background()
 	p := &pipelineBench{pool: schemaPool(b, true), noops: &atomic.Int64{}}
@@ -137,13 +132,7 @@ func newPipelineBench(b *testing.B, passports int) *pipelineBench {
 	})
 	require.NoError(b, p.client.Start(ctx))
 
-	reg := prometheus.NewRegistry()
-	srv := &api.Server{
-		Config: api.Config{Env: "test", AdminToken: pipelineToken, MaxBodyBytes: 8 << 20, Kinds: workers.Kinds()},
-		Store:  p.st, River: p.client, Metrics: api.NewMetrics(reg), Gatherer: reg, Admin: true,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	}
-	p.ts = httptest.NewServer(srv.Handler())
+	p.ts = httptest.NewServer(benchAPI(p.st, p.client).Handler())
 	p.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 	return p
 }
@@ -161,7 +150,7 @@ func (p *pipelineBench) compile(b *testing.B, passportID uuid.UUID) (sent time.T
 	require.NoError(b, err)
 	req, err := http.NewRequest(http.MethodPost, p.ts.URL+"/v1/passports/"+passportID.String()+"/compile", bytes.NewReader(body))
 	require.NoError(b, err)
-	req.Header.Set("Authorization", "Bearer "+pipelineToken)
+	req.Header.Set("Authorization", "Bearer "+benchToken)
 	req.Header.Set("Content-Type", "application/json")
 	sent = time.Now()
 	resp, err := p.http.Do(req)
