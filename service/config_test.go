@@ -34,13 +34,13 @@ var everything = map[string]string{
 }
 
 // TestREADMEDocumentsEveryVariable checks that every variable the service
-// reads has a row in the README's configuration table. Rows may group
+// reads has a row in the configuration table of docs/OPERATIONS.md. Rows may group
 // variables with a shared prefix: `BPC_X_ENABLED`, `_WINDOW_MS` documents
 // BPC_X_WINDOW_MS (a suffix extends each full name before it in the cell).
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
 	read, err := readVariables(everything)
 	require.NoError(t, err)
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "OPERATIONS.md"))
 	require.NoError(t, err)
 	documented := map[string]bool{}
 	tick := regexp.MustCompile("`([A-Z_][A-Z0-9_]*)`")
@@ -71,7 +71,7 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 		}
 	}
 	slices.Sort(missing)
-	require.Empty(t, missing, "variables read by LoadConfig without a row in the README's configuration table")
+	require.Empty(t, missing, "variables read by LoadConfig without a row in docs/OPERATIONS.md's configuration table")
 }
 
 // interpolate finds compose's ${VAR:-default}; $1 is the default.
