@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/workers"
@@ -140,7 +141,7 @@ func burnDownServiceOn(b *testing.B, pool *pgxpool.Pool, n, concurrency int, lab
 	ctx := context.Background()
 	var done atomic.Int64
 	client, deps := testriver.New(b, pool, testriver.Options{
-		Client: workers.ClientOptions{ID: "bench-worker", Concurrency: concurrency,
+		Client: jobrun.ClientOptions{ID: "bench-worker", Concurrency: concurrency,
 			PollInterval: burnFetchPollInterval, FetchCooldown: burnFetchCooldown,
 			BackoffUnit: time.Second, ExtraQueues: []string{benchQueue}},
 		// The service's JSON logger at info (two lines per job), discarded.
@@ -148,7 +149,7 @@ func burnDownServiceOn(b *testing.B, pool *pgxpool.Pool, n, concurrency int, lab
 		Register: func(w *river.Workers, _ workers.Deps) { river.AddWorker(w, &noopWorker{done: &done}) },
 		// With the lease keeper every job gets (a heartbeat per running
 		// job; the defaults renew every 30 s, so no-op jobs never renew).
-		Leases: &workers.Leases{Owner: "bench-worker", TTL: time.Minute, Renew: 30 * time.Second},
+		Leases: &jobrun.Leases{Owner: "bench-worker", TTL: time.Minute, Renew: 30 * time.Second},
 	})
 	insertNoops(b, client, n)
 	r := burnDown(b, client, pool, n)

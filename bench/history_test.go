@@ -21,8 +21,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/workers"
 )
 
 // historyTenants is how many tenants the loaded history spreads over.
@@ -238,7 +238,7 @@ func forgetBenchJobs(b *testing.B, pool *pgxpool.Pool) {
 // historyQueries times the API's reads over the loaded schema.
 func historyQueries(b *testing.B, pool *pgxpool.Pool, samples, total int) {
 	ctx := context.Background()
-	client, err := workers.NewClient(pool, workers.ClientOptions{ID: "bench-api", Logger: quiet, MaxAttempts: 5,
+	client, err := jobrun.NewClient(pool, jobrun.ClientOptions{ID: "bench-api", Logger: quiet, MaxAttempts: 5,
 		BackoffUnit: time.Second, PollInterval: time.Second})
 	require.NoError(b, err)
 	const token = benchToken

@@ -21,10 +21,10 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/workers"
 )
 
 // BenchmarkHTTPEnqueue compares the HTTP enqueue path with River's own
@@ -54,7 +54,7 @@ func BenchmarkHTTPEnqueue(b *testing.B) {
 
 	trips := &testdb.RoundTrips{}
 	pool := testdb.NewWithOptions(b, testdb.Options{MaxConns: int32(clients) + 4, Tracer: trips})
-	client, err := workers.NewClient(pool, workers.ClientOptions{ID: "bench-api", Logger: quiet, MaxAttempts: 5, BackoffUnit: time.Second, PollInterval: time.Second})
+	client, err := jobrun.NewClient(pool, jobrun.ClientOptions{ID: "bench-api", Logger: quiet, MaxAttempts: 5, BackoffUnit: time.Second, PollInterval: time.Second})
 	require.NoError(b, err)
 	const token = benchToken
 	ts := httptest.NewServer(benchAPI(store.New(pool), client).Handler())

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testamqp"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/store"
@@ -83,7 +84,7 @@ func BenchmarkPickupLatency(b *testing.B) {
 	// set.
 	newMode := func(name string, pollOnly bool, trig *trigger.Trigger) *pickupMode {
 		m := &pickupMode{name: name, pool: schemaPool(b, true), worker: &pickupWorker{started: map[uuid.UUID]time.Time{}}}
-		opts := workers.ClientOptions{ID: "bench-" + name, PollInterval: time.Second, FetchCooldown: 10 * time.Millisecond,
+		opts := jobrun.ClientOptions{ID: "bench-" + name, PollInterval: time.Second, FetchCooldown: 10 * time.Millisecond,
 			ExtraQueues: []string{benchQueue}, PollOnly: pollOnly}
 		var pub store.Publisher
 		if trig != nil {

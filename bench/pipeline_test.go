@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/fixture"
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -119,7 +120,7 @@ func newPipelineBench(b *testing.B, passports int) *pipelineBench {
 	// The service's defaults (service/config.go), role all: one River
 	// client works the jobs and inserts the API's.
 	p.client, _ = testriver.New(b, p.pool, testriver.Options{
-		Client: workers.ClientOptions{ID: "bench-pipeline", Concurrency: 10, PollInterval: time.Second,
+		Client: jobrun.ClientOptions{ID: "bench-pipeline", Concurrency: 10, PollInterval: time.Second,
 			FetchCooldown: 10 * time.Millisecond, PipelineFetchCooldown: 2 * time.Millisecond,
 			PipelinePollInterval: 100 * time.Millisecond, BackoffUnit: time.Second, ExtraQueues: []string{benchQueue}},
 		Deps: workers.Deps{Store: p.st, Logger: quiet, WebhookTimeout: time.Second, CompilerBuildID: "bpc-bench",
@@ -128,7 +129,7 @@ func newPipelineBench(b *testing.B, passports int) *pipelineBench {
 			workers.Register(w, d)
 			river.AddWorker(w, &noopWorker{done: p.noops})
 		},
-		Leases: &workers.Leases{Owner: "bench-pipeline", TTL: time.Minute, Renew: 30 * time.Second},
+		Leases: &jobrun.Leases{Owner: "bench-pipeline", TTL: time.Minute, Renew: 30 * time.Second},
 	})
 	require.NoError(b, p.client.Start(ctx))
 

@@ -53,3 +53,8 @@ func (a ExportPassportArgs) Refs() []Ref {
 		a.ref("passport_version_id", EntityPassportVersion, a.PassportVersionID),
 	}
 }
+
+// Example returns a JSON export.
+func (ExportPassportArgs) Example() Args {
+	return &ExportPassportArgs{PassportVersionID: ExampleID(1), Format: ExportFormatJSON}
+}

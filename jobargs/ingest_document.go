@@ -90,3 +90,8 @@ func (a IngestDocumentArgs) Refs() []Ref {
 		a.ref("document_id", EntityDocument, a.DocumentID),
 	}
 }
+
+// Example returns a JSON document given inline.
+func (IngestDocumentArgs) Example() Args {
+	return &IngestDocumentArgs{DocumentID: ExampleID(1), Content: "eyJhIjoxfQ==", MimeType: "application/json"}
+}

@@ -2,6 +2,7 @@ package jobargs_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -21,73 +22,91 @@ var (
 	idC    = "33333333-3333-4333-8333-333333333333"
 )
 
-// kindCase is one job type: its SSOT name, the zero args, the queue and
-// River priority SPEC §2 gives it, a valid payload and the name of one
-// required uuid field.
+// kindCase is one registered job type as its tests see it: its example
+// payload (jobargs.Example, without tenant_id) and the payload fields its
+// Refs name, every one a required uuid. The cases derive from the
+// registry, so a new job type is checked here without an edit here.
 type kindCase struct {
-	kind          string
-	zero          jobargs.Args
-	queue         string
-	riverPriority int
-	valid         string
-	uuidField     string
+	kind      jobargs.Kind
+	valid     string
+	refFields []string
 }
 
-var kindCases = []kindCase{
-	{"INGEST_DOCUMENT", jobargs.IngestDocumentArgs{}, "pipeline", 3,
-		`{"document_id":"` + idA + `","content":"eyJhIjoxfQ==","mime_type":"application/json"}`, "document_id"},
-	{"PARSE_FACTS", jobargs.ParseFactsArgs{}, "pipeline", 3,
-		`{"document_version_id":"` + idA + `"}`, "document_version_id"},
-	{"BUILD_SNAPSHOT", jobargs.BuildSnapshotArgs{}, "pipeline", 3,
-		`{"snapshot_id":"` + idA + `"}`, "snapshot_id"},
-	{"COMPILE_PASSPORT", jobargs.CompilePassportArgs{}, "pipeline", 2,
-		`{"passport_id":"` + idA + `","snapshot_id":"` + idB + `","rule_package_version_id":"` + idC + `"}`, "rule_package_version_id"},
-	{"SIGN_PASSPORT", jobargs.SignPassportArgs{}, "pipeline", 2,
-		`{"passport_version_id":"` + idA + `"}`, "passport_version_id"},
-	{"GENERATE_QR", jobargs.GenerateQRArgs{}, "pipeline", 3,
-		`{"passport_version_id":"` + idA + `"}`, "passport_version_id"},
-	{"EXPORT_PASSPORT", jobargs.ExportPassportArgs{}, "exports", 4,
-		`{"passport_version_id":"` + idA + `","format":"JSON"}`, "passport_version_id"},
-	{"RUN_RULE_TESTS", jobargs.RunRuleTestsArgs{}, "rules", 3,
-		`{"rule_package_version_id":"` + idA + `","seed":42}`, "rule_package_version_id"},
-	{"DELIVER_WEBHOOK", jobargs.DeliverWebhookArgs{}, "webhooks", 4,
-		`{"webhook_delivery_id":"` + idA + `"}`, "webhook_delivery_id"},
-}
-
-func TestKindsAreTheNineSSOTTypesSorted(t *testing.T) {
-	t.Parallel()
-	kinds := jobargs.Names(workers.Kinds())
-	require.Len(t, kinds, len(kindCases))
-	require.True(t, sort.StringsAreSorted(kinds), "%v", kinds)
-	want := make([]string, 0, len(kindCases))
-	for _, c := range kindCases {
-		want = append(want, c.kind)
-		_, known := jobargs.Find(workers.Kinds(), c.kind)
-		require.True(t, known, c.kind)
+// kindCases returns a case per registered job type, sorted by name.
+func kindCases(t testing.TB) []kindCase {
+	t.Helper()
+	var out []kindCase
+	for _, name := range jobargs.Names(workers.Kinds()) {
+		k, _ := jobargs.Find(workers.Kinds(), name)
+		out = append(out, kindCaseOf(t, k))
 	}
-	sort.Strings(want)
-	require.Equal(t, want, kinds)
+	require.NotEmpty(t, out)
+	return out
+}
+
+// kindCaseOf builds the case of k from its example.
+func kindCaseOf(t testing.TB, k jobargs.Kind) kindCase {
+	t.Helper()
+	example := jobargs.Example(k)
+	b, err := json.Marshal(example)
+	require.NoError(t, err, k.Name)
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(b, &m), k.Name)
+	delete(m, "tenant_id") // the request's tenant fills it
+	valid, err := json.Marshal(m)
+	require.NoError(t, err, k.Name)
+	c := kindCase{kind: k, valid: string(valid)}
+	for _, r := range example.Refs() {
+		c.refFields = append(c.refFields, r.Field)
+	}
+	return c
+}
+
+// caseOf returns the case of the registered job type named name.
+func caseOf(t testing.TB, name string) kindCase {
+	t.Helper()
+	k, ok := jobargs.Find(workers.Kinds(), name)
+	require.True(t, ok, "%s is not registered", name)
+	return kindCaseOf(t, k)
+}
+
+// ssotTypeName is the form of an SSOT type name (and River kind).
+var ssotTypeName = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`)
+
+func TestKindsAreSSOTTypeNamesOncePerTypeSorted(t *testing.T) {
+	t.Parallel()
+	names := jobargs.Names(workers.Kinds())
+	require.True(t, sort.StringsAreSorted(names), "%v", names)
+	require.Len(t, names, len(workers.Kinds()))
+	for i, name := range names {
+		require.Regexp(t, ssotTypeName, name)
+		require.True(t, i == 0 || names[i-1] != name, "%s registered twice", name)
+		k, known := jobargs.Find(workers.Kinds(), name)
+		require.True(t, known, name)
+		require.Equal(t, name, k.New().Kind(), "the River kind is the SSOT type name")
+		require.Equal(t, name, jobargs.Example(k).Kind())
+	}
 	for _, name := range []string{"compile_passport", ""} {
 		_, known := jobargs.Find(workers.Kinds(), name)
 		require.False(t, known, "kinds are case-sensitive: %q", name)
 	}
 }
 
-func TestKindEqualsSSOTTypeName(t *testing.T) {
-	t.Parallel()
-	for _, c := range kindCases {
-		require.Equal(t, c.kind, c.zero.Kind())
-	}
-}
-
+// Every job type goes on a queue the service works, at one of the four SSOT
+// priorities (as River's, one more). Which queue and priority is the args
+// file's to say (SPEC §2), in its InsertOpts.
 func TestInsertOptsQueueAndRiverPriority(t *testing.T) {
 	t.Parallel()
-	for _, c := range kindCases {
-		t.Run(c.kind, func(t *testing.T) {
+	riverPriorities := []int{
+		jobargs.RiverPriority(jobargs.PriorityCritical), jobargs.RiverPriority(jobargs.PriorityHigh),
+		jobargs.RiverPriority(jobargs.PriorityNormal), jobargs.RiverPriority(jobargs.PriorityLow),
+	}
+	for _, k := range workers.Kinds() {
+		t.Run(k.Name, func(t *testing.T) {
 			t.Parallel()
-			opts := c.zero.InsertOpts()
-			require.Equal(t, c.queue, opts.Queue)
-			require.Equal(t, c.riverPriority, opts.Priority)
+			opts := k.New().InsertOpts()
+			require.Contains(t, jobargs.Queues, opts.Queue, "queue of %s must be worked", k.Name)
+			require.Contains(t, riverPriorities, opts.Priority)
 		})
 	}
 }
@@ -100,44 +119,31 @@ func TestRiverPriorityIsSSOTPlusOne(t *testing.T) {
 	require.Equal(t, 4, jobargs.RiverPriority(jobargs.PriorityLow))
 }
 
-func TestQueuesIncludeEveryDefaultQueue(t *testing.T) {
-	t.Parallel()
-	for _, c := range kindCases {
-		require.Contains(t, jobargs.Queues, c.queue, "queue of %s must be worked", c.kind)
-	}
-}
-
 func TestDecodeValidPayloadSetsTenant(t *testing.T) {
 	t.Parallel()
-	for _, c := range kindCases {
-		t.Run(c.kind, func(t *testing.T) {
+	for _, c := range kindCases(t) {
+		t.Run(c.kind.Name, func(t *testing.T) {
 			t.Parallel()
-			args, err := decode(c.kind, tenant, json.RawMessage(c.valid))
+			again := kindCaseOf(t, c.kind)
+			require.Equal(t, c.valid, again.valid, "the example is the same on every call")
+			require.Equal(t, c.refFields, again.refFields)
+			args, err := decode(c.kind.Name, tenant, json.RawMessage(c.valid))
 			require.NoError(t, err)
-			require.Equal(t, c.kind, args.Kind())
+			require.Equal(t, c.kind.Name, args.Kind())
 			require.Equal(t, tenant, args.Tenant())
 
-			// The stored args (River's encoded args, the SSOT payload) carry the tenant.
+			// The stored args (River's encoded args, the SSOT payload) carry
+			// the tenant and every payload field.
 			b, err := json.Marshal(args)
 			require.NoError(t, err)
-			var m map[string]any
-			require.NoError(t, json.Unmarshal(b, &m))
-			require.Equal(t, tenant.String(), m["tenant_id"])
-			require.Equal(t, idA, m[firstUUIDKey(c)], "payload field kept")
+			var got, sent map[string]any
+			require.NoError(t, json.Unmarshal(b, &got))
+			require.NoError(t, json.Unmarshal([]byte(c.valid), &sent))
+			require.Equal(t, tenant.String(), got["tenant_id"])
+			delete(got, "tenant_id")
+			require.Equal(t, sent, got, "payload fields kept")
 		})
 	}
-}
-
-// firstUUIDKey is the field that holds idA in the valid payload.
-func firstUUIDKey(c kindCase) string {
-	var m map[string]any
-	_ = json.Unmarshal([]byte(c.valid), &m)
-	for k, v := range m {
-		if v == idA {
-			return k
-		}
-	}
-	return ""
 }
 
 func TestDecodeAcceptsMatchingPayloadTenant(t *testing.T) {
@@ -176,22 +182,25 @@ func requireValidationField(t *testing.T, err error, field string) {
 
 func TestDecodeRejectsBadUUIDFieldsNamingThem(t *testing.T) {
 	t.Parallel()
-	for _, c := range kindCases {
-		t.Run(c.kind, func(t *testing.T) {
+	for _, c := range kindCases(t) {
+		t.Run(c.kind.Name, func(t *testing.T) {
 			t.Parallel()
-			want := "payload." + c.uuidField
-			bad := map[string]json.RawMessage{
-				"missing":   withField(t, c, c.uuidField, ""),
-				"nil uuid":  withField(t, c, c.uuidField, `"00000000-0000-0000-0000-000000000000"`),
-				"null":      withField(t, c, c.uuidField, `null`),
-				"malformed": withField(t, c, c.uuidField, `"not-a-uuid"`),
-				"number":    withField(t, c, c.uuidField, `12345`),
-				"object":    withField(t, c, c.uuidField, `{}`),
-			}
-			for name, payload := range bad {
-				_, err := decode(c.kind, tenant, payload)
-				require.Error(t, err, name)
-				requireValidationField(t, err, want)
+			require.NotEmpty(t, c.refFields, "every job type names a row")
+			for _, field := range c.refFields {
+				want := "payload." + field
+				bad := map[string]json.RawMessage{
+					"missing":   withField(t, c, field, ""),
+					"nil uuid":  withField(t, c, field, `"00000000-0000-0000-0000-000000000000"`),
+					"null":      withField(t, c, field, `null`),
+					"malformed": withField(t, c, field, `"not-a-uuid"`),
+					"number":    withField(t, c, field, `12345`),
+					"object":    withField(t, c, field, `{}`),
+				}
+				for name, payload := range bad {
+					_, err := decode(c.kind.Name, tenant, payload)
+					require.Error(t, err, name)
+					requireValidationField(t, err, want)
+				}
 			}
 		})
 	}
@@ -199,8 +208,8 @@ func TestDecodeRejectsBadUUIDFieldsNamingThem(t *testing.T) {
 
 func TestDecodeRejectsUnknownFieldNamingIt(t *testing.T) {
 	t.Parallel()
-	for _, c := range kindCases {
-		_, err := decode(c.kind, tenant, withField(t, c, "extra_field", `1`))
+	for _, c := range kindCases(t) {
+		_, err := decode(c.kind.Name, tenant, withField(t, c, "extra_field", `1`))
 		requireValidationField(t, err, "payload.extra_field")
 	}
 	// Field names match exactly, not case-insensitively as encoding/json would.
@@ -210,8 +219,8 @@ func TestDecodeRejectsUnknownFieldNamingIt(t *testing.T) {
 
 func TestDecodeRejectsPayloadTenantMismatch(t *testing.T) {
 	t.Parallel()
-	for _, c := range kindCases {
-		_, err := decode(c.kind, tenant, withField(t, c, "tenant_id", `"`+idB+`"`))
+	for _, c := range kindCases(t) {
+		_, err := decode(c.kind.Name, tenant, withField(t, c, "tenant_id", `"`+idB+`"`))
 		requireValidationField(t, err, "payload.tenant_id")
 	}
 	_, err := decode("PARSE_FACTS", tenant, json.RawMessage(`{"tenant_id":7,"document_version_id":"`+idA+`"}`))
@@ -236,13 +245,12 @@ func TestDecodeEmptyPayloadReportsFirstRequiredField(t *testing.T) {
 
 func TestDecodeRunRuleTestsSeedMustBeInteger(t *testing.T) {
 	t.Parallel()
-	c := kindCases[7]
-	require.Equal(t, "RUN_RULE_TESTS", c.kind)
+	c := caseOf(t, jobargs.KindRunRuleTests)
 	for _, raw := range []string{`"7"`, `1.5`, `true`, `[]`} {
-		_, err := decode(c.kind, tenant, withField(t, c, "seed", raw))
+		_, err := decode(c.kind.Name, tenant, withField(t, c, "seed", raw))
 		requireValidationField(t, err, "payload.seed")
 	}
-	args, err := decode(c.kind, tenant, withField(t, c, "seed", `-9`))
+	args, err := decode(c.kind.Name, tenant, withField(t, c, "seed", `-9`))
 	require.NoError(t, err)
 	require.Equal(t, int64(-9), args.(*jobargs.RunRuleTestsArgs).Seed)
 }
@@ -290,17 +298,16 @@ func TestDecodeIngestDocument(t *testing.T) {
 
 func TestDecodeExportPassportFormat(t *testing.T) {
 	t.Parallel()
-	c := kindCases[6]
-	require.Equal(t, "EXPORT_PASSPORT", c.kind)
+	c := caseOf(t, jobargs.KindExport)
 	for _, ok := range []string{`"JSON"`, `"json"`, `"PDF"`} {
-		_, err := decode(c.kind, tenant, withField(t, c, "format", ok))
+		_, err := decode(c.kind.Name, tenant, withField(t, c, "format", ok))
 		require.NoError(t, err, ok)
 	}
 	for _, bad := range []string{`"XML"`, `""`, `3`} {
-		_, err := decode(c.kind, tenant, withField(t, c, "format", bad))
+		_, err := decode(c.kind.Name, tenant, withField(t, c, "format", bad))
 		requireValidationField(t, err, "payload.format")
 	}
-	_, err := decode(c.kind, tenant, withField(t, c, "format", ""))
+	_, err := decode(c.kind.Name, tenant, withField(t, c, "format", ""))
 	requireValidationField(t, err, "payload.format")
 }
 
@@ -324,6 +331,7 @@ func FuzzDecode(f *testing.F) {
 			`{"format":"json","passport_version_id":"3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f"}`, `{"seed":1e3}`, `{"content":"e30=","mime_type":"application/json"}`} {
 			f.Add(kind, []byte(p))
 		}
+		f.Add(kind, []byte(caseOf(f, kind).valid))
 	}
 	f.Fuzz(func(t *testing.T, kind string, payload []byte) {
 		args, err := decode(kind, tenant, payload)
@@ -342,17 +350,14 @@ func FuzzDecode(f *testing.F) {
 
 // Every uuid a payload carries, tenant_id aside, is a reference the API
 // checks before enqueueing: Refs names each one, with its payload field and
-// value, so a new field cannot slip past the check.
+// value and an entity the store's check knows, so a new field cannot slip
+// past the check.
 func TestRefsNameEveryUUIDField(t *testing.T) {
-	for _, kind := range jobargs.Names(workers.Kinds()) {
+	t.Parallel()
+	for _, c := range kindCases(t) {
 		var payload map[string]any
-		for _, c := range kindCases {
-			if c.kind == kind {
-				require.NoError(t, json.Unmarshal([]byte(c.valid), &payload))
-			}
-		}
-		require.NotNil(t, payload, "kindCases has no valid payload of %s", kind)
-		args, err := decode(kind, tenant, mustJSON(t, payload))
+		require.NoError(t, json.Unmarshal([]byte(c.valid), &payload))
+		args, err := decode(c.kind.Name, tenant, mustJSON(t, payload))
 		require.NoError(t, err)
 		want := map[string]string{}
 		for k, v := range payload {
@@ -362,12 +367,26 @@ func TestRefsNameEveryUUIDField(t *testing.T) {
 		}
 		got := map[string]string{}
 		for _, r := range args.Refs() {
-			require.Equal(t, tenant, r.TenantID, kind)
-			require.NotEmpty(t, r.Entity, kind)
+			require.Equal(t, tenant, r.TenantID, c.kind.Name)
+			require.Contains(t, jobargs.Entities, r.Entity, "%s: %s", c.kind.Name, r.Field)
 			got[r.Field] = r.ID.String()
 		}
-		require.Equal(t, want, got, kind)
+		require.Equal(t, want, got, c.kind.Name)
 	}
+}
+
+func TestExampleGivesEachUUIDFieldItsOwnID(t *testing.T) {
+	t.Parallel()
+	for _, c := range kindCases(t) {
+		ids := map[uuid.UUID]string{}
+		for _, r := range jobargs.Example(c.kind).Refs() {
+			require.NotContains(t, ids, r.ID, "%s: %s and %s share an id", c.kind.Name, r.Field, ids[r.ID])
+			ids[r.ID] = r.Field
+		}
+	}
+	require.Equal(t, "01010101-0101-4101-8101-010101010101", jobargs.ExampleID(1).String())
+	require.Equal(t, uuid.Version(4), jobargs.ExampleID(0x2a).Version())
+	require.Equal(t, uuid.RFC4122, jobargs.ExampleID(0xff).Variant())
 }
 
 func mustJSON(t *testing.T, v any) json.RawMessage {

@@ -16,6 +16,13 @@ const (
 	EntityWebhookDelivery    Entity = "webhook_delivery"
 )
 
+// Entities lists every Entity, the one list of them: the store's reference
+// check needs a table for each, and a Ref naming any other is refused.
+var Entities = []Entity{
+	EntityDocument, EntityDocumentVersion, EntitySnapshot, EntityPassport,
+	EntityPassportVersion, EntityRulePackageVersion, EntityWebhookDelivery,
+}
+
 // Ref is an id a job payload names: the row must exist in the job's tenant
 // before the job is enqueued, so that a foreign or made-up id is a 404 at
 // the API rather than a job that fails later.

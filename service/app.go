@@ -31,6 +31,7 @@ import (
 	"github.com/bpc-platform/bpc/access"
 	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/tracing"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/migrations"
@@ -61,8 +62,8 @@ type App struct {
 	store   *store.Queries
 	river   *river.Client[pgx.Tx]
 	riverUI *riverui.Handler
-	leases  *workers.Leases
-	reaper  *workers.Reaper
+	leases  *jobrun.Leases
+	reaper  *jobrun.Reaper
 	// keys resolves tenant API keys (API roles); stopKeys ends its
 	// last-used flusher after a final flush.
 	keys     *access.Keyring
@@ -121,7 +122,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 	a := &App{cfg: cfg, role: role, logger: logger, pool: pool, store: store.New(pool), serveErr: make(chan error, 1)}
 	a.registry = prometheus.NewRegistry()
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a.registry.MustRegister(api.NewQueueCollector(pool, logger, append(slices.Clone(jobargs.Queues), workers.QueueMaintenance)...), workers.NewBreakerCollector(a.store, logger))
+	a.registry.MustRegister(api.NewQueueCollector(pool, logger, append(slices.Clone(jobargs.Queues), jobrun.QueueMaintenance)...), jobrun.NewBreakerCollector(a.store, logger))
 	a.metrics = workers.NewMetrics(a.registry)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -142,9 +143,9 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		logger.Warn("BPC_WEBHOOK_ALLOW_PRIVATE=true in prod: tenants' webhooks may reach loopback and private addresses")
 	}
 
-	a.leases = &workers.Leases{Store: a.store, Logger: logger, Owner: cfg.WorkerID,
+	a.leases = &jobrun.Leases{Store: a.store, Logger: logger, Owner: cfg.WorkerID,
 		TTL: time.Duration(cfg.LeaseSeconds) * time.Second, Renew: time.Duration(cfg.LeaseRenewSeconds) * time.Second}
-	a.reaper = &workers.Reaper{Store: a.store, Logger: logger, Metrics: a.metrics, Interval: cfg.ReaperInterval,
+	a.reaper = &jobrun.Reaper{Store: a.store, Logger: logger, Metrics: a.metrics, Interval: cfg.ReaperInterval,
 		MaxLeaseExpiries: cfg.MaxLeaseExpiries}
 
 	// Tracing off leaves the tracing out altogether: no middleware, no
@@ -156,7 +157,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 	if err != nil {
 		return nil, err
 	}
-	var jobTracing *workers.Tracing
+	var jobTracing *jobrun.Tracing
 	var httpTracer trace.Tracer
 	webhookClient := workers.NewPolicyHTTPClient(cfg.WebhookDestinations())
 	if a.tracer != nil {
@@ -165,7 +166,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 				_ = a.tracer.Shutdown(context.Background())
 			}
 		}()
-		jobTracing = workers.NewTracing(a.tracer)
+		jobTracing = jobrun.NewTracing(a.tracer)
 		httpTracer = a.tracer.Tracer("github.com/bpc-platform/bpc/api")
 		// Around the policy's transport, which still dials every connection.
 		webhookClient.Transport = workers.TraceTransport(webhookClient.Transport, a.tracer)
@@ -207,13 +208,13 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		WebhookBreaker:  cfg.Breaker,
 		Publisher:       publisher,
 	})
-	workers.RegisterMaintenance(riverWorkers, workers.MaintenanceDeps{Store: a.store, Logger: logger,
-		Metrics: workers.NewMaintenanceMetrics(a.registry), Config: cfg.Maintenance})
-	observer := &workers.Observer{Logger: logger, Metrics: a.metrics, Leases: a.leases}
+	jobrun.RegisterMaintenance(riverWorkers, jobrun.MaintenanceDeps{Store: a.store, Logger: logger,
+		Metrics: jobrun.NewMaintenanceMetrics(a.registry), Config: cfg.Maintenance})
+	observer := &jobrun.Observer{Logger: logger, Metrics: a.metrics, Leases: a.leases}
 	if role != RoleAPI {
 		observer.Prime()
 	}
-	a.river, err = workers.NewClient(pool, workers.ClientOptions{
+	a.river, err = jobrun.NewClient(pool, jobrun.ClientOptions{
 		ID:                    cfg.WorkerID,
 		Logger:                logger,
 		Work:                  role != RoleAPI,

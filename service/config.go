@@ -24,12 +24,12 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/sign"
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/redact"
 	"github.com/bpc-platform/bpc/internal/tracing"
 	"github.com/bpc-platform/bpc/trigger"
 	"github.com/bpc-platform/bpc/webhook/breaker"
 	"github.com/bpc-platform/bpc/webhook/destination"
-	"github.com/bpc-platform/bpc/workers"
 )
 
 // Config is the service configuration (SPEC §5), read once from the
@@ -53,7 +53,7 @@ type Config struct {
 	RateLimitBurst     int
 	ReaperInterval     time.Duration
 	MaxLeaseExpiries   int
-	Maintenance        workers.MaintenanceConfig
+	Maintenance        jobrun.MaintenanceConfig
 	Breaker            breaker.Config
 	LeaseSeconds       int
 	LeaseRenewSeconds  int
@@ -172,7 +172,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.RateLimitRPS = num("BPC_RATE_LIMIT_RPS", 50, 0, 1_000_000)
 	c.RateLimitBurst = num("BPC_RATE_LIMIT_BURST", 100, 1, 1_000_000)
 	c.ReaperInterval = ms("BPC_JOBS_REAPER_INTERVAL_MS", 5000, 10, 3_600_000)
-	c.Maintenance = workers.DefaultMaintenanceConfig()
+	c.Maintenance = jobrun.DefaultMaintenanceConfig()
 	day := 24 * time.Hour
 	c.Maintenance.RiverRetention = time.Duration(num("BPC_RETENTION_RIVER_DAYS", 7, 0, 36_500)) * day
 	c.Maintenance.JobsRetention = time.Duration(num("BPC_RETENTION_JOBS_DAYS", 90, 0, 36_500)) * day
@@ -195,7 +195,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	c.LeaseSeconds = num("BPC_JOBS_LEASE_SECONDS", 60, 2, 86_400)
 	c.LeaseRenewSeconds = num("BPC_JOBS_LEASE_RENEW_SECONDS", 30, 1, 86_400)
-	c.MaxLeaseExpiries = num("BPC_JOBS_MAX_LEASE_EXPIRIES", workers.DefaultMaxLeaseExpiries, 1, 100)
+	c.MaxLeaseExpiries = num("BPC_JOBS_MAX_LEASE_EXPIRIES", jobrun.DefaultMaxLeaseExpiries, 1, 100)
 	c.MaxAttemptsDefault = num("BPC_JOBS_MAX_ATTEMPTS_DEFAULT", 5, 1, 100)
 	c.BackoffUnit = ms("BPC_JOBS_BACKOFF_UNIT_MS", 1000, 1, 3_600_000)
 	c.WorkerConcurrency = num("BPC_WORKER_CONCURRENCY", 10, 1, 10_000)

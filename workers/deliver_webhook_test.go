@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testlog"
 	"github.com/bpc-platform/bpc/internal/testriver"
@@ -109,7 +110,7 @@ func newWebhookEnv(t *testing.T, o webhookOptions) webhookEnv {
 	t.Helper()
 	logs := &testlog.Buffer{}
 	client, d := testriver.Start(t, testdb.New(t), testriver.Options{
-		Client: workers.ClientOptions{ID: "worker-test", MaxAttempts: o.maxAttempts},
+		Client: jobrun.ClientOptions{ID: "worker-test", MaxAttempts: o.maxAttempts},
 		Deps:   workers.Deps{Logger: slog.New(slog.NewJSONHandler(logs, nil)), HTTPClient: o.client, WebhookBreaker: o.breaker},
 	})
 	return webhookEnv{env: env{ctx: t.Context(), st: d.Store, client: client}, metrics: d.Metrics, logs: logs}

@@ -1,9 +1,10 @@
 // Package workers holds one River worker per job type — the worker of
 // CompilePassportArgs is in compile_passport.go, beside jobargs'
-// compile_passport.go — and what every job runs through: the observer
-// middleware (typed errors → River control flow, one log line per
-// transition, metrics), the retry policy, leases and the reaper, and the
-// webhook circuit breaker.
+// compile_passport.go — the registry that lists them, and the Completer
+// with which a handler finishes its job. What every job runs through (the
+// River client, the observer middleware, tracing, leases and the reaper,
+// maintenance) is the job runtime, internal/jobrun, which imports this
+// package and not the reverse.
 //
 // A worker holds no domain logic: it calls the passport package's
 // operations. What it adds is River's side of them. Each worker that only

@@ -1,8 +1,6 @@
 package workers
 
 import (
-	"context"
-	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,7 +10,12 @@ import (
 	"github.com/bpc-platform/bpc/store"
 )
 
-// Metrics are the job metrics of SPEC §9.
+// Metrics are the job metrics of SPEC §9, one set for the handlers and the
+// job runtime alike: the handlers record their own (webhook deliveries,
+// breaker transitions, compiles), jobrun's Observer and Reaper those of
+// every attempt (JobsCompleted, JobDuration, DeadLetter). They live here,
+// beside the handlers, because the runtime imports this package and the
+// handlers must not import the runtime.
 type Metrics struct {
 	JobsCompleted     *prometheus.CounterVec
 	JobDuration       *prometheus.HistogramVec
@@ -35,7 +38,7 @@ type Metrics struct {
 
 // NewMetrics creates the job metrics and registers them with reg. The
 // webhook series of every delivery status and breaker state start at zero
-// (see Observer.Prime for why).
+// (see jobrun.Observer.Prime for why).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	f := promauto.With(reg)
 	m := &Metrics{
@@ -103,79 +106,4 @@ func (m *Metrics) observeCompile(d time.Duration, out compiler.Output) {
 	m.PayloadBytes.Observe(float64(len(out.Payload)))
 	m.ProofBytes.Observe(float64(len(out.Proof)))
 	m.ReceiptBytes.Observe(float64(len(out.Receipt)))
-}
-
-// MaintenanceMetrics are the maintenance jobs' metrics.
-type MaintenanceMetrics struct {
-	// MirrorDrift is the drift count of the last consistency check. Only the
-	// node that ran the check sets it; alert on max over nodes together with
-	// MirrorChecked.
-	MirrorDrift prometheus.Gauge
-	// MirrorChecked is when the last consistency check finished.
-	MirrorChecked prometheus.Gauge
-	// RetentionDeleted counts SSOT job rows deleted by retention.
-	RetentionDeleted prometheus.Counter
-}
-
-// NewMaintenanceMetrics creates the maintenance metrics and registers them with reg.
-func NewMaintenanceMetrics(reg prometheus.Registerer) *MaintenanceMetrics {
-	f := promauto.With(reg)
-	return &MaintenanceMetrics{
-		MirrorDrift: f.NewGauge(prometheus.GaugeOpts{
-			Name: "bpc_mirror_drift",
-			Help: "Disagreements between River's jobs and the SSOT jobs table found by the last consistency check on this node.",
-		}),
-		MirrorChecked: f.NewGauge(prometheus.GaugeOpts{
-			Name: "bpc_mirror_drift_checked_timestamp_seconds",
-			Help: "Unix time of the last consistency check on this node (0: none yet).",
-		}),
-		RetentionDeleted: f.NewCounter(prometheus.CounterOpts{
-			Name: "bpc_retention_jobs_deleted_total",
-			Help: "SSOT job rows deleted by retention (finished, past BPC_RETENTION_JOBS_DAYS, River row gone).",
-		}),
-	}
-}
-
-// BreakerCollector reports bpc_webhook_breakers_open: the endpoints whose
-// breaker holds deliveries (OPEN or HALF_OPEN), read from the database at
-// scrape time so that every replica reports the cluster's truth.
-//
-// Why not a gauge bpc_webhook_breaker_state{endpoint_id}: endpoints are
-// created by tenants without bound, and a label per endpoint makes the
-// series count grow with them (and never shrink in Prometheus' retention).
-// The per-endpoint state is in the API (GET /v1/webhook-endpoints/{id});
-// metrics carry the bounded aggregate, by state, plus
-// bpc_webhook_breaker_transitions_total{to} in Metrics.
-type BreakerCollector struct {
-	Store  *store.Queries
-	Logger *slog.Logger
-	open   *prometheus.Desc
-}
-
-// NewBreakerCollector returns a collector over st; register it once per
-// process (workers or API).
-func NewBreakerCollector(st *store.Queries, logger *slog.Logger) *BreakerCollector {
-	return &BreakerCollector{Store: st, Logger: logger,
-		open: prometheus.NewDesc("bpc_webhook_breakers_open",
-			"Webhook endpoints whose circuit breaker holds deliveries, by state (OPEN, HALF_OPEN), cluster-wide.",
-			[]string{"state"}, nil)}
-}
-
-// Describe implements prometheus.Collector.
-func (c *BreakerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.open }
-
-// Collect implements prometheus.Collector.
-func (c *BreakerCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	counts, err := c.Store.CountWebhookBreakers(ctx)
-	if err != nil {
-		if c.Logger != nil {
-			c.Logger.Warn("webhook breaker metrics unavailable", slog.String("error", err.Error()))
-		}
-		return
-	}
-	for _, state := range []string{store.BreakerOpen, store.BreakerHalfOpen} {
-		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(counts[state]), state)
-	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/internal/fixture"
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/pdftest"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
@@ -98,7 +99,7 @@ func newPipeEnv(t *testing.T, o pipeOptions) *pipeEnv {
 		o.uploadsDir = t.TempDir()
 	}
 	client, d := testriver.Start(t, testdb.New(t), testriver.Options{
-		Client:   workers.ClientOptions{ID: "pipeline-test", MaxAttempts: o.maxAttempts},
+		Client:   jobrun.ClientOptions{ID: "pipeline-test", MaxAttempts: o.maxAttempts},
 		Register: o.register,
 		Deps: workers.Deps{Metrics: workers.NewMetrics(reg), CompilerBuildID: pipeBuildID, Signer: o.signer,
 			ExportDir: o.exportDir, UploadsDir: o.uploadsDir, BeforeCommit: o.beforeCommit},

@@ -14,10 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/workers"
 )
 
 // `bpc tick` works the jobs that are due now and exits: for cron-style
@@ -40,7 +40,7 @@ type tickOptions struct {
 	// their current interval, so that a deployment of ticks alone still
 	// checks the mirror and applies retention (a short-lived process cannot
 	// rely on River's periodic enqueuer).
-	Maintenance *workers.MaintenanceConfig
+	Maintenance *jobrun.MaintenanceConfig
 	// PollEvery is how often the queues are checked for due work.
 	PollEvery time.Duration
 }
@@ -174,7 +174,7 @@ func runTick(ctx context.Context, cfg service.Config, pool *pgxpool.Pool, o tick
 			fail(err)
 		}
 	}
-	queues := append(slices.Clone(jobargs.Queues), workers.QueueMaintenance)
+	queues := append(slices.Clone(jobargs.Queues), jobrun.QueueMaintenance)
 	check := func() {
 		switch due, err := dueWork(ctx, pool, queues, cfg.WorkerID); {
 		case err != nil:
@@ -256,8 +256,8 @@ func dueWork(ctx context.Context, pool *pgxpool.Pool, queues []string, workerID 
 // insertDueMaintenance inserts the maintenance jobs that have not run in
 // their current interval (unique per interval, so the periodic enqueuer and
 // other ticks add no second run).
-func insertDueMaintenance(ctx context.Context, a *service.App, m workers.MaintenanceConfig, logger *slog.Logger) error {
-	params := workers.DueMaintenanceJobs(m)
+func insertDueMaintenance(ctx context.Context, a *service.App, m jobrun.MaintenanceConfig, logger *slog.Logger) error {
+	params := jobrun.DueMaintenanceJobs(m)
 	if len(params) == 0 {
 		return nil
 	}

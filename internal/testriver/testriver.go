@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -37,7 +38,7 @@ type Options struct {
 	// fast test: ID "test", 4 workers per queue, a 20 ms poll, a 1 ms
 	// backoff unit, 5 attempts. New sets Work, Logger, Workers and
 	// Observer.
-	Client workers.ClientOptions
+	Client jobrun.ClientOptions
 	// Deps are the workers' dependencies; Store, Logger (discarding),
 	// Metrics (on a fresh registry), HTTPClient and WebhookTimeout (5 s)
 	// are filled in when zero.
@@ -46,7 +47,7 @@ type Options struct {
 	Register func(w *river.Workers, d workers.Deps)
 	// Leases, when set, is the observer's lease keeper; its Store and
 	// Logger are filled in when nil. The caller runs it.
-	Leases *workers.Leases
+	Leases *jobrun.Leases
 }
 
 // Start builds the service's River client working every queue with the
@@ -104,8 +105,8 @@ func New(t testing.TB, pool *pgxpool.Pool, o Options) (*river.Client[pgx.Tx], wo
 	c.BackoffUnit = cmp.Or(c.BackoffUnit, time.Millisecond)
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, 5)
 	c.Work, c.Logger, c.Workers = true, d.Logger, w
-	c.Observer = &workers.Observer{Logger: d.Logger, Metrics: d.Metrics, Leases: o.Leases}
-	client, err := workers.NewClient(pool, c)
+	c.Observer = &jobrun.Observer{Logger: d.Logger, Metrics: d.Metrics, Leases: o.Leases}
+	client, err := jobrun.NewClient(pool, c)
 	require.NoError(t, err)
 	return client, d
 }

@@ -1,4 +1,4 @@
-package workers_test
+package jobrun_test
 
 import (
 	"context"
@@ -17,18 +17,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/webhook/destination"
 	"github.com/bpc-platform/bpc/workers"
 )
 
-func newRecordedTracing(t *testing.T) (*workers.Tracing, *tracetest.SpanRecorder, trace.Tracer) {
+func newRecordedTracing(t *testing.T) (*jobrun.Tracing, *tracetest.SpanRecorder, trace.Tracer) {
 	t.Helper()
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	return workers.NewTracing(tp), spans, tp.Tracer("test")
+	return jobrun.NewTracing(tp), spans, tp.Tracer("test")
 }
 
 func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
@@ -63,7 +64,7 @@ func TestTracingMakesEachAttemptAChildOfItsEnqueue(t *testing.T) {
 	var meta map[string]string
 	require.NoError(t, json.Unmarshal(params[0].Metadata, &meta))
 	require.Equal(t, map[string]string{"bpc_job_id": "j-1",
-		workers.MetadataTraceparent: "00-" + enqueue.SpanContext().TraceID().String() + "-" + enqueue.SpanContext().SpanID().String() + "-01"}, meta)
+		jobrun.MetadataTraceparent: "00-" + enqueue.SpanContext().TraceID().String() + "-" + enqueue.SpanContext().SpanID().String() + "-01"}, meta)
 
 	job := &rivertype.JobRow{ID: 42, Kind: params[0].Kind, Queue: params[0].Queue, Attempt: 2, MaxAttempts: 5,
 		EncodedArgs: params[0].EncodedArgs, Metadata: params[0].Metadata}

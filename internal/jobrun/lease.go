@@ -1,4 +1,4 @@
-package workers
+package jobrun
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/workers"
 )
 
 // Leases keeps the SSOT leases of the jobs this process runs (SPEC §3).
@@ -177,7 +178,7 @@ const DefaultMaxLeaseExpiries = 2
 type Reaper struct {
 	Store    *store.Queries
 	Logger   *slog.Logger
-	Metrics  *Metrics
+	Metrics  *workers.Metrics
 	Interval time.Duration
 	// MaxLeaseExpiries bounds the lease losses in a row (zero:
 	// DefaultMaxLeaseExpiries).

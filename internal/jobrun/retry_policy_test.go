@@ -1,4 +1,4 @@
-package workers_test
+package jobrun_test
 
 import (
 	"testing"
@@ -7,13 +7,13 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bpc-platform/bpc/workers"
+	"github.com/bpc-platform/bpc/internal/jobrun"
 )
 
 func TestRetryPolicyDelayDoublesPerAttemptAndCapsAt1024Units(t *testing.T) {
 	t.Parallel()
 	unit := 25 * time.Millisecond
-	p := &workers.RetryPolicy{Unit: unit}
+	p := &jobrun.RetryPolicy{Unit: unit}
 	tests := []struct {
 		attempt int
 		units   int
@@ -28,7 +28,7 @@ func TestRetryPolicyDelayDoublesPerAttemptAndCapsAt1024Units(t *testing.T) {
 
 func TestRetryPolicyDefaultUnitGivesSpecSeconds(t *testing.T) {
 	t.Parallel()
-	p := &workers.RetryPolicy{Unit: time.Second}
+	p := &jobrun.RetryPolicy{Unit: time.Second}
 	require.Equal(t,
 		[]time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second},
 		[]time.Duration{p.Delay(1), p.Delay(2), p.Delay(3), p.Delay(4)})
@@ -37,7 +37,7 @@ func TestRetryPolicyDefaultUnitGivesSpecSeconds(t *testing.T) {
 
 func TestRetryPolicyDelayNeverNegativeForOddAttempts(t *testing.T) {
 	t.Parallel()
-	p := &workers.RetryPolicy{Unit: time.Second}
+	p := &jobrun.RetryPolicy{Unit: time.Second}
 	require.Equal(t, time.Second, p.Delay(0))
 	require.Equal(t, time.Second, p.Delay(-3))
 }
@@ -45,7 +45,7 @@ func TestRetryPolicyDelayNeverNegativeForOddAttempts(t *testing.T) {
 func TestRetryPolicyNextRetryUsesClock(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	p := &workers.RetryPolicy{Unit: time.Second, Now: func() time.Time { return now }}
+	p := &jobrun.RetryPolicy{Unit: time.Second, Now: func() time.Time { return now }}
 	require.Equal(t, now.Add(2*time.Second), p.NextRetry(&rivertype.JobRow{Attempt: 1}))
 	require.Equal(t, now.Add(16*time.Second), p.NextRetry(&rivertype.JobRow{Attempt: 4}))
 	require.Equal(t, now.Add(1024*time.Second), p.NextRetry(&rivertype.JobRow{Attempt: 30}))
@@ -53,7 +53,7 @@ func TestRetryPolicyNextRetryUsesClock(t *testing.T) {
 
 func TestRetryPolicyNextRetryWithoutClockIsInTheFuture(t *testing.T) {
 	t.Parallel()
-	p := &workers.RetryPolicy{Unit: time.Minute}
+	p := &jobrun.RetryPolicy{Unit: time.Minute}
 	before := time.Now()
 	got := p.NextRetry(&rivertype.JobRow{Attempt: 1})
 	require.WithinRange(t, got, before.Add(2*time.Minute), time.Now().Add(2*time.Minute))

@@ -1,4 +1,4 @@
-package workers_test
+package jobrun_test
 
 import (
 	"context"
@@ -14,11 +14,11 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testlog"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/workers"
 )
 
 // maintEnv is a migrated schema with an insert-only River client and the
@@ -27,20 +27,20 @@ type maintEnv struct {
 	env
 	pool *pgxpool.Pool
 	logs *testlog.Buffer
-	deps workers.MaintenanceDeps
+	deps jobrun.MaintenanceDeps
 }
 
-func newMaintEnv(t *testing.T, cfg workers.MaintenanceConfig) *maintEnv {
+func newMaintEnv(t *testing.T, cfg jobrun.MaintenanceConfig) *maintEnv {
 	t.Helper()
 	pool := testdb.New(t)
 	client := testriver.Inserter(t, pool)
 	logs := &testlog.Buffer{}
 	st := store.New(pool)
 	return &maintEnv{env: env{ctx: t.Context(), st: st, client: client}, pool: pool, logs: logs,
-		deps: workers.MaintenanceDeps{
+		deps: jobrun.MaintenanceDeps{
 			Store:   st,
 			Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
-			Metrics: workers.NewMaintenanceMetrics(prometheus.NewRegistry()),
+			Metrics: jobrun.NewMaintenanceMetrics(prometheus.NewRegistry()),
 			Config:  cfg,
 		}}
 }
@@ -70,9 +70,9 @@ func (e *maintEnv) jobExists(t *testing.T, job store.Job) bool {
 
 func TestMaintenanceConsistencyReportsDriftWithoutFailing(t *testing.T) {
 	t.Parallel()
-	e := newMaintEnv(t, workers.DefaultMaintenanceConfig())
-	w := &workers.MaintenanceConsistencyWorker{Deps: e.deps}
-	job := &river.Job[workers.MaintenanceConsistencyArgs]{JobRow: &rivertype.JobRow{}}
+	e := newMaintEnv(t, jobrun.DefaultMaintenanceConfig())
+	w := &jobrun.MaintenanceConsistencyWorker{Deps: e.deps}
+	job := &river.Job[jobrun.MaintenanceConsistencyArgs]{JobRow: &rivertype.JobRow{}}
 
 	_, queued := e.buildJob(t)
 	_, done := e.buildJob(t)
@@ -97,7 +97,7 @@ func TestMaintenanceConsistencyReportsDriftWithoutFailing(t *testing.T) {
 
 func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	t.Parallel()
-	cfg := workers.DefaultMaintenanceConfig()
+	cfg := jobrun.DefaultMaintenanceConfig()
 	cfg.JobsRetention = 90 * 24 * time.Hour
 	cfg.RetentionBatchSize = 2 // three expired rows: two batches
 	e := newMaintEnv(t, cfg)
@@ -144,8 +144,8 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	var eventsBefore int
 	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT count(*) FROM events`).Scan(&eventsBefore))
 
-	w := &workers.MaintenanceRetentionWorker{Deps: e.deps}
-	require.NoError(t, w.Work(e.ctx, &river.Job[workers.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
+	w := &jobrun.MaintenanceRetentionWorker{Deps: e.deps}
+	require.NoError(t, w.Work(e.ctx, &river.Job[jobrun.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
 
 	for _, j := range expired {
 		require.False(t, e.jobExists(t, j), "expired job %s kept", j.JobID)
@@ -167,11 +167,11 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	_, more := e.buildJob(t)
 	e.finish(t, more, "cancelled", recent)
 	e.exec(t, `DELETE FROM river_job WHERE id = $1`, more.RiverJobID)
-	w = &workers.MaintenanceRetentionWorker{Deps: e.deps}
-	require.NoError(t, w.Work(e.ctx, &river.Job[workers.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
+	w = &jobrun.MaintenanceRetentionWorker{Deps: e.deps}
+	require.NoError(t, w.Work(e.ctx, &river.Job[jobrun.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
 	require.Equal(t, 4.0, testutil.ToFloat64(e.deps.Metrics.RetentionDeleted))
 	require.Contains(t, e.logs.String(), `"complete":false`)
-	require.NoError(t, w.Work(e.ctx, &river.Job[workers.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
+	require.NoError(t, w.Work(e.ctx, &river.Job[jobrun.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
 	require.False(t, e.jobExists(t, recentGone))
 	require.False(t, e.jobExists(t, more))
 }
@@ -181,19 +181,19 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 // mirrored, and inserting them again within the interval adds nothing.
 func TestMaintenancePeriodicJobsRunOnTheLeader(t *testing.T) {
 	t.Parallel()
-	cfg := workers.DefaultMaintenanceConfig()
+	cfg := jobrun.DefaultMaintenanceConfig()
 	// Long intervals: the uniqueness check below must not cross a period.
 	cfg.ConsistencyInterval, cfg.RetentionInterval = 1000*time.Hour, 1000*time.Hour
 	e := newMaintEnv(t, cfg)
 
 	w := river.NewWorkers()
-	workers.RegisterMaintenance(w, e.deps)
+	jobrun.RegisterMaintenance(w, e.deps)
 	rc := &river.Config{
 		ID:                "maintenance-test",
 		Logger:            slog.New(slog.DiscardHandler),
-		Queues:            map[string]river.QueueConfig{workers.QueueMaintenance: {MaxWorkers: 2}},
+		Queues:            map[string]river.QueueConfig{jobrun.QueueMaintenance: {MaxWorkers: 2}},
 		Workers:           w,
-		PeriodicJobs:      workers.MaintenancePeriodicJobs(cfg),
+		PeriodicJobs:      jobrun.MaintenancePeriodicJobs(cfg),
 		FetchCooldown:     20 * time.Millisecond,
 		FetchPollInterval: 20 * time.Millisecond,
 		TestOnly:          true,
@@ -212,7 +212,7 @@ func TestMaintenancePeriodicJobsRunOnTheLeader(t *testing.T) {
 
 	succeeded := func() map[string]int {
 		rows, err := e.pool.Query(e.ctx, `SELECT type, count(*) FROM jobs
-			WHERE queue = $1 AND status = 'SUCCEEDED' GROUP BY type`, workers.QueueMaintenance)
+			WHERE queue = $1 AND status = 'SUCCEEDED' GROUP BY type`, jobrun.QueueMaintenance)
 		require.NoError(t, err)
 		out := map[string]int{}
 		for rows.Next() {
@@ -224,15 +224,15 @@ func TestMaintenancePeriodicJobsRunOnTheLeader(t *testing.T) {
 		require.NoError(t, rows.Err())
 		return out
 	}
-	want := map[string]int{workers.KindMaintenanceConsistency: 1, workers.KindMaintenanceRetention: 1}
+	want := map[string]int{jobrun.KindMaintenanceConsistency: 1, jobrun.KindMaintenanceRetention: 1}
 	require.Eventually(t, func() bool {
 		got := succeeded()
-		return got[workers.KindMaintenanceConsistency] == 1 && got[workers.KindMaintenanceRetention] == 1
+		return got[jobrun.KindMaintenanceConsistency] == 1 && got[jobrun.KindMaintenanceRetention] == 1
 	}, 20*time.Second, 20*time.Millisecond)
 	require.Positive(t, testutil.ToFloat64(e.deps.Metrics.MirrorChecked))
 
 	// Within the interval, inserting them again (as `bpc tick` does) is a no-op.
-	res, err := client.InsertMany(e.ctx, workers.DueMaintenanceJobs(cfg))
+	res, err := client.InsertMany(e.ctx, jobrun.DueMaintenanceJobs(cfg))
 	require.NoError(t, err)
 	require.Len(t, res, 2)
 	for _, r := range res {

@@ -1,4 +1,4 @@
-package workers
+package jobrun
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/workers"
 )
 
 // Observer is the worker middleware every job runs through. It turns typed
@@ -29,7 +30,7 @@ import (
 type Observer struct {
 	river.MiddlewareDefaults
 	Logger  *slog.Logger
-	Metrics *Metrics
+	Metrics *workers.Metrics
 	// Leases, when set, renews each job's lease while it runs and turns a
 	// cancellation by shutdown into a snooze (no attempt spent).
 	Leases *Leases
@@ -65,7 +66,7 @@ func (o *Observer) metricsFor(kind string) *kindMetrics {
 // counter that appears only at its first increment hides that increment
 // from increase() and rate(), and so from the dead-letter alert.
 func (o *Observer) Prime() {
-	for _, k := range Kinds() {
+	for _, k := range workers.Kinds() {
 		o.metricsFor(k.Name)
 	}
 }

@@ -1,4 +1,4 @@
-package workers_test
+package jobrun_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -32,7 +33,7 @@ import (
 type leaseEnv struct {
 	env
 	pool    *pgxpool.Pool
-	reaper  *workers.Reaper
+	reaper  *jobrun.Reaper
 	metrics *workers.Metrics
 }
 
@@ -45,12 +46,12 @@ func newLeaseEnv(t *testing.T, renew time.Duration, hook func(context.Context, *
 // maxLosses lease losses in a row (0: the default).
 func newLeaseEnvWith(t *testing.T, renew time.Duration, maxLosses int, hook func(context.Context, *rivertype.JobRow) error) leaseEnv {
 	t.Helper()
-	leases := &workers.Leases{Owner: "lease-test", TTL: time.Second, Renew: renew}
+	leases := &jobrun.Leases{Owner: "lease-test", TTL: time.Second, Renew: renew}
 	client, d := testriver.Start(t, testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 1}), testriver.Options{
-		Client: workers.ClientOptions{ID: "lease-test"}, Leases: leases, Deps: workers.Deps{WebhookTimeout: time.Second, BeforeCommit: hook},
+		Client: jobrun.ClientOptions{ID: "lease-test"}, Leases: leases, Deps: workers.Deps{WebhookTimeout: time.Second, BeforeCommit: hook},
 	})
 	ctx, st, logger, metrics := t.Context(), d.Store, d.Logger, d.Metrics
-	reaper := &workers.Reaper{Store: st, Logger: logger, Metrics: metrics, Interval: 100 * time.Millisecond, MaxLeaseExpiries: maxLosses}
+	reaper := &jobrun.Reaper{Store: st, Logger: logger, Metrics: metrics, Interval: 100 * time.Millisecond, MaxLeaseExpiries: maxLosses}
 	reaperCtx, stopReaper := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { reaper.Run(reaperCtx) })
@@ -157,7 +158,7 @@ func TestReaperDiscardsTheLastAttempt(t *testing.T) {
 		jobs[0].RiverJobID, []int64{jobs[0].RiverJobID, jobs[1].RiverJobID})
 	require.NoError(t, err)
 
-	reaper := &workers.Reaper{Store: st, Logger: slog.New(slog.DiscardHandler), Interval: time.Hour}
+	reaper := &jobrun.Reaper{Store: st, Logger: slog.New(slog.DiscardHandler), Interval: time.Hour}
 	reaped, err := reaper.ReapOnce(ctx)
 	require.NoError(t, err)
 	require.Len(t, reaped, 2)
@@ -184,9 +185,9 @@ func TestReaperDiscardsTheLastAttempt(t *testing.T) {
 func TestShutdownCancelRequeuesWithoutSpendingAnAttempt(t *testing.T) {
 	t.Parallel()
 	running := make(chan struct{}, 1)
-	leases := &workers.Leases{Owner: "shutdown-test", TTL: 30 * time.Second, Renew: 10 * time.Second}
+	leases := &jobrun.Leases{Owner: "shutdown-test", TTL: 30 * time.Second, Renew: 10 * time.Second}
 	client, d := testriver.Start(t, testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 30}), testriver.Options{
-		Client: workers.ClientOptions{ID: "shutdown-test", Concurrency: 2, BackoffUnit: time.Second}, Leases: leases,
+		Client: jobrun.ClientOptions{ID: "shutdown-test", Concurrency: 2, BackoffUnit: time.Second}, Leases: leases,
 		Deps: workers.Deps{WebhookTimeout: time.Second, BeforeCommit: func(ctx context.Context, _ *rivertype.JobRow) error {
 			running <- struct{}{}
 			<-ctx.Done() // a job still working when the shutdown timeout ends
@@ -269,7 +270,7 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 		require.NoError(t, err)
 	}
 	metrics := workers.NewMetrics(prometheus.NewRegistry())
-	reaper := &workers.Reaper{Store: st, Logger: slog.New(slog.DiscardHandler), Metrics: metrics, Interval: time.Hour}
+	reaper := &jobrun.Reaper{Store: st, Logger: slog.New(slog.DiscardHandler), Metrics: metrics, Interval: time.Hour}
 	reap := func(want int) {
 		reaped, err := reaper.ReapOnce(ctx)
 		require.NoError(t, err)
@@ -353,7 +354,7 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	testriver.RequireConsistent(t, st)
 
 	// A larger limit lets the same run of losses go on.
-	lenient := &workers.Reaper{Store: st, Logger: slog.New(slog.DiscardHandler), Interval: time.Hour, MaxLeaseExpiries: 3}
+	lenient := &jobrun.Reaper{Store: st, Logger: slog.New(slog.DiscardHandler), Interval: time.Hour, MaxLeaseExpiries: 3}
 	die(lostOnce, 2)
 	reaped, err := lenient.ReapOnce(ctx)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package workers
+package jobrun
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/workers"
 )
 
 func jobRow(attempt, maxAttempts int) *rivertype.JobRow {
@@ -170,7 +171,7 @@ func newObserved() observed {
 	return observed{
 		obs: &Observer{
 			Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
-			Metrics: NewMetrics(prometheus.NewRegistry()),
+			Metrics: workers.NewMetrics(prometheus.NewRegistry()),
 		},
 		logs: logs,
 	}
