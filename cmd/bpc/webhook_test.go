@@ -199,7 +199,7 @@ func TestRiverUICancelAndDeleteAreMirrored(t *testing.T) {
 	enqueueLater := func() store.Job {
 		job := h.deliverLater(map[string]any{"webhook_delivery_id": ev.Deliveries[0].WebhookDeliveryID}, later)
 		require.Equal(t, store.StatusQueued, job.Status)
-		require.WithinDuration(t, later, job.ScheduledAt, time.Millisecond)
+		require.Equal(t, later.UnixMicro(), job.ScheduledAt.UnixMicro(), "scheduled_at as asked, to Postgres's microsecond")
 		return job
 	}
 
