@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# scripts/bench.sh — what `make bench` calls: benchmarks in ./bench/... against a fresh
-# database bpc_bench (or a pre-set TEST_DATABASE_URL) and RabbitMQ (scripts/deps.sh amqp),
-# output also in bench-results.txt.
+# scripts/bench.sh — what `make bench` calls: benchmarks in ./bench/... against a database
+# of the run's own, bpc_bench_<pid>, dropped at the end (or a pre-set TEST_DATABASE_URL),
+# and RabbitMQ (scripts/deps.sh amqp), output also in bench-results.txt.
 # Extra arguments are passed to go test, e.g. scripts/bench.sh -bench Throughput
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/test_env.sh" bpc_bench

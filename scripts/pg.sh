@@ -3,6 +3,7 @@
 #
 # Usage:
 #   scripts/pg.sh [--fresh] [DBNAME]    # DBNAME defaults to "bpc"
+#   scripts/pg.sh --drop DBNAME         # drop DBNAME (a test run's own database)
 #   scripts/pg.sh --stop                # stop this repo's private cluster, if running
 #   . scripts/pg.sh [--fresh] DBNAME    # sourced: same, and sets BPC_PG_URL in the caller
 #
@@ -20,7 +21,9 @@
 #      or the socket path would be too long, the cluster lives in
 #      /tmp/bpc-pgdata-<hash of repo path> instead (printed on stderr).
 # For 2 and 3 the database DBNAME is created if missing; --fresh drops it first
-# (DROP DATABASE ... WITH (FORCE)), which is what the test scripts use.
+# (DROP DATABASE ... WITH (FORCE)). The test scripts use --fresh and --drop on a
+# name of their own per run (scripts/test_env.sh), never on a name another run
+# could be using. --drop prints no URL.
 #
 # Environment:
 #   DATABASE_URL           see 1.
@@ -39,11 +42,12 @@ _bpc_pg_main() (
 	die() { printf 'pg.sh: error: %s\n' "$*" >&2; exit 1; }
 
 	# --- arguments ------------------------------------------------------------------
-	local fresh=0 stop=0 db=""
+	local fresh=0 stop=0 drop=0 db=""
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		--fresh) fresh=1 ;;
 		--stop) stop=1 ;;
+		--drop) drop=1 ;;
 		-h | --help)
 			sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 			exit 0
@@ -203,9 +207,10 @@ _bpc_pg_main() (
 
 	# --- 1. DATABASE_URL --------------------------------------------------------------
 	if [ -n "${DATABASE_URL:-}" ]; then
-		if [ "$fresh" -eq 1 ]; then
-			log "DATABASE_URL is set: using it as is; --fresh ignored (nothing dropped)"
+		if [ "$fresh" -eq 1 ] || [ "$drop" -eq 1 ]; then
+			log "DATABASE_URL is set: using it as is; --fresh and --drop ignored (nothing dropped)"
 		fi
+		[ "$drop" -eq 0 ] || exit 0
 		if command -v pg_isready >/dev/null 2>&1; then
 			if ! pg_isready -q -t 5 -d "$DATABASE_URL" >/dev/null 2>&1; then
 				die "DATABASE_URL is set but its server is not reachable: $(redact "$DATABASE_URL")
@@ -327,6 +332,12 @@ _bpc_pg_main() (
 
 	# --- database ---------------------------------------------------------------------
 	local -a psql=("$psql_bin" -w -X -q -v ON_ERROR_STOP=1 -h "$host" -p "$use_port" -U postgres -d postgres)
+	if [ "$drop" -eq 1 ]; then
+		"${psql[@]}" -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" </dev/null >&2 ||
+			die "could not drop database $db on $host:$use_port"
+		log "dropped database $db"
+		exit 0
+	fi
 	if [ "$fresh" -eq 1 ]; then
 		"${psql[@]}" -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" </dev/null >&2 ||
 			die "could not drop database $db on $host:$use_port"

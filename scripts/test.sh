@@ -2,58 +2,166 @@
 # scripts/test.sh — what `make test` and .ci/run call.
 #
 #   scripts/test.sh                      # go vet ./... ; go test -race -count=1 ./... ;
-#                                        # then the chaos tests (see below)
+#                                        # then the fuzz and chaos stages (see below)
 #   scripts/test.sh -run Foo ./api/...   # go vet ./... ; go test -race -count=1 -run Foo ./api/...
 #
 # Arguments replace the default package pattern ./...; if none of them names a package
 # (./x, ../x or github.com/...), ./... is still appended, so `scripts/test.sh -run Foo` works.
-# Database: TEST_DATABASE_URL if already set; otherwise a freshly dropped and created
-# database bpc_test from scripts/pg.sh (DATABASE_URL is deliberately ignored here, so tests
-# never run against your dev database; point TEST_DATABASE_URL elsewhere to override).
+# Database: TEST_DATABASE_URL if already set; otherwise a database of this run's own,
+# bpc_test_<pid>, from scripts/pg.sh, dropped at the end (scripts/test_env.sh), so two
+# runs on one Postgres do not disturb each other.
 # -race needs cgo (a C compiler); without one it is dropped with a warning.
+#
+# Every stage says when it starts, and prints its elapsed time (go test: and the
+# packages reported so far) every 30 s (BPC_TEST_PROGRESS_SECONDS) while it runs. Each stage that
+# does not run says why; the last line sums up the stages. The exit status is the first
+# failing stage's (go test's own when go test fails), 0 when all ran or were skipped.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/test_env.sh" bpc_test
 
-bash scripts/deps.sh
+say() { printf 'test.sh: %s\n' "$*" >&2; }
 
-echo "test.sh: go vet ./..." >&2
-go vet ./...
+# The stages' outcomes, in order, for the summary line.
+summary=()
+status=0
+failed=""
+started_at=$SECONDS
+
+elapsed() { # seconds → 1m05s
+	printf '%dm%02ds' $(($1 / 60)) $(($1 % 60))
+}
+
+# Progress of the running stage: every 30 s its elapsed time and, for go test, how
+# many packages have reported (ok, FAIL or no test files) and the last of them.
+ticker_pid=""
+start_ticker() { # stage name, output file (may be empty)
+	local name="$1" out="$2" t0=$SECONDS
+	(
+		while sleep "${BPC_TEST_PROGRESS_SECONDS:-30}"; do
+			local line="$name: $(elapsed $((SECONDS - t0))) elapsed"
+			if [ -n "$out" ] && [ -f "$out" ]; then
+				local done last
+				done=$(grep -cE '^(ok|FAIL|\?) +[^ ]+' "$out" || true)
+				last=$(grep -E '^(ok|FAIL|\?) +[^ ]+' "$out" | tail -n 1 | awk '{print $1, $2}' || true)
+				line="$line, $done/$total_pkgs packages reported${last:+ (last: $last)}"
+			fi
+			printf 'test.sh: %s\n' "$line" >&2
+		done
+	) &
+	ticker_pid=$!
+}
+stop_ticker() {
+	if [ -n "$ticker_pid" ]; then
+		kill "$ticker_pid" 2>/dev/null || true
+		wait "$ticker_pid" 2>/dev/null || true
+		ticker_pid=""
+	fi
+}
+work=$(mktemp -d)
+cleanup() {
+	stop_ticker
+	rm -rf "$work"
+	test_env_drop
+}
+trap cleanup EXIT
+
+# run_stage NAME CMD... runs CMD as stage NAME with the progress ticker; stdout and
+# stderr pass through as they are (and are kept in $work/NAME.out).
+run_stage() {
+	local name="$1" t0=$SECONDS rc=0
+	shift
+	say "$name: $*"
+	start_ticker "$name" "$work/$name.out"
+	"$@" 2>&1 | tee "$work/$name.out" || rc=${PIPESTATUS[0]}
+	stop_ticker
+	if [ "$rc" -eq 0 ]; then
+		summary+=("$name ok ($(elapsed $((SECONDS - t0))))")
+	else
+		summary+=("$name FAILED ($(elapsed $((SECONDS - t0))), exit $rc)")
+		status=$rc
+		failed="$name"
+	fi
+	return 0
+}
+
+# skip NAME REASON records a stage that does not run, and says so.
+skip() {
+	say "skipping $1: $2"
+	summary+=("$1 skipped ($2)")
+}
+
+finish() {
+	local line="" part
+	for part in "${summary[@]}"; do
+		line="${line:+$line; }$part"
+	done
+	say "summary: $line; $(elapsed $((SECONDS - started_at))) in all"
+	exit "$status"
+}
+
+total_pkgs=0
+run_stage deps bash scripts/deps.sh
+[ -z "$failed" ] || { skip vet "deps failed"; skip "go test" "deps failed"; skip fuzz "deps failed"; skip chaos "deps failed"; finish; }
+
+run_stage vet go vet ./...
+[ -z "$failed" ] || { skip "go test" "go vet failed"; skip fuzz "go vet failed"; skip chaos "go vet failed"; finish; }
 
 flags=(-count=1)
 if [ "$(go env CGO_ENABLED)" = "1" ]; then
 	flags=(-race "${flags[@]}")
 else
-	echo "test.sh: WARNING: cgo unavailable (no C compiler?), running without -race" >&2
+	say "WARNING: cgo unavailable (no C compiler?), running without -race"
 fi
 
 have_pkg=0
+pkgs=()
 for a in "$@"; do
 	case "$a" in
-	./* | ../* | github.com/*) have_pkg=1 ;;
+	./* | ../* | github.com/*) have_pkg=1 pkgs+=("$a") ;;
 	esac
 done
 args=("$@")
-[ "$have_pkg" -eq 1 ] || args+=(./...)
+[ "$have_pkg" -eq 1 ] || { args+=(./...); pkgs=(./...); }
+total_pkgs=$(go list "${pkgs[@]}" 2>/dev/null | wc -l) || total_pkgs='?'
 
-echo "test.sh: go test ${flags[*]} ${args[*]}" >&2
-go test "${flags[@]}" "${args[@]}"
+run_stage "go test" go test "${flags[@]}" "${args[@]}"
 
 # Then the rules fuzz targets (generated deep and wide programs against the parser,
 # checker, evaluator and tests language), each for BPC_FUZZTIME (8s) on top of its
-# corpus, one at a time, unless arguments chose what to run or BPC_SKIP_FUZZ=1.
-# `make fuzz` runs them longer. The list is whatever `go test -list` finds.
-if [ "$#" -eq 0 ] && [ "${BPC_SKIP_FUZZ:-0}" != "1" ]; then
+# corpus, one at a time, unless arguments chose what to run, BPC_SKIP_FUZZ=1, or go
+# test failed. `make fuzz` runs them longer. The list is whatever `go test -list` finds.
+fuzz() {
+	local target
 	for target in $(go test -list 'Fuzz.*' ./core/rules | grep '^Fuzz'); do
-		echo "test.sh: go test -run ^$target\$ -fuzz ^$target\$ -fuzztime ${BPC_FUZZTIME:-8s} ./core/rules" >&2
-		go test -run "^$target\$" -fuzz "^$target\$" -fuzztime "${BPC_FUZZTIME:-8s}" ./core/rules
+		say "fuzz: go test -run ^$target\$ -fuzz ^$target\$ -fuzztime ${BPC_FUZZTIME:-8s} ./core/rules"
+		go test -run "^$target\$" -fuzz "^$target\$" -fuzztime "${BPC_FUZZTIME:-8s}" ./core/rules || return
 	done
+}
+if [ -n "$failed" ]; then
+	skip fuzz "$failed failed"
+elif [ "$#" -ne 0 ]; then
+	skip fuzz "arguments chose what to run"
+elif [ "${BPC_SKIP_FUZZ:-0}" = "1" ]; then
+	skip fuzz "BPC_SKIP_FUZZ=1"
+else
+	run_stage fuzz fuzz
 fi
 
 # Then the chaos tests (real worker processes killed, Postgres restarted; about a
-# minute), unless arguments chose what to run or BPC_SKIP_CHAOS=1. `make chaos` runs
-# them alone, verbosely.
-if [ "$#" -eq 0 ] && [ "${BPC_SKIP_CHAOS:-0}" != "1" ]; then
-	go vet -tags chaos ./cmd/bpc
-	echo "test.sh: go test -tags chaos -race=false -count=1 -run Chaos ./cmd/bpc" >&2
-	go test -tags chaos -race=false -count=1 -timeout 10m -run Chaos ./cmd/bpc
+# minute), unless arguments chose what to run, BPC_SKIP_CHAOS=1, or a stage before
+# failed. `make chaos` runs them alone, verbosely.
+chaos() {
+	go vet -tags chaos ./cmd/bpc &&
+		go test -tags chaos -race=false -count=1 -timeout 10m -run Chaos ./cmd/bpc
+}
+if [ -n "$failed" ]; then
+	skip chaos "$failed failed"
+elif [ "$#" -ne 0 ]; then
+	skip chaos "arguments chose what to run"
+elif [ "${BPC_SKIP_CHAOS:-0}" = "1" ]; then
+	skip chaos "BPC_SKIP_CHAOS=1"
+else
+	run_stage chaos chaos
 fi
+
+finish

@@ -446,10 +446,10 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	}
 	for range 3 {
 		ref := e.deliver(t, healthy)
-		start := time.Now()
 		job := e.wait(t, ref.JobID)
 		require.Equal(t, store.StatusSucceeded, job.Status)
-		require.Less(t, time.Since(start), time.Second, "a healthy endpoint is not held")
+		require.EqualValues(t, 1, job.Attempts)
+		require.Zero(t, e.snoozes(t, ref.JobID), "a healthy endpoint is not held")
 	}
 	require.Eventually(t, func() bool {
 		for _, ref := range held {
@@ -468,15 +468,23 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	}
 	require.Positive(t, testutil.ToFloat64(e.metrics.WebhookDeliveriesHeld))
 	// Until the probe is due, the endpoint receives nothing and no job's
-	// attempts grow.
+	// attempts grow. What is read late in the cool-down proves that only if
+	// the reading ended before the probe was due: a loaded machine may read
+	// later, and then the probe may be in it.
 	time.Sleep(time.Until(firstProbeAt.Add(-250 * time.Millisecond)))
-	require.Equal(t, sentBeforeOpen, srv.count("/flaky"), "nothing is sent during the cool-down")
-	for id, attempts := range e.settledAttempts(t, first) {
-		require.Equal(t, spent[id], attempts, "held retries spend no attempt")
-	}
+	sent := srv.count("/flaky")
+	attempts := e.settledAttempts(t, first)
 	v := e.breaker(t, flaky).View(time.Now())
-	require.Equal(t, store.BreakerOpen, v.State)
-	require.GreaterOrEqual(t, v.FailureRate, 0.5)
+	if time.Now().Before(firstProbeAt) {
+		require.Equal(t, sentBeforeOpen, sent, "nothing is sent during the cool-down")
+		for id, n := range attempts {
+			require.Equal(t, spent[id], n, "held retries spend no attempt")
+		}
+		require.Equal(t, store.BreakerOpen, v.State)
+		require.GreaterOrEqual(t, v.FailureRate, 0.5)
+	} else {
+		t.Logf("the cool-down was over before its end was read: not checked")
+	}
 
 	// 3. After the cool-down exactly one probe goes; it fails and re-opens
 	// the breaker for another cool-down.

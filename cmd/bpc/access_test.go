@@ -342,8 +342,9 @@ func TestKeyRoles(t *testing.T) {
 	}
 }
 
-// A revoked key stops working on every process within a second; so does
-// an expired one. Wrong, malformed and unknown tokens are 401 and counted.
+// A revoked key stops working on every process; so does an expired one.
+// (Within the keyring's Fresh, 500 ms: access's tests, on a fake clock.)
+// Wrong, malformed and unknown tokens are 401 and counted.
 func TestKeyRevocationAndExpiry(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAll, nil)
@@ -364,14 +365,13 @@ func TestKeyRevocationAndExpiry(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, h.call(http.MethodDelete, "/v1/api-keys/"+key.APIKeyID.String()+"?tenant_id="+mine, nil, nil))
 	status, _ := h.as(key.Token, http.MethodGet, "/v1/documents", nil)
 	require.Equal(t, http.StatusUnauthorized, status, "at once on the revoking process")
-	revoked := time.Now()
 	require.Eventually(t, func() bool {
 		status, _ := h2.as(key.Token, http.MethodGet, "/v1/documents", nil)
 		return status == http.StatusUnauthorized
-	}, time.Second, 20*time.Millisecond, "within a second on another process")
-	t.Logf("revocation reached the second process after %s", time.Since(revoked).Round(time.Millisecond))
+	}, testTimeout, 20*time.Millisecond, "on another process")
 
-	soon := time.Now().Add(1500 * time.Millisecond).UTC()
+	// Far enough ahead that a loaded machine still uses the key before.
+	soon := time.Now().Add(5 * time.Second).UTC()
 	expiring := h.createKey(mine, "reader", map[string]any{"expires_at": soon.Format(time.RFC3339Nano)})
 	status, _ = h2.as(expiring.Token, http.MethodGet, "/v1/documents", nil)
 	require.Equal(t, http.StatusOK, status)
@@ -379,7 +379,7 @@ func TestKeyRevocationAndExpiry(t *testing.T) {
 	require.Eventually(t, func() bool {
 		status, _ := h2.as(expiring.Token, http.MethodGet, "/v1/documents", nil)
 		return status == http.StatusUnauthorized
-	}, time.Second, 20*time.Millisecond, "within a second of its expiry")
+	}, testTimeout, 20*time.Millisecond, "after its expiry")
 
 	wrongSecret := key.Token[:len(key.Token)-1] + "a"
 	if wrongSecret == key.Token {

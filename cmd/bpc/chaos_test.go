@@ -392,8 +392,8 @@ func indexOf(s []int, v int) int {
 }
 
 // TestChaosSIGTERMUnderLoad stops one of two loaded workers with SIGTERM:
-// it exits 0 within the shutdown timeout, leaves no job RUNNING in its
-// name, and the other worker finishes the rest.
+// it exits 0 (its shutdown timeout cutting the drain short), leaves no job
+// RUNNING in its name, and the other worker finishes the rest.
 func TestChaosSIGTERMUnderLoad(t *testing.T) {
 	const jobs = 300
 	e := newChaosEnv(t)
@@ -406,7 +406,9 @@ func TestChaosSIGTERMUnderLoad(t *testing.T) {
 	running := len(e.runningByOwner()[victim.id])
 	t0 := time.Now()
 	victim.signal(t, syscall.SIGTERM)
-	limit := chaosShutdownTimeout + 2*time.Second
+	// A wait, not a speed claim: ten times the shutdown timeout, which the
+	// process enforces itself.
+	limit := 10 * chaosShutdownTimeout
 	select {
 	case <-victim.done:
 	case <-time.After(limit):

@@ -84,9 +84,9 @@ func TestTickWorksDueJobsAndLeavesFutureOnes(t *testing.T) {
 	for _, j := range due {
 		require.Equal(t, store.StatusSucceeded, e.status(t, j))
 	}
-	// Not waited for: the tick ended as soon as the due jobs were done.
+	// Not waited for: the tick ended because no due job was left (the
+	// reason above), not at MaxDuration.
 	require.Equal(t, store.StatusQueued, e.status(t, later))
-	require.Less(t, res.Duration, 10*time.Second)
 	require.GreaterOrEqual(t, res.ByStatus[store.StatusSucceeded], 3)
 	require.Contains(t, out, "stopped: no due jobs left")
 	require.Contains(t, out, "SUCCEEDED=")

@@ -4,12 +4,13 @@ import (
 	"encoding/base64"
 	"maps"
 	"net/http"
-	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -38,6 +39,14 @@ func pollOnly(t *testing.T, url string, vars map[string]string) map[string]strin
 	return env
 }
 
+// pollHourly makes River poll every hour, past what the environment admits:
+// a job that starts within a test's wait was fetched because the trigger
+// announced it, not because a poll came round.
+func pollHourly(c *service.Config) {
+	c.PollInterval = time.Hour
+	c.PipelinePoll = time.Hour
+}
+
 // triggerUp waits for the service's trigger to connect.
 func (h *harness) triggerUp() {
 	h.t.Helper()
@@ -53,18 +62,16 @@ func (h *harness) parsedBOM() uuid.UUID {
 	return version
 }
 
-// pickup enqueues a PARSE_FACTS of version over POST /v1/jobs and returns
-// the time from sending the request to the job's start (its started_at).
-func (h *harness) pickup(version uuid.UUID) time.Duration {
+// pickup enqueues a PARSE_FACTS of version over POST /v1/jobs and waits
+// for it to run.
+func (h *harness) pickup(version uuid.UUID) {
 	h.t.Helper()
-	sent := time.Now()
 	var job store.Job
 	require.Equal(h.t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
 		"type": jobargs.KindParseFacts, "tenant_id": devTenant, "payload": map[string]any{"document_version_id": version},
 	}, &job))
 	job = h.waitJob(job.JobID)
 	require.NotNil(h.t, job.StartedAt, "job %s never started", job.JobID)
-	return job.StartedAt.Sub(sent)
 }
 
 // ready reads the readiness answer (with the admin token, so that failed
@@ -116,40 +123,33 @@ func (h *harness) triggerMetric(series string) string {
 
 func (h *harness) triggerUpMetric() string { return h.triggerMetric("bpc_queue_trigger_up") }
 
-// percentile is the q-quantile of sorted durations (nearest rank).
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	i := int(q*float64(len(sorted))+0.999999) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-// The acceptance test of the trigger: River poll-only with a 5 s poll, an
-// HTTP enqueue is picked up in under 100 ms at the median (without the
-// trigger it would wait 2.5 s on average).
+// The acceptance test of the trigger: River poll-only, polling hourly,
+// runs every HTTP enqueue, each announced by a trigger message. (How fast:
+// the pickup latency benchmark, make bench.)
 func TestTriggerPicksUpPollOnlyJobsAtOnce(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, service.RoleAll, pollOnly(t, testamqp.URL(t), nil))
+	h := newHarnessWith(t, service.RoleAll, pollOnly(t, testamqp.URL(t), nil), pollHourly)
 	h.triggerUp()
 	version := h.parsedBOM()
 
-	const n = 20
-	lat := make([]time.Duration, 0, n)
+	const consumed = `bpc_queue_trigger_messages_total{direction="consumed"}`
+	const n = 5
+	before, err := strconv.Atoi(h.triggerMetric(consumed))
+	require.NoError(t, err)
 	for range n {
-		lat = append(lat, h.pickup(version))
-		time.Sleep(50 * time.Millisecond)
+		h.pickup(version)
 	}
-	slices.Sort(lat)
-	p50, p99 := percentile(lat, 0.5), percentile(lat, 0.99)
-	t.Logf("poll-only (5 s) + trigger: enqueue → started over %d HTTP enqueues: p50 %v, p99 %v", n, p50, p99)
-	require.Less(t, p50, 100*time.Millisecond)
-	require.Less(t, p99, 2500*time.Millisecond, "even the slowest pickup beats the average poll wait")
+	after, err := strconv.Atoi(h.triggerMetric(consumed))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, after-before, n, "a trigger message per enqueue")
 }
 
 // Jobs inserted by workers — the next pipeline step, and an event's
 // webhook deliveries — are published once the worker's transaction
-// commits: poll-only with a 5 s poll, they start well within a second.
+// commits: poll-only, polling hourly, they run.
 func TestTriggerPublishesWorkersFollowUpJobs(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, service.RoleAll, pollOnly(t, testamqp.URL(t), nil))
+	h := newHarnessWith(t, service.RoleAll, pollOnly(t, testamqp.URL(t), nil), pollHourly)
 	h.triggerUp()
 	rcv := newReceiver(t, http.StatusOK)
 	h.subscribe(rcv.URL, passport.EventDocumentUploaded)
@@ -171,19 +171,17 @@ func TestTriggerPublishesWorkersFollowUpJobs(t *testing.T) {
 		require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/jobs?tenant_id="+devTenant+"&type="+kind, nil, &list))
 		require.Len(t, list.Items, 1, kind)
 		job := h.waitJob(list.Items[0].JobID)
-		require.NotNil(t, job.StartedAt)
-		wait := job.StartedAt.Sub(*ingest.FinishedAt)
-		t.Logf("%s started %v after INGEST_DOCUMENT committed it", kind, wait)
-		require.Less(t, wait, time.Second, "%s waited for the poll", kind)
+		require.NotNil(t, job.StartedAt, "%s never started", kind)
 	}
 }
 
 // With the trigger a River listener, River polls for cancellations only
 // every minute; the listener reads them itself: an operator's cancel
-// interrupts a running job within about a second.
+// interrupts a running job, held by a receiver that never answers within
+// the 10 min webhook timeout, within waitJob's wait.
 func TestTriggerCancelInterruptsRunningJob(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, service.RoleAll, pollOnly(t, testamqp.URL(t), map[string]string{"BPC_WEBHOOK_TIMEOUT_MS": "30000"}))
+	h := newHarness(t, service.RoleAll, pollOnly(t, testamqp.URL(t), map[string]string{"BPC_WEBHOOK_TIMEOUT_MS": "600000"}))
 	h.triggerUp()
 	rcv := newReceiver(t, http.StatusOK)
 	hold := make(chan struct{})
@@ -193,28 +191,39 @@ func TestTriggerCancelInterruptsRunningJob(t *testing.T) {
 	ev := h.emit("passport.activated", map[string]any{})
 	h.eventually("the delivery is running", func() bool { return len(rcv.received()) == 1 })
 
-	cancelled := time.Now()
 	var job store.Job
 	require.Equal(t, http.StatusOK, h.call(http.MethodPost, "/v1/jobs/"+ev.Deliveries[0].JobID.String()+"/cancel?tenant_id="+devTenant, nil, &job))
 	job = h.waitJob(job.JobID)
-	took := time.Since(cancelled)
-	t.Logf("running job cancelled in %v", took)
 	require.Equal(t, store.StatusCancelled, job.Status)
-	require.Less(t, took, 5*time.Second, "the cancel waited for River's minute-long poll or the webhook timeout")
 }
 
-// A queue paused in River UI stops being worked, and resumed is worked at
-// once, although River cannot LISTEN for either.
+// A queue paused in River UI stops being worked, and resumed is worked
+// (River polling hourly), although River cannot LISTEN for either.
 func TestTriggerQueuePauseAndResume(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, service.RoleAll, pollOnly(t, testamqp.URL(t), nil))
+	h := newHarnessWith(t, service.RoleAll, pollOnly(t, testamqp.URL(t), nil), pollHourly)
 	h.triggerUp()
 	version := h.parsedBOM()
+	events, unsubscribe := h.app.River().Subscribe(river.EventKindQueuePaused, river.EventKindQueueResumed)
+	t.Cleanup(unsubscribe)
+	queueEvent := func(kind river.EventKind) {
+		t.Helper()
+		for {
+			select {
+			case ev := <-events:
+				if ev.Kind == kind && ev.Queue != nil && ev.Queue.Name == jobargs.QueuePipeline {
+					return
+				}
+			case <-time.After(testTimeout):
+				t.Fatalf("no %s event for queue %s", kind, jobargs.QueuePipeline)
+			}
+		}
+	}
 
 	status, body := h.raw(http.MethodPut, "/riverui/api/queues/"+jobargs.QueuePipeline+"/pause", map[string]any{},
 		map[string]string{"Authorization": basicAuth("admin", testToken)})
 	require.Equal(t, http.StatusOK, status, "%s", body)
-	time.Sleep(2 * time.Second) // the listener reads pauses every second
+	queueEvent(river.EventKindQueuePaused) // the listener told River's producer
 	var job store.Job
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
 		"type": jobargs.KindParseFacts, "tenant_id": devTenant, "payload": map[string]any{"document_version_id": version},
@@ -222,21 +231,19 @@ func TestTriggerQueuePauseAndResume(t *testing.T) {
 	time.Sleep(time.Second)
 	require.Equal(t, store.StatusQueued, h.job(job.JobID).Status, "a paused queue's job ran")
 
-	resumed := time.Now()
 	status, body = h.raw(http.MethodPut, "/riverui/api/queues/"+jobargs.QueuePipeline+"/resume", map[string]any{},
 		map[string]string{"Authorization": basicAuth("admin", testToken)})
 	require.Equal(t, http.StatusOK, status, "%s", body)
-	job = h.succeeded(job.JobID)
-	t.Logf("job started %v after the resume", job.StartedAt.Sub(resumed))
-	require.Less(t, job.StartedAt.Sub(resumed), 3*time.Second)
+	queueEvent(river.EventKindQueueResumed)
+	h.succeeded(job.JobID)
 }
 
 // An operator's retry makes a job available without an insert; it is
 // published all the same, from the admin API and from River UI: the job
-// runs again at once, not at the next 5 s poll.
+// runs again, River polling hourly.
 func TestTriggerPublishesOperatorRetry(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, service.RoleAll, pollOnly(t, testamqp.URL(t), nil))
+	h := newHarnessWith(t, service.RoleAll, pollOnly(t, testamqp.URL(t), nil), pollHourly)
 	h.triggerUp()
 	_, parse := h.upload("BOM", []byte(`{"not":"a bill of materials"}`))
 	job := h.failedWith(parse, "VALIDATION_ERROR")
@@ -255,13 +262,11 @@ func TestTriggerPublishesOperatorRetry(t *testing.T) {
 		job = h.waitJob(job.JobID)
 		require.Equal(t, store.StatusFailed, job.Status)
 		require.True(t, job.StartedAt.After(retried), "%s: the job did not run again", retry.name)
-		t.Logf("%s retry: the job started %v later", retry.name, job.StartedAt.Sub(retried))
-		require.Less(t, job.StartedAt.Sub(retried), time.Second, "%s: the retried job waited for the poll", retry.name)
 	}
 }
 
 // The broker at a closed port: the service starts, jobs still finish
-// within the poll interval, readiness stays 200 with the queue degraded
+// by polling, readiness stays 200 with the queue degraded
 // (503 with BPC_HEALTH_REQUIRE_QUEUE), QUEUE_UNAVAILABLE is logged once and
 // the URL's password never.
 func TestTriggerBrokerDownPollingContinues(t *testing.T) {
@@ -272,10 +277,7 @@ func TestTriggerBrokerDownPollingContinues(t *testing.T) {
 	}))
 	version := h.parsedBOM()
 	for range 3 {
-		// The 1 s poll, River's jitter of up to a tenth, and the slack a
-		// loaded machine needs.
-		took := h.pickup(version)
-		require.Less(t, took, 1800*time.Millisecond, "a job waited longer than the poll interval")
+		h.pickup(version) // by the 1 s poll: there is no broker
 	}
 
 	status, r := h.ready()
@@ -295,7 +297,8 @@ func TestTriggerBrokerDownPollingContinues(t *testing.T) {
 
 // The broker going away and coming back while the service runs (a proxy
 // cut and restored): readiness degraded and bpc_queue_trigger_up 0 during
-// the outage, jobs still run by polling, then ok, 1 and fast pickup again.
+// the outage, jobs still run by polling, then ok, 1 and pickup through the
+// trigger again.
 func TestTriggerBrokerOutageAndRecovery(t *testing.T) {
 	t.Parallel()
 	url := testamqp.URL(t)
@@ -316,7 +319,7 @@ func TestTriggerBrokerOutageAndRecovery(t *testing.T) {
 	proxy.Cut()
 	h.eventually("readiness says degraded", func() bool { _, r := h.ready(); return r.queueCheck() == "degraded" })
 	require.Equal(t, "0", h.triggerUpMetric())
-	require.Less(t, h.pickup(version), 1800*time.Millisecond, "polling continues")
+	h.pickup(version) // polling continues
 
 	proxy.Restore()
 	h.eventually("readiness is ok again", func() bool { _, r := h.ready(); return r.queueCheck() == "ok" })
@@ -324,9 +327,8 @@ func TestTriggerBrokerOutageAndRecovery(t *testing.T) {
 	// The outage's enqueue is announced on reconnection; then this one.
 	h.eventually("the outage's publish arrives", func() bool { return h.triggerMetric(consumed) != consumedBefore })
 	before := h.triggerMetric(consumed)
-	took := h.pickup(version)
+	h.pickup(version)
 	require.NotEqual(t, before, h.triggerMetric(consumed), "no trigger message went through the restored connection")
-	require.Less(t, took, 500*time.Millisecond, "the trigger picks up at once again")
 	require.Equal(t, 1, strings.Count(h.logs.String(), `"error_code":"QUEUE_UNAVAILABLE"`))
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -65,7 +66,9 @@ func TestEnqueueOverHTTPRunsToSucceeded(t *testing.T) {
 	require.Equal(t, h.app.Config().WorkerID, *running.LeaseOwner)
 	require.NotNil(t, running.LeaseExpiresAt)
 	require.NotNil(t, running.StartedAt)
-	require.WithinDuration(t, running.StartedAt.Add(60*time.Second), *running.LeaseExpiresAt, time.Second)
+	// The lease runs 60 s from the attempt's start; renewals only extend it.
+	require.False(t, running.LeaseExpiresAt.Before(running.StartedAt.Add(60*time.Second)),
+		"lease_expires_at %s, started_at %s", running.LeaseExpiresAt, running.StartedAt)
 	require.EqualValues(t, 1, running.Attempts)
 	h.requireConsistent()
 
@@ -81,7 +84,12 @@ func TestEnqueueOverHTTPRunsToSucceeded(t *testing.T) {
 	require.False(t, done.StartedAt.Before(done.CreatedAt))
 	require.JSONEq(t, "null", string(done.LastError))
 	h.requireConsistent()
-	require.Equal(t, []string{"QUEUED@api", "RUNNING", "SUCCEEDED"}, h.transitions(job.JobID))
+	// The API logs QUEUED after its commit, on the request's goroutine; the
+	// worker may log RUNNING before that. Only the worker's own lines have
+	// an order.
+	transitions := h.transitions(job.JobID)
+	require.ElementsMatch(t, []string{"QUEUED@api", "RUNNING", "SUCCEEDED"}, transitions)
+	require.Equal(t, []string{"RUNNING", "SUCCEEDED"}, slices.DeleteFunc(transitions, func(s string) bool { return s == "QUEUED@api" }))
 
 	d = h.delivery(ev.Deliveries[0].WebhookDeliveryID)
 	require.Equal(t, store.DeliveryDelivered, d.Status)
@@ -143,8 +151,10 @@ func TestDeadLetterThenRetryFromRiverUI(t *testing.T) {
 	require.Len(t, reqs, 5, "exactly 5 attempts")
 	for i, want := range []time.Duration{2 * unit, 4 * unit, 8 * unit, 16 * unit} {
 		gap := reqs[i+1].at.Sub(reqs[i].at)
+		// At least the policy's delay; how much later a loaded machine
+		// gets to it is not the policy's (River's default backoff, 1 s,
+		// 16 s, …, would not reach DEAD_LETTER within waitJob's wait).
 		require.GreaterOrEqual(t, gap, want, "delay before attempt %d", i+2)
-		require.Less(t, gap, want+time.Second, "delay before attempt %d", i+2)
 	}
 	require.Equal(t, store.DeliveryFailed, h.delivery(ev.Deliveries[0].WebhookDeliveryID).Status)
 
@@ -189,7 +199,7 @@ func TestRiverUICancelAndDeleteAreMirrored(t *testing.T) {
 	enqueueLater := func() store.Job {
 		job := h.deliverLater(map[string]any{"webhook_delivery_id": ev.Deliveries[0].WebhookDeliveryID}, later)
 		require.Equal(t, store.StatusQueued, job.Status)
-		require.WithinDuration(t, later, job.ScheduledAt, time.Millisecond)
+		require.Equal(t, later.UnixMicro(), job.ScheduledAt.UnixMicro(), "scheduled_at as asked, to Postgres's microsecond")
 		return job
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -15,17 +16,30 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 )
 
-// quickly is how long a refused hostile source may take; refusing one stops
-// at the level or node that crosses the limit, so it takes microseconds.
-const quickly = time.Second
+// allocated runs f and returns how many heap objects and bytes it
+// allocated: the work counter of the tests below, which a busy machine
+// does not change the way it changes a clock. The caller must not be a
+// parallel test (others would allocate meanwhile).
+func allocated(f func()) (objects, bytes uint64) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc
+}
 
-// workTime bounds real work (checking a large source, evaluating to a
-// limit): d, or ten times d under the race detector.
-func workTime(d time.Duration) time.Duration {
-	if raceDetector {
-		return 10 * d
-	}
-	return d
+// requireLinear asserts that work(n) grows linearly: the work added by
+// going from 2n to 4n is at most 1.5 times twice that from n to 2n
+// (quadratic work would make it four times).
+func requireLinear(t *testing.T, what string, n int, work func(n int) uint64) {
+	t.Helper()
+	w1, w2, w4 := work(n), work(2*n), work(4*n)
+	require.Greater(t, w2, w1, what)
+	first, second := w2-w1, w4-w2
+	t.Logf("%s: %d, %d, %d at %d, %d, %d", what, w1, w2, w4, n, 2*n, 4*n)
+	require.Less(t, float64(second), 1.5*2*float64(first),
+		"%s: the work from %d to %d (%d) grows faster than linearly over that from %d to %d (%d)", what, 2*n, 4*n, second, n, 2*n, first)
 }
 
 // requireLimitError asserts err is code at a real line:col, found early in
@@ -51,9 +65,7 @@ func TestOneMebibyteOperatorChainIsParseError(t *testing.T) {
 	for _, op := range []string{"+", "-", "*", "/", "&&", "||", "==", "!=", "<", "<=", ">", ">="} {
 		src := "field a : Int = " + chain("1", op, "1", (1<<20)/(len(op)+1))
 		require.GreaterOrEqual(t, len(src), 1<<20-8)
-		start := time.Now()
 		_, err := Check(src)
-		require.Less(t, time.Since(start), quickly, op)
 		// 1 at column 17; the k-th operator at 17 + k + (k-1)·len(op).
 		pos := requireLimitError(t, err, errcode.RuleParseError, "nesting deeper than 200", 1000)
 		require.Equal(t, Pos{Line: 1, Col: 17 + MaxDepth + (MaxDepth-1)*len(op)}, pos, "op %s: %v", op, err)
@@ -78,7 +90,7 @@ func TestOperatorChainLimitIsExact(t *testing.T) {
 }
 
 // Every construct that nests, at about 1 MiB, is a RULE_PARSE_ERROR found
-// where it crosses MaxDepth, quickly, with line:col.
+// where it crosses MaxDepth, with line:col.
 func TestOneMebibyteNestingIsParseError(t *testing.T) {
 	t.Parallel()
 	for _, c := range nestings() {
@@ -86,14 +98,12 @@ func TestOneMebibyteNestingIsParseError(t *testing.T) {
 			t.Parallel()
 			_, isTests := c.source(1)
 			src := sizedTo(c, 1<<20)
-			start := time.Now()
 			var err error
 			if isTests {
 				_, err = CheckTests(mustProgram(t, nestingProgram), src)
 			} else {
 				_, err = Check(src)
 			}
-			require.Less(t, time.Since(start), quickly)
 			requireLimitError(t, err, errcode.RuleParseError, "nesting deeper than 200", 20_000)
 		})
 	}
@@ -162,9 +172,7 @@ func TestNodeBudget(t *testing.T) {
 	res := evaluate(t, list(DefaultMaxNodes-3), nil)
 	require.Equal(t, fmt.Sprint(DefaultMaxNodes-3), res.Fields[0].Value.String())
 
-	start := time.Now()
 	_, err := Check(list(DefaultMaxNodes))
-	require.Less(t, time.Since(start), workTime(2*time.Second))
 	pos := requireLimitError(t, err, errcode.RuleParseError, "more than 200000 syntax nodes (BPC_RULES_MAX_NODES)", 1<<20)
 	// Nodes are counted as they are built, children first: the type, then
 	// the literals; the one that crosses the budget is literal 200000.
@@ -185,7 +193,7 @@ func TestNodeBudget(t *testing.T) {
 
 // The largest source within both limits at once — MaxDepth-deep chains in
 // as many fields as the node budget allows — checks, evaluates and encodes
-// its trace in well under a second or two.
+// its trace (how fast is BenchmarkCheck's and bench/'s question).
 func TestLargestAdmittedSource(t *testing.T) {
 	t.Parallel()
 	var b strings.Builder
@@ -193,46 +201,68 @@ func TestLargestAdmittedSource(t *testing.T) {
 	for i := range DefaultMaxNodes / perField {
 		fmt.Fprintf(&b, "field f%d : Int = %s;\n", i, chain("1", "+", "1", MaxDepth))
 	}
-	start := time.Now()
 	res := evaluate(t, b.String(), nil)
 	require.Len(t, res.Fields, DefaultMaxNodes/perField)
 	for _, f := range res.Fields[:3] {
 		_, err := f.Trace.MarshalCanonical()
 		require.NoError(t, err)
 	}
-	t.Logf("%d bytes, %d fields checked and evaluated in %v", b.Len(), len(res.Fields), time.Since(start))
 }
 
 // The checker's work grows linearly with a source within the limits: many
 // fields that become ready at once, a record of many members, a list of
-// many large records.
-func TestWideSourcesCheckQuickly(t *testing.T) {
-	t.Parallel()
-	var b strings.Builder
-	b.WriteString("field a : Int = 1;\n")
-	for i := range 30_000 {
-		fmt.Fprintf(&b, "field b%d : Int = field(\"a\");\nfield z%d : Int = 1;\n", i, i)
+// many large records. Work is counted in allocations, not time. (Not
+// parallel: the count is process-wide.)
+func TestWideSourcesCheckInLinearWork(t *testing.T) {
+	fields := func(n int) string {
+		var b strings.Builder
+		b.WriteString("field a : Int = 1;\n")
+		for i := range n {
+			fmt.Fprintf(&b, "field b%d : Int = field(\"a\");\nfield z%d : Int = 1;\n", i, i)
+		}
+		return b.String()
 	}
-	start := time.Now()
-	p, err := Check(b.String())
+	p, err := Check(fields(30_000))
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "b0", "b1", "b10", "b100"}, p.Order()[:5])
-	require.Less(t, time.Since(start), workTime(3*time.Second))
+	requireLinear(t, "fields ready at once", 5_000, func(n int) uint64 {
+		src := fields(n)
+		objects, _ := allocated(func() { _, err = Check(src) })
+		require.NoError(t, err)
+		return objects
+	})
 
 	var members []string
 	for i := range 50_000 {
 		members = append(members, fmt.Sprintf("m%d: 1", i))
 	}
-	start = time.Now()
 	_, err = Check("field a : Int = len(list(record(" + strings.Join(members, ", ") + ")));")
-	require.Less(t, time.Since(start), workTime(time.Second))
 	requireLimitError(t, err, errcode.RuleTypeError, "a type has at most 1000 parts", 100)
+	requireLinear(t, "a record of many members", 5_000, func(n int) uint64 {
+		src := "field a : Int = len(list(record(" + strings.Join(members[:n], ", ") + ")));"
+		objects, _ := allocated(func() { _, err = Check(src) })
+		require.Error(t, err)
+		return objects
+	})
 
+	// A list's type is unified with each element's: when they are the same
+	// record type that costs nothing, never a copy of the record (900
+	// members, some 40 bytes each) per element.
 	rec := "record(" + strings.Join(members[:900], ", ") + ")"
-	start = time.Now()
-	_, err = Check("field a : Int = let r = " + rec + "; let s = " + rec + "; len(list(r" + strings.Repeat(", s", 90_000) + "));")
+	records := func(n int) string {
+		return "field a : Int = let r = " + rec + "; let s = " + rec + "; len(list(r" + strings.Repeat(", s", n) + "));"
+	}
+	_, err = Check(records(90_000))
 	require.NoError(t, err)
-	require.Less(t, time.Since(start), workTime(3*time.Second))
+	checkBytes := func(n int) uint64 {
+		src := records(n)
+		_, bytes := allocated(func() { _, err = Check(src) })
+		require.NoError(t, err)
+		return bytes
+	}
+	const n = 20_000
+	perElement := (checkBytes(2*n) - checkBytes(n)) / n
+	require.Less(t, perElement, uint64(1000), "bytes allocated per element of a list of one large record type")
 }
 
 // CheckFile takes any File, not only one from Parse: a tree deeper than the
@@ -263,9 +293,7 @@ func TestTypeSizeLimit(t *testing.T) {
 		fmt.Fprintf(&b, "let r%d = record(x: r%d, y: r%d);\n", i, i-1, i-1)
 	}
 	b.WriteString("if (true) then 1 else len(list(r59));")
-	start := time.Now()
 	_, err := Check(b.String())
-	require.Less(t, time.Since(start), quickly)
 	requireLimitError(t, err, errcode.RuleTypeError, "more than 1000 parts", 100)
 
 	var members []string
@@ -296,9 +324,7 @@ func TestValueLimits(t *testing.T) {
 	ones := "list(" + chain("1", ",", "1", 2000) + ")"
 	p, err = Check("field a : Opt(Opt(Int)) = fold(" + ones + ", none, (acc, x) => some(acc));")
 	require.NoError(t, err)
-	start := time.Now()
 	_, err = p.Evaluate(nil)
-	require.Less(t, time.Since(start), workTime(time.Second))
 	requireLimitError(t, err, errcode.Validation, "nested deeper than 1000", 10_000)
 
 	// Text counts against the steps by its length: a megabyte of text,
@@ -306,9 +332,7 @@ func TestValueLimits(t *testing.T) {
 	p, err = Check(`field a : Int = let t = fold(list(` + chain("1", ",", "1", 20) + `), "a", (acc, x) => concat(acc, acc));
 		len(map(list(` + chain("1", ",", "1", 5000) + `), (x) => concat(t, "")));`)
 	require.NoError(t, err)
-	start = time.Now()
 	_, err = p.Evaluate(nil)
-	require.Less(t, time.Since(start), workTime(10*time.Second))
 	requireLimitError(t, err, errcode.Validation, "exceeded 5000000 steps", 20_000)
 }
 
@@ -349,9 +373,7 @@ func TestCasesBudget(t *testing.T) {
 	for i := range 80 {
 		fmt.Fprintf(&b, "property p%d: cases(1000000) seed(%d) => forall x: Int. implies(true, x == x);\n", i, i)
 	}
-	start := time.Now()
 	_, err := CheckTests(prog, b.String())
-	require.Less(t, time.Since(start), quickly)
 	pos := requireLimitError(t, err, errcode.Validation, "more than the limit of 1000000 per run (BPC_RULES_MAX_CASES)", 100)
 	require.Equal(t, Pos{Line: 2, Col: 10}, pos, "at the second property")
 	require.Equal(t, "BPC_RULES_MAX_CASES", errcode.As(err).Details["limit"])
@@ -377,8 +399,8 @@ func TestCasesBudget(t *testing.T) {
 	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
 }
 
-// A run follows its context: a cancel stops it within a second, whether
-// its cases are many and cheap, few and expensive, or examples.
+// A run follows its context: a cancel stops it, whether its cases are many
+// and cheap, few and expensive, or examples.
 func TestRunStopsWhenCancelled(t *testing.T) {
 	t.Parallel()
 	ones := "list(" + chain("1", ",", "1", 2000) + ")"
@@ -400,12 +422,11 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 			require.NoError(t, err)
 			ctx, cancel := context.WithCancel(t.Context())
 			time.AfterFunc(200*time.Millisecond, cancel)
-			start := time.Now()
+			// Each run is hundreds of millions of steps at least: ending in
+			// context.Canceled, not in a report, is the cancel taking effect.
 			rep, err := suite.Run(ctx, 1)
-			took := time.Since(start)
 			require.ErrorIs(t, err, context.Canceled)
 			require.Nil(t, rep)
-			require.Less(t, took, 200*time.Millisecond+quickly, "stopped %v after the cancel", took-200*time.Millisecond)
 		})
 	}
 
