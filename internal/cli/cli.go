@@ -1,13 +1,8 @@
-// Command bpc runs the Battery Passport Compiler job service.
-//
-//	bpc serve [--role=all|worker|api] [--migrate]   run the service
-//	bpc migrate                                       apply migrations
-//	bpc tick [--max-duration 60s] [--max-jobs 1000]   work the due jobs once, then exit
-//	bpc doctor [--json]                               check River ↔ SSOT consistency
-//	bpc webhook-echo --secret S                       a verifying webhook receiver
-//	bpc demo [--url U] [--out DIR] [--tenant T]       walk the NMC811 sample through the pipeline
-//	bpc verify PATH                                   verify an export or artifact directory offline
-package main
+// Package cli is the bpc command line: Run parses a subcommand's flags and
+// environment and calls the package that does the work (service, tick,
+// doctor, demo, core/verify). cmd/bpc's main only wires the process to it,
+// and the end-to-end tests start the whole service through it in-process.
+package cli
 
 import (
 	"context"
@@ -24,10 +19,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/bpc-platform/bpc/internal/redact"
+	"github.com/bpc-platform/bpc/internal/doctor"
 	"github.com/bpc-platform/bpc/migrations"
 	"github.com/bpc-platform/bpc/service"
-	"github.com/bpc-platform/bpc/store"
 )
 
 const usage = `bpc — Battery Passport Compiler job service
@@ -66,17 +60,12 @@ Usage:
 Configuration is read from the environment; see README.md.
 `
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "bpc:", redact.String(err.Error()))
-		os.Exit(exitCode(err))
-	}
-}
-
-// run executes one subcommand; tests call it with their own environment.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// Run executes the subcommand args[0] with the rest of args as its flags,
+// reading its configuration through getenv and writing to stdout and
+// stderr; main passes the process's own, tests their own. The error, if
+// any, is for main to print (redacted) and to turn into the exit status
+// with ExitCode.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("a subcommand is required")
@@ -235,13 +224,6 @@ func cmdMigrate(ctx context.Context, getenv func(string) string, stdout io.Write
 	return nil
 }
 
-type doctorReport struct {
-	Schema      string                  `json:"schema"`
-	Consistency store.ConsistencyReport `json:"consistency"`
-	AuditChains map[string]string       `json:"audit_chains"`
-	OK          bool                    `json:"ok"`
-}
-
 func cmdDoctor(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -255,60 +237,20 @@ func cmdDoctor(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer pool.Close()
-	s := store.New(pool)
 
-	rep := doctorReport{AuditChains: map[string]string{}, OK: true}
-	st, err := migrations.Check(ctx, pool)
+	rep, err := doctor.Check(ctx, pool)
 	if err != nil {
 		return err
 	}
-	rep.Schema = st.String()
-	rep.OK = st.Current()
-	if rep.Consistency, err = s.CheckConsistency(ctx); err != nil {
-		return err
-	}
-	rep.OK = rep.OK && rep.Consistency.OK()
-	tenants, err := s.ListTenants(ctx)
-	if err != nil {
-		return err
-	}
-	for _, t := range tenants {
-		n, err := s.VerifyAuditChain(ctx, t.TenantID)
-		if err != nil {
-			rep.AuditChains[t.Slug] = "BROKEN: " + err.Error()
-			rep.OK = false
-			continue
-		}
-		rep.AuditChains[t.Slug] = fmt.Sprintf("ok (%d events)", n)
-	}
-
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep)
 	} else {
-		fmt.Fprintf(stdout, "schema:       %s\n", rep.Schema)
-		fmt.Fprintf(stdout, "jobs mirror:  %d River jobs, %d SSOT rows, %d drift(s)\n",
-			rep.Consistency.RiverJobs, rep.Consistency.SSOTJobs, rep.Consistency.DriftCount)
-		for _, d := range rep.Consistency.Drifts {
-			fmt.Fprintf(stdout, "  - river_job_id=%v job_id=%v: %s\n", deref(d.RiverJobID), deref(d.JobID), d.Problem)
-		}
-		for _, t := range tenants {
-			fmt.Fprintf(stdout, "audit chain:  %s %s\n", t.Slug, rep.AuditChains[t.Slug])
-		}
+		rep.WriteText(stdout)
 	}
 	if !rep.OK {
 		return errors.New("doctor found problems")
 	}
-	if !*asJSON {
-		fmt.Fprintln(stdout, "all good")
-	}
 	return nil
-}
-
-func deref[T any](p *T) any {
-	if p == nil {
-		return "-"
-	}
-	return *p
 }

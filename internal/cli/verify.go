@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -20,9 +20,9 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// exitCode is the process status for an error run returned: an
-// exitError's own code, else 1.
-func exitCode(err error) int {
+// ExitCode is the process status for an error Run returned: 2 for a usage
+// error of bpc verify, 1 for any other error.
+func ExitCode(err error) int {
 	if ee := (*exitError)(nil); errors.As(err, &ee) {
 		return ee.code
 	}

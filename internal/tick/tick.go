@@ -1,9 +1,14 @@
-package main
+// Package tick works the jobs that are due now and returns: what `bpc tick`
+// runs, for cron-style deployments (Kubernetes CronJob, Cloud Run jobs) and
+// one-shot runs. A tick is the worker role of `bpc serve` — same River
+// client, workers, leases and mirror — run until there is nothing due or a
+// budget is spent. Jobs scheduled in the future (retries in backoff,
+// snoozes, scheduled_at) are left for the next tick.
+package tick
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,15 +25,8 @@ import (
 	"github.com/bpc-platform/bpc/workers"
 )
 
-// `bpc tick` works the jobs that are due now and exits: for cron-style
-// deployments (Kubernetes CronJob, Cloud Run jobs) and one-shot runs. It is
-// the worker role of `bpc serve` — same River client, workers, leases and
-// mirror — run until there is nothing due or a budget is spent. Jobs
-// scheduled in the future (retries in backoff, snoozes, scheduled_at) are
-// left for the next tick.
-
-// tickOptions bound one tick.
-type tickOptions struct {
+// Options bound one tick.
+type Options struct {
 	// MaxDuration is the time budget; running jobs then get the shutdown
 	// timeout (BPC_WORKER_SHUTDOWN_TIMEOUT_MS) to finish.
 	MaxDuration time.Duration
@@ -43,27 +41,31 @@ type tickOptions struct {
 	Maintenance *workers.MaintenanceConfig
 	// PollEvery is how often the queues are checked for due work.
 	PollEvery time.Duration
+	// OnInterrupt, when set, is called with the tick's logger once ctx
+	// ends the tick, before the graceful stop: the command line uses it
+	// to exit at once on a second signal.
+	OnInterrupt func(*slog.Logger)
 }
 
-// Why a tick stopped.
+// Why a tick stopped: the values of Result.Reason.
 const (
-	tickEmpty       = "empty"
-	tickMaxJobs     = "max-jobs"
-	tickMaxDuration = "max-duration"
-	tickInterrupted = "interrupted"
-	tickFailed      = "error"
+	StoppedEmpty       = "empty"
+	StoppedMaxJobs     = "max-jobs"
+	StoppedMaxDuration = "max-duration"
+	StoppedInterrupted = "interrupted"
+	StoppedFailed      = "error"
 )
 
-var tickReasons = map[string]string{
-	tickEmpty:       "no due jobs left",
-	tickMaxJobs:     "item budget (--max-jobs) reached",
-	tickMaxDuration: "time budget (--max-duration) spent",
-	tickInterrupted: "interrupted",
-	tickFailed:      "error",
+var reasons = map[string]string{
+	StoppedEmpty:       "no due jobs left",
+	StoppedMaxJobs:     "item budget (--max-jobs) reached",
+	StoppedMaxDuration: "time budget (--max-duration) spent",
+	StoppedInterrupted: "interrupted",
+	StoppedFailed:      "error",
 }
 
-// tickResult is what a tick did.
-type tickResult struct {
+// Result is what a tick did.
+type Result struct {
 	Reason string
 	// Worked counts job attempts this process finished, ByStatus by the
 	// SSOT status each left its job in (QUEUED: a retry or snooze follows).
@@ -72,13 +74,13 @@ type tickResult struct {
 	Duration time.Duration
 }
 
-func (r *tickResult) record(ev *river.Event) {
+func (r *Result) record(ev *river.Event) {
 	r.Worked++
 	r.ByStatus[store.StatusOf(ev.Job.State, store.CancelledByOperator(ev.Job.Metadata))]++
 }
 
-// summary is the tick's one-line report.
-func (r tickResult) summary() string {
+// Summary is the tick's one-line report.
+func (r Result) Summary() string {
 	var counts []string
 	for _, s := range store.Statuses {
 		if n := r.ByStatus[s]; n > 0 {
@@ -90,51 +92,22 @@ func (r tickResult) summary() string {
 		detail = " (" + strings.Join(counts, " ") + ")"
 	}
 	return fmt.Sprintf("bpc tick: worked %d job(s)%s in %s; stopped: %s",
-		r.Worked, detail, r.Duration.Round(time.Millisecond), tickReasons[r.Reason])
+		r.Worked, detail, r.Duration.Round(time.Millisecond), reasons[r.Reason])
 }
 
-// tickEventKinds are the events River sends when an attempt ends.
-var tickEventKinds = []river.EventKind{
+// eventKinds are the events River sends when an attempt ends.
+var eventKinds = []river.EventKind{
 	river.EventKindJobCompleted, river.EventKindJobFailed,
 	river.EventKindJobCancelled, river.EventKindJobSnoozed,
 }
 
-func cmdTick(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tick", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	maxDuration := fs.Duration("max-duration", 60*time.Second, "time budget")
-	maxJobs := fs.Int("max-jobs", 1000, "item budget: job attempts to work at most")
-	maintenance := fs.Bool("maintenance", true, "run the maintenance jobs due in their interval")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *maxDuration <= 0 || *maxJobs <= 0 {
-		return errors.New("--max-duration and --max-jobs must be positive")
-	}
-	cfg, pool, err := connect(ctx, getenv, service.LoadConfig)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	cfg.Tracing.Console = stderr
-	if err := requireCurrentSchema(ctx, pool, "run `bpc migrate`"); err != nil {
-		return err
-	}
-	o := tickOptions{MaxDuration: *maxDuration, MaxJobs: *maxJobs}
-	if *maintenance {
-		m := cfg.Maintenance
-		o.Maintenance = &m
-	}
-	_, err = runTick(ctx, cfg, pool, o, stdout)
-	return err
-}
-
-// runTick starts the worker role, waits until no job is due in the
-// service's queues or a budget is spent, stops gracefully and prints the
-// summary. It fails only on errors; a spent budget is a normal end.
-func runTick(ctx context.Context, cfg service.Config, pool *pgxpool.Pool, o tickOptions, stdout io.Writer) (tickResult, error) {
+// Run starts the worker role of cfg's service on pool, waits until no job
+// is due in the service's queues or a budget is spent, stops gracefully
+// and prints the summary to stdout after the service's log. It fails only
+// on errors; a spent budget is a normal end.
+func Run(ctx context.Context, cfg service.Config, pool *pgxpool.Pool, o Options, stdout io.Writer) (Result, error) {
 	start := time.Now()
-	res := tickResult{ByStatus: map[string]int{}}
+	res := Result{ByStatus: map[string]int{}}
 	if o.PollEvery <= 0 {
 		o.PollEvery = 100 * time.Millisecond
 	}
@@ -153,7 +126,7 @@ func runTick(ctx context.Context, cfg service.Config, pool *pgxpool.Pool, o tick
 	if err != nil {
 		return res, err
 	}
-	events, _ := a.River().Subscribe(tickEventKinds...) // closed by River's stop
+	events, _ := a.River().Subscribe(eventKinds...) // closed by River's stop
 	// Not ctx: cancelling River's start context cancels running jobs, and
 	// an interrupted tick stops gracefully like serve.
 	if err := a.Start(context.WithoutCancel(ctx)); err != nil {
@@ -164,10 +137,10 @@ func runTick(ctx context.Context, cfg service.Config, pool *pgxpool.Pool, o tick
 	var runErr error
 	fail := func(err error) {
 		if ctx.Err() != nil {
-			res.Reason = tickInterrupted
+			res.Reason = StoppedInterrupted
 			return
 		}
-		runErr, res.Reason = err, tickFailed
+		runErr, res.Reason = err, StoppedFailed
 	}
 	if o.Maintenance != nil {
 		if err := insertDueMaintenance(ctx, a, *o.Maintenance, logger); err != nil {
@@ -176,11 +149,11 @@ func runTick(ctx context.Context, cfg service.Config, pool *pgxpool.Pool, o tick
 	}
 	queues := append(slices.Clone(jobargs.Queues), workers.QueueMaintenance)
 	check := func() {
-		switch due, err := dueWork(ctx, pool, queues, cfg.WorkerID); {
+		switch due, err := store.New(pool).DueWorkExists(ctx, queues, cfg.WorkerID); {
 		case err != nil:
 			fail(err)
 		case !due:
-			res.Reason = tickEmpty
+			res.Reason = StoppedEmpty
 		}
 	}
 	if res.Reason == "" {
@@ -193,9 +166,9 @@ func runTick(ctx context.Context, cfg service.Config, pool *pgxpool.Pool, o tick
 	for res.Reason == "" {
 		select {
 		case <-ctx.Done():
-			res.Reason = tickInterrupted
+			res.Reason = StoppedInterrupted
 		case <-deadline.C:
-			res.Reason = tickMaxDuration
+			res.Reason = StoppedMaxDuration
 		case <-poll.C:
 			check()
 		case ev, ok := <-events:
@@ -206,13 +179,13 @@ func runTick(ctx context.Context, cfg service.Config, pool *pgxpool.Pool, o tick
 			}
 			res.record(ev)
 			if res.Worked >= o.MaxJobs {
-				res.Reason = tickMaxJobs
+				res.Reason = StoppedMaxJobs
 			}
 		}
 	}
 
-	if res.Reason == tickInterrupted {
-		forceExitOnSecondSignal(logger)
+	if res.Reason == StoppedInterrupted && o.OnInterrupt != nil {
+		o.OnInterrupt(logger)
 	}
 	a.Stop(context.Background())
 	// River delivers the events of the jobs that finished during the stop,
@@ -230,27 +203,8 @@ func runTick(ctx context.Context, cfg service.Config, pool *pgxpool.Pool, o tick
 		}
 	}
 	res.Duration = time.Since(start)
-	fmt.Fprintln(stdout, res.summary())
+	fmt.Fprintln(stdout, res.Summary())
 	return res, runErr
-}
-
-// dueWork reports whether anything in queues is due now for this worker:
-// a job it is running, or one that is available or whose scheduled time
-// has come (River's scheduler makes those available). Other workers'
-// running jobs and paused queues are not waited for.
-func dueWork(ctx context.Context, pool *pgxpool.Pool, queues []string, workerID string) (bool, error) {
-	var due bool
-	err := pool.QueryRow(ctx, `SELECT EXISTS (
-		SELECT 1 FROM river_job j
-		WHERE j.queue = ANY($1)
-			AND ((j.state = 'running' AND j.attempted_by[array_upper(j.attempted_by, 1)] = $2)
-				OR (j.state IN ('available', 'scheduled', 'retryable') AND j.scheduled_at <= now()))
-			AND NOT EXISTS (SELECT 1 FROM river_queue q WHERE q.name = j.queue AND q.paused_at IS NOT NULL))`,
-		queues, workerID).Scan(&due)
-	if err != nil {
-		return false, fmt.Errorf("error looking for due jobs: %w", err)
-	}
-	return due, nil
 }
 
 // insertDueMaintenance inserts the maintenance jobs that have not run in
