@@ -1,12 +1,12 @@
 //go:build chaos
 
-package main
+package e2e
 
 // Helpers of the chaos tests (chaos_test.go): the real bpc binary run as
 // separate worker processes over a per-test schema, their JSON logs read
 // back as the execution log, and a private Postgres cluster the tests may
 // restart. Run with `make chaos` or
-// `go test -tags chaos -count=1 -run Chaos ./cmd/bpc`.
+// `go test -tags chaos -count=1 -run Chaos ./internal/e2e`.
 
 import (
 	"bufio"

@@ -1,6 +1,6 @@
 //go:build chaos
 
-package main
+package e2e
 
 // Chaos tests: real `bpc serve --role=worker` processes
 // killed with SIGKILL, stopped with SIGTERM under load, and a Postgres
@@ -8,7 +8,7 @@ package main
 // counted per work item, and (b) the workers' "job transition" lines.
 //
 //	make chaos
-//	go test -tags chaos -race=false -count=1 -run Chaos -v ./cmd/bpc
+//	go test -tags chaos -race=false -count=1 -run Chaos -v ./internal/e2e
 
 import (
 	"fmt"

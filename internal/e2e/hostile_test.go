@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The hostile suite: what an attacker holding a valid token (or none) would
 // send, replayed against one real `bpc serve` process. Throughout, the process

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // serviceProc runs the real bpc binary as a child process over a test's own
 // schema: the tests that must show the process itself survives (the hostile
@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/doctor"
 	"github.com/bpc-platform/bpc/internal/testdb"
 )
 
@@ -227,7 +228,7 @@ func (p *serviceProc) admin(method, path string, body, out any) int {
 
 // doctor runs `bpc doctor --json` against the process's database and
 // returns its report; exit status 1 (drift) is a report, not an error.
-func (p *serviceProc) doctor() doctorReport {
+func (p *serviceProc) doctor() doctor.Report {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -235,7 +236,7 @@ func (p *serviceProc) doctor() doctorReport {
 	cmd = exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
 	cmd.Env, cmd.Dir = p.environ(), p.dir
 	out, _ := cmd.Output()
-	var rep doctorReport
+	var rep doctor.Report
 	require.NoError(p.t, json.Unmarshal(out, &rep), "bpc doctor --json: %s", out)
 	return rep
 }

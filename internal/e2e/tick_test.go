@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
+	"github.com/bpc-platform/bpc/internal/tick"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
@@ -62,10 +63,10 @@ func (e *tickEnv) status(t *testing.T, job store.Job) string {
 	return j.Status
 }
 
-func (e *tickEnv) tick(t *testing.T, o tickOptions) (tickResult, string) {
+func (e *tickEnv) tick(t *testing.T, o tick.Options) (tick.Result, string) {
 	t.Helper()
 	out := &syncBuffer{}
-	res, err := runTick(e.ctx, e.cfg, e.pool, o, out)
+	res, err := tick.Run(e.ctx, e.cfg, e.pool, o, out)
 	require.NoError(t, err, "output:\n%s", out.String())
 	return res, out.String()
 }
@@ -79,8 +80,8 @@ func TestTickWorksDueJobsAndLeavesFutureOnes(t *testing.T) {
 	}
 	later := e.enqueueSnapshotBuild(t, time.Now().Add(time.Hour))
 
-	res, out := e.tick(t, tickOptions{MaxDuration: 30 * time.Second, MaxJobs: 1000})
-	require.Equal(t, tickEmpty, res.Reason, out)
+	res, out := e.tick(t, tick.Options{MaxDuration: 30 * time.Second, MaxJobs: 1000})
+	require.Equal(t, tick.StoppedEmpty, res.Reason, out)
 	for _, j := range due {
 		require.Equal(t, store.StatusSucceeded, e.status(t, j))
 	}
@@ -95,8 +96,8 @@ func TestTickWorksDueJobsAndLeavesFutureOnes(t *testing.T) {
 	rep, err := e.st.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
-	res, out = e.tick(t, tickOptions{MaxDuration: 30 * time.Second, MaxJobs: 1000})
-	require.Equal(t, tickEmpty, res.Reason, out)
+	res, out = e.tick(t, tick.Options{MaxDuration: 30 * time.Second, MaxJobs: 1000})
+	require.Equal(t, tick.StoppedEmpty, res.Reason, out)
 	require.Equal(t, store.StatusQueued, e.status(t, later))
 }
 
@@ -110,8 +111,8 @@ func TestTickStopsAtTheItemBudget(t *testing.T) {
 	}
 
 	start := time.Now()
-	res, out := e.tick(t, tickOptions{MaxDuration: 30 * time.Second, MaxJobs: 2})
-	require.Equal(t, tickMaxJobs, res.Reason, out)
+	res, out := e.tick(t, tick.Options{MaxDuration: 30 * time.Second, MaxJobs: 2})
+	require.Equal(t, tick.StoppedMaxJobs, res.Reason, out)
 	require.GreaterOrEqual(t, res.Worked, 2)
 	done := 0
 	for _, j := range jobs {
@@ -136,8 +137,8 @@ func TestTickTimeBudget(t *testing.T) {
 	_, err := e.pool.Exec(e.ctx, `INSERT INTO river_queue (name, created_at, metadata, paused_at, updated_at)
 		VALUES ('pipeline', now(), '{}', now(), now())`)
 	require.NoError(t, err)
-	res, out := e.tick(t, tickOptions{MaxDuration: 30 * time.Second, MaxJobs: 1000})
-	require.Equal(t, tickEmpty, res.Reason, out)
+	res, out := e.tick(t, tick.Options{MaxDuration: 30 * time.Second, MaxJobs: 1000})
+	require.Equal(t, tick.StoppedEmpty, res.Reason, out)
 	require.Equal(t, store.StatusQueued, e.status(t, job))
 
 	// Unpaused but the budget is a few milliseconds: the tick stops on
@@ -147,8 +148,8 @@ func TestTickTimeBudget(t *testing.T) {
 	for range 50 {
 		e.enqueueSnapshotBuild(t, time.Time{})
 	}
-	res, out = e.tick(t, tickOptions{MaxDuration: time.Millisecond, MaxJobs: 1000})
-	require.Equal(t, tickMaxDuration, res.Reason, out)
+	res, out = e.tick(t, tick.Options{MaxDuration: time.Millisecond, MaxJobs: 1000})
+	require.Equal(t, tick.StoppedMaxDuration, res.Reason, out)
 	require.Contains(t, out, "stopped: time budget (--max-duration) spent")
 }
 
