@@ -53,7 +53,7 @@ fi
 # minute), unless arguments chose what to run or BPC_SKIP_CHAOS=1. `make chaos` runs
 # them alone, verbosely.
 if [ "$#" -eq 0 ] && [ "${BPC_SKIP_CHAOS:-0}" != "1" ]; then
-	go vet -tags chaos ./cmd/bpc
-	echo "test.sh: go test -tags chaos -race=false -count=1 -run Chaos ./cmd/bpc" >&2
-	go test -tags chaos -race=false -count=1 -timeout 10m -run Chaos ./cmd/bpc
+	go vet -tags chaos ./internal/e2e
+	echo "test.sh: go test -tags chaos -race=false -count=1 -run Chaos ./internal/e2e" >&2
+	go test -tags chaos -race=false -count=1 -timeout 10m -run Chaos ./internal/e2e
 fi
