@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/chaos.sh — what `make chaos` calls: the chaos tests (build tag chaos) in
-# cmd/bpc, which run the real bpc binary as separate worker processes, kill them
+# internal/e2e, which run the real bpc binary as separate worker processes, kill them
 # (SIGKILL, SIGTERM under load) and restart a private Postgres cluster under them.
 #
 #   scripts/chaos.sh                       # every TestChaos*
@@ -17,5 +17,5 @@ set -euo pipefail
 args=("$@")
 [ "${#args[@]}" -gt 0 ] || args=(-run Chaos)
 
-echo "chaos.sh: go test -tags chaos -count=1 -timeout 15m ${args[*]} -v ./cmd/bpc" >&2
-go test -tags chaos -count=1 -timeout 15m "${args[@]}" -v ./cmd/bpc
+echo "chaos.sh: go test -tags chaos -count=1 -timeout 15m ${args[*]} -v ./internal/e2e" >&2
+go test -tags chaos -count=1 -timeout 15m "${args[@]}" -v ./internal/e2e

@@ -151,8 +151,8 @@ fi
 # minute), unless arguments chose what to run, BPC_SKIP_CHAOS=1, or a stage before
 # failed. `make chaos` runs them alone, verbosely.
 chaos() {
-	go vet -tags chaos ./cmd/bpc &&
-		go test -tags chaos -race=false -count=1 -timeout 10m -run Chaos ./cmd/bpc
+	go vet -tags chaos ./internal/e2e &&
+		go test -tags chaos -race=false -count=1 -timeout 10m -run Chaos ./internal/e2e
 }
 if [ -n "$failed" ]; then
 	skip chaos "$failed failed"

@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"time"
+
+	"github.com/bpc-platform/bpc/internal/tick"
+	"github.com/bpc-platform/bpc/service"
+)
+
+// cmdTick is bpc tick: flags and configuration, then one tick of package
+// tick over the service's database.
+func cmdTick(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tick", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	maxDuration := fs.Duration("max-duration", 60*time.Second, "time budget")
+	maxJobs := fs.Int("max-jobs", 1000, "item budget: job attempts to work at most")
+	maintenance := fs.Bool("maintenance", true, "run the maintenance jobs due in their interval")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *maxDuration <= 0 || *maxJobs <= 0 {
+		return errors.New("--max-duration and --max-jobs must be positive")
+	}
+	cfg, pool, err := connect(ctx, getenv, service.LoadConfig)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	cfg.Tracing.Console = stderr
+	if err := requireCurrentSchema(ctx, pool, "run `bpc migrate`"); err != nil {
+		return err
+	}
+	o := tick.Options{MaxDuration: *maxDuration, MaxJobs: *maxJobs, OnInterrupt: forceExitOnSecondSignal}
+	if *maintenance {
+		m := cfg.Maintenance
+		o.Maintenance = &m
+	}
+	_, err = tick.Run(ctx, cfg, pool, o, stdout)
+	return err
+}

@@ -1,0 +1,38 @@
+package e2e
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/internal/browser"
+)
+
+// checkPublicPage opens the public page of a passport in headless Chromium,
+// as whoever scans its QR code would: it must say VERIFIED and name the
+// demo's product. The same QR text with one hash character changed, on the
+// service's verify page, must say NOT VERIFIED. Screenshots are kept in the
+// test's temp dir.
+func checkPublicPage(t *testing.T, base, pageURL, qrPayload string) {
+	t.Helper()
+	ctx := browser.New(t)
+	browser.Do(t, ctx, chromedp.Navigate(pageURL))
+	verdict := browser.Value(t, ctx, chromedp.Text(chromedp.ID("verdict")))
+	require.True(t, strings.HasPrefix(verdict, "VERIFIED"), verdict)
+	require.Equal(t, "NMC811 75 kWh EV battery pack (demo)", browser.Value(t, ctx, chromedp.Text(chromedp.ID("product"))))
+	browser.Screenshot(t, ctx, "public-page.png")
+
+	i := strings.Index(qrPayload, "|rh=") + 4
+	swap := "A"
+	if qrPayload[i] == 'A' {
+		swap = "B"
+	}
+	tampered := qrPayload[:i] + swap + qrPayload[i+1:]
+	browser.Do(t, ctx, chromedp.Navigate(base+"/public/v1/verify?qr="+url.QueryEscape(tampered)))
+	verdict = browser.Value(t, ctx, chromedp.Text(chromedp.ID("verdict")))
+	require.True(t, strings.HasPrefix(verdict, "NOT VERIFIED"), verdict)
+	browser.Screenshot(t, ctx, "tampered-qr.png")
+}
