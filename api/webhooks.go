@@ -157,15 +157,15 @@ func (s *Server) handlePingEndpoint(ctx context.Context, in *idParams) (*out[pin
 	if err != nil {
 		return nil, err
 	}
-	res, err := inTxValue(ctx, s, func(t passport.Tx) (store.AppendResult, error) {
+	res, err := inTxValue(ctx, s, func(t passport.Tx) (passport.AppendResult, error) {
 		ep, err := t.Q.GetWebhookEndpoint(ctx, tenantID, id)
 		if err != nil {
-			return store.AppendResult{}, err
+			return passport.AppendResult{}, err
 		}
 		if ep.DeletedAt != nil {
-			return store.AppendResult{}, errcode.New(errcode.NotFound, "webhook endpoint %s not found", id)
+			return passport.AppendResult{}, errcode.New(errcode.NotFound, "webhook endpoint %s not found", id)
 		}
-		return t.Q.AppendEvent(ctx, t.Ins, store.EventInput{
+		return t.AppendEvent(ctx, passport.EventInput{
 			TenantID: tenantID, AggregateType: pingAggregateType, AggregateID: id,
 			EventType: pingEventType, ActorID: t.Actor,
 			Payload: []byte(`{"ping":true}`), DeliverTo: &id,

@@ -69,7 +69,7 @@ type Uploaded struct {
 	Existed bool
 	// ParseJob is the version's PARSE_FACTS job (Existing when the upload
 	// found it enqueued before).
-	ParseJob store.EnqueueResult
+	ParseJob EnqueueResult
 }
 
 // UploadDocumentVersion stores content as the document's next version

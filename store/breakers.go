@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/jobargs"
 )
 
 // Circuit breaker states of a webhook endpoint.
@@ -308,8 +307,8 @@ func (q *Queries) ClaimWebhookBreakerProbe(ctx context.Context, tenantID, endpoi
 }
 
 // WakeHeldWebhookDeliveries makes up to limit of the endpoint's held
-// deliveries available at once: River jobs of its PENDING deliveries that
-// wait for a future time (snoozed by the breaker, or a short retry backoff).
+// deliveries available at once: River jobs (of kind in queue, the
+// delivery job's) of its PENDING deliveries that wait for a future time (snoozed by the breaker, or a short retry backoff).
 // Called when the breaker closes, so that held deliveries need not sleep
 // out their snooze. Rows locked elsewhere are skipped; the change to
 // river_job is mirrored into jobs by the mirror triggers, in this
@@ -317,7 +316,7 @@ func (q *Queries) ClaimWebhookBreakerProbe(ctx context.Context, tenantID, endpoi
 // statement sets bpc.automatic_wake (for the rest of the transaction, or of
 // the statement alone on a pool) before it changes any row, so that the
 // trigger bpc_mark_operator_retry leaves the jobs unmarked.
-func (q *Queries) WakeHeldWebhookDeliveries(ctx context.Context, endpointID uuid.UUID, now time.Time, limit int) (int64, error) {
+func (q *Queries) WakeHeldWebhookDeliveries(ctx context.Context, endpointID uuid.UUID, queue, kind string, now time.Time, limit int) (int64, error) {
 	tag, err := q.db.Exec(ctx, `WITH automatic AS MATERIALIZED (
 			SELECT set_config('bpc.automatic_wake', 'on', true) AS flag),
 		held AS (
@@ -331,7 +330,7 @@ func (q *Queries) WakeHeldWebhookDeliveries(ctx context.Context, endpointID uuid
 			FOR UPDATE OF r SKIP LOCKED)
 		UPDATE river_job r SET state = 'available', scheduled_at = $4
 		FROM held WHERE r.id = held.id`,
-		endpointID, jobargs.QueueWebhooks, jobargs.KindDeliverWebhook, now, limit)
+		endpointID, queue, kind, now, limit)
 	if err != nil {
 		return 0, fmt.Errorf("error waking held deliveries of webhook endpoint %s: %w", endpointID, err)
 	}

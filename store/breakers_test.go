@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -307,7 +309,7 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	other, err := e.Store.CreateWebhookEndpoint(e.Ctx, store.DevTenantID, "https://hooks.example/b", testSecret)
 	require.NoError(t, err)
 	deliver := func(endpointID uuid.UUID) store.DeliveryRef {
-		res := e.mustAppend(t, store.EventInput{TenantID: store.DevTenantID, AggregateType: "passport",
+		res := e.mustAppend(t, passport.EventInput{TenantID: store.DevTenantID, AggregateType: "passport",
 			AggregateID: uuid.New(), EventType: "passport.activated", DeliverTo: &endpointID})
 		require.Len(t, res.Deliveries, 1)
 		return res.Deliveries[0]
@@ -325,7 +327,7 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	e.Exec(t, `UPDATE webhook_deliveries SET status = 'DELIVERED' WHERE webhook_delivery_id = $1`, delivered.WebhookDeliveryID)
 
 	now := time.Now()
-	n, err := e.Store.WakeHeldWebhookDeliveries(e.Ctx, ep.WebhookEndpointID, now, 1000)
+	n, err := e.Store.WakeHeldWebhookDeliveries(e.Ctx, ep.WebhookEndpointID, jobargs.QueueWebhooks, jobargs.KindDeliverWebhook, now, 1000)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n, "the two held PENDING deliveries of the endpoint")
 	for _, ref := range []store.DeliveryRef{held1, held2, due} {
@@ -349,7 +351,7 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	// The limit bounds one wake.
 	hold(held1, "scheduled", time.Hour)
 	hold(held2, "scheduled", time.Hour)
-	n, err = e.Store.WakeHeldWebhookDeliveries(e.Ctx, ep.WebhookEndpointID, time.Now(), 1)
+	n, err = e.Store.WakeHeldWebhookDeliveries(e.Ctx, ep.WebhookEndpointID, jobargs.QueueWebhooks, jobargs.KindDeliverWebhook, time.Now(), 1)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
 	e.requireConsistent(t)

@@ -15,6 +15,7 @@ import (
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/teststore"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -34,20 +35,20 @@ func TestEnqueueCheckedCostsThreeRoundTrips(t *testing.T) {
 	t.Parallel()
 	trips := &testdb.RoundTrips{}
 	e := env{teststore.On(t, testdb.NewWithOptions(t, testdb.Options{Tracer: withoutNotify{trips}}))}
-	cost := func(reqs ...store.EnqueueRequest) (int64, []store.EnqueueResult) {
+	cost := func(reqs ...passport.EnqueueRequest) (int64, []passport.EnqueueResult) {
 		t.Helper()
 		before := trips.Count()
-		res, err := e.Store.EnqueueChecked(e.Ctx, e.River, reqs)
+		res, err := passport.Enqueue(e.Ctx, e.Store, e.River, reqs)
 		require.NoError(t, err)
 		return trips.Count() - before, res
 	}
 	// The first use of each statement prepares it on the connection.
-	cost(store.EnqueueRequest{Args: snapshotJob(t, e), IdempotencyKey: "warm-up", RequestHash: "h"})
-	cost(store.EnqueueRequest{Args: snapshotJob(t, e), IdempotencyKey: "warm-up", RequestHash: "h"})
+	cost(passport.EnqueueRequest{Args: snapshotJob(t, e), IdempotencyKey: "warm-up", RequestHash: "h"})
+	cost(passport.EnqueueRequest{Args: snapshotJob(t, e), IdempotencyKey: "warm-up", RequestHash: "h"})
 
-	n, _ := cost(store.EnqueueRequest{Args: snapshotJob(t, e)})
+	n, _ := cost(passport.EnqueueRequest{Args: snapshotJob(t, e)})
 	require.EqualValues(t, 3, n, "a job naming an id")
-	keyed := store.EnqueueRequest{Args: snapshotJob(t, e), IdempotencyKey: "k", RequestHash: "h"}
+	keyed := passport.EnqueueRequest{Args: snapshotJob(t, e), IdempotencyKey: "k", RequestHash: "h"}
 	n, res := cost(keyed)
 	require.EqualValues(t, 3, n, "a job with an idempotency key")
 	require.False(t, res[0].Existing)
@@ -55,9 +56,9 @@ func TestEnqueueCheckedCostsThreeRoundTrips(t *testing.T) {
 	require.EqualValues(t, 2, n, "the same job again")
 	require.True(t, res[0].Existing)
 
-	batch := make([]store.EnqueueRequest, 50)
+	batch := make([]passport.EnqueueRequest, 50)
 	for i := range batch {
-		batch[i] = store.EnqueueRequest{Args: snapshotJob(t, e)}
+		batch[i] = passport.EnqueueRequest{Args: snapshotJob(t, e)}
 	}
 	batch[7].IdempotencyKey, batch[7].RequestHash = "b", "h"
 	batch = append(batch, keyed)
@@ -85,29 +86,29 @@ func TestEnqueueCheckedRefusals(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	other := e.OtherTenant(t)
-	ok := store.EnqueueRequest{Args: snapshotJob(t, e)}
+	ok := passport.EnqueueRequest{Args: snapshotJob(t, e)}
 
-	_, err := e.Store.EnqueueChecked(e.Ctx, e.River, []store.EnqueueRequest{ok, {Args: buildSnapshot(uuid.New())}})
+	_, err := passport.Enqueue(e.Ctx, e.Store, e.River, []passport.EnqueueRequest{ok, {Args: buildSnapshot(uuid.New())}})
 	requireCode(t, err, errcode.NotFound)
 	require.Contains(t, err.Error(), "tenant")
 
 	foreign := &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: other}, SnapshotID: ok.Args.(*jobargs.BuildSnapshotArgs).SnapshotID}
-	for _, reqs := range [][]store.EnqueueRequest{
+	for _, reqs := range [][]passport.EnqueueRequest{
 		{ok, {Args: buildSnapshot(store.DevTenantID)}},
 		{ok, {Args: foreign}},
 	} {
-		_, err = e.Store.EnqueueChecked(e.Ctx, e.River, reqs)
-		var missing *store.MissingRefError
+		_, err = passport.Enqueue(e.Ctx, e.Store, e.River, reqs)
+		var missing *passport.MissingRefError
 		require.True(t, errors.As(err, &missing), "%v", err)
 		require.Equal(t, 1, missing.Index)
 		require.Equal(t, "snapshot_id", missing.Ref.Field)
 	}
 
-	keyed := store.EnqueueRequest{Args: snapshotJob(t, e), IdempotencyKey: "k", RequestHash: "h1"}
-	_, err = e.Store.EnqueueChecked(e.Ctx, e.River, []store.EnqueueRequest{keyed})
+	keyed := passport.EnqueueRequest{Args: snapshotJob(t, e), IdempotencyKey: "k", RequestHash: "h1"}
+	_, err = passport.Enqueue(e.Ctx, e.Store, e.River, []passport.EnqueueRequest{keyed})
 	require.NoError(t, err)
 	keyed.RequestHash = "h2"
-	_, err = e.Store.EnqueueChecked(e.Ctx, e.River, []store.EnqueueRequest{ok, keyed})
+	_, err = passport.Enqueue(e.Ctx, e.Store, e.River, []passport.EnqueueRequest{ok, keyed})
 	requireCode(t, err, errcode.IdempotencyConflict)
 	require.Equal(t, 1, countRiverJobs(t, e), "only the first keyed job")
 }
@@ -118,7 +119,7 @@ func TestEnqueueCheckedNoticesAMissingMirror(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.Exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_insert`)
-	_, err := e.Store.EnqueueChecked(e.Ctx, e.River, []store.EnqueueRequest{{Args: snapshotJob(t, e)}})
+	_, err := passport.Enqueue(e.Ctx, e.Store, e.River, []passport.EnqueueRequest{{Args: snapshotJob(t, e)}})
 	requireCode(t, err, errcode.Internal)
 	require.Contains(t, err.Error(), "mirror trigger")
 	require.Equal(t, 0, countRiverJobs(t, e))
@@ -129,17 +130,17 @@ func TestEnqueueCheckedNoticesAMissingMirror(t *testing.T) {
 func TestEnqueueCheckedConcurrentSameKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	req := store.EnqueueRequest{Args: snapshotJob(t, e), IdempotencyKey: "race", RequestHash: "h"}
+	req := passport.EnqueueRequest{Args: snapshotJob(t, e), IdempotencyKey: "race", RequestHash: "h"}
 	const n = 8
-	results := make([]store.EnqueueResult, n)
+	results := make([]passport.EnqueueResult, n)
 	errs := make([]error, n)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			var res []store.EnqueueResult
-			res, errs[i] = e.Store.EnqueueChecked(e.Ctx, e.River, []store.EnqueueRequest{req})
+			var res []passport.EnqueueResult
+			res, errs[i] = passport.Enqueue(e.Ctx, e.Store, e.River, []passport.EnqueueRequest{req})
 			if errs[i] == nil {
 				results[i] = res[0]
 			}
@@ -166,11 +167,11 @@ func TestEnqueueCheckedInTx(t *testing.T) {
 	e := newEnv(t)
 	err := e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
 		q := e.Store.WithTx(tx)
-		res, err := q.EnqueueChecked(e.Ctx, e.River, []store.EnqueueRequest{{Args: snapshotJob(t, e)}})
+		res, err := passport.Enqueue(e.Ctx, q, e.River, []passport.EnqueueRequest{{Args: snapshotJob(t, e)}})
 		require.NoError(t, err)
 		require.Equal(t, store.StatusQueued, res[0].Job.Status)
-		_, err = q.EnqueueChecked(e.Ctx, e.River, []store.EnqueueRequest{{Args: buildSnapshot(store.DevTenantID)}})
-		var missing *store.MissingRefError
+		_, err = passport.Enqueue(e.Ctx, q, e.River, []passport.EnqueueRequest{{Args: buildSnapshot(store.DevTenantID)}})
+		var missing *passport.MissingRefError
 		require.True(t, errors.As(err, &missing), "%v", err)
 		return errors.New("roll back")
 	})

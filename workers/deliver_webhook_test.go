@@ -22,6 +22,7 @@ import (
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testlog"
 	"github.com/bpc-platform/bpc/internal/testriver"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/webhook/breaker"
 	"github.com/bpc-platform/bpc/webhook/destination"
@@ -125,10 +126,10 @@ func (e webhookEnv) endpoint(t *testing.T, url string) uuid.UUID {
 // appendEvent appends an event delivered to the endpoint.
 func (e webhookEnv) appendEvent(t *testing.T, endpointID uuid.UUID) (store.Event, store.DeliveryRef) {
 	t.Helper()
-	var res store.AppendResult
+	var res passport.AppendResult
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
 		var err error
-		res, err = e.st.WithTx(tx).AppendEvent(e.ctx, e.client, store.EventInput{
+		res, err = passport.NewTx(tx, e.client, "").AppendEvent(e.ctx, passport.EventInput{
 			TenantID: store.DevTenantID, AggregateType: "passport", AggregateID: uuid.New(),
 			EventType: "passport.activated", Payload: json.RawMessage(`{"passport_id":"p-1"}`), DeliverTo: &endpointID,
 		})

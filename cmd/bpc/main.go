@@ -26,6 +26,7 @@ import (
 
 	"github.com/bpc-platform/bpc/internal/redact"
 	"github.com/bpc-platform/bpc/migrations"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -273,7 +274,7 @@ func cmdDoctor(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	for _, t := range tenants {
-		n, err := s.VerifyAuditChain(ctx, t.TenantID)
+		n, err := passport.VerifyAuditChain(ctx, s, t.TenantID)
 		if err != nil {
 			rep.AuditChains[t.Slug] = "BROKEN: " + err.Error()
 			rep.OK = false
