@@ -129,7 +129,7 @@ func TestLoadCompileInput(t *testing.T) {
 
 	_, err = load(func(r *passport.CompileRequest) { r.SnapshotID = building.SnapshotID })
 	requireCode(err, errcode.SnapshotNotReady)
-	_, err = e.Store.MarkSnapshotReady(e.Ctx, store.DevTenantID, building.SnapshotID)
+	_, err = passport.MarkSnapshotReady(e.Ctx, e.Store, store.DevTenantID, building.SnapshotID)
 	require.NoError(t, err)
 	_, err = load(func(r *passport.CompileRequest) { r.SnapshotID = building.SnapshotID })
 	requireCode(err, errcode.SnapshotNotReady)

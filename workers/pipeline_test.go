@@ -800,7 +800,7 @@ func TestCompilePassportWorkerRejectsUnreadyInputs(t *testing.T) {
 	ready, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
 	require.NoError(t, err)
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, err := e.st.WithTx(tx).MarkSnapshotReady(e.ctx, pipeTenant, ready.SnapshotID)
+		_, err := passport.MarkSnapshotReady(e.ctx, e.st.WithTx(tx), pipeTenant, ready.SnapshotID)
 		return err
 	}))
 	requireFailed(t, e.run(t, compileArgs(pp.PassportID, fixture.Compilable{SnapshotID: ready.SnapshotID, RulesID: fx.RulesID})), "SNAPSHOT_NOT_READY")

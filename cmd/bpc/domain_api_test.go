@@ -587,7 +587,7 @@ func newSampleFixture(t *testing.T, d domainAPI) *sampleFixture {
 	d.do(http.MethodPost, path+"/items", map[string]any{"document_version_ids": versionIDs}, http.StatusOK, &added)
 	require.Equal(t, 0, added.Added, "adding the same facts again adds nothing")
 	require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-		_, err := st.WithTx(tx).MarkSnapshotReady(ctx, store.DevTenantID, sn.SnapshotID)
+		_, err := passport.MarkSnapshotReady(ctx, st.WithTx(tx), store.DevTenantID, sn.SnapshotID)
 		return err
 	}))
 	d.do(http.MethodPost, path+"/seal", nil, http.StatusOK, &sn)
