@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -290,15 +291,16 @@ func TestSnapshotStatusWritesAreGuarded(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	sn := e.createSnapshot(t, store.DevTenantID)
-	_, err := e.Store.SetSnapshotSealed(e.Ctx, store.DevTenantID, sn.SnapshotID, "digest")
+	digest := strings.Repeat("ab", 32)
+	_, err := e.Store.SetSnapshotSealed(e.Ctx, store.DevTenantID, sn.SnapshotID, digest)
 	require.ErrorIs(t, err, store.ErrStale, "a BUILDING snapshot is not sealed")
 	ready, err := e.Store.SetSnapshotReady(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Equal(t, store.SnapshotReady, ready.Status)
 	_, err = e.Store.SetSnapshotReady(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.ErrorIs(t, err, store.ErrStale, "a READY snapshot is not made READY again")
-	sealed, err := e.Store.SetSnapshotSealed(e.Ctx, store.DevTenantID, sn.SnapshotID, "digest")
+	sealed, err := e.Store.SetSnapshotSealed(e.Ctx, store.DevTenantID, sn.SnapshotID, digest)
 	require.NoError(t, err)
 	require.Equal(t, store.SnapshotSealed, sealed.Status)
-	require.Equal(t, "digest", *sealed.SnapshotHash)
+	require.Equal(t, digest, *sealed.SnapshotHash)
 }
