@@ -14,6 +14,7 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/webhook/breaker"
 	"github.com/bpc-platform/bpc/webhook/destination"
 )
 
@@ -96,7 +97,7 @@ func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out
 
 func (s *Server) handleGetEndpoint(ctx context.Context, in *idParams) (*out[endpointResponse], error) {
 	return getJoined(ctx, in, s.Store.GetWebhookEndpoint, s.Store.GetWebhookBreaker, func(ep store.WebhookEndpoint, b store.WebhookBreaker) endpointResponse {
-		return endpointResponse{WebhookEndpoint: ep, Breaker: b.View(time.Now())}
+		return endpointResponse{WebhookEndpoint: ep, Breaker: breaker.ViewOf(b, time.Now())}
 	})
 }
 
@@ -104,7 +105,7 @@ func (s *Server) handleGetEndpoint(ctx context.Context, in *idParams) (*out[endp
 // zeros when it has none yet).
 type endpointResponse struct {
 	store.WebhookEndpoint
-	Breaker store.BreakerView `json:"breaker"`
+	Breaker breaker.View `json:"breaker"`
 }
 
 type updateEndpointRequest struct {

@@ -474,7 +474,7 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	for id, attempts := range e.settledAttempts(t, first) {
 		require.Equal(t, spent[id], attempts, "held retries spend no attempt")
 	}
-	v := e.breaker(t, flaky).View(time.Now())
+	v := breaker.ViewOf(e.breaker(t, flaky), time.Now())
 	require.Equal(t, store.BreakerOpen, v.State)
 	require.GreaterOrEqual(t, v.FailureRate, 0.5)
 
@@ -524,7 +524,7 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	require.GreaterOrEqual(t, logs[0]["failure_rate"].(float64), 0.5)
 	require.NotContains(t, e.logs.String(), secret)
 
-	closed := e.breaker(t, flaky).View(time.Now())
+	closed := breaker.ViewOf(e.breaker(t, flaky), time.Now())
 	require.Equal(t, store.BreakerClosed, closed.State)
 	require.Nil(t, closed.OpenedAt)
 	require.Nil(t, closed.NextProbeAt)
@@ -543,8 +543,8 @@ func TestWebhookBreakerIgnores4xx(t *testing.T) {
 		ref := e.deliver(t, ep)
 		require.Equal(t, store.StatusFailed, e.wait(t, ref.JobID).Status)
 	}
-	v := e.breaker(t, ep).View(time.Now())
-	require.Equal(t, store.BreakerView{State: store.BreakerClosed, AttemptsInWindow: 4}, v)
+	v := breaker.ViewOf(e.breaker(t, ep), time.Now())
+	require.Equal(t, breaker.View{State: store.BreakerClosed, AttemptsInWindow: 4}, v)
 	require.Equal(t, 4, srv.count("/bad-request"))
 	require.Zero(t, testutil.ToFloat64(e.metrics.BreakerTransitions.WithLabelValues(store.BreakerOpen)))
 }
