@@ -135,9 +135,9 @@ func TestLoadCompileInput(t *testing.T) {
 	requireCode(err, errcode.SnapshotNotReady)
 	_, err = load(func(r *passport.CompileRequest) { r.RulePackageVersionID = draft.RulePackageVersionID })
 	requireCode(err, errcode.RulePkgNotPublished)
-	_, _, err = e.Store.RecordRuleTestsRun(e.Ctx, store.RuleTestsRun{TenantID: store.DevTenantID,
+	_, _, err = passport.StoreRuleTestsRun(e.Ctx, e.Store, store.RuleTestsRun{TenantID: store.DevTenantID,
 		RulePackageVersionID: draft.RulePackageVersionID, Seed: 7, Status: "PASSED",
-		TotalCases: store.MinRuleTestCases, Passed: store.MinRuleTestCases})
+		TotalCases: passport.MinRuleTestCases, Passed: passport.MinRuleTestCases})
 	require.NoError(t, err)
 	_, err = load(func(r *passport.CompileRequest) { r.RulePackageVersionID = draft.RulePackageVersionID })
 	requireCode(err, errcode.RulePkgNotPublished) // VALIDATED is not enough
