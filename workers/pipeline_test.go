@@ -633,7 +633,7 @@ func (e *pipeEnv) activate(t *testing.T, id uuid.UUID) store.PassportVersion {
 	var v store.PassportVersion
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
 		var err error
-		v, _, _, err = e.st.WithTx(tx).ActivatePassportVersion(e.ctx, pipeTenant, id)
+		v, _, _, err = passport.MarkPassportVersionActive(e.ctx, e.st.WithTx(tx), pipeTenant, id)
 		return err
 	}))
 	require.Equal(t, store.PassportActive, v.Status)
