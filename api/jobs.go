@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -203,8 +202,8 @@ func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*out[s
 	if _, known := jobargs.Find(s.Config.Kinds, f.Type); f.Type != "" && !known {
 		return nil, errcode.Invalid("type", "unknown job type %q", f.Type)
 	}
-	if f.Status != "" && !slices.Contains(store.Statuses, f.Status) {
-		return nil, errcode.Invalid("status", "must be one of %s", strings.Join(store.Statuses, ", "))
+	if err := store.CheckStatus(f.Status); err != nil {
+		return nil, err
 	}
 	if f.CreatedAfter, err = parseTime("created_after", in.CreatedAfter); err != nil {
 		return nil, err
@@ -212,7 +211,7 @@ func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*out[s
 	if f.CreatedBefore, err = parseTime("created_before", in.CreatedBefore); err != nil {
 		return nil, err
 	}
-	if f.Limit, err = parseInt("limit", string(in.Limit), 50, 1, 500); err != nil {
+	if f.Limit, err = parseInt("limit", string(in.Limit), store.DefaultJobPage, 1, store.MaxJobPage); err != nil {
 		return nil, err
 	}
 	return ok(s.Store.ListJobs(ctx, f))

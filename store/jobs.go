@@ -29,6 +29,22 @@ const (
 // Statuses lists every SSOT status.
 var Statuses = []string{StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled, StatusDeadLetter}
 
+// CheckStatus refuses a status filter that is not one of Statuses (empty
+// is any): ListJobs writes the status into its SQL as a literal.
+func CheckStatus(status string) error {
+	if status != "" && !slices.Contains(Statuses, status) {
+		return errcode.Invalid("status", "must be one of %s", strings.Join(Statuses, ", "))
+	}
+	return nil
+}
+
+// DefaultJobPage and MaxJobPage are the default and the largest number of
+// jobs a page of ListJobs holds.
+const (
+	DefaultJobPage = 50
+	MaxJobPage     = 500
+)
+
 // IsTerminal reports whether a job in status will not change by itself.
 func IsTerminal(status string) bool {
 	switch status {
@@ -129,11 +145,11 @@ type jobCursor struct {
 //
 // Each part yields at most one page, newest first, and the two are merged.
 func (q *Queries) ListJobs(ctx context.Context, f JobFilter) (JobPage, error) {
-	if f.Limit <= 0 || f.Limit > 500 {
-		f.Limit = 50
+	if f.Limit <= 0 || f.Limit > MaxJobPage {
+		f.Limit = DefaultJobPage
 	}
-	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
-		return JobPage{}, errcode.Invalid("status", "must be one of %s", strings.Join(Statuses, ", "))
+	if err := CheckStatus(f.Status); err != nil {
+		return JobPage{}, err
 	}
 	var args []any
 	arg := func(v any) string {
