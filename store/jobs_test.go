@@ -86,67 +86,6 @@ func countRiverJobs(t *testing.T, e env) int {
 	return e.Count(t, `SELECT count(*) FROM river_job`)
 }
 
-func TestEnqueueIdempotency(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	args := parseFacts(store.DevTenantID)
-	req := passport.EnqueueRequest{Args: args, IdempotencyKey: "order-42", RequestHash: "hash-a"}
-
-	first, err := e.enqueue(t, req)
-	require.NoError(t, err)
-	require.False(t, first[0].Existing)
-
-	t.Run("same key and hash returns the same job", func(t *testing.T) {
-		again, err := e.enqueue(t, passport.EnqueueRequest{Args: args, IdempotencyKey: "order-42", RequestHash: "hash-a"})
-		require.NoError(t, err)
-		require.True(t, again[0].Existing)
-		require.Equal(t, first[0].Job.JobID, again[0].Job.JobID)
-		require.Equal(t, first[0].Job.RiverJobID, again[0].Job.RiverJobID)
-		require.Equal(t, 1, countRiverJobs(t, e), "no second River job")
-	})
-
-	t.Run("same key with a different request conflicts", func(t *testing.T) {
-		_, err := e.enqueue(t, passport.EnqueueRequest{Args: args, IdempotencyKey: "order-42", RequestHash: "hash-b"})
-		conflict := requireCode(t, err, errcode.IdempotencyConflict)
-		require.Contains(t, conflict.Message, "order-42")
-	})
-
-	t.Run("key is scoped to type and tenant", func(t *testing.T) {
-		other := e.OtherTenant(t)
-		res, err := e.enqueue(t,
-			passport.EnqueueRequest{Args: buildSnapshot(store.DevTenantID), IdempotencyKey: "order-42", RequestHash: "hash-a"},
-			passport.EnqueueRequest{Args: parseFacts(other), IdempotencyKey: "order-42", RequestHash: "hash-a"})
-		require.NoError(t, err)
-		require.False(t, res[0].Existing)
-		require.False(t, res[1].Existing)
-		require.NotEqual(t, first[0].Job.JobID, res[0].Job.JobID)
-		require.NotEqual(t, first[0].Job.JobID, res[1].Job.JobID)
-	})
-}
-
-func TestEnqueueBatchWithRepeatedKeyMakesOneJob(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	args := parseFacts(store.DevTenantID)
-	res, err := e.enqueue(t,
-		passport.EnqueueRequest{Args: args, IdempotencyKey: "dup", RequestHash: "h"},
-		passport.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)},
-		passport.EnqueueRequest{Args: args, IdempotencyKey: "dup", RequestHash: "h"})
-	require.NoError(t, err)
-	require.Len(t, res, 3)
-	require.False(t, res[0].Existing)
-	require.True(t, res[2].Existing)
-	require.Equal(t, res[0].Job.JobID, res[2].Job.JobID)
-	require.NotEqual(t, res[0].Job.JobID, res[1].Job.JobID)
-	require.Equal(t, 2, countRiverJobs(t, e))
-
-	_, err = e.enqueue(t,
-		passport.EnqueueRequest{Args: args, IdempotencyKey: "dup2", RequestHash: "h1"},
-		passport.EnqueueRequest{Args: args, IdempotencyKey: "dup2", RequestHash: "h2"})
-	requireCode(t, err, errcode.IdempotencyConflict)
-	require.Equal(t, 2, countRiverJobs(t, e), "a conflicting batch inserts nothing")
-}
-
 func TestEnqueueConcurrentSameKeyIsAnIdempotencyRace(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

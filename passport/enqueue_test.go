@@ -1,4 +1,4 @@
-package store_test
+package passport_test
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func snapshotJob(t *testing.T, e env) *jobargs.BuildSnapshotArgs {
 // (BEGIN, INSERT, COMMIT), whatever it checks: its tenant, the ids it
 // names and its idempotency key travel with the BEGIN, the check that the
 // mirror wrote the SSOT rows with the COMMIT. A repeated key costs two.
-func TestEnqueueCheckedCostsThreeRoundTrips(t *testing.T) {
+func TestEnqueueCostsThreeRoundTrips(t *testing.T) {
 	t.Parallel()
 	trips := &testdb.RoundTrips{}
 	e := env{teststore.On(t, testdb.NewWithOptions(t, testdb.Options{Tracer: withoutNotify{trips}}))}
@@ -69,7 +69,7 @@ func TestEnqueueCheckedCostsThreeRoundTrips(t *testing.T) {
 
 // withoutNotify counts no LISTEN/NOTIFY insert notification: River sends
 // one with an insert now and then (per queue, at most once a fetch
-// cooldown), in its own Insert as in EnqueueChecked.
+// cooldown), in its own Insert as in Enqueue.
 type withoutNotify struct{ *testdb.RoundTrips }
 
 func (w withoutNotify) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
@@ -79,10 +79,10 @@ func (w withoutNotify) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data
 	return w.RoundTrips.TraceQueryStart(ctx, conn, data)
 }
 
-// What EnqueueChecked refuses inserts nothing: an unknown tenant, an id
+// What Enqueue refuses inserts nothing: an unknown tenant, an id
 // that does not exist in the job's tenant (another tenant's included),
 // named by its request, and a conflicting idempotency key.
-func TestEnqueueCheckedRefusals(t *testing.T) {
+func TestEnqueueRefusals(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	other := e.OtherTenant(t)
@@ -115,7 +115,7 @@ func TestEnqueueCheckedRefusals(t *testing.T) {
 
 // Without the mirror's insert trigger the transaction does not commit: the
 // River job is rolled back and the error says why.
-func TestEnqueueCheckedNoticesAMissingMirror(t *testing.T) {
+func TestEnqueueNoticesAMissingMirror(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.Exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_insert`)
@@ -127,7 +127,7 @@ func TestEnqueueCheckedNoticesAMissingMirror(t *testing.T) {
 
 // Concurrent requests with one idempotency key get one job: the losers of
 // the race on the key run again and find it.
-func TestEnqueueCheckedConcurrentSameKey(t *testing.T) {
+func TestEnqueueConcurrentSameKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	req := passport.EnqueueRequest{Args: snapshotJob(t, e), IdempotencyKey: "race", RequestHash: "h"}
@@ -160,9 +160,9 @@ func TestEnqueueCheckedConcurrentSameKey(t *testing.T) {
 	require.Equal(t, 1, countRiverJobs(t, e))
 }
 
-// Inside a caller's transaction EnqueueChecked checks the same and leaves
+// Inside a caller's transaction Enqueue checks the same and leaves
 // the commit to the caller.
-func TestEnqueueCheckedInTx(t *testing.T) {
+func TestEnqueueInTx(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	err := e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
@@ -177,4 +177,125 @@ func TestEnqueueCheckedInTx(t *testing.T) {
 	})
 	require.Error(t, err)
 	require.Equal(t, 0, countRiverJobs(t, e))
+}
+
+// buildSnapshot is a BUILD_SNAPSHOT of a snapshot id that does not exist.
+func buildSnapshot(tenantID uuid.UUID) *jobargs.BuildSnapshotArgs {
+	return &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: tenantID}, SnapshotID: uuid.New()}
+}
+
+func countRiverJobs(t *testing.T, e env) int {
+	t.Helper()
+	return e.Count(t, `SELECT count(*) FROM river_job`)
+}
+
+// requireCode requires err to carry code and returns it.
+func requireCode(t *testing.T, err error, code errcode.Code) *errcode.Error {
+	t.Helper()
+	require.Error(t, err)
+	e := errcode.As(err)
+	require.NotNil(t, e, "%v", err)
+	require.Equal(t, code, e.Code, "%v", err)
+	return e
+}
+
+// enqueue runs EnqueueTx in its own committed transaction.
+func (e env) enqueue(t *testing.T, reqs ...passport.EnqueueRequest) ([]passport.EnqueueResult, error) {
+	t.Helper()
+	var res []passport.EnqueueResult
+	err := e.Store.InTx(e.Ctx, func(tx pgx.Tx) (err error) {
+		res, err = passport.EnqueueTx(e.Ctx, e.Store.WithTx(tx), e.River, reqs)
+		return err
+	})
+	return res, err
+}
+
+// parseFacts is a PARSE_FACTS of a version id that does not exist.
+func parseFacts(tenantID uuid.UUID) *jobargs.ParseFactsArgs {
+	return &jobargs.ParseFactsArgs{Base: jobargs.Base{TenantID: tenantID}, DocumentVersionID: uuid.New()}
+}
+
+func TestEnqueueIdempotency(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	args := parseFacts(store.DevTenantID)
+	req := passport.EnqueueRequest{Args: args, IdempotencyKey: "order-42", RequestHash: "hash-a"}
+
+	first, err := e.enqueue(t, req)
+	require.NoError(t, err)
+	require.False(t, first[0].Existing)
+
+	t.Run("same key and hash returns the same job", func(t *testing.T) {
+		again, err := e.enqueue(t, passport.EnqueueRequest{Args: args, IdempotencyKey: "order-42", RequestHash: "hash-a"})
+		require.NoError(t, err)
+		require.True(t, again[0].Existing)
+		require.Equal(t, first[0].Job.JobID, again[0].Job.JobID)
+		require.Equal(t, first[0].Job.RiverJobID, again[0].Job.RiverJobID)
+		require.Equal(t, 1, countRiverJobs(t, e), "no second River job")
+	})
+
+	t.Run("same key with a different request conflicts", func(t *testing.T) {
+		_, err := e.enqueue(t, passport.EnqueueRequest{Args: args, IdempotencyKey: "order-42", RequestHash: "hash-b"})
+		conflict := requireCode(t, err, errcode.IdempotencyConflict)
+		require.Contains(t, conflict.Message, "order-42")
+	})
+
+	t.Run("key is scoped to type and tenant", func(t *testing.T) {
+		other := e.OtherTenant(t)
+		res, err := e.enqueue(t,
+			passport.EnqueueRequest{Args: buildSnapshot(store.DevTenantID), IdempotencyKey: "order-42", RequestHash: "hash-a"},
+			passport.EnqueueRequest{Args: parseFacts(other), IdempotencyKey: "order-42", RequestHash: "hash-a"})
+		require.NoError(t, err)
+		require.False(t, res[0].Existing)
+		require.False(t, res[1].Existing)
+		require.NotEqual(t, first[0].Job.JobID, res[0].Job.JobID)
+		require.NotEqual(t, first[0].Job.JobID, res[1].Job.JobID)
+	})
+}
+
+func TestEnqueueBatchWithRepeatedKeyMakesOneJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	args := parseFacts(store.DevTenantID)
+	res, err := e.enqueue(t,
+		passport.EnqueueRequest{Args: args, IdempotencyKey: "dup", RequestHash: "h"},
+		passport.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)},
+		passport.EnqueueRequest{Args: args, IdempotencyKey: "dup", RequestHash: "h"})
+	require.NoError(t, err)
+	require.Len(t, res, 3)
+	require.False(t, res[0].Existing)
+	require.True(t, res[2].Existing)
+	require.Equal(t, res[0].Job.JobID, res[2].Job.JobID)
+	require.NotEqual(t, res[0].Job.JobID, res[1].Job.JobID)
+	require.Equal(t, 2, countRiverJobs(t, e))
+
+	_, err = e.enqueue(t,
+		passport.EnqueueRequest{Args: args, IdempotencyKey: "dup2", RequestHash: "h1"},
+		passport.EnqueueRequest{Args: args, IdempotencyKey: "dup2", RequestHash: "h2"})
+	requireCode(t, err, errcode.IdempotencyConflict)
+	require.Equal(t, 2, countRiverJobs(t, e), "a conflicting batch inserts nothing")
+}
+
+// A domain route's enqueue of ids from the request checks them with the
+// same check as POST /v1/jobs: an unknown one is a *MissingRefError naming
+// its field, and nothing is enqueued.
+func TestTxEnqueueCheckedRefusesAnUnknownID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	err := e.run(t, func(tx passport.Tx) error {
+		_, err := tx.EnqueueChecked(e.Ctx, buildSnapshot(store.DevTenantID), "")
+		return err
+	})
+	var missing *passport.MissingRefError
+	require.ErrorAs(t, err, &missing)
+	require.Equal(t, "snapshot_id", missing.Ref.Field)
+	require.Equal(t, 0, countRiverJobs(t, e))
+
+	var res passport.EnqueueResult
+	require.NoError(t, e.run(t, func(tx passport.Tx) (err error) {
+		res, err = tx.EnqueueChecked(e.Ctx, snapshotJob(t, e), "k")
+		return err
+	}))
+	require.False(t, res.Existing)
+	require.Equal(t, 1, countRiverJobs(t, e))
 }
