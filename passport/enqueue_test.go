@@ -17,6 +17,7 @@ import (
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/workers"
 )
 
 // snapshotJob is a BUILD_SNAPSHOT of a snapshot that exists.
@@ -298,4 +299,24 @@ func TestTxEnqueueCheckedRefusesAnUnknownID(t *testing.T) {
 	}))
 	require.False(t, res.Existing)
 	require.Equal(t, 1, countRiverJobs(t, e))
+}
+
+// Every entity a registered job type's args name has its table in the
+// store's existence check, so that adding a job type needs no edit there.
+func TestEveryJobRefIsCheckable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	checked := map[jobargs.Entity]bool{}
+	for _, k := range workers.Kinds() {
+		for _, r := range k.New().Refs() {
+			if checked[r.Entity] {
+				continue
+			}
+			checked[r.Entity] = true
+			c, err := e.Store.CheckRefs(e.Ctx, nil, []store.RefKey{{Entity: string(r.Entity), TenantID: store.DevTenantID, ID: uuid.New()}})
+			require.NoError(t, err, "%s names %s", k.Name, r.Entity)
+			require.Equal(t, 0, c.MissingRef, "a made-up %s id does not exist", r.Entity)
+		}
+	}
+	require.NotEmpty(t, checked)
 }
