@@ -216,6 +216,9 @@ func EnqueueTx(ctx context.Context, q *store.Queries, ins Inserter, reqs []Enque
 // not exist: the one existence check of every checked enqueue.
 func checkExist(ctx context.Context, q *store.Queries, reqs []EnqueueRequest, tenants bool) error {
 	ts, refs, keys, owners := checksOf(reqs, tenants)
+	if len(ts) == 0 && len(keys) == 0 {
+		return nil // nothing to ask: no round trip
+	}
 	c, err := q.CheckRefs(ctx, ts, keys)
 	if err != nil {
 		return err
