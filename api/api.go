@@ -67,8 +67,8 @@ type Server struct {
 	Store  *store.Queries
 	River  *river.Client[pgx.Tx]
 	// Inserter inserts the jobs of domain operations and enqueues; nil is
-	// River (store.Publishing wraps River with the RabbitMQ trigger).
-	Inserter store.Inserter
+	// River (passport.Publishing wraps River with the RabbitMQ trigger).
+	Inserter passport.Inserter
 	Logger   *slog.Logger
 	Metrics  *Metrics
 	// Gatherer serves /v1/metrics.

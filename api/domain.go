@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -33,11 +34,10 @@ func actorOf(ctx context.Context) string {
 
 // Limits of the domain endpoints.
 const (
-	maxNameChars    = 200
-	maxSKUChars     = 100
-	maxItemIDs      = 10000
-	maxFactsLimit   = 1000
-	maxIdemKeyChars = 255
+	maxNameChars  = 200
+	maxSKUChars   = 100
+	maxItemIDs    = 10000
+	maxFactsLimit = 1000
 )
 
 // tenantRequest is the body of the actions that take nothing but the tenant.
@@ -90,8 +90,8 @@ func requireName(field, value string, maxChars int) (string, error) {
 // the idempotency key, and answers 202 with the job. A repeated key with
 // the same args answers the existing job.
 func (s *Server) startJob(ctx context.Context, key string, args jobargs.Args, check func(ctx context.Context, q *store.Queries) error) (*out[jobResponse], error) {
-	if len(key) > maxIdemKeyChars {
-		return nil, errcode.Invalid(HeaderIdempotencyKey, "must be at most %d characters", maxIdemKeyChars)
+	if err := passport.CheckIdempotencyKey(HeaderIdempotencyKey, key); err != nil {
+		return nil, err
 	}
 	if err := args.Validate(); err != nil {
 		return nil, err
@@ -99,24 +99,21 @@ func (s *Server) startJob(ctx context.Context, key string, args jobargs.Args, ch
 	if err := s.checkQueueDepth(ctx, args); err != nil {
 		return nil, err
 	}
-	res, err := inTxValue(ctx, s, func(t passport.Tx) (store.EnqueueResult, error) {
+	res, err := inTxValue(ctx, s, func(t passport.Tx) (passport.EnqueueResult, error) {
 		if check != nil {
 			if err := check(ctx, t.Q); err != nil {
-				return store.EnqueueResult{}, err
+				return passport.EnqueueResult{}, err
 			}
 		}
 		// The other ids the job names (a compile's snapshot and rule
 		// package version): another tenant's is as unknown as a made-up
 		// one, and no job is enqueued for it.
-		refs := args.Refs()
-		i, err := t.Q.MissingRef(ctx, refs)
-		if err != nil {
-			return store.EnqueueResult{}, err
+		res, err := t.EnqueueChecked(ctx, args, key)
+		var missing *passport.MissingRefError
+		if errors.As(err, &missing) {
+			return passport.EnqueueResult{}, refNotFound(missing.Ref, missing.Ref.Field)
 		}
-		if i >= 0 {
-			return store.EnqueueResult{}, refNotFound(refs[i], refs[i].Field)
-		}
-		return t.Enqueue(ctx, args, key)
+		return res, err
 	})
 	if err != nil {
 		return nil, err
@@ -138,7 +135,7 @@ func exists[T any](get func(*store.Queries, context.Context, uuid.UUID, uuid.UUI
 
 // inTx runs a domain operation in a transaction, as the admin API.
 func (s *Server) inTx(ctx context.Context, fn func(t passport.Tx) error) error {
-	var ins store.Inserter = s.River
+	var ins passport.Inserter = s.River
 	if s.Inserter != nil {
 		ins = s.Inserter
 	}

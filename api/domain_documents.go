@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/core/facts"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -26,8 +25,8 @@ func (s *Server) handleCreateDocument(ctx context.Context, req *jsonInput) (*out
 	if err != nil {
 		return nil, err
 	}
-	if !facts.IsKind(in.Kind) {
-		return nil, errcode.Invalid("kind", "must be one of %s", strings.Join(facts.Kinds, ", "))
+	if err := passport.CheckDocumentKind(in.Kind); err != nil {
+		return nil, err
 	}
 	name, err := requireName("name", in.Name, maxNameChars)
 	if err != nil {

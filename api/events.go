@@ -65,8 +65,8 @@ func (s *Server) handleAppendEvent(ctx context.Context, raw *jsonInput) (*out[ap
 	if err := s.requireTenantExists(ctx, tenantID); err != nil {
 		return nil, err
 	}
-	res, err := inTxValue(ctx, s, func(t passport.Tx) (store.AppendResult, error) {
-		return t.Q.AppendEvent(ctx, t.Ins, store.EventInput{
+	res, err := inTxValue(ctx, s, func(t passport.Tx) (passport.AppendResult, error) {
+		return t.AppendEvent(ctx, passport.EventInput{
 			TenantID: tenantID, AggregateType: in.AggregateType, AggregateID: aggregateID,
 			EventType: in.EventType, ActorID: in.ActorID, Payload: in.Payload,
 		})

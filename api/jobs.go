@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,43 +41,39 @@ type enqueueRequest struct {
 }
 
 // toStoreRequest validates an enqueue request; prefix names its place in a batch.
-func (s *Server) toStoreRequest(ctx context.Context, in enqueueRequest, prefix string) (store.EnqueueRequest, error) {
-	prefixed := func(err error) error {
-		if e := errcode.As(err); e != nil && e.Field != "" && prefix != "" {
-			return errcode.Invalid(prefix+e.Field, "%s", strings.TrimPrefix(e.Message, e.Field+": "))
-		}
-		return err
-	}
+func (s *Server) toStoreRequest(ctx context.Context, in enqueueRequest, prefix string) (passport.EnqueueRequest, error) {
+	prefixed := func(err error) error { return errcode.Prefixed(err, prefix) }
 	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
-		return store.EnqueueRequest{}, prefixed(err)
+		return passport.EnqueueRequest{}, prefixed(err)
 	}
 	kind, known := jobargs.Find(s.Config.Kinds, in.Type)
 	switch {
 	case in.Type == "":
-		return store.EnqueueRequest{}, prefixed(errcode.Invalid("type", "is required (one of %s)", strings.Join(jobargs.Names(s.Config.Kinds), ", ")))
+		return passport.EnqueueRequest{}, prefixed(errcode.Invalid("type", "is required (one of %s)", strings.Join(jobargs.Names(s.Config.Kinds), ", ")))
 	case !known:
-		return store.EnqueueRequest{}, prefixed(errcode.Invalid("type", "unknown job type %q (known: %s)", in.Type, strings.Join(jobargs.Names(s.Config.Kinds), ", ")))
+		return passport.EnqueueRequest{}, prefixed(errcode.Invalid("type", "unknown job type %q (known: %s)", in.Type, strings.Join(jobargs.Names(s.Config.Kinds), ", ")))
 	case in.Priority != nil && (*in.Priority < jobargs.PriorityCritical || *in.Priority > jobargs.PriorityLow):
-		return store.EnqueueRequest{}, prefixed(errcode.Invalid("priority", "must be 0 (critical) to 3 (low)"))
+		return passport.EnqueueRequest{}, prefixed(errcode.Invalid("priority", "must be 0 (critical) to 3 (low)"))
 	case in.MaxAttempts != nil && (*in.MaxAttempts < 1 || *in.MaxAttempts > maxAttemptsCap):
-		return store.EnqueueRequest{}, prefixed(errcode.Invalid("max_attempts", "must be 1 to %d", maxAttemptsCap))
-	case len(in.IdempotencyKey) > 255:
-		return store.EnqueueRequest{}, prefixed(errcode.Invalid("idempotency_key", "must be at most 255 characters"))
+		return passport.EnqueueRequest{}, prefixed(errcode.Invalid("max_attempts", "must be 1 to %d", maxAttemptsCap))
+	}
+	if err := passport.CheckIdempotencyKey("idempotency_key", in.IdempotencyKey); err != nil {
+		return passport.EnqueueRequest{}, prefixed(err)
 	}
 	args, err := jobargs.Decode(kind, tenantID, in.Payload)
 	if err != nil {
-		return store.EnqueueRequest{}, prefixed(err)
+		return passport.EnqueueRequest{}, prefixed(err)
 	}
 	return passport.NewEnqueueRequest(args, in.IdempotencyKey, passport.EnqueueOptions{
 		Priority: in.Priority, MaxAttempts: in.MaxAttempts, ScheduledAt: in.ScheduledAt})
 }
 
 // enqueue inserts the requests in one transaction, after checking that
-// their tenants and the ids they name exist (store.EnqueueChecked: the
+// their tenants and the ids they name exist (passport.Enqueue: the
 // checks travel with the transaction's BEGIN). batch says whether errors
 // name fields as jobs[i].….
-func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest, batch bool) ([]store.EnqueueResult, error) {
+func (s *Server) enqueue(ctx context.Context, reqs []passport.EnqueueRequest, batch bool) ([]passport.EnqueueResult, error) {
 	args := make([]jobargs.Args, len(reqs))
 	for i, req := range reqs {
 		args[i] = req.Args
@@ -86,14 +81,14 @@ func (s *Server) enqueue(ctx context.Context, reqs []store.EnqueueRequest, batch
 	if err := s.checkQueueDepth(ctx, args...); err != nil {
 		return nil, err
 	}
-	var ins store.Inserter = s.River
+	var ins passport.Inserter = s.River
 	if s.Inserter != nil {
 		ins = s.Inserter
 	}
-	results, err := s.Store.EnqueueChecked(ctx, ins, reqs)
-	var missing *store.MissingRefError
+	results, err := passport.Enqueue(ctx, s.Store, ins, reqs)
+	var missing *passport.MissingRefError
 	if errors.As(err, &missing) {
-		field := "payload." + missing.Ref.Field
+		field := jobargs.PayloadPrefix + missing.Ref.Field
 		if batch {
 			field = "jobs[" + strconv.Itoa(missing.Index) + "]." + field
 		}
@@ -137,7 +132,7 @@ func (s *Server) handleEnqueue(ctx context.Context, raw *enqueueInput) (*jobOutp
 	if err != nil {
 		return nil, err
 	}
-	results, err := s.enqueue(ctx, []store.EnqueueRequest{req}, false)
+	results, err := s.enqueue(ctx, []passport.EnqueueRequest{req}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +160,7 @@ func (s *Server) handleEnqueueBatch(ctx context.Context, raw *jsonInput) (*out[i
 	if len(in.Jobs) == 0 || len(in.Jobs) > maxBatchJobs {
 		return nil, errcode.Invalid("jobs", "must hold 1 to %d jobs", maxBatchJobs)
 	}
-	reqs := make([]store.EnqueueRequest, len(in.Jobs))
+	reqs := make([]passport.EnqueueRequest, len(in.Jobs))
 	for i, job := range in.Jobs {
 		req, err := s.toStoreRequest(ctx, job, "jobs["+strconv.Itoa(i)+"].")
 		if err != nil {
@@ -207,8 +202,8 @@ func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*out[s
 	if _, known := jobargs.Find(s.Config.Kinds, f.Type); f.Type != "" && !known {
 		return nil, errcode.Invalid("type", "unknown job type %q", f.Type)
 	}
-	if f.Status != "" && !slices.Contains(store.Statuses, f.Status) {
-		return nil, errcode.Invalid("status", "must be one of %s", strings.Join(store.Statuses, ", "))
+	if err := store.CheckStatus(f.Status); err != nil {
+		return nil, err
 	}
 	if f.CreatedAfter, err = parseTime("created_after", in.CreatedAfter); err != nil {
 		return nil, err
@@ -216,7 +211,7 @@ func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*out[s
 	if f.CreatedBefore, err = parseTime("created_before", in.CreatedBefore); err != nil {
 		return nil, err
 	}
-	if f.Limit, err = parseInt("limit", string(in.Limit), 50, 1, 500); err != nil {
+	if f.Limit, err = parseInt("limit", string(in.Limit), store.DefaultJobPage, 1, store.MaxJobPage); err != nil {
 		return nil, err
 	}
 	return ok(s.Store.ListJobs(ctx, f))
@@ -338,7 +333,7 @@ func (s *Server) handleRetryJob(ctx context.Context, in *jobParams) (*jobOutput,
 // insert (an operator's retry), as a committed insert is announced: with
 // the RabbitMQ trigger, poll-only workers fetch them at once.
 func (s *Server) publish(queues ...string) {
-	if p, ok := s.Inserter.(store.Publisher); ok {
+	if p, ok := s.Inserter.(passport.Publisher); ok {
 		p.Publish(queues)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/passport"
 )
 
 // riverUIActions are River UI's job actions that change a job's state.
@@ -70,7 +70,7 @@ func (s *Server) auditRiverUI(next http.Handler) http.Handler {
 // publishRetried announces the queues of jobs retried in River UI (see
 // publish).
 func (s *Server) publishRetried(ctx context.Context, riverJobIDs []int64) {
-	if _, ok := s.Inserter.(store.Publisher); !ok {
+	if _, ok := s.Inserter.(passport.Publisher); !ok {
 		return
 	}
 	queues, err := s.Store.RiverJobQueues(ctx, riverJobIDs)

@@ -14,6 +14,7 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/webhook/breaker"
 	"github.com/bpc-platform/bpc/webhook/destination"
 )
 
@@ -96,7 +97,7 @@ func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out
 
 func (s *Server) handleGetEndpoint(ctx context.Context, in *idParams) (*out[endpointResponse], error) {
 	return getJoined(ctx, in, s.Store.GetWebhookEndpoint, s.Store.GetWebhookBreaker, func(ep store.WebhookEndpoint, b store.WebhookBreaker) endpointResponse {
-		return endpointResponse{WebhookEndpoint: ep, Breaker: b.View(time.Now())}
+		return endpointResponse{WebhookEndpoint: ep, Breaker: breaker.ViewOf(b, time.Now())}
 	})
 }
 
@@ -104,7 +105,7 @@ func (s *Server) handleGetEndpoint(ctx context.Context, in *idParams) (*out[endp
 // zeros when it has none yet).
 type endpointResponse struct {
 	store.WebhookEndpoint
-	Breaker store.BreakerView `json:"breaker"`
+	Breaker breaker.View `json:"breaker"`
 }
 
 type updateEndpointRequest struct {
@@ -157,15 +158,15 @@ func (s *Server) handlePingEndpoint(ctx context.Context, in *idParams) (*out[pin
 	if err != nil {
 		return nil, err
 	}
-	res, err := inTxValue(ctx, s, func(t passport.Tx) (store.AppendResult, error) {
+	res, err := inTxValue(ctx, s, func(t passport.Tx) (passport.AppendResult, error) {
 		ep, err := t.Q.GetWebhookEndpoint(ctx, tenantID, id)
 		if err != nil {
-			return store.AppendResult{}, err
+			return passport.AppendResult{}, err
 		}
 		if ep.DeletedAt != nil {
-			return store.AppendResult{}, errcode.New(errcode.NotFound, "webhook endpoint %s not found", id)
+			return passport.AppendResult{}, errcode.New(errcode.NotFound, "webhook endpoint %s not found", id)
 		}
-		return t.Q.AppendEvent(ctx, t.Ins, store.EventInput{
+		return t.AppendEvent(ctx, passport.EventInput{
 			TenantID: tenantID, AggregateType: pingAggregateType, AggregateID: id,
 			EventType: pingEventType, ActorID: t.Actor,
 			Payload: []byte(`{"ping":true}`), DeliverTo: &id,

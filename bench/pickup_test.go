@@ -19,6 +19,7 @@ import (
 	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testamqp"
 	"github.com/bpc-platform/bpc/internal/testriver"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/trigger"
 	"github.com/bpc-platform/bpc/workers"
@@ -50,7 +51,7 @@ func (w *pickupWorker) startedAt(id uuid.UUID) (time.Time, bool) {
 type pickupMode struct {
 	name   string
 	pool   *pgxpool.Pool
-	ins    store.Inserter
+	ins    passport.Inserter
 	worker *pickupWorker
 	p50    []float64
 	p99    []float64
@@ -86,7 +87,7 @@ func BenchmarkPickupLatency(b *testing.B) {
 		m := &pickupMode{name: name, pool: schemaPool(b, true), worker: &pickupWorker{started: map[uuid.UUID]time.Time{}}}
 		opts := jobrun.ClientOptions{ID: "bench-" + name, PollInterval: time.Second, FetchCooldown: 10 * time.Millisecond,
 			ExtraQueues: []string{benchQueue}, PollOnly: pollOnly}
-		var pub store.Publisher
+		var pub passport.Publisher
 		if trig != nil {
 			opts.Listener, pub = trigger.NewListener(trig, store.New(m.pool), quiet), trig
 		}
@@ -95,7 +96,7 @@ func BenchmarkPickupLatency(b *testing.B) {
 			Deps:     workers.Deps{Logger: quiet},
 			Register: func(w *river.Workers, _ workers.Deps) { river.AddWorker(w, m.worker) },
 		})
-		m.ins = store.Publishing(client, pub)
+		m.ins = passport.Publishing(client, pub)
 		return m
 	}
 	modes := []*pickupMode{
@@ -141,7 +142,7 @@ func (m *pickupMode) round(b *testing.B, ctx context.Context, n int) []time.Dura
 	committed := make([]time.Time, n)
 	for i := range n {
 		ids[i] = uuid.New()
-		ins := store.NewTxInserter(m.ins)
+		ins := passport.NewTxInserter(m.ins)
 		require.NoError(b, pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {
 			_, err := ins.InsertManyTx(ctx, tx, []river.InsertManyParams{{
 				Args: noopArgs{TenantID: store.DevTenantID, WorkItemID: ids[i]}, InsertOpts: &river.InsertOpts{Queue: benchQueue}}})

@@ -90,6 +90,10 @@ func insertOpts(queue string, ssotPriority int) river.InsertOpts {
 	return river.InsertOpts{Queue: queue, Priority: RiverPriority(ssotPriority)}
 }
 
+// PayloadPrefix is how a request names a field of a job's payload:
+// "payload.snapshot_id".
+const PayloadPrefix = "payload."
+
 // Decode builds the args of kind from a JSON payload for tenantID and
 // validates them. Unknown fields, wrong types and a payload tenant_id that
 // differs from tenantID are VALIDATION_ERRORs naming the field (prefixed
@@ -100,14 +104,11 @@ func Decode(kind Kind, tenantID uuid.UUID, payload json.RawMessage) (Args, error
 		return nil, err
 	}
 	if t := args.Tenant(); t != uuid.Nil && t != tenantID {
-		return nil, errcode.Invalid("payload.tenant_id", "does not match the request's tenant_id")
+		return nil, errcode.Invalid(PayloadPrefix+"tenant_id", "does not match the request's tenant_id")
 	}
 	setTenant(args, tenantID)
 	if err := args.Validate(); err != nil {
-		if e := errcode.As(err); e != nil && e.Field != "" {
-			return nil, errcode.Invalid("payload."+e.Field, "%s", strings.TrimPrefix(e.Message, e.Field+": "))
-		}
-		return nil, err
+		return nil, errcode.Prefixed(err, PayloadPrefix)
 	}
 	return args, nil
 }
@@ -137,10 +138,10 @@ func decodeFields(payload json.RawMessage, dst any) error {
 	for _, key := range keys {
 		field, ok := fields[key]
 		if !ok {
-			return errcode.Invalid("payload."+key, "unknown field")
+			return errcode.Invalid(PayloadPrefix+key, "unknown field")
 		}
 		if err := json.Unmarshal(raw[key], field.Addr().Interface()); err != nil {
-			return errcode.Invalid("payload."+key, "%s", describeDecodeError(field.Type(), err))
+			return errcode.Invalid(PayloadPrefix+key, "%s", describeDecodeError(field.Type(), err))
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package passport
 import (
 	"bytes"
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -135,6 +136,22 @@ func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (st
 		return store.PassportVersion{}, err
 	}
 	return v, EnqueueSign(ctx, t, r.TenantID, v.PassportVersionID)
+}
+
+// ResumeCompile is the rule of a compile job's re-run: when River job
+// riverJobID recorded its passport version on an earlier run (whose
+// completion was lost), nothing is compiled again, and resume, run in the
+// job's completing transaction, makes sure of that version's
+// SIGN_PASSPORT. rerun is false for a job that recorded nothing yet.
+func ResumeCompile(ctx context.Context, q *store.Queries, tenantID uuid.UUID, riverJobID int64) (resume func(context.Context, Tx) error, rerun bool, err error) {
+	v, err := q.PassportVersionByCompileJob(ctx, tenantID, riverJobID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return func(ctx context.Context, t Tx) error { return EnqueueSign(ctx, t, tenantID, v.PassportVersionID) }, true, nil
 }
 
 // EnqueueSign enqueues a compiled version's SIGN_PASSPORT (idempotent by

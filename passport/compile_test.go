@@ -129,15 +129,15 @@ func TestLoadCompileInput(t *testing.T) {
 
 	_, err = load(func(r *passport.CompileRequest) { r.SnapshotID = building.SnapshotID })
 	requireCode(err, errcode.SnapshotNotReady)
-	_, err = e.Store.MarkSnapshotReady(e.Ctx, store.DevTenantID, building.SnapshotID)
+	_, err = passport.MarkSnapshotReady(e.Ctx, e.Store, store.DevTenantID, building.SnapshotID)
 	require.NoError(t, err)
 	_, err = load(func(r *passport.CompileRequest) { r.SnapshotID = building.SnapshotID })
 	requireCode(err, errcode.SnapshotNotReady)
 	_, err = load(func(r *passport.CompileRequest) { r.RulePackageVersionID = draft.RulePackageVersionID })
 	requireCode(err, errcode.RulePkgNotPublished)
-	_, _, err = e.Store.RecordRuleTestsRun(e.Ctx, store.RuleTestsRun{TenantID: store.DevTenantID,
+	_, _, err = passport.StoreRuleTestsRun(e.Ctx, e.Store, store.RuleTestsRun{TenantID: store.DevTenantID,
 		RulePackageVersionID: draft.RulePackageVersionID, Seed: 7, Status: "PASSED",
-		TotalCases: store.MinRuleTestCases, Passed: store.MinRuleTestCases})
+		TotalCases: passport.MinRuleTestCases, Passed: passport.MinRuleTestCases})
 	require.NoError(t, err)
 	_, err = load(func(r *passport.CompileRequest) { r.RulePackageVersionID = draft.RulePackageVersionID })
 	requireCode(err, errcode.RulePkgNotPublished) // VALIDATED is not enough
@@ -305,4 +305,29 @@ func TestRecordCompiledAgainAddsNothing(t *testing.T) {
 	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1`, c.passport.PassportID))
 	require.Equal(t, 1, e.events(t, passport.EventCompiled, c.version.PassportVersionID))
 	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM jobs WHERE type = 'SIGN_PASSPORT'`))
+}
+
+// A compile job that recorded its version before is resumed, not compiled
+// again: the resumption makes sure of that version's SIGN_PASSPORT (the one
+// enqueued first) and records nothing else.
+func TestResumeCompileOnlyForAJobThatRecordedAVersion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	_, rerun, err := passport.ResumeCompile(e.Ctx, e.Store, store.DevTenantID, 42)
+	require.NoError(t, err)
+	require.False(t, rerun, "a first run compiles")
+
+	c := e.compile(t, 42)
+	resume, rerun, err := passport.ResumeCompile(e.Ctx, e.Store, store.DevTenantID, 42)
+	require.NoError(t, err)
+	require.True(t, rerun)
+	require.NoError(t, e.run(t, func(tx passport.Tx) error { return resume(e.Ctx, tx) }))
+	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM jobs WHERE type = 'SIGN_PASSPORT' AND payload->>'passport_version_id' = $1`,
+		c.version.PassportVersionID.String()))
+	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1`, c.passport.PassportID))
+	require.Equal(t, 1, e.events(t, passport.EventCompiled, c.version.PassportVersionID))
+
+	_, rerun, err = passport.ResumeCompile(e.Ctx, e.Store, uuid.New(), 42)
+	require.NoError(t, err)
+	require.False(t, rerun, "another tenant's job recorded nothing")
 }

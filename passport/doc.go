@@ -19,6 +19,15 @@
 // running rule tests, rendering a QR code, writing an export file — is a
 // separate, pure step whose result the recording operation takes.
 //
+// Every job is enqueued here: POST /v1/jobs through Enqueue, operations
+// through Tx.Enqueue (Tx.EnqueueChecked for ids a request named), all with
+// one existence check of tenants and named ids, one set of idempotency
+// rules and one retry of a transaction that lost a race on a key. The
+// rules a product person would state — a snapshot takes items only while
+// BUILDING, a document is at most facts.MaxDocumentBytes, a rule version
+// needs MinRuleTestCases passing cases — are written here too; the store
+// runs the SQL they decide on, at most with a WHERE guard.
+//
 // The pipeline (SPEC §2):
 //
 //	upload ─► PARSE_FACTS ─► (add items) ─► BUILD_SNAPSHOT ─► seal

@@ -69,7 +69,24 @@ type Uploaded struct {
 	Existed bool
 	// ParseJob is the version's PARSE_FACTS job (Existing when the upload
 	// found it enqueued before).
-	ParseJob store.EnqueueResult
+	ParseJob EnqueueResult
+}
+
+// CheckDocumentKind refuses a document kind other than facts.Kinds.
+func CheckDocumentKind(kind string) error {
+	if !facts.IsKind(kind) {
+		return errcode.Invalid("kind", "must be one of %s", strings.Join(facts.Kinds, ", "))
+	}
+	return nil
+}
+
+// CheckDocumentContent refuses an empty document and one larger than a
+// document may be (facts.MaxDocumentBytes).
+func CheckDocumentContent(content []byte) error {
+	if len(content) == 0 {
+		return errcode.Invalid("content", "must not be empty")
+	}
+	return facts.CheckSize(content)
 }
 
 // UploadDocumentVersion stores content as the document's next version
@@ -77,6 +94,9 @@ type Uploaded struct {
 // same bytes again find the same version and the same job: the upload is
 // idempotent by content.
 func UploadDocumentVersion(ctx context.Context, t Tx, in Upload) (Uploaded, error) {
+	if err := CheckDocumentContent(in.Content); err != nil {
+		return Uploaded{}, err
+	}
 	v, existed, err := t.Q.CreateDocumentVersion(ctx, in.TenantID, in.DocumentID, in.MimeType, in.Content)
 	if err != nil {
 		return Uploaded{}, err

@@ -108,12 +108,34 @@ func RecordQR(ctx context.Context, t Tx, tenantID, versionID uuid.UUID, code QRC
 	return t.Event(ctx, tenantID, AggregatePassportVersion, versionID, EventQRGenerated, map[string]any{"qr_payload": code.Payload})
 }
 
+// MarkPassportVersionActive makes a SIGNED version with a QR code the
+// passport's ACTIVE version and supersedes the previous ACTIVE one. It
+// returns the activated version and the superseded one's id (nil if none).
+// Activating the ACTIVE version again changes nothing (changed is false).
+// It records no event (ActivatePassportVersion does).
+func MarkPassportVersionActive(ctx context.Context, q *store.Queries, tenantID, id uuid.UUID) (v store.PassportVersion, previous *uuid.UUID, changed bool, err error) {
+	v, err = q.LockPassportVersion(ctx, tenantID, id)
+	if err != nil {
+		return store.PassportVersion{}, nil, false, err
+	}
+	if v.Status == store.PassportActive {
+		return v, nil, false, nil
+	}
+	if v.Status != store.PassportSigned || v.QRPayload == nil {
+		return store.PassportVersion{}, nil, false, errcode.New(errcode.InvalidState,
+			"passport version %s is %s%s; only a SIGNED version with its QR code can be activated",
+			id, v.Status, map[bool]string{true: " without a QR code", false: ""}[v.Status == store.PassportSigned])
+	}
+	v, previous, err = q.SetPassportVersionActive(ctx, tenantID, v.PassportID, id)
+	return v, previous, true, err
+}
+
 // ActivatePassportVersion activates a SIGNED version with its QR code,
 // superseding the passport's previous ACTIVE version, and records
 // passport.activated (and passport.superseded for the previous one).
 // Activating the ACTIVE version again changes nothing.
 func ActivatePassportVersion(ctx context.Context, t Tx, tenantID, versionID uuid.UUID) (store.PassportVersion, error) {
-	v, previous, changed, err := t.Q.ActivatePassportVersion(ctx, tenantID, versionID)
+	v, previous, changed, err := MarkPassportVersionActive(ctx, t.Q, tenantID, versionID)
 	if err != nil || !changed {
 		return v, err
 	}

@@ -84,7 +84,7 @@ func CreateRuleVersion(ctx context.Context, t Tx, tenantID, packageID uuid.UUID,
 // rules.published; publishing a PUBLISHED version again changes nothing and
 // records nothing.
 func PublishRuleVersion(ctx context.Context, t Tx, tenantID, id uuid.UUID) (store.RulePackageVersion, error) {
-	v, changed, err := t.Q.PublishRulePackageVersion(ctx, tenantID, id)
+	v, changed, err := MarkRuleVersionPublished(ctx, t.Q, tenantID, id)
 	if err != nil || !changed {
 		return v, err
 	}
@@ -92,6 +92,48 @@ func PublishRuleVersion(ctx context.Context, t Tx, tenantID, id uuid.UUID) (stor
 		"rule_package_id": v.RulePackageID, "version": v.Version,
 		"dsl_sha256": v.DSLSHA256, "tests_sha256": v.TestsSHA256,
 	})
+}
+
+// MinRuleTestCases is how many passing cases a run needs to validate a
+// rule package version (SPEC §7).
+const MinRuleTestCases = 500
+
+// MarkRuleVersionPublished publishes a VALIDATED version (one with a
+// passing run of at least MinRuleTestCases cases). A DRAFT version is
+// RULE_TESTS_FAILED; publishing a PUBLISHED version again changes nothing
+// (changed is false). It records no event (PublishRuleVersion does).
+func MarkRuleVersionPublished(ctx context.Context, q *store.Queries, tenantID, id uuid.UUID) (v store.RulePackageVersion, changed bool, err error) {
+	v, err = q.LockRulePackageVersion(ctx, tenantID, id)
+	if err != nil {
+		return store.RulePackageVersion{}, false, err
+	}
+	switch v.Status {
+	case store.RulesPublished:
+		v.DSLSource, v.TestsSource = "", ""
+		return v, false, nil
+	case store.RulesDraft:
+		return store.RulePackageVersion{}, false, errcode.New(errcode.RuleTestsFailed,
+			"rule package version %s has no passing tests run with at least %d cases; run its tests first", id, MinRuleTestCases)
+	}
+	v, err = q.SetRulePackageVersionPublished(ctx, tenantID, id)
+	return v, true, err
+}
+
+// StoreRuleTestsRun stores a run whose status the caller decided: a PASSED
+// run with at least MinRuleTestCases cases moves a DRAFT version to
+// VALIDATED. A run of the same River job stored before is returned instead
+// (existed). It records no event (RecordRuleTestsRun does).
+func StoreRuleTestsRun(ctx context.Context, q *store.Queries, run store.RuleTestsRun) (store.RuleTestsRun, bool, error) {
+	stored, existed, err := q.InsertRuleTestsRun(ctx, run)
+	if err != nil || existed {
+		return stored, existed, err
+	}
+	if stored.Status == "PASSED" && stored.TotalCases >= MinRuleTestCases {
+		if err := q.SetRulePackageVersionValidated(ctx, run.TenantID, run.RulePackageVersionID); err != nil {
+			return store.RuleTestsRun{}, false, err
+		}
+	}
+	return stored, false, nil
 }
 
 // RuleTestsResult is a finished run of a version's tests, not yet recorded.
@@ -103,9 +145,9 @@ type RuleTestsResult struct {
 }
 
 // Status is PASSED for a run with no failure and at least
-// store.MinRuleTestCases cases, else FAILED.
+// MinRuleTestCases cases, else FAILED.
 func (r RuleTestsResult) Status() string {
-	if r.Report.Failed == 0 && r.Report.TotalCases >= store.MinRuleTestCases {
+	if r.Report.Failed == 0 && r.Report.TotalCases >= MinRuleTestCases {
 		return "PASSED"
 	}
 	return "FAILED"
@@ -150,9 +192,9 @@ func RecordRuleTestsRun(ctx context.Context, t Tx, r RuleTestsResult, riverJobID
 			return store.RuleTestsRun{}, false, errcode.Wrap(errcode.Internal, err, "error encoding the first failure: %s", err.Error())
 		}
 	case status == "FAILED":
-		first, _ = json.Marshal(map[string]any{"message": fmt.Sprintf("only %d cases; at least %d are required", r.Report.TotalCases, store.MinRuleTestCases)})
+		first, _ = json.Marshal(map[string]any{"message": fmt.Sprintf("only %d cases; at least %d are required", r.Report.TotalCases, MinRuleTestCases)})
 	}
-	run, existed, err = t.Q.RecordRuleTestsRun(ctx, store.RuleTestsRun{
+	run, existed, err = StoreRuleTestsRun(ctx, t.Q, store.RuleTestsRun{
 		TenantID: r.TenantID, RulePackageVersionID: r.RulePackageVersionID, Seed: r.Seed, Status: status,
 		TotalCases: int32(r.Report.TotalCases), Passed: int32(r.Report.Passed), Failed: int32(r.Report.Failed),
 		FirstFailure: first, RiverJobID: &riverJobID,

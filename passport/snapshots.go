@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/snapshot"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -26,7 +28,7 @@ func AddSnapshotItems(ctx context.Context, t Tx, tenantID, snapshotID uuid.UUID,
 		}
 		factIDs = dedup(append(factIDs, more...))
 	}
-	added, err := t.Q.AddSnapshotItems(ctx, tenantID, snapshotID, factIDs)
+	added, err := AddFactsToSnapshot(ctx, t.Q, tenantID, snapshotID, factIDs)
 	if err != nil {
 		return store.Snapshot{}, 0, err
 	}
@@ -49,7 +51,7 @@ func dedup(ids []uuid.UUID) []uuid.UUID {
 // BuildSnapshot moves a BUILDING snapshot to READY (an empty one too) and
 // records snapshot.ready; any other state is INVALID_STATE.
 func BuildSnapshot(ctx context.Context, t Tx, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
-	sn, err := t.Q.MarkSnapshotReady(ctx, tenantID, snapshotID)
+	sn, err := MarkSnapshotReady(ctx, t.Q, tenantID, snapshotID)
 	if err != nil {
 		return store.Snapshot{}, err
 	}
@@ -59,9 +61,98 @@ func BuildSnapshot(ctx context.Context, t Tx, tenantID, snapshotID uuid.UUID) (s
 // SealSnapshot seals a READY snapshot, fixing its hash, and records
 // snapshot.sealed.
 func SealSnapshot(ctx context.Context, t Tx, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
-	sn, err := t.Q.SealSnapshot(ctx, tenantID, snapshotID)
+	sn, err := MarkSnapshotSealed(ctx, t.Q, tenantID, snapshotID)
 	if err != nil {
 		return store.Snapshot{}, err
 	}
 	return sn, t.Event(ctx, tenantID, AggregateSnapshot, snapshotID, EventSnapshotSealed, map[string]any{"snapshot_hash": sn.SnapshotHash})
+}
+
+// AddFactsToSnapshot adds the tenant's facts to a BUILDING snapshot and
+// returns how many were new. A fact already in the snapshot is skipped; a
+// second fact with the same (type, key) as one already in it is a
+// VALIDATION_ERROR (the compiler reads one fact per type and key). It
+// records no event (AddSnapshotItems' caller does).
+func AddFactsToSnapshot(ctx context.Context, q *store.Queries, tenantID, snapshotID uuid.UUID, factIDs []uuid.UUID) (int, error) {
+	sn, err := q.LockSnapshot(ctx, tenantID, snapshotID)
+	if err != nil {
+		return 0, err
+	}
+	if err := requireBuilding(sn); err != nil {
+		return 0, err
+	}
+	if len(factIDs) == 0 {
+		return 0, nil
+	}
+	missing, found, err := q.MissingFact(ctx, tenantID, factIDs)
+	if err != nil {
+		return 0, err
+	}
+	if found {
+		return 0, errcode.New(errcode.NotFound, "fact %s not found", missing)
+	}
+	typ, key, clash, err := q.SnapshotKeyClash(ctx, tenantID, snapshotID, factIDs)
+	if err != nil {
+		return 0, err
+	}
+	if clash {
+		return 0, errcode.Invalid("fact_ids", "the snapshot would hold two facts (%s, %s); a snapshot holds one fact per type and key", typ, key)
+	}
+	return q.InsertSnapshotItems(ctx, tenantID, snapshotID, factIDs)
+}
+
+// requireBuilding is the rule of a snapshot's items: they can be added only
+// while it is BUILDING.
+func requireBuilding(sn store.Snapshot) error {
+	switch sn.Status {
+	case store.SnapshotBuilding:
+		return nil
+	case store.SnapshotSealed:
+		return errcode.New(errcode.SnapshotSealed, "snapshot %s is sealed", sn.SnapshotID)
+	}
+	return errcode.New(errcode.InvalidState, "snapshot %s is %s; items can only be added while BUILDING", sn.SnapshotID, sn.Status)
+}
+
+// MarkSnapshotReady moves a BUILDING snapshot to READY (an empty snapshot
+// is valid). Any other state is INVALID_STATE. It records no event
+// (BuildSnapshot does).
+func MarkSnapshotReady(ctx context.Context, q *store.Queries, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
+	sn, err := q.LockSnapshot(ctx, tenantID, snapshotID)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	if sn.Status != store.SnapshotBuilding {
+		return store.Snapshot{}, errcode.New(errcode.InvalidState, "snapshot %s is %s, not BUILDING", snapshotID, sn.Status)
+	}
+	return q.SetSnapshotReady(ctx, tenantID, snapshotID)
+}
+
+// MarkSnapshotSealed seals a READY snapshot: its BPC-SNAPSHOT-1 hash over
+// the items is stored and it becomes SEALED. BUILDING is
+// SNAPSHOT_NOT_READY; SEALED is SNAPSHOT_SEALED. It records no event
+// (SealSnapshot does).
+func MarkSnapshotSealed(ctx context.Context, q *store.Queries, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
+	sn, err := q.LockSnapshot(ctx, tenantID, snapshotID)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	switch sn.Status {
+	case store.SnapshotBuilding:
+		return store.Snapshot{}, errcode.New(errcode.SnapshotNotReady, "snapshot %s is BUILDING; build it (READY) before sealing", snapshotID)
+	case store.SnapshotSealed:
+		return store.Snapshot{}, errcode.New(errcode.SnapshotSealed, "snapshot %s is already sealed", snapshotID)
+	}
+	items, err := q.ListSnapshotItems(ctx, tenantID, snapshotID)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	seal := make([]snapshot.Item, len(items))
+	for i, it := range items {
+		seal[i] = snapshot.Item{FactType: it.FactType, FactKey: it.FactKey, PayloadHash: it.PayloadHash}
+	}
+	_, digest, err := snapshot.Seal(snapshotID.String(), seal)
+	if err != nil {
+		return store.Snapshot{}, err
+	}
+	return q.SetSnapshotSealed(ctx, tenantID, snapshotID, digest)
 }

@@ -23,12 +23,12 @@ import (
 // which is what workers are).
 type Tx struct {
 	Q     *store.Queries
-	Ins   store.Inserter
+	Ins   Inserter
 	Actor string
 }
 
 // NewTx binds an operation to tx.
-func NewTx(tx pgx.Tx, ins store.Inserter, actor string) Tx {
+func NewTx(tx pgx.Tx, ins Inserter, actor string) Tx {
 	return Tx{Q: store.New(tx), Ins: ins, Actor: actor}
 }
 
@@ -36,22 +36,18 @@ func NewTx(tx pgx.Tx, ins store.Inserter, actor string) Tx {
 // nil. A transaction that lost a race on an idempotency key to a concurrent
 // one is run again (it then finds the winner's job), at most three times.
 // Once it has committed, the queues of the jobs it inserted are published
-// when ins publishes (store.Publishing).
-func InTx(ctx context.Context, q *store.Queries, ins store.Inserter, actor string, fn func(t Tx) error) error {
-	var err error
-	for range 3 {
-		txIns := store.NewTxInserter(ins)
-		err = q.InTx(ctx, func(tx pgx.Tx) error { return fn(NewTx(tx, txIns, actor)) })
+// when ins publishes (Publishing).
+func InTx(ctx context.Context, q *store.Queries, ins Inserter, actor string, fn func(t Tx) error) error {
+	return retryRace(func() error {
+		txIns := NewTxInserter(ins)
+		err := q.InTx(ctx, func(tx pgx.Tx) error { return fn(NewTx(tx, txIns, actor)) })
 		// On a Queries made WithTx the "transaction" is a savepoint, whose
 		// release commits nothing: the outer transaction's owner publishes.
 		if _, nested := q.DB().(pgx.Tx); err == nil && !nested {
 			txIns.Committed()
 		}
-		if !errors.Is(err, store.ErrIdempotencyRace) {
-			break
-		}
-	}
-	return err
+		return err
+	})
 }
 
 // Event appends an audit event about aggregate id; payload is encoded as
@@ -61,7 +57,7 @@ func (t Tx) Event(ctx context.Context, tenantID uuid.UUID, aggregate string, id 
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "error encoding %s event: %s", eventType, err.Error())
 	}
-	_, err = t.Q.AppendEvent(ctx, t.Ins, store.EventInput{
+	_, err = t.AppendEvent(ctx, EventInput{
 		TenantID: tenantID, AggregateType: aggregate, AggregateID: id, EventType: eventType, ActorID: t.Actor, Payload: b,
 	})
 	return err
@@ -70,14 +66,31 @@ func (t Tx) Event(ctx context.Context, tenantID uuid.UUID, aggregate string, id 
 // Enqueue inserts a job with its type's defaults. With an idempotency key,
 // enqueueing the same args again returns the job enqueued first
 // (Existing).
-func (t Tx) Enqueue(ctx context.Context, args jobargs.Args, idempotencyKey string) (store.EnqueueResult, error) {
+func (t Tx) Enqueue(ctx context.Context, args jobargs.Args, idempotencyKey string) (EnqueueResult, error) {
+	return t.enqueue(ctx, args, idempotencyKey, false)
+}
+
+// EnqueueChecked is Enqueue for args whose ids (jobargs.Args.Refs) come
+// from outside the transaction: an id that does not exist in its tenant is
+// a *MissingRefError and nothing is enqueued.
+func (t Tx) EnqueueChecked(ctx context.Context, args jobargs.Args, idempotencyKey string) (EnqueueResult, error) {
+	return t.enqueue(ctx, args, idempotencyKey, true)
+}
+
+func (t Tx) enqueue(ctx context.Context, args jobargs.Args, idempotencyKey string, checked bool) (EnqueueResult, error) {
 	req, err := NewEnqueueRequest(args, idempotencyKey, EnqueueOptions{})
 	if err != nil {
-		return store.EnqueueResult{}, err
+		return EnqueueResult{}, err
 	}
-	res, err := t.Q.EnqueueTx(ctx, t.Ins, []store.EnqueueRequest{req})
+	reqs := []EnqueueRequest{req}
+	if checked {
+		if err := checkExist(ctx, t.Q, reqs, false); err != nil {
+			return EnqueueResult{}, err
+		}
+	}
+	res, err := EnqueueTx(ctx, t.Q, t.Ins, reqs)
 	if err != nil {
-		return store.EnqueueResult{}, EnqueueError(err, args.Kind())
+		return EnqueueResult{}, EnqueueError(err, args.Kind())
 	}
 	return res[0], nil
 }
@@ -89,18 +102,18 @@ type EnqueueOptions struct {
 	ScheduledAt *time.Time
 }
 
-// NewEnqueueRequest validates args and builds the store's request, with the
+// NewEnqueueRequest validates args and builds the enqueue request, with the
 // request fingerprint when there is an idempotency key.
-func NewEnqueueRequest(args jobargs.Args, idempotencyKey string, o EnqueueOptions) (store.EnqueueRequest, error) {
+func NewEnqueueRequest(args jobargs.Args, idempotencyKey string, o EnqueueOptions) (EnqueueRequest, error) {
 	if err := args.Validate(); err != nil {
-		return store.EnqueueRequest{}, err
+		return EnqueueRequest{}, err
 	}
-	req := store.EnqueueRequest{Args: args, IdempotencyKey: idempotencyKey,
+	req := EnqueueRequest{Args: args, IdempotencyKey: idempotencyKey,
 		Priority: o.Priority, MaxAttempts: o.MaxAttempts, ScheduledAt: o.ScheduledAt}
 	if idempotencyKey != "" {
 		h, err := RequestHash(args, o)
 		if err != nil {
-			return store.EnqueueRequest{}, err
+			return EnqueueRequest{}, err
 		}
 		req.RequestHash = h
 	}

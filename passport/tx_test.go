@@ -38,7 +38,7 @@ func TestInTxPublishesCommittedInsertsOnly(t *testing.T) {
 	e := newEnv(t)
 	doc := e.bomDocument(t, "pack bom")
 	pub := &published{}
-	ins := store.Publishing(e.River, pub)
+	ins := passport.Publishing(e.River, pub)
 	upload := func(tx passport.Tx) error {
 		_, err := passport.UploadDocumentVersion(e.Ctx, tx, passport.Upload{
 			TenantID: store.DevTenantID, DocumentID: doc.DocumentID, MimeType: passport.MIMEJSON, Content: bom(t)})

@@ -175,7 +175,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 
 	// The trigger's publisher hears of every committed insert; in a
 	// poll-only worker its listener stands in for LISTEN.
-	var publisher store.Publisher
+	var publisher passport.Publisher
 	var listener *trigger.Listener
 	if cfg.QueueEnabled {
 		tc := cfg.Queue
@@ -250,7 +250,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		},
 		Store:    a.store,
 		River:    a.river,
-		Inserter: store.Publishing(a.river, publisher),
+		Inserter: passport.Publishing(a.river, publisher),
 		Logger:   logger,
 		Metrics:  api.NewMetrics(a.registry),
 		Limits:   access.NewLimiter(float64(cfg.RateLimitRPS), cfg.RateLimitBurst),

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/jobargs"
 )
 
 // Circuit breaker states of a webhook endpoint.
@@ -23,91 +22,14 @@ const (
 	BreakerHalfOpen = "HALF_OPEN"
 )
 
-// BreakerWindow counts an endpoint's recent delivery attempts and failures
-// in a ring of time buckets: slot i counts the attempts whose time falls in
-// bucket Buckets[i] (unix milliseconds / bucket width). Totals covers the
-// current bucket and the len-1 before it, so the window slides at bucket
-// granularity. It is a value: Record returns a new window.
+// BreakerWindow is a breaker's ring of time buckets as stored: slot i
+// counts the delivery attempts and failures of bucket Buckets[i] (unix
+// milliseconds / BucketWidth). webhook/breaker.Window counts in it.
 type BreakerWindow struct {
 	BucketWidth time.Duration
 	Buckets     []int64
 	Attempts    []int32
 	Failures    []int32
-}
-
-// NewBreakerWindow returns an empty window of length split into buckets
-// slots (at least 1 ms each).
-func NewBreakerWindow(length time.Duration, buckets int) BreakerWindow {
-	buckets = max(buckets, 1)
-	width := max((length / time.Duration(buckets)).Truncate(time.Millisecond), time.Millisecond)
-	w := BreakerWindow{
-		BucketWidth: width,
-		Buckets:     make([]int64, buckets),
-		Attempts:    make([]int32, buckets),
-		Failures:    make([]int32, buckets),
-	}
-	for i := range w.Buckets {
-		w.Buckets[i] = -1 // counts nothing
-	}
-	return w
-}
-
-// Fits reports whether the window has the shape NewBreakerWindow(length,
-// buckets) gives; a window of another shape (configuration changed) is
-// replaced rather than reinterpreted.
-func (w BreakerWindow) Fits(length time.Duration, buckets int) bool {
-	want := NewBreakerWindow(length, buckets)
-	return w.BucketWidth == want.BucketWidth && len(w.Buckets) == len(want.Buckets) &&
-		len(w.Attempts) == len(w.Buckets) && len(w.Failures) == len(w.Buckets)
-}
-
-// Length is the time the window covers.
-func (w BreakerWindow) Length() time.Duration { return w.BucketWidth * time.Duration(len(w.Buckets)) }
-
-func (w BreakerWindow) bucketAt(t time.Time) int64 {
-	return t.UnixMilli() / max(w.BucketWidth.Milliseconds(), 1)
-}
-
-// Totals returns the attempts and failures counted in the window ending at
-// now. Buckets from the future (a clock behind another worker's) count too,
-// so that skew between hosts does not hide failures.
-func (w BreakerWindow) Totals(now time.Time) (attempts, failures int) {
-	if len(w.Buckets) == 0 || len(w.Attempts) != len(w.Buckets) || len(w.Failures) != len(w.Buckets) {
-		return 0, 0
-	}
-	cur := w.bucketAt(now)
-	oldest := cur - int64(len(w.Buckets)) + 1
-	for i, b := range w.Buckets {
-		if b >= oldest && b >= 0 {
-			attempts += int(w.Attempts[i])
-			failures += int(w.Failures[i])
-		}
-	}
-	return attempts, failures
-}
-
-// Record returns the window with one attempt at now counted (and a failure
-// when failure is true).
-func (w BreakerWindow) Record(now time.Time, failure bool) BreakerWindow {
-	out := BreakerWindow{
-		BucketWidth: w.BucketWidth,
-		Buckets:     append([]int64(nil), w.Buckets...),
-		Attempts:    append([]int32(nil), w.Attempts...),
-		Failures:    append([]int32(nil), w.Failures...),
-	}
-	if len(out.Buckets) == 0 {
-		return out
-	}
-	cur := out.bucketAt(now)
-	slot := int(((cur % int64(len(out.Buckets))) + int64(len(out.Buckets))) % int64(len(out.Buckets)))
-	if out.Buckets[slot] != cur {
-		out.Buckets[slot], out.Attempts[slot], out.Failures[slot] = cur, 0, 0
-	}
-	out.Attempts[slot]++
-	if failure {
-		out.Failures[slot]++
-	}
-	return out
 }
 
 // WebhookBreaker is the circuit breaker of one webhook endpoint, shared by
@@ -126,29 +48,6 @@ type WebhookBreaker struct {
 	UpdatedAt       time.Time
 	// Stored is false when the endpoint has no row yet: CLOSED, nothing counted.
 	Stored bool
-}
-
-// BreakerView is what the API shows of a breaker.
-type BreakerView struct {
-	State            string     `json:"state"`
-	FailureRate      float64    `json:"failure_rate"`
-	AttemptsInWindow int        `json:"attempts_in_window"`
-	FailuresInWindow int        `json:"failures_in_window"`
-	OpenedAt         *time.Time `json:"opened_at"`
-	NextProbeAt      *time.Time `json:"next_probe_at"`
-}
-
-// View returns the breaker as of now: the window's totals age as time passes.
-func (b WebhookBreaker) View(now time.Time) BreakerView {
-	v := BreakerView{State: b.State, OpenedAt: b.OpenedAt, NextProbeAt: b.NextProbeAt}
-	if v.State == "" {
-		v.State = BreakerClosed
-	}
-	v.AttemptsInWindow, v.FailuresInWindow = b.Window.Totals(now)
-	if v.AttemptsInWindow > 0 {
-		v.FailureRate = float64(v.FailuresInWindow) / float64(v.AttemptsInWindow)
-	}
-	return v
 }
 
 // breakerRow is the table's row as scanned.
@@ -308,8 +207,8 @@ func (q *Queries) ClaimWebhookBreakerProbe(ctx context.Context, tenantID, endpoi
 }
 
 // WakeHeldWebhookDeliveries makes up to limit of the endpoint's held
-// deliveries available at once: River jobs of its PENDING deliveries that
-// wait for a future time (snoozed by the breaker, or a short retry backoff).
+// deliveries available at once: River jobs (of kind in queue, the
+// delivery job's) of its PENDING deliveries that wait for a future time (snoozed by the breaker, or a short retry backoff).
 // Called when the breaker closes, so that held deliveries need not sleep
 // out their snooze. Rows locked elsewhere are skipped; the change to
 // river_job is mirrored into jobs by the mirror triggers, in this
@@ -317,7 +216,7 @@ func (q *Queries) ClaimWebhookBreakerProbe(ctx context.Context, tenantID, endpoi
 // statement sets bpc.automatic_wake (for the rest of the transaction, or of
 // the statement alone on a pool) before it changes any row, so that the
 // trigger bpc_mark_operator_retry leaves the jobs unmarked.
-func (q *Queries) WakeHeldWebhookDeliveries(ctx context.Context, endpointID uuid.UUID, now time.Time, limit int) (int64, error) {
+func (q *Queries) WakeHeldWebhookDeliveries(ctx context.Context, endpointID uuid.UUID, queue, kind string, now time.Time, limit int) (int64, error) {
 	tag, err := q.db.Exec(ctx, `WITH automatic AS MATERIALIZED (
 			SELECT set_config('bpc.automatic_wake', 'on', true) AS flag),
 		held AS (
@@ -331,7 +230,7 @@ func (q *Queries) WakeHeldWebhookDeliveries(ctx context.Context, endpointID uuid
 			FOR UPDATE OF r SKIP LOCKED)
 		UPDATE river_job r SET state = 'available', scheduled_at = $4
 		FROM held WHERE r.id = held.id`,
-		endpointID, jobargs.QueueWebhooks, jobargs.KindDeliverWebhook, now, limit)
+		endpointID, queue, kind, now, limit)
 	if err != nil {
 		return 0, fmt.Errorf("error waking held deliveries of webhook endpoint %s: %w", endpointID, err)
 	}

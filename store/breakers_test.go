@@ -9,50 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/webhook/breaker"
 )
-
-func TestBreakerWindowSlidesAndAges(t *testing.T) {
-	t.Parallel()
-	t0 := time.UnixMilli(1_700_000_000_000) // on a bucket boundary
-	w := store.NewBreakerWindow(10*time.Second, 10)
-	require.Equal(t, time.Second, w.BucketWidth)
-	require.Equal(t, 10*time.Second, w.Length())
-	require.True(t, w.Fits(10*time.Second, 10))
-	require.False(t, w.Fits(20*time.Second, 10))
-	require.False(t, w.Fits(10*time.Second, 5))
-	a, f := w.Totals(t0)
-	require.Zero(t, a)
-	require.Zero(t, f)
-
-	w2 := w.Record(t0, true)
-	require.Equal(t, []int32{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, w.Attempts, "Record does not change its receiver")
-	w2 = w2.Record(t0.Add(500*time.Millisecond), false)
-	w2 = w2.Record(t0.Add(3*time.Second), true)
-	a, f = w2.Totals(t0.Add(3 * time.Second))
-	require.Equal(t, 3, a)
-	require.Equal(t, 2, f)
-
-	// 9.999 s later the first bucket still counts; at 10 s it has left.
-	a, f = w2.Totals(t0.Add(9*time.Second + 999*time.Millisecond))
-	require.Equal(t, 3, a)
-	require.Equal(t, 2, f)
-	a, f = w2.Totals(t0.Add(10 * time.Second))
-	require.Equal(t, 1, a)
-	require.Equal(t, 1, f)
-	a, _ = w2.Totals(t0.Add(13 * time.Second))
-	require.Zero(t, a)
-
-	// A slot is reused for a later bucket: its old counts are dropped.
-	w3 := w2.Record(t0.Add(10*time.Second), false)
-	a, f = w3.Totals(t0.Add(10 * time.Second))
-	require.Equal(t, 2, a, "the 3 s failure and the new success")
-	require.Equal(t, 1, f)
-
-	// A window too short for its buckets gets 1 ms buckets.
-	tiny := store.NewBreakerWindow(time.Millisecond, 10)
-	require.Equal(t, time.Millisecond, tiny.BucketWidth)
-}
 
 func TestBreakerViewOfNoRowIsClosedWithZeros(t *testing.T) {
 	t.Parallel()
@@ -62,8 +23,8 @@ func TestBreakerViewOfNoRowIsClosedWithZeros(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, b.Stored)
 	require.Equal(t, store.BreakerClosed, b.State)
-	require.Equal(t, store.BreakerView{State: store.BreakerClosed}, b.View(time.Now()))
-	require.Equal(t, store.BreakerView{State: store.BreakerClosed}, store.WebhookBreaker{}.View(time.Now()))
+	require.Equal(t, breaker.View{State: store.BreakerClosed}, breaker.ViewOf(b, time.Now()))
+	require.Equal(t, breaker.View{State: store.BreakerClosed}, breaker.ViewOf(store.WebhookBreaker{}, time.Now()))
 }
 
 // record applies one outcome in its own transaction, the way the worker
@@ -74,11 +35,13 @@ func recordOutcome(t *testing.T, e env, endpointID uuid.UUID, now time.Time, fai
 	require.NoError(t, e.inTx(func(q *store.Queries) (err error) {
 		before, after, err = q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, endpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
-				if !b.Window.Fits(time.Minute, 10) {
-					b.Window = store.NewBreakerWindow(time.Minute, 10)
+				w := breaker.Window(b.Window)
+				if !w.Fits(time.Minute, 10) {
+					w = breaker.NewWindow(time.Minute, 10)
 				}
-				b.Window = b.Window.Record(now, failure)
-				a, f := b.Window.Totals(now)
+				w = w.Record(now, failure)
+				b.Window = store.BreakerWindow(w)
+				a, f := w.Totals(now)
 				b.Attempts, b.Failures = int32(a), int32(f)
 				return b, true
 			})
@@ -108,9 +71,9 @@ func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 
 	got, err := e.Store.GetWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
-	v := got.View(now)
-	require.Equal(t, store.BreakerView{State: store.BreakerClosed, FailureRate: 0.5, AttemptsInWindow: 2, FailuresInWindow: 1}, v)
-	require.Zero(t, got.View(now.Add(2*time.Minute)).AttemptsInWindow, "the view ages with time")
+	v := breaker.ViewOf(got, now)
+	require.Equal(t, breaker.View{State: store.BreakerClosed, FailureRate: 0.5, AttemptsInWindow: 2, FailuresInWindow: 1}, v)
+	require.Zero(t, breaker.ViewOf(got, now.Add(2*time.Minute)).AttemptsInWindow, "the view ages with time")
 
 	// Another tenant sees no breaker of this endpoint.
 	other, err := e.Store.GetWebhookBreaker(e.Ctx, uuid.New(), ep.WebhookEndpointID)
@@ -129,7 +92,7 @@ func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 	err = e.inTx(func(q *store.Queries) error {
 		_, _, err := q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, uuid.New(),
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
-				b.Window = store.NewBreakerWindow(time.Minute, 10)
+				b.Window = store.BreakerWindow(breaker.NewWindow(time.Minute, 10))
 				return b, true
 			})
 		return err
@@ -164,7 +127,7 @@ func openBreaker(t *testing.T, e env, endpointID uuid.UUID, opened, nextProbe ti
 	require.NoError(t, e.inTx(func(q *store.Queries) error {
 		_, _, err := q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, endpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
-				b.Window = store.NewBreakerWindow(time.Minute, 10)
+				b.Window = store.BreakerWindow(breaker.NewWindow(time.Minute, 10))
 				b.State, b.OpenedAt, b.NextProbeAt = store.BreakerOpen, &opened, &nextProbe
 				return b, true
 			})
@@ -290,7 +253,7 @@ func TestWebhookBreakerRowRejectsInconsistentStates(t *testing.T) {
 	err := e.inTx(func(q *store.Queries) error {
 		_, _, err := q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
 			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
-				b.Window = store.NewBreakerWindow(time.Minute, 10)
+				b.Window = store.BreakerWindow(breaker.NewWindow(time.Minute, 10))
 				b.State = store.BreakerOpen // without opened_at / next_probe_at
 				return b, true
 			})
@@ -307,7 +270,7 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	other, err := e.Store.CreateWebhookEndpoint(e.Ctx, store.DevTenantID, "https://hooks.example/b", testSecret)
 	require.NoError(t, err)
 	deliver := func(endpointID uuid.UUID) store.DeliveryRef {
-		res := e.mustAppend(t, store.EventInput{TenantID: store.DevTenantID, AggregateType: "passport",
+		res := e.mustAppend(t, passport.EventInput{TenantID: store.DevTenantID, AggregateType: "passport",
 			AggregateID: uuid.New(), EventType: "passport.activated", DeliverTo: &endpointID})
 		require.Len(t, res.Deliveries, 1)
 		return res.Deliveries[0]
@@ -325,7 +288,7 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	e.Exec(t, `UPDATE webhook_deliveries SET status = 'DELIVERED' WHERE webhook_delivery_id = $1`, delivered.WebhookDeliveryID)
 
 	now := time.Now()
-	n, err := e.Store.WakeHeldWebhookDeliveries(e.Ctx, ep.WebhookEndpointID, now, 1000)
+	n, err := e.Store.WakeHeldWebhookDeliveries(e.Ctx, ep.WebhookEndpointID, jobargs.QueueWebhooks, jobargs.KindDeliverWebhook, now, 1000)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n, "the two held PENDING deliveries of the endpoint")
 	for _, ref := range []store.DeliveryRef{held1, held2, due} {
@@ -349,7 +312,7 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	// The limit bounds one wake.
 	hold(held1, "scheduled", time.Hour)
 	hold(held2, "scheduled", time.Hour)
-	n, err = e.Store.WakeHeldWebhookDeliveries(e.Ctx, ep.WebhookEndpointID, time.Now(), 1)
+	n, err = e.Store.WakeHeldWebhookDeliveries(e.Ctx, ep.WebhookEndpointID, jobargs.QueueWebhooks, jobargs.KindDeliverWebhook, time.Now(), 1)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
 	e.requireConsistent(t)

@@ -53,11 +53,9 @@ const documentColumns = `document_id, tenant_id, kind, name, created_at`
 const documentVersionColumns = `document_version_id, tenant_id, document_id, version, mime_type,
 	content_sha256, octet_length(content) AS size_bytes, status, error, fact_count, created_at, processed_at`
 
-// CreateDocument creates a document of kind.
+// CreateDocument creates a document of kind (passport.CheckDocumentKind
+// says which kinds there are).
 func (q *Queries) CreateDocument(ctx context.Context, tenantID uuid.UUID, kind, name string) (Document, error) {
-	if !facts.IsKind(kind) {
-		return Document{}, errcode.Invalid("kind", "must be one of %v", facts.Kinds)
-	}
 	return create[Document](ctx, q.db, "document", "tenant", tenantID, `INSERT INTO documents (document_id, tenant_id, kind, name)
 		VALUES ($1, $2, $3, $4) RETURNING `+documentColumns, uuid.New(), tenantID, kind, name)
 }
@@ -76,14 +74,9 @@ func (q *Queries) ListDocuments(ctx context.Context, tenantID uuid.UUID) ([]Docu
 
 // CreateDocumentVersion stores content as the document's next version
 // (UPLOADED). The same bytes uploaded again return the existing version and
-// existed = true. Run it in the transaction that also enqueues PARSE_FACTS.
+// existed = true. Run it in the transaction that also enqueues PARSE_FACTS,
+// on content passport.CheckDocumentContent accepts.
 func (q *Queries) CreateDocumentVersion(ctx context.Context, tenantID, documentID uuid.UUID, mimeType string, content []byte) (v DocumentVersion, existed bool, err error) {
-	if len(content) == 0 {
-		return DocumentVersion{}, false, errcode.Invalid("content", "must not be empty")
-	}
-	if len(content) > facts.MaxDocumentBytes {
-		return DocumentVersion{}, false, errcode.Invalid("content", "document is %d bytes, limit is %d", len(content), facts.MaxDocumentBytes)
-	}
 	if err := q.lockParent(ctx, "document", tenantID, documentID,
 		`SELECT document_id FROM documents WHERE tenant_id = $1 AND document_id = $2 FOR UPDATE`); err != nil {
 		return DocumentVersion{}, false, err

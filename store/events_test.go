@@ -14,32 +14,35 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
-func (e env) append(t *testing.T, in store.EventInput) (store.AppendResult, error) {
+func (e env) append(t *testing.T, in passport.EventInput) (passport.AppendResult, error) {
 	t.Helper()
-	return committed(e, func(q *store.Queries) (store.AppendResult, error) { return q.AppendEvent(e.Ctx, e.River, in) })
+	return committed(e, func(q *store.Queries) (passport.AppendResult, error) {
+		return passport.Tx{Q: q, Ins: e.River}.AppendEvent(e.Ctx, in)
+	})
 }
 
 // requireChain asserts that the tenant's audit chain verifies and holds n
 // events.
 func (e env) requireChain(t *testing.T, tenantID uuid.UUID, n int, msgAndArgs ...any) {
 	t.Helper()
-	got, err := e.Store.VerifyAuditChain(e.Ctx, tenantID)
+	got, err := passport.VerifyAuditChain(e.Ctx, e.Store, tenantID)
 	require.NoError(t, err)
 	require.Equal(t, n, got, msgAndArgs...)
 }
 
-func (e env) mustAppend(t *testing.T, in store.EventInput) store.AppendResult {
+func (e env) mustAppend(t *testing.T, in passport.EventInput) passport.AppendResult {
 	t.Helper()
 	res, err := e.append(t, in)
 	require.NoError(t, err)
 	return res
 }
 
-func passportEvent(tenantID, aggregateID uuid.UUID, eventType, payload string) store.EventInput {
-	return store.EventInput{
+func passportEvent(tenantID, aggregateID uuid.UUID, eventType, payload string) passport.EventInput {
+	return passport.EventInput{
 		TenantID:      tenantID,
 		AggregateType: "passport",
 		AggregateID:   aggregateID,
@@ -160,7 +163,7 @@ func TestVerifyAuditChainDetectsTampering(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e.Exec(t, tt.tamper, tenants[i])
-			_, err := e.Store.VerifyAuditChain(e.Ctx, tenants[i])
+			_, err := passport.VerifyAuditChain(e.Ctx, e.Store, tenants[i])
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tt.wantError)
 		})
@@ -175,7 +178,7 @@ func TestAppendEventConcurrentAppendIsVersionConflict(t *testing.T) {
 
 	appendBy := func(by string) func(q *store.Queries) error {
 		return func(q *store.Queries) error {
-			_, err := q.AppendEvent(e.Ctx, e.River, passportEvent(store.DevTenantID, agg, "passport.compiled", `{"by":`+by+`}`))
+			_, err := passport.Tx{Q: q, Ins: e.River}.AppendEvent(e.Ctx, passportEvent(store.DevTenantID, agg, "passport.compiled", `{"by":`+by+`}`))
 			return err
 		}
 	}

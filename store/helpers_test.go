@@ -13,6 +13,7 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/teststore"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -26,9 +27,11 @@ func newEnv(t *testing.T) env {
 }
 
 // enqueue runs EnqueueTx in its own committed transaction.
-func (e env) enqueue(t *testing.T, reqs ...store.EnqueueRequest) ([]store.EnqueueResult, error) {
+func (e env) enqueue(t *testing.T, reqs ...passport.EnqueueRequest) ([]passport.EnqueueResult, error) {
 	t.Helper()
-	return committed(e, func(q *store.Queries) ([]store.EnqueueResult, error) { return q.EnqueueTx(e.Ctx, e.River, reqs) })
+	return committed(e, func(q *store.Queries) ([]passport.EnqueueResult, error) {
+		return passport.EnqueueTx(e.Ctx, q, e.River, reqs)
+	})
 }
 
 // endpoint creates an active webhook endpoint of the dev tenant.
@@ -78,7 +81,7 @@ func (e env) race(t *testing.T, first, second func(q *store.Queries) error) erro
 }
 
 // mustEnqueue enqueues one request and returns its SSOT job.
-func (e env) mustEnqueue(t *testing.T, req store.EnqueueRequest) store.Job {
+func (e env) mustEnqueue(t *testing.T, req passport.EnqueueRequest) store.Job {
 	t.Helper()
 	res, err := e.enqueue(t, req)
 	require.NoError(t, err)

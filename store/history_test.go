@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -18,8 +19,8 @@ import (
 func TestDeletedRiverJobMovesToHistory(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	done := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID), IdempotencyKey: "k1", RequestHash: "h1"})
-	queued := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	done := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID), IdempotencyKey: "k1", RequestHash: "h1"})
+	queued := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	e.Exec(t, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, done.RiverJobID)
 	before, err := e.Store.GetJob(e.Ctx, store.DevTenantID, done.JobID)
 	require.NoError(t, err)
@@ -49,11 +50,11 @@ func TestDeletedRiverJobMovesToHistory(t *testing.T) {
 	require.NotNil(t, gone.FinishedAt)
 
 	// Its idempotency key still answers with the job.
-	res, err := e.enqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID), IdempotencyKey: "k1", RequestHash: "h1"})
+	res, err := e.enqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID), IdempotencyKey: "k1", RequestHash: "h1"})
 	require.NoError(t, err)
 	require.True(t, res[0].Existing)
 	require.Equal(t, done.JobID, res[0].Job.JobID)
-	_, err = e.enqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID), IdempotencyKey: "k1", RequestHash: "other"})
+	_, err = e.enqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID), IdempotencyKey: "k1", RequestHash: "other"})
 	requireCode(t, err, "IDEMPOTENCY_CONFLICT")
 
 	// Locking for an operator's action finds the history row too.
@@ -87,16 +88,16 @@ func TestListJobsAgreesWithTheViewAcrossLiveAndHistory(t *testing.T) {
 	// then driven into every River state, some River rows then deleted.
 	var jobs []store.Job
 	for batch := range 6 {
-		var reqs []store.EnqueueRequest
+		var reqs []passport.EnqueueRequest
 		for i := range 6 {
 			tenant := store.DevTenantID
 			if (batch+i)%3 == 0 {
 				tenant = other
 			}
 			if i%2 == 1 {
-				reqs = append(reqs, store.EnqueueRequest{Args: buildSnapshot(tenant)})
+				reqs = append(reqs, passport.EnqueueRequest{Args: buildSnapshot(tenant)})
 			} else {
-				reqs = append(reqs, store.EnqueueRequest{Args: parseFacts(tenant)})
+				reqs = append(reqs, passport.EnqueueRequest{Args: parseFacts(tenant)})
 			}
 		}
 		res, err := e.enqueue(t, reqs...)
@@ -204,7 +205,7 @@ func TestListJobsAgreesWithTheViewAcrossLiveAndHistory(t *testing.T) {
 func TestListJobsRefusesAnUnknownStatus(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	for _, status := range []string{"queued", "QUEUED' OR '1'='1", "DEAD_LETTER'; DROP TABLE jobs_live; --"} {
 		_, err := e.Store.ListJobs(e.Ctx, store.JobFilter{TenantID: store.DevTenantID, Status: status})
 		ve := requireCode(t, err, "VALIDATION_ERROR")

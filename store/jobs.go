@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/riverqueue/river"
 
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/jobargs"
 )
 
 // SSOT job statuses (SPEC §3).
@@ -30,6 +28,22 @@ const (
 
 // Statuses lists every SSOT status.
 var Statuses = []string{StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled, StatusDeadLetter}
+
+// CheckStatus refuses a status filter that is not one of Statuses (empty
+// is any): ListJobs writes the status into its SQL as a literal.
+func CheckStatus(status string) error {
+	if status != "" && !slices.Contains(Statuses, status) {
+		return errcode.Invalid("status", "must be one of %s", strings.Join(Statuses, ", "))
+	}
+	return nil
+}
+
+// DefaultJobPage and MaxJobPage are the default and the largest number of
+// jobs a page of ListJobs holds.
+const (
+	DefaultJobPage = 50
+	MaxJobPage     = 500
+)
 
 // IsTerminal reports whether a job in status will not change by itself.
 func IsTerminal(status string) bool {
@@ -131,11 +145,11 @@ type jobCursor struct {
 //
 // Each part yields at most one page, newest first, and the two are merged.
 func (q *Queries) ListJobs(ctx context.Context, f JobFilter) (JobPage, error) {
-	if f.Limit <= 0 || f.Limit > 500 {
-		f.Limit = 50
+	if f.Limit <= 0 || f.Limit > MaxJobPage {
+		f.Limit = DefaultJobPage
 	}
-	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
-		return JobPage{}, errcode.Invalid("status", "must be one of %s", strings.Join(Statuses, ", "))
+	if err := CheckStatus(f.Status); err != nil {
+		return JobPage{}, err
 	}
 	var args []any
 	arg := func(v any) string {
@@ -226,107 +240,6 @@ func decodeCursor(s string) (jobCursor, error) {
 		return c, errcode.Invalid("cursor", "is not a cursor returned by this API")
 	}
 	return c, nil
-}
-
-// EnqueueRequest is one job to insert through River.
-type EnqueueRequest struct {
-	// JobID is the SSOT job id to use; a new one when zero.
-	JobID uuid.UUID
-	Args  jobargs.Args
-	// Priority overrides the type's default SSOT priority (0..3).
-	Priority *int
-	// MaxAttempts overrides the service default.
-	MaxAttempts *int
-	// ScheduledAt delays the first attempt.
-	ScheduledAt *time.Time
-	// IdempotencyKey makes the enqueue repeatable: same key and request, same job.
-	IdempotencyKey string
-	// RequestHash fingerprints the request for idempotency conflicts.
-	RequestHash string
-}
-
-// EnqueueResult is the SSOT job of one request and whether it already existed.
-type EnqueueResult struct {
-	Job      Job
-	Existing bool
-}
-
-// ErrIdempotencyRace means a concurrent request inserted the same
-// idempotency key first; the caller retries in a new transaction and then
-// finds that job.
-var ErrIdempotencyRace = errors.New("concurrent enqueue with the same idempotency key")
-
-// EnqueueTx inserts the requested jobs through River in tx. The SSOT rows are
-// written by the mirror trigger in the same transaction, carrying the job_id,
-// idempotency key and request hash passed in River's metadata. A repeated
-// idempotency key with the same request hash returns the existing job; with
-// a different one, IDEMPOTENCY_CONFLICT.
-func (q *Queries) EnqueueTx(ctx context.Context, ins Inserter, reqs []EnqueueRequest) ([]EnqueueResult, error) {
-	plan := planEnqueue(reqs)
-	var existing map[idemKey]Job
-	if len(plan.lookups) > 0 {
-		jobs, err := list[Job](ctx, q.db, "jobs with idempotency keys", idempotencySQL, idempotencyArgs(reqs, plan.lookups)...)
-		if err != nil {
-			return nil, err
-		}
-		existing = existingByKey(jobs)
-	}
-	results := make([]EnqueueResult, len(reqs))
-	insert, err := plan.resolve(reqs, existing, results)
-	if err != nil {
-		return nil, err
-	}
-	if len(insert) > 0 {
-		tx, err := q.tx()
-		if err != nil {
-			return nil, err
-		}
-		params, ids, err := insertParams(reqs, insert)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := ins.InsertManyTx(ctx, tx, params); err != nil {
-			return nil, insertError(err)
-		}
-		// Read back rather than computed (EnqueueChecked): the caller's
-		// transaction began where this cannot see, and the read notices a
-		// missing mirror trigger.
-		if err := readBack(ctx, q.db, insert, ids, results); err != nil {
-			return nil, err
-		}
-	}
-	plan.finish(results)
-	return results, nil
-}
-
-func idempotencyConflict(key string) error {
-	return errcode.New(errcode.IdempotencyConflict, "idempotency key %q was used for a different request", key)
-}
-
-// insertOpts merges the type's defaults with the request's overrides and
-// carries the SSOT fields to the mirror trigger in River's metadata.
-func insertOpts(req EnqueueRequest, jobID uuid.UUID) (*river.InsertOpts, error) {
-	opts := req.Args.InsertOpts()
-	if req.Priority != nil {
-		opts.Priority = jobargs.RiverPriority(*req.Priority)
-	}
-	if req.MaxAttempts != nil {
-		opts.MaxAttempts = *req.MaxAttempts
-	}
-	if req.ScheduledAt != nil {
-		opts.ScheduledAt = *req.ScheduledAt
-	}
-	meta := map[string]string{"bpc_job_id": jobID.String()}
-	if req.IdempotencyKey != "" {
-		meta["bpc_idempotency_key"] = req.IdempotencyKey
-		meta["bpc_request_hash"] = req.RequestHash
-	}
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return nil, fmt.Errorf("error encoding job metadata: %w", err)
-	}
-	opts.Metadata = b
-	return &opts, nil
 }
 
 // JobByRiverID returns the SSOT job mirroring an existing River job, across

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -19,7 +20,7 @@ func TestEnqueueWritesSSOTRowMirroringRiver(t *testing.T) {
 	e := newEnv(t)
 	args := parseFacts(store.DevTenantID)
 	jobID := uuid.New()
-	job := e.mustEnqueue(t, store.EnqueueRequest{JobID: jobID, Args: args, IdempotencyKey: "k-1", RequestHash: "h-1"})
+	job := e.mustEnqueue(t, passport.EnqueueRequest{JobID: jobID, Args: args, IdempotencyKey: "k-1", RequestHash: "h-1"})
 
 	require.Equal(t, jobID, job.JobID, "the requested job id is used")
 	require.Equal(t, store.DevTenantID, job.TenantID)
@@ -60,7 +61,7 @@ func TestEnqueueOverridesPriorityAttemptsAndSchedule(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	at := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
-	job := e.mustEnqueue(t, store.EnqueueRequest{
+	job := e.mustEnqueue(t, passport.EnqueueRequest{
 		Args:        buildSnapshot(store.DevTenantID),
 		Priority:    ptr(0),
 		MaxAttempts: ptr(3),
@@ -85,78 +86,17 @@ func countRiverJobs(t *testing.T, e env) int {
 	return e.Count(t, `SELECT count(*) FROM river_job`)
 }
 
-func TestEnqueueIdempotency(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	args := parseFacts(store.DevTenantID)
-	req := store.EnqueueRequest{Args: args, IdempotencyKey: "order-42", RequestHash: "hash-a"}
-
-	first, err := e.enqueue(t, req)
-	require.NoError(t, err)
-	require.False(t, first[0].Existing)
-
-	t.Run("same key and hash returns the same job", func(t *testing.T) {
-		again, err := e.enqueue(t, store.EnqueueRequest{Args: args, IdempotencyKey: "order-42", RequestHash: "hash-a"})
-		require.NoError(t, err)
-		require.True(t, again[0].Existing)
-		require.Equal(t, first[0].Job.JobID, again[0].Job.JobID)
-		require.Equal(t, first[0].Job.RiverJobID, again[0].Job.RiverJobID)
-		require.Equal(t, 1, countRiverJobs(t, e), "no second River job")
-	})
-
-	t.Run("same key with a different request conflicts", func(t *testing.T) {
-		_, err := e.enqueue(t, store.EnqueueRequest{Args: args, IdempotencyKey: "order-42", RequestHash: "hash-b"})
-		conflict := requireCode(t, err, errcode.IdempotencyConflict)
-		require.Contains(t, conflict.Message, "order-42")
-	})
-
-	t.Run("key is scoped to type and tenant", func(t *testing.T) {
-		other := e.OtherTenant(t)
-		res, err := e.enqueue(t,
-			store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID), IdempotencyKey: "order-42", RequestHash: "hash-a"},
-			store.EnqueueRequest{Args: parseFacts(other), IdempotencyKey: "order-42", RequestHash: "hash-a"})
-		require.NoError(t, err)
-		require.False(t, res[0].Existing)
-		require.False(t, res[1].Existing)
-		require.NotEqual(t, first[0].Job.JobID, res[0].Job.JobID)
-		require.NotEqual(t, first[0].Job.JobID, res[1].Job.JobID)
-	})
-}
-
-func TestEnqueueBatchWithRepeatedKeyMakesOneJob(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	args := parseFacts(store.DevTenantID)
-	res, err := e.enqueue(t,
-		store.EnqueueRequest{Args: args, IdempotencyKey: "dup", RequestHash: "h"},
-		store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)},
-		store.EnqueueRequest{Args: args, IdempotencyKey: "dup", RequestHash: "h"})
-	require.NoError(t, err)
-	require.Len(t, res, 3)
-	require.False(t, res[0].Existing)
-	require.True(t, res[2].Existing)
-	require.Equal(t, res[0].Job.JobID, res[2].Job.JobID)
-	require.NotEqual(t, res[0].Job.JobID, res[1].Job.JobID)
-	require.Equal(t, 2, countRiverJobs(t, e))
-
-	_, err = e.enqueue(t,
-		store.EnqueueRequest{Args: args, IdempotencyKey: "dup2", RequestHash: "h1"},
-		store.EnqueueRequest{Args: args, IdempotencyKey: "dup2", RequestHash: "h2"})
-	requireCode(t, err, errcode.IdempotencyConflict)
-	require.Equal(t, 2, countRiverJobs(t, e), "a conflicting batch inserts nothing")
-}
-
 func TestEnqueueConcurrentSameKeyIsAnIdempotencyRace(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	req := store.EnqueueRequest{Args: parseFacts(store.DevTenantID), IdempotencyKey: "race", RequestHash: "h"}
+	req := passport.EnqueueRequest{Args: parseFacts(store.DevTenantID), IdempotencyKey: "race", RequestHash: "h"}
 
 	enqueue := func(q *store.Queries) error {
-		_, err := q.EnqueueTx(e.Ctx, e.River, []store.EnqueueRequest{req})
+		_, err := passport.EnqueueTx(e.Ctx, q, e.River, []passport.EnqueueRequest{req})
 		return err
 	}
 	err := e.race(t, enqueue, enqueue)
-	require.ErrorIs(t, err, store.ErrIdempotencyRace)
+	require.ErrorIs(t, err, passport.ErrIdempotencyRace)
 
 	// The caller's retry in a new transaction finds the committed job.
 	res, err := e.enqueue(t, req)
@@ -179,10 +119,10 @@ func TestListJobsFiltersAndIsolatesTenants(t *testing.T) {
 	e := newEnv(t)
 	other := e.OtherTenant(t)
 
-	parse := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
-	build := e.mustEnqueue(t, store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
-	done := e.mustEnqueue(t, store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
-	foreign := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(other)})
+	parse := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	build := e.mustEnqueue(t, passport.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
+	done := e.mustEnqueue(t, passport.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
+	foreign := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(other)})
 	e.Exec(t, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, done.RiverJobID)
 
 	ids := func(p store.JobPage) []uuid.UUID {
@@ -224,7 +164,7 @@ func TestListJobsKeysetPagination(t *testing.T) {
 	var enqueued []uuid.UUID
 	for range 7 {
 		// One transaction each, so that created_at differs.
-		enqueued = append(enqueued, e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)}).JobID)
+		enqueued = append(enqueued, e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)}).JobID)
 	}
 
 	var pages [][]store.Job
@@ -266,9 +206,9 @@ func TestListJobsKeysetPagination(t *testing.T) {
 func TestListJobsPaginationWithEqualCreatedAt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	reqs := make([]store.EnqueueRequest, 5)
+	reqs := make([]passport.EnqueueRequest, 5)
 	for i := range reqs {
-		reqs[i] = store.EnqueueRequest{Args: parseFacts(store.DevTenantID)}
+		reqs[i] = passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)}
 	}
 	// One transaction: every job has the same created_at; job_id breaks ties.
 	_, err := e.enqueue(t, reqs...)

@@ -6,13 +6,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
 func TestFenceLeaseAdmitsOnlyTheAttemptHoldingALiveLease(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	j := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	fence := func(attempt int) error {
 		return e.inTx(func(q *store.Queries) error { return q.FenceLease(e.Ctx, j.RiverJobID, attempt) })
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/teststore"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -30,9 +31,9 @@ func riverTimes(t *testing.T, e env, riverID int64) (attemptedAt, finalizedAt *t
 func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	a := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
-	b := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
-	c := e.mustEnqueue(t, store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
+	a := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	b := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	c := e.mustEnqueue(t, passport.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
 
 	// A worker that is plain SQL takes job a.
 	e.Exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
@@ -97,7 +98,7 @@ func TestMirrorFollowsSetBasedUpdates(t *testing.T) {
 	e := newEnv(t)
 	var jobs []store.Job
 	for range 4 {
-		jobs = append(jobs, e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)}))
+		jobs = append(jobs, e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)}))
 	}
 	// One statement touching every row, as River's batch fetch does.
 	e.Exec(t, `UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = now(),
@@ -184,7 +185,7 @@ func TestMirrorFinalStatesAndLastError(t *testing.T) {
 	}
 	jobs := make([]store.Job, len(tests))
 	for i := range tests {
-		jobs[i] = e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+		jobs[i] = e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,7 +209,7 @@ func TestMirrorFinalStatesAndLastError(t *testing.T) {
 func TestMirrorBoundsLastErrorMessage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	j := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	e.Exec(t, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_at = now(),
 		errors = ARRAY[jsonb_build_object('at', now(), 'attempt', 1, 'error', '{"code":"IO_ERROR","message":"' || repeat('x', 5000) || '"}')] WHERE id = $1`, j.RiverJobID)
 	le := decodeLastError(t, e.job(t, store.DevTenantID, j.JobID).LastError)
@@ -219,9 +220,9 @@ func TestMirrorBoundsLastErrorMessage(t *testing.T) {
 func TestMirrorFollowsRiverClientActions(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	cancelled := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
-	retried := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
-	deleted := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	cancelled := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	retried := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	deleted := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 
 	// What River UI and the admin API do.
 	_, err := e.River.JobCancel(e.Ctx, cancelled.RiverJobID)
@@ -249,7 +250,7 @@ func TestMirrorFollowsRiverClientActions(t *testing.T) {
 func TestMirrorLeaseTTLComesFromSession(t *testing.T) {
 	t.Parallel()
 	e := env{teststore.On(t, testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 7}))}
-	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	j := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	e.Exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['w'] WHERE id = $1`, j.RiverJobID)
 	got := e.job(t, store.DevTenantID, j.JobID)
 	attemptedAt, _ := riverTimes(t, e, j.RiverJobID)
@@ -259,7 +260,7 @@ func TestMirrorLeaseTTLComesFromSession(t *testing.T) {
 func TestMirrorFiresUnderReplicaSessionRole(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	j := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 
 	var insertedID int64
 	err := e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
@@ -296,7 +297,7 @@ func driftProblems(rep store.ConsistencyReport) string {
 func TestConsistencyDetectsDisabledUpdateTrigger(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	j := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	e.requireConsistent(t)
 
 	e.Exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_update`)
@@ -346,7 +347,7 @@ func TestConsistencyDetectsRiverJobWithoutSSOTRow(t *testing.T) {
 	require.True(t, found, "the orphan River job is named: %s", problems)
 
 	// EnqueueTx notices too, rather than returning a job without its row.
-	_, err = e.enqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	_, err = e.enqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "mirror trigger")
 }
@@ -354,7 +355,7 @@ func TestConsistencyDetectsRiverJobWithoutSSOTRow(t *testing.T) {
 func TestConsistencyDetectsVanishedRiverJob(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	j := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	e.Exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
 	e.Exec(t, `DELETE FROM river_job WHERE id = $1`, j.RiverJobID)
 
@@ -369,7 +370,7 @@ func TestConsistencyDetectsVanishedRiverJob(t *testing.T) {
 func TestConsistencyDetectsFieldDrift(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	j := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	// Someone edits the mirror by hand.
 	e.Exec(t, `UPDATE jobs_live SET attempts = 3, priority = 0, queue = 'elsewhere', lease_owner = 'ghost' WHERE job_id = $1`, j.JobID)
 	rep, err := e.Store.CheckConsistency(e.Ctx)
@@ -423,7 +424,7 @@ func TestMirrorReadsEveryAttemptErrorText(t *testing.T) {
 	}
 	jobs := make([]store.Job, len(tests))
 	for i := range tests {
-		jobs[i] = e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+		jobs[i] = e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -442,7 +443,7 @@ func TestMirrorReadsEveryAttemptErrorText(t *testing.T) {
 func TestMirrorReadsAnAttemptErrorWithoutText(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	j := e.mustEnqueue(t, store.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	j := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	e.Exec(t, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_at = now(),
 		errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":1}'::jsonb] WHERE id = $1`, j.RiverJobID)
 	le := decodeLastError(t, e.job(t, store.DevTenantID, j.JobID).LastError)

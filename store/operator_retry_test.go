@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -45,7 +46,7 @@ func TestOperatorRetryIsMarkedOnTheRiverJob(t *testing.T) {
 		{"held by the breaker", `state = 'available', attempt = 3, scheduled_at = now() + interval '3 seconds'`, 3},
 		{"scheduled", `state = 'scheduled', scheduled_at = now() + interval '1 hour'`, 0},
 	} {
-		job := e.mustEnqueue(t, store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
+		job := e.mustEnqueue(t, passport.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
 		setState(job.RiverJobID, `state = 'running', attempted_at = now()`)
 		setState(job.RiverJobID, tc.state)
 		_, ok := mark(job.RiverJobID)
@@ -66,7 +67,7 @@ func TestOperatorRetryIsMarkedOnTheRiverJob(t *testing.T) {
 
 	// Not retries: the scheduler's promotion of a due job, a running job put
 	// back (the lease reaper), a running job River UI's retry leaves alone.
-	due := e.mustEnqueue(t, store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
+	due := e.mustEnqueue(t, passport.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
 	setState(due.RiverJobID, `state = 'scheduled', scheduled_at = now() - interval '1 second'`)
 	setState(due.RiverJobID, `state = 'available'`)
 	_, ok := mark(due.RiverJobID)
@@ -75,13 +76,13 @@ func TestOperatorRetryIsMarkedOnTheRiverJob(t *testing.T) {
 	_, ok = mark(due.RiverJobID)
 	require.False(t, ok, "put off, not retried")
 
-	reaped := e.mustEnqueue(t, store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
+	reaped := e.mustEnqueue(t, passport.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
 	setState(reaped.RiverJobID, `state = 'running', attempt = 1, attempted_at = now()`)
 	setState(reaped.RiverJobID, `state = 'available'`)
 	_, ok = mark(reaped.RiverJobID)
 	require.False(t, ok, "reaper")
 
-	running := e.mustEnqueue(t, store.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
+	running := e.mustEnqueue(t, passport.EnqueueRequest{Args: buildSnapshot(store.DevTenantID)})
 	setState(running.RiverJobID, `state = 'running', attempt = 1, attempted_at = now()`)
 	_, err := e.River.JobRetry(e.Ctx, running.RiverJobID)
 	require.NoError(t, err)

@@ -255,42 +255,31 @@ func (q *Queries) SetPassportVersionQR(ctx context.Context, tenantID, id uuid.UU
 	return nil
 }
 
-// ActivatePassportVersion makes a SIGNED version with a QR code the
-// passport's ACTIVE version and supersedes the previous ACTIVE one, in one
-// transaction. It returns the activated version and the superseded one's id
-// (nil if none). Activating the ACTIVE version again changes nothing.
-func (q *Queries) ActivatePassportVersion(ctx context.Context, tenantID, id uuid.UUID) (PassportVersion, *uuid.UUID, bool, error) {
-	v, err := q.LockPassportVersion(ctx, tenantID, id)
-	if err != nil {
-		return PassportVersion{}, nil, false, err
-	}
-	if v.Status == PassportActive {
-		return v, nil, false, nil
-	}
-	if v.Status != PassportSigned || v.QRPayload == nil {
-		return PassportVersion{}, nil, false, errcode.New(errcode.InvalidState,
-			"passport version %s is %s%s; only a SIGNED version with its QR code can be activated",
-			id, v.Status, map[bool]string{true: " without a QR code", false: ""}[v.Status == PassportSigned])
-	}
+// SetPassportVersionActive writes version id of passport passportID as
+// ACTIVE and the passport's ACTIVE version before it, if any, as
+// SUPERSEDED, under the passport's row lock. It returns the activated
+// version and the superseded one's id (nil if none). The caller decided the
+// version may be activated and holds its lock.
+func (q *Queries) SetPassportVersionActive(ctx context.Context, tenantID, passportID, id uuid.UUID) (PassportVersion, *uuid.UUID, error) {
 	var previous *uuid.UUID
 	if err := q.db.QueryRow(ctx, `SELECT active_version_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`,
-		tenantID, v.PassportID).Scan(&previous); err != nil {
-		return PassportVersion{}, nil, false, notFound(err, "passport", v.PassportID)
+		tenantID, passportID).Scan(&previous); err != nil {
+		return PassportVersion{}, nil, notFound(err, "passport", passportID)
 	}
 	if _, err := q.db.Exec(ctx, `UPDATE passport_versions SET status = 'SUPERSEDED', superseded_at = now()
-		WHERE tenant_id = $1 AND passport_id = $2 AND status = 'ACTIVE'`, tenantID, v.PassportID); err != nil {
-		return PassportVersion{}, nil, false, fmt.Errorf("error superseding the active version: %w", err)
+		WHERE tenant_id = $1 AND passport_id = $2 AND status = 'ACTIVE'`, tenantID, passportID); err != nil {
+		return PassportVersion{}, nil, fmt.Errorf("error superseding the active version: %w", err)
 	}
 	if _, err := q.db.Exec(ctx, `UPDATE passport_versions SET status = 'ACTIVE', activated_at = now()
 		WHERE tenant_id = $1 AND passport_version_id = $2`, tenantID, id); err != nil {
-		return PassportVersion{}, nil, false, fmt.Errorf("error activating passport version %s: %w", id, err)
+		return PassportVersion{}, nil, fmt.Errorf("error activating passport version %s: %w", id, err)
 	}
 	if _, err := q.db.Exec(ctx, `UPDATE passports SET active_version_id = $3, updated_at = now()
-		WHERE tenant_id = $1 AND passport_id = $2`, tenantID, v.PassportID, id); err != nil {
-		return PassportVersion{}, nil, false, fmt.Errorf("error updating passport %s: %w", v.PassportID, err)
+		WHERE tenant_id = $1 AND passport_id = $2`, tenantID, passportID, id); err != nil {
+		return PassportVersion{}, nil, fmt.Errorf("error updating passport %s: %w", passportID, err)
 	}
-	v, err = q.passportVersion(ctx, tenantID, id, "")
-	return v, previous, true, err
+	v, err := q.passportVersion(ctx, tenantID, id, "")
+	return v, previous, err
 }
 
 // PassportExport is an export file written for a version.

@@ -14,6 +14,7 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -102,7 +103,7 @@ func (e env) activate(t *testing.T, tenantID, id uuid.UUID) (store.PassportVersi
 	var previous *uuid.UUID
 	var changed bool
 	err := e.inTx(func(q *store.Queries) (err error) {
-		v, previous, changed, err = q.ActivatePassportVersion(e.Ctx, tenantID, id)
+		v, previous, changed, err = passport.MarkPassportVersionActive(e.Ctx, q, tenantID, id)
 		return err
 	})
 	return v, previous, changed, err

@@ -2,77 +2,148 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/bpc-platform/bpc/jobargs"
 )
 
-// refTables maps each entity a job payload may name to its table and key.
-// Every domain table is keyed (tenant_id, id), so a lookup scoped to the
-// job's tenant is an index probe.
-var refTables = map[jobargs.Entity][2]string{
-	jobargs.EntityDocument:           {"documents", "document_id"},
-	jobargs.EntityDocumentVersion:    {"document_versions", "document_version_id"},
-	jobargs.EntitySnapshot:           {"data_snapshots", "snapshot_id"},
-	jobargs.EntityPassport:           {"passports", "passport_id"},
-	jobargs.EntityPassportVersion:    {"passport_versions", "passport_version_id"},
-	jobargs.EntityRulePackageVersion: {"rule_package_versions", "rule_package_version_id"},
-	jobargs.EntityWebhookDelivery:    {"webhook_deliveries", "webhook_delivery_id"},
+// refTables maps each entity a job payload may name (the values of
+// jobargs.Entity) to its table and key. Every domain table is keyed
+// (tenant_id, id), so a lookup scoped to the job's tenant is an index probe.
+var refTables = map[string][2]string{
+	"document":             {"documents", "document_id"},
+	"document_version":     {"document_versions", "document_version_id"},
+	"snapshot":             {"data_snapshots", "snapshot_id"},
+	"passport":             {"passports", "passport_id"},
+	"passport_version":     {"passport_versions", "passport_version_id"},
+	"rule_package_version": {"rule_package_versions", "rule_package_version_id"},
+	"webhook_delivery":     {"webhook_deliveries", "webhook_delivery_id"},
 }
 
-// missingRefSQL returns the ordinal (1-based) of the first ref whose row does
-// not exist in its tenant, in one round trip for any number of refs. The
-// CASE arms are built from refTables once; no input reaches the SQL text.
-var missingRefSQL = func() string {
-	arms := ""
-	for _, e := range []jobargs.Entity{
-		jobargs.EntityDocument, jobargs.EntityDocumentVersion, jobargs.EntitySnapshot,
-		jobargs.EntityPassport, jobargs.EntityPassportVersion, jobargs.EntityRulePackageVersion,
-		jobargs.EntityWebhookDelivery,
-	} {
-		t := refTables[e]
-		arms += fmt.Sprintf("\n    WHEN '%s' THEN EXISTS (SELECT 1 FROM %s x WHERE x.tenant_id = r.tenant_id AND x.%s = r.id)", e, t[0], t[1])
-	}
-	return `SELECT r.n FROM unnest($1::text[], $2::uuid[], $3::uuid[]) WITH ORDINALITY AS r(entity, tenant_id, id, n)
-WHERE NOT (CASE r.entity` + arms + `
-    ELSE false END)
-ORDER BY r.n LIMIT 1`
-}()
+// RefKey names a row a job's args refer to: its entity (a key of the
+// entity map, as jobargs.Entity spells it), its tenant and its id.
+type RefKey struct {
+	Entity   string
+	TenantID uuid.UUID
+	ID       uuid.UUID
+}
 
-// MissingRef returns the index in refs of the first id whose row does not
-// exist in the ref's tenant, or -1 when all exist.
-func (q *Queries) MissingRef(ctx context.Context, refs []jobargs.Ref) (int, error) {
-	if len(refs) == 0 {
-		return -1, nil
-	}
-	entities, tenants, ids, err := refArrays(refs)
+// RefCheck is the answer of CheckRefs: the start of the transaction the
+// check ran in, the first tenant that does not exist (nil when all do) and
+// the index of the first ref whose row does not exist in its tenant (-1
+// when all do).
+type RefCheck struct {
+	TxStart       time.Time
+	MissingTenant *uuid.UUID
+	MissingRef    int
+}
+
+// CheckRefs asks, in one statement, whether tenants and the rows refs name
+// exist (RefCheck).
+func (q *Queries) CheckRefs(ctx context.Context, tenants []uuid.UUID, refs []RefKey) (RefCheck, error) {
+	var c RefCheck
+	sql, args, scan, err := refChecks(tenants, refs, &c)
 	if err != nil {
-		return 0, err
+		return RefCheck{}, err
 	}
-	var n int
-	err = q.db.QueryRow(ctx, missingRefSQL, entities, tenants, ids).Scan(&n)
-	switch {
-	case err == nil:
-		return n - 1, nil
-	case errors.Is(err, pgx.ErrNoRows):
-		return -1, nil
+	if err := scan(q.db.QueryRow(ctx, sql, args...)); err != nil {
+		return RefCheck{}, fmt.Errorf("error checking references: %w", err)
 	}
-	return 0, fmt.Errorf("error checking references: %w", err)
+	return c, nil
 }
 
-// refArrays are missingRefSQL's parameters for refs.
-func refArrays(refs []jobargs.Ref) (entities []string, tenants, ids [][16]byte, err error) {
-	entities = make([]string, len(refs))
-	tenants = make([][16]byte, len(refs))
-	ids = make([][16]byte, len(refs))
+// QueueCheckRefs queues CheckRefs' statement on b; dst holds its answer
+// once b has run.
+func QueueCheckRefs(b *pgx.Batch, tenants []uuid.UUID, refs []RefKey, dst *RefCheck) error {
+	sql, args, scan, err := refChecks(tenants, refs, dst)
+	if err != nil {
+		return err
+	}
+	b.Queue(sql, args...).QueryRow(scan)
+	return nil
+}
+
+// missingTenantSQL returns the first tenant id that does not exist.
+const missingTenantSQL = `SELECT t.id FROM unnest($1::uuid[]) WITH ORDINALITY AS t(id, n)
+	WHERE NOT EXISTS (SELECT 1 FROM tenants x WHERE x.tenant_id = t.id) ORDER BY t.n LIMIT 1`
+
+// refChecks is CheckRefs' statement in one query: the transaction's start
+// (the mirror's updated_at), the first tenant that does not exist and the
+// ordinal (1-based) of the first ref that does not (NULL when all do). Its
+// refs are probed one subquery per entity present, so that Postgres, which
+// plans the statement anew for each request, plans only those (a CASE over
+// every entity cost more backend CPU to plan than the whole insert).
+func refChecks(tenants []uuid.UUID, refs []RefKey, dst *RefCheck) (string, []any, func(pgx.Row) error, error) {
+	tenantArr := make([][16]byte, len(tenants))
+	for i, t := range tenants {
+		tenantArr[i] = t
+	}
+	args := []any{tenantArr}
+	var present []string
+	byEntity := map[string]*refColumns{}
 	for i, r := range refs {
 		if _, ok := refTables[r.Entity]; !ok {
-			return nil, nil, nil, fmt.Errorf("error checking references: unknown entity %q", r.Entity)
+			return "", nil, nil, fmt.Errorf("error checking references: unknown entity %q", r.Entity)
 		}
-		entities[i], tenants[i], ids[i] = string(r.Entity), r.TenantID, r.ID
+		c := byEntity[r.Entity]
+		if c == nil {
+			c = &refColumns{}
+			byEntity[r.Entity] = c
+			present = append(present, r.Entity)
+		}
+		c.tenants = append(c.tenants, r.TenantID)
+		c.ids = append(c.ids, r.ID)
+		c.ordinals = append(c.ordinals, int32(i+1)) //nolint:gosec // at most a batch's refs
 	}
-	return entities, tenants, ids, nil
+	slices.Sort(present)
+	key := fmt.Sprint(present)
+	sql, ok := refChecksSQL.Load(key)
+	if !ok {
+		probes := make([]string, len(present))
+		for k, e := range present {
+			t, n := refTables[e], 2+3*k
+			probes[k] = fmt.Sprintf(`(SELECT min(r.n) FROM unnest($%d::uuid[], $%d::uuid[], $%d::int[]) AS r(tenant_id, id, n)
+	WHERE NOT EXISTS (SELECT 1 FROM %s x WHERE x.tenant_id = r.tenant_id AND x.%s = r.id))`, n, n+1, n+2, t[0], t[1])
+		}
+		refsSQL := "NULL::int"
+		if len(probes) > 0 {
+			refsSQL = "least(" + strings.Join(probes, ", ") + ")"
+		}
+		sql, _ = refChecksSQL.LoadOrStore(key, `SELECT now(), (`+missingTenantSQL+`), `+refsSQL)
+	}
+	for _, e := range present {
+		c := byEntity[e]
+		args = append(args, c.tenants, c.ids, c.ordinals)
+	}
+	scan := func(row pgx.Row) error {
+		var missingTenant *[16]byte
+		var missingRef *int
+		if err := row.Scan(&dst.TxStart, &missingTenant, &missingRef); err != nil {
+			return err
+		}
+		dst.MissingTenant, dst.MissingRef = nil, -1
+		if missingTenant != nil {
+			id := uuid.UUID(*missingTenant)
+			dst.MissingTenant = &id
+		}
+		if missingRef != nil {
+			dst.MissingRef = *missingRef - 1
+		}
+		return nil
+	}
+	return sql.(string), args, scan, nil
 }
+
+// refColumns are the parameters of one entity's probe in refChecks.
+type refColumns struct {
+	tenants, ids [][16]byte
+	ordinals     []int32
+}
+
+// refChecksSQL caches refChecks' statements by the entities they probe.
+var refChecksSQL sync.Map

@@ -19,10 +19,6 @@ const (
 	RulesPublished = "PUBLISHED"
 )
 
-// MinRuleTestCases is how many passing cases a run needs to validate a
-// rule package version (SPEC §7).
-const MinRuleTestCases = 500
-
 // RulePackage is a named, versioned rule package.
 type RulePackage struct {
 	RulePackageID uuid.UUID `db:"rule_package_id" json:"rule_package_id"`
@@ -155,11 +151,11 @@ func (q *Queries) ListRulePackageVersions(ctx context.Context, tenantID, package
 		WHERE tenant_id = $1 AND rule_package_id = $2 ORDER BY version DESC`, tenantID, packageID)
 }
 
-// RecordRuleTestsRun stores a run. A run of the same River job stored
+// InsertRuleTestsRun stores a run. A run of the same River job stored
 // before (a re-run of a completed job) is returned instead, with
-// existed = true. A PASSED run with at least MinRuleTestCases cases moves a
-// DRAFT version to VALIDATED; the caller decides the run's status.
-func (q *Queries) RecordRuleTestsRun(ctx context.Context, run RuleTestsRun) (RuleTestsRun, bool, error) {
+// existed = true. The caller decides the run's status and what it does to
+// its version (SetRulePackageVersionValidated).
+func (q *Queries) InsertRuleTestsRun(ctx context.Context, run RuleTestsRun) (RuleTestsRun, bool, error) {
 	if run.RiverJobID != nil {
 		if existing, found, err := findOne[RuleTestsRun](ctx, q.db, "the tests run", `SELECT `+ruleTestsRunColumns+`
 			FROM rule_tests_runs WHERE river_job_id = $1`, *run.RiverJobID); err != nil || found {
@@ -178,14 +174,17 @@ func (q *Queries) RecordRuleTestsRun(ctx context.Context, run RuleTestsRun) (Rul
 	if err != nil {
 		return RuleTestsRun{}, false, fmt.Errorf("error storing the tests run: %w", err)
 	}
-	if stored.Status == "PASSED" && stored.TotalCases >= MinRuleTestCases {
-		if _, err := q.db.Exec(ctx, `UPDATE rule_package_versions SET status = 'VALIDATED', validated_at = now()
-			WHERE tenant_id = $1 AND rule_package_version_id = $2 AND status = 'DRAFT'`,
-			run.TenantID, run.RulePackageVersionID); err != nil {
-			return RuleTestsRun{}, false, fmt.Errorf("error validating rule package version: %w", err)
-		}
-	}
 	return stored, false, nil
+}
+
+// SetRulePackageVersionValidated writes a DRAFT version as VALIDATED; a
+// version in another state is left as it is.
+func (q *Queries) SetRulePackageVersionValidated(ctx context.Context, tenantID, id uuid.UUID) error {
+	if _, err := q.db.Exec(ctx, `UPDATE rule_package_versions SET status = 'VALIDATED', validated_at = now()
+		WHERE tenant_id = $1 AND rule_package_version_id = $2 AND status = 'DRAFT'`, tenantID, id); err != nil {
+		return fmt.Errorf("error validating rule package version: %w", err)
+	}
+	return nil
 }
 
 // ListRuleTestsRuns returns a version's runs, newest first.
@@ -195,26 +194,17 @@ func (q *Queries) ListRuleTestsRuns(ctx context.Context, tenantID, versionID uui
 		WHERE tenant_id = $1 AND rule_package_version_id = $2 ORDER BY created_at DESC, rule_tests_run_id`, tenantID, versionID)
 }
 
-// PublishRulePackageVersion publishes a VALIDATED version (one with a
-// passing run of at least MinRuleTestCases cases). A DRAFT version is
-// RULE_TESTS_FAILED; publishing a PUBLISHED version again changes nothing.
-func (q *Queries) PublishRulePackageVersion(ctx context.Context, tenantID, id uuid.UUID) (RulePackageVersion, bool, error) {
-	v, err := q.LockRulePackageVersion(ctx, tenantID, id)
-	if err != nil {
-		return RulePackageVersion{}, false, err
+// SetRulePackageVersionPublished writes a VALIDATED version as PUBLISHED
+// and returns it without its sources; a version in another state is
+// ErrStale.
+func (q *Queries) SetRulePackageVersionPublished(ctx context.Context, tenantID, id uuid.UUID) (RulePackageVersion, error) {
+	tag, err := q.db.Exec(ctx, `UPDATE rule_package_versions SET status = 'PUBLISHED', published_at = now()
+		WHERE tenant_id = $1 AND rule_package_version_id = $2 AND status = 'VALIDATED'`, tenantID, id)
+	switch {
+	case err != nil:
+		return RulePackageVersion{}, fmt.Errorf("error publishing rule package version: %w", err)
+	case tag.RowsAffected() == 0:
+		return RulePackageVersion{}, fmt.Errorf("error publishing rule package version %s: %w", id, ErrStale)
 	}
-	switch v.Status {
-	case RulesPublished:
-		v.DSLSource, v.TestsSource = "", ""
-		return v, false, nil
-	case RulesDraft:
-		return RulePackageVersion{}, false, errcode.New(errcode.RuleTestsFailed,
-			"rule package version %s has no passing tests run with at least %d cases; run its tests first", id, MinRuleTestCases)
-	}
-	if _, err := q.db.Exec(ctx, `UPDATE rule_package_versions SET status = 'PUBLISHED', published_at = now()
-		WHERE tenant_id = $1 AND rule_package_version_id = $2`, tenantID, id); err != nil {
-		return RulePackageVersion{}, false, fmt.Errorf("error publishing rule package version: %w", err)
-	}
-	v, err = q.GetRulePackageVersion(ctx, tenantID, id, false)
-	return v, true, err
+	return q.GetRulePackageVersion(ctx, tenantID, id, false)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -31,7 +32,7 @@ func (e env) recordRun(t *testing.T, run store.RuleTestsRun) (store.RuleTestsRun
 	var out store.RuleTestsRun
 	var existed bool
 	require.NoError(t, e.inTx(func(q *store.Queries) (err error) {
-		out, existed, err = q.RecordRuleTestsRun(e.Ctx, run)
+		out, existed, err = passport.StoreRuleTestsRun(e.Ctx, q, run)
 		return err
 	}))
 	return out, existed
@@ -42,7 +43,7 @@ func (e env) publish(t *testing.T, tenantID, versionID uuid.UUID) (store.RulePac
 	var v store.RulePackageVersion
 	var changed bool
 	err := e.inTx(func(q *store.Queries) (err error) {
-		v, changed, err = q.PublishRulePackageVersion(e.Ctx, tenantID, versionID)
+		v, changed, err = passport.MarkRuleVersionPublished(e.Ctx, q, tenantID, versionID)
 		return err
 	})
 	return v, changed, err
@@ -173,7 +174,7 @@ func TestRuleTestsRunsValidateAndPublish(t *testing.T) {
 
 	// A PASSED run with too few cases keeps it DRAFT.
 	few, _ := e.recordRun(t, store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: id, Seed: 2,
-		Status: "PASSED", TotalCases: store.MinRuleTestCases - 1, Passed: store.MinRuleTestCases - 1, RiverJobID: ptr(int64(12))})
+		Status: "PASSED", TotalCases: passport.MinRuleTestCases - 1, Passed: passport.MinRuleTestCases - 1, RiverJobID: ptr(int64(12))})
 	require.Empty(t, few.FirstFailure, "no failure is stored as NULL")
 	require.Equal(t, store.RulesDraft, e.ruleVersion(t, store.DevTenantID, id).Status)
 
@@ -181,18 +182,18 @@ func TestRuleTestsRunsValidateAndPublish(t *testing.T) {
 	requireCode(t, err, errcode.RuleTestsFailed)
 
 	// A PASSED run with enough cases validates it.
-	run := passedRun(store.DevTenantID, id, store.MinRuleTestCases)
+	run := passedRun(store.DevTenantID, id, passport.MinRuleTestCases)
 	run.RiverJobID = ptr(int64(13))
 	passed, existed := e.recordRun(t, run)
 	require.False(t, existed)
-	require.Equal(t, int32(store.MinRuleTestCases), passed.TotalCases)
+	require.Equal(t, int32(passport.MinRuleTestCases), passed.TotalCases)
 	validated := e.ruleVersion(t, store.DevTenantID, id)
 	require.Equal(t, store.RulesValidated, validated.Status)
 	require.NotNil(t, validated.ValidatedAt)
 
 	// The same River job again returns the stored run and adds no row.
 	rerun := run
-	rerun.Seed, rerun.Status, rerun.Passed, rerun.Failed = 99, "FAILED", 0, store.MinRuleTestCases
+	rerun.Seed, rerun.Status, rerun.Passed, rerun.Failed = 99, "FAILED", 0, passport.MinRuleTestCases
 	again, existed := e.recordRun(t, rerun)
 	require.True(t, existed)
 	require.Equal(t, passed.RuleTestsRunID, again.RuleTestsRunID)
@@ -248,14 +249,14 @@ func TestRuleVersionsAreTenantScoped(t *testing.T) {
 
 	// A run cannot be recorded for another tenant's version (composite foreign key).
 	err := e.inTx(func(q *store.Queries) error {
-		_, _, err := q.RecordRuleTestsRun(e.Ctx, passedRun(other, v.RulePackageVersionID, store.MinRuleTestCases))
+		_, _, err := passport.StoreRuleTestsRun(e.Ctx, q, passedRun(other, v.RulePackageVersionID, passport.MinRuleTestCases))
 		return err
 	})
 	require.Error(t, err)
 	require.True(t, store.IsForeignKeyViolation(err), "%v", err)
 	require.Equal(t, store.RulesDraft, e.ruleVersion(t, store.DevTenantID, v.RulePackageVersionID).Status)
 
-	e.recordRun(t, passedRun(store.DevTenantID, v.RulePackageVersionID, store.MinRuleTestCases))
+	e.recordRun(t, passedRun(store.DevTenantID, v.RulePackageVersionID, passport.MinRuleTestCases))
 	_, _, err = e.publish(t, other, v.RulePackageVersionID)
 	requireCode(t, err, errcode.NotFound)
 	require.Equal(t, store.RulesValidated, e.ruleVersion(t, store.DevTenantID, v.RulePackageVersionID).Status)

@@ -2,15 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
-	"github.com/bpc-platform/bpc/core/snapshot"
 )
 
 // Snapshot statuses.
@@ -68,42 +67,38 @@ func (q *Queries) snapshot(ctx context.Context, tenantID, id uuid.UUID, lock str
 		WHERE s.tenant_id = $1 AND s.snapshot_id = $2`+lock, tenantID, id)
 }
 
-// AddSnapshotItems adds facts to a BUILDING snapshot and returns how many
-// were new. A fact already in the snapshot is skipped; a second fact with
-// the same (type, key) as one already in it is a VALIDATION_ERROR (the
-// compiler reads one fact per type and key).
-func (q *Queries) AddSnapshotItems(ctx context.Context, tenantID, snapshotID uuid.UUID, factIDs []uuid.UUID) (int, error) {
-	sn, err := q.LockSnapshot(ctx, tenantID, snapshotID)
-	if err != nil {
-		return 0, err
-	}
-	if err := requireBuilding(sn); err != nil {
-		return 0, err
-	}
-	if len(factIDs) == 0 {
-		return 0, nil
-	}
+// MissingFact returns the first of factIDs that is not a fact of the
+// tenant, if any.
+func (q *Queries) MissingFact(ctx context.Context, tenantID uuid.UUID, factIDs []uuid.UUID) (uuid.UUID, bool, error) {
 	missing, err := collect(ctx, q.db, "missing facts", pgx.RowTo[uuid.UUID], `SELECT u.id FROM unnest($2::uuid[]) AS u(id)
 		WHERE NOT EXISTS (SELECT 1 FROM facts f WHERE f.tenant_id = $1 AND f.fact_id = u.id)`, tenantID, factIDs)
-	if err != nil {
-		return 0, err
+	if err != nil || len(missing) == 0 {
+		return uuid.Nil, false, err
 	}
-	if len(missing) > 0 {
-		return 0, errcode.New(errcode.NotFound, "fact %s not found", missing[0])
-	}
-	var conflict struct{ typ, key string }
+	return missing[0], true, nil
+}
+
+// SnapshotKeyClash returns the first (fact type, fact key), in order, that
+// two facts would share were factIDs added to the snapshot, if any.
+func (q *Queries) SnapshotKeyClash(ctx context.Context, tenantID, snapshotID uuid.UUID, factIDs []uuid.UUID) (factType, factKey string, found bool, err error) {
 	err = q.db.QueryRow(ctx, `WITH wanted AS (
 			SELECT f.fact_id, f.fact_type, f.fact_key FROM facts f WHERE f.tenant_id = $1 AND f.fact_id = ANY($3)
 			UNION
 			SELECT i.fact_id, i.fact_type, i.fact_key FROM snapshot_items i WHERE i.snapshot_id = $2)
 		SELECT fact_type, fact_key FROM wanted GROUP BY fact_type, fact_key HAVING count(*) > 1
-		ORDER BY fact_type, fact_key LIMIT 1`, tenantID, snapshotID, factIDs).Scan(&conflict.typ, &conflict.key)
+		ORDER BY fact_type, fact_key LIMIT 1`, tenantID, snapshotID, factIDs).Scan(&factType, &factKey)
 	switch {
 	case err == nil:
-		return 0, errcode.Invalid("fact_ids", "the snapshot would hold two facts (%s, %s); a snapshot holds one fact per type and key", conflict.typ, conflict.key)
-	case err != pgx.ErrNoRows:
-		return 0, fmt.Errorf("error checking snapshot items: %w", err)
+		return factType, factKey, true, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", "", false, nil
 	}
+	return "", "", false, fmt.Errorf("error checking snapshot items: %w", err)
+}
+
+// InsertSnapshotItems adds the tenant's facts factIDs to the snapshot and
+// returns how many were new to it; one already in it is skipped.
+func (q *Queries) InsertSnapshotItems(ctx context.Context, tenantID, snapshotID uuid.UUID, factIDs []uuid.UUID) (int, error) {
 	tag, err := q.db.Exec(ctx, `INSERT INTO snapshot_items (tenant_id, snapshot_id, fact_id, fact_type, fact_key, payload_hash)
 		SELECT f.tenant_id, $2, f.fact_id, f.fact_type, f.fact_key, f.payload_hash
 		FROM facts f WHERE f.tenant_id = $1 AND f.fact_id = ANY($3)
@@ -114,16 +109,6 @@ func (q *Queries) AddSnapshotItems(ctx context.Context, tenantID, snapshotID uui
 	return int(tag.RowsAffected()), nil
 }
 
-func requireBuilding(sn Snapshot) error {
-	switch sn.Status {
-	case SnapshotBuilding:
-		return nil
-	case SnapshotSealed:
-		return errcode.New(errcode.SnapshotSealed, "snapshot %s is sealed", sn.SnapshotID)
-	}
-	return errcode.New(errcode.InvalidState, "snapshot %s is %s; items can only be added while BUILDING", sn.SnapshotID, sn.Status)
-}
-
 // ListSnapshotItems returns a snapshot's items by type and key.
 func (q *Queries) ListSnapshotItems(ctx context.Context, tenantID, snapshotID uuid.UUID) ([]SnapshotItem, error) {
 	return list[SnapshotItem](ctx, q.db, "snapshot items",
@@ -131,52 +116,31 @@ func (q *Queries) ListSnapshotItems(ctx context.Context, tenantID, snapshotID uu
 		WHERE tenant_id = $1 AND snapshot_id = $2 ORDER BY fact_type, fact_key`, tenantID, snapshotID)
 }
 
-// MarkSnapshotReady moves a BUILDING snapshot to READY (an empty snapshot is
-// valid). Any other state is INVALID_STATE.
-func (q *Queries) MarkSnapshotReady(ctx context.Context, tenantID, snapshotID uuid.UUID) (Snapshot, error) {
-	sn, err := q.LockSnapshot(ctx, tenantID, snapshotID)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	if sn.Status != SnapshotBuilding {
-		return Snapshot{}, errcode.New(errcode.InvalidState, "snapshot %s is %s, not BUILDING", snapshotID, sn.Status)
-	}
-	if _, err := q.db.Exec(ctx, `UPDATE data_snapshots SET status = 'READY', ready_at = now()
-		WHERE tenant_id = $1 AND snapshot_id = $2`, tenantID, snapshotID); err != nil {
-		return Snapshot{}, fmt.Errorf("error marking snapshot %s ready: %w", snapshotID, err)
-	}
-	return q.GetSnapshot(ctx, tenantID, snapshotID)
+// ErrStale is returned by a guarded write whose row is no longer in the
+// state the caller decided on (the caller should have locked it).
+var ErrStale = errors.New("store: the row is not in the state the write requires")
+
+// SetSnapshotReady writes a BUILDING snapshot as READY; a snapshot in
+// another state is ErrStale.
+func (q *Queries) SetSnapshotReady(ctx context.Context, tenantID, snapshotID uuid.UUID) (Snapshot, error) {
+	return q.setSnapshotStatus(ctx, tenantID, snapshotID, `UPDATE data_snapshots SET status = 'READY', ready_at = now()
+		WHERE tenant_id = $1 AND snapshot_id = $2 AND status = 'BUILDING'`, "marking snapshot %s ready")
 }
 
-// SealSnapshot seals a READY snapshot: its BPC-SNAPSHOT-1 hash over the
-// items is stored and it becomes SEALED. BUILDING is SNAPSHOT_NOT_READY;
-// SEALED is SNAPSHOT_SEALED.
-func (q *Queries) SealSnapshot(ctx context.Context, tenantID, snapshotID uuid.UUID) (Snapshot, error) {
-	sn, err := q.LockSnapshot(ctx, tenantID, snapshotID)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	switch sn.Status {
-	case SnapshotBuilding:
-		return Snapshot{}, errcode.New(errcode.SnapshotNotReady, "snapshot %s is BUILDING; build it (READY) before sealing", snapshotID)
-	case SnapshotSealed:
-		return Snapshot{}, errcode.New(errcode.SnapshotSealed, "snapshot %s is already sealed", snapshotID)
-	}
-	items, err := q.ListSnapshotItems(ctx, tenantID, snapshotID)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	seal := make([]snapshot.Item, len(items))
-	for i, it := range items {
-		seal[i] = snapshot.Item{FactType: it.FactType, FactKey: it.FactKey, PayloadHash: it.PayloadHash}
-	}
-	_, digest, err := snapshot.Seal(snapshotID.String(), seal)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	if _, err := q.db.Exec(ctx, `UPDATE data_snapshots SET status = 'SEALED', snapshot_hash = $3, sealed_at = now()
-		WHERE tenant_id = $1 AND snapshot_id = $2`, tenantID, snapshotID, digest); err != nil {
-		return Snapshot{}, fmt.Errorf("error sealing snapshot %s: %w", snapshotID, err)
+// SetSnapshotSealed writes a READY snapshot as SEALED with its hash; a
+// snapshot in another state is ErrStale.
+func (q *Queries) SetSnapshotSealed(ctx context.Context, tenantID, snapshotID uuid.UUID, snapshotHash string) (Snapshot, error) {
+	return q.setSnapshotStatus(ctx, tenantID, snapshotID, `UPDATE data_snapshots SET status = 'SEALED', snapshot_hash = $3, sealed_at = now()
+		WHERE tenant_id = $1 AND snapshot_id = $2 AND status = 'READY'`, "sealing snapshot %s", snapshotHash)
+}
+
+func (q *Queries) setSnapshotStatus(ctx context.Context, tenantID, snapshotID uuid.UUID, sql, doing string, args ...any) (Snapshot, error) {
+	tag, err := q.db.Exec(ctx, sql, append([]any{tenantID, snapshotID}, args...)...)
+	switch {
+	case err != nil:
+		return Snapshot{}, fmt.Errorf("error "+doing+": %w", snapshotID, err)
+	case tag.RowsAffected() == 0:
+		return Snapshot{}, fmt.Errorf("error "+doing+": %w", snapshotID, ErrStale)
 	}
 	return q.GetSnapshot(ctx, tenantID, snapshotID)
 }

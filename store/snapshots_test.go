@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -11,6 +12,7 @@ import (
 	"github.com/bpc-platform/bpc/core/facts"
 	"github.com/bpc-platform/bpc/core/snapshot"
 	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -24,21 +26,21 @@ func (e env) createSnapshot(t *testing.T, tenantID uuid.UUID) store.Snapshot {
 func (e env) addItems(t *testing.T, tenantID, snapshotID uuid.UUID, ids []uuid.UUID) (int, error) {
 	t.Helper()
 	return committed(e, func(q *store.Queries) (int, error) {
-		return q.AddSnapshotItems(e.Ctx, tenantID, snapshotID, ids)
+		return passport.AddFactsToSnapshot(e.Ctx, q, tenantID, snapshotID, ids)
 	})
 }
 
 func (e env) markReady(t *testing.T, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
 	t.Helper()
 	return committed(e, func(q *store.Queries) (store.Snapshot, error) {
-		return q.MarkSnapshotReady(e.Ctx, tenantID, snapshotID)
+		return passport.MarkSnapshotReady(e.Ctx, q, tenantID, snapshotID)
 	})
 }
 
 func (e env) seal(t *testing.T, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
 	t.Helper()
 	return committed(e, func(q *store.Queries) (store.Snapshot, error) {
-		return q.SealSnapshot(e.Ctx, tenantID, snapshotID)
+		return passport.MarkSnapshotSealed(e.Ctx, q, tenantID, snapshotID)
 	})
 }
 
@@ -281,4 +283,24 @@ func TestSnapshotFactsAreCanonical(t *testing.T) {
 	sample, err := nmc811.Facts()
 	require.NoError(t, err)
 	require.ElementsMatch(t, sample, got)
+}
+
+// The status writes are guarded: one whose snapshot is not in the state the
+// caller decided on changes nothing.
+func TestSnapshotStatusWritesAreGuarded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	sn := e.createSnapshot(t, store.DevTenantID)
+	digest := strings.Repeat("ab", 32)
+	_, err := e.Store.SetSnapshotSealed(e.Ctx, store.DevTenantID, sn.SnapshotID, digest)
+	require.ErrorIs(t, err, store.ErrStale, "a BUILDING snapshot is not sealed")
+	ready, err := e.Store.SetSnapshotReady(e.Ctx, store.DevTenantID, sn.SnapshotID)
+	require.NoError(t, err)
+	require.Equal(t, store.SnapshotReady, ready.Status)
+	_, err = e.Store.SetSnapshotReady(e.Ctx, store.DevTenantID, sn.SnapshotID)
+	require.ErrorIs(t, err, store.ErrStale, "a READY snapshot is not made READY again")
+	sealed, err := e.Store.SetSnapshotSealed(e.Ctx, store.DevTenantID, sn.SnapshotID, digest)
+	require.NoError(t, err)
+	require.Equal(t, store.SnapshotSealed, sealed.Status)
+	require.Equal(t, digest, *sealed.SnapshotHash)
 }

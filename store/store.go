@@ -13,8 +13,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 )
@@ -28,11 +26,6 @@ type DBTX interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Begin(ctx context.Context) (pgx.Tx, error)
-}
-
-// Inserter inserts River jobs inside a transaction; *river.Client[pgx.Tx] is one.
-type Inserter interface {
-	InsertManyTx(ctx context.Context, tx pgx.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error)
 }
 
 // Queries runs the service's SQL on whatever it was made with: a pool (each
@@ -55,16 +48,6 @@ func (q *Queries) DB() DBTX { return q.db }
 // already runs in a transaction), committing when fn returns nil.
 func (q *Queries) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, q.db, fn)
-}
-
-// tx is the transaction q runs in, for statements that must share it with
-// River's inserts.
-func (q *Queries) tx() (pgx.Tx, error) {
-	tx, ok := q.db.(pgx.Tx)
-	if !ok {
-		return nil, errors.New("store: River inserts need Queries made WithTx")
-	}
-	return tx, nil
 }
 
 // notFound maps pgx.ErrNoRows to a NOT_FOUND error naming what was missing.

@@ -2,7 +2,6 @@ package workers
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,13 +33,12 @@ type CompilePassportWorker struct {
 // Work compiles.
 func (w *CompilePassportWorker) Work(ctx context.Context, job *river.Job[jobargs.CompilePassportArgs]) error {
 	a := job.Args
-	// A re-run of a compile job that completed before finds its version.
-	if v, err := w.Store.PassportVersionByCompileJob(ctx, a.TenantID, job.ID); err == nil {
-		return completeInTx(ctx, w.Completer, job, func(t passport.Tx) error {
-			return passport.EnqueueSign(ctx, t, a.TenantID, v.PassportVersionID)
-		})
-	} else if !errors.Is(err, store.ErrNotFound) {
+	resume, rerun, err := passport.ResumeCompile(ctx, w.Store, a.TenantID, job.ID)
+	if err != nil {
 		return err
+	}
+	if rerun {
+		return completeInTx(ctx, w.Completer, job, func(t passport.Tx) error { return resume(ctx, t) })
 	}
 	req := passport.CompileRequest{
 		TenantID:             a.TenantID,

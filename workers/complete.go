@@ -18,12 +18,12 @@ import (
 // inserter returns the River client working the job: it inserts the next
 // job and the event's webhook deliveries inside the handler's transaction,
 // which publish is told of once committed.
-func inserter(ctx context.Context, publish store.Publisher) (*store.TxInserter, error) {
+func inserter(ctx context.Context, publish passport.Publisher) (*passport.TxInserter, error) {
 	c, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
 		return nil, errcode.Wrap(errcode.Internal, err, "no River client in the job context")
 	}
-	return store.NewTxInserter(store.Publishing(c, publish)), nil
+	return passport.NewTxInserter(passport.Publishing(c, publish)), nil
 }
 
 // Completer is what a worker needs to record its step and complete its job
@@ -33,7 +33,7 @@ type Completer struct {
 	// BeforeCommit is Deps.BeforeCommit.
 	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
 	// Publisher is Deps.Publisher.
-	Publisher store.Publisher
+	Publisher passport.Publisher
 }
 
 // inTx runs fn in a transaction. When fn returns complete = true, the job is

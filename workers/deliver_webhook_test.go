@@ -23,6 +23,7 @@ import (
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testlog"
 	"github.com/bpc-platform/bpc/internal/testriver"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/webhook/breaker"
 	"github.com/bpc-platform/bpc/webhook/destination"
@@ -126,10 +127,10 @@ func (e webhookEnv) endpoint(t *testing.T, url string) uuid.UUID {
 // appendEvent appends an event delivered to the endpoint.
 func (e webhookEnv) appendEvent(t *testing.T, endpointID uuid.UUID) (store.Event, store.DeliveryRef) {
 	t.Helper()
-	var res store.AppendResult
+	var res passport.AppendResult
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
 		var err error
-		res, err = e.st.WithTx(tx).AppendEvent(e.ctx, e.client, store.EventInput{
+		res, err = passport.NewTx(tx, e.client, "").AppendEvent(e.ctx, passport.EventInput{
 			TenantID: store.DevTenantID, AggregateType: "passport", AggregateID: uuid.New(),
 			EventType: "passport.activated", Payload: json.RawMessage(`{"passport_id":"p-1"}`), DeliverTo: &endpointID,
 		})
@@ -474,7 +475,7 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	time.Sleep(time.Until(firstProbeAt.Add(-250 * time.Millisecond)))
 	sent := srv.count("/flaky")
 	attempts := e.settledAttempts(t, first)
-	v := e.breaker(t, flaky).View(time.Now())
+	v := breaker.ViewOf(e.breaker(t, flaky), time.Now())
 	if time.Now().Before(firstProbeAt) {
 		require.Equal(t, sentBeforeOpen, sent, "nothing is sent during the cool-down")
 		for id, n := range attempts {
@@ -532,7 +533,7 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	require.GreaterOrEqual(t, logs[0]["failure_rate"].(float64), 0.5)
 	require.NotContains(t, e.logs.String(), secret)
 
-	closed := e.breaker(t, flaky).View(time.Now())
+	closed := breaker.ViewOf(e.breaker(t, flaky), time.Now())
 	require.Equal(t, store.BreakerClosed, closed.State)
 	require.Nil(t, closed.OpenedAt)
 	require.Nil(t, closed.NextProbeAt)
@@ -551,8 +552,8 @@ func TestWebhookBreakerIgnores4xx(t *testing.T) {
 		ref := e.deliver(t, ep)
 		require.Equal(t, store.StatusFailed, e.wait(t, ref.JobID).Status)
 	}
-	v := e.breaker(t, ep).View(time.Now())
-	require.Equal(t, store.BreakerView{State: store.BreakerClosed, AttemptsInWindow: 4}, v)
+	v := breaker.ViewOf(e.breaker(t, ep), time.Now())
+	require.Equal(t, breaker.View{State: store.BreakerClosed, AttemptsInWindow: 4}, v)
 	require.Equal(t, 4, srv.count("/bad-request"))
 	require.Zero(t, testutil.ToFloat64(e.metrics.BreakerTransitions.WithLabelValues(store.BreakerOpen)))
 }

@@ -634,7 +634,7 @@ func (e *pipeEnv) activate(t *testing.T, id uuid.UUID) store.PassportVersion {
 	var v store.PassportVersion
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
 		var err error
-		v, _, _, err = e.st.WithTx(tx).ActivatePassportVersion(e.ctx, pipeTenant, id)
+		v, _, _, err = passport.MarkPassportVersionActive(e.ctx, e.st.WithTx(tx), pipeTenant, id)
 		return err
 	}))
 	require.Equal(t, store.PassportActive, v.Status)
@@ -801,7 +801,7 @@ func TestCompilePassportWorkerRejectsUnreadyInputs(t *testing.T) {
 	ready, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
 	require.NoError(t, err)
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, err := e.st.WithTx(tx).MarkSnapshotReady(e.ctx, pipeTenant, ready.SnapshotID)
+		_, err := passport.MarkSnapshotReady(e.ctx, e.st.WithTx(tx), pipeTenant, ready.SnapshotID)
 		return err
 	}))
 	requireFailed(t, e.run(t, compileArgs(pp.PassportID, fixture.Compilable{SnapshotID: ready.SnapshotID, RulesID: fx.RulesID})), "SNAPSHOT_NOT_READY")

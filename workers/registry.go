@@ -48,7 +48,7 @@ type Deps struct {
 	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
 	// Publisher, when set, hears the queues of the jobs a handler's
 	// committed transaction inserted (the RabbitMQ trigger).
-	Publisher store.Publisher
+	Publisher passport.Publisher
 }
 
 // registry is the one list of job types: adding a job type is its args in

@@ -129,6 +129,17 @@ func InvalidWrap(field string, cause error, format string, args ...any) *Error {
 	return e
 }
 
+// Prefixed returns err naming its field prefix+field, the field of a value
+// nested in a request ("payload.", "jobs[2]."), as a VALIDATION_ERROR that
+// Invalid would build for it; err itself when it names no field or prefix
+// is empty.
+func Prefixed(err error, prefix string) error {
+	if e := As(err); e != nil && e.Field != "" && prefix != "" {
+		return Invalid(prefix+e.Field, "%s", strings.TrimPrefix(e.Message, e.Field+": "))
+	}
+	return err
+}
+
 // As returns the *Error in err's chain, or nil.
 func As(err error) *Error {
 	var e *Error

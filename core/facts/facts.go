@@ -55,6 +55,14 @@ type Fact struct {
 // IsKind reports whether kind is a document kind.
 func IsKind(kind string) bool { return slices.Contains(Kinds, kind) }
 
+// CheckSize refuses a document larger than MaxDocumentBytes.
+func CheckSize(content []byte) error {
+	if len(content) > MaxDocumentBytes {
+		return errcode.Invalid("content", "document is %d bytes, limit is %d", len(content), MaxDocumentBytes)
+	}
+	return nil
+}
+
 // Parse maps a document of kind to its facts. Errors are VALIDATION_ERRORs
 // naming the offending member as a path (e.g. "materials[3].cas"), and
 // UNSUPPORTED_FORMAT for a kind this parser does not know.
@@ -62,8 +70,8 @@ func Parse(kind string, content []byte) ([]Fact, error) {
 	if !IsKind(kind) {
 		return nil, errcode.New(errcode.UnsupportedFormat, "document kind %q is not one of %s", kind, strings.Join(Kinds, ", "))
 	}
-	if len(content) > MaxDocumentBytes {
-		return nil, errcode.Invalid("content", "document is %d bytes, limit is %d", len(content), MaxDocumentBytes)
+	if err := CheckSize(content); err != nil {
+		return nil, err
 	}
 	// Canonicalize first: it rejects what BPC-CJSON-1 cannot carry (floats,
 	// duplicate keys, invalid UTF-8) with a path to the culprit.

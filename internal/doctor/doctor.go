@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bpc-platform/bpc/migrations"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -48,7 +49,7 @@ func Check(ctx context.Context, pool *pgxpool.Pool) (Report, error) {
 	}
 	for _, t := range tenants {
 		rep.tenants = append(rep.tenants, t.Slug)
-		n, err := s.VerifyAuditChain(ctx, t.TenantID)
+		n, err := passport.VerifyAuditChain(ctx, s, t.TenantID)
 		if err != nil {
 			rep.AuditChains[t.Slug] = "BROKEN: " + err.Error()
 			rep.OK = false

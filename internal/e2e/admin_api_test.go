@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -395,7 +396,7 @@ func TestPingAndWebhookEndpointLifecycle(t *testing.T) {
 	}, &env))
 	require.Equal(t, "payload", env.Error.Details["field"])
 
-	n, err := store.New(h.pool).VerifyAuditChain(context.Background(), store.DevTenantID)
+	n, err := passport.VerifyAuditChain(context.Background(), store.New(h.pool), store.DevTenantID)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 }

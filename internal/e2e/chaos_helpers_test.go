@@ -41,6 +41,7 @@ import (
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -325,13 +326,13 @@ func (e *chaosEnv) enqueue(args []jobargs.Args) {
 	e.t.Helper()
 	const batch = 100
 	for i := 0; i < len(args); i += batch {
-		reqs := make([]store.EnqueueRequest, 0, batch)
+		reqs := make([]passport.EnqueueRequest, 0, batch)
 		for _, a := range args[i:min(i+batch, len(args))] {
 			require.NoError(e.t, a.Validate())
-			reqs = append(reqs, store.EnqueueRequest{Args: a})
+			reqs = append(reqs, passport.EnqueueRequest{Args: a})
 		}
 		require.NoError(e.t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-			_, err := e.st.WithTx(tx).EnqueueTx(e.ctx, e.ins, reqs)
+			_, err := passport.EnqueueTx(e.ctx, e.st.WithTx(tx), e.ins, reqs)
 			return err
 		}))
 	}
@@ -393,7 +394,7 @@ func (e *chaosEnv) requireSettled(want int) {
 	rep, err := e.st.CheckConsistency(e.ctx)
 	require.NoError(e.t, err)
 	require.True(e.t, rep.OK(), "mirror drift (%d): %+v", rep.DriftCount, rep.Drifts)
-	n, err := e.st.VerifyAuditChain(e.ctx, store.DevTenantID)
+	n, err := passport.VerifyAuditChain(e.ctx, e.st, store.DevTenantID)
 	require.NoError(e.t, err, "audit chain")
 	e.t.Logf("settled: %d jobs SUCCEEDED, %d River jobs, audit chain ok (%d events)", want, rep.RiverJobs, n)
 }

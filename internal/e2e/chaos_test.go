@@ -498,7 +498,7 @@ func TestChaosPoisonJobIsDiscarded(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		res, err := e.st.WithTx(tx).AppendEvent(e.ctx, e.ins, store.EventInput{TenantID: store.DevTenantID,
+		res, err := passport.NewTx(tx, e.ins, "").AppendEvent(e.ctx, passport.EventInput{TenantID: store.DevTenantID,
 			AggregateType: "Passport", AggregateID: uuid.New(), EventType: "chaos.poison",
 			Payload: []byte(`{}`), DeliverTo: &ep.WebhookEndpointID})
 		if err != nil {

@@ -420,8 +420,8 @@ func TestDomainRulePackages(t *testing.T) {
 	ctx := context.Background()
 	st := store.New(d.h.pool)
 	require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-		_, _, err := st.WithTx(tx).RecordRuleTestsRun(ctx, store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: v.RulePackageVersionID,
-			Seed: 42, Status: "PASSED", TotalCases: store.MinRuleTestCases, Passed: store.MinRuleTestCases})
+		_, _, err := passport.StoreRuleTestsRun(ctx, st.WithTx(tx), store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: v.RulePackageVersionID,
+			Seed: 42, Status: "PASSED", TotalCases: passport.MinRuleTestCases, Passed: passport.MinRuleTestCases})
 		return err
 	}))
 	var runs struct {
@@ -587,7 +587,7 @@ func newSampleFixture(t *testing.T, d domainAPI) *sampleFixture {
 	d.do(http.MethodPost, path+"/items", map[string]any{"document_version_ids": versionIDs}, http.StatusOK, &added)
 	require.Equal(t, 0, added.Added, "adding the same facts again adds nothing")
 	require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-		_, err := st.WithTx(tx).MarkSnapshotReady(ctx, store.DevTenantID, sn.SnapshotID)
+		_, err := passport.MarkSnapshotReady(ctx, st.WithTx(tx), store.DevTenantID, sn.SnapshotID)
 		return err
 	}))
 	d.do(http.MethodPost, path+"/seal", nil, http.StatusOK, &sn)
@@ -608,8 +608,8 @@ func newSampleFixture(t *testing.T, d domainAPI) *sampleFixture {
 	d.do(http.MethodPost, "/v1/rule-packages/"+pkg.RulePackageID.String()+"/versions",
 		map[string]any{"dsl_source": nmc811.Rules(), "tests_source": nmc811.Tests()}, http.StatusCreated, &rv)
 	require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-		_, _, err := st.WithTx(tx).RecordRuleTestsRun(ctx, store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: rv.RulePackageVersionID,
-			Status: "PASSED", TotalCases: store.MinRuleTestCases, Passed: store.MinRuleTestCases})
+		_, _, err := passport.StoreRuleTestsRun(ctx, st.WithTx(tx), store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: rv.RulePackageVersionID,
+			Status: "PASSED", TotalCases: passport.MinRuleTestCases, Passed: passport.MinRuleTestCases})
 		return err
 	}))
 	d.do(http.MethodPost, "/v1/rule-package-versions/"+rv.RulePackageVersionID.String()+"/publish", nil, http.StatusOK, nil)

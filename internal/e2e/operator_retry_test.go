@@ -10,6 +10,7 @@ import (
 
 	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/webhook/breaker"
 )
 
 // breakerHourly is the service's own poll setting and a breaker cool-down of
@@ -33,10 +34,10 @@ func withEnv(base map[string]string, extra map[string]string) map[string]string 
 }
 
 // breaker reads an endpoint's breaker through the API.
-func (h *harness) breaker(endpointID uuid.UUID) store.BreakerView {
+func (h *harness) breaker(endpointID uuid.UUID) breaker.View {
 	h.t.Helper()
 	var ep struct {
-		Breaker store.BreakerView `json:"breaker"`
+		Breaker breaker.View `json:"breaker"`
 	}
 	require.Equal(h.t, http.StatusOK, h.call(http.MethodGet, "/v1/webhook-endpoints/"+endpointID.String()+"?tenant_id="+devTenant, nil, &ep))
 	return ep.Breaker
@@ -83,7 +84,7 @@ func TestWebhookEndpointShowsItsBreaker(t *testing.T) {
 	h := newHarness(t, service.RoleAll, map[string]string{"BPC_WEBHOOK_BREAKER_MIN_ATTEMPTS": "2", "BPC_WEBHOOK_BREAKER_COOLDOWN_MS": "60000"})
 	recv := newReceiver(t, http.StatusInternalServerError)
 	endpointID := h.subscribe(recv.URL+"/hooks", "breaker.test")
-	require.Equal(t, store.BreakerView{State: store.BreakerClosed}, h.breaker(endpointID))
+	require.Equal(t, breaker.View{State: store.BreakerClosed}, h.breaker(endpointID))
 
 	h.emit("breaker.test", map[string]any{"n": 1})
 	h.eventually("the breaker opens after two 500s", func() bool { return h.breaker(endpointID).State == store.BreakerOpen })

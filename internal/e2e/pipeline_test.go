@@ -373,7 +373,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 		"EXPORT_PASSPORT SUCCEEDED": 1,
 	}, counts)
 	h.requireConsistent()
-	n, err := store.New(h.pool).VerifyAuditChain(ctx, store.DevTenantID)
+	n, err := passport.VerifyAuditChain(ctx, store.New(h.pool), store.DevTenantID)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, n, 12, "uploads, parses, snapshot, tests, publish, compile, sign, QR, activate, export")
 }
@@ -534,6 +534,6 @@ func TestPipelineCrashBeforeCommitIsRetriedWithoutDuplicates(t *testing.T) {
 	require.Len(t, crashed, count(`SELECT count(*) FROM jobs`))
 	mu.Unlock()
 	h.requireConsistent()
-	_, err = store.New(h.pool).VerifyAuditChain(ctx, store.DevTenantID)
+	_, err = passport.VerifyAuditChain(ctx, store.New(h.pool), store.DevTenantID)
 	require.NoError(t, err)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/internal/tick"
 	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -46,11 +47,11 @@ func (e *tickEnv) enqueueSnapshotBuild(t *testing.T, at time.Time) store.Job {
 	tx, err := e.pool.Begin(e.ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(e.ctx) //nolint:errcheck
-	req := store.EnqueueRequest{Args: &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}}
+	req := passport.EnqueueRequest{Args: &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}}
 	if !at.IsZero() {
 		req.ScheduledAt = &at
 	}
-	res, err := e.st.WithTx(tx).EnqueueTx(e.ctx, e.client, []store.EnqueueRequest{req})
+	res, err := passport.EnqueueTx(e.ctx, e.st.WithTx(tx), e.client, []passport.EnqueueRequest{req})
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(e.ctx))
 	return res[0].Job

@@ -194,25 +194,25 @@ func (c Config) Next(b store.WebhookBreaker, deliveryID uuid.UUID, o Outcome, no
 		b.NextProbeAt = &next
 		return b, true
 	}
-	if !b.Window.Fits(c.Window, buckets) {
-		b.Window = store.NewBreakerWindow(c.Window, buckets)
+	if !Window(b.Window).Fits(c.Window, buckets) {
+		b.Window = store.BreakerWindow(NewWindow(c.Window, buckets))
 	}
 	failure := o == OutcomeFailure
 	switch {
 	case b.State == "" || b.State == store.BreakerClosed:
 		b.State = store.BreakerClosed
-		b.Window = b.Window.Record(now, failure)
+		b.Window = store.BreakerWindow(Window(b.Window).Record(now, failure))
 		setTotals(&b, now)
 		if c.Trips(int(b.Attempts), int(b.Failures)) {
 			c.open(&b, now)
 		}
 	case probe && failure:
-		b.Window = b.Window.Record(now, true)
+		b.Window = store.BreakerWindow(Window(b.Window).Record(now, true))
 		setTotals(&b, now)
 		c.open(&b, now)
 	case probe:
 		b.State = store.BreakerClosed
-		b.Window = store.NewBreakerWindow(c.Window, buckets).Record(now, false)
+		b.Window = store.BreakerWindow(NewWindow(c.Window, buckets).Record(now, false))
 		setTotals(&b, now)
 		b.OpenedAt, b.NextProbeAt, b.ProbeDeliveryID = nil, nil, nil
 	default:
@@ -224,7 +224,7 @@ func (c Config) Next(b store.WebhookBreaker, deliveryID uuid.UUID, o Outcome, no
 // setTotals stores the window's totals at now on the row (what operators
 // read with SQL; the API recomputes them as they age).
 func setTotals(b *store.WebhookBreaker, now time.Time) {
-	attempts, failures := b.Window.Totals(now)
+	attempts, failures := Window(b.Window).Totals(now)
 	b.Attempts, b.Failures = int32(attempts), int32(failures)
 }
 
@@ -263,7 +263,7 @@ func transition(before, after store.WebhookBreaker, now time.Time) *Transition {
 	if from == to {
 		return nil
 	}
-	attempts, failures := after.Window.Totals(now)
+	attempts, failures := Window(after.Window).Totals(now)
 	return &Transition{EndpointID: after.WebhookEndpointID, TenantID: after.TenantID, From: from, To: to,
 		Attempts: attempts, Failures: failures, NextProbeAt: after.NextProbeAt}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -99,7 +100,7 @@ func (c Config) Record(ctx context.Context, q *store.Queries, r Ref, o Outcome) 
 	}
 	t := transition(before, after, now)
 	if t != nil && t.To == store.BreakerClosed {
-		if _, err := q.WakeHeldWebhookDeliveries(ctx, r.EndpointID, now, wakeLimit); err != nil {
+		if _, err := q.WakeHeldWebhookDeliveries(ctx, r.EndpointID, jobargs.QueueWebhooks, jobargs.KindDeliverWebhook, now, wakeLimit); err != nil {
 			return nil, err
 		}
 	}
