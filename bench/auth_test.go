@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bpc-platform/bpc/access"
-	"github.com/bpc-platform/bpc/api"
+	"github.com/bpc-platform/bpc/internal/http/access"
+	"github.com/bpc-platform/bpc/internal/http/api"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/passport"

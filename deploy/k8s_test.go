@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/bpc-platform/bpc/api"
-	"github.com/bpc-platform/bpc/service"
+	"github.com/bpc-platform/bpc/internal/http/api"
+	"github.com/bpc-platform/bpc/internal/service"
 )
 
 // secretName is the externally managed Secret every pod reads its secrets

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/bpc-platform/bpc/access"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -48,7 +47,7 @@ func CreateAPIKey(ctx context.Context, t Tx, in NewKey, now time.Time) (CreatedK
 	if name == "" || utf8.RuneCountInString(name) > maxKeyNameChars {
 		return CreatedKey{}, errcode.Invalid("name", "must be 1 to %d characters", maxKeyNameChars)
 	}
-	role, ok := access.ParseRole(in.Role)
+	role, ok := ParseRole(in.Role)
 	if !ok {
 		return CreatedKey{}, errcode.Invalid("role", "must be one of admin, writer, reader")
 	}
@@ -60,10 +59,10 @@ func CreateAPIKey(ctx context.Context, t Tx, in NewKey, now time.Time) (CreatedK
 			return CreatedKey{}, errcode.Invalid("expires_at", "must be within ten years")
 		}
 	}
-	token, prefix := access.NewToken()
+	token, prefix := NewToken()
 	k, err := t.Q.CreateAPIKey(ctx, store.APIKey{
 		TenantID: in.TenantID, Name: name, Role: string(role), Prefix: prefix,
-		TokenSHA256: access.HashToken(token), ExpiresAt: in.ExpiresAt,
+		TokenSHA256: HashToken(token), ExpiresAt: in.ExpiresAt,
 	})
 	if err != nil {
 		return CreatedKey{}, err

@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bpc-platform/bpc/access"
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/internal/http/access"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -44,7 +44,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	require.Equal(t, "ci uploader", k.Name)
 	require.Equal(t, "writer", k.Role)
 	require.True(t, strings.HasPrefix(k.Token, "bpc_"+k.Prefix+"_"))
-	require.Equal(t, access.HashToken(k.Token), k.TokenSHA256)
+	require.Equal(t, passport.HashToken(k.Token), k.TokenSHA256)
 	require.Equal(t, 0, e.Count(t, `SELECT count(*) FROM api_keys WHERE position(convert_to($1, 'UTF8') in token_sha256) > 0`, k.Token),
 		"the token is not stored")
 	require.Equal(t, 1, e.events(t, passport.EventKeyCreated, k.APIKeyID))
@@ -55,7 +55,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	ring := access.NewKeyring(e.Store)
 	p, err := ring.Authenticate(e.Ctx, k.Token)
 	require.NoError(t, err)
-	require.Equal(t, access.Principal{TenantID: store.DevTenantID, KeyID: k.APIKeyID, Role: access.RoleWriter}, p)
+	require.Equal(t, access.Principal{TenantID: store.DevTenantID, KeyID: k.APIKeyID, Role: passport.RoleWriter}, p)
 
 	revoked, err := e.revokeKey(t, store.DevTenantID, k.APIKeyID)
 	require.NoError(t, err)

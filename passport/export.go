@@ -15,8 +15,8 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/core/verify"
+	"github.com/bpc-platform/bpc/internal/passportpdf"
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/passportpdf"
 	"github.com/bpc-platform/bpc/store"
 )
 

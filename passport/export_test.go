@@ -14,10 +14,10 @@ import (
 	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/core/verify"
 	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/internal/passportpdf"
 	"github.com/bpc-platform/bpc/internal/pdftest"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
-	"github.com/bpc-platform/bpc/passportpdf"
 	"github.com/bpc-platform/bpc/store"
 )
 

@@ -3,7 +3,7 @@
 #
 #   scripts/test.sh                      # go vet ./... ; go test -race -count=1 ./... ;
 #                                        # then the fuzz and chaos stages (see below)
-#   scripts/test.sh -run Foo ./api/...   # go vet ./... ; go test -race -count=1 -run Foo ./api/...
+#   scripts/test.sh -run Foo ./store/...   # go vet ./... ; go test -race -count=1 -run Foo ./store/...
 #
 # Arguments replace the default package pattern ./...; if none of them names a package
 # (./x, ../x or github.com/...), ./... is still appended, so `scripts/test.sh -run Foo` works.

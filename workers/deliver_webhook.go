@@ -24,10 +24,10 @@ import (
 	"github.com/bpc-platform/bpc/core/audit"
 	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/internal/webhook/breaker"
+	"github.com/bpc-platform/bpc/internal/webhook/destination"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/webhook/breaker"
-	"github.com/bpc-platform/bpc/webhook/destination"
 )
 
 // Bounds on what is kept of an endpoint's response.

@@ -23,10 +23,10 @@ import (
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testlog"
 	"github.com/bpc-platform/bpc/internal/testriver"
+	"github.com/bpc-platform/bpc/internal/webhook/breaker"
+	"github.com/bpc-platform/bpc/internal/webhook/destination"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/webhook/breaker"
-	"github.com/bpc-platform/bpc/webhook/destination"
 	"github.com/bpc-platform/bpc/workers"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/core/facts"
+	"github.com/bpc-platform/bpc/internal/webhook/breaker"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/webhook/breaker"
 )
 
 // Deps are what workers need from the service.

@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bpc-platform/bpc/internal/doctor"
+	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/migrations"
-	"github.com/bpc-platform/bpc/service"
 )
 
 const usage = `bpc — Battery Passport Compiler job service

@@ -13,7 +13,7 @@ import (
 
 	"github.com/bpc-platform/bpc/apiclient"
 	"github.com/bpc-platform/bpc/core/hash"
-	"github.com/bpc-platform/bpc/demo"
+	"github.com/bpc-platform/bpc/internal/demo"
 )
 
 // Defaults of bpc demo.

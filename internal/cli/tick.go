@@ -7,8 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/internal/tick"
-	"github.com/bpc-platform/bpc/service"
 )
 
 // cmdTick is bpc tick: flags and configuration, then one tick of package

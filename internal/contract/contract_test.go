@@ -12,8 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/internal/contract"
+	"github.com/bpc-platform/bpc/internal/http/api"
 	"github.com/bpc-platform/bpc/workers"
 )
 

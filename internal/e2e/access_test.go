@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/examples/nmc811"
-	"github.com/bpc-platform/bpc/service"
+	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/store"
 )
 

@@ -14,9 +14,9 @@ import (
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
+	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testlog"
-	"github.com/bpc-platform/bpc/service"
 )
 
 // emptySchemaURL returns a database URL whose search_path is a new, empty schema.

@@ -23,10 +23,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/verify"
-	"github.com/bpc-platform/bpc/demo"
 	"github.com/bpc-platform/bpc/examples/nmc811"
+	"github.com/bpc-platform/bpc/internal/demo"
 	"github.com/bpc-platform/bpc/internal/pdftest"
-	"github.com/bpc-platform/bpc/service"
+	"github.com/bpc-platform/bpc/internal/service"
 )
 
 // The demo runs as `bpc demo` does (flags and environment through run)

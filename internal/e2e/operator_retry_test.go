@@ -8,9 +8,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/bpc-platform/bpc/service"
+	"github.com/bpc-platform/bpc/internal/service"
+	"github.com/bpc-platform/bpc/internal/webhook/breaker"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/webhook/breaker"
 )
 
 // breakerHourly is the service's own poll setting and a breaker cool-down of

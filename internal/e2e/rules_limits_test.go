@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/rules"
-	"github.com/bpc-platform/bpc/service"
+	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/store"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/verify"
-	"github.com/bpc-platform/bpc/demo"
+	"github.com/bpc-platform/bpc/internal/demo"
 )
 
 // runVerify runs `bpc verify args…` and returns its output and exit status.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/bpc-platform/bpc/service"
+	"github.com/bpc-platform/bpc/internal/service"
 )
 
 // The README's daily routine is scripts/walkthrough.sh: the README shows its

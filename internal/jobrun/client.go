@@ -11,8 +11,8 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/bpc-platform/bpc/internal/jobrun/trigger"
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/trigger"
 )
 
 // ClientOptions configures the service's River client.

@@ -20,8 +20,8 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/bpc-platform/bpc/internal/jobrun"
+	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/service"
 	"github.com/bpc-platform/bpc/store"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/bpc-platform/bpc/webhook/breaker"
+	"github.com/bpc-platform/bpc/internal/webhook/breaker"
 )
 
 func TestBreakerWindowSlidesAndAges(t *testing.T) {

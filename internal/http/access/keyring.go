@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -87,7 +88,7 @@ func NewKeyring(st KeyStore) *Keyring {
 // Knows reports whether token's prefix is a key this keyring has read from
 // the store (fresh or not): checking such a token costs no store read.
 func (k *Keyring) Knows(token string) bool {
-	prefix, ok := ParseToken(token)
+	prefix, ok := passport.ParseToken(token)
 	if !ok {
 		return false
 	}
@@ -100,7 +101,7 @@ func (k *Keyring) Knows(token string) bool {
 // not authenticate is an UNAUTHORIZED error wrapping a *DeniedError; an
 // error reading the store is returned as it is.
 func (k *Keyring) Authenticate(ctx context.Context, token string) (Principal, error) {
-	prefix, ok := ParseToken(token)
+	prefix, ok := passport.ParseToken(token)
 	if !ok {
 		return Principal{}, deny(DeniedMalformed, store.APIKey{})
 	}
@@ -112,7 +113,7 @@ func (k *Keyring) Authenticate(ctx context.Context, token string) (Principal, er
 		return Principal{}, deny(DeniedUnknown, store.APIKey{})
 	}
 	key := c.key
-	if subtle.ConstantTimeCompare(HashToken(token), key.TokenSHA256) != 1 {
+	if subtle.ConstantTimeCompare(passport.HashToken(token), key.TokenSHA256) != 1 {
 		return Principal{}, deny(DeniedSecret, key)
 	}
 	now := k.now()
@@ -122,7 +123,7 @@ func (k *Keyring) Authenticate(ctx context.Context, token string) (Principal, er
 	if key.ExpiresAt != nil && !now.Before(*key.ExpiresAt) {
 		return Principal{}, deny(DeniedExpired, key)
 	}
-	role, ok := ParseRole(key.Role)
+	role, ok := passport.ParseRole(key.Role)
 	if !ok {
 		return Principal{}, errcode.New(errcode.Internal, "api key %s has an unknown role", key.APIKeyID)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/qr"
+	"github.com/bpc-platform/bpc/internal/passportpdf"
 	"github.com/bpc-platform/bpc/internal/pdftest"
-	"github.com/bpc-platform/bpc/passportpdf"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden PDF")
@@ -25,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite the golden PDF")
 // signed, ACTIVE version with its QR code.
 func sample(t *testing.T) passportpdf.Passport {
 	t.Helper()
-	payload, err := os.ReadFile("../core/compiler/testdata/nmc811/payload.json")
+	payload, err := os.ReadFile("../../core/compiler/testdata/nmc811/payload.json")
 	require.NoError(t, err)
 	p := passportpdf.Passport{
 		PassportVersionID: "0b7e4c2a-9d1f-4a3b-8c5d-6e7f8a9b0c1d",

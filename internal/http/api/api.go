@@ -20,12 +20,12 @@ import (
 	"github.com/riverqueue/river"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/bpc-platform/bpc/access"
 	"github.com/bpc-platform/bpc/core/compiler"
+	"github.com/bpc-platform/bpc/internal/http/access"
+	"github.com/bpc-platform/bpc/internal/webhook/destination"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/webhook/destination"
 )
 
 // Config is what the API needs to know of the service configuration.

@@ -18,9 +18,10 @@
 //
 // # Keys
 //
-// A token is bpc_<prefix>_<secret>: a 16-character prefix that finds the key
-// and a secret of 32 random bytes, both lower-case base32. Only the token's
-// SHA-256 is stored, and it is compared in constant time. A Keyring resolves
+// What a key is (its roles, its token bpc_<prefix>_<secret>, the SHA-256 that
+// is stored of it) is the domain's, in package passport; this package
+// authenticates requests with keys. Stored hashes are compared in constant
+// time. A Keyring resolves
 // tokens; it trusts a key row it read for at most Fresh (500 ms), so that a
 // revocation or an expiry made by any process takes effect on every process
 // within a second, at the cost of one indexed read per key and Fresh while
@@ -43,30 +44,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/passport"
 )
-
-// Role is what a tenant's API key may do.
-type Role string
-
-// The roles of an API key.
-const (
-	RoleAdmin  Role = "admin"
-	RoleWriter Role = "writer"
-	RoleReader Role = "reader"
-)
-
-// Roles lists the roles, strongest first.
-var Roles = []Role{RoleAdmin, RoleWriter, RoleReader}
-
-// ParseRole returns the role named s.
-func ParseRole(s string) (Role, bool) {
-	for _, r := range Roles {
-		if string(r) == s {
-			return r, true
-		}
-	}
-	return "", false
-}
 
 // Principal is who a request acts for: the platform operator, or a tenant
 // through one of its keys.
@@ -76,7 +55,7 @@ type Principal struct {
 	Platform bool
 	TenantID uuid.UUID
 	KeyID    uuid.UUID
-	Role     Role
+	Role     passport.Role
 }
 
 // PlatformPrincipal is the principal of the platform token.
@@ -85,10 +64,10 @@ var PlatformPrincipal = Principal{Platform: true}
 // Allow checks that p may make a request with method on a tenant route:
 // a reader only reads.
 func (p Principal) Allow(method string) error {
-	if p.Platform || p.Role == RoleAdmin || p.Role == RoleWriter {
+	if p.Platform || p.Role == passport.RoleAdmin || p.Role == passport.RoleWriter {
 		return nil
 	}
-	if p.Role == RoleReader && (method == http.MethodGet || method == http.MethodHead) {
+	if p.Role == passport.RoleReader && (method == http.MethodGet || method == http.MethodHead) {
 		return nil
 	}
 	return errcode.New(errcode.Forbidden, "a %s key only reads", p.Role)
@@ -96,7 +75,7 @@ func (p Principal) Allow(method string) error {
 
 // ManageKeys checks that p may create, list and revoke the keys of tenantID.
 func (p Principal) ManageKeys(tenantID uuid.UUID) error {
-	if p.Platform || (p.Role == RoleAdmin && p.TenantID == tenantID) {
+	if p.Platform || (p.Role == passport.RoleAdmin && p.TenantID == tenantID) {
 		return nil
 	}
 	return errcode.New(errcode.Forbidden, "managing api keys takes the platform token or an admin key of the tenant")

@@ -6,7 +6,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
 
-	"github.com/bpc-platform/bpc/public"
+	"github.com/bpc-platform/bpc/internal/http/public"
 )
 
 // publicChecks is how many verifications the public routes remember (each

@@ -40,7 +40,7 @@ var everything = map[string]string{
 func TestREADMEDocumentsEveryVariable(t *testing.T) {
 	read, err := readVariables(everything)
 	require.NoError(t, err)
-	readme, err := os.ReadFile(filepath.Join("..", "docs", "OPERATIONS.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATIONS.md"))
 	require.NoError(t, err)
 	documented := map[string]bool{}
 	tick := regexp.MustCompile("`([A-Z_][A-Z0-9_]*)`")
@@ -82,7 +82,7 @@ var interpolate = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`)
 // sets no variable the service does not read (a misspelt name is silently
 // ignored otherwise); dependencies and volumes name what the file declares.
 func TestComposeConfiguresTheService(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "docker-compose.yml"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docker-compose.yml"))
 	require.NoError(t, err)
 	var compose struct {
 		Services map[string]struct {

@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/bpc-platform/bpc/webhook/destination"
+	"github.com/bpc-platform/bpc/internal/webhook/destination"
 )
 
 // Registration refuses URLs that point inside; the fixed resolver stands in

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/bpc-platform/bpc/access"
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/internal/http/access"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -71,7 +71,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		switch {
 		case !hasBearer:
 			s.deny(w, r, bearerChallenge, deniedMissing)
-		case access.IsKeyToken(token) && s.Keys != nil:
+		case passport.IsKeyToken(token) && s.Keys != nil:
 			if !s.Keys.Knows(token) && s.throttled(w, r) {
 				return
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,36 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
-
-func TestTokens(t *testing.T) {
-	t.Parallel()
-	seen := map[string]bool{}
-	for range 100 {
-		token, prefix := NewToken()
-		require.Len(t, token, tokenLen)
-		require.Regexp(t, `^bpc_[a-z2-7]{16}_[a-z2-7]{52}$`, token)
-		require.False(t, seen[prefix])
-		seen[prefix] = true
-		got, ok := ParseToken(token)
-		require.True(t, ok)
-		require.Equal(t, prefix, got)
-		require.Len(t, HashToken(token), 32)
-	}
-	token, _ := NewToken()
-	for _, bad := range []string{"", "bpc_", token[:len(token)-1], token + "a", strings.ToUpper(token),
-		strings.Replace(token, "bpc_", "bpd_", 1), token[:20] + "-" + token[21:], token[:30] + "1" + token[31:],
-		token[:30] + "\x00" + token[31:], "an-admin-token-of-any-length-that-is-long-enough-for-this-test-xyz"} {
-		_, ok := ParseToken(bad)
-		require.False(t, ok, "%q", bad)
-	}
-}
 
 func TestPrincipal(t *testing.T) {
 	t.Parallel()
 	own, other := uuid.New(), uuid.New()
-	key := func(r Role) Principal { return Principal{TenantID: own, KeyID: uuid.New(), Role: r} }
+	key := func(r passport.Role) Principal { return Principal{TenantID: own, KeyID: uuid.New(), Role: r} }
 
 	got, err := PlatformPrincipal.Tenant(other)
 	require.NoError(t, err)
@@ -51,7 +28,7 @@ func TestPrincipal(t *testing.T) {
 	_, err = PlatformPrincipal.Tenant(uuid.Nil)
 	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
 
-	for _, r := range Roles {
+	for _, r := range passport.Roles {
 		p := key(r)
 		got, err := p.Tenant(uuid.Nil)
 		require.NoError(t, err)
@@ -65,24 +42,24 @@ func TestPrincipal(t *testing.T) {
 		require.Equal(t, errcode.Forbidden, errcode.CodeOf(p.ManageKeys(other)))
 	}
 	for _, m := range []string{http.MethodGet, http.MethodHead} {
-		require.NoError(t, key(RoleReader).Allow(m))
+		require.NoError(t, key(passport.RoleReader).Allow(m))
 	}
 	for _, m := range []string{http.MethodPost, http.MethodPatch, http.MethodDelete, http.MethodPut} {
-		require.Equal(t, errcode.Forbidden, errcode.CodeOf(key(RoleReader).Allow(m)), m)
-		require.NoError(t, key(RoleWriter).Allow(m))
-		require.NoError(t, key(RoleAdmin).Allow(m))
+		require.Equal(t, errcode.Forbidden, errcode.CodeOf(key(passport.RoleReader).Allow(m)), m)
+		require.NoError(t, key(passport.RoleWriter).Allow(m))
+		require.NoError(t, key(passport.RoleAdmin).Allow(m))
 		require.NoError(t, PlatformPrincipal.Allow(m))
 	}
-	require.NoError(t, key(RoleAdmin).ManageKeys(own))
-	require.Equal(t, errcode.Forbidden, errcode.CodeOf(key(RoleWriter).ManageKeys(own)))
+	require.NoError(t, key(passport.RoleAdmin).ManageKeys(own))
+	require.Equal(t, errcode.Forbidden, errcode.CodeOf(key(passport.RoleWriter).ManageKeys(own)))
 	require.NoError(t, PlatformPrincipal.ManageKeys(other))
 	require.NoError(t, PlatformPrincipal.RequirePlatform("metrics"))
 
 	_, ok := FromContext(context.Background())
 	require.False(t, ok)
-	p, ok := FromContext(NewContext(context.Background(), key(RoleWriter)))
+	p, ok := FromContext(NewContext(context.Background(), key(passport.RoleWriter)))
 	require.True(t, ok)
-	require.Equal(t, RoleWriter, p.Role)
+	require.Equal(t, passport.RoleWriter, p.Role)
 }
 
 // keyTable is an in-memory KeyStore: the keyring's store, not the keyring.
@@ -142,10 +119,10 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newKey(tenant uuid.UUID, role Role) (string, store.APIKey) {
-	token, prefix := NewToken()
+func newKey(tenant uuid.UUID, role passport.Role) (string, store.APIKey) {
+	token, prefix := passport.NewToken()
 	return token, store.APIKey{APIKeyID: uuid.New(), TenantID: tenant, Name: "k", Role: string(role),
-		Prefix: prefix, TokenSHA256: HashToken(token)}
+		Prefix: prefix, TokenSHA256: passport.HashToken(token)}
 }
 
 func deniedReason(t *testing.T, err error) string {
@@ -170,12 +147,12 @@ func TestKeyring(t *testing.T) {
 	kt, kr, clk := newTestKeyring()
 	ctx := context.Background()
 	tenant := uuid.New()
-	token, key := newKey(tenant, RoleWriter)
+	token, key := newKey(tenant, passport.RoleWriter)
 	kt.set(key)
 
 	p, err := kr.Authenticate(ctx, token)
 	require.NoError(t, err)
-	require.Equal(t, Principal{TenantID: tenant, KeyID: key.APIKeyID, Role: RoleWriter}, p)
+	require.Equal(t, Principal{TenantID: tenant, KeyID: key.APIKeyID, Role: passport.RoleWriter}, p)
 	for range 50 {
 		_, err = kr.Authenticate(ctx, token)
 		require.NoError(t, err)
@@ -189,7 +166,7 @@ func TestKeyring(t *testing.T) {
 	}
 	_, err = kr.Authenticate(ctx, wrong)
 	require.Equal(t, DeniedSecret, deniedReason(t, err))
-	unknown, _ := NewToken()
+	unknown, _ := passport.NewToken()
 	_, err = kr.Authenticate(ctx, unknown)
 	require.Equal(t, DeniedUnknown, deniedReason(t, err))
 	reads := kt.reads.Load()
@@ -209,7 +186,7 @@ func TestKeyring(t *testing.T) {
 	require.Contains(t, err.Error(), "revoked")
 
 	// Expiry needs no read: the row says when.
-	token2, key2 := newKey(tenant, RoleReader)
+	token2, key2 := newKey(tenant, passport.RoleReader)
 	exp := clk.now().Add(time.Minute)
 	key2.ExpiresAt = &exp
 	kt.set(key2)
@@ -234,7 +211,7 @@ func TestKeyringReadsOncePerPrefixUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	kt, kr, _ := newTestKeyring()
 	kt.block = make(chan struct{})
-	token, key := newKey(uuid.New(), RoleAdmin)
+	token, key := newKey(uuid.New(), passport.RoleAdmin)
 	kt.set(key)
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
@@ -258,7 +235,7 @@ func TestKeyringReadsOncePerPrefixUnderConcurrency(t *testing.T) {
 func TestKeyringFlushesLastUsed(t *testing.T) {
 	t.Parallel()
 	kt, kr, clk := newTestKeyring()
-	token, key := newKey(uuid.New(), RoleReader)
+	token, key := newKey(uuid.New(), passport.RoleReader)
 	kt.set(key)
 	ctx := context.Background()
 	for range 10 {
@@ -284,13 +261,13 @@ func TestKeyringCacheIsBounded(t *testing.T) {
 	_, kr, clk := newTestKeyring()
 	kr.MaxCached = 10
 	for range 25 {
-		unknown, _ := NewToken()
+		unknown, _ := passport.NewToken()
 		_, err := kr.Authenticate(context.Background(), unknown)
 		require.Error(t, err)
 	}
 	require.Len(t, kr.rows, 10)
 	clk.add(kr.Fresh)
-	unknown, _ := NewToken()
+	unknown, _ := passport.NewToken()
 	_, _ = kr.Authenticate(context.Background(), unknown)
 	require.Len(t, kr.rows, 1, "stale rows make room")
 }

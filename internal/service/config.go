@@ -25,11 +25,11 @@ import (
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/internal/jobrun"
+	"github.com/bpc-platform/bpc/internal/jobrun/trigger"
 	"github.com/bpc-platform/bpc/internal/redact"
 	"github.com/bpc-platform/bpc/internal/tracing"
-	"github.com/bpc-platform/bpc/trigger"
-	"github.com/bpc-platform/bpc/webhook/breaker"
-	"github.com/bpc-platform/bpc/webhook/destination"
+	"github.com/bpc-platform/bpc/internal/webhook/breaker"
+	"github.com/bpc-platform/bpc/internal/webhook/destination"
 )
 
 // Config is the service configuration (SPEC §5), read once from the

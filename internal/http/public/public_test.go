@@ -17,8 +17,8 @@ import (
 	"github.com/bpc-platform/bpc/core/verify"
 	"github.com/bpc-platform/bpc/internal/browser"
 	"github.com/bpc-platform/bpc/internal/fixture"
+	"github.com/bpc-platform/bpc/internal/http/public"
 	"github.com/bpc-platform/bpc/internal/teststore"
-	"github.com/bpc-platform/bpc/public"
 	"github.com/bpc-platform/bpc/store"
 )
 

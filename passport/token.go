@@ -1,4 +1,4 @@
-package access
+package passport
 
 import (
 	"crypto/rand"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/bpc-platform/bpc/webhook/destination"
+	"github.com/bpc-platform/bpc/internal/webhook/destination"
 )
 
 // Every address here is only classified, never dialed.

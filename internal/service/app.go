@@ -28,17 +28,17 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"riverqueue.com/riverui"
 
-	"github.com/bpc-platform/bpc/access"
-	"github.com/bpc-platform/bpc/api"
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/internal/http/access"
+	"github.com/bpc-platform/bpc/internal/http/api"
 	"github.com/bpc-platform/bpc/internal/jobrun"
+	"github.com/bpc-platform/bpc/internal/jobrun/trigger"
 	"github.com/bpc-platform/bpc/internal/tracing"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/migrations"
 	"github.com/bpc-platform/bpc/passport"
 	bpcriverui "github.com/bpc-platform/bpc/riverui"
 	"github.com/bpc-platform/bpc/store"
-	"github.com/bpc-platform/bpc/trigger"
 	"github.com/bpc-platform/bpc/workers"
 )
 
@@ -167,7 +167,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 			}
 		}()
 		jobTracing = jobrun.NewTracing(a.tracer)
-		httpTracer = a.tracer.Tracer("github.com/bpc-platform/bpc/api")
+		httpTracer = a.tracer.Tracer("github.com/bpc-platform/bpc/internal/http/api")
 		// Around the policy's transport, which still dials every connection.
 		webhookClient.Transport = workers.TraceTransport(webhookClient.Transport, a.tracer)
 		logger.Info("tracing on", slog.Any("exporters", cfg.Tracing.Exporters))

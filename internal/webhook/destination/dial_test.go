@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/bpc-platform/bpc/webhook/destination"
+	"github.com/bpc-platform/bpc/internal/webhook/destination"
 )
 
 func TestControlRefusesDeniedAddresses(t *testing.T) {
