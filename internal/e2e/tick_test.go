@@ -57,6 +57,29 @@ func (e *tickEnv) enqueueSnapshotBuild(t *testing.T, at time.Time) store.Job {
 	return res[0].Job
 }
 
+// enqueueSnapshotBuilds enqueues n BUILD_SNAPSHOT jobs of n new BUILDING
+// snapshots in one transaction.
+func (e *tickEnv) enqueueSnapshotBuilds(t *testing.T, n int) []store.Job {
+	t.Helper()
+	tx, err := e.pool.Begin(e.ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(e.ctx) //nolint:errcheck
+	reqs := make([]passport.EnqueueRequest, n)
+	for i := range reqs {
+		sn, err := e.st.WithTx(tx).CreateSnapshot(e.ctx, store.DevTenantID)
+		require.NoError(t, err)
+		reqs[i] = passport.EnqueueRequest{Args: &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: store.DevTenantID}, SnapshotID: sn.SnapshotID}}
+	}
+	res, err := passport.EnqueueTx(e.ctx, e.st.WithTx(tx), e.client, reqs)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(e.ctx))
+	jobs := make([]store.Job, n)
+	for i, r := range res {
+		jobs[i] = r.Job
+	}
+	return jobs
+}
+
 func (e *tickEnv) status(t *testing.T, job store.Job) string {
 	t.Helper()
 	j, err := e.st.GetJob(e.ctx, job.TenantID, job.JobID)
@@ -105,11 +128,11 @@ func TestTickWorksDueJobsAndLeavesFutureOnes(t *testing.T) {
 func TestTickStopsAtTheItemBudget(t *testing.T) {
 	t.Parallel()
 	e := newTickEnv(t, map[string]string{"BPC_WORKER_CONCURRENCY": "1"})
-	const total = 20
-	var jobs []store.Job
-	for range total {
-		jobs = append(jobs, e.enqueueSnapshotBuild(t, time.Time{}))
-	}
+	// Completions reach the tick in River's batches, so a few more jobs than
+	// the budget may run before it counts them: with many jobs due, the
+	// budget still ends the tick long before they are all worked.
+	const total = 200
+	jobs := e.enqueueSnapshotBuilds(t, total)
 
 	start := time.Now()
 	res, out := e.tick(t, tick.Options{MaxDuration: 30 * time.Second, MaxJobs: 2})
