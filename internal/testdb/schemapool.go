@@ -48,7 +48,7 @@ const lockClass int32 = 0x62706374
 
 // metaVersion changes whenever schemaMeta or the reset changes meaning, so
 // that schemas prepared by an older testdb are not trusted.
-const metaVersion = "3"
+const metaVersion = "4"
 
 // resetLockTimeout bounds the wait for a pooled schema's tables: a schema
 // still used by a leaked connection is skipped, not waited for.
@@ -63,6 +63,7 @@ type schemaMeta struct {
 	Version     string                     `json:"version"`
 	Fingerprint string                     `json:"fingerprint"`
 	Tables      []string                   `json:"tables"`
+	Kept        []string                   `json:"kept"`
 	Seeds       map[string]json.RawMessage `json:"seeds"`
 	Sequences   map[string]*int64          `json:"sequences"`
 }
@@ -183,8 +184,11 @@ func unlock(ctx context.Context, conn *pgx.Conn, schema string) error {
 	return nil
 }
 
+// dropSchema drops schema, giving up rather than waiting without end on a
+// connection a test leaked (a later sweep drops it).
 func dropSchema(ctx context.Context, conn *pgx.Conn, schema string) error {
-	if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+	if _, err := conn.Exec(ctx, "SET LOCAL lock_timeout = '30s'; "+
+		"DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
 		return fmt.Errorf("error dropping schema %s: %w", schema, err)
 	}
 	return nil
@@ -235,7 +239,12 @@ func reuseSchema(ctx context.Context, t interface{ Logf(string, ...any) }, conn 
 			continue
 		}
 		if err := held.reset(ctx); err != nil {
+			// Dropped, so that a schema that cannot be reset does not make
+			// every later test migrate a new one beside it.
 			t.Logf("testdb: schema %s not reused: %v", c.name, err)
+			if err := dropSchema(ctx, conn, c.name); err != nil {
+				t.Logf("testdb: %v", err)
+			}
 			if err := unlock(ctx, conn, c.name); err != nil {
 				return nil, err
 			}
@@ -326,6 +335,7 @@ func (h *heldSchema) describe(ctx context.Context) error {
 	h.meta = schemaMeta{Version: metaVersion, Seeds: map[string]json.RawMessage{}, Sequences: map[string]*int64{}}
 	for _, table := range tables {
 		if keptTables[table] {
+			h.meta.Kept = append(h.meta.Kept, table)
 			continue
 		}
 		h.meta.Tables = append(h.meta.Tables, table)
@@ -501,12 +511,23 @@ SELECT md5(COALESCE(string_agg(x, E'\n' ORDER BY x), '')) FROM (
     FROM pg_policy po JOIN pg_class c ON c.oid = po.polrelid, ns WHERE c.relnamespace = ns.oid
 ) f(x)`
 
+// fingerprint hashes the schema's definition and the migration records,
+// which a reset keeps: a test that rewrote them changed the schema too.
 func (h *heldSchema) fingerprint(ctx context.Context) (string, error) {
-	var fp string
-	if err := h.conn.QueryRow(ctx, fingerprintSQL, h.name).Scan(&fp); err != nil {
+	q := fingerprintSQL
+	for _, table := range h.meta.Kept {
+		q += " UNION ALL SELECT md5(COALESCE(string_agg(r, ',' ORDER BY r), '')) FROM " +
+			"(SELECT to_jsonb(t)::text AS r FROM " + h.qualified(table) + " t) k"
+	}
+	rows, err := h.conn.Query(ctx, q, h.name)
+	if err != nil {
 		return "", fmt.Errorf("error fingerprinting schema %s: %w", h.name, err)
 	}
-	return fp, nil
+	parts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return "", fmt.Errorf("error fingerprinting schema %s: %w", h.name, err)
+	}
+	return strings.Join(parts, " "), nil
 }
 
 // release ends t's hold on the schema, after the test's pool is closed. A

@@ -184,3 +184,13 @@ func TestHalfMigratedAndStaleSchemasAreDropped(t *testing.T) {
 	require.True(t, exists(staleHeld), "a schema another process holds is left alone")
 	require.True(t, exists(held.name))
 }
+
+func TestASchemaWhoseMigrationRecordsChangedIsNotReused(t *testing.T) {
+	ctx := t.Context()
+	held, err := acquireSchema(ctx, t, MigrateAll)
+	require.NoError(t, err)
+	t.Cleanup(func() { held.release(t) })
+	_, err = held.conn.Exec(ctx, `DELETE FROM `+held.qualified("bpc_schema_migrations")+` WHERE version = 12`)
+	require.NoError(t, err)
+	require.Error(t, held.reset(ctx), "a schema that looks behind is not handed out as current")
+}
