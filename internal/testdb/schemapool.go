@@ -51,7 +51,7 @@ const lockClass int32 = 0x62706374
 const metaVersion = "4"
 
 // resetLockTimeout bounds the wait for a pooled schema's tables: a schema
-// still used by a leaked connection is skipped, not waited for.
+// still used by a leaked connection is given up, not waited for.
 const resetLockTimeout = "5s"
 
 // keptTables are the migration records, which a reset keeps.

@@ -1,9 +1,11 @@
 // Package testdb gives each test its own migrated Postgres schema, so tests
 // that run real River workers (which commit) can run in parallel without
 // seeing each other's jobs. Migrated schemas are pooled across tests and test
-// processes: a test holds one exclusively and finds it as freshly migrated
-// (see schemapool.go). The database comes from TEST_DATABASE_URL (default:
-// the local Postgres on 127.0.0.1:5432, database postgres).
+// processes, as River's riverdbtest does: a test holds one exclusively, finds
+// it as freshly migrated and leaves it for the next. Resetting a pooled
+// schema needs a superuser (it runs as a replica would). The database comes
+// from TEST_DATABASE_URL (default: the local Postgres on 127.0.0.1:5432,
+// database postgres).
 package testdb
 
 import (
