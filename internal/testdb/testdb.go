@@ -1,13 +1,18 @@
 // Package testdb gives each test its own migrated Postgres schema, so tests
 // that run real River workers (which commit) can run in parallel without
-// seeing each other's jobs. The database comes from TEST_DATABASE_URL
-// (default: the local Postgres on 127.0.0.1:5432, database postgres).
+// seeing each other's jobs. Migrated schemas are pooled across tests and test
+// processes, as River's riverdbtest does: a test holds one exclusively, finds
+// it as freshly migrated and leaves it for the next. Resetting a pooled
+// schema needs a superuser (it runs as a replica would). The database comes
+// from TEST_DATABASE_URL (default: the local Postgres on 127.0.0.1:5432,
+// database postgres).
 package testdb
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/url"
@@ -45,6 +50,13 @@ type Options struct {
 	Params map[string]string
 	// Tracer traces every connection's queries (RoundTrips counts them).
 	Tracer pgx.QueryTracer
+	// Fresh gives the test a newly migrated schema of its own, dropped at
+	// the end, instead of a pooled one: for a test whose harm to the schema
+	// the pool cannot see, such as terminating backends. A test that only
+	// changes the schema's definition needs no Fresh: the pool drops such a
+	// schema instead of reusing it. Benchmarks always get fresh schemas, so
+	// that table and function statistics start from zero.
+	Fresh bool
 }
 
 // MigrateMode selects the migrations NewWithOptions applies.
@@ -57,8 +69,9 @@ const (
 	MigrateNone
 )
 
-// New creates a fresh schema with every migration applied and returns a pool
-// whose connections use it; the schema is dropped when the test ends.
+// New returns a pool whose connections use a schema with every migration
+// applied and no rows but those the migrations seed, held by the test until
+// it ends.
 func New(t testing.TB) *pgxpool.Pool {
 	return NewWithOptions(t, Options{})
 }
@@ -69,27 +82,39 @@ func EmptySchema(t testing.TB) (string, string) {
 	t.Helper()
 	ctx := context.Background()
 	schema := "t_" + randomHex(6)
-	admin, err := pgxpool.New(ctx, URL())
-	require.NoError(t, err, "connect to TEST_DATABASE_URL (%s)", URL())
-	_, err = admin.Exec(ctx, "CREATE SCHEMA "+schema)
+	conn, err := connectLocker(ctx)
+	require.NoError(t, err)
+	// Held so that another process's sweep never drops it under the test.
+	locked, err := tryLock(ctx, conn, schema)
+	require.NoError(t, err)
+	require.True(t, locked, "new schema %s is locked already", schema)
+	_, err = conn.Exec(ctx, "CREATE SCHEMA "+schema)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		admin.Close()
+		_ = dropSchema(context.Background(), conn, schema)
+		_ = conn.Close(context.Background())
 	})
-	u, err := url.Parse(URL())
-	require.NoError(t, err, "TEST_DATABASE_URL must be a postgres:// URL")
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return schema, u.String()
+	u, err := urlWithSearchPath(schema)
+	require.NoError(t, err)
+	return schema, u
 }
 
 // NewWithOptions is New with options.
 func NewWithOptions(t testing.TB, o Options) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
-	_, schemaURL := EmptySchema(t)
+	var schemaURL string
+	_, bench := t.(*testing.B)
+	fresh := o.Fresh || bench || o.Migrate == MigrateNone
+	if fresh {
+		_, schemaURL = EmptySchema(t)
+	} else {
+		held, err := acquireSchema(ctx, t, o.Migrate)
+		require.NoError(t, err)
+		t.Cleanup(func() { held.release(t) })
+		schemaURL, err = urlWithSearchPath(held.name)
+		require.NoError(t, err)
+	}
 	cfg, err := pgxpool.ParseConfig(schemaURL)
 	require.NoError(t, err)
 	cfg.ConnConfig.RuntimeParams["application_name"] = "bpc-test"
@@ -107,6 +132,9 @@ func NewWithOptions(t testing.TB, o Options) *pgxpool.Pool {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
+	if !fresh {
+		return pool
+	}
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	switch o.Migrate {
@@ -116,6 +144,19 @@ func NewWithOptions(t testing.TB, o Options) *pgxpool.Pool {
 		require.NoError(t, migrations.UpRiver(ctx, pool, logger))
 	}
 	return pool
+}
+
+// urlWithSearchPath returns the test database URL with search_path set to
+// schema.
+func urlWithSearchPath(schema string) (string, error) {
+	u, err := url.Parse(URL())
+	if err != nil {
+		return "", fmt.Errorf("TEST_DATABASE_URL must be a postgres:// URL: %w", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }
 
 func randomHex(n int) string {
