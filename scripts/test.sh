@@ -39,7 +39,7 @@ start_ticker() { # stage name, output file (may be empty)
 	(
 		while sleep "${BPC_TEST_PROGRESS_SECONDS:-30}"; do
 			local line="$name: $(elapsed $((SECONDS - t0))) elapsed"
-			if [ -n "$out" ] && [ -f "$out" ]; then
+			if [ "$name" = "go test" ] && [ -f "$out" ]; then
 				local done last
 				done=$(grep -cE '^(ok|FAIL|\?) +[^ ]+' "$out" || true)
 				last=$(grep -E '^(ok|FAIL|\?) +[^ ]+' "$out" | tail -n 1 | awk '{print $1, $2}' || true)
