@@ -521,27 +521,6 @@ func TestParseFactsWorker(t *testing.T) {
 	e.Consistent(t)
 }
 
-func TestBuildSnapshotWorker(t *testing.T) {
-	t.Parallel()
-	e := newPipeEnv(t, pipeOptions{})
-	args := e.BuildArgs(t)
-
-	requireSucceeded(t, e.run(t, args))
-	got, err := e.Store.GetSnapshot(e.Ctx, pipeTenant, args.SnapshotID)
-	require.NoError(t, err)
-	require.Equal(t, store.SnapshotReady, got.Status)
-	require.NotNil(t, got.ReadyAt)
-	require.Nil(t, got.SnapshotHash, "building does not seal")
-	require.Equal(t, 1, e.events(t, passport.EventSnapshotReady, args.SnapshotID))
-
-	le := requireFailed(t, e.run(t, args), "INVALID_STATE")
-	require.Contains(t, le.Message, "READY")
-	require.Equal(t, 1, e.events(t, passport.EventSnapshotReady, args.SnapshotID))
-
-	requireFailed(t, e.run(t, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: pipeTenant}, SnapshotID: uuid.New()}), "NOT_FOUND")
-	e.Consistent(t)
-}
-
 // fixture is a sealed snapshot of the nmc811 documents and a published
 // rule package version, set up through the store.
 func (e *pipeEnv) fixture(t *testing.T) fixture.Compilable {
