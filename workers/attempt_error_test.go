@@ -19,7 +19,7 @@ import (
 func (e *pipeEnv) storedErrors(t *testing.T, riverJobID int64) []string {
 	t.Helper()
 	var texts []string
-	require.NoError(t, e.st.DB().QueryRow(e.ctx, `SELECT coalesce(array_agg(x->>'error' ORDER BY i), '{}')
+	require.NoError(t, e.Store.DB().QueryRow(e.Ctx, `SELECT coalesce(array_agg(x->>'error' ORDER BY i), '{}')
 		FROM river_job, unnest(errors) WITH ORDINALITY AS u(x, i) WHERE id = $1`, riverJobID).Scan(&texts))
 	return texts
 }
@@ -27,7 +27,7 @@ func (e *pipeEnv) storedErrors(t *testing.T, riverJobID int64) []string {
 func (e *pipeEnv) riverState(t *testing.T, riverJobID int64) string {
 	t.Helper()
 	var state string
-	require.NoError(t, e.st.DB().QueryRow(e.ctx, `SELECT state FROM river_job WHERE id = $1`, riverJobID).Scan(&state))
+	require.NoError(t, e.Store.DB().QueryRow(e.Ctx, `SELECT state FROM river_job WHERE id = $1`, riverJobID).Scan(&state))
 	return state
 }
 
@@ -38,7 +38,7 @@ func (e *pipeEnv) riverState(t *testing.T, riverJobID int64) string {
 func TestPermanentErrorIsStoredTypedAndCancelsTheJob(t *testing.T) {
 	t.Parallel()
 	e := newPipeEnv(t, pipeOptions{})
-	args := e.buildArgs(t)
+	args := e.BuildArgs(t)
 	requireSucceeded(t, e.run(t, args))
 
 	job := e.run(t, args) // the snapshot is READY now: INVALID_STATE
@@ -52,7 +52,7 @@ func TestPermanentErrorIsStoredTypedAndCancelsTheJob(t *testing.T) {
 	require.True(t, ok, texts[0])
 	require.Equal(t, le.Message, stored.Message)
 	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindBuildSnapshot, store.StatusFailed)))
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 // A retryable error is stored the same way on every attempt; the last
@@ -62,7 +62,7 @@ func TestRetryableErrorIsStoredTypedOnEveryAttempt(t *testing.T) {
 	e := newPipeEnv(t, pipeOptions{maxAttempts: 3, beforeCommit: func(context.Context, *rivertype.JobRow) error {
 		return errcode.New(errcode.IOError, "disk full:\n\t/var/lib/bpc")
 	}})
-	job := e.run(t, e.buildArgs(t))
+	job := e.run(t, e.BuildArgs(t))
 	require.Equal(t, store.StatusDeadLetter, job.Status, "last_error %s", job.LastError)
 	le := lastJobError(t, job)
 	require.Equal(t, "IO_ERROR", le.Code)
@@ -75,7 +75,7 @@ func TestRetryableErrorIsStoredTypedOnEveryAttempt(t *testing.T) {
 	}, e.storedErrors(t, job.RiverJobID))
 	require.Equal(t, 2.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindBuildSnapshot, store.StatusQueued)))
 	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindBuildSnapshot, store.StatusDeadLetter)))
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 // River writes some errors itself, in its own words: here a job kind no
@@ -85,17 +85,17 @@ func TestRiversOwnErrorIsMirrored(t *testing.T) {
 	t.Parallel()
 	e := newPipeEnv(t, pipeOptions{})
 	var riverID int64
-	require.NoError(t, e.st.DB().QueryRow(e.ctx, `INSERT INTO river_job (args, kind, max_attempts, priority, queue, state)
+	require.NoError(t, e.Store.DB().QueryRow(e.Ctx, `INSERT INTO river_job (args, kind, max_attempts, priority, queue, state)
 		VALUES ('{}', 'NO_SUCH_KIND', 3, 1, $1, 'available') RETURNING id`, jobargs.QueuePipeline).Scan(&riverID))
 	var job store.Job
 	require.Eventually(t, func() bool {
 		var err error
-		job, err = e.st.JobByRiverID(e.ctx, riverID)
+		job, err = e.Store.JobByRiverID(e.Ctx, riverID)
 		require.NoError(t, err)
 		return job.LastError != nil
 	}, 15*time.Second, 10*time.Millisecond)
 	le := lastJobError(t, job)
 	require.Equal(t, "INTERNAL_ERROR", le.Code)
 	require.Equal(t, (&rivertype.UnknownJobKindError{Kind: "NO_SUCH_KIND"}).Error(), le.Message)
-	e.consistent(t)
+	e.Consistent(t)
 }

@@ -114,12 +114,12 @@ func newWebhookEnv(t *testing.T, o webhookOptions) webhookEnv {
 		Client: jobrun.ClientOptions{ID: "worker-test", MaxAttempts: o.maxAttempts},
 		Deps:   workers.Deps{Logger: slog.New(slog.NewJSONHandler(logs, nil)), HTTPClient: o.client, WebhookBreaker: o.breaker},
 	})
-	return webhookEnv{env: env{ctx: t.Context(), st: d.Store, client: client}, metrics: d.Metrics, logs: logs}
+	return webhookEnv{env: env{Ctx: t.Context(), Store: d.Store, Client: client}, metrics: d.Metrics, logs: logs}
 }
 
 func (e webhookEnv) endpoint(t *testing.T, url string) uuid.UUID {
 	t.Helper()
-	ep, err := e.st.CreateWebhookEndpoint(e.ctx, store.DevTenantID, url, secret)
+	ep, err := e.Store.CreateWebhookEndpoint(e.Ctx, store.DevTenantID, url, secret)
 	require.NoError(t, err)
 	return ep.WebhookEndpointID
 }
@@ -128,9 +128,9 @@ func (e webhookEnv) endpoint(t *testing.T, url string) uuid.UUID {
 func (e webhookEnv) appendEvent(t *testing.T, endpointID uuid.UUID) (store.Event, store.DeliveryRef) {
 	t.Helper()
 	var res passport.AppendResult
-	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
+	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
 		var err error
-		res, err = passport.NewTx(tx, e.client, "").AppendEvent(e.ctx, passport.EventInput{
+		res, err = passport.NewTx(tx, e.Client, "").AppendEvent(e.Ctx, passport.EventInput{
 			TenantID: store.DevTenantID, AggregateType: "passport", AggregateID: uuid.New(),
 			EventType: "passport.activated", Payload: json.RawMessage(`{"passport_id":"p-1"}`), DeliverTo: &endpointID,
 		})
@@ -155,7 +155,7 @@ func (e webhookEnv) deliverTo(t *testing.T, url string) (store.Event, store.Deli
 
 func (e webhookEnv) delivery(t *testing.T, id uuid.UUID) store.WebhookDelivery {
 	t.Helper()
-	d, err := e.st.GetWebhookDelivery(e.ctx, store.DevTenantID, id)
+	d, err := e.Store.GetWebhookDelivery(e.Ctx, store.DevTenantID, id)
 	require.NoError(t, err)
 	return d
 }
@@ -172,7 +172,7 @@ func TestDeliverWebhookWorker(t *testing.T) {
 	_, throttledRef := e.deliverTo(t, srv.URL+"/too-many")
 
 	t.Run("2xx delivers a signed BPC-WH-1 request", func(t *testing.T) {
-		job := e.wait(t, okRef.JobID)
+		job := e.Wait(t, okRef.JobID)
 		require.Equal(t, store.StatusSucceeded, job.Status)
 		d := e.delivery(t, okRef.WebhookDeliveryID)
 		require.Equal(t, store.DeliveryDelivered, d.Status)
@@ -185,7 +185,7 @@ func TestDeliverWebhookWorker(t *testing.T) {
 
 		reqs := srv.seen("/ok")
 		require.Len(t, reqs, 1)
-		stored, err := e.st.GetEvent(e.ctx, store.DevTenantID, okEvent.EventID)
+		stored, err := e.Store.GetEvent(e.Ctx, store.DevTenantID, okEvent.EventID)
 		require.NoError(t, err)
 		wantBody, err := workers.Body(stored)
 		require.NoError(t, err)
@@ -197,7 +197,7 @@ func TestDeliverWebhookWorker(t *testing.T) {
 	})
 
 	t.Run("4xx fails at once", func(t *testing.T) {
-		job := e.wait(t, badRef.JobID)
+		job := e.Wait(t, badRef.JobID)
 		require.Equal(t, store.StatusFailed, job.Status)
 		require.Equal(t, int32(1), job.Attempts, "a 4xx is not retried")
 		require.Equal(t, "WEBHOOK_4XX", lastJobError(t, job).Code)
@@ -208,7 +208,7 @@ func TestDeliverWebhookWorker(t *testing.T) {
 	})
 
 	t.Run("redirects are not followed", func(t *testing.T) {
-		job := e.wait(t, redirectRef.JobID)
+		job := e.Wait(t, redirectRef.JobID)
 		require.Equal(t, store.StatusFailed, job.Status)
 		d := e.delivery(t, redirectRef.WebhookDeliveryID)
 		require.Equal(t, int32(http.StatusFound), *d.HTTPStatus)
@@ -217,7 +217,7 @@ func TestDeliverWebhookWorker(t *testing.T) {
 	})
 
 	t.Run("5xx is retried then dead-lettered", func(t *testing.T) {
-		job := e.wait(t, failingRef.JobID)
+		job := e.Wait(t, failingRef.JobID)
 		require.Equal(t, store.StatusDeadLetter, job.Status)
 		require.Equal(t, int32(2), job.Attempts)
 		require.Equal(t, "WEBHOOK_5XX", lastJobError(t, job).Code)
@@ -228,13 +228,13 @@ func TestDeliverWebhookWorker(t *testing.T) {
 	})
 
 	t.Run("429 is retried like a 5xx", func(t *testing.T) {
-		job := e.wait(t, throttledRef.JobID)
+		job := e.Wait(t, throttledRef.JobID)
 		require.Equal(t, store.StatusDeadLetter, job.Status)
 		require.Len(t, srv.seen("/too-many"), 2)
 	})
 
 	require.Equal(t, 2.0, testutil.ToFloat64(e.metrics.DeadLetter.WithLabelValues("DELIVER_WEBHOOK")))
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 func TestDeliverWebhookWorkerInactiveEndpointFailsWithoutPosting(t *testing.T) {
@@ -244,11 +244,11 @@ func TestDeliverWebhookWorkerInactiveEndpointFailsWithoutPosting(t *testing.T) {
 	// The endpoint is deactivated before its delivery is enqueued.
 	ep := e.endpoint(t, srv.URL+"/ok")
 	inactive := false
-	_, err := e.st.UpdateWebhookEndpoint(e.ctx, store.DevTenantID, ep, "", &inactive)
+	_, err := e.Store.UpdateWebhookEndpoint(e.Ctx, store.DevTenantID, ep, "", &inactive)
 	require.NoError(t, err)
 	ref := e.deliver(t, ep)
 
-	job := e.wait(t, ref.JobID)
+	job := e.Wait(t, ref.JobID)
 	require.Equal(t, store.StatusFailed, job.Status)
 	require.Equal(t, "INVALID_STATE", lastJobError(t, job).Code)
 	d := e.delivery(t, ref.WebhookDeliveryID)
@@ -274,7 +274,7 @@ func TestDeliverWebhookWorkerDeniedDestination(t *testing.T) {
 		fmt.Sprintf("http://2130706433:%d/ok", port),         // a numeric spelling
 	} {
 		_, ref := e.deliverTo(t, url)
-		job := e.wait(t, ref.JobID)
+		job := e.Wait(t, ref.JobID)
 		require.Equal(t, store.StatusFailed, job.Status, url)
 		require.Equal(t, int32(1), job.Attempts, "%s: not retried", url)
 		le := lastJobError(t, job)
@@ -288,7 +288,7 @@ func TestDeliverWebhookWorkerDeniedDestination(t *testing.T) {
 		require.True(t, len(d.ResponseHeaders) == 0 || string(d.ResponseHeaders) == "null" || string(d.ResponseHeaders) == "{}", "%s", d.ResponseHeaders)
 	}
 	require.Empty(t, srv.seen("/ok"), "nothing was sent")
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 // closedPort returns a loopback port nothing listens on.
@@ -331,7 +331,7 @@ func TestDeliverWebhookConnectErrorsAreUniform(t *testing.T) {
 	var messages, deliveryMessages []string
 	for _, url := range urls {
 		_, ref := e.deliverTo(t, url)
-		job := e.wait(t, ref.JobID)
+		job := e.Wait(t, ref.JobID)
 		le := lastJobError(t, job)
 		require.Equal(t, "WEBHOOK_NETWORK", le.Code, url)
 		d := e.delivery(t, ref.WebhookDeliveryID)
@@ -365,7 +365,7 @@ func (e webhookEnv) transitions(t *testing.T) []map[string]any {
 
 func (e webhookEnv) breaker(t *testing.T, endpointID uuid.UUID) store.WebhookBreaker {
 	t.Helper()
-	b, err := e.st.GetWebhookBreaker(e.ctx, store.DevTenantID, endpointID)
+	b, err := e.Store.GetWebhookBreaker(e.Ctx, store.DevTenantID, endpointID)
 	require.NoError(t, err)
 	return b
 }
@@ -386,7 +386,7 @@ func (e webhookEnv) settledAttempts(t *testing.T, refs []store.DeliveryRef) map[
 	out := map[uuid.UUID]int32{}
 	require.Eventually(t, func() bool {
 		for _, ref := range refs {
-			j := e.job(t, ref.JobID)
+			j := e.Job(t, ref.JobID)
 			if j.Status != store.StatusQueued {
 				return false
 			}
@@ -399,7 +399,7 @@ func (e webhookEnv) settledAttempts(t *testing.T, refs []store.DeliveryRef) map[
 
 func (e webhookEnv) snoozes(t *testing.T, jobID uuid.UUID) int {
 	t.Helper()
-	return e.count(t, `SELECT COALESCE((metadata->>'snoozes')::int, 0) FROM river_job
+	return e.Count(t, `SELECT COALESCE((metadata->>'snoozes')::int, 0) FROM river_job
 		WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, jobID)
 }
 
@@ -447,7 +447,7 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	}
 	for range 3 {
 		ref := e.deliver(t, healthy)
-		job := e.wait(t, ref.JobID)
+		job := e.Wait(t, ref.JobID)
 		require.Equal(t, store.StatusSucceeded, job.Status)
 		require.EqualValues(t, 1, job.Attempts)
 		require.Zero(t, e.snoozes(t, ref.JobID), "a healthy endpoint is not held")
@@ -503,7 +503,7 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	srv.flaky.Store(http.StatusOK)
 	e.waitState(t, flaky, store.BreakerClosed, nil)
 	for _, ref := range append(append([]store.DeliveryRef{}, first...), held...) {
-		job := e.wait(t, ref.JobID)
+		job := e.Wait(t, ref.JobID)
 		require.Equal(t, store.StatusSucceeded, job.Status)
 		require.Equal(t, store.DeliveryDelivered, e.delivery(t, ref.WebhookDeliveryID).Status)
 	}
@@ -515,7 +515,7 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 		if ref.WebhookDeliveryID.String() == failedProbe {
 			want++
 		}
-		require.Equal(t, want, e.job(t, ref.JobID).Attempts, "delivery %s", ref.WebhookDeliveryID)
+		require.Equal(t, want, e.Job(t, ref.JobID).Attempts, "delivery %s", ref.WebhookDeliveryID)
 	}
 	require.Equal(t, sentBeforeOpen+1+len(first)+len(held), srv.count("/flaky"))
 	requireTransitions(2, 2, 1)
@@ -540,7 +540,7 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	require.Zero(t, closed.FailureRate)
 	require.Equal(t, store.BreakerClosed, e.breaker(t, healthy).State)
 
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 func TestWebhookBreakerIgnores4xx(t *testing.T) {
@@ -550,7 +550,7 @@ func TestWebhookBreakerIgnores4xx(t *testing.T) {
 	ep := e.endpoint(t, srv.URL+"/bad-request")
 	for range 4 {
 		ref := e.deliver(t, ep)
-		require.Equal(t, store.StatusFailed, e.wait(t, ref.JobID).Status)
+		require.Equal(t, store.StatusFailed, e.Wait(t, ref.JobID).Status)
 	}
 	v := breaker.ViewOf(e.breaker(t, ep), time.Now())
 	require.Equal(t, breaker.View{State: store.BreakerClosed, AttemptsInWindow: 4}, v)
@@ -568,7 +568,7 @@ func TestWebhookBreakerDisabledNeverHolds(t *testing.T) {
 		refs = append(refs, e.deliver(t, ep))
 	}
 	for _, ref := range refs {
-		require.Equal(t, store.StatusDeadLetter, e.wait(t, ref.JobID).Status)
+		require.Equal(t, store.StatusDeadLetter, e.Wait(t, ref.JobID).Status)
 	}
 	require.Equal(t, 9, srv.count("/flaky"), "every attempt POSTs")
 	require.False(t, e.breaker(t, ep).Stored)

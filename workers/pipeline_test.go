@@ -104,7 +104,7 @@ func newPipeEnv(t *testing.T, o pipeOptions) *pipeEnv {
 		Deps: workers.Deps{Metrics: workers.NewMetrics(reg), CompilerBuildID: pipeBuildID, Signer: o.signer,
 			ExportDir: o.exportDir, UploadsDir: o.uploadsDir, BeforeCommit: o.beforeCommit},
 	})
-	e := &pipeEnv{env: env{ctx: t.Context(), st: d.Store, client: client}, reg: reg, metrics: d.Metrics, signer: o.signer, exportDir: o.exportDir,
+	e := &pipeEnv{env: env{Ctx: t.Context(), Store: d.Store, Client: client}, reg: reg, metrics: d.Metrics, signer: o.signer, exportDir: o.exportDir,
 		uploadsDir: o.uploadsDir, finished: map[[2]int64]bool{}}
 	events, unsubscribe := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled)
 	stop, drained := make(chan struct{}), make(chan struct{})
@@ -154,7 +154,7 @@ func newKey(t *testing.T) ed25519.PrivateKey {
 // run enqueues a job and waits for it to finish.
 func (e *pipeEnv) run(t *testing.T, args jobargs.Args) store.Job {
 	t.Helper()
-	return e.wait(t, e.enqueue(t, args, "").JobID)
+	return e.Wait(t, e.Enqueue(t, args, "").JobID)
 }
 
 // rerun retries a finished job in River (as River UI can) and waits for
@@ -166,10 +166,10 @@ func (e *pipeEnv) run(t *testing.T, args jobargs.Args) store.Job {
 func (e *pipeEnv) rerun(t *testing.T, job store.Job) store.Job {
 	t.Helper()
 	e.waitFinalized(t, job.RiverJobID, job.Attempts)
-	_, err := e.client.JobRetry(e.ctx, job.RiverJobID)
+	_, err := e.Client.JobRetry(e.Ctx, job.RiverJobID)
 	require.NoError(t, err)
 	e.waitFinalized(t, job.RiverJobID, job.Attempts+1)
-	return e.waitUntil(t, job.JobID, func(j store.Job) bool {
+	return e.WaitUntil(t, job.JobID, func(j store.Job) bool {
 		return j.Attempts > job.Attempts && store.IsTerminal(j.Status)
 	})
 }
@@ -178,21 +178,21 @@ func (e *pipeEnv) rerun(t *testing.T, job store.Job) store.Job {
 func (e *pipeEnv) jobByKey(t *testing.T, kind, key string) store.Job {
 	t.Helper()
 	var id uuid.UUID
-	require.NoError(t, e.st.DB().QueryRow(e.ctx, `SELECT job_id FROM jobs WHERE tenant_id = $1 AND type = $2 AND idempotency_key = $3`,
+	require.NoError(t, e.Store.DB().QueryRow(e.Ctx, `SELECT job_id FROM jobs WHERE tenant_id = $1 AND type = $2 AND idempotency_key = $3`,
 		pipeTenant, kind, key).Scan(&id), "no %s job with key %s", kind, key)
-	job, err := e.st.GetJob(e.ctx, pipeTenant, id)
+	job, err := e.Store.GetJob(e.Ctx, pipeTenant, id)
 	require.NoError(t, err)
 	return job
 }
 
 func (e *pipeEnv) jobsOfType(t *testing.T, kind string) int {
 	t.Helper()
-	return e.count(t, `SELECT count(*) FROM jobs WHERE tenant_id = $1 AND type = $2`, pipeTenant, kind)
+	return e.Count(t, `SELECT count(*) FROM jobs WHERE tenant_id = $1 AND type = $2`, pipeTenant, kind)
 }
 
 func (e *pipeEnv) events(t *testing.T, eventType string, aggregateID uuid.UUID) int {
 	t.Helper()
-	return e.count(t, `SELECT count(*) FROM events WHERE tenant_id = $1 AND event_type = $2 AND aggregate_id = $3`,
+	return e.Count(t, `SELECT count(*) FROM events WHERE tenant_id = $1 AND event_type = $2 AND aggregate_id = $3`,
 		pipeTenant, eventType, aggregateID)
 }
 
@@ -221,7 +221,7 @@ func nmcDocument(t *testing.T, name string) []byte {
 // newDocument creates a document of kind.
 func (e *pipeEnv) newDocument(t *testing.T, kind string) store.Document {
 	t.Helper()
-	d, err := e.st.CreateDocument(e.ctx, pipeTenant, kind, kind+"-"+uuid.NewString()[:8])
+	d, err := e.Store.CreateDocument(e.Ctx, pipeTenant, kind, kind+"-"+uuid.NewString()[:8])
 	require.NoError(t, err)
 	return d
 }
@@ -231,9 +231,9 @@ func (e *pipeEnv) uploadVersion(t *testing.T, kind string, content []byte) store
 	t.Helper()
 	doc := e.newDocument(t, kind)
 	var v store.DocumentVersion
-	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
+	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
 		var err error
-		v, _, err = e.st.WithTx(tx).CreateDocumentVersion(e.ctx, pipeTenant, doc.DocumentID, "application/json", content)
+		v, _, err = e.Store.WithTx(tx).CreateDocumentVersion(e.Ctx, pipeTenant, doc.DocumentID, "application/json", content)
 		return err
 	}))
 	require.Equal(t, store.DocUploaded, v.Status)
@@ -242,14 +242,14 @@ func (e *pipeEnv) uploadVersion(t *testing.T, kind string, content []byte) store
 
 func (e *pipeEnv) docVersion(t *testing.T, id uuid.UUID) store.DocumentVersion {
 	t.Helper()
-	v, err := e.st.GetDocumentVersion(e.ctx, pipeTenant, id)
+	v, err := e.Store.GetDocumentVersion(e.Ctx, pipeTenant, id)
 	require.NoError(t, err)
 	return v
 }
 
 func (e *pipeEnv) factsOf(t *testing.T, versionID uuid.UUID) []store.Fact {
 	t.Helper()
-	fs, err := e.st.ListFacts(e.ctx, store.FactFilter{TenantID: pipeTenant, DocumentVersionID: versionID})
+	fs, err := e.Store.ListFacts(e.Ctx, store.FactFilter{TenantID: pipeTenant, DocumentVersionID: versionID})
 	require.NoError(t, err)
 	return fs
 }
@@ -301,7 +301,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 		doc := e.newDocument(t, facts.KindBOM)
 		job := e.run(t, ingestArgs(doc.DocumentID, bom, "application/json; charset=utf-8"))
 		requireSucceeded(t, job)
-		versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
+		versions, err := e.Store.ListDocumentVersions(e.Ctx, pipeTenant, doc.DocumentID)
 		require.NoError(t, err)
 		require.Len(t, versions, 1)
 		v := versions[0]
@@ -310,7 +310,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 		require.Equal(t, int32(len(bom)), v.SizeBytes)
 		require.Equal(t, 1, e.events(t, passport.EventDocumentUploaded, v.DocumentVersionID))
 
-		parse := e.wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+v.DocumentVersionID.String()).JobID)
+		parse := e.Wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+v.DocumentVersionID.String()).JobID)
 		requireSucceeded(t, parse)
 		v = e.docVersion(t, v.DocumentVersionID)
 		require.Equal(t, store.DocValidated, v.Status)
@@ -322,7 +322,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 		// The same content again finds the same version and parse job.
 		again := e.run(t, ingestArgs(doc.DocumentID, bom, "application/json"))
 		requireSucceeded(t, again)
-		versions, err = e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
+		versions, err = e.Store.ListDocumentVersions(e.Ctx, pipeTenant, doc.DocumentID)
 		require.NoError(t, err)
 		require.Len(t, versions, 1)
 		require.Equal(t, 1, e.jobsOfType(t, jobargs.KindParseFacts))
@@ -337,30 +337,30 @@ func TestIngestDocumentWorker(t *testing.T) {
 		byRef := e.newDocument(t, facts.KindBOM)
 		job := e.run(t, refArgs(byRef.DocumentID, "2026/bom.json"))
 		requireSucceeded(t, job)
-		versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, byRef.DocumentID)
+		versions, err := e.Store.ListDocumentVersions(e.Ctx, pipeTenant, byRef.DocumentID)
 		require.NoError(t, err)
 		require.Len(t, versions, 1)
 		v := versions[0]
 		require.Equal(t, hash.SHA256Hex(bom), v.ContentSHA256)
 		require.Equal(t, int32(len(bom)), v.SizeBytes)
-		requireSucceeded(t, e.wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+v.DocumentVersionID.String()).JobID))
+		requireSucceeded(t, e.Wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+v.DocumentVersionID.String()).JobID))
 		require.Equal(t, store.DocValidated, e.docVersion(t, v.DocumentVersionID).Status)
 
 		// The same bytes inline: the same facts, canonical bytes and hashes
 		// alike; and into the same document, the same version.
 		inline := e.newDocument(t, facts.KindBOM)
 		requireSucceeded(t, e.run(t, ingestArgs(inline.DocumentID, bom, "application/json")))
-		inlineVersions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, inline.DocumentID)
+		inlineVersions, err := e.Store.ListDocumentVersions(e.Ctx, pipeTenant, inline.DocumentID)
 		require.NoError(t, err)
 		require.Len(t, inlineVersions, 1)
 		iv := inlineVersions[0]
-		requireSucceeded(t, e.wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+iv.DocumentVersionID.String()).JobID))
+		requireSucceeded(t, e.Wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+iv.DocumentVersionID.String()).JobID))
 		require.Equal(t, v.ContentSHA256, iv.ContentSHA256)
 		refFacts, inlineFacts := e.factsOf(t, v.DocumentVersionID), e.factsOf(t, iv.DocumentVersionID)
 		requireBOMFacts(t, refFacts)
 		require.Equal(t, factIdentities(refFacts), factIdentities(inlineFacts))
 		requireSucceeded(t, e.run(t, ingestArgs(byRef.DocumentID, bom, "application/json")))
-		versions, err = e.st.ListDocumentVersions(e.ctx, pipeTenant, byRef.DocumentID)
+		versions, err = e.Store.ListDocumentVersions(e.Ctx, pipeTenant, byRef.DocumentID)
 		require.NoError(t, err)
 		require.Len(t, versions, 1, "the inline upload of the same bytes is the content_ref's version")
 	})
@@ -389,7 +389,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 			le := requireFailed(t, e.run(t, refArgs(doc.DocumentID, ref)), "VALIDATION_ERROR")
 			require.Contains(t, le.Message, "content_ref", ref)
 			require.Contains(t, le.Message, reason, ref)
-			versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
+			versions, err := e.Store.ListDocumentVersions(e.Ctx, pipeTenant, doc.DocumentID)
 			require.NoError(t, err)
 			require.Empty(t, versions, ref)
 		}
@@ -398,7 +398,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 		// A link that stays inside the directory is followed.
 		doc := e.newDocument(t, facts.KindBOM)
 		requireSucceeded(t, e.run(t, refArgs(doc.DocumentID, "inside.json")))
-		versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
+		versions, err := e.Store.ListDocumentVersions(e.Ctx, pipeTenant, doc.DocumentID)
 		require.NoError(t, err)
 		require.Len(t, versions, 1)
 		require.Equal(t, hash.SHA256Hex(bom), versions[0].ContentSHA256)
@@ -406,7 +406,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 
 	t.Run("content_ref without an uploads directory", func(t *testing.T) {
 		w := &workers.IngestDocumentWorker{}
-		err := w.Work(e.ctx, &river.Job[jobargs.IngestDocumentArgs]{JobRow: &rivertype.JobRow{}, Args: *refArgs(uuid.New(), "bom.json")})
+		err := w.Work(e.Ctx, &river.Job[jobargs.IngestDocumentArgs]{JobRow: &rivertype.JobRow{}, Args: *refArgs(uuid.New(), "bom.json")})
 		require.Equal(t, errcode.Validation, errcode.CodeOf(err))
 		require.ErrorContains(t, err, "content_ref: uploads are not configured on this service (BPC_UPLOADS_DIR is unset)")
 	})
@@ -416,7 +416,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 		job := e.run(t, ingestArgs(doc.DocumentID, []byte("a,b\n1,2\n"), "text/csv"))
 		le := requireFailed(t, job, "UNSUPPORTED_FORMAT")
 		require.Contains(t, le.Message, "text/csv")
-		versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
+		versions, err := e.Store.ListDocumentVersions(e.Ctx, pipeTenant, doc.DocumentID)
 		require.NoError(t, err)
 		require.Empty(t, versions)
 	})
@@ -429,7 +429,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 	// One per version: the first upload, the content_ref and inline pair,
 	// the link inside; failed ingests enqueue nothing.
 	require.Equal(t, 4, e.jobsOfType(t, jobargs.KindParseFacts))
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 func TestParseFactsWorker(t *testing.T) {
@@ -462,15 +462,15 @@ func TestParseFactsWorker(t *testing.T) {
 		// A second job on the same version succeeds without new facts.
 		second := e.run(t, parseArgs(v.DocumentVersionID))
 		requireSucceeded(t, second)
-		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
-		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
+		require.Equal(t, 17, e.Count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
+		require.Equal(t, 17, e.Count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
 		require.Equal(t, 1, e.events(t, passport.EventFactsParsed, v.DocumentVersionID), "nothing happened the second time")
 
 		// Re-running the completed job adds nothing either.
 		rerun := e.rerun(t, job)
 		requireSucceeded(t, rerun)
 		require.Equal(t, int32(2), rerun.Attempts)
-		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
+		require.Equal(t, 17, e.Count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
 		require.Equal(t, 1, e.events(t, passport.EventFactsParsed, v.DocumentVersionID))
 	})
 
@@ -510,7 +510,7 @@ func TestParseFactsWorker(t *testing.T) {
 		v := e.uploadVersion(t, facts.KindBOM, nmcDocument(t, nmc811.DocPCF))
 		requireFailed(t, e.run(t, parseArgs(v.DocumentVersionID)), "VALIDATION_ERROR")
 		var field string
-		require.NoError(t, e.st.DB().QueryRow(e.ctx, `SELECT error->>'field' FROM document_versions WHERE document_version_id = $1`,
+		require.NoError(t, e.Store.DB().QueryRow(e.Ctx, `SELECT error->>'field' FROM document_versions WHERE document_version_id = $1`,
 			v.DocumentVersionID).Scan(&field))
 		require.Equal(t, "document_type", field)
 	})
@@ -518,50 +518,29 @@ func TestParseFactsWorker(t *testing.T) {
 	t.Run("an unknown version is NOT_FOUND", func(t *testing.T) {
 		requireFailed(t, e.run(t, parseArgs(uuid.New())), "NOT_FOUND")
 	})
-	e.consistent(t)
-}
-
-func TestBuildSnapshotWorker(t *testing.T) {
-	t.Parallel()
-	e := newPipeEnv(t, pipeOptions{})
-	args := e.buildArgs(t)
-
-	requireSucceeded(t, e.run(t, args))
-	got, err := e.st.GetSnapshot(e.ctx, pipeTenant, args.SnapshotID)
-	require.NoError(t, err)
-	require.Equal(t, store.SnapshotReady, got.Status)
-	require.NotNil(t, got.ReadyAt)
-	require.Nil(t, got.SnapshotHash, "building does not seal")
-	require.Equal(t, 1, e.events(t, passport.EventSnapshotReady, args.SnapshotID))
-
-	le := requireFailed(t, e.run(t, args), "INVALID_STATE")
-	require.Contains(t, le.Message, "READY")
-	require.Equal(t, 1, e.events(t, passport.EventSnapshotReady, args.SnapshotID))
-
-	requireFailed(t, e.run(t, &jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: pipeTenant}, SnapshotID: uuid.New()}), "NOT_FOUND")
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 // fixture is a sealed snapshot of the nmc811 documents and a published
 // rule package version, set up through the store.
 func (e *pipeEnv) fixture(t *testing.T) fixture.Compilable {
 	t.Helper()
-	return fixture.NMC811(t, e.st, pipeTenant, "rules-"+uuid.NewString()[:8])
+	return fixture.NMC811(t, e.Store, pipeTenant, "rules-"+uuid.NewString()[:8])
 }
 
 // ruleVersion creates a DRAFT version in a new package.
 func (e *pipeEnv) ruleVersion(tx pgx.Tx, dsl, tests string) (store.RulePackageVersion, error) {
-	pkg, err := e.st.WithTx(tx).CreateRulePackage(e.ctx, pipeTenant, "rules-"+uuid.NewString()[:8])
+	pkg, err := e.Store.WithTx(tx).CreateRulePackage(e.Ctx, pipeTenant, "rules-"+uuid.NewString()[:8])
 	if err != nil {
 		return store.RulePackageVersion{}, err
 	}
-	return e.st.WithTx(tx).CreateRulePackageVersion(e.ctx, pipeTenant, pkg.RulePackageID, dsl, tests)
+	return e.Store.WithTx(tx).CreateRulePackageVersion(e.Ctx, pipeTenant, pkg.RulePackageID, dsl, tests)
 }
 
 func (e *pipeEnv) draftRules(t *testing.T, dsl, tests string) store.RulePackageVersion {
 	t.Helper()
 	var rv store.RulePackageVersion
-	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
+	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
 		var err error
 		rv, err = e.ruleVersion(tx, dsl, tests)
 		return err
@@ -573,9 +552,9 @@ func (e *pipeEnv) draftRules(t *testing.T, dsl, tests string) store.RulePackageV
 // passport creates a battery product and its passport.
 func (e *pipeEnv) passport(t *testing.T) store.Passport {
 	t.Helper()
-	p, err := e.st.CreateBatteryProduct(e.ctx, pipeTenant, "SKU-"+uuid.NewString()[:8], "Voltaris EV Pack 75")
+	p, err := e.Store.CreateBatteryProduct(e.Ctx, pipeTenant, "SKU-"+uuid.NewString()[:8], "Voltaris EV Pack 75")
 	require.NoError(t, err)
-	pp, err := e.st.CreatePassport(e.ctx, pipeTenant, p.BatteryProductID)
+	pp, err := e.Store.CreatePassport(e.Ctx, pipeTenant, p.BatteryProductID)
 	require.NoError(t, err)
 	return pp
 }
@@ -591,14 +570,14 @@ func signArgsFor(versionID uuid.UUID) *jobargs.SignPassportArgs {
 
 func (e *pipeEnv) version(t *testing.T, id uuid.UUID) store.PassportVersion {
 	t.Helper()
-	v, err := e.st.GetPassportVersion(e.ctx, pipeTenant, id)
+	v, err := e.Store.GetPassportVersion(e.Ctx, pipeTenant, id)
 	require.NoError(t, err)
 	return v
 }
 
 func (e *pipeEnv) versions(t *testing.T, passportID uuid.UUID) []store.PassportVersion {
 	t.Helper()
-	vs, err := e.st.ListPassportVersions(e.ctx, pipeTenant, passportID)
+	vs, err := e.Store.ListPassportVersions(e.Ctx, pipeTenant, passportID)
 	require.NoError(t, err)
 	return vs
 }
@@ -620,9 +599,9 @@ func (e *pipeEnv) compileChain(t *testing.T, fx fixture.Compilable) chain {
 	vs := e.versions(t, pp.PassportID)
 	require.Len(t, vs, 1)
 	id := vs[0].PassportVersionID
-	c.sign = e.wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+id.String()).JobID)
+	c.sign = e.Wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+id.String()).JobID)
 	requireSucceeded(t, c.sign)
-	c.qr = e.wait(t, e.jobByKey(t, jobargs.KindGenerateQR, "qr:"+id.String()).JobID)
+	c.qr = e.Wait(t, e.jobByKey(t, jobargs.KindGenerateQR, "qr:"+id.String()).JobID)
 	requireSucceeded(t, c.qr)
 	c.version = e.version(t, id)
 	return c
@@ -632,9 +611,9 @@ func (e *pipeEnv) compileChain(t *testing.T, fx fixture.Compilable) chain {
 func (e *pipeEnv) activate(t *testing.T, id uuid.UUID) store.PassportVersion {
 	t.Helper()
 	var v store.PassportVersion
-	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
+	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
 		var err error
-		v, _, _, err = passport.MarkPassportVersionActive(e.ctx, e.st.WithTx(tx), pipeTenant, id)
+		v, _, _, err = passport.MarkPassportVersionActive(e.Ctx, e.Store.WithTx(tx), pipeTenant, id)
 		return err
 	}))
 	require.Equal(t, store.PassportActive, v.Status)
@@ -676,7 +655,7 @@ func TestCompileSignQRChain(t *testing.T) {
 		require.NotNil(t, v.QRGeneratedAt)
 		require.Nil(t, v.ActivatedAt)
 
-		art, err := e.st.LoadPassportArtifacts(e.ctx, pipeTenant, v.PassportVersionID)
+		art, err := e.Store.LoadPassportArtifacts(e.Ctx, pipeTenant, v.PassportVersionID)
 		require.NoError(t, err)
 		require.Equal(t, hash.SHA256Hex(art.Payload), v.PayloadHash)
 		require.Equal(t, int32(len(art.Payload)), v.PayloadBytes)
@@ -721,7 +700,7 @@ func TestCompileSignQRChain(t *testing.T) {
 		for _, ev := range []string{passport.EventCompiled, passport.EventSigned, passport.EventQRGenerated} {
 			require.Equal(t, 1, e.events(t, ev, v.PassportVersionID), ev)
 		}
-		rep, err := passport.Replay(e.ctx, e.st, compiler.Limits{}, pipeTenant, v.PassportVersionID)
+		rep, err := passport.Replay(e.Ctx, e.Store, compiler.Limits{}, pipeTenant, v.PassportVersionID)
 		require.NoError(t, err)
 		require.True(t, rep.Match, "replay mismatches: %v", rep.Mismatches)
 		require.True(t, rep.SignatureValid)
@@ -780,11 +759,11 @@ func TestCompileSignQRChain(t *testing.T) {
 		require.Len(t, vs, 2)
 		require.Equal(t, int32(2), vs[0].Version)
 		require.NotEqual(t, v.PassportVersionID, vs[0].PassportVersionID)
-		requireSucceeded(t, e.wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+vs[0].PassportVersionID.String()).JobID))
-		requireSucceeded(t, e.wait(t, e.jobByKey(t, jobargs.KindGenerateQR, "qr:"+vs[0].PassportVersionID.String()).JobID))
+		requireSucceeded(t, e.Wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+vs[0].PassportVersionID.String()).JobID))
+		requireSucceeded(t, e.Wait(t, e.jobByKey(t, jobargs.KindGenerateQR, "qr:"+vs[0].PassportVersionID.String()).JobID))
 		require.Equal(t, 2, e.jobsOfType(t, jobargs.KindSign))
 	})
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 func TestCompilePassportWorkerRejectsUnreadyInputs(t *testing.T) {
@@ -793,15 +772,15 @@ func TestCompilePassportWorkerRejectsUnreadyInputs(t *testing.T) {
 	fx := e.fixture(t)
 	pp := e.passport(t)
 
-	building, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
+	building, err := e.Store.CreateSnapshot(e.Ctx, pipeTenant)
 	require.NoError(t, err)
 	le := requireFailed(t, e.run(t, compileArgs(pp.PassportID, fixture.Compilable{SnapshotID: building.SnapshotID, RulesID: fx.RulesID})), "SNAPSHOT_NOT_READY")
 	require.Contains(t, le.Message, "BUILDING")
 
-	ready, err := e.st.CreateSnapshot(e.ctx, pipeTenant)
+	ready, err := e.Store.CreateSnapshot(e.Ctx, pipeTenant)
 	require.NoError(t, err)
-	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-		_, err := passport.MarkSnapshotReady(e.ctx, e.st.WithTx(tx), pipeTenant, ready.SnapshotID)
+	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
+		_, err := passport.MarkSnapshotReady(e.Ctx, e.Store.WithTx(tx), pipeTenant, ready.SnapshotID)
 		return err
 	}))
 	requireFailed(t, e.run(t, compileArgs(pp.PassportID, fixture.Compilable{SnapshotID: ready.SnapshotID, RulesID: fx.RulesID})), "SNAPSHOT_NOT_READY")
@@ -821,7 +800,7 @@ func TestCompilePassportWorkerRejectsUnreadyInputs(t *testing.T) {
 	requireFailed(t, e.run(t, signArgsFor(unknown)), "NOT_FOUND")
 	requireFailed(t, e.run(t, &jobargs.GenerateQRArgs{Base: jobargs.Base{TenantID: pipeTenant}, PassportVersionID: unknown}), "NOT_FOUND")
 	requireFailed(t, e.run(t, exportArgs(unknown, "JSON")), "NOT_FOUND")
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 func TestSignPassportWorkerWithoutKey(t *testing.T) {
@@ -837,7 +816,7 @@ func TestSignPassportWorkerWithoutKey(t *testing.T) {
 	id := vs[0].PassportVersionID
 	require.Equal(t, pipeKeyID, vs[0].SigningKeyID, "the receipt names the configured key id")
 
-	sign := e.wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+id.String()).JobID)
+	sign := e.Wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+id.String()).JobID)
 	requireFailed(t, sign, "SIGNING_KEY_MISSING")
 	v := e.version(t, id)
 	require.Equal(t, store.PassportCompiling, v.Status)
@@ -859,7 +838,7 @@ func TestSignPassportWorkerWithoutKey(t *testing.T) {
 		job := e.run(t, &jobargs.ExportPassportArgs{Base: jobargs.Base{TenantID: pipeTenant}, PassportVersionID: id, Format: "json"})
 		requireFailed(t, job, "INVALID_STATE")
 	})
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 func TestSignPassportWorkerKeyIDMismatch(t *testing.T) {
@@ -881,7 +860,7 @@ func TestSignPassportWorkerKeyIDMismatch(t *testing.T) {
 	require.Len(t, vs, 1)
 	require.Equal(t, "key-a", vs[0].SigningKeyID)
 
-	sign := e.wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+vs[0].PassportVersionID.String()).JobID)
+	sign := e.Wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+vs[0].PassportVersionID.String()).JobID)
 	le := requireFailed(t, sign, "SIGNING_KEY_MISSING")
 	require.Contains(t, le.Message, "key-a")
 	require.Contains(t, le.Message, "key-b")
@@ -917,7 +896,7 @@ func TestExportPassportWorker(t *testing.T) {
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 
-		exports, err := e.st.ListPassportExports(e.ctx, pipeTenant, id)
+		exports, err := e.Store.ListPassportExports(e.Ctx, pipeTenant, id)
 		require.NoError(t, err)
 		require.Len(t, exports, 1)
 		ex := exports[0]
@@ -931,7 +910,7 @@ func TestExportPassportWorker(t *testing.T) {
 		canonical, err := canonjson.Canonicalize(b)
 		require.NoError(t, err)
 		require.Equal(t, canonical, b, "the export is canonical JSON")
-		art, err := e.st.LoadPassportArtifacts(e.ctx, pipeTenant, id)
+		art, err := e.Store.LoadPassportArtifacts(e.Ctx, pipeTenant, id)
 		require.NoError(t, err)
 		for name, part := range map[string][]byte{"payload": art.Payload, "proof": art.Proof, "signed receipt": art.ReceiptSigned} {
 			require.True(t, bytes.Contains(b, part), "the export embeds the %s bytes", name)
@@ -973,7 +952,7 @@ func TestExportPassportWorker(t *testing.T) {
 		again, err := os.ReadFile(path)
 		require.NoError(t, err)
 		require.Equal(t, b, again)
-		exports, err = e.st.ListPassportExports(e.ctx, pipeTenant, id)
+		exports, err = e.Store.ListPassportExports(e.Ctx, pipeTenant, id)
 		require.NoError(t, err)
 		require.Len(t, exports, 1)
 		require.Equal(t, ex.PassportExportID, exports[0].PassportExportID)
@@ -990,7 +969,7 @@ func TestExportPassportWorker(t *testing.T) {
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 		require.True(t, bytes.HasPrefix(b, []byte("%PDF-")))
-		exports, err := e.st.ListPassportExports(e.ctx, pipeTenant, id)
+		exports, err := e.Store.ListPassportExports(e.Ctx, pipeTenant, id)
 		require.NoError(t, err)
 		require.Len(t, exports, 2)
 		ex := exports[0]
@@ -1011,7 +990,7 @@ func TestExportPassportWorker(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, entries, 2, "the JSON and the PDF, no temporary file")
 	})
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 func TestExportPassportWorkerIOError(t *testing.T) {
@@ -1030,12 +1009,12 @@ func TestExportPassportWorkerIOError(t *testing.T) {
 	le := lastJobError(t, job)
 	require.Equal(t, "IO_ERROR", le.Code)
 	require.Contains(t, le.Message, "mkdir")
-	exports, err := e.st.ListPassportExports(e.ctx, pipeTenant, id)
+	exports, err := e.Store.ListPassportExports(e.Ctx, pipeTenant, id)
 	require.NoError(t, err)
 	require.Empty(t, exports)
 	require.Equal(t, 0, e.events(t, passport.EventExported, id))
 	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.DeadLetter.WithLabelValues(jobargs.KindExport)))
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 func rulesArgs(versionID uuid.UUID, seed int64) *jobargs.RunRuleTestsArgs {
@@ -1044,14 +1023,14 @@ func rulesArgs(versionID uuid.UUID, seed int64) *jobargs.RunRuleTestsArgs {
 
 func (e *pipeEnv) runs(t *testing.T, versionID uuid.UUID) []store.RuleTestsRun {
 	t.Helper()
-	runs, err := e.st.ListRuleTestsRuns(e.ctx, pipeTenant, versionID)
+	runs, err := e.Store.ListRuleTestsRuns(e.Ctx, pipeTenant, versionID)
 	require.NoError(t, err)
 	return runs
 }
 
 func (e *pipeEnv) ruleStatus(t *testing.T, versionID uuid.UUID) string {
 	t.Helper()
-	rv, err := e.st.GetRulePackageVersion(e.ctx, pipeTenant, versionID, false)
+	rv, err := e.Store.GetRulePackageVersion(e.Ctx, pipeTenant, versionID, false)
 	require.NoError(t, err)
 	return rv.Status
 }
@@ -1115,7 +1094,7 @@ func TestRunRuleTestsWorker(t *testing.T) {
 	t.Run("an unknown version is NOT_FOUND", func(t *testing.T) {
 		requireFailed(t, e.run(t, rulesArgs(uuid.New(), 1)), "NOT_FOUND")
 	})
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 func TestPipelineCrashBeforeCommit(t *testing.T) {
@@ -1138,8 +1117,8 @@ func TestPipelineCrashBeforeCommit(t *testing.T) {
 		require.Equal(t, "INTERNAL_ERROR", lastJobError(t, job).Code, "the first attempt's error stays on record")
 		require.Equal(t, store.DocValidated, e.docVersion(t, v.DocumentVersionID).Status)
 		requireBOMFacts(t, e.factsOf(t, v.DocumentVersionID))
-		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
-		require.Equal(t, 17, e.count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
+		require.Equal(t, 17, e.Count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
+		require.Equal(t, 17, e.Count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
 		require.Equal(t, 1, e.events(t, passport.EventFactsParsed, v.DocumentVersionID))
 	})
 
@@ -1148,11 +1127,11 @@ func TestPipelineCrashBeforeCommit(t *testing.T) {
 		job := e.run(t, ingestArgs(doc.DocumentID, nmcDocument(t, nmc811.DocPCF), "application/json"))
 		requireSucceeded(t, job)
 		require.Equal(t, int32(2), job.Attempts)
-		versions, err := e.st.ListDocumentVersions(e.ctx, pipeTenant, doc.DocumentID)
+		versions, err := e.Store.ListDocumentVersions(e.Ctx, pipeTenant, doc.DocumentID)
 		require.NoError(t, err)
 		require.Len(t, versions, 1, "the rolled-back version was not kept")
 		require.Equal(t, int32(1), versions[0].Version)
-		parse := e.wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+versions[0].DocumentVersionID.String()).JobID)
+		parse := e.Wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+versions[0].DocumentVersionID.String()).JobID)
 		requireSucceeded(t, parse)
 		require.Equal(t, int32(2), parse.Attempts)
 		require.Equal(t, 1, e.events(t, passport.EventDocumentUploaded, versions[0].DocumentVersionID))
@@ -1172,7 +1151,7 @@ func TestPipelineCrashBeforeCommit(t *testing.T) {
 		require.NotNil(t, c.version.QRPayload)
 	})
 	require.GreaterOrEqual(t, crashes.Load(), int32(6))
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 func TestExportDocumentRequiresASignedVersion(t *testing.T) {

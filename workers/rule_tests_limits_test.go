@@ -52,7 +52,7 @@ func TestRunRuleTestsWorkerLimits(t *testing.T) {
 	le = requireFailed(t, e.run(t, rulesArgs(rv.RulePackageVersionID, 1)), "RULE_PARSE_ERROR")
 	require.Contains(t, le.Message, "BPC_RULES_MAX_NODES")
 	require.Empty(t, e.runs(t, rv.RulePackageVersionID))
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 // An operator's cancel (River's JobCancel, what POST /v1/jobs/{id}/cancel
@@ -62,13 +62,13 @@ func TestRunRuleTestsWorkerStopsOnCancel(t *testing.T) {
 	t.Parallel()
 	e := newPipeEnv(t, pipeOptions{})
 	rv := e.draftRules(t, "field a : Int = 1;", heavyTests)
-	job := e.enqueue(t, rulesArgs(rv.RulePackageVersionID, 1), "")
-	e.waitUntil(t, job.JobID, func(j store.Job) bool { return j.Status == store.StatusRunning })
+	job := e.Enqueue(t, rulesArgs(rv.RulePackageVersionID, 1), "")
+	e.WaitUntil(t, job.JobID, func(j store.Job) bool { return j.Status == store.StatusRunning })
 	time.Sleep(200 * time.Millisecond) // well into the cases
 
-	_, err := e.client.JobCancel(e.ctx, job.RiverJobID)
+	_, err := e.Client.JobCancel(e.Ctx, job.RiverJobID)
 	require.NoError(t, err)
-	done := e.wait(t, job.JobID)
+	done := e.Wait(t, job.JobID)
 	require.Equal(t, store.StatusCancelled, done.Status, "last_error %s", done.LastError)
 	// River records its own text for it; the mirror reads it as CANCELLED.
 	le := lastJobError(t, done)
@@ -77,7 +77,7 @@ func TestRunRuleTestsWorkerStopsOnCancel(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindRunRuleTests, store.StatusCancelled)),
 		"the observer counted the status the mirror shows")
 	require.Empty(t, e.runs(t, rv.RulePackageVersionID))
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 // A run stopped by its job's timeout fails the job for good: the run is
@@ -86,8 +86,8 @@ func TestRunRuleTestsWorkerTimeout(t *testing.T) {
 	t.Parallel()
 	e := newPipeEnv(t, pipeOptions{})
 	rv := e.draftRules(t, "field a : Int = 1;", heavyTests)
-	w := &workers.RunRuleTestsWorker{Store: e.st, Completer: workers.Completer{Store: e.st}}
-	ctx, cancel := context.WithTimeout(e.ctx, 300*time.Millisecond)
+	w := &workers.RunRuleTestsWorker{Store: e.Store, Completer: workers.Completer{Store: e.Store}}
+	ctx, cancel := context.WithTimeout(e.Ctx, 300*time.Millisecond)
 	defer cancel()
 	err := w.Work(ctx, &river.Job[jobargs.RunRuleTestsArgs]{JobRow: &rivertype.JobRow{ID: 1}, Args: *rulesArgs(rv.RulePackageVersionID, 1)})
 	require.Equal(t, errcode.RuleTestsFailed, errcode.CodeOf(err), "%v", err)

@@ -60,7 +60,7 @@ func newLeaseEnvWith(t *testing.T, renew time.Duration, maxLosses int, hook func
 		stopReaper()
 		wg.Wait()
 	})
-	return leaseEnv{env: env{ctx: ctx, st: st, client: client}, reaper: reaper, metrics: metrics}
+	return leaseEnv{env: env{Ctx: ctx, Store: st, Client: client}, reaper: reaper, metrics: metrics}
 }
 
 // newReaperEnv is a schema with 1 s leases and an insert-only client: its
@@ -68,12 +68,12 @@ func newLeaseEnvWith(t *testing.T, renew time.Duration, maxLosses int, hook func
 func newReaperEnv(t *testing.T) leaseEnv {
 	t.Helper()
 	pool := testdb.NewWithOptions(t, testdb.Options{LeaseSeconds: 1})
-	return leaseEnv{env: env{ctx: t.Context(), st: store.New(pool), client: testriver.Inserter(t, pool)}, pool: pool}
+	return leaseEnv{env: env{Ctx: t.Context(), Store: store.New(pool), Client: testriver.Inserter(t, pool)}, pool: pool}
 }
 
 func (e leaseEnv) readyEvents(t *testing.T, snapshotID uuid.UUID) int {
 	t.Helper()
-	return e.count(t, `SELECT count(*) FROM events WHERE aggregate_id = $1 AND event_type = 'snapshot.ready'`, snapshotID)
+	return e.Count(t, `SELECT count(*) FROM events WHERE aggregate_id = $1 AND event_type = 'snapshot.ready'`, snapshotID)
 }
 
 // A job running three times longer than its lease, alive, is never reaped:
@@ -86,7 +86,7 @@ func TestRenewedLeaseKeepsALongJob(t *testing.T) {
 		deadline := time.Now().Add(3 * time.Second)
 		for time.Now().Before(deadline) {
 			var ahead bool
-			err := e.st.DB().QueryRow(context.Background(), `SELECT lease_expires_at > started_at + interval '1.5 seconds'
+			err := e.Store.DB().QueryRow(context.Background(), `SELECT lease_expires_at > started_at + interval '1.5 seconds'
 				FROM jobs WHERE river_job_id = $1`, job.ID).Scan(&ahead)
 			if err == nil && ahead {
 				extended.Store(true)
@@ -95,8 +95,8 @@ func TestRenewedLeaseKeepsALongJob(t *testing.T) {
 		}
 		return nil
 	})
-	snapshotID, job := e.buildJob(t)
-	done := e.wait(t, job.JobID)
+	snapshotID, job := e.BuildJob(t)
+	done := e.Wait(t, job.JobID)
 	require.Equal(t, store.StatusSucceeded, done.Status, "last_error %s", done.LastError)
 	require.EqualValues(t, 1, done.Attempts)
 	require.True(t, extended.Load(), "the lease was renewed past its first expiry")
@@ -123,22 +123,22 @@ func TestFencingStopsAnAttemptThatLostItsLease(t *testing.T) {
 	// attempt blocks on the snapshot row the stalled first attempt holds
 	// (and may be reaped itself meanwhile: nothing renews here), then runs
 	// once the first is fenced.
-	snapshotID, job := e.buildJob(t)
-	done := e.wait(t, job.JobID)
+	snapshotID, job := e.BuildJob(t)
+	done := e.Wait(t, job.JobID)
 	require.Equal(t, store.StatusSucceeded, done.Status)
 	require.GreaterOrEqual(t, done.Attempts, int32(2), "reaped, run again")
 	require.True(t, first.Load(), "attempt 1 reached its commit with its effects done")
 	require.Equal(t, 1, e.readyEvents(t, snapshotID), "the stalled attempt committed nothing: one effect")
 
 	var errs []json.RawMessage
-	require.NoError(t, e.st.DB().QueryRow(e.ctx, `SELECT to_jsonb(errors) FROM river_job WHERE id = $1`, done.RiverJobID).Scan(&errs))
+	require.NoError(t, e.Store.DB().QueryRow(e.Ctx, `SELECT to_jsonb(errors) FROM river_job WHERE id = $1`, done.RiverJobID).Scan(&errs))
 	require.NotEmpty(t, errs)
 	var reaped rivertype.AttemptError
 	require.NoError(t, json.Unmarshal(errs[0], &reaped))
 	stored, ok := errcode.Decode(reaped.Error)
 	require.True(t, ok, reaped.Error)
 	require.Equal(t, errcode.LeaseExpired, stored.Code, "the reaper recorded why attempt 1 ended")
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 // The reaper returns an expired job as available, or discards it (DEAD_LETTER)
@@ -146,10 +146,10 @@ func TestFencingStopsAnAttemptThatLostItsLease(t *testing.T) {
 func TestReaperDiscardsTheLastAttempt(t *testing.T) {
 	t.Parallel()
 	e := newReaperEnv(t)
-	ctx, st, pool := e.ctx, e.st, e.pool
+	ctx, st, pool := e.Ctx, e.Store, e.pool
 	var jobs []store.Job
 	for range 2 {
-		_, j := e.buildJob(t)
+		_, j := e.BuildJob(t)
 		jobs = append(jobs, j)
 	}
 	// Both "run" on a worker that died: attempt 1 of 3, and attempt 3 of 3.
@@ -195,8 +195,8 @@ func TestShutdownCancelRequeuesWithoutSpendingAnAttempt(t *testing.T) {
 		}},
 	})
 	ctx, st := t.Context(), d.Store
-	e := env{ctx: ctx, st: st, client: client}
-	_, job := e.buildJob(t)
+	e := env{Ctx: ctx, Store: st, Client: client}
+	_, job := e.BuildJob(t)
 	<-running
 
 	leases.BeginShutdown()
@@ -230,8 +230,8 @@ func TestJobLosingItsWorkerTwiceInARowIsDiscarded(t *testing.T) {
 	})
 	t.Cleanup(func() { close(release) }) // before the client stops (cleanups run last first)
 
-	_, job := e.buildJob(t)
-	done := e.wait(t, job.JobID)
+	_, job := e.BuildJob(t)
+	done := e.Wait(t, job.JobID)
 	require.Equal(t, store.StatusDeadLetter, done.Status)
 	require.EqualValues(t, 2, done.Attempts, "discarded after its second loss, not its fifth attempt")
 	require.EqualValues(t, 5, done.MaxAttempts)
@@ -251,7 +251,7 @@ func TestJobLosingItsWorkerTwiceInARowIsDiscarded(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return testutil.ToFloat64(e.metrics.DeadLetter.WithLabelValues(jobargs.KindBuildSnapshot)) == 1
 	}, 30*time.Second, 10*time.Millisecond, "the dead letter is counted")
-	e.consistent(t)
+	e.Consistent(t)
 }
 
 // Losses count in a row: the reaper discards a job at its
@@ -261,9 +261,9 @@ func TestJobLosingItsWorkerTwiceInARowIsDiscarded(t *testing.T) {
 func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	t.Parallel()
 	e := newReaperEnv(t)
-	ctx, st, pool := e.ctx, e.st, e.pool
+	ctx, st, pool := e.Ctx, e.Store, e.pool
 	enqueue := func() store.Job {
-		_, j := e.buildJob(t)
+		_, j := e.BuildJob(t)
 		return j
 	}
 	// die makes attempt run on a worker that died 5 s ago (its 1 s lease

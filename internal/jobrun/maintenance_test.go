@@ -36,7 +36,7 @@ func newMaintEnv(t *testing.T, cfg jobrun.MaintenanceConfig) *maintEnv {
 	client := testriver.Inserter(t, pool)
 	logs := &testlog.Buffer{}
 	st := store.New(pool)
-	return &maintEnv{env: env{ctx: t.Context(), st: st, client: client}, pool: pool, logs: logs,
+	return &maintEnv{env: env{Ctx: t.Context(), Store: st, Client: client}, pool: pool, logs: logs,
 		deps: jobrun.MaintenanceDeps{
 			Store:   st,
 			Logger:  slog.New(slog.NewJSONHandler(logs, nil)),
@@ -48,7 +48,7 @@ func newMaintEnv(t *testing.T, cfg jobrun.MaintenanceConfig) *maintEnv {
 // exec runs SQL as River or an operator would; the mirror follows.
 func (e *maintEnv) exec(t *testing.T, sql string, args ...any) {
 	t.Helper()
-	_, err := e.pool.Exec(e.ctx, sql, args...)
+	_, err := e.pool.Exec(e.Ctx, sql, args...)
 	require.NoError(t, err)
 }
 
@@ -65,7 +65,7 @@ func (e *maintEnv) finish(t *testing.T, job store.Job, state string, ago time.Du
 
 func (e *maintEnv) jobExists(t *testing.T, job store.Job) bool {
 	t.Helper()
-	return e.count(t, `SELECT count(*) FROM jobs WHERE job_id = $1`, job.JobID) == 1
+	return e.Count(t, `SELECT count(*) FROM jobs WHERE job_id = $1`, job.JobID) == 1
 }
 
 func TestMaintenanceConsistencyReportsDriftWithoutFailing(t *testing.T) {
@@ -74,12 +74,12 @@ func TestMaintenanceConsistencyReportsDriftWithoutFailing(t *testing.T) {
 	w := &jobrun.MaintenanceConsistencyWorker{Deps: e.deps}
 	job := &river.Job[jobrun.MaintenanceConsistencyArgs]{JobRow: &rivertype.JobRow{}}
 
-	_, queued := e.buildJob(t)
-	_, done := e.buildJob(t)
+	_, queued := e.BuildJob(t)
+	_, done := e.BuildJob(t)
 	e.finish(t, done, "completed", time.Minute)
 
 	// A clean mirror: zero drift.
-	require.NoError(t, w.Work(e.ctx, job))
+	require.NoError(t, w.Work(e.Ctx, job))
 	require.Equal(t, 0.0, testutil.ToFloat64(e.deps.Metrics.MirrorDrift))
 	require.Positive(t, testutil.ToFloat64(e.deps.Metrics.MirrorChecked))
 	require.Contains(t, e.logs.String(), `"drift_count":0`)
@@ -87,7 +87,7 @@ func TestMaintenanceConsistencyReportsDriftWithoutFailing(t *testing.T) {
 	// Someone edits the SSOT behind River's back: the check reports it,
 	// and the job still succeeds.
 	e.exec(t, `UPDATE jobs_live SET attempts = attempts + 5 WHERE job_id = $1`, queued.JobID)
-	require.NoError(t, w.Work(e.ctx, job))
+	require.NoError(t, w.Work(e.Ctx, job))
 	require.Equal(t, 1.0, testutil.ToFloat64(e.deps.Metrics.MirrorDrift))
 	logs := e.logs.String()
 	require.Contains(t, logs, `"level":"WARN"`)
@@ -108,7 +108,7 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	// state.
 	var expired []store.Job
 	for _, state := range []string{"completed", "discarded", "cancelled"} {
-		_, j := e.buildJob(t)
+		_, j := e.BuildJob(t)
 		e.finish(t, j, state, old)
 		e.exec(t, `DELETE FROM river_job WHERE id = $1`, j.RiverJobID)
 		expired = append(expired, j)
@@ -116,36 +116,36 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	// Kept: River's row is gone though the mirror never moved it (deleted
 	// with the triggers disabled). Retention reads the history only; this
 	// row is drift, which the consistency check reports.
-	_, unmarked := e.buildJob(t)
+	_, unmarked := e.BuildJob(t)
 	e.finish(t, unmarked, "completed", old)
 	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
 	e.exec(t, `DELETE FROM river_job WHERE id = $1`, unmarked.RiverJobID)
 	e.exec(t, `ALTER TABLE river_job ENABLE ALWAYS TRIGGER bpc_mirror_delete`)
 
 	// Kept: finished recently (River's row gone).
-	_, recentGone := e.buildJob(t)
+	_, recentGone := e.BuildJob(t)
 	e.finish(t, recentGone, "completed", recent)
 	e.exec(t, `DELETE FROM river_job WHERE id = $1`, recentGone.RiverJobID)
 	// Kept: finished long ago but River still has the job.
-	_, inRiver := e.buildJob(t)
+	_, inRiver := e.BuildJob(t)
 	e.finish(t, inRiver, "completed", old)
 	// Kept: running for 100 days (River's row exists).
-	_, running := e.buildJob(t)
+	_, running := e.BuildJob(t)
 	e.exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - interval '100 days',
 		attempted_by = ARRAY['w1'] WHERE id = $1`, running.RiverJobID)
 	// Kept: not terminal in the SSOT, even with River's row gone and an old
 	// finished_at (a tampered row is the operator's to inspect).
-	_, orphan := e.buildJob(t)
+	_, orphan := e.BuildJob(t)
 	e.exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
 	e.exec(t, `DELETE FROM river_job WHERE id = $1`, orphan.RiverJobID)
 	e.exec(t, `ALTER TABLE river_job ENABLE ALWAYS TRIGGER bpc_mirror_delete`)
 	e.exec(t, `UPDATE jobs_live SET finished_at = now() - interval '100 days' WHERE job_id = $1`, orphan.JobID)
 
 	var eventsBefore int
-	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT count(*) FROM events`).Scan(&eventsBefore))
+	require.NoError(t, e.pool.QueryRow(e.Ctx, `SELECT count(*) FROM events`).Scan(&eventsBefore))
 
 	w := &jobrun.MaintenanceRetentionWorker{Deps: e.deps}
-	require.NoError(t, w.Work(e.ctx, &river.Job[jobrun.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
+	require.NoError(t, w.Work(e.Ctx, &river.Job[jobrun.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
 
 	for _, j := range expired {
 		require.False(t, e.jobExists(t, j), "expired job %s kept", j.JobID)
@@ -157,21 +157,21 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	require.Contains(t, e.logs.String(), `"ssot_deleted":3`)
 	require.Contains(t, e.logs.String(), `"complete":true`)
 	var eventsAfter int
-	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT count(*) FROM events`).Scan(&eventsAfter))
+	require.NoError(t, e.pool.QueryRow(e.Ctx, `SELECT count(*) FROM events`).Scan(&eventsAfter))
 	require.Equal(t, eventsBefore, eventsAfter)
 
 	// A spent budget stops after one batch; the next run continues.
 	e.deps.Config.RetentionBatchSize = 1
 	e.deps.Config.RetentionBudget = 0
 	e.deps.Config.JobsRetention = time.Hour // recentGone expires now
-	_, more := e.buildJob(t)
+	_, more := e.BuildJob(t)
 	e.finish(t, more, "cancelled", recent)
 	e.exec(t, `DELETE FROM river_job WHERE id = $1`, more.RiverJobID)
 	w = &jobrun.MaintenanceRetentionWorker{Deps: e.deps}
-	require.NoError(t, w.Work(e.ctx, &river.Job[jobrun.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
+	require.NoError(t, w.Work(e.Ctx, &river.Job[jobrun.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
 	require.Equal(t, 4.0, testutil.ToFloat64(e.deps.Metrics.RetentionDeleted))
 	require.Contains(t, e.logs.String(), `"complete":false`)
-	require.NoError(t, w.Work(e.ctx, &river.Job[jobrun.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
+	require.NoError(t, w.Work(e.Ctx, &river.Job[jobrun.MaintenanceRetentionArgs]{JobRow: &rivertype.JobRow{}}))
 	require.False(t, e.jobExists(t, recentGone))
 	require.False(t, e.jobExists(t, more))
 }
@@ -203,7 +203,7 @@ func TestMaintenancePeriodicJobsRunOnTheLeader(t *testing.T) {
 	require.Equal(t, 7*24*time.Hour, rc.DiscardedJobRetentionPeriod)
 	client, err := river.NewClient(riverpgxv5.New(e.pool), rc)
 	require.NoError(t, err)
-	require.NoError(t, client.Start(e.ctx))
+	require.NoError(t, client.Start(e.Ctx))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -211,7 +211,7 @@ func TestMaintenancePeriodicJobsRunOnTheLeader(t *testing.T) {
 	})
 
 	succeeded := func() map[string]int {
-		rows, err := e.pool.Query(e.ctx, `SELECT type, count(*) FROM jobs
+		rows, err := e.pool.Query(e.Ctx, `SELECT type, count(*) FROM jobs
 			WHERE queue = $1 AND status = 'SUCCEEDED' GROUP BY type`, jobrun.QueueMaintenance)
 		require.NoError(t, err)
 		out := map[string]int{}
@@ -232,7 +232,7 @@ func TestMaintenancePeriodicJobsRunOnTheLeader(t *testing.T) {
 	require.Positive(t, testutil.ToFloat64(e.deps.Metrics.MirrorChecked))
 
 	// Within the interval, inserting them again (as `bpc tick` does) is a no-op.
-	res, err := client.InsertMany(e.ctx, jobrun.DueMaintenanceJobs(cfg))
+	res, err := client.InsertMany(e.Ctx, jobrun.DueMaintenanceJobs(cfg))
 	require.NoError(t, err)
 	require.Len(t, res, 2)
 	for _, r := range res {
@@ -240,5 +240,5 @@ func TestMaintenancePeriodicJobsRunOnTheLeader(t *testing.T) {
 	}
 	require.Equal(t, want, succeeded())
 
-	e.consistent(t)
+	e.Consistent(t)
 }
