@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
@@ -28,9 +29,9 @@ type env struct {
 
 // enqueue inserts one job through the passport package, as the API does
 // (with an idempotency key unless key is "").
-func (e env) enqueue(t *testing.T, args jobargs.Args, key string) store.Job {
+func (e env) enqueue(t *testing.T, args jobargs.Args, key string) bpctype.Job {
 	t.Helper()
-	var job store.Job
+	var job bpctype.Job
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
 		res, err := passport.NewTx(tx, e.client, "").Enqueue(e.ctx, args, key)
 		job = res.Job
@@ -48,22 +49,22 @@ func (e env) buildArgs(t *testing.T) *jobargs.BuildSnapshotArgs {
 }
 
 // buildJob creates a snapshot and enqueues its BUILD_SNAPSHOT job.
-func (e env) buildJob(t *testing.T) (uuid.UUID, store.Job) {
+func (e env) buildJob(t *testing.T) (uuid.UUID, bpctype.Job) {
 	t.Helper()
 	args := e.buildArgs(t)
 	return args.SnapshotID, e.enqueue(t, args, "")
 }
 
 // wait waits until the job is terminal.
-func (e env) wait(t *testing.T, jobID uuid.UUID) store.Job {
+func (e env) wait(t *testing.T, jobID uuid.UUID) bpctype.Job {
 	t.Helper()
-	return e.waitUntil(t, jobID, func(j store.Job) bool { return store.IsTerminal(j.Status) })
+	return e.waitUntil(t, jobID, func(j bpctype.Job) bool { return bpctype.IsTerminal(j.Status) })
 }
 
 // waitUntil waits until done holds for the job's SSOT row.
-func (e env) waitUntil(t *testing.T, jobID uuid.UUID, done func(store.Job) bool) store.Job {
+func (e env) waitUntil(t *testing.T, jobID uuid.UUID, done func(bpctype.Job) bool) bpctype.Job {
 	t.Helper()
-	var job store.Job
+	var job bpctype.Job
 	require.Eventually(t, func() bool {
 		job = e.job(t, jobID)
 		return done(job)
@@ -72,7 +73,7 @@ func (e env) waitUntil(t *testing.T, jobID uuid.UUID, done func(store.Job) bool)
 }
 
 // job returns the job's SSOT row.
-func (e env) job(t *testing.T, jobID uuid.UUID) store.Job {
+func (e env) job(t *testing.T, jobID uuid.UUID) bpctype.Job {
 	t.Helper()
 	j, err := e.st.GetJob(e.ctx, store.DevTenantID, jobID)
 	require.NoError(t, err)
