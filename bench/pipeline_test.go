@@ -22,6 +22,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/fixture"
 	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testriver"
@@ -162,7 +163,7 @@ func (p *pipelineBench) compile(b *testing.B, passportID uuid.UUID) (sent time.T
 	require.NoError(b, err)
 	require.Equal(b, http.StatusAccepted, resp.StatusCode, "%s", respBody)
 	var out struct {
-		Job store.Job `json:"job"`
+		Job bpctype.Job `json:"job"`
 	}
 	require.NoError(b, json.Unmarshal(respBody, &out))
 	return sent, took, out.Job.RiverJobID

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // The audit events of a tenant's API keys. Their payloads name the key
@@ -35,7 +35,7 @@ type NewKey struct {
 
 // CreatedKey is a new key with its token: the only time the token is known.
 type CreatedKey struct {
-	store.APIKey
+	bpctype.APIKey
 	Token string `json:"token"`
 }
 
@@ -60,7 +60,7 @@ func CreateAPIKey(ctx context.Context, t Tx, in NewKey, now time.Time) (CreatedK
 		}
 	}
 	token, prefix := NewToken()
-	k, err := t.Q.CreateAPIKey(ctx, store.APIKey{
+	k, err := t.Q.CreateAPIKey(ctx, bpctype.APIKey{
 		TenantID: in.TenantID, Name: name, Role: string(role), Prefix: prefix,
 		TokenSHA256: HashToken(token), ExpiresAt: in.ExpiresAt,
 	})
@@ -75,10 +75,10 @@ func CreateAPIKey(ctx context.Context, t Tx, in NewKey, now time.Time) (CreatedK
 
 // RevokeAPIKey revokes a tenant's key and records api_key.revoked the
 // first time; revoking a revoked key changes nothing.
-func RevokeAPIKey(ctx context.Context, t Tx, tenantID, keyID uuid.UUID) (store.APIKey, error) {
+func RevokeAPIKey(ctx context.Context, t Tx, tenantID, keyID uuid.UUID) (bpctype.APIKey, error) {
 	before, err := t.Q.LockAPIKey(ctx, tenantID, keyID)
 	if err != nil {
-		return store.APIKey{}, err
+		return bpctype.APIKey{}, err
 	}
 	k, err := t.Q.RevokeAPIKey(ctx, tenantID, keyID)
 	if err != nil || before.RevokedAt != nil {
@@ -87,7 +87,7 @@ func RevokeAPIKey(ctx context.Context, t Tx, tenantID, keyID uuid.UUID) (store.A
 	return k, t.Event(ctx, k.TenantID, AggregateAPIKey, k.APIKeyID, EventKeyRevoked, keyEvent(k))
 }
 
-func keyEvent(k store.APIKey) map[string]any {
+func keyEvent(k bpctype.APIKey) map[string]any {
 	return map[string]any{"api_key_id": k.APIKeyID, "name": k.Name, "role": k.Role, "prefix": k.Prefix,
 		"expires_at": k.ExpiresAt, "revoked_at": k.RevokedAt}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/http/access"
 	"github.com/bpc-platform/bpc/passport"
@@ -25,9 +26,9 @@ func (e env) createKey(t *testing.T, in passport.NewKey) (passport.CreatedKey, e
 	return k, err
 }
 
-func (e env) revokeKey(t *testing.T, tenantID, id uuid.UUID) (store.APIKey, error) {
+func (e env) revokeKey(t *testing.T, tenantID, id uuid.UUID) (bpctype.APIKey, error) {
 	t.Helper()
-	var k store.APIKey
+	var k bpctype.APIKey
 	err := e.run(t, func(tx passport.Tx) error {
 		var err error
 		k, err = passport.RevokeAPIKey(e.Ctx, tx, tenantID, id)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/audit"
 	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -33,8 +34,8 @@ type EventInput struct {
 
 // AppendResult is the appended event and the deliveries it fanned out to.
 type AppendResult struct {
-	Event      store.Event         `json:"event"`
-	Deliveries []store.DeliveryRef `json:"deliveries"`
+	Event      bpctype.Event         `json:"event"`
+	Deliveries []bpctype.DeliveryRef `json:"deliveries"`
 }
 
 // AppendEvent appends an event to its aggregate's hash chain and, in the
@@ -54,7 +55,7 @@ func (t Tx) AppendEvent(ctx context.Context, in EventInput) (AppendResult, error
 	if err != nil {
 		return AppendResult{}, err
 	}
-	ev := store.Event{
+	ev := bpctype.Event{
 		EventID:          uuid.New(),
 		TenantID:         in.TenantID,
 		AggregateType:    in.AggregateType,
@@ -85,7 +86,7 @@ func (t Tx) AppendEvent(ctx context.Context, in EventInput) (AppendResult, error
 }
 
 // hashInput is what an event's hash covers.
-func hashInput(ev store.Event) audit.Event {
+func hashInput(ev bpctype.Event) audit.Event {
 	in := audit.Event{
 		TenantID:         ev.TenantID.String(),
 		AggregateType:    ev.AggregateType,
@@ -106,14 +107,14 @@ func hashInput(ev store.Event) audit.Event {
 
 // fanOut creates a new event's deliveries to endpoints and their
 // DELIVER_WEBHOOK jobs.
-func (t Tx) fanOut(ctx context.Context, ev store.Event, endpoints []uuid.UUID) ([]store.DeliveryRef, error) {
+func (t Tx) fanOut(ctx context.Context, ev bpctype.Event, endpoints []uuid.UUID) ([]bpctype.DeliveryRef, error) {
 	if len(endpoints) == 0 {
-		return []store.DeliveryRef{}, nil
+		return []bpctype.DeliveryRef{}, nil
 	}
-	refs := make([]store.DeliveryRef, len(endpoints))
+	refs := make([]bpctype.DeliveryRef, len(endpoints))
 	reqs := make([]EnqueueRequest, len(endpoints))
 	for i, endpointID := range endpoints {
-		refs[i] = store.DeliveryRef{WebhookDeliveryID: uuid.New(), WebhookEndpointID: endpointID, JobID: uuid.New()}
+		refs[i] = bpctype.DeliveryRef{WebhookDeliveryID: uuid.New(), WebhookEndpointID: endpointID, JobID: uuid.New()}
 		reqs[i] = EnqueueRequest{
 			JobID: refs[i].JobID,
 			Args: &jobargs.DeliverWebhookArgs{
@@ -139,7 +140,7 @@ func VerifyAuditChain(ctx context.Context, q *store.Queries, tenantID uuid.UUID)
 	if err != nil {
 		return 0, err
 	}
-	var prev *store.Event
+	var prev *bpctype.Event
 	for i := range events {
 		ev := &events[i]
 		if prev != nil && (prev.AggregateType != ev.AggregateType || prev.AggregateID != ev.AggregateID) {

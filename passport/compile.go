@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/receipt"
@@ -53,10 +54,10 @@ func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, replay b
 	if err != nil {
 		return compiler.Input{}, err
 	}
-	if !replay && sn.Status != store.SnapshotSealed {
+	if !replay && sn.Status != bpctype.SnapshotSealed {
 		return compiler.Input{}, errcode.New(errcode.SnapshotNotReady, "snapshot %s is %s, not SEALED", r.SnapshotID, sn.Status)
 	}
-	var rv store.RulePackageVersion
+	var rv bpctype.RulePackageVersion
 	var testsSHA256 string
 	if replay {
 		rv, err = q.GetRulePackageVersion(ctx, r.TenantID, r.RulePackageVersionID, true)
@@ -67,7 +68,7 @@ func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, replay b
 	if err != nil {
 		return compiler.Input{}, err
 	}
-	if rv.Status != store.RulesPublished {
+	if rv.Status != bpctype.RulesPublished {
 		return compiler.Input{}, errcode.New(errcode.RulePkgNotPublished, "rule package version %s is %s, not PUBLISHED", r.RulePackageVersionID, rv.Status)
 	}
 	facts, err := q.SnapshotFacts(ctx, r.TenantID, r.SnapshotID)
@@ -103,7 +104,7 @@ type Compiled struct {
 // SIGN_PASSPORT. The version is keyed by the job: recording the same job's
 // compile again (a re-run of the job) returns the version recorded first,
 // records no second event and makes sure of its SIGN_PASSPORT.
-func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (store.PassportVersion, error) {
+func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (bpctype.PassportVersion, error) {
 	r, out := c.Request, c.Output
 	v, existed, err := t.Q.InsertPassportVersion(ctx, store.NewPassportVersion{
 		PassportVersionID:    r.PassportVersionID,
@@ -123,7 +124,7 @@ func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (st
 		CompileRiverJobID:    riverJobID,
 	})
 	if err != nil {
-		return store.PassportVersion{}, err
+		return bpctype.PassportVersion{}, err
 	}
 	if existed {
 		return v, EnqueueSign(ctx, t, r.TenantID, v.PassportVersionID)
@@ -133,7 +134,7 @@ func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (st
 		"rule_package_version_id": r.RulePackageVersionID, "compiler_build_id": r.CompilerBuildID,
 		"payload_hash": v.PayloadHash, "proof_root_hash": v.ProofRootHash, "receipt_hash": v.ReceiptHash,
 	}); err != nil {
-		return store.PassportVersion{}, err
+		return bpctype.PassportVersion{}, err
 	}
 	return v, EnqueueSign(ctx, t, r.TenantID, v.PassportVersionID)
 }
@@ -243,7 +244,7 @@ func Replay(ctx context.Context, q *store.Queries, limits compiler.Limits, tenan
 // verifyStoredSignature checks the stored signature with the stored public
 // key over the stored receipt hash, and that the hash is the SHA-256 of the
 // stored unsigned receipt.
-func verifyStoredSignature(v store.PassportVersion, art store.PassportArtifacts) error {
+func verifyStoredSignature(v bpctype.PassportVersion, art bpctype.PassportArtifacts) error {
 	if v.Signature == nil || v.SigningPublicKey == nil {
 		return errcode.New(errcode.SignatureInvalid, "version is not signed")
 	}
@@ -271,7 +272,7 @@ func verifyStoredSignature(v store.PassportVersion, art store.PassportArtifacts)
 
 // signedReceiptMatches checks the stored signed receipt against the
 // recompiled receipt plus the stored signature.
-func signedReceiptMatches(out compiler.Output, v store.PassportVersion, art store.PassportArtifacts) bool {
+func signedReceiptMatches(out compiler.Output, v bpctype.PassportVersion, art bpctype.PassportArtifacts) bool {
 	r := out.ReceiptFields
 	r.Signature = *v.Signature
 	want, err := receipt.SignedCanonical(r)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/hash"
@@ -29,8 +30,8 @@ var issuedAt = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 // sample's product.
 type sample struct {
 	fixture.Compilable
-	product  store.BatteryProduct
-	passport store.Passport
+	product  bpctype.BatteryProduct
+	passport bpctype.Passport
 }
 
 func (e env) sample(t *testing.T) sample {
@@ -57,7 +58,7 @@ func (s sample) request() passport.CompileRequest {
 type compiled struct {
 	sample
 	out     compiler.Output
-	version store.PassportVersion
+	version bpctype.PassportVersion
 }
 
 // compile compiles the sample from the store and records the version
@@ -135,7 +136,7 @@ func TestLoadCompileInput(t *testing.T) {
 	requireCode(err, errcode.SnapshotNotReady)
 	_, err = load(func(r *passport.CompileRequest) { r.RulePackageVersionID = draft.RulePackageVersionID })
 	requireCode(err, errcode.RulePkgNotPublished)
-	_, _, err = passport.StoreRuleTestsRun(e.Ctx, e.Store, store.RuleTestsRun{TenantID: store.DevTenantID,
+	_, _, err = passport.StoreRuleTestsRun(e.Ctx, e.Store, bpctype.RuleTestsRun{TenantID: store.DevTenantID,
 		RulePackageVersionID: draft.RulePackageVersionID, Seed: 7, Status: "PASSED",
 		TotalCases: passport.MinRuleTestCases, Passed: passport.MinRuleTestCases})
 	require.NoError(t, err)
@@ -295,7 +296,7 @@ func TestRecordCompiledAgainAddsNothing(t *testing.T) {
 	e := newEnv(t)
 	c := e.compile(t, 41)
 	req := c.request()
-	var again store.PassportVersion
+	var again bpctype.PassportVersion
 	require.NoError(t, e.run(t, func(tx passport.Tx) error {
 		var err error
 		again, err = passport.RecordCompiled(e.Ctx, tx, passport.Compiled{Request: req, Output: c.out}, 41)

@@ -7,10 +7,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/facts"
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // MIMEJSON is the one document type PARSE_FACTS reads.
@@ -63,7 +63,7 @@ type Upload struct {
 
 // Uploaded is the outcome of an upload.
 type Uploaded struct {
-	Version store.DocumentVersion
+	Version bpctype.DocumentVersion
 	// Existed is true when the document already had a version with these
 	// bytes: the upload changed nothing.
 	Existed bool
@@ -129,9 +129,9 @@ func ParseFacts(ctx context.Context, t Tx, tenantID, versionID uuid.UUID) (rejec
 		return nil, err
 	}
 	switch v.Version.Status {
-	case store.DocValidated:
+	case bpctype.DocValidated:
 		return nil, nil
-	case store.DocRejected:
+	case bpctype.DocRejected:
 		return errcode.New(errcode.Validation, "document version %s was rejected: %s", versionID, v.Version.Error), nil
 	}
 	parsed, perr := facts.Parse(v.Kind, v.Content)

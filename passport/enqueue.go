@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
@@ -98,7 +99,7 @@ type EnqueueRequest struct {
 
 // EnqueueResult is the SSOT job of one request and whether it already existed.
 type EnqueueResult struct {
-	Job      store.Job
+	Job      bpctype.Job
 	Existing bool
 }
 
@@ -180,7 +181,7 @@ func EnqueueTx(ctx context.Context, q *store.Queries, ins Inserter, reqs []Enque
 		return nil, errors.New("passport: River inserts need Queries made WithTx")
 	}
 	plan := planEnqueue(reqs)
-	var existing map[store.IdempotencyKey]store.Job
+	var existing map[store.IdempotencyKey]bpctype.Job
 	if len(plan.lookups) > 0 {
 		jobs, err := q.JobsByIdempotencyKey(ctx, plan.keys(reqs))
 		if err != nil {
@@ -265,7 +266,7 @@ func enqueueOwnTx(ctx context.Context, q *store.Queries, ins Inserter, reqs []En
 	ts, refs, keys, owners := checksOf(reqs, true)
 	var (
 		check    store.RefCheck
-		existing []store.Job
+		existing []bpctype.Job
 		results  []EnqueueResult
 		txIns    *TxInserter
 	)
@@ -359,7 +360,7 @@ func keyOf(req EnqueueRequest) store.IdempotencyKey {
 // resolve applies the idempotency rules in request order: a repeated key
 // with another request hash is IDEMPOTENCY_CONFLICT, with the same one the
 // existing job (Existing). It returns the requests left to insert.
-func (p enqueuePlan) resolve(reqs []EnqueueRequest, existing map[store.IdempotencyKey]store.Job, results []EnqueueResult) ([]int, error) {
+func (p enqueuePlan) resolve(reqs []EnqueueRequest, existing map[store.IdempotencyKey]bpctype.Job, results []EnqueueResult) ([]int, error) {
 	var insert []int
 	for i, req := range reqs {
 		if j := p.sameAs[i]; j >= 0 {
@@ -396,8 +397,8 @@ func idempotencyConflict(key string) error {
 	return errcode.New(errcode.IdempotencyConflict, "idempotency key %q was used for a different request", key)
 }
 
-func existingByKey(jobs []store.Job) map[store.IdempotencyKey]store.Job {
-	m := make(map[store.IdempotencyKey]store.Job, len(jobs))
+func existingByKey(jobs []bpctype.Job) map[store.IdempotencyKey]bpctype.Job {
+	m := make(map[store.IdempotencyKey]bpctype.Job, len(jobs))
 	for _, j := range jobs {
 		if j.IdempotencyKey != nil {
 			m[store.IdempotencyKey{TenantID: j.TenantID, Type: j.Type, Key: *j.IdempotencyKey}] = j
@@ -468,24 +469,24 @@ func insertError(err error) error {
 // skipped, or a state or history an insert does not have — whose SSOT row
 // must be read. Times are in time.Local, as pgx scans timestamptz, so that
 // the job encodes to the bytes GET /v1/jobs/{id} answers.
-func insertedJob(row *rivertype.JobInsertResult, req EnqueueRequest, jobID uuid.UUID, txStart time.Time) (store.Job, bool) {
+func insertedJob(row *rivertype.JobInsertResult, req EnqueueRequest, jobID uuid.UUID, txStart time.Time) (bpctype.Job, bool) {
 	if row == nil || row.Job == nil || row.UniqueSkippedAsDuplicate {
-		return store.Job{}, false
+		return bpctype.Job{}, false
 	}
 	r := row.Job
 	switch r.State {
 	case rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStatePending:
 	default:
-		return store.Job{}, false
+		return bpctype.Job{}, false
 	}
 	if r.AttemptedAt != nil || r.FinalizedAt != nil || len(r.Errors) > 0 || r.Attempt != 0 {
-		return store.Job{}, false
+		return bpctype.Job{}, false
 	}
-	job := store.Job{
+	job := bpctype.Job{
 		JobID:       jobID,
 		TenantID:    req.Args.Tenant(),
 		Type:        r.Kind,
-		Status:      store.StatusOf(r.State, false),
+		Status:      bpctype.StatusOf(r.State, false),
 		Priority:    int16(r.Priority - 1), //nolint:gosec // River bounds it to 1..4
 		MaxAttempts: int32(r.MaxAttempts),  //nolint:gosec // a smallint in river_job
 		Payload:     r.EncodedArgs,
@@ -529,7 +530,7 @@ func readBack(ctx context.Context, q *store.Queries, insert []int, ids []uuid.UU
 	if err != nil {
 		return err
 	}
-	byID := make(map[uuid.UUID]store.Job, len(jobs))
+	byID := make(map[uuid.UUID]bpctype.Job, len(jobs))
 	for _, j := range jobs {
 		byID[j.JobID] = j
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/teststore"
@@ -170,7 +171,7 @@ func TestEnqueueInTx(t *testing.T) {
 		q := e.Store.WithTx(tx)
 		res, err := passport.Enqueue(e.Ctx, q, e.River, []passport.EnqueueRequest{{Args: snapshotJob(t, e)}})
 		require.NoError(t, err)
-		require.Equal(t, store.StatusQueued, res[0].Job.Status)
+		require.Equal(t, bpctype.StatusQueued, res[0].Job.Status)
 		_, err = passport.Enqueue(e.Ctx, q, e.River, []passport.EnqueueRequest{{Args: buildSnapshot(store.DevTenantID)}})
 		var missing *passport.MissingRefError
 		require.True(t, errors.As(err, &missing), "%v", err)

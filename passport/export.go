@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/hash"
@@ -50,7 +51,7 @@ func WriteExport(ctx context.Context, q *store.Queries, dir string, tenantID, ve
 	if err != nil {
 		return ExportFile{}, err
 	}
-	if v.Status != store.PassportActive {
+	if v.Status != bpctype.PassportActive {
 		return ExportFile{}, errcode.New(errcode.InvalidState, "passport version %s is %s; only an ACTIVE version is exported", versionID, v.Status)
 	}
 	art, err := q.LoadPassportArtifacts(ctx, tenantID, versionID)
@@ -77,7 +78,7 @@ func WriteExport(ctx context.Context, q *store.Queries, dir string, tenantID, ve
 }
 
 // exportPDF renders v with its battery product as a PDF.
-func exportPDF(ctx context.Context, q *store.Queries, v store.PassportVersion, art store.PassportArtifacts) ([]byte, error) {
+func exportPDF(ctx context.Context, q *store.Queries, v bpctype.PassportVersion, art bpctype.PassportArtifacts) ([]byte, error) {
 	pp, err := q.GetPassport(ctx, v.TenantID, v.PassportID)
 	if err != nil {
 		return nil, fmt.Errorf("error loading passport %s: %w", v.PassportID, err)
@@ -101,7 +102,7 @@ func exportPDF(ctx context.Context, q *store.Queries, v store.PassportVersion, a
 // code: the product, the stored payload, hashes, key id, public key,
 // signature and QR image. Its date is the version's issued_at (the
 // receipt's), so the same version renders to the same bytes.
-func PDFPassport(v store.PassportVersion, art store.PassportArtifacts, product store.BatteryProduct) (passportpdf.Passport, error) {
+func PDFPassport(v bpctype.PassportVersion, art bpctype.PassportArtifacts, product bpctype.BatteryProduct) (passportpdf.Passport, error) {
 	if v.Signature == nil || v.SigningPublicKey == nil {
 		return passportpdf.Passport{}, errcode.New(errcode.InvalidState, "passport version %s is not signed", v.PassportVersionID)
 	}
@@ -132,15 +133,15 @@ func PDFPassport(v store.PassportVersion, art store.PassportArtifacts, product s
 // records passport.exported. The same job recording its export again (it
 // rewrote the same file) updates the record in place and appends no second
 // event.
-func RecordExport(ctx context.Context, t Tx, f ExportFile, riverJobID int64) (store.PassportExport, error) {
+func RecordExport(ctx context.Context, t Tx, f ExportFile, riverJobID int64) (bpctype.PassportExport, error) {
 	before, err := t.Q.ListPassportExports(ctx, f.TenantID, f.PassportVersionID)
 	if err != nil {
-		return store.PassportExport{}, err
+		return bpctype.PassportExport{}, err
 	}
-	rerun := slices.ContainsFunc(before, func(e store.PassportExport) bool {
+	rerun := slices.ContainsFunc(before, func(e bpctype.PassportExport) bool {
 		return e.RiverJobID != nil && *e.RiverJobID == riverJobID
 	})
-	e, err := t.Q.RecordPassportExport(ctx, store.PassportExport{
+	e, err := t.Q.RecordPassportExport(ctx, bpctype.PassportExport{
 		TenantID: f.TenantID, PassportVersionID: f.PassportVersionID, Format: f.Format,
 		Path: f.Path, SizeBytes: f.SizeBytes, SHA256: f.SHA256, RiverJobID: &riverJobID,
 	})
@@ -156,7 +157,7 @@ func RecordExport(ctx context.Context, t Tx, f ExportFile, riverJobID int64) (st
 // payload, proof, receipt (signed), hashes, signing_key, qr_payload}, with
 // payload, proof and receipt embedded as the very JSON that was hashed (they
 // are canonical, so the embedding keeps their bytes).
-func ExportDocument(v store.PassportVersion, art store.PassportArtifacts) ([]byte, error) {
+func ExportDocument(v bpctype.PassportVersion, art bpctype.PassportArtifacts) ([]byte, error) {
 	if v.Signature == nil || v.SigningPublicKey == nil || art.ReceiptSigned == nil {
 		return nil, errcode.New(errcode.InvalidState, "passport version %s is not signed", v.PassportVersionID)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/examples/nmc811"
@@ -36,7 +37,7 @@ func (e env) events(t *testing.T, eventType string, aggregateID uuid.UUID) int {
 }
 
 // bomDocument creates a BOM document of the dev tenant.
-func (e env) bomDocument(t *testing.T, name string) store.Document {
+func (e env) bomDocument(t *testing.T, name string) bpctype.Document {
 	t.Helper()
 	doc, err := e.Store.CreateDocument(e.Ctx, store.DevTenantID, "BOM", name)
 	require.NoError(t, err)
@@ -97,7 +98,7 @@ func TestParseFactsCommitsARejectionOnce(t *testing.T) {
 	require.False(t, first.Code.Retryable())
 	v, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, id)
 	require.NoError(t, err)
-	require.Equal(t, store.DocRejected, v.Status, "the rejection is committed with the transaction")
+	require.Equal(t, bpctype.DocRejected, v.Status, "the rejection is committed with the transaction")
 	require.Equal(t, 1, e.events(t, passport.EventDocumentRejected, id))
 
 	require.NotNil(t, parse(), "parsing a rejected version again still fails")

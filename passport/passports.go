@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/qr"
 	"github.com/bpc-platform/bpc/core/receipt"
@@ -24,7 +25,7 @@ func SignPassportVersion(ctx context.Context, t Tx, signer *Signer, tenantID, ve
 	if err != nil {
 		return err
 	}
-	if v.Status != store.PassportCompiling {
+	if v.Status != bpctype.PassportCompiling {
 		return enqueueQR(ctx, t, tenantID, versionID)
 	}
 	key, err := signer.Key()
@@ -76,7 +77,7 @@ type QRCode struct {
 
 // RenderQR renders a version's QR code (error correction M) from its
 // hashes; it holds no transaction.
-func RenderQR(v store.PassportVersion) (QRCode, error) {
+func RenderQR(v bpctype.PassportVersion) (QRCode, error) {
 	payload, err := qr.Payload(v.PassportVersionID.String(), v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
 	if err != nil {
 		return QRCode{}, err
@@ -99,7 +100,7 @@ func RecordQR(ctx context.Context, t Tx, tenantID, versionID uuid.UUID, code QRC
 	if v.QRPayload != nil {
 		return nil
 	}
-	if v.Status != store.PassportSigned {
+	if v.Status != bpctype.PassportSigned {
 		return errcode.New(errcode.InvalidState, "passport version %s is %s, not SIGNED", versionID, v.Status)
 	}
 	if err := t.Q.SetPassportVersionQR(ctx, tenantID, versionID, code.Payload, code.PNG); err != nil {
@@ -113,18 +114,18 @@ func RecordQR(ctx context.Context, t Tx, tenantID, versionID uuid.UUID, code QRC
 // returns the activated version and the superseded one's id (nil if none).
 // Activating the ACTIVE version again changes nothing (changed is false).
 // It records no event (ActivatePassportVersion does).
-func MarkPassportVersionActive(ctx context.Context, q *store.Queries, tenantID, id uuid.UUID) (v store.PassportVersion, previous *uuid.UUID, changed bool, err error) {
+func MarkPassportVersionActive(ctx context.Context, q *store.Queries, tenantID, id uuid.UUID) (v bpctype.PassportVersion, previous *uuid.UUID, changed bool, err error) {
 	v, err = q.LockPassportVersion(ctx, tenantID, id)
 	if err != nil {
-		return store.PassportVersion{}, nil, false, err
+		return bpctype.PassportVersion{}, nil, false, err
 	}
-	if v.Status == store.PassportActive {
+	if v.Status == bpctype.PassportActive {
 		return v, nil, false, nil
 	}
-	if v.Status != store.PassportSigned || v.QRPayload == nil {
-		return store.PassportVersion{}, nil, false, errcode.New(errcode.InvalidState,
+	if v.Status != bpctype.PassportSigned || v.QRPayload == nil {
+		return bpctype.PassportVersion{}, nil, false, errcode.New(errcode.InvalidState,
 			"passport version %s is %s%s; only a SIGNED version with its QR code can be activated",
-			id, v.Status, map[bool]string{true: " without a QR code", false: ""}[v.Status == store.PassportSigned])
+			id, v.Status, map[bool]string{true: " without a QR code", false: ""}[v.Status == bpctype.PassportSigned])
 	}
 	v, previous, err = q.SetPassportVersionActive(ctx, tenantID, v.PassportID, id)
 	return v, previous, true, err
@@ -134,7 +135,7 @@ func MarkPassportVersionActive(ctx context.Context, q *store.Queries, tenantID, 
 // superseding the passport's previous ACTIVE version, and records
 // passport.activated (and passport.superseded for the previous one).
 // Activating the ACTIVE version again changes nothing.
-func ActivatePassportVersion(ctx context.Context, t Tx, tenantID, versionID uuid.UUID) (store.PassportVersion, error) {
+func ActivatePassportVersion(ctx context.Context, t Tx, tenantID, versionID uuid.UUID) (bpctype.PassportVersion, error) {
 	v, previous, changed, err := MarkPassportVersionActive(ctx, t.Q, tenantID, versionID)
 	if err != nil || !changed {
 		return v, err

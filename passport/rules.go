@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/store"
@@ -76,14 +77,14 @@ func sourceError(source string, err error) error {
 
 // CreateRuleVersion stores checked sources as the package's next DRAFT
 // version: no job ever works on a source beyond the limits.
-func CreateRuleVersion(ctx context.Context, t Tx, tenantID, packageID uuid.UUID, src CheckedRuleSources) (store.RulePackageVersion, error) {
+func CreateRuleVersion(ctx context.Context, t Tx, tenantID, packageID uuid.UUID, src CheckedRuleSources) (bpctype.RulePackageVersion, error) {
 	return t.Q.CreateRulePackageVersion(ctx, tenantID, packageID, src.src.DSL, src.src.Tests)
 }
 
 // PublishRuleVersion publishes a VALIDATED version and records
 // rules.published; publishing a PUBLISHED version again changes nothing and
 // records nothing.
-func PublishRuleVersion(ctx context.Context, t Tx, tenantID, id uuid.UUID) (store.RulePackageVersion, error) {
+func PublishRuleVersion(ctx context.Context, t Tx, tenantID, id uuid.UUID) (bpctype.RulePackageVersion, error) {
 	v, changed, err := MarkRuleVersionPublished(ctx, t.Q, tenantID, id)
 	if err != nil || !changed {
 		return v, err
@@ -102,17 +103,17 @@ const MinRuleTestCases = 500
 // passing run of at least MinRuleTestCases cases). A DRAFT version is
 // RULE_TESTS_FAILED; publishing a PUBLISHED version again changes nothing
 // (changed is false). It records no event (PublishRuleVersion does).
-func MarkRuleVersionPublished(ctx context.Context, q *store.Queries, tenantID, id uuid.UUID) (v store.RulePackageVersion, changed bool, err error) {
+func MarkRuleVersionPublished(ctx context.Context, q *store.Queries, tenantID, id uuid.UUID) (v bpctype.RulePackageVersion, changed bool, err error) {
 	v, err = q.LockRulePackageVersion(ctx, tenantID, id)
 	if err != nil {
-		return store.RulePackageVersion{}, false, err
+		return bpctype.RulePackageVersion{}, false, err
 	}
 	switch v.Status {
-	case store.RulesPublished:
+	case bpctype.RulesPublished:
 		v.DSLSource, v.TestsSource = "", ""
 		return v, false, nil
-	case store.RulesDraft:
-		return store.RulePackageVersion{}, false, errcode.New(errcode.RuleTestsFailed,
+	case bpctype.RulesDraft:
+		return bpctype.RulePackageVersion{}, false, errcode.New(errcode.RuleTestsFailed,
 			"rule package version %s has no passing tests run with at least %d cases; run its tests first", id, MinRuleTestCases)
 	}
 	v, err = q.SetRulePackageVersionPublished(ctx, tenantID, id)
@@ -123,14 +124,14 @@ func MarkRuleVersionPublished(ctx context.Context, q *store.Queries, tenantID, i
 // run with at least MinRuleTestCases cases moves a DRAFT version to
 // VALIDATED. A run of the same River job stored before is returned instead
 // (existed). It records no event (RecordRuleTestsRun does).
-func StoreRuleTestsRun(ctx context.Context, q *store.Queries, run store.RuleTestsRun) (store.RuleTestsRun, bool, error) {
+func StoreRuleTestsRun(ctx context.Context, q *store.Queries, run bpctype.RuleTestsRun) (bpctype.RuleTestsRun, bool, error) {
 	stored, existed, err := q.InsertRuleTestsRun(ctx, run)
 	if err != nil || existed {
 		return stored, existed, err
 	}
 	if stored.Status == "PASSED" && stored.TotalCases >= MinRuleTestCases {
 		if err := q.SetRulePackageVersionValidated(ctx, run.TenantID, run.RulePackageVersionID); err != nil {
-			return store.RuleTestsRun{}, false, err
+			return bpctype.RuleTestsRun{}, false, err
 		}
 	}
 	return stored, false, nil
@@ -183,18 +184,18 @@ func RunRuleTests(ctx context.Context, q *store.Queries, limits rules.Limits, te
 // moves a DRAFT version to VALIDATED when it passed — and records
 // rules.tests_run. A job recording its run again finds the first record
 // (existed) and records no second event.
-func RecordRuleTestsRun(ctx context.Context, t Tx, r RuleTestsResult, riverJobID int64) (run store.RuleTestsRun, existed bool, err error) {
+func RecordRuleTestsRun(ctx context.Context, t Tx, r RuleTestsResult, riverJobID int64) (run bpctype.RuleTestsRun, existed bool, err error) {
 	status := r.Status()
 	var first json.RawMessage
 	switch {
 	case r.Report.FirstFailure != nil:
 		if first, err = json.Marshal(r.Report.FirstFailure); err != nil {
-			return store.RuleTestsRun{}, false, errcode.Wrap(errcode.Internal, err, "error encoding the first failure: %s", err.Error())
+			return bpctype.RuleTestsRun{}, false, errcode.Wrap(errcode.Internal, err, "error encoding the first failure: %s", err.Error())
 		}
 	case status == "FAILED":
 		first, _ = json.Marshal(map[string]any{"message": fmt.Sprintf("only %d cases; at least %d are required", r.Report.TotalCases, MinRuleTestCases)})
 	}
-	run, existed, err = StoreRuleTestsRun(ctx, t.Q, store.RuleTestsRun{
+	run, existed, err = StoreRuleTestsRun(ctx, t.Q, bpctype.RuleTestsRun{
 		TenantID: r.TenantID, RulePackageVersionID: r.RulePackageVersionID, Seed: r.Seed, Status: status,
 		TotalCases: int32(r.Report.TotalCases), Passed: int32(r.Report.Passed), Failed: int32(r.Report.Failed),
 		FirstFailure: first, RiverJobID: &riverJobID,

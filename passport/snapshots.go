@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/snapshot"
 	"github.com/bpc-platform/bpc/store"
@@ -17,20 +18,20 @@ const MaxSnapshotItemIDs = 10000
 // every fact of the listed document versions (a version of another tenant
 // is NOT_FOUND; one without facts yet adds none). It returns the snapshot
 // and how many facts were new to it.
-func AddSnapshotItems(ctx context.Context, t Tx, tenantID, snapshotID uuid.UUID, factIDs, versionIDs []uuid.UUID) (store.Snapshot, int, error) {
+func AddSnapshotItems(ctx context.Context, t Tx, tenantID, snapshotID uuid.UUID, factIDs, versionIDs []uuid.UUID) (bpctype.Snapshot, int, error) {
 	if len(versionIDs) > 0 {
 		if err := t.Q.RequireDocumentVersions(ctx, tenantID, versionIDs); err != nil {
-			return store.Snapshot{}, 0, err
+			return bpctype.Snapshot{}, 0, err
 		}
 		more, err := t.Q.FactsOfDocumentVersions(ctx, tenantID, versionIDs)
 		if err != nil {
-			return store.Snapshot{}, 0, err
+			return bpctype.Snapshot{}, 0, err
 		}
 		factIDs = dedup(append(factIDs, more...))
 	}
 	added, err := AddFactsToSnapshot(ctx, t.Q, tenantID, snapshotID, factIDs)
 	if err != nil {
-		return store.Snapshot{}, 0, err
+		return bpctype.Snapshot{}, 0, err
 	}
 	sn, err := t.Q.GetSnapshot(ctx, tenantID, snapshotID)
 	return sn, added, err
@@ -50,20 +51,20 @@ func dedup(ids []uuid.UUID) []uuid.UUID {
 
 // BuildSnapshot moves a BUILDING snapshot to READY (an empty one too) and
 // records snapshot.ready; any other state is INVALID_STATE.
-func BuildSnapshot(ctx context.Context, t Tx, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
+func BuildSnapshot(ctx context.Context, t Tx, tenantID, snapshotID uuid.UUID) (bpctype.Snapshot, error) {
 	sn, err := MarkSnapshotReady(ctx, t.Q, tenantID, snapshotID)
 	if err != nil {
-		return store.Snapshot{}, err
+		return bpctype.Snapshot{}, err
 	}
 	return sn, t.Event(ctx, tenantID, AggregateSnapshot, snapshotID, EventSnapshotReady, map[string]any{"item_count": sn.ItemCount})
 }
 
 // SealSnapshot seals a READY snapshot, fixing its hash, and records
 // snapshot.sealed.
-func SealSnapshot(ctx context.Context, t Tx, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
+func SealSnapshot(ctx context.Context, t Tx, tenantID, snapshotID uuid.UUID) (bpctype.Snapshot, error) {
 	sn, err := MarkSnapshotSealed(ctx, t.Q, tenantID, snapshotID)
 	if err != nil {
-		return store.Snapshot{}, err
+		return bpctype.Snapshot{}, err
 	}
 	return sn, t.Event(ctx, tenantID, AggregateSnapshot, snapshotID, EventSnapshotSealed, map[string]any{"snapshot_hash": sn.SnapshotHash})
 }
@@ -103,11 +104,11 @@ func AddFactsToSnapshot(ctx context.Context, q *store.Queries, tenantID, snapsho
 
 // requireBuilding is the rule of a snapshot's items: they can be added only
 // while it is BUILDING.
-func requireBuilding(sn store.Snapshot) error {
+func requireBuilding(sn bpctype.Snapshot) error {
 	switch sn.Status {
-	case store.SnapshotBuilding:
+	case bpctype.SnapshotBuilding:
 		return nil
-	case store.SnapshotSealed:
+	case bpctype.SnapshotSealed:
 		return errcode.New(errcode.SnapshotSealed, "snapshot %s is sealed", sn.SnapshotID)
 	}
 	return errcode.New(errcode.InvalidState, "snapshot %s is %s; items can only be added while BUILDING", sn.SnapshotID, sn.Status)
@@ -116,13 +117,13 @@ func requireBuilding(sn store.Snapshot) error {
 // MarkSnapshotReady moves a BUILDING snapshot to READY (an empty snapshot
 // is valid). Any other state is INVALID_STATE. It records no event
 // (BuildSnapshot does).
-func MarkSnapshotReady(ctx context.Context, q *store.Queries, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
+func MarkSnapshotReady(ctx context.Context, q *store.Queries, tenantID, snapshotID uuid.UUID) (bpctype.Snapshot, error) {
 	sn, err := q.LockSnapshot(ctx, tenantID, snapshotID)
 	if err != nil {
-		return store.Snapshot{}, err
+		return bpctype.Snapshot{}, err
 	}
-	if sn.Status != store.SnapshotBuilding {
-		return store.Snapshot{}, errcode.New(errcode.InvalidState, "snapshot %s is %s, not BUILDING", snapshotID, sn.Status)
+	if sn.Status != bpctype.SnapshotBuilding {
+		return bpctype.Snapshot{}, errcode.New(errcode.InvalidState, "snapshot %s is %s, not BUILDING", snapshotID, sn.Status)
 	}
 	return q.SetSnapshotReady(ctx, tenantID, snapshotID)
 }
@@ -131,20 +132,20 @@ func MarkSnapshotReady(ctx context.Context, q *store.Queries, tenantID, snapshot
 // the items is stored and it becomes SEALED. BUILDING is
 // SNAPSHOT_NOT_READY; SEALED is SNAPSHOT_SEALED. It records no event
 // (SealSnapshot does).
-func MarkSnapshotSealed(ctx context.Context, q *store.Queries, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
+func MarkSnapshotSealed(ctx context.Context, q *store.Queries, tenantID, snapshotID uuid.UUID) (bpctype.Snapshot, error) {
 	sn, err := q.LockSnapshot(ctx, tenantID, snapshotID)
 	if err != nil {
-		return store.Snapshot{}, err
+		return bpctype.Snapshot{}, err
 	}
 	switch sn.Status {
-	case store.SnapshotBuilding:
-		return store.Snapshot{}, errcode.New(errcode.SnapshotNotReady, "snapshot %s is BUILDING; build it (READY) before sealing", snapshotID)
-	case store.SnapshotSealed:
-		return store.Snapshot{}, errcode.New(errcode.SnapshotSealed, "snapshot %s is already sealed", snapshotID)
+	case bpctype.SnapshotBuilding:
+		return bpctype.Snapshot{}, errcode.New(errcode.SnapshotNotReady, "snapshot %s is BUILDING; build it (READY) before sealing", snapshotID)
+	case bpctype.SnapshotSealed:
+		return bpctype.Snapshot{}, errcode.New(errcode.SnapshotSealed, "snapshot %s is already sealed", snapshotID)
 	}
 	items, err := q.ListSnapshotItems(ctx, tenantID, snapshotID)
 	if err != nil {
-		return store.Snapshot{}, err
+		return bpctype.Snapshot{}, err
 	}
 	seal := make([]snapshot.Item, len(items))
 	for i, it := range items {
@@ -152,7 +153,7 @@ func MarkSnapshotSealed(ctx context.Context, q *store.Queries, tenantID, snapsho
 	}
 	_, digest, err := snapshot.Seal(snapshotID.String(), seal)
 	if err != nil {
-		return store.Snapshot{}, err
+		return bpctype.Snapshot{}, err
 	}
 	return q.SetSnapshotSealed(ctx, tenantID, snapshotID, digest)
 }

@@ -6,32 +6,19 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-)
 
-// APIKey is a tenant's credential with a role. TokenSHA256 is the hash of
-// the token shown once at creation; the token itself is never stored.
-type APIKey struct {
-	APIKeyID    uuid.UUID  `db:"api_key_id" json:"api_key_id"`
-	TenantID    uuid.UUID  `db:"tenant_id" json:"tenant_id"`
-	Name        string     `db:"name" json:"name"`
-	Role        string     `db:"role" json:"role"`
-	Prefix      string     `db:"prefix" json:"prefix"`
-	TokenSHA256 []byte     `db:"token_sha256" json:"-"`
-	CreatedAt   time.Time  `db:"created_at" json:"created_at"`
-	ExpiresAt   *time.Time `db:"expires_at" json:"expires_at"`
-	RevokedAt   *time.Time `db:"revoked_at" json:"revoked_at"`
-	LastUsedAt  *time.Time `db:"last_used_at" json:"last_used_at"`
-}
+	"github.com/bpc-platform/bpc/bpctype"
+)
 
 const apiKeyColumns = `api_key_id, tenant_id, name, role, prefix, token_sha256, created_at, expires_at, revoked_at, last_used_at`
 
 // CreateAPIKey inserts k (its id, tenant, name, role, prefix, hash and
 // expiry) and returns the stored row.
-func (q *Queries) CreateAPIKey(ctx context.Context, k APIKey) (APIKey, error) {
+func (q *Queries) CreateAPIKey(ctx context.Context, k bpctype.APIKey) (bpctype.APIKey, error) {
 	if k.APIKeyID == uuid.Nil {
 		k.APIKeyID = uuid.New()
 	}
-	return create[APIKey](ctx, q.db, "api key", "tenant", k.TenantID,
+	return create[bpctype.APIKey](ctx, q.db, "api key", "tenant", k.TenantID,
 		`INSERT INTO api_keys (api_key_id, tenant_id, name, role, prefix, token_sha256, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+apiKeyColumns,
 		k.APIKeyID, k.TenantID, k.Name, k.Role, k.Prefix, k.TokenSHA256, k.ExpiresAt)
@@ -39,39 +26,39 @@ func (q *Queries) CreateAPIKey(ctx context.Context, k APIKey) (APIKey, error) {
 
 // ListAPIKeys returns a tenant's keys, revoked and expired ones included,
 // newest first.
-func (q *Queries) ListAPIKeys(ctx context.Context, tenantID uuid.UUID) ([]APIKey, error) {
-	return list[APIKey](ctx, q.db, "api keys",
+func (q *Queries) ListAPIKeys(ctx context.Context, tenantID uuid.UUID) ([]bpctype.APIKey, error) {
+	return list[bpctype.APIKey](ctx, q.db, "api keys",
 		`SELECT `+apiKeyColumns+` FROM api_keys WHERE tenant_id = $1
 		ORDER BY created_at DESC, api_key_id DESC`, tenantID)
 }
 
 // RevokeAPIKey revokes a tenant's key and returns it; revoking a revoked key
 // keeps its first revocation time.
-func (q *Queries) RevokeAPIKey(ctx context.Context, tenantID, keyID uuid.UUID) (APIKey, error) {
-	return getOne[APIKey](ctx, q.db, "api key", keyID,
+func (q *Queries) RevokeAPIKey(ctx context.Context, tenantID, keyID uuid.UUID) (bpctype.APIKey, error) {
+	return getOne[bpctype.APIKey](ctx, q.db, "api key", keyID,
 		`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now())
 		WHERE tenant_id = $1 AND api_key_id = $2 RETURNING `+apiKeyColumns, tenantID, keyID)
 }
 
 // GetAPIKey returns a tenant's key.
-func (q *Queries) GetAPIKey(ctx context.Context, tenantID, keyID uuid.UUID) (APIKey, error) {
+func (q *Queries) GetAPIKey(ctx context.Context, tenantID, keyID uuid.UUID) (bpctype.APIKey, error) {
 	return q.apiKey(ctx, tenantID, keyID, "")
 }
 
 // LockAPIKey returns a tenant's key locked FOR UPDATE.
-func (q *Queries) LockAPIKey(ctx context.Context, tenantID, keyID uuid.UUID) (APIKey, error) {
+func (q *Queries) LockAPIKey(ctx context.Context, tenantID, keyID uuid.UUID) (bpctype.APIKey, error) {
 	return q.apiKey(ctx, tenantID, keyID, " FOR UPDATE")
 }
 
-func (q *Queries) apiKey(ctx context.Context, tenantID, keyID uuid.UUID, lock string) (APIKey, error) {
-	return getOne[APIKey](ctx, q.db, "api key", keyID,
+func (q *Queries) apiKey(ctx context.Context, tenantID, keyID uuid.UUID, lock string) (bpctype.APIKey, error) {
+	return getOne[bpctype.APIKey](ctx, q.db, "api key", keyID,
 		`SELECT `+apiKeyColumns+` FROM api_keys WHERE tenant_id = $1 AND api_key_id = $2`+lock, tenantID, keyID)
 }
 
 // APIKeyByPrefix returns the key with the given token prefix. It is the one
 // lookup not scoped by tenant: the tenant is what the key establishes.
-func (q *Queries) APIKeyByPrefix(ctx context.Context, prefix string) (APIKey, error) {
-	return getOne[APIKey](ctx, q.db, "api key", prefix,
+func (q *Queries) APIKeyByPrefix(ctx context.Context, prefix string) (bpctype.APIKey, error) {
+	return getOne[bpctype.APIKey](ctx, q.db, "api key", prefix,
 		`SELECT `+apiKeyColumns+` FROM api_keys WHERE prefix = $1`, prefix)
 }
 

@@ -9,46 +9,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 )
-
-// Circuit breaker states of a webhook endpoint.
-const (
-	// BreakerClosed lets every delivery through.
-	BreakerClosed = "CLOSED"
-	// BreakerOpen holds the endpoint's deliveries until next_probe_at.
-	BreakerOpen = "OPEN"
-	// BreakerHalfOpen lets one probe delivery through and holds the rest.
-	BreakerHalfOpen = "HALF_OPEN"
-)
-
-// BreakerWindow is a breaker's ring of time buckets as stored: slot i
-// counts the delivery attempts and failures of bucket Buckets[i] (unix
-// milliseconds / BucketWidth). webhook/breaker.Window counts in it.
-type BreakerWindow struct {
-	BucketWidth time.Duration
-	Buckets     []int64
-	Attempts    []int32
-	Failures    []int32
-}
-
-// WebhookBreaker is the circuit breaker of one webhook endpoint, shared by
-// every worker process through its row in webhook_endpoint_breakers.
-type WebhookBreaker struct {
-	WebhookEndpointID uuid.UUID
-	TenantID          uuid.UUID
-	State             string
-	Window            BreakerWindow
-	// Attempts and Failures are the window's totals as of UpdatedAt.
-	Attempts        int32
-	Failures        int32
-	OpenedAt        *time.Time
-	NextProbeAt     *time.Time
-	ProbeDeliveryID *uuid.UUID
-	UpdatedAt       time.Time
-	// Stored is false when the endpoint has no row yet: CLOSED, nothing counted.
-	Stored bool
-}
 
 // breakerRow is the table's row as scanned.
 type breakerRow struct {
@@ -67,10 +30,10 @@ type breakerRow struct {
 	UpdatedAt         time.Time  `db:"updated_at"`
 }
 
-func (r breakerRow) breaker() WebhookBreaker {
-	return WebhookBreaker{
+func (r breakerRow) breaker() bpctype.WebhookBreaker {
+	return bpctype.WebhookBreaker{
 		WebhookEndpointID: r.WebhookEndpointID, TenantID: r.TenantID, State: r.State,
-		Window: BreakerWindow{
+		Window: bpctype.BreakerWindow{
 			BucketWidth: time.Duration(r.BucketMS) * time.Millisecond,
 			Buckets:     r.BucketIDs, Attempts: r.BucketAttempts, Failures: r.BucketFailures,
 		},
@@ -82,21 +45,21 @@ func (r breakerRow) breaker() WebhookBreaker {
 const breakerColumns = `webhook_endpoint_id, tenant_id, state, bucket_ms, bucket_ids, bucket_attempts,
 	bucket_failures, attempts, failures, opened_at, next_probe_at, probe_delivery_id, updated_at`
 
-func closedBreaker(tenantID, endpointID uuid.UUID) WebhookBreaker {
-	return WebhookBreaker{WebhookEndpointID: endpointID, TenantID: tenantID, State: BreakerClosed}
+func closedBreaker(tenantID, endpointID uuid.UUID) bpctype.WebhookBreaker {
+	return bpctype.WebhookBreaker{WebhookEndpointID: endpointID, TenantID: tenantID, State: bpctype.BreakerClosed}
 }
 
-func scanBreaker(rows pgx.Rows) (WebhookBreaker, error) {
+func scanBreaker(rows pgx.Rows) (bpctype.WebhookBreaker, error) {
 	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[breakerRow])
 	if err != nil {
-		return WebhookBreaker{}, err
+		return bpctype.WebhookBreaker{}, err
 	}
 	return r.breaker(), nil
 }
 
 // GetWebhookBreaker returns the breaker of the tenant's endpoint: CLOSED
 // with an empty window when it has none yet.
-func (q *Queries) GetWebhookBreaker(ctx context.Context, tenantID, endpointID uuid.UUID) (WebhookBreaker, error) {
+func (q *Queries) GetWebhookBreaker(ctx context.Context, tenantID, endpointID uuid.UUID) (bpctype.WebhookBreaker, error) {
 	rows, _ := q.db.Query(ctx, `SELECT `+breakerColumns+` FROM webhook_endpoint_breakers
 		WHERE tenant_id = $1 AND webhook_endpoint_id = $2`, tenantID, endpointID)
 	b, err := scanBreaker(rows)
@@ -104,7 +67,7 @@ func (q *Queries) GetWebhookBreaker(ctx context.Context, tenantID, endpointID uu
 		return closedBreaker(tenantID, endpointID), nil
 	}
 	if err != nil {
-		return WebhookBreaker{}, fmt.Errorf("error loading breaker of webhook endpoint %s: %w", endpointID, err)
+		return bpctype.WebhookBreaker{}, fmt.Errorf("error loading breaker of webhook endpoint %s: %w", endpointID, err)
 	}
 	return b, nil
 }
@@ -115,8 +78,8 @@ func (q *Queries) GetWebhookBreaker(ctx context.Context, tenantID, endpointID uu
 // single-row write per attempt. fn may run twice when a concurrent
 // transaction creates the row first. It returns the breaker before and after.
 func (q *Queries) UpdateWebhookBreaker(ctx context.Context, tenantID, endpointID uuid.UUID,
-	fn func(WebhookBreaker) (WebhookBreaker, bool),
-) (before, after WebhookBreaker, err error) {
+	fn func(bpctype.WebhookBreaker) (bpctype.WebhookBreaker, bool),
+) (before, after bpctype.WebhookBreaker, err error) {
 	for range 2 {
 		rows, _ := q.db.Query(ctx, `SELECT `+breakerColumns+` FROM webhook_endpoint_breakers
 			WHERE webhook_endpoint_id = $1 FOR UPDATE`, endpointID)
@@ -149,7 +112,7 @@ func (q *Queries) UpdateWebhookBreaker(ctx context.Context, tenantID, endpointID
 
 // writeBreaker updates the row, or inserts it when it did not exist (then
 // pgx.ErrNoRows means another transaction inserted it first).
-func (q *Queries) writeBreaker(ctx context.Context, b WebhookBreaker, exists bool) (WebhookBreaker, error) {
+func (q *Queries) writeBreaker(ctx context.Context, b bpctype.WebhookBreaker, exists bool) (bpctype.WebhookBreaker, error) {
 	w := b.Window
 	args := []any{b.WebhookEndpointID, b.TenantID, b.State, int32(w.BucketWidth.Milliseconds()),
 		w.Buckets, w.Attempts, w.Failures, b.Attempts, b.Failures, b.OpenedAt, b.NextProbeAt, b.ProbeDeliveryID}
@@ -172,9 +135,9 @@ func (q *Queries) writeBreaker(ctx context.Context, b WebhookBreaker, exists boo
 	stored, err := scanBreaker(rows)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		if IsForeignKeyViolation(err) {
-			return WebhookBreaker{}, errcode.New(errcode.NotFound, "webhook endpoint %s not found", b.WebhookEndpointID)
+			return bpctype.WebhookBreaker{}, errcode.New(errcode.NotFound, "webhook endpoint %s not found", b.WebhookEndpointID)
 		}
-		return WebhookBreaker{}, fmt.Errorf("error storing breaker of webhook endpoint %s: %w", b.WebhookEndpointID, err)
+		return bpctype.WebhookBreaker{}, fmt.Errorf("error storing breaker of webhook endpoint %s: %w", b.WebhookEndpointID, err)
 	}
 	return stored, err
 }
@@ -188,7 +151,7 @@ func (q *Queries) writeBreaker(ctx context.Context, b WebhookBreaker, exists boo
 // attempt (read afresh when it lost).
 func (q *Queries) ClaimWebhookBreakerProbe(ctx context.Context, tenantID, endpointID uuid.UUID, from string,
 	deliveryID uuid.UUID, now, leaseUntil time.Time, early bool,
-) (bool, WebhookBreaker, error) {
+) (bool, bpctype.WebhookBreaker, error) {
 	rows, _ := q.db.Query(ctx, `UPDATE webhook_endpoint_breakers SET
 			state = 'HALF_OPEN', probe_delivery_id = $4, next_probe_at = $6, updated_at = now()
 		WHERE tenant_id = $1 AND webhook_endpoint_id = $2 AND state = $3
@@ -242,7 +205,7 @@ func (q *Queries) WakeHeldWebhookDeliveries(ctx context.Context, endpointID uuid
 func (q *Queries) CountWebhookBreakers(ctx context.Context) (map[string]int64, error) {
 	rows, _ := q.db.Query(ctx, `SELECT state, count(*) FROM webhook_endpoint_breakers
 		WHERE state <> 'CLOSED' GROUP BY state`)
-	out := map[string]int64{BreakerOpen: 0, BreakerHalfOpen: 0}
+	out := map[string]int64{bpctype.BreakerOpen: 0, bpctype.BreakerHalfOpen: 0}
 	var state string
 	var n int64
 	_, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error {

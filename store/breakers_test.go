@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/webhook/breaker"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -22,25 +23,25 @@ func TestBreakerViewOfNoRowIsClosedWithZeros(t *testing.T) {
 	b, err := e.Store.GetWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	require.False(t, b.Stored)
-	require.Equal(t, store.BreakerClosed, b.State)
-	require.Equal(t, breaker.View{State: store.BreakerClosed}, breaker.ViewOf(b, time.Now()))
-	require.Equal(t, breaker.View{State: store.BreakerClosed}, breaker.ViewOf(store.WebhookBreaker{}, time.Now()))
+	require.Equal(t, bpctype.BreakerClosed, b.State)
+	require.Equal(t, breaker.View{State: bpctype.BreakerClosed}, breaker.ViewOf(b, time.Now()))
+	require.Equal(t, breaker.View{State: bpctype.BreakerClosed}, breaker.ViewOf(bpctype.WebhookBreaker{}, time.Now()))
 }
 
 // record applies one outcome in its own transaction, the way the worker
 // does: CLOSED, counting the attempt.
-func recordOutcome(t *testing.T, e env, endpointID uuid.UUID, now time.Time, failure bool) (store.WebhookBreaker, store.WebhookBreaker) {
+func recordOutcome(t *testing.T, e env, endpointID uuid.UUID, now time.Time, failure bool) (bpctype.WebhookBreaker, bpctype.WebhookBreaker) {
 	t.Helper()
-	var before, after store.WebhookBreaker
+	var before, after bpctype.WebhookBreaker
 	require.NoError(t, e.inTx(func(q *store.Queries) (err error) {
 		before, after, err = q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, endpointID,
-			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
+			func(b bpctype.WebhookBreaker) (bpctype.WebhookBreaker, bool) {
 				w := breaker.Window(b.Window)
 				if !w.Fits(time.Minute, 10) {
 					w = breaker.NewWindow(time.Minute, 10)
 				}
 				w = w.Record(now, failure)
-				b.Window = store.BreakerWindow(w)
+				b.Window = bpctype.BreakerWindow(w)
 				a, f := w.Totals(now)
 				b.Attempts, b.Failures = int32(a), int32(f)
 				return b, true
@@ -60,7 +61,7 @@ func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 	require.False(t, before.Stored)
 	require.True(t, after.Stored)
 	require.Equal(t, store.DevTenantID, after.TenantID)
-	require.Equal(t, store.BreakerClosed, after.State)
+	require.Equal(t, bpctype.BreakerClosed, after.State)
 	require.Equal(t, int32(1), after.Failures)
 
 	before, after = recordOutcome(t, e, ep.WebhookEndpointID, now, false)
@@ -72,7 +73,7 @@ func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 	got, err := e.Store.GetWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
 	v := breaker.ViewOf(got, now)
-	require.Equal(t, breaker.View{State: store.BreakerClosed, FailureRate: 0.5, AttemptsInWindow: 2, FailuresInWindow: 1}, v)
+	require.Equal(t, breaker.View{State: bpctype.BreakerClosed, FailureRate: 0.5, AttemptsInWindow: 2, FailuresInWindow: 1}, v)
 	require.Zero(t, breaker.ViewOf(got, now.Add(2*time.Minute)).AttemptsInWindow, "the view ages with time")
 
 	// Another tenant sees no breaker of this endpoint.
@@ -83,7 +84,7 @@ func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 	// fn may decline to write.
 	require.NoError(t, e.inTx(func(q *store.Queries) error {
 		_, after, err := q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
-			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) { b.Attempts = 99; return b, false })
+			func(b bpctype.WebhookBreaker) (bpctype.WebhookBreaker, bool) { b.Attempts = 99; return b, false })
 		require.Equal(t, int32(2), after.Attempts)
 		return err
 	}))
@@ -91,8 +92,8 @@ func TestUpdateWebhookBreakerCreatesThenUpdatesOneRow(t *testing.T) {
 	// An unknown endpoint is NOT_FOUND.
 	err = e.inTx(func(q *store.Queries) error {
 		_, _, err := q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, uuid.New(),
-			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
-				b.Window = store.BreakerWindow(breaker.NewWindow(time.Minute, 10))
+			func(b bpctype.WebhookBreaker) (bpctype.WebhookBreaker, bool) {
+				b.Window = bpctype.BreakerWindow(breaker.NewWindow(time.Minute, 10))
 				return b, true
 			})
 		return err
@@ -126,9 +127,9 @@ func openBreaker(t *testing.T, e env, endpointID uuid.UUID, opened, nextProbe ti
 	t.Helper()
 	require.NoError(t, e.inTx(func(q *store.Queries) error {
 		_, _, err := q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, endpointID,
-			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
-				b.Window = store.BreakerWindow(breaker.NewWindow(time.Minute, 10))
-				b.State, b.OpenedAt, b.NextProbeAt = store.BreakerOpen, &opened, &nextProbe
+			func(b bpctype.WebhookBreaker) (bpctype.WebhookBreaker, bool) {
+				b.Window = bpctype.BreakerWindow(breaker.NewWindow(time.Minute, 10))
+				b.State, b.OpenedAt, b.NextProbeAt = bpctype.BreakerOpen, &opened, &nextProbe
 				return b, true
 			})
 		return err
@@ -143,18 +144,18 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 
 	// No row: nothing to claim.
 	won, b, err := e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
-		store.BreakerOpen, uuid.New(), now, now.Add(time.Minute), false)
+		bpctype.BreakerOpen, uuid.New(), now, now.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.False(t, won)
-	require.Equal(t, store.BreakerClosed, b.State)
+	require.Equal(t, bpctype.BreakerClosed, b.State)
 
 	// Not yet due.
 	openBreaker(t, e, ep.WebhookEndpointID, now, now.Add(time.Hour))
 	won, b, err = e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
-		store.BreakerOpen, uuid.New(), now, now.Add(time.Minute), false)
+		bpctype.BreakerOpen, uuid.New(), now, now.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.False(t, won)
-	require.Equal(t, store.BreakerOpen, b.State)
+	require.Equal(t, bpctype.BreakerOpen, b.State)
 
 	// Due: of many concurrent claimers exactly one wins.
 	openBreaker(t, e, ep.WebhookEndpointID, now, now.Add(-time.Millisecond))
@@ -168,9 +169,9 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 			defer wg.Done()
 			id := uuid.New()
 			won, b, err := e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
-				store.BreakerOpen, id, now, now.Add(time.Minute), false)
+				bpctype.BreakerOpen, id, now, now.Add(time.Minute), false)
 			require.NoError(t, err)
-			require.Equal(t, store.BreakerHalfOpen, b.State)
+			require.Equal(t, bpctype.BreakerHalfOpen, b.State)
 			if won {
 				mu.Lock()
 				winners = append(winners, id)
@@ -189,19 +190,19 @@ func TestClaimWebhookBreakerProbeHasOneWinner(t *testing.T) {
 	// A lapsed HALF_OPEN claim is taken over, only from the state read.
 	later := now.Add(2 * time.Minute)
 	won, _, err = e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
-		store.BreakerOpen, uuid.New(), later, later.Add(time.Minute), false)
+		bpctype.BreakerOpen, uuid.New(), later, later.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.False(t, won, "the breaker is no longer OPEN")
 	taker := uuid.New()
 	won, b, err = e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
-		store.BreakerHalfOpen, taker, later, later.Add(time.Minute), false)
+		bpctype.BreakerHalfOpen, taker, later, later.Add(time.Minute), false)
 	require.NoError(t, err)
 	require.True(t, won)
 	require.Equal(t, taker, *b.ProbeDeliveryID)
 
 	counts, err := e.Store.CountWebhookBreakers(e.Ctx)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int64{store.BreakerOpen: 0, store.BreakerHalfOpen: 1}, counts)
+	require.Equal(t, map[string]int64{bpctype.BreakerOpen: 0, bpctype.BreakerHalfOpen: 1}, counts)
 }
 
 // An operator's retry claims the probe early: while the breaker is OPEN,
@@ -222,7 +223,7 @@ func TestClaimWebhookBreakerProbeEarly(t *testing.T) {
 		wg.Go(func() {
 			id := uuid.New()
 			won, _, err := e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
-				store.BreakerOpen, id, now, now.Add(time.Minute), true)
+				bpctype.BreakerOpen, id, now, now.Add(time.Minute), true)
 			require.NoError(t, err)
 			if won {
 				mu.Lock()
@@ -235,12 +236,12 @@ func TestClaimWebhookBreakerProbeEarly(t *testing.T) {
 	require.Len(t, winners, 1, "one probe, cool-down or not")
 	b, err := e.Store.GetWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID)
 	require.NoError(t, err)
-	require.Equal(t, store.BreakerHalfOpen, b.State)
+	require.Equal(t, bpctype.BreakerHalfOpen, b.State)
 	require.Equal(t, winners[0], *b.ProbeDeliveryID)
 
 	// HALF_OPEN with a live claim: an early claim does not take it over.
 	won, b, err := e.Store.ClaimWebhookBreakerProbe(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
-		store.BreakerHalfOpen, uuid.New(), now, now.Add(time.Minute), true)
+		bpctype.BreakerHalfOpen, uuid.New(), now, now.Add(time.Minute), true)
 	require.NoError(t, err)
 	require.False(t, won)
 	require.Equal(t, winners[0], *b.ProbeDeliveryID)
@@ -252,9 +253,9 @@ func TestWebhookBreakerRowRejectsInconsistentStates(t *testing.T) {
 	ep := e.endpoint(t)
 	err := e.inTx(func(q *store.Queries) error {
 		_, _, err := q.UpdateWebhookBreaker(e.Ctx, store.DevTenantID, ep.WebhookEndpointID,
-			func(b store.WebhookBreaker) (store.WebhookBreaker, bool) {
-				b.Window = store.BreakerWindow(breaker.NewWindow(time.Minute, 10))
-				b.State = store.BreakerOpen // without opened_at / next_probe_at
+			func(b bpctype.WebhookBreaker) (bpctype.WebhookBreaker, bool) {
+				b.Window = bpctype.BreakerWindow(breaker.NewWindow(time.Minute, 10))
+				b.State = bpctype.BreakerOpen // without opened_at / next_probe_at
 				return b, true
 			})
 		return err
@@ -269,7 +270,7 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	require.NoError(t, err)
 	other, err := e.Store.CreateWebhookEndpoint(e.Ctx, store.DevTenantID, "https://hooks.example/b", testSecret)
 	require.NoError(t, err)
-	deliver := func(endpointID uuid.UUID) store.DeliveryRef {
+	deliver := func(endpointID uuid.UUID) bpctype.DeliveryRef {
 		res := e.mustAppend(t, passport.EventInput{TenantID: store.DevTenantID, AggregateType: "passport",
 			AggregateID: uuid.New(), EventType: "passport.activated", DeliverTo: &endpointID})
 		require.Len(t, res.Deliveries, 1)
@@ -277,7 +278,7 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	}
 	held1, held2, delivered, otherHeld, due := deliver(ep.WebhookEndpointID), deliver(ep.WebhookEndpointID),
 		deliver(ep.WebhookEndpointID), deliver(other.WebhookEndpointID), deliver(ep.WebhookEndpointID)
-	hold := func(ref store.DeliveryRef, state string, in time.Duration) {
+	hold := func(ref bpctype.DeliveryRef, state string, in time.Duration) {
 		e.Exec(t, `UPDATE river_job SET state = $2::river_job_state, scheduled_at = now() + make_interval(secs => $3)
 			WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, ref.JobID, state, in.Seconds())
 	}
@@ -291,12 +292,12 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 	n, err := e.Store.WakeHeldWebhookDeliveries(e.Ctx, ep.WebhookEndpointID, jobargs.QueueWebhooks, jobargs.KindDeliverWebhook, now, 1000)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n, "the two held PENDING deliveries of the endpoint")
-	for _, ref := range []store.DeliveryRef{held1, held2, due} {
+	for _, ref := range []bpctype.DeliveryRef{held1, held2, due} {
 		j := e.job(t, store.DevTenantID, ref.JobID)
-		require.Equal(t, store.StatusQueued, j.Status)
+		require.Equal(t, bpctype.StatusQueued, j.Status)
 		require.False(t, j.ScheduledAt.After(now), "mirrored into jobs: due now")
 	}
-	for _, ref := range []store.DeliveryRef{delivered, otherHeld} {
+	for _, ref := range []bpctype.DeliveryRef{delivered, otherHeld} {
 		require.True(t, e.job(t, store.DevTenantID, ref.JobID).ScheduledAt.After(now.Add(time.Minute)))
 	}
 	var state string
@@ -306,7 +307,7 @@ func TestWakeHeldWebhookDeliveries(t *testing.T) {
 
 	var marked bool
 	require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT metadata ? $2 FROM river_job
-		WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, held1.JobID, store.OperatorRetryKey).Scan(&marked))
+		WHERE id = (SELECT river_job_id FROM jobs WHERE job_id = $1)`, held1.JobID, bpctype.OperatorRetryKey).Scan(&marked))
 	require.False(t, marked, "the breaker's wake is not an operator's retry")
 
 	// The limit bounds one wake.

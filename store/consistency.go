@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/bpc-platform/bpc/bpctype"
 )
 
 // mirrorTriggers are the triggers on river_job that keep jobs in step.
@@ -127,7 +129,7 @@ func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, erro
 		case jDelAt != nil:
 			add(rID, jID, "SSOT row is marked deleted but the River job exists")
 		}
-		want := StatusOf(rivertype.JobState(*rState), CancelledByOperator(rMeta))
+		want := bpctype.StatusOf(rivertype.JobState(*rState), bpctype.CancelledByOperator(rMeta))
 		if *jStatus != want {
 			add(rID, jID, "status %s, River state %s means %s", *jStatus, *rState, want)
 		}

@@ -5,48 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/facts"
 	"github.com/bpc-platform/bpc/core/hash"
 )
-
-// Document version statuses.
-const (
-	DocUploaded  = "UPLOADED"
-	DocValidated = "VALIDATED"
-	DocRejected  = "REJECTED"
-)
-
-// Document is a named source document of one kind (BOM, PCF, DUE_DILIGENCE).
-type Document struct {
-	DocumentID uuid.UUID `db:"document_id" json:"document_id"`
-	TenantID   uuid.UUID `db:"tenant_id" json:"tenant_id"`
-	Kind       string    `db:"kind" json:"kind"`
-	Name       string    `db:"name" json:"name"`
-	CreatedAt  time.Time `db:"created_at" json:"created_at"`
-}
-
-// DocumentVersion is one uploaded content of a document. Content is only
-// loaded by LoadDocumentVersionContent.
-type DocumentVersion struct {
-	DocumentVersionID uuid.UUID       `db:"document_version_id" json:"document_version_id"`
-	TenantID          uuid.UUID       `db:"tenant_id" json:"tenant_id"`
-	DocumentID        uuid.UUID       `db:"document_id" json:"document_id"`
-	Version           int32           `db:"version" json:"version"`
-	MimeType          string          `db:"mime_type" json:"mime_type"`
-	ContentSHA256     string          `db:"content_sha256" json:"content_sha256"`
-	SizeBytes         int32           `db:"size_bytes" json:"size_bytes"`
-	Status            string          `db:"status" json:"status"`
-	Error             json.RawMessage `db:"error" json:"error"`
-	FactCount         *int32          `db:"fact_count" json:"fact_count"`
-	CreatedAt         time.Time       `db:"created_at" json:"created_at"`
-	ProcessedAt       *time.Time      `db:"processed_at" json:"processed_at"`
-}
 
 const documentColumns = `document_id, tenant_id, kind, name, created_at`
 
@@ -55,20 +22,20 @@ const documentVersionColumns = `document_version_id, tenant_id, document_id, ver
 
 // CreateDocument creates a document of kind (passport.CheckDocumentKind
 // says which kinds there are).
-func (q *Queries) CreateDocument(ctx context.Context, tenantID uuid.UUID, kind, name string) (Document, error) {
-	return create[Document](ctx, q.db, "document", "tenant", tenantID, `INSERT INTO documents (document_id, tenant_id, kind, name)
+func (q *Queries) CreateDocument(ctx context.Context, tenantID uuid.UUID, kind, name string) (bpctype.Document, error) {
+	return create[bpctype.Document](ctx, q.db, "document", "tenant", tenantID, `INSERT INTO documents (document_id, tenant_id, kind, name)
 		VALUES ($1, $2, $3, $4) RETURNING `+documentColumns, uuid.New(), tenantID, kind, name)
 }
 
 // GetDocument returns the tenant's document.
-func (q *Queries) GetDocument(ctx context.Context, tenantID, id uuid.UUID) (Document, error) {
-	return getOne[Document](ctx, q.db, "document", id,
+func (q *Queries) GetDocument(ctx context.Context, tenantID, id uuid.UUID) (bpctype.Document, error) {
+	return getOne[bpctype.Document](ctx, q.db, "document", id,
 		`SELECT `+documentColumns+` FROM documents WHERE tenant_id = $1 AND document_id = $2`, tenantID, id)
 }
 
 // ListDocuments returns the tenant's documents, oldest first.
-func (q *Queries) ListDocuments(ctx context.Context, tenantID uuid.UUID) ([]Document, error) {
-	return list[Document](ctx, q.db, "documents",
+func (q *Queries) ListDocuments(ctx context.Context, tenantID uuid.UUID) ([]bpctype.Document, error) {
+	return list[bpctype.Document](ctx, q.db, "documents",
 		`SELECT `+documentColumns+` FROM documents WHERE tenant_id = $1 ORDER BY created_at, document_id`, tenantID)
 }
 
@@ -76,36 +43,36 @@ func (q *Queries) ListDocuments(ctx context.Context, tenantID uuid.UUID) ([]Docu
 // (UPLOADED). The same bytes uploaded again return the existing version and
 // existed = true. Run it in the transaction that also enqueues PARSE_FACTS,
 // on content passport.CheckDocumentContent accepts.
-func (q *Queries) CreateDocumentVersion(ctx context.Context, tenantID, documentID uuid.UUID, mimeType string, content []byte) (v DocumentVersion, existed bool, err error) {
+func (q *Queries) CreateDocumentVersion(ctx context.Context, tenantID, documentID uuid.UUID, mimeType string, content []byte) (v bpctype.DocumentVersion, existed bool, err error) {
 	if err := q.lockParent(ctx, "document", tenantID, documentID,
 		`SELECT document_id FROM documents WHERE tenant_id = $1 AND document_id = $2 FOR UPDATE`); err != nil {
-		return DocumentVersion{}, false, err
+		return bpctype.DocumentVersion{}, false, err
 	}
 	sum := hash.SHA256Hex(content)
-	if existing, found, err := findOne[DocumentVersion](ctx, q.db, "document content", `SELECT `+documentVersionColumns+`
+	if existing, found, err := findOne[bpctype.DocumentVersion](ctx, q.db, "document content", `SELECT `+documentVersionColumns+`
 		FROM document_versions WHERE document_id = $1 AND content_sha256 = $2`, documentID, sum); err != nil || found {
 		return existing, found, err
 	}
-	v, err = queryOne[DocumentVersion](ctx, q.db, `INSERT INTO document_versions
+	v, err = queryOne[bpctype.DocumentVersion](ctx, q.db, `INSERT INTO document_versions
 		(document_version_id, tenant_id, document_id, version, mime_type, content, content_sha256)
 		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, $4, $5, $6 FROM document_versions WHERE document_id = $3
 		RETURNING `+documentVersionColumns, uuid.New(), tenantID, documentID, mimeType, content, sum)
 	if err != nil {
-		return DocumentVersion{}, false, fmt.Errorf("error storing document version: %w", err)
+		return bpctype.DocumentVersion{}, false, fmt.Errorf("error storing document version: %w", err)
 	}
 	return v, false, nil
 }
 
 // GetDocumentVersion returns a version without its content.
-func (q *Queries) GetDocumentVersion(ctx context.Context, tenantID, id uuid.UUID) (DocumentVersion, error) {
-	return getOne[DocumentVersion](ctx, q.db, "document version", id,
+func (q *Queries) GetDocumentVersion(ctx context.Context, tenantID, id uuid.UUID) (bpctype.DocumentVersion, error) {
+	return getOne[bpctype.DocumentVersion](ctx, q.db, "document version", id,
 		`SELECT `+documentVersionColumns+` FROM document_versions
 		WHERE tenant_id = $1 AND document_version_id = $2`, tenantID, id)
 }
 
 // ListDocumentVersions returns a document's versions, newest first.
-func (q *Queries) ListDocumentVersions(ctx context.Context, tenantID, documentID uuid.UUID) ([]DocumentVersion, error) {
-	return list[DocumentVersion](ctx, q.db, "document versions",
+func (q *Queries) ListDocumentVersions(ctx context.Context, tenantID, documentID uuid.UUID) ([]bpctype.DocumentVersion, error) {
+	return list[bpctype.DocumentVersion](ctx, q.db, "document versions",
 		`SELECT `+documentVersionColumns+` FROM document_versions
 		WHERE tenant_id = $1 AND document_id = $2 ORDER BY version DESC`, tenantID, documentID)
 }
@@ -113,7 +80,7 @@ func (q *Queries) ListDocumentVersions(ctx context.Context, tenantID, documentID
 // VersionToParse is a document version locked for parsing: its row, its
 // document's kind and its content.
 type VersionToParse struct {
-	Version DocumentVersion
+	Version bpctype.DocumentVersion
 	Kind    string
 	Content []byte
 }
@@ -122,7 +89,7 @@ type VersionToParse struct {
 // PARSE_FACTS needs.
 func (q *Queries) LockDocumentVersionForParse(ctx context.Context, tenantID, id uuid.UUID) (VersionToParse, error) {
 	var out VersionToParse
-	v, err := queryOne[DocumentVersion](ctx, q.db, `SELECT `+documentVersionColumns+` FROM document_versions
+	v, err := queryOne[bpctype.DocumentVersion](ctx, q.db, `SELECT `+documentVersionColumns+` FROM document_versions
 		WHERE tenant_id = $1 AND document_version_id = $2 FOR UPDATE`, tenantID, id)
 	if err != nil {
 		return out, notFound(err, "document version", id)
@@ -163,19 +130,6 @@ func (q *Queries) MarkDocumentVersionRejected(ctx context.Context, tenantID, id 
 		return fmt.Errorf("error rejecting document version %s: %w", id, err)
 	}
 	return nil
-}
-
-// Fact is a stored fact. Payload is the canonical JSON (BPC-CJSON-1).
-type Fact struct {
-	FactID                  uuid.UUID       `db:"fact_id" json:"fact_id"`
-	TenantID                uuid.UUID       `db:"tenant_id" json:"tenant_id"`
-	FactType                string          `db:"fact_type" json:"fact_type"`
-	FactKey                 string          `db:"fact_key" json:"fact_key"`
-	SchemaVersion           int32           `db:"schema_version" json:"schema_version"`
-	Payload                 json.RawMessage `db:"payload_canonical" json:"payload"`
-	PayloadHash             string          `db:"payload_hash" json:"payload_hash"`
-	SourceDocumentVersionID uuid.UUID       `db:"source_document_version_id" json:"source_document_version_id"`
-	CreatedAt               time.Time       `db:"created_at" json:"created_at"`
 }
 
 const factColumns = `fact_id, tenant_id, fact_type, fact_key, schema_version, payload_canonical,
@@ -229,12 +183,12 @@ type FactFilter struct {
 }
 
 // ListFacts returns the tenant's facts by type and key, at most f.Limit (default 1000).
-func (q *Queries) ListFacts(ctx context.Context, f FactFilter) ([]Fact, error) {
+func (q *Queries) ListFacts(ctx context.Context, f FactFilter) ([]bpctype.Fact, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 1000
 	}
-	return list[Fact](ctx, q.db, "facts",
+	return list[bpctype.Fact](ctx, q.db, "facts",
 		`SELECT `+factColumns+` FROM facts
 		WHERE tenant_id = $1
 		  AND ($2::uuid IS NULL OR fact_id IN (SELECT fact_id FROM document_version_facts

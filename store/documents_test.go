@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/facts"
 	"github.com/bpc-platform/bpc/examples/nmc811"
@@ -36,7 +37,7 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func (e env) createDocument(t *testing.T, tenantID uuid.UUID, kind, name string) store.Document {
+func (e env) createDocument(t *testing.T, tenantID uuid.UUID, kind, name string) bpctype.Document {
 	t.Helper()
 	d, err := e.Store.CreateDocument(e.Ctx, tenantID, kind, name)
 	require.NoError(t, err)
@@ -44,9 +45,9 @@ func (e env) createDocument(t *testing.T, tenantID uuid.UUID, kind, name string)
 }
 
 // upload stores content as a version of the document.
-func (e env) upload(t *testing.T, tenantID, documentID uuid.UUID, content []byte) (store.DocumentVersion, bool) {
+func (e env) upload(t *testing.T, tenantID, documentID uuid.UUID, content []byte) (bpctype.DocumentVersion, bool) {
 	t.Helper()
-	var v store.DocumentVersion
+	var v bpctype.DocumentVersion
 	var existed bool
 	require.NoError(t, e.inTx(func(q *store.Queries) (err error) {
 		v, existed, err = q.CreateDocumentVersion(e.Ctx, tenantID, documentID, "application/json", content)
@@ -78,7 +79,7 @@ func (e env) parse(t *testing.T, tenantID, versionID uuid.UUID) ([]facts.Fact, i
 }
 
 // uploadSample creates a document for a sample file, uploads and parses it.
-func (e env) uploadSample(t *testing.T, tenantID uuid.UUID, name string) (store.DocumentVersion, []facts.Fact) {
+func (e env) uploadSample(t *testing.T, tenantID uuid.UUID, name string) (bpctype.DocumentVersion, []facts.Fact) {
 	t.Helper()
 	d := e.createDocument(t, tenantID, sampleKinds[name], name)
 	v, existed := e.upload(t, tenantID, d.DocumentID, sampleDoc(t, name))
@@ -107,7 +108,7 @@ func bomV2(t *testing.T) []byte {
 
 // bomVersions creates a BOM document of the dev tenant with two versions,
 // not parsed: the sample BOM and bomV2.
-func (e env) bomVersions(t *testing.T) (v1, v2 store.DocumentVersion) {
+func (e env) bomVersions(t *testing.T) (v1, v2 bpctype.DocumentVersion) {
 	t.Helper()
 	d := e.createDocument(t, store.DevTenantID, facts.KindBOM, "bom.json")
 	v1, _ = e.upload(t, store.DevTenantID, d.DocumentID, sampleDoc(t, nmc811.DocBOM))
@@ -157,7 +158,7 @@ func TestCreateDocumentVersion(t *testing.T) {
 	v1, existed := e.upload(t, store.DevTenantID, d.DocumentID, v1Content)
 	require.False(t, existed)
 	require.Equal(t, int32(1), v1.Version)
-	require.Equal(t, store.DocUploaded, v1.Status)
+	require.Equal(t, bpctype.DocUploaded, v1.Status)
 	require.Equal(t, d.DocumentID, v1.DocumentID)
 	require.Equal(t, store.DevTenantID, v1.TenantID)
 	require.Equal(t, "application/json", v1.MimeType)
@@ -219,12 +220,12 @@ func TestLockDocumentVersionForParseAndMark(t *testing.T) {
 		require.Equal(t, "PCF", in.Kind)
 		require.Equal(t, content, in.Content)
 		require.Equal(t, v.DocumentVersionID, in.Version.DocumentVersionID)
-		require.Equal(t, store.DocUploaded, in.Version.Status)
+		require.Equal(t, bpctype.DocUploaded, in.Version.Status)
 		return q.MarkDocumentVersionValidated(e.Ctx, store.DevTenantID, v.DocumentVersionID, 1)
 	}))
 	got, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
-	require.Equal(t, store.DocValidated, got.Status)
+	require.Equal(t, bpctype.DocValidated, got.Status)
 	require.NotNil(t, got.FactCount)
 	require.Equal(t, int32(1), *got.FactCount)
 	require.NotNil(t, got.ProcessedAt)
@@ -253,7 +254,7 @@ func TestMarkDocumentVersionRejected(t *testing.T) {
 	}))
 	got, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
-	require.Equal(t, store.DocRejected, got.Status)
+	require.Equal(t, bpctype.DocRejected, got.Status)
 	require.Nil(t, got.FactCount)
 	require.NotNil(t, got.ProcessedAt)
 	var detail map[string]string
@@ -273,7 +274,7 @@ func TestMarkDocumentVersionRejected(t *testing.T) {
 	}))
 	got, err = e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
-	require.Equal(t, store.DocValidated, got.Status)
+	require.Equal(t, bpctype.DocValidated, got.Status)
 	require.Empty(t, got.Error)
 	require.Equal(t, int32(0), *got.FactCount)
 }
@@ -373,7 +374,7 @@ func TestListFactsFilters(t *testing.T) {
 	pcf, _ := e.uploadSample(t, store.DevTenantID, nmc811.DocPCF)
 	dd, _ := e.uploadSample(t, store.DevTenantID, nmc811.DocDueDiligence)
 
-	list := func(f store.FactFilter) []store.Fact {
+	list := func(f store.FactFilter) []bpctype.Fact {
 		t.Helper()
 		f.TenantID = store.DevTenantID
 		fs, err := e.Store.ListFacts(e.Ctx, f)
@@ -446,7 +447,7 @@ func TestDocumentsAreTenantScoped(t *testing.T) {
 	})
 	got, err := e.Store.GetDocumentVersion(e.Ctx, store.DevTenantID, v.DocumentVersionID)
 	require.NoError(t, err)
-	require.Equal(t, store.DocValidated, got.Status)
+	require.Equal(t, bpctype.DocValidated, got.Status)
 
 	// The same content in another tenant yields that tenant's own facts.
 	vo, fo := e.uploadSample(t, other, nmc811.DocBOM)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 )
 
@@ -41,15 +42,15 @@ func idempotencyArgs(keys []IdempotencyKey) []any {
 
 // JobsByIdempotencyKey returns the jobs enqueued under keys, live or
 // history, in no particular order; a key without a job has none.
-func (q *Queries) JobsByIdempotencyKey(ctx context.Context, keys []IdempotencyKey) ([]Job, error) {
-	return list[Job](ctx, q.db, "jobs with idempotency keys", idempotencySQL, idempotencyArgs(keys)...)
+func (q *Queries) JobsByIdempotencyKey(ctx context.Context, keys []IdempotencyKey) ([]bpctype.Job, error) {
+	return list[bpctype.Job](ctx, q.db, "jobs with idempotency keys", idempotencySQL, idempotencyArgs(keys)...)
 }
 
 // QueueJobsByIdempotencyKey queues JobsByIdempotencyKey's statement on b;
 // dst holds its answer once b has run.
-func QueueJobsByIdempotencyKey(b *pgx.Batch, keys []IdempotencyKey, dst *[]Job) {
+func QueueJobsByIdempotencyKey(b *pgx.Batch, keys []IdempotencyKey, dst *[]bpctype.Job) {
 	b.Queue(idempotencySQL, idempotencyArgs(keys)...).Query(func(rows pgx.Rows) error {
-		jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Job])
+		jobs, err := pgx.CollectRows(rows, pgx.RowToStructByName[bpctype.Job])
 		*dst = jobs
 		return err
 	})
@@ -57,8 +58,8 @@ func QueueJobsByIdempotencyKey(b *pgx.Batch, keys []IdempotencyKey, dst *[]Job) 
 
 // LiveJobs returns the SSOT rows of the jobs ids whose River jobs exist,
 // in no particular order; an id without one has none.
-func (q *Queries) LiveJobs(ctx context.Context, ids []uuid.UUID) ([]Job, error) {
-	return list[Job](ctx, q.db, "enqueued jobs", `SELECT `+jobColumns+` FROM jobs_live WHERE job_id = ANY($1)`, ids)
+func (q *Queries) LiveJobs(ctx context.Context, ids []uuid.UUID) ([]bpctype.Job, error) {
+	return list[bpctype.Job](ctx, q.db, "enqueued jobs", `SELECT `+jobColumns+` FROM jobs_live WHERE job_id = ANY($1)`, ids)
 }
 
 // MissingSSOTRow is the error of a River job inserted without the SSOT row

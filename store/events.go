@@ -2,39 +2,15 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 )
-
-// Event is a stored audit event.
-type Event struct {
-	EventID          uuid.UUID       `db:"event_id" json:"event_id"`
-	TenantID         uuid.UUID       `db:"tenant_id" json:"tenant_id"`
-	AggregateType    string          `db:"aggregate_type" json:"aggregate_type"`
-	AggregateID      uuid.UUID       `db:"aggregate_id" json:"aggregate_id"`
-	AggregateVersion int64           `db:"aggregate_version" json:"aggregate_version"`
-	EventType        string          `db:"event_type" json:"event_type"`
-	OccurredAt       time.Time       `db:"occurred_at" json:"occurred_at"`
-	ActorID          *string         `db:"actor_id" json:"actor_id"`
-	Payload          json.RawMessage `db:"payload" json:"payload"`
-	PayloadHash      string          `db:"payload_hash" json:"payload_hash"`
-	PrevEventHash    *string         `db:"prev_event_hash" json:"prev_event_hash"`
-	EventHash        string          `db:"event_hash" json:"event_hash"`
-}
-
-// DeliveryRef names a webhook delivery created by an event and its job.
-type DeliveryRef struct {
-	WebhookDeliveryID uuid.UUID `json:"webhook_delivery_id"`
-	WebhookEndpointID uuid.UUID `json:"webhook_endpoint_id"`
-	JobID             uuid.UUID `json:"job_id"`
-}
 
 const eventColumns = `event_id, tenant_id, aggregate_type, aggregate_id, aggregate_version, event_type,
 	occurred_at, actor_id, payload, payload_hash, prev_event_hash, event_hash`
@@ -59,7 +35,7 @@ func (q *Queries) ChainHead(ctx context.Context, tenantID uuid.UUID, aggregateTy
 // one subscribed to its type (or to '*'), or only deliverTo when set,
 // whatever the subscriptions say. Another event inserted at ev's version
 // first is EVENT_VERSION_CONFLICT (retryable); an unknown tenant NOT_FOUND.
-func (q *Queries) InsertEvent(ctx context.Context, ev Event, deliverTo *uuid.UUID) ([]uuid.UUID, error) {
+func (q *Queries) InsertEvent(ctx context.Context, ev bpctype.Event, deliverTo *uuid.UUID) ([]uuid.UUID, error) {
 	endpointsSQL := `SELECT DISTINCT e.webhook_endpoint_id
 		FROM webhook_subscriptions s
 		JOIN webhook_endpoints e ON e.webhook_endpoint_id = s.webhook_endpoint_id
@@ -89,7 +65,7 @@ func (q *Queries) InsertEvent(ctx context.Context, ev Event, deliverTo *uuid.UUI
 }
 
 // CreateDeliveries inserts one PENDING delivery of event eventID per ref.
-func (q *Queries) CreateDeliveries(ctx context.Context, tenantID, eventID uuid.UUID, refs []DeliveryRef) error {
+func (q *Queries) CreateDeliveries(ctx context.Context, tenantID, eventID uuid.UUID, refs []bpctype.DeliveryRef) error {
 	for _, ref := range refs {
 		if _, err := q.db.Exec(ctx, `INSERT INTO webhook_deliveries
 			(webhook_delivery_id, tenant_id, webhook_endpoint_id, event_id, job_id)
@@ -102,14 +78,14 @@ func (q *Queries) CreateDeliveries(ctx context.Context, tenantID, eventID uuid.U
 }
 
 // GetEvent returns the tenant's event.
-func (q *Queries) GetEvent(ctx context.Context, tenantID, eventID uuid.UUID) (Event, error) {
-	return getOne[Event](ctx, q.db, "event", eventID,
+func (q *Queries) GetEvent(ctx context.Context, tenantID, eventID uuid.UUID) (bpctype.Event, error) {
+	return getOne[bpctype.Event](ctx, q.db, "event", eventID,
 		`SELECT `+eventColumns+` FROM events WHERE tenant_id = $1 AND event_id = $2`, tenantID, eventID)
 }
 
 // ChainEvents returns the tenant's events in chain order: by aggregate,
 // then version.
-func (q *Queries) ChainEvents(ctx context.Context, tenantID uuid.UUID) ([]Event, error) {
-	return list[Event](ctx, q.db, "events of tenant "+tenantID.String(), `SELECT `+eventColumns+` FROM events
+func (q *Queries) ChainEvents(ctx context.Context, tenantID uuid.UUID) ([]bpctype.Event, error) {
+	return list[bpctype.Event](ctx, q.db, "events of tenant "+tenantID.String(), `SELECT `+eventColumns+` FROM events
 		WHERE tenant_id = $1 ORDER BY aggregate_type, aggregate_id, aggregate_version`, tenantID)
 }

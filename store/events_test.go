@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/audit"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/hash"
@@ -194,7 +195,7 @@ func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {
 	e := newEnv(t)
 	other := e.OtherTenant(t)
 
-	endpoint := func(tenantID uuid.UUID, eventType string) store.WebhookEndpoint {
+	endpoint := func(tenantID uuid.UUID, eventType string) bpctype.WebhookEndpoint {
 		t.Helper()
 		ep, err := e.Store.CreateWebhookEndpoint(e.Ctx, tenantID, "https://hooks.example/"+uuid.NewString(), "whsec-0123456789abcdef")
 		require.NoError(t, err)
@@ -220,7 +221,7 @@ func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {
 
 	res := e.mustAppend(t, passportEvent(store.DevTenantID, uuid.New(), "passport.activated", `{"ok":true}`))
 
-	got := map[uuid.UUID]store.DeliveryRef{}
+	got := map[uuid.UUID]bpctype.DeliveryRef{}
 	for _, d := range res.Deliveries {
 		got[d.WebhookEndpointID] = d
 	}
@@ -228,21 +229,21 @@ func TestAppendEventFansOutToSubscribedEndpoints(t *testing.T) {
 	require.Contains(t, got, exact.WebhookEndpointID)
 	require.Contains(t, got, wildcard.WebhookEndpointID)
 	require.Contains(t, got, both.WebhookEndpointID)
-	for _, none := range []store.WebhookEndpoint{unrelated, inactive, deleted, foreign} {
+	for _, none := range []bpctype.WebhookEndpoint{unrelated, inactive, deleted, foreign} {
 		require.NotContains(t, got, none.WebhookEndpointID)
 	}
 
 	for _, ref := range res.Deliveries {
 		d, err := e.Store.GetWebhookDelivery(e.Ctx, store.DevTenantID, ref.WebhookDeliveryID)
 		require.NoError(t, err)
-		require.Equal(t, store.DeliveryPending, d.Status)
+		require.Equal(t, bpctype.DeliveryPending, d.Status)
 		require.Equal(t, res.Event.EventID, d.EventID)
 		require.Equal(t, ref.JobID, *d.JobID)
 		require.Zero(t, d.Attempts)
 
 		job := e.job(t, store.DevTenantID, ref.JobID)
 		require.Equal(t, "DELIVER_WEBHOOK", job.Type)
-		require.Equal(t, store.StatusQueued, job.Status)
+		require.Equal(t, bpctype.StatusQueued, job.Status)
 		require.Equal(t, "webhooks", job.Queue)
 		require.Equal(t, int16(3), job.Priority)
 		require.Equal(t, store.DevTenantID, job.TenantID)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/teststore"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -35,7 +36,7 @@ func (e env) enqueue(t *testing.T, reqs ...passport.EnqueueRequest) ([]passport.
 }
 
 // endpoint creates an active webhook endpoint of the dev tenant.
-func (e env) endpoint(t *testing.T) store.WebhookEndpoint {
+func (e env) endpoint(t *testing.T) bpctype.WebhookEndpoint {
 	t.Helper()
 	ep, err := e.Store.CreateWebhookEndpoint(e.Ctx, store.DevTenantID, "https://hooks.example/in", testSecret)
 	require.NoError(t, err)
@@ -81,7 +82,7 @@ func (e env) race(t *testing.T, first, second func(q *store.Queries) error) erro
 }
 
 // mustEnqueue enqueues one request and returns its SSOT job.
-func (e env) mustEnqueue(t *testing.T, req passport.EnqueueRequest) store.Job {
+func (e env) mustEnqueue(t *testing.T, req passport.EnqueueRequest) bpctype.Job {
 	t.Helper()
 	res, err := e.enqueue(t, req)
 	require.NoError(t, err)
@@ -89,7 +90,7 @@ func (e env) mustEnqueue(t *testing.T, req passport.EnqueueRequest) store.Job {
 	return res[0].Job
 }
 
-func (e env) job(t *testing.T, tenantID, jobID uuid.UUID) store.Job {
+func (e env) job(t *testing.T, tenantID, jobID uuid.UUID) bpctype.Job {
 	t.Helper()
 	j, err := e.Store.GetJob(e.Ctx, tenantID, jobID)
 	require.NoError(t, err)

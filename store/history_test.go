@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -46,7 +47,7 @@ func TestDeletedRiverJobMovesToHistory(t *testing.T) {
 
 	gone, err := e.Store.GetJob(e.Ctx, store.DevTenantID, queued.JobID)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusCancelled, gone.Status, "a job deleted before it ran can never run")
+	require.Equal(t, bpctype.StatusCancelled, gone.Status, "a job deleted before it ran can never run")
 	require.NotNil(t, gone.FinishedAt)
 
 	// Its idempotency key still answers with the job.
@@ -58,7 +59,7 @@ func TestDeletedRiverJobMovesToHistory(t *testing.T) {
 	requireCode(t, err, "IDEMPOTENCY_CONFLICT")
 
 	// Locking for an operator's action finds the history row too.
-	locked, err := committed(e, func(q *store.Queries) (store.Job, error) {
+	locked, err := committed(e, func(q *store.Queries) (bpctype.Job, error) {
 		return q.GetJobForUpdate(e.Ctx, store.DevTenantID, done.JobID)
 	})
 	require.NoError(t, err)
@@ -86,7 +87,7 @@ func TestListJobsAgreesWithTheViewAcrossLiveAndHistory(t *testing.T) {
 
 	// Jobs in batches (a batch shares created_at; job_id breaks ties),
 	// then driven into every River state, some River rows then deleted.
-	var jobs []store.Job
+	var jobs []bpctype.Job
 	for batch := range 6 {
 		var reqs []passport.EnqueueRequest
 		for i := range 6 {
@@ -139,17 +140,17 @@ func TestListJobsAgreesWithTheViewAcrossLiveAndHistory(t *testing.T) {
 	for _, j := range all.Items {
 		statuses[j.Status] = true
 	}
-	require.Len(t, statuses, len(store.Statuses), "every status is represented")
-	viewRows := make([]store.Job, 0, len(jobs))
+	require.Len(t, statuses, len(bpctype.Statuses), "every status is represented")
+	viewRows := make([]bpctype.Job, 0, len(jobs))
 	rows, err := e.Pool.Query(e.Ctx, `SELECT job_id, tenant_id, type, status, created_at FROM jobs`)
 	require.NoError(t, err)
 	for rows.Next() {
-		var j store.Job
+		var j bpctype.Job
 		require.NoError(t, rows.Scan(&j.JobID, &j.TenantID, &j.Type, &j.Status, &j.CreatedAt))
 		viewRows = append(viewRows, j)
 	}
 	require.NoError(t, rows.Err())
-	slices.SortFunc(viewRows, func(a, b store.Job) int {
+	slices.SortFunc(viewRows, func(a, b bpctype.Job) int {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
@@ -166,7 +167,7 @@ func TestListJobsAgreesWithTheViewAcrossLiveAndHistory(t *testing.T) {
 	checked := 0
 	for _, tn := range tenants {
 		for _, typ := range []string{"", "PARSE_FACTS", "BUILD_SNAPSHOT"} {
-			for _, status := range append([]string{""}, store.Statuses...) {
+			for _, status := range append([]string{""}, bpctype.Statuses...) {
 				for wi, w := range windows {
 					f := store.JobFilter{AllTenants: tn.all, TenantID: tn.id, Type: typ, Status: status,
 						CreatedAfter: w.after, CreatedBefore: w.before, Limit: 1 + checked%4}

@@ -13,27 +13,15 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 )
-
-// SSOT job statuses (SPEC §3).
-const (
-	StatusQueued     = "QUEUED"
-	StatusRunning    = "RUNNING"
-	StatusSucceeded  = "SUCCEEDED"
-	StatusFailed     = "FAILED"
-	StatusCancelled  = "CANCELLED"
-	StatusDeadLetter = "DEAD_LETTER"
-)
-
-// Statuses lists every SSOT status.
-var Statuses = []string{StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled, StatusDeadLetter}
 
 // CheckStatus refuses a status filter that is not one of Statuses (empty
 // is any): ListJobs writes the status into its SQL as a literal.
 func CheckStatus(status string) error {
-	if status != "" && !slices.Contains(Statuses, status) {
-		return errcode.Invalid("status", "must be one of %s", strings.Join(Statuses, ", "))
+	if status != "" && !slices.Contains(bpctype.Statuses, status) {
+		return errcode.Invalid("status", "must be one of %s", strings.Join(bpctype.Statuses, ", "))
 	}
 	return nil
 }
@@ -45,59 +33,25 @@ const (
 	MaxJobPage     = 500
 )
 
-// IsTerminal reports whether a job in status will not change by itself.
-func IsTerminal(status string) bool {
-	switch status {
-	case StatusSucceeded, StatusFailed, StatusCancelled, StatusDeadLetter:
-		return true
-	}
-	return false
-}
-
-// Job is a row of the SSOT jobs table, the mirror of a River job.
-type Job struct {
-	JobID          uuid.UUID       `db:"job_id" json:"job_id"`
-	TenantID       uuid.UUID       `db:"tenant_id" json:"tenant_id"`
-	Type           string          `db:"type" json:"type"`
-	Status         string          `db:"status" json:"status"`
-	Priority       int16           `db:"priority" json:"priority"`
-	Attempts       int32           `db:"attempts" json:"attempts"`
-	MaxAttempts    int32           `db:"max_attempts" json:"max_attempts"`
-	IdempotencyKey *string         `db:"idempotency_key" json:"idempotency_key"`
-	RequestHash    *string         `db:"request_hash" json:"-"`
-	Payload        json.RawMessage `db:"payload" json:"payload"`
-	Queue          string          `db:"queue" json:"queue"`
-	ScheduledAt    time.Time       `db:"scheduled_at" json:"scheduled_at"`
-	StartedAt      *time.Time      `db:"started_at" json:"started_at"`
-	FinishedAt     *time.Time      `db:"finished_at" json:"finished_at"`
-	LeaseOwner     *string         `db:"lease_owner" json:"lease_owner"`
-	LeaseExpiresAt *time.Time      `db:"lease_expires_at" json:"lease_expires_at"`
-	LastError      json.RawMessage `db:"last_error" json:"last_error"`
-	RiverJobID     int64           `db:"river_job_id" json:"river_job_id"`
-	RiverDeletedAt *time.Time      `db:"river_deleted_at" json:"river_deleted_at,omitempty"`
-	CreatedAt      time.Time       `db:"created_at" json:"created_at"`
-	UpdatedAt      time.Time       `db:"updated_at" json:"updated_at"`
-}
-
 const jobColumns = `job_id, tenant_id, type, status, priority, attempts, max_attempts,
 	idempotency_key, request_hash, payload, queue, scheduled_at, started_at, finished_at,
 	lease_owner, lease_expires_at, last_error, river_job_id, river_deleted_at, created_at, updated_at`
 
 // GetJob returns the tenant's job, whether its River job still exists
 // (jobs_live) or is gone (jobs_history): the view jobs is both.
-func (q *Queries) GetJob(ctx context.Context, tenantID, jobID uuid.UUID) (Job, error) {
-	return getOne[Job](ctx, q.db, "job", jobID,
+func (q *Queries) GetJob(ctx context.Context, tenantID, jobID uuid.UUID) (bpctype.Job, error) {
+	return getOne[bpctype.Job](ctx, q.db, "job", jobID,
 		`SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND job_id = $2`, tenantID, jobID)
 }
 
 // GetJobForUpdate returns the tenant's job and, while its River job exists,
 // locks its row until the end of tx. A row of jobs_history is returned
 // unlocked: it never changes again (RiverDeletedAt is set).
-func (q *Queries) GetJobForUpdate(ctx context.Context, tenantID, jobID uuid.UUID) (Job, error) {
-	job, err := getOne[Job](ctx, q.db, "job", jobID,
+func (q *Queries) GetJobForUpdate(ctx context.Context, tenantID, jobID uuid.UUID) (bpctype.Job, error) {
+	job, err := getOne[bpctype.Job](ctx, q.db, "job", jobID,
 		`SELECT `+jobColumns+` FROM jobs_live WHERE tenant_id = $1 AND job_id = $2 FOR UPDATE`, tenantID, jobID)
 	if errors.Is(err, ErrNotFound) {
-		return getOne[Job](ctx, q.db, "job", jobID,
+		return getOne[bpctype.Job](ctx, q.db, "job", jobID,
 			`SELECT `+jobColumns+` FROM jobs_history WHERE tenant_id = $1 AND job_id = $2`, tenantID, jobID)
 	}
 	return job, err
@@ -121,8 +75,8 @@ type JobFilter struct {
 
 // JobPage is one page of ListJobs, newest first.
 type JobPage struct {
-	Items      []Job  `json:"items"`
-	NextCursor string `json:"next_cursor,omitempty"`
+	Items      []bpctype.Job `json:"items"`
+	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
 type jobCursor struct {
@@ -194,7 +148,7 @@ func (q *Queries) ListJobs(ctx context.Context, f JobFilter) (JobPage, error) {
 	page := " ORDER BY created_at DESC, job_id DESC LIMIT " + arg(f.Limit+1)
 
 	live := `SELECT ` + jobColumns + ` FROM jobs_live WHERE ` + cond + page
-	if f.Status != "" && f.Status != StatusSucceeded {
+	if f.Status != "" && f.Status != bpctype.StatusSucceeded {
 		// River jobs in the status's states first (a nested loop by
 		// construction: LATERAL), then their live rows. River's rows are
 		// narrowed by what they say of the tenant (its GIN index on args;
@@ -213,10 +167,10 @@ func (q *Queries) ListJobs(ctx context.Context, f JobFilter) (JobPage, error) {
 				WHERE river_job_id = r.id AND ` + cond + `) j` + page
 	}
 	query := live
-	if f.Status == "" || IsTerminal(f.Status) {
+	if f.Status == "" || bpctype.IsTerminal(f.Status) {
 		query = `(` + live + `) UNION ALL (SELECT ` + jobColumns + ` FROM jobs_history WHERE ` + cond + page + `)` + page
 	}
-	jobs, err := list[Job](ctx, q.db, "jobs", query, args...)
+	jobs, err := list[bpctype.Job](ctx, q.db, "jobs", query, args...)
 	if err != nil {
 		return JobPage{}, err
 	}
@@ -228,7 +182,7 @@ func (q *Queries) ListJobs(ctx context.Context, f JobFilter) (JobPage, error) {
 		out.NextCursor = base64.RawURLEncoding.EncodeToString(b)
 	}
 	if out.Items == nil {
-		out.Items = []Job{}
+		out.Items = []bpctype.Job{}
 	}
 	return out, nil
 }
@@ -245,15 +199,15 @@ func decodeCursor(s string) (jobCursor, error) {
 // JobByRiverID returns the SSOT job mirroring an existing River job, across
 // tenants (used by workers, which know the River job, and by operator
 // tools). The job of a deleted River job is history, found by its job_id.
-func (q *Queries) JobByRiverID(ctx context.Context, riverJobID int64) (Job, error) {
-	return getOne[Job](ctx, q.db, "job for River job", riverJobID,
+func (q *Queries) JobByRiverID(ctx context.Context, riverJobID int64) (bpctype.Job, error) {
+	return getOne[bpctype.Job](ctx, q.db, "job for River job", riverJobID,
 		`SELECT `+jobColumns+` FROM jobs_live WHERE river_job_id = $1`, riverJobID)
 }
 
 // JobsByRiverIDs returns the SSOT jobs mirroring the given existing River
 // jobs, across tenants (River UI is an operator tool over every tenant).
-func (q *Queries) JobsByRiverIDs(ctx context.Context, riverJobIDs []int64) ([]Job, error) {
-	return list[Job](ctx, q.db, fmt.Sprintf("jobs of River jobs %v", riverJobIDs),
+func (q *Queries) JobsByRiverIDs(ctx context.Context, riverJobIDs []int64) ([]bpctype.Job, error) {
+	return list[bpctype.Job](ctx, q.db, fmt.Sprintf("jobs of River jobs %v", riverJobIDs),
 		`SELECT `+jobColumns+` FROM jobs_live WHERE river_job_id = ANY($1) ORDER BY river_job_id`, riverJobIDs)
 }
 

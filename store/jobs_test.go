@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -25,7 +26,7 @@ func TestEnqueueWritesSSOTRowMirroringRiver(t *testing.T) {
 	require.Equal(t, jobID, job.JobID, "the requested job id is used")
 	require.Equal(t, store.DevTenantID, job.TenantID)
 	require.Equal(t, "PARSE_FACTS", job.Type)
-	require.Equal(t, store.StatusQueued, job.Status)
+	require.Equal(t, bpctype.StatusQueued, job.Status)
 	require.Equal(t, int16(2), job.Priority, "PARSE_FACTS is SSOT priority normal")
 	require.Equal(t, int32(0), job.Attempts)
 	require.Equal(t, int32(25), job.MaxAttempts, "River's default when the client sets none")
@@ -69,7 +70,7 @@ func TestEnqueueOverridesPriorityAttemptsAndSchedule(t *testing.T) {
 	})
 	require.Equal(t, int16(0), job.Priority)
 	require.Equal(t, int32(3), job.MaxAttempts)
-	require.Equal(t, store.StatusQueued, job.Status, "a scheduled job is QUEUED")
+	require.Equal(t, bpctype.StatusQueued, job.Status, "a scheduled job is QUEUED")
 	require.True(t, at.Equal(job.ScheduledAt), "scheduled_at %s, want %s", job.ScheduledAt, at)
 	require.Nil(t, job.IdempotencyKey)
 
@@ -146,8 +147,8 @@ func TestListJobsFiltersAndIsolatesTenants(t *testing.T) {
 
 	require.Equal(t, []uuid.UUID{parse.JobID}, ids(list(store.JobFilter{TenantID: store.DevTenantID, Type: "PARSE_FACTS"})))
 	require.ElementsMatch(t, []uuid.UUID{build.JobID, done.JobID}, ids(list(store.JobFilter{TenantID: store.DevTenantID, Type: "BUILD_SNAPSHOT"})))
-	require.Equal(t, []uuid.UUID{done.JobID}, ids(list(store.JobFilter{TenantID: store.DevTenantID, Status: store.StatusSucceeded})))
-	require.Equal(t, []uuid.UUID{build.JobID}, ids(list(store.JobFilter{TenantID: store.DevTenantID, Type: "BUILD_SNAPSHOT", Status: store.StatusQueued})))
+	require.Equal(t, []uuid.UUID{done.JobID}, ids(list(store.JobFilter{TenantID: store.DevTenantID, Status: bpctype.StatusSucceeded})))
+	require.Equal(t, []uuid.UUID{build.JobID}, ids(list(store.JobFilter{TenantID: store.DevTenantID, Type: "BUILD_SNAPSHOT", Status: bpctype.StatusQueued})))
 	require.Equal(t, []uuid.UUID{foreign.JobID}, ids(list(store.JobFilter{TenantID: other})))
 
 	empty := list(store.JobFilter{TenantID: uuid.New()})
@@ -167,7 +168,7 @@ func TestListJobsKeysetPagination(t *testing.T) {
 		enqueued = append(enqueued, e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)}).JobID)
 	}
 
-	var pages [][]store.Job
+	var pages [][]bpctype.Job
 	f := store.JobFilter{TenantID: store.DevTenantID, Limit: 3}
 	for {
 		p, err := e.Store.ListJobs(e.Ctx, f)
@@ -185,7 +186,7 @@ func TestListJobsKeysetPagination(t *testing.T) {
 	require.Len(t, pages[2], 1)
 
 	var got []uuid.UUID
-	var prev *store.Job
+	var prev *bpctype.Job
 	for _, page := range pages {
 		for i := range page {
 			j := page[i]

@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/teststore"
@@ -40,7 +41,7 @@ func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 		attempted_by = ARRAY['sql-worker'] WHERE id = $1`, a.RiverJobID)
 	got := e.job(t, store.DevTenantID, a.JobID)
 	attemptedAt, _ := riverTimes(t, e, a.RiverJobID)
-	require.Equal(t, store.StatusRunning, got.Status)
+	require.Equal(t, bpctype.StatusRunning, got.Status)
 	require.Equal(t, int32(1), got.Attempts)
 	require.Equal(t, ptr("sql-worker"), got.LeaseOwner)
 	require.NotNil(t, got.StartedAt)
@@ -54,7 +55,7 @@ func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 	e.Exec(t, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = $1`, a.RiverJobID)
 	got = e.job(t, store.DevTenantID, a.JobID)
 	_, finalizedAt := riverTimes(t, e, a.RiverJobID)
-	require.Equal(t, store.StatusSucceeded, got.Status)
+	require.Equal(t, bpctype.StatusSucceeded, got.Status)
 	require.NotNil(t, got.FinishedAt)
 	require.True(t, finalizedAt.Equal(*got.FinishedAt))
 	require.Nil(t, got.LeaseOwner, "a finished job holds no lease")
@@ -64,7 +65,7 @@ func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 	// Deleting a queued job cancels it and keeps its history.
 	e.Exec(t, `DELETE FROM river_job WHERE id = $1`, b.RiverJobID)
 	got = e.job(t, store.DevTenantID, b.JobID)
-	require.Equal(t, store.StatusCancelled, got.Status)
+	require.Equal(t, bpctype.StatusCancelled, got.Status)
 	require.NotNil(t, got.RiverDeletedAt)
 	require.NotNil(t, got.FinishedAt)
 	e.requireConsistent(t)
@@ -72,7 +73,7 @@ func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 	// Deleting a finished job keeps its status.
 	e.Exec(t, `DELETE FROM river_job WHERE id = $1`, a.RiverJobID)
 	got = e.job(t, store.DevTenantID, a.JobID)
-	require.Equal(t, store.StatusSucceeded, got.Status)
+	require.Equal(t, bpctype.StatusSucceeded, got.Status)
 	require.NotNil(t, got.RiverDeletedAt)
 	require.True(t, finalizedAt.Equal(*got.FinishedAt), "finished_at is not rewritten")
 	e.requireConsistent(t)
@@ -82,7 +83,7 @@ func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 		attempted_by = ARRAY['sql-worker'] WHERE id = $1`, c.RiverJobID)
 	e.Exec(t, `TRUNCATE river_job`)
 	got = e.job(t, store.DevTenantID, c.JobID)
-	require.Equal(t, store.StatusCancelled, got.Status)
+	require.Equal(t, bpctype.StatusCancelled, got.Status)
 	require.NotNil(t, got.RiverDeletedAt)
 	require.Nil(t, got.LeaseOwner)
 	require.Nil(t, got.LeaseExpiresAt)
@@ -96,7 +97,7 @@ func TestMirrorFollowsPlainSQLLifecycle(t *testing.T) {
 func TestMirrorFollowsSetBasedUpdates(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	var jobs []store.Job
+	var jobs []bpctype.Job
 	for range 4 {
 		jobs = append(jobs, e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)}))
 	}
@@ -105,7 +106,7 @@ func TestMirrorFollowsSetBasedUpdates(t *testing.T) {
 		attempted_by = ARRAY['w-1', 'w-2'], priority = 4, max_attempts = 7, queue = 'other'`)
 	for _, j := range jobs {
 		got := e.job(t, store.DevTenantID, j.JobID)
-		require.Equal(t, store.StatusRunning, got.Status)
+		require.Equal(t, bpctype.StatusRunning, got.Status)
 		require.Equal(t, ptr("w-2"), got.LeaseOwner, "the last attempted_by is the lease owner")
 		require.Equal(t, int16(3), got.Priority)
 		require.Equal(t, int32(7), got.MaxAttempts)
@@ -124,7 +125,7 @@ func TestMirrorRiverJobInsertedBySQLWithoutTenant(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.SystemTenantID, job.TenantID, "a job without tenant belongs to the system tenant")
 	require.Equal(t, "CUSTOM_MAINTENANCE", job.Type)
-	require.Equal(t, store.StatusQueued, job.Status)
+	require.Equal(t, bpctype.StatusQueued, job.Status)
 	require.Equal(t, int16(0), job.Priority)
 	require.NotEqual(t, uuid.Nil, job.JobID)
 	e.requireConsistent(t)
@@ -144,46 +145,46 @@ func TestMirrorFinalStatesAndLastError(t *testing.T) {
 		{
 			name:       "operator cancel",
 			update:     `state = 'cancelled', finalized_at = now(), metadata = metadata || '{"cancel_attempted_at":"2026-01-01T00:00:00Z"}'`,
-			wantStatus: store.StatusCancelled,
+			wantStatus: bpctype.StatusCancelled,
 		},
 		{
 			name: "worker cancel is FAILED",
 			update: `state = 'cancelled', attempt = 1, attempted_at = now(), finalized_at = now(),
 				errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 1, 'error', '{"code":"VALIDATION_ERROR","message":"x"}')]`,
-			wantStatus: store.StatusFailed, wantCode: "VALIDATION_ERROR", wantMessage: "x", wantAttempt: 1,
+			wantStatus: bpctype.StatusFailed, wantCode: "VALIDATION_ERROR", wantMessage: "x", wantAttempt: 1,
 		},
 		{
 			name:       "cancelled without metadata or errors is FAILED",
 			update:     `state = 'cancelled', finalized_at = now()`,
-			wantStatus: store.StatusFailed,
+			wantStatus: bpctype.StatusFailed,
 		},
 		{
 			name: "discarded is DEAD_LETTER with the last error",
 			update: `state = 'discarded', attempt = 5, attempted_at = now(), finalized_at = now(),
 				errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 5, 'error', '{"code":"WEBHOOK_5XX","message":"endpoint answered HTTP 500"}')]`,
-			wantStatus: store.StatusDeadLetter, wantCode: "WEBHOOK_5XX", wantMessage: "endpoint answered HTTP 500", wantAttempt: 5,
+			wantStatus: bpctype.StatusDeadLetter, wantCode: "WEBHOOK_5XX", wantMessage: "endpoint answered HTTP 500", wantAttempt: 5,
 		},
 		{
 			name: "last of several errors wins",
 			update: `state = 'discarded', attempt = 2, attempted_at = now(), finalized_at = now(),
 				errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 1, 'error', '{"code":"DB_UNAVAILABLE","message":"down"}'),
 				               jsonb_build_object('at', '2026-01-01T00:00:02Z', 'attempt', 2, 'error', '{"code":"WEBHOOK_TIMEOUT","message":"no response within 30s"}')]`,
-			wantStatus: store.StatusDeadLetter, wantCode: "WEBHOOK_TIMEOUT", wantMessage: "no response within 30s", wantAttempt: 2,
+			wantStatus: bpctype.StatusDeadLetter, wantCode: "WEBHOOK_TIMEOUT", wantMessage: "no response within 30s", wantAttempt: 2,
 		},
 		{
 			name: "error without a code is INTERNAL_ERROR",
 			update: `state = 'retryable', attempt = 1, attempted_at = now(), scheduled_at = now() + interval '1 hour',
 				errors = ARRAY['{"at":"2026-01-01T00:00:00Z","attempt":1,"error":"panic: runtime error: index out of range"}'::jsonb]`,
-			wantStatus: store.StatusQueued, wantCode: "INTERNAL_ERROR", wantMessage: "panic: runtime error: index out of range", wantAttempt: 1,
+			wantStatus: bpctype.StatusQueued, wantCode: "INTERNAL_ERROR", wantMessage: "panic: runtime error: index out of range", wantAttempt: 1,
 		},
 		{
 			name: "multi-line message is one line",
 			update: `state = 'retryable', attempt = 1, attempted_at = now(), scheduled_at = now() + interval '1 hour',
 				errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 1, 'error', '{"code":"IO_ERROR","message":"first\nsecond\t third"}')]`,
-			wantStatus: store.StatusQueued, wantCode: "IO_ERROR", wantMessage: "first second third", wantAttempt: 1,
+			wantStatus: bpctype.StatusQueued, wantCode: "IO_ERROR", wantMessage: "first second third", wantAttempt: 1,
 		},
 	}
-	jobs := make([]store.Job, len(tests))
+	jobs := make([]bpctype.Job, len(tests))
 	for i := range tests {
 		jobs[i] = e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	}
@@ -227,21 +228,21 @@ func TestMirrorFollowsRiverClientActions(t *testing.T) {
 	// What River UI and the admin API do.
 	_, err := e.River.JobCancel(e.Ctx, cancelled.RiverJobID)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusCancelled, e.job(t, store.DevTenantID, cancelled.JobID).Status)
+	require.Equal(t, bpctype.StatusCancelled, e.job(t, store.DevTenantID, cancelled.JobID).Status)
 
 	e.Exec(t, `UPDATE river_job SET state = 'discarded', attempt = 25, attempted_at = now(), finalized_at = now(),
 		errors = ARRAY[jsonb_build_object('at', '2026-01-01T00:00:00Z', 'attempt', 25, 'error', '{"code":"WEBHOOK_5XX","message":"endpoint answered HTTP 503"}')] WHERE id = $1`, retried.RiverJobID)
-	require.Equal(t, store.StatusDeadLetter, e.job(t, store.DevTenantID, retried.JobID).Status)
+	require.Equal(t, bpctype.StatusDeadLetter, e.job(t, store.DevTenantID, retried.JobID).Status)
 	_, err = e.River.JobRetry(e.Ctx, retried.RiverJobID)
 	require.NoError(t, err)
 	got := e.job(t, store.DevTenantID, retried.JobID)
-	require.Equal(t, store.StatusQueued, got.Status)
+	require.Equal(t, bpctype.StatusQueued, got.Status)
 	require.Nil(t, got.FinishedAt)
 
 	_, err = e.River.JobDelete(e.Ctx, deleted.RiverJobID)
 	require.NoError(t, err)
 	got = e.job(t, store.DevTenantID, deleted.JobID)
-	require.Equal(t, store.StatusCancelled, got.Status)
+	require.Equal(t, bpctype.StatusCancelled, got.Status)
 	require.NotNil(t, got.RiverDeletedAt)
 
 	e.requireConsistent(t)
@@ -279,7 +280,7 @@ func TestMirrorFiresUnderReplicaSessionRole(t *testing.T) {
 	}
 	require.NoError(t, err)
 
-	require.Equal(t, store.StatusSucceeded, e.job(t, store.DevTenantID, j.JobID).Status)
+	require.Equal(t, bpctype.StatusSucceeded, e.job(t, store.DevTenantID, j.JobID).Status)
 	_, err = e.Store.JobByRiverID(e.Ctx, insertedID)
 	require.NoError(t, err, "an insert under replica role is mirrored")
 	e.requireConsistent(t)
@@ -302,7 +303,7 @@ func TestConsistencyDetectsDisabledUpdateTrigger(t *testing.T) {
 
 	e.Exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_update`)
 	e.Exec(t, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = now(), finalized_at = now() WHERE id = $1`, j.RiverJobID)
-	require.Equal(t, store.StatusQueued, e.job(t, store.DevTenantID, j.JobID).Status, "the mirror really was bypassed")
+	require.Equal(t, bpctype.StatusQueued, e.job(t, store.DevTenantID, j.JobID).Status, "the mirror really was bypassed")
 
 	rep, err := e.Store.CheckConsistency(e.Ctx)
 	require.NoError(t, err)
@@ -422,7 +423,7 @@ func TestMirrorReadsEveryAttemptErrorText(t *testing.T) {
 		{"JSON jsonb cannot hold", `{"code":"X","message":"a\u0000b"}`, "INTERNAL_ERROR", `{"code":"X","message":"a\u0000b"}`},
 		{"JSON nested too deep", `{"a":` + strings.Repeat("[", 100_000), "INTERNAL_ERROR", (`{"a":` + strings.Repeat("[", 100_000))[:500]},
 	}
-	jobs := make([]store.Job, len(tests))
+	jobs := make([]bpctype.Job, len(tests))
 	for i := range tests {
 		jobs[i] = e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -17,11 +18,11 @@ import (
 func TestOperatorRetryIsMarkedOnTheRiverJob(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	mark := func(riverJobID int64) (store.OperatorRetry, bool) {
+	mark := func(riverJobID int64) (bpctype.OperatorRetry, bool) {
 		t.Helper()
 		var metadata []byte
 		require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT metadata FROM river_job WHERE id = $1`, riverJobID).Scan(&metadata))
-		return store.LastOperatorRetry(metadata)
+		return bpctype.LastOperatorRetry(metadata)
 	}
 	dbNow := func() time.Time {
 		t.Helper()
@@ -62,7 +63,7 @@ func TestOperatorRetryIsMarkedOnTheRiverJob(t *testing.T) {
 		require.False(t, r.At.Before(before) || r.At.After(after), "%s: marked at %s, retried between %s and %s", tc.name, r.At, before, after)
 		require.True(t, r.IsOperatorAttempt(tc.attempt+1), "%s: the next attempt is the operator's", tc.name)
 		require.False(t, r.IsOperatorAttempt(tc.attempt+2), "%s: the one after is River's", tc.name)
-		require.Equal(t, store.StatusQueued, e.job(t, store.DevTenantID, job.JobID).Status, tc.name)
+		require.Equal(t, bpctype.StatusQueued, e.job(t, store.DevTenantID, job.JobID).Status, tc.name)
 	}
 
 	// Not retries: the scheduler's promotion of a due job, a running job put
@@ -95,10 +96,10 @@ func TestOperatorRetryIsMarkedOnTheRiverJob(t *testing.T) {
 func TestLastOperatorRetryReadsOnlyItsMark(t *testing.T) {
 	t.Parallel()
 	for _, md := range []string{``, `{}`, `{"bpc_job_id":"x"}`, `{"bpc_operator_retry":"soon"}`, `not json "bpc_operator_retry"`} {
-		_, ok := store.LastOperatorRetry([]byte(md))
+		_, ok := bpctype.LastOperatorRetry([]byte(md))
 		require.False(t, ok, md)
 	}
-	r, ok := store.LastOperatorRetry([]byte(`{"bpc_job_id":"x","bpc_operator_retry":{"at":"2026-11-23T10:00:00Z","after_attempt":5}}`))
+	r, ok := bpctype.LastOperatorRetry([]byte(`{"bpc_job_id":"x","bpc_operator_retry":{"at":"2026-11-23T10:00:00Z","after_attempt":5}}`))
 	require.True(t, ok)
 	require.Equal(t, 5, r.AfterAttempt)
 	require.True(t, r.IsOperatorAttempt(6))

@@ -9,77 +9,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 )
-
-// Passport version statuses.
-const (
-	PassportCompiling  = "COMPILING"
-	PassportSigned     = "SIGNED"
-	PassportActive     = "ACTIVE"
-	PassportSuperseded = "SUPERSEDED"
-)
-
-// BatteryProduct is a battery model; SKUs are unique per tenant.
-type BatteryProduct struct {
-	BatteryProductID uuid.UUID `db:"battery_product_id" json:"battery_product_id"`
-	TenantID         uuid.UUID `db:"tenant_id" json:"tenant_id"`
-	SKU              string    `db:"sku" json:"sku"`
-	Name             string    `db:"name" json:"name"`
-	CreatedAt        time.Time `db:"created_at" json:"created_at"`
-}
-
-// Passport is a battery product's passport; its versions are compiled,
-// signed and activated one after the other.
-type Passport struct {
-	PassportID       uuid.UUID  `db:"passport_id" json:"passport_id"`
-	TenantID         uuid.UUID  `db:"tenant_id" json:"tenant_id"`
-	BatteryProductID uuid.UUID  `db:"battery_product_id" json:"battery_product_id"`
-	ActiveVersionID  *uuid.UUID `db:"active_version_id" json:"active_version_id"`
-	CreatedAt        time.Time  `db:"created_at" json:"created_at"`
-	UpdatedAt        time.Time  `db:"updated_at" json:"updated_at"`
-}
-
-// PassportVersion is a compiled passport version. The artifacts (payload,
-// proof, receipts, QR PNG) are loaded only by LoadPassportArtifacts; their
-// hashes are always here.
-type PassportVersion struct {
-	PassportVersionID    uuid.UUID  `db:"passport_version_id" json:"passport_version_id"`
-	TenantID             uuid.UUID  `db:"tenant_id" json:"tenant_id"`
-	PassportID           uuid.UUID  `db:"passport_id" json:"passport_id"`
-	Version              int32      `db:"version" json:"version"`
-	Status               string     `db:"status" json:"status"`
-	SnapshotID           uuid.UUID  `db:"snapshot_id" json:"snapshot_id"`
-	RulePackageVersionID uuid.UUID  `db:"rule_package_version_id" json:"rule_package_version_id"`
-	CompilerBuildID      string     `db:"compiler_build_id" json:"compiler_build_id"`
-	IssuedAt             time.Time  `db:"issued_at" json:"issued_at"`
-	PayloadHash          string     `db:"payload_hash" json:"payload_hash"`
-	PayloadBytes         int32      `db:"payload_bytes" json:"payload_bytes"`
-	ProofRootHash        string     `db:"proof_root_hash" json:"proof_root_hash"`
-	ProofBytes           int32      `db:"proof_bytes" json:"proof_bytes"`
-	ReceiptHash          string     `db:"receipt_hash" json:"receipt_hash"`
-	Signature            *string    `db:"signature" json:"signature"`
-	SigningKeyID         string     `db:"signing_key_id" json:"signing_key_id"`
-	SigningPublicKey     *string    `db:"signing_public_key" json:"signing_public_key"`
-	QRPayload            *string    `db:"qr_payload" json:"qr_payload"`
-	CompileRiverJobID    *int64     `db:"compile_river_job_id" json:"compile_river_job_id"`
-	CreatedAt            time.Time  `db:"created_at" json:"created_at"`
-	SignedAt             *time.Time `db:"signed_at" json:"signed_at"`
-	QRGeneratedAt        *time.Time `db:"qr_generated_at" json:"qr_generated_at"`
-	ActivatedAt          *time.Time `db:"activated_at" json:"activated_at"`
-	SupersededAt         *time.Time `db:"superseded_at" json:"superseded_at"`
-}
-
-// PassportArtifacts are a version's stored bytes.
-type PassportArtifacts struct {
-	Payload []byte `db:"payload"`
-	Proof   []byte `db:"proof"`
-	// Receipt is the unsigned canonical receipt (what receipt_hash is over);
-	// ReceiptSigned the canonical receipt with its signature, once signed.
-	Receipt       []byte `db:"receipt"`
-	ReceiptSigned []byte `db:"receipt_signed"`
-	QRPNG         []byte `db:"qr_png"`
-}
 
 // NewPassportVersion is what COMPILE_PASSPORT stores. The id is chosen
 // before compiling: the payload and the receipt contain it.
@@ -111,44 +43,44 @@ const passportVersionColumns = `passport_version_id, tenant_id, passport_id, ver
 	qr_payload, compile_river_job_id, created_at, signed_at, qr_generated_at, activated_at, superseded_at`
 
 // CreateBatteryProduct creates a product; a repeated SKU is CONFLICT.
-func (q *Queries) CreateBatteryProduct(ctx context.Context, tenantID uuid.UUID, sku, name string) (BatteryProduct, error) {
-	p, err := create[BatteryProduct](ctx, q.db, "battery product", "tenant", tenantID, `INSERT INTO battery_products
+func (q *Queries) CreateBatteryProduct(ctx context.Context, tenantID uuid.UUID, sku, name string) (bpctype.BatteryProduct, error) {
+	p, err := create[bpctype.BatteryProduct](ctx, q.db, "battery product", "tenant", tenantID, `INSERT INTO battery_products
 		(battery_product_id, tenant_id, sku, name) VALUES ($1, $2, $3, $4)
 		RETURNING `+productColumns, uuid.New(), tenantID, sku, name)
 	if IsUniqueViolation(err, "battery_products_sku_uniq") {
-		return BatteryProduct{}, errcode.New(errcode.Conflict, "a battery product with SKU %q exists", sku)
+		return bpctype.BatteryProduct{}, errcode.New(errcode.Conflict, "a battery product with SKU %q exists", sku)
 	}
 	return p, err
 }
 
 // GetBatteryProduct returns the tenant's product.
-func (q *Queries) GetBatteryProduct(ctx context.Context, tenantID, id uuid.UUID) (BatteryProduct, error) {
-	return getOne[BatteryProduct](ctx, q.db, "battery product", id,
+func (q *Queries) GetBatteryProduct(ctx context.Context, tenantID, id uuid.UUID) (bpctype.BatteryProduct, error) {
+	return getOne[bpctype.BatteryProduct](ctx, q.db, "battery product", id,
 		`SELECT `+productColumns+` FROM battery_products WHERE tenant_id = $1 AND battery_product_id = $2`, tenantID, id)
 }
 
 // ListBatteryProducts returns the tenant's products by SKU.
-func (q *Queries) ListBatteryProducts(ctx context.Context, tenantID uuid.UUID) ([]BatteryProduct, error) {
-	return list[BatteryProduct](ctx, q.db, "battery products",
+func (q *Queries) ListBatteryProducts(ctx context.Context, tenantID uuid.UUID) ([]bpctype.BatteryProduct, error) {
+	return list[bpctype.BatteryProduct](ctx, q.db, "battery products",
 		`SELECT `+productColumns+` FROM battery_products WHERE tenant_id = $1 ORDER BY sku`, tenantID)
 }
 
 // CreatePassport creates a passport for a product.
-func (q *Queries) CreatePassport(ctx context.Context, tenantID, productID uuid.UUID) (Passport, error) {
-	return create[Passport](ctx, q.db, "passport", "battery product", productID, `INSERT INTO passports
+func (q *Queries) CreatePassport(ctx context.Context, tenantID, productID uuid.UUID) (bpctype.Passport, error) {
+	return create[bpctype.Passport](ctx, q.db, "passport", "battery product", productID, `INSERT INTO passports
 		(passport_id, tenant_id, battery_product_id) VALUES ($1, $2, $3)
 		RETURNING `+passportColumns, uuid.New(), tenantID, productID)
 }
 
 // GetPassport returns the tenant's passport.
-func (q *Queries) GetPassport(ctx context.Context, tenantID, id uuid.UUID) (Passport, error) {
-	return getOne[Passport](ctx, q.db, "passport", id,
+func (q *Queries) GetPassport(ctx context.Context, tenantID, id uuid.UUID) (bpctype.Passport, error) {
+	return getOne[bpctype.Passport](ctx, q.db, "passport", id,
 		`SELECT `+passportColumns+` FROM passports WHERE tenant_id = $1 AND passport_id = $2`, tenantID, id)
 }
 
 // ListPassportVersions returns a passport's versions, newest first.
-func (q *Queries) ListPassportVersions(ctx context.Context, tenantID, passportID uuid.UUID) ([]PassportVersion, error) {
-	return list[PassportVersion](ctx, q.db, "passport versions",
+func (q *Queries) ListPassportVersions(ctx context.Context, tenantID, passportID uuid.UUID) ([]bpctype.PassportVersion, error) {
+	return list[bpctype.PassportVersion](ctx, q.db, "passport versions",
 		`SELECT `+passportVersionColumns+` FROM passport_versions
 		WHERE tenant_id = $1 AND passport_id = $2 ORDER BY version DESC`, tenantID, passportID)
 }
@@ -156,14 +88,14 @@ func (q *Queries) ListPassportVersions(ctx context.Context, tenantID, passportID
 // InsertPassportVersion stores a compiled version (COMPILING) as the
 // passport's next version. A version stored before by the same River job
 // (a re-run of a completed compile job) is returned instead, existed = true.
-func (q *Queries) InsertPassportVersion(ctx context.Context, in NewPassportVersion) (PassportVersion, bool, error) {
+func (q *Queries) InsertPassportVersion(ctx context.Context, in NewPassportVersion) (bpctype.PassportVersion, bool, error) {
 	if err := q.lockParent(ctx, "passport", in.TenantID, in.PassportID,
 		`SELECT passport_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`); err != nil {
-		return PassportVersion{}, false, err
+		return bpctype.PassportVersion{}, false, err
 	}
 	// The compile job's key makes a re-run's insert do nothing; the version
 	// stored first is then read (the parent lock orders the two).
-	v, err := queryOne[PassportVersion](ctx, q.db, `INSERT INTO passport_versions (passport_version_id, tenant_id, passport_id, version, status,
+	v, err := queryOne[bpctype.PassportVersion](ctx, q.db, `INSERT INTO passport_versions (passport_version_id, tenant_id, passport_id, version, status,
 			snapshot_id, rule_package_version_id, compiler_build_id, issued_at, payload, payload_hash, proof, proof_root_hash,
 			receipt, receipt_hash, signing_key_id, compile_river_job_id)
 		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, 'COMPILING', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
@@ -173,45 +105,45 @@ func (q *Queries) InsertPassportVersion(ctx context.Context, in NewPassportVersi
 		in.PassportVersionID, in.TenantID, in.PassportID, in.SnapshotID, in.RulePackageVersionID, in.CompilerBuildID, in.IssuedAt,
 		in.Payload, in.PayloadHash, in.Proof, in.ProofRootHash, in.Receipt, in.ReceiptHash, in.SigningKeyID, in.CompileRiverJobID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		existing, err := getOne[PassportVersion](ctx, q.db, "passport version of River job", in.CompileRiverJobID, `SELECT `+passportVersionColumns+`
+		existing, err := getOne[bpctype.PassportVersion](ctx, q.db, "passport version of River job", in.CompileRiverJobID, `SELECT `+passportVersionColumns+`
 			FROM passport_versions WHERE compile_river_job_id = $1`, in.CompileRiverJobID)
 		return existing, err == nil, err
 	}
 	if err != nil {
-		return PassportVersion{}, false, fmt.Errorf("error storing passport version: %w", err)
+		return bpctype.PassportVersion{}, false, fmt.Errorf("error storing passport version: %w", err)
 	}
 	return v, false, nil
 }
 
 // PassportVersionByCompileJob returns the version a River compile job
 // stored, if any (ErrNotFound otherwise).
-func (q *Queries) PassportVersionByCompileJob(ctx context.Context, tenantID uuid.UUID, riverJobID int64) (PassportVersion, error) {
-	return getOne[PassportVersion](ctx, q.db, "passport version of River job", riverJobID,
+func (q *Queries) PassportVersionByCompileJob(ctx context.Context, tenantID uuid.UUID, riverJobID int64) (bpctype.PassportVersion, error) {
+	return getOne[bpctype.PassportVersion](ctx, q.db, "passport version of River job", riverJobID,
 		`SELECT `+passportVersionColumns+` FROM passport_versions
 		WHERE tenant_id = $1 AND compile_river_job_id = $2`, tenantID, riverJobID)
 }
 
 // GetPassportVersion returns the tenant's passport version without artifacts.
-func (q *Queries) GetPassportVersion(ctx context.Context, tenantID, id uuid.UUID) (PassportVersion, error) {
+func (q *Queries) GetPassportVersion(ctx context.Context, tenantID, id uuid.UUID) (bpctype.PassportVersion, error) {
 	return q.passportVersion(ctx, tenantID, id, "")
 }
 
 // LockPassportVersion returns a version locked FOR UPDATE.
-func (q *Queries) LockPassportVersion(ctx context.Context, tenantID, id uuid.UUID) (PassportVersion, error) {
+func (q *Queries) LockPassportVersion(ctx context.Context, tenantID, id uuid.UUID) (bpctype.PassportVersion, error) {
 	return q.passportVersion(ctx, tenantID, id, " FOR UPDATE")
 }
 
-func (q *Queries) passportVersion(ctx context.Context, tenantID, id uuid.UUID, lock string) (PassportVersion, error) {
-	return getOne[PassportVersion](ctx, q.db, "passport version", id,
+func (q *Queries) passportVersion(ctx context.Context, tenantID, id uuid.UUID, lock string) (bpctype.PassportVersion, error) {
+	return getOne[bpctype.PassportVersion](ctx, q.db, "passport version", id,
 		`SELECT `+passportVersionColumns+` FROM passport_versions
 		WHERE tenant_id = $1 AND passport_version_id = $2`+lock, tenantID, id)
 }
 
 // LockPassportVersionReceipt returns a version locked FOR UPDATE with its
 // unsigned receipt: what signing reads, without the payload and proof.
-func (q *Queries) LockPassportVersionReceipt(ctx context.Context, tenantID, id uuid.UUID) (PassportVersion, []byte, error) {
+func (q *Queries) LockPassportVersionReceipt(ctx context.Context, tenantID, id uuid.UUID) (bpctype.PassportVersion, []byte, error) {
 	type withReceipt struct {
-		PassportVersion
+		bpctype.PassportVersion
 		Receipt []byte `db:"receipt"`
 	}
 	v, err := getOne[withReceipt](ctx, q.db, "passport version", id,
@@ -221,8 +153,8 @@ func (q *Queries) LockPassportVersionReceipt(ctx context.Context, tenantID, id u
 }
 
 // LoadPassportArtifacts returns a version's stored bytes.
-func (q *Queries) LoadPassportArtifacts(ctx context.Context, tenantID, id uuid.UUID) (PassportArtifacts, error) {
-	return getOne[PassportArtifacts](ctx, q.db, "passport version", id,
+func (q *Queries) LoadPassportArtifacts(ctx context.Context, tenantID, id uuid.UUID) (bpctype.PassportArtifacts, error) {
+	return getOne[bpctype.PassportArtifacts](ctx, q.db, "passport version", id,
 		`SELECT payload, proof, receipt, receipt_signed, qr_png FROM passport_versions
 		WHERE tenant_id = $1 AND passport_version_id = $2`, tenantID, id)
 }
@@ -260,39 +192,26 @@ func (q *Queries) SetPassportVersionQR(ctx context.Context, tenantID, id uuid.UU
 // SUPERSEDED, under the passport's row lock. It returns the activated
 // version and the superseded one's id (nil if none). The caller decided the
 // version may be activated and holds its lock.
-func (q *Queries) SetPassportVersionActive(ctx context.Context, tenantID, passportID, id uuid.UUID) (PassportVersion, *uuid.UUID, error) {
+func (q *Queries) SetPassportVersionActive(ctx context.Context, tenantID, passportID, id uuid.UUID) (bpctype.PassportVersion, *uuid.UUID, error) {
 	var previous *uuid.UUID
 	if err := q.db.QueryRow(ctx, `SELECT active_version_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`,
 		tenantID, passportID).Scan(&previous); err != nil {
-		return PassportVersion{}, nil, notFound(err, "passport", passportID)
+		return bpctype.PassportVersion{}, nil, notFound(err, "passport", passportID)
 	}
 	if _, err := q.db.Exec(ctx, `UPDATE passport_versions SET status = 'SUPERSEDED', superseded_at = now()
 		WHERE tenant_id = $1 AND passport_id = $2 AND status = 'ACTIVE'`, tenantID, passportID); err != nil {
-		return PassportVersion{}, nil, fmt.Errorf("error superseding the active version: %w", err)
+		return bpctype.PassportVersion{}, nil, fmt.Errorf("error superseding the active version: %w", err)
 	}
 	if _, err := q.db.Exec(ctx, `UPDATE passport_versions SET status = 'ACTIVE', activated_at = now()
 		WHERE tenant_id = $1 AND passport_version_id = $2`, tenantID, id); err != nil {
-		return PassportVersion{}, nil, fmt.Errorf("error activating passport version %s: %w", id, err)
+		return bpctype.PassportVersion{}, nil, fmt.Errorf("error activating passport version %s: %w", id, err)
 	}
 	if _, err := q.db.Exec(ctx, `UPDATE passports SET active_version_id = $3, updated_at = now()
 		WHERE tenant_id = $1 AND passport_id = $2`, tenantID, passportID, id); err != nil {
-		return PassportVersion{}, nil, fmt.Errorf("error updating passport %s: %w", passportID, err)
+		return bpctype.PassportVersion{}, nil, fmt.Errorf("error updating passport %s: %w", passportID, err)
 	}
 	v, err := q.passportVersion(ctx, tenantID, id, "")
 	return v, previous, err
-}
-
-// PassportExport is an export file written for a version.
-type PassportExport struct {
-	PassportExportID  uuid.UUID `db:"passport_export_id" json:"passport_export_id"`
-	TenantID          uuid.UUID `db:"tenant_id" json:"tenant_id"`
-	PassportVersionID uuid.UUID `db:"passport_version_id" json:"passport_version_id"`
-	Format            string    `db:"format" json:"format"`
-	Path              string    `db:"path" json:"path"`
-	SizeBytes         int64     `db:"size_bytes" json:"size_bytes"`
-	SHA256            string    `db:"sha256" json:"sha256"`
-	RiverJobID        *int64    `db:"river_job_id" json:"river_job_id"`
-	CreatedAt         time.Time `db:"created_at" json:"created_at"`
 }
 
 const exportColumns = `passport_export_id, tenant_id, passport_version_id, format, path, size_bytes, sha256, river_job_id, created_at`
@@ -300,22 +219,22 @@ const exportColumns = `passport_export_id, tenant_id, passport_version_id, forma
 // RecordPassportExport stores an export. The same River job recording again
 // (a re-run rewrote the file) updates its row's path, size and SHA-256 and
 // keeps its id.
-func (q *Queries) RecordPassportExport(ctx context.Context, e PassportExport) (PassportExport, error) {
-	out, err := queryOne[PassportExport](ctx, q.db, `INSERT INTO passport_exports (passport_export_id, tenant_id, passport_version_id, format, path,
+func (q *Queries) RecordPassportExport(ctx context.Context, e bpctype.PassportExport) (bpctype.PassportExport, error) {
+	out, err := queryOne[bpctype.PassportExport](ctx, q.db, `INSERT INTO passport_exports (passport_export_id, tenant_id, passport_version_id, format, path,
 			size_bytes, sha256, river_job_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (river_job_id) DO UPDATE SET path = EXCLUDED.path, size_bytes = EXCLUDED.size_bytes, sha256 = EXCLUDED.sha256
 		RETURNING `+exportColumns,
 		uuid.New(), e.TenantID, e.PassportVersionID, e.Format, e.Path, e.SizeBytes, e.SHA256, e.RiverJobID)
 	if err != nil {
-		return PassportExport{}, fmt.Errorf("error recording export: %w", err)
+		return bpctype.PassportExport{}, fmt.Errorf("error recording export: %w", err)
 	}
 	return out, nil
 }
 
 // ListPassportExports returns a version's exports, newest first.
-func (q *Queries) ListPassportExports(ctx context.Context, tenantID, versionID uuid.UUID) ([]PassportExport, error) {
-	return list[PassportExport](ctx, q.db, "exports",
+func (q *Queries) ListPassportExports(ctx context.Context, tenantID, versionID uuid.UUID) ([]bpctype.PassportExport, error) {
+	return list[bpctype.PassportExport](ctx, q.db, "exports",
 		`SELECT `+exportColumns+` FROM passport_exports
 		WHERE tenant_id = $1 AND passport_version_id = $2 ORDER BY created_at DESC, passport_export_id`, tenantID, versionID)
 }

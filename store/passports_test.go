@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/examples/nmc811"
@@ -18,14 +19,14 @@ import (
 	"github.com/bpc-platform/bpc/store"
 )
 
-func (e env) createProduct(t *testing.T, tenantID uuid.UUID, sku string) store.BatteryProduct {
+func (e env) createProduct(t *testing.T, tenantID uuid.UUID, sku string) bpctype.BatteryProduct {
 	t.Helper()
 	p, err := e.Store.CreateBatteryProduct(e.Ctx, tenantID, sku, "Pack "+sku)
 	require.NoError(t, err)
 	return p
 }
 
-func (e env) createPassport(t *testing.T, tenantID uuid.UUID) store.Passport {
+func (e env) createPassport(t *testing.T, tenantID uuid.UUID) bpctype.Passport {
 	t.Helper()
 	product := e.createProduct(t, tenantID, "SKU-"+uuid.NewString()[:8])
 	p, err := e.Store.CreatePassport(e.Ctx, tenantID, product.BatteryProductID)
@@ -64,9 +65,9 @@ func (d versionDeps) fakeVersion(jobID int64) store.NewPassportVersion {
 	}
 }
 
-func (e env) insertVersion(t *testing.T, in store.NewPassportVersion) (store.PassportVersion, bool, error) {
+func (e env) insertVersion(t *testing.T, in store.NewPassportVersion) (bpctype.PassportVersion, bool, error) {
 	t.Helper()
-	var v store.PassportVersion
+	var v bpctype.PassportVersion
 	var existed bool
 	err := e.inTx(func(q *store.Queries) (err error) {
 		v, existed, err = q.InsertPassportVersion(e.Ctx, in)
@@ -75,7 +76,7 @@ func (e env) insertVersion(t *testing.T, in store.NewPassportVersion) (store.Pas
 	return v, existed, err
 }
 
-func (e env) mustInsertVersion(t *testing.T, in store.NewPassportVersion) store.PassportVersion {
+func (e env) mustInsertVersion(t *testing.T, in store.NewPassportVersion) bpctype.PassportVersion {
 	t.Helper()
 	v, existed, err := e.insertVersion(t, in)
 	require.NoError(t, err)
@@ -97,9 +98,9 @@ func (e env) setQR(t *testing.T, tenantID, id uuid.UUID, png []byte) error {
 	})
 }
 
-func (e env) activate(t *testing.T, tenantID, id uuid.UUID) (store.PassportVersion, *uuid.UUID, bool, error) {
+func (e env) activate(t *testing.T, tenantID, id uuid.UUID) (bpctype.PassportVersion, *uuid.UUID, bool, error) {
 	t.Helper()
-	var v store.PassportVersion
+	var v bpctype.PassportVersion
 	var previous *uuid.UUID
 	var changed bool
 	err := e.inTx(func(q *store.Queries) (err error) {
@@ -109,7 +110,7 @@ func (e env) activate(t *testing.T, tenantID, id uuid.UUID) (store.PassportVersi
 	return v, previous, changed, err
 }
 
-func (e env) passportVersion(t *testing.T, tenantID, id uuid.UUID) store.PassportVersion {
+func (e env) passportVersion(t *testing.T, tenantID, id uuid.UUID) bpctype.PassportVersion {
 	t.Helper()
 	v, err := e.Store.GetPassportVersion(e.Ctx, tenantID, id)
 	require.NoError(t, err)
@@ -117,7 +118,7 @@ func (e env) passportVersion(t *testing.T, tenantID, id uuid.UUID) store.Passpor
 }
 
 // signedWithQR inserts a fake version and signs it and gives it a QR code.
-func (e env) signedWithQR(t *testing.T, d versionDeps, jobID int64) store.PassportVersion {
+func (e env) signedWithQR(t *testing.T, d versionDeps, jobID int64) bpctype.PassportVersion {
 	t.Helper()
 	v := e.mustInsertVersion(t, d.fakeVersion(jobID))
 	require.NoError(t, e.setSigned(t, d.tenantID, v.PassportVersionID, "c2ln", []byte(`{"signed":1}`)))
@@ -174,7 +175,7 @@ func TestInsertPassportVersion(t *testing.T) {
 	v1 := e.mustInsertVersion(t, in1)
 	require.Equal(t, in1.PassportVersionID, v1.PassportVersionID)
 	require.Equal(t, int32(1), v1.Version)
-	require.Equal(t, store.PassportCompiling, v1.Status)
+	require.Equal(t, bpctype.PassportCompiling, v1.Status)
 	require.Equal(t, int32(len(in1.Payload)), v1.PayloadBytes)
 	require.Equal(t, int32(len(in1.Proof)), v1.ProofBytes)
 	require.Equal(t, in1.PayloadHash, v1.PayloadHash)
@@ -267,11 +268,11 @@ func TestPassportVersionSigningAndQR(t *testing.T) {
 	requireCode(t, e.setQR(t, store.DevTenantID, id, []byte("png")), errcode.InvalidState)
 	// Another tenant cannot sign it (the store answers INVALID_STATE, not NOT_FOUND).
 	require.Error(t, e.setSigned(t, other, id, "c2ln", []byte(`{"signed":1}`)))
-	require.Equal(t, store.PassportCompiling, e.passportVersion(t, store.DevTenantID, id).Status)
+	require.Equal(t, bpctype.PassportCompiling, e.passportVersion(t, store.DevTenantID, id).Status)
 	require.NoError(t, e.setSigned(t, store.DevTenantID, id, "c2ln", []byte(`{"signed":1}`)))
 	requireCode(t, e.setSigned(t, store.DevTenantID, id, "b3RoZXI=", []byte(`{"signed":2}`)), errcode.InvalidState)
 	signed := e.passportVersion(t, store.DevTenantID, id)
-	require.Equal(t, store.PassportSigned, signed.Status)
+	require.Equal(t, bpctype.PassportSigned, signed.Status)
 	require.Equal(t, "c2ln", *signed.Signature)
 	require.Equal(t, "cHVi", *signed.SigningPublicKey)
 	require.NotNil(t, signed.SignedAt)
@@ -317,7 +318,7 @@ func TestActivatePassportVersion(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, changed)
 	require.Nil(t, previous)
-	require.Equal(t, store.PassportActive, active.Status)
+	require.Equal(t, bpctype.PassportActive, active.Status)
 	require.NotNil(t, active.ActivatedAt)
 	pp, err := e.Store.GetPassport(e.Ctx, store.DevTenantID, d.passportID)
 	require.NoError(t, err)
@@ -328,7 +329,7 @@ func TestActivatePassportVersion(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, changed)
 	require.Nil(t, previous)
-	require.Equal(t, store.PassportActive, again.Status)
+	require.Equal(t, bpctype.PassportActive, again.Status)
 	require.True(t, active.ActivatedAt.Equal(*again.ActivatedAt))
 
 	// A second version supersedes the first.
@@ -338,9 +339,9 @@ func TestActivatePassportVersion(t *testing.T) {
 	require.True(t, changed)
 	require.NotNil(t, previous)
 	require.Equal(t, first.PassportVersionID, *previous)
-	require.Equal(t, store.PassportActive, active.Status)
+	require.Equal(t, bpctype.PassportActive, active.Status)
 	old := e.passportVersion(t, store.DevTenantID, first.PassportVersionID)
-	require.Equal(t, store.PassportSuperseded, old.Status)
+	require.Equal(t, bpctype.PassportSuperseded, old.Status)
 	require.NotNil(t, old.SupersededAt)
 	pp, err = e.Store.GetPassport(e.Ctx, store.DevTenantID, d.passportID)
 	require.NoError(t, err)
@@ -358,7 +359,7 @@ func TestActivatePassportVersion(t *testing.T) {
 	_, previous, _, err = e.activate(t, store.DevTenantID, otherPassport.PassportVersionID)
 	require.NoError(t, err)
 	require.Nil(t, previous)
-	require.Equal(t, store.PassportActive, e.passportVersion(t, store.DevTenantID, second.PassportVersionID).Status)
+	require.Equal(t, bpctype.PassportActive, e.passportVersion(t, store.DevTenantID, second.PassportVersionID).Status)
 
 	// The schema allows at most one ACTIVE version per passport.
 	_, err = e.Pool.Exec(e.Ctx, `UPDATE passport_versions SET status = 'ACTIVE' WHERE passport_version_id = $1`, first.PassportVersionID)
@@ -371,13 +372,13 @@ func TestRecordPassportExport(t *testing.T) {
 	d := e.newDeps(t, store.DevTenantID)
 	v := e.signedWithQR(t, d, 401)
 
-	rec := func(ex store.PassportExport) store.PassportExport {
+	rec := func(ex bpctype.PassportExport) bpctype.PassportExport {
 		t.Helper()
-		out, err := committed(e, func(q *store.Queries) (store.PassportExport, error) { return q.RecordPassportExport(e.Ctx, ex) })
+		out, err := committed(e, func(q *store.Queries) (bpctype.PassportExport, error) { return q.RecordPassportExport(e.Ctx, ex) })
 		require.NoError(t, err)
 		return out
 	}
-	ex := store.PassportExport{TenantID: store.DevTenantID, PassportVersionID: v.PassportVersionID, Format: "json",
+	ex := bpctype.PassportExport{TenantID: store.DevTenantID, PassportVersionID: v.PassportVersionID, Format: "json",
 		Path: "/exports/a.json", SizeBytes: 123, SHA256: sha256Hex([]byte("a")), RiverJobID: ptr(int64(77))}
 	first := rec(ex)
 	require.Equal(t, "json", first.Format)

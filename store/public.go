@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+
+	"github.com/bpc-platform/bpc/bpctype"
 )
 
 // PublicPassportVersion is what public verification reads of a passport
@@ -11,7 +13,7 @@ import (
 // key the service registered under the version's signing key id (nil when
 // none is registered, which fails verification).
 type PublicPassportVersion struct {
-	PassportVersion
+	bpctype.PassportVersion
 	BatteryProductID uuid.UUID `db:"battery_product_id"`
 	ProductSKU       string    `db:"product_sku"`
 	ProductName      string    `db:"product_name"`
@@ -35,7 +37,7 @@ func (q *Queries) GetPublicPassportVersion(ctx context.Context, id uuid.UUID) (P
 		`WITH v AS (
 			SELECT `+passportVersionColumns+`, payload, proof, receipt_signed, qr_png
 			FROM passport_versions
-			WHERE passport_version_id = $1 AND status IN ('`+PassportActive+`', '`+PassportSuperseded+`')
+			WHERE passport_version_id = $1 AND status IN ('`+bpctype.PassportActive+`', '`+bpctype.PassportSuperseded+`')
 		)
 		SELECT v.*, bp.battery_product_id, bp.sku AS product_sku, bp.name AS product_name,
 			k.public_key_base64 AS registered_public_key

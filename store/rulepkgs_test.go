@@ -7,29 +7,30 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
-func (e env) createRulePackage(t *testing.T, tenantID uuid.UUID, name string) store.RulePackage {
+func (e env) createRulePackage(t *testing.T, tenantID uuid.UUID, name string) bpctype.RulePackage {
 	t.Helper()
 	p, err := e.Store.CreateRulePackage(e.Ctx, tenantID, name)
 	require.NoError(t, err)
 	return p
 }
 
-func (e env) createRuleVersion(t *testing.T, tenantID, packageID uuid.UUID, dsl, tests string) (store.RulePackageVersion, error) {
+func (e env) createRuleVersion(t *testing.T, tenantID, packageID uuid.UUID, dsl, tests string) (bpctype.RulePackageVersion, error) {
 	t.Helper()
-	return committed(e, func(q *store.Queries) (store.RulePackageVersion, error) {
+	return committed(e, func(q *store.Queries) (bpctype.RulePackageVersion, error) {
 		return q.CreateRulePackageVersion(e.Ctx, tenantID, packageID, dsl, tests)
 	})
 }
 
-func (e env) recordRun(t *testing.T, run store.RuleTestsRun) (store.RuleTestsRun, bool) {
+func (e env) recordRun(t *testing.T, run bpctype.RuleTestsRun) (bpctype.RuleTestsRun, bool) {
 	t.Helper()
-	var out store.RuleTestsRun
+	var out bpctype.RuleTestsRun
 	var existed bool
 	require.NoError(t, e.inTx(func(q *store.Queries) (err error) {
 		out, existed, err = passport.StoreRuleTestsRun(e.Ctx, q, run)
@@ -38,9 +39,9 @@ func (e env) recordRun(t *testing.T, run store.RuleTestsRun) (store.RuleTestsRun
 	return out, existed
 }
 
-func (e env) publish(t *testing.T, tenantID, versionID uuid.UUID) (store.RulePackageVersion, bool, error) {
+func (e env) publish(t *testing.T, tenantID, versionID uuid.UUID) (bpctype.RulePackageVersion, bool, error) {
 	t.Helper()
-	var v store.RulePackageVersion
+	var v bpctype.RulePackageVersion
 	var changed bool
 	err := e.inTx(func(q *store.Queries) (err error) {
 		v, changed, err = passport.MarkRuleVersionPublished(e.Ctx, q, tenantID, versionID)
@@ -49,7 +50,7 @@ func (e env) publish(t *testing.T, tenantID, versionID uuid.UUID) (store.RulePac
 	return v, changed, err
 }
 
-func (e env) ruleVersion(t *testing.T, tenantID, id uuid.UUID) store.RulePackageVersion {
+func (e env) ruleVersion(t *testing.T, tenantID, id uuid.UUID) bpctype.RulePackageVersion {
 	t.Helper()
 	v, err := e.Store.GetRulePackageVersion(e.Ctx, tenantID, id, false)
 	require.NoError(t, err)
@@ -57,7 +58,7 @@ func (e env) ruleVersion(t *testing.T, tenantID, id uuid.UUID) store.RulePackage
 }
 
 // sampleRules stores the sample rule package as a new version, DRAFT.
-func (e env) sampleRules(t *testing.T, tenantID uuid.UUID) store.RulePackageVersion {
+func (e env) sampleRules(t *testing.T, tenantID uuid.UUID) bpctype.RulePackageVersion {
 	t.Helper()
 	p := e.createRulePackage(t, tenantID, "eu-battery-"+uuid.NewString()[:8])
 	v, err := e.createRuleVersion(t, tenantID, p.RulePackageID, nmc811.Rules(), nmc811.Tests())
@@ -66,8 +67,8 @@ func (e env) sampleRules(t *testing.T, tenantID uuid.UUID) store.RulePackageVers
 }
 
 // passedRun is a PASSED run of cases cases.
-func passedRun(tenantID, versionID uuid.UUID, cases int32) store.RuleTestsRun {
-	return store.RuleTestsRun{TenantID: tenantID, RulePackageVersionID: versionID, Seed: 7, Status: "PASSED",
+func passedRun(tenantID, versionID uuid.UUID, cases int32) bpctype.RuleTestsRun {
+	return bpctype.RuleTestsRun{TenantID: tenantID, RulePackageVersionID: versionID, Seed: 7, Status: "PASSED",
 		TotalCases: cases, Passed: cases}
 }
 
@@ -110,7 +111,7 @@ func TestCreateRulePackageVersion(t *testing.T) {
 	v1, err := e.createRuleVersion(t, store.DevTenantID, p.RulePackageID, dsl, tests)
 	require.NoError(t, err)
 	require.Equal(t, int32(1), v1.Version)
-	require.Equal(t, store.RulesDraft, v1.Status)
+	require.Equal(t, bpctype.RulesDraft, v1.Status)
 	require.Equal(t, p.RulePackageID, v1.RulePackageID)
 	require.Equal(t, sha256Hex([]byte(dsl)), v1.DSLSHA256)
 	require.Equal(t, sha256Hex([]byte(tests)), v1.TestsSHA256)
@@ -164,19 +165,19 @@ func TestRuleTestsRunsValidateAndPublish(t *testing.T) {
 
 	// A FAILED run keeps the version DRAFT and stores its first failure.
 	failure := json.RawMessage(`{"test":"t1","case":3,"inputs":{},"expected":"1","actual":"2"}`)
-	failed, existed := e.recordRun(t, store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: id, Seed: 1,
+	failed, existed := e.recordRun(t, bpctype.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: id, Seed: 1,
 		Status: "FAILED", TotalCases: 600, Passed: 599, Failed: 1, FirstFailure: failure, RiverJobID: ptr(int64(11))})
 	require.False(t, existed)
 	require.Equal(t, "FAILED", failed.Status)
 	require.JSONEq(t, string(failure), string(failed.FirstFailure))
 	require.Equal(t, int64(11), *failed.RiverJobID)
-	require.Equal(t, store.RulesDraft, e.ruleVersion(t, store.DevTenantID, id).Status)
+	require.Equal(t, bpctype.RulesDraft, e.ruleVersion(t, store.DevTenantID, id).Status)
 
 	// A PASSED run with too few cases keeps it DRAFT.
-	few, _ := e.recordRun(t, store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: id, Seed: 2,
+	few, _ := e.recordRun(t, bpctype.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: id, Seed: 2,
 		Status: "PASSED", TotalCases: passport.MinRuleTestCases - 1, Passed: passport.MinRuleTestCases - 1, RiverJobID: ptr(int64(12))})
 	require.Empty(t, few.FirstFailure, "no failure is stored as NULL")
-	require.Equal(t, store.RulesDraft, e.ruleVersion(t, store.DevTenantID, id).Status)
+	require.Equal(t, bpctype.RulesDraft, e.ruleVersion(t, store.DevTenantID, id).Status)
 
 	_, _, err := e.publish(t, store.DevTenantID, id)
 	requireCode(t, err, errcode.RuleTestsFailed)
@@ -188,7 +189,7 @@ func TestRuleTestsRunsValidateAndPublish(t *testing.T) {
 	require.False(t, existed)
 	require.Equal(t, int32(passport.MinRuleTestCases), passed.TotalCases)
 	validated := e.ruleVersion(t, store.DevTenantID, id)
-	require.Equal(t, store.RulesValidated, validated.Status)
+	require.Equal(t, bpctype.RulesValidated, validated.Status)
 	require.NotNil(t, validated.ValidatedAt)
 
 	// The same River job again returns the stored run and adds no row.
@@ -212,20 +213,20 @@ func TestRuleTestsRunsValidateAndPublish(t *testing.T) {
 	pub, changed, err := e.publish(t, store.DevTenantID, id)
 	require.NoError(t, err)
 	require.True(t, changed)
-	require.Equal(t, store.RulesPublished, pub.Status)
+	require.Equal(t, bpctype.RulesPublished, pub.Status)
 	require.NotNil(t, pub.PublishedAt)
 	require.Empty(t, pub.DSLSource)
 
 	pub2, changed, err := e.publish(t, store.DevTenantID, id)
 	require.NoError(t, err)
 	require.False(t, changed)
-	require.Equal(t, store.RulesPublished, pub2.Status)
+	require.Equal(t, bpctype.RulesPublished, pub2.Status)
 	require.True(t, pub.PublishedAt.Equal(*pub2.PublishedAt), "publishing again changes nothing")
 	require.Empty(t, pub2.DSLSource)
 
 	// A later passing run does not move a PUBLISHED version back.
 	e.recordRun(t, passedRun(store.DevTenantID, id, 1000))
-	require.Equal(t, store.RulesPublished, e.ruleVersion(t, store.DevTenantID, id).Status)
+	require.Equal(t, bpctype.RulesPublished, e.ruleVersion(t, store.DevTenantID, id).Status)
 }
 
 func TestRuleTestsRunsWithoutJobAreNotDeduplicated(t *testing.T) {
@@ -238,7 +239,7 @@ func TestRuleTestsRunsWithoutJobAreNotDeduplicated(t *testing.T) {
 	b, existed := e.recordRun(t, passedRun(store.DevTenantID, v.RulePackageVersionID, 10))
 	require.False(t, existed)
 	require.NotEqual(t, a.RuleTestsRunID, b.RuleTestsRunID)
-	require.Equal(t, store.RulesDraft, e.ruleVersion(t, store.DevTenantID, v.RulePackageVersionID).Status)
+	require.Equal(t, bpctype.RulesDraft, e.ruleVersion(t, store.DevTenantID, v.RulePackageVersionID).Status)
 }
 
 func TestRuleVersionsAreTenantScoped(t *testing.T) {
@@ -254,12 +255,12 @@ func TestRuleVersionsAreTenantScoped(t *testing.T) {
 	})
 	require.Error(t, err)
 	require.True(t, store.IsForeignKeyViolation(err), "%v", err)
-	require.Equal(t, store.RulesDraft, e.ruleVersion(t, store.DevTenantID, v.RulePackageVersionID).Status)
+	require.Equal(t, bpctype.RulesDraft, e.ruleVersion(t, store.DevTenantID, v.RulePackageVersionID).Status)
 
 	e.recordRun(t, passedRun(store.DevTenantID, v.RulePackageVersionID, passport.MinRuleTestCases))
 	_, _, err = e.publish(t, other, v.RulePackageVersionID)
 	requireCode(t, err, errcode.NotFound)
-	require.Equal(t, store.RulesValidated, e.ruleVersion(t, store.DevTenantID, v.RulePackageVersionID).Status)
+	require.Equal(t, bpctype.RulesValidated, e.ruleVersion(t, store.DevTenantID, v.RulePackageVersionID).Status)
 	err = e.inTx(func(q *store.Queries) error {
 		_, err := q.LockRulePackageVersion(e.Ctx, other, v.RulePackageVersionID)
 		return err

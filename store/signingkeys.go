@@ -4,20 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 )
-
-// SigningKey is a public key that signs (or signed) passport receipts.
-type SigningKey struct {
-	KeyID           string    `db:"key_id" json:"key_id"`
-	Alg             string    `db:"alg" json:"alg"`
-	PublicKeyBase64 string    `db:"public_key_base64" json:"public_key_base64"`
-	CreatedAt       time.Time `db:"created_at" json:"created_at"`
-}
 
 // RegisterSigningKey records the public key of keyID. The same key again is
 // a no-op; another public key under a registered id is a CONFLICT, because
@@ -67,7 +59,7 @@ func (q *Queries) StoreDevSigningKey(ctx context.Context, keyID, publicKeyBase64
 }
 
 // ListSigningKeys returns every registered public key by id.
-func (q *Queries) ListSigningKeys(ctx context.Context) ([]SigningKey, error) {
-	return list[SigningKey](ctx, q.db, "signing keys",
+func (q *Queries) ListSigningKeys(ctx context.Context) ([]bpctype.SigningKey, error) {
+	return list[bpctype.SigningKey](ctx, q.db, "signing keys",
 		`SELECT key_id, alg, public_key_base64, created_at FROM signing_keys ORDER BY key_id`)
 }

@@ -4,65 +4,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/rules"
 )
-
-// Snapshot statuses.
-const (
-	SnapshotBuilding = "BUILDING"
-	SnapshotReady    = "READY"
-	SnapshotSealed   = "SEALED"
-)
-
-// Snapshot is a data snapshot: a set of facts that is built, then sealed
-// (BPC-SNAPSHOT-1) and compiled.
-type Snapshot struct {
-	SnapshotID   uuid.UUID  `db:"snapshot_id" json:"snapshot_id"`
-	TenantID     uuid.UUID  `db:"tenant_id" json:"tenant_id"`
-	Status       string     `db:"status" json:"status"`
-	SnapshotHash *string    `db:"snapshot_hash" json:"snapshot_hash"`
-	ItemCount    int64      `db:"item_count" json:"item_count"`
-	CreatedAt    time.Time  `db:"created_at" json:"created_at"`
-	ReadyAt      *time.Time `db:"ready_at" json:"ready_at"`
-	SealedAt     *time.Time `db:"sealed_at" json:"sealed_at"`
-}
-
-// SnapshotItem is one fact of a snapshot.
-type SnapshotItem struct {
-	FactID      uuid.UUID `db:"fact_id" json:"fact_id"`
-	FactType    string    `db:"fact_type" json:"fact_type"`
-	FactKey     string    `db:"fact_key" json:"fact_key"`
-	PayloadHash string    `db:"payload_hash" json:"payload_hash"`
-}
 
 const snapshotColumns = `s.snapshot_id, s.tenant_id, s.status, s.snapshot_hash,
 	(SELECT count(*) FROM snapshot_items i WHERE i.snapshot_id = s.snapshot_id) AS item_count,
 	s.created_at, s.ready_at, s.sealed_at`
 
 // CreateSnapshot creates an empty BUILDING snapshot.
-func (q *Queries) CreateSnapshot(ctx context.Context, tenantID uuid.UUID) (Snapshot, error) {
-	return create[Snapshot](ctx, q.db, "snapshot", "tenant", tenantID, `INSERT INTO data_snapshots AS s
+func (q *Queries) CreateSnapshot(ctx context.Context, tenantID uuid.UUID) (bpctype.Snapshot, error) {
+	return create[bpctype.Snapshot](ctx, q.db, "snapshot", "tenant", tenantID, `INSERT INTO data_snapshots AS s
 		(snapshot_id, tenant_id) VALUES ($1, $2)
 		RETURNING `+snapshotColumns, uuid.New(), tenantID)
 }
 
 // GetSnapshot returns the tenant's snapshot.
-func (q *Queries) GetSnapshot(ctx context.Context, tenantID, id uuid.UUID) (Snapshot, error) {
+func (q *Queries) GetSnapshot(ctx context.Context, tenantID, id uuid.UUID) (bpctype.Snapshot, error) {
 	return q.snapshot(ctx, tenantID, id, "")
 }
 
 // LockSnapshot returns the snapshot locked FOR UPDATE.
-func (q *Queries) LockSnapshot(ctx context.Context, tenantID, id uuid.UUID) (Snapshot, error) {
+func (q *Queries) LockSnapshot(ctx context.Context, tenantID, id uuid.UUID) (bpctype.Snapshot, error) {
 	return q.snapshot(ctx, tenantID, id, " FOR UPDATE OF s")
 }
 
-func (q *Queries) snapshot(ctx context.Context, tenantID, id uuid.UUID, lock string) (Snapshot, error) {
-	return getOne[Snapshot](ctx, q.db, "snapshot", id,
+func (q *Queries) snapshot(ctx context.Context, tenantID, id uuid.UUID, lock string) (bpctype.Snapshot, error) {
+	return getOne[bpctype.Snapshot](ctx, q.db, "snapshot", id,
 		`SELECT `+snapshotColumns+` FROM data_snapshots s
 		WHERE s.tenant_id = $1 AND s.snapshot_id = $2`+lock, tenantID, id)
 }
@@ -110,8 +82,8 @@ func (q *Queries) InsertSnapshotItems(ctx context.Context, tenantID, snapshotID 
 }
 
 // ListSnapshotItems returns a snapshot's items by type and key.
-func (q *Queries) ListSnapshotItems(ctx context.Context, tenantID, snapshotID uuid.UUID) ([]SnapshotItem, error) {
-	return list[SnapshotItem](ctx, q.db, "snapshot items",
+func (q *Queries) ListSnapshotItems(ctx context.Context, tenantID, snapshotID uuid.UUID) ([]bpctype.SnapshotItem, error) {
+	return list[bpctype.SnapshotItem](ctx, q.db, "snapshot items",
 		`SELECT fact_id, fact_type, fact_key, payload_hash FROM snapshot_items
 		WHERE tenant_id = $1 AND snapshot_id = $2 ORDER BY fact_type, fact_key`, tenantID, snapshotID)
 }
@@ -122,25 +94,25 @@ var ErrStale = errors.New("store: the row is not in the state the write requires
 
 // SetSnapshotReady writes a BUILDING snapshot as READY; a snapshot in
 // another state is ErrStale.
-func (q *Queries) SetSnapshotReady(ctx context.Context, tenantID, snapshotID uuid.UUID) (Snapshot, error) {
+func (q *Queries) SetSnapshotReady(ctx context.Context, tenantID, snapshotID uuid.UUID) (bpctype.Snapshot, error) {
 	return q.setSnapshotStatus(ctx, tenantID, snapshotID, `UPDATE data_snapshots SET status = 'READY', ready_at = now()
 		WHERE tenant_id = $1 AND snapshot_id = $2 AND status = 'BUILDING'`, "marking snapshot %s ready")
 }
 
 // SetSnapshotSealed writes a READY snapshot as SEALED with its hash; a
 // snapshot in another state is ErrStale.
-func (q *Queries) SetSnapshotSealed(ctx context.Context, tenantID, snapshotID uuid.UUID, snapshotHash string) (Snapshot, error) {
+func (q *Queries) SetSnapshotSealed(ctx context.Context, tenantID, snapshotID uuid.UUID, snapshotHash string) (bpctype.Snapshot, error) {
 	return q.setSnapshotStatus(ctx, tenantID, snapshotID, `UPDATE data_snapshots SET status = 'SEALED', snapshot_hash = $3, sealed_at = now()
 		WHERE tenant_id = $1 AND snapshot_id = $2 AND status = 'READY'`, "sealing snapshot %s", snapshotHash)
 }
 
-func (q *Queries) setSnapshotStatus(ctx context.Context, tenantID, snapshotID uuid.UUID, sql, doing string, args ...any) (Snapshot, error) {
+func (q *Queries) setSnapshotStatus(ctx context.Context, tenantID, snapshotID uuid.UUID, sql, doing string, args ...any) (bpctype.Snapshot, error) {
 	tag, err := q.db.Exec(ctx, sql, append([]any{tenantID, snapshotID}, args...)...)
 	switch {
 	case err != nil:
-		return Snapshot{}, fmt.Errorf("error "+doing+": %w", snapshotID, err)
+		return bpctype.Snapshot{}, fmt.Errorf("error "+doing+": %w", snapshotID, err)
 	case tag.RowsAffected() == 0:
-		return Snapshot{}, fmt.Errorf("error "+doing+": %w", snapshotID, ErrStale)
+		return bpctype.Snapshot{}, fmt.Errorf("error "+doing+": %w", snapshotID, ErrStale)
 	}
 	return q.GetSnapshot(ctx, tenantID, snapshotID)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/facts"
 	"github.com/bpc-platform/bpc/core/snapshot"
@@ -16,7 +17,7 @@ import (
 	"github.com/bpc-platform/bpc/store"
 )
 
-func (e env) createSnapshot(t *testing.T, tenantID uuid.UUID) store.Snapshot {
+func (e env) createSnapshot(t *testing.T, tenantID uuid.UUID) bpctype.Snapshot {
 	t.Helper()
 	sn, err := e.Store.CreateSnapshot(e.Ctx, tenantID)
 	require.NoError(t, err)
@@ -30,23 +31,23 @@ func (e env) addItems(t *testing.T, tenantID, snapshotID uuid.UUID, ids []uuid.U
 	})
 }
 
-func (e env) markReady(t *testing.T, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
+func (e env) markReady(t *testing.T, tenantID, snapshotID uuid.UUID) (bpctype.Snapshot, error) {
 	t.Helper()
-	return committed(e, func(q *store.Queries) (store.Snapshot, error) {
+	return committed(e, func(q *store.Queries) (bpctype.Snapshot, error) {
 		return passport.MarkSnapshotReady(e.Ctx, q, tenantID, snapshotID)
 	})
 }
 
-func (e env) seal(t *testing.T, tenantID, snapshotID uuid.UUID) (store.Snapshot, error) {
+func (e env) seal(t *testing.T, tenantID, snapshotID uuid.UUID) (bpctype.Snapshot, error) {
 	t.Helper()
-	return committed(e, func(q *store.Queries) (store.Snapshot, error) {
+	return committed(e, func(q *store.Queries) (bpctype.Snapshot, error) {
 		return passport.MarkSnapshotSealed(e.Ctx, q, tenantID, snapshotID)
 	})
 }
 
 // sealedSample uploads and parses the three sample documents and seals a
 // snapshot of all their facts; it returns the snapshot and the facts.
-func (e env) sealedSample(t *testing.T, tenantID uuid.UUID) (store.Snapshot, []facts.Fact) {
+func (e env) sealedSample(t *testing.T, tenantID uuid.UUID) (bpctype.Snapshot, []facts.Fact) {
 	t.Helper()
 	var all []facts.Fact
 	var versions []uuid.UUID
@@ -87,7 +88,7 @@ func TestSnapshotLifecycle(t *testing.T) {
 	pcfIDs := e.factIDs(t, store.DevTenantID, pcf.DocumentVersionID)
 
 	sn := e.createSnapshot(t, store.DevTenantID)
-	require.Equal(t, store.SnapshotBuilding, sn.Status)
+	require.Equal(t, bpctype.SnapshotBuilding, sn.Status)
 	require.Equal(t, store.DevTenantID, sn.TenantID)
 	require.Nil(t, sn.SnapshotHash)
 	require.Zero(t, sn.ItemCount)
@@ -127,7 +128,7 @@ func TestSnapshotLifecycle(t *testing.T) {
 
 	ready, err := e.markReady(t, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
-	require.Equal(t, store.SnapshotReady, ready.Status)
+	require.Equal(t, bpctype.SnapshotReady, ready.Status)
 	require.NotNil(t, ready.ReadyAt)
 	require.Nil(t, ready.SnapshotHash)
 	require.Equal(t, int64(18), ready.ItemCount)
@@ -138,7 +139,7 @@ func TestSnapshotLifecycle(t *testing.T) {
 
 	sealed, err := e.seal(t, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
-	require.Equal(t, store.SnapshotSealed, sealed.Status)
+	require.Equal(t, bpctype.SnapshotSealed, sealed.Status)
 	require.NotNil(t, sealed.SealedAt)
 	require.NotNil(t, sealed.SnapshotHash)
 	require.Equal(t, sealOf(t, sn.SnapshotID, all), *sealed.SnapshotHash)
@@ -154,7 +155,7 @@ func TestSnapshotLifecycle(t *testing.T) {
 	got, err = e.Store.GetSnapshot(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
 	require.Equal(t, *sealed.SnapshotHash, *got.SnapshotHash, "the seal is stored")
-	require.Equal(t, store.SnapshotSealed, got.Status)
+	require.Equal(t, bpctype.SnapshotSealed, got.Status)
 }
 
 func TestSnapshotHoldsOneFactPerTypeAndKey(t *testing.T) {
@@ -252,10 +253,10 @@ func TestEmptySnapshotCanBeSealed(t *testing.T) {
 	sn := e.createSnapshot(t, store.DevTenantID)
 	ready, err := e.markReady(t, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
-	require.Equal(t, store.SnapshotReady, ready.Status)
+	require.Equal(t, bpctype.SnapshotReady, ready.Status)
 	sealed, err := e.seal(t, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
-	require.Equal(t, store.SnapshotSealed, sealed.Status)
+	require.Equal(t, bpctype.SnapshotSealed, sealed.Status)
 	require.Equal(t, sealOf(t, sn.SnapshotID, nil), *sealed.SnapshotHash)
 	fs, err := e.Store.SnapshotFacts(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
@@ -296,11 +297,11 @@ func TestSnapshotStatusWritesAreGuarded(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrStale, "a BUILDING snapshot is not sealed")
 	ready, err := e.Store.SetSnapshotReady(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.NoError(t, err)
-	require.Equal(t, store.SnapshotReady, ready.Status)
+	require.Equal(t, bpctype.SnapshotReady, ready.Status)
 	_, err = e.Store.SetSnapshotReady(e.Ctx, store.DevTenantID, sn.SnapshotID)
 	require.ErrorIs(t, err, store.ErrStale, "a READY snapshot is not made READY again")
 	sealed, err := e.Store.SetSnapshotSealed(e.Ctx, store.DevTenantID, sn.SnapshotID, digest)
 	require.NoError(t, err)
-	require.Equal(t, store.SnapshotSealed, sealed.Status)
+	require.Equal(t, bpctype.SnapshotSealed, sealed.Status)
 	require.Equal(t, digest, *sealed.SnapshotHash)
 }

@@ -3,10 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 )
 
@@ -16,37 +16,29 @@ var SystemTenantID = uuid.Nil
 // DevTenantID is the seeded `dev` tenant.
 var DevTenantID = uuid.MustParse("00000000-0000-0000-0000-00000000de00")
 
-// Tenant is an organisation whose data is kept apart from every other's.
-type Tenant struct {
-	TenantID  uuid.UUID `db:"tenant_id" json:"tenant_id"`
-	Slug      string    `db:"slug" json:"slug"`
-	Name      string    `db:"name" json:"name"`
-	CreatedAt time.Time `db:"created_at" json:"created_at"`
-}
-
 // CreateTenant inserts a tenant; a taken slug is a 409-style INVALID_STATE.
-func (q *Queries) CreateTenant(ctx context.Context, slug, name string) (Tenant, error) {
-	t, err := queryOne[Tenant](ctx, q.db, `INSERT INTO tenants (tenant_id, slug, name) VALUES ($1, $2, $3)
+func (q *Queries) CreateTenant(ctx context.Context, slug, name string) (bpctype.Tenant, error) {
+	t, err := queryOne[bpctype.Tenant](ctx, q.db, `INSERT INTO tenants (tenant_id, slug, name) VALUES ($1, $2, $3)
 		RETURNING tenant_id, slug, name, created_at`, uuid.New(), slug, name)
 	if IsUniqueViolation(err, "tenants_slug_key") {
-		return Tenant{}, errcode.New(errcode.InvalidState, "tenant slug %q is taken", slug)
+		return bpctype.Tenant{}, errcode.New(errcode.InvalidState, "tenant slug %q is taken", slug)
 	}
 	if err != nil {
-		return Tenant{}, fmt.Errorf("error creating tenant %s: %w", slug, err)
+		return bpctype.Tenant{}, fmt.Errorf("error creating tenant %s: %w", slug, err)
 	}
 	return t, nil
 }
 
 // ListTenants returns every tenant but the internal system tenant, by slug.
-func (q *Queries) ListTenants(ctx context.Context) ([]Tenant, error) {
-	return list[Tenant](ctx, q.db, "tenants",
+func (q *Queries) ListTenants(ctx context.Context) ([]bpctype.Tenant, error) {
+	return list[bpctype.Tenant](ctx, q.db, "tenants",
 		`SELECT tenant_id, slug, name, created_at FROM tenants
 		WHERE tenant_id <> $1 ORDER BY slug`, SystemTenantID)
 }
 
 // GetTenant returns a tenant.
-func (q *Queries) GetTenant(ctx context.Context, tenantID uuid.UUID) (Tenant, error) {
-	return getOne[Tenant](ctx, q.db, "tenant", tenantID,
+func (q *Queries) GetTenant(ctx context.Context, tenantID uuid.UUID) (bpctype.Tenant, error) {
+	return getOne[bpctype.Tenant](ctx, q.db, "tenant", tenantID,
 		`SELECT tenant_id, slug, name, created_at FROM tenants WHERE tenant_id = $1`, tenantID)
 }
 

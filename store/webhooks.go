@@ -4,114 +4,40 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 )
-
-// Webhook delivery statuses.
-const (
-	DeliveryPending   = "PENDING"
-	DeliveryDelivered = "DELIVERED"
-	DeliveryFailed    = "FAILED"
-)
-
-// WebhookEndpoint is a URL that receives a tenant's events. Its secret is
-// never serialised.
-type WebhookEndpoint struct {
-	WebhookEndpointID uuid.UUID  `db:"webhook_endpoint_id" json:"webhook_endpoint_id"`
-	TenantID          uuid.UUID  `db:"tenant_id" json:"tenant_id"`
-	URL               string     `db:"url" json:"url"`
-	Secret            string     `db:"secret" json:"-"`
-	IsActive          bool       `db:"is_active" json:"is_active"`
-	CreatedAt         time.Time  `db:"created_at" json:"created_at"`
-	DeletedAt         *time.Time `db:"deleted_at" json:"deleted_at,omitempty"`
-}
-
-// LogValue keeps the secret out of structured logs.
-func (e WebhookEndpoint) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.String("webhook_endpoint_id", e.WebhookEndpointID.String()),
-		slog.String("url", e.URL))
-}
-
-// String keeps the secret out of fmt output (%v and %+v).
-func (e WebhookEndpoint) String() string {
-	return fmt.Sprintf("webhook endpoint %s (%s)", e.WebhookEndpointID, e.URL)
-}
-
-// WebhookSubscription subscribes an endpoint to one event type (or '*').
-type WebhookSubscription struct {
-	WebhookSubscriptionID uuid.UUID `db:"webhook_subscription_id" json:"webhook_subscription_id"`
-	TenantID              uuid.UUID `db:"tenant_id" json:"tenant_id"`
-	WebhookEndpointID     uuid.UUID `db:"webhook_endpoint_id" json:"webhook_endpoint_id"`
-	EventType             string    `db:"event_type" json:"event_type"`
-	CreatedAt             time.Time `db:"created_at" json:"created_at"`
-}
-
-// WebhookDelivery is one event sent (or to be sent) to one endpoint.
-type WebhookDelivery struct {
-	WebhookDeliveryID uuid.UUID       `db:"webhook_delivery_id" json:"webhook_delivery_id"`
-	TenantID          uuid.UUID       `db:"tenant_id" json:"tenant_id"`
-	WebhookEndpointID uuid.UUID       `db:"webhook_endpoint_id" json:"webhook_endpoint_id"`
-	EventID           uuid.UUID       `db:"event_id" json:"event_id"`
-	JobID             *uuid.UUID      `db:"job_id" json:"job_id"`
-	Status            string          `db:"status" json:"status"`
-	Attempts          int32           `db:"attempts" json:"attempts"`
-	HTTPStatus        *int32          `db:"http_status" json:"http_status"`
-	ResponseHeaders   json.RawMessage `db:"response_headers" json:"response_headers"`
-	ResponseBody      []byte          `db:"response_body" json:"-"`
-	ErrorCode         *string         `db:"error_code" json:"error_code"`
-	ErrorMessage      *string         `db:"error_message" json:"error_message"`
-	LastAttemptAt     *time.Time      `db:"last_attempt_at" json:"last_attempt_at"`
-	DeliveredAt       *time.Time      `db:"delivered_at" json:"delivered_at"`
-	CreatedAt         time.Time       `db:"created_at" json:"created_at"`
-	UpdatedAt         time.Time       `db:"updated_at" json:"updated_at"`
-}
-
-// MarshalJSON adds the response body as text (it is stored bounded).
-func (d WebhookDelivery) MarshalJSON() ([]byte, error) {
-	type plain WebhookDelivery
-	var body *string
-	if d.ResponseBody != nil {
-		s := string(d.ResponseBody)
-		body = &s
-	}
-	return json.Marshal(struct {
-		plain
-		ResponseBody *string `json:"response_body"`
-	}{plain(d), body})
-}
 
 const endpointColumns = `webhook_endpoint_id, tenant_id, url, secret, is_active, created_at, deleted_at`
 
 // CreateWebhookEndpoint stores an endpoint and its secret.
-func (q *Queries) CreateWebhookEndpoint(ctx context.Context, tenantID uuid.UUID, url, secret string) (WebhookEndpoint, error) {
-	return create[WebhookEndpoint](ctx, q.db, "webhook endpoint", "tenant", tenantID, `INSERT INTO webhook_endpoints
+func (q *Queries) CreateWebhookEndpoint(ctx context.Context, tenantID uuid.UUID, url, secret string) (bpctype.WebhookEndpoint, error) {
+	return create[bpctype.WebhookEndpoint](ctx, q.db, "webhook endpoint", "tenant", tenantID, `INSERT INTO webhook_endpoints
 		(webhook_endpoint_id, tenant_id, url, secret) VALUES ($1, $2, $3, $4)
 		RETURNING `+endpointColumns, uuid.New(), tenantID, url, secret)
 }
 
 // ListWebhookEndpoints returns the tenant's endpoints that are not deleted.
-func (q *Queries) ListWebhookEndpoints(ctx context.Context, tenantID uuid.UUID) ([]WebhookEndpoint, error) {
-	return list[WebhookEndpoint](ctx, q.db, "webhook endpoints",
+func (q *Queries) ListWebhookEndpoints(ctx context.Context, tenantID uuid.UUID) ([]bpctype.WebhookEndpoint, error) {
+	return list[bpctype.WebhookEndpoint](ctx, q.db, "webhook endpoints",
 		`SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, webhook_endpoint_id`, tenantID)
 }
 
 // GetWebhookEndpoint returns the tenant's endpoint, deleted or not.
-func (q *Queries) GetWebhookEndpoint(ctx context.Context, tenantID, id uuid.UUID) (WebhookEndpoint, error) {
-	return getOne[WebhookEndpoint](ctx, q.db, "webhook endpoint", id,
+func (q *Queries) GetWebhookEndpoint(ctx context.Context, tenantID, id uuid.UUID) (bpctype.WebhookEndpoint, error) {
+	return getOne[bpctype.WebhookEndpoint](ctx, q.db, "webhook endpoint", id,
 		`SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE tenant_id = $1 AND webhook_endpoint_id = $2`, tenantID, id)
 }
 
 // UpdateWebhookEndpoint changes an endpoint's URL (when url != "") and activity.
-func (q *Queries) UpdateWebhookEndpoint(ctx context.Context, tenantID, id uuid.UUID, url string, isActive *bool) (WebhookEndpoint, error) {
-	return getOne[WebhookEndpoint](ctx, q.db, "webhook endpoint", id,
+func (q *Queries) UpdateWebhookEndpoint(ctx context.Context, tenantID, id uuid.UUID, url string, isActive *bool) (bpctype.WebhookEndpoint, error) {
+	return getOne[bpctype.WebhookEndpoint](ctx, q.db, "webhook endpoint", id,
 		`UPDATE webhook_endpoints SET
 			url = COALESCE(NULLIF($3, ''), url),
 			is_active = COALESCE($4, is_active)
@@ -139,23 +65,23 @@ func (q *Queries) DeleteWebhookEndpoint(ctx context.Context, tenantID, id uuid.U
 const subscriptionColumns = `webhook_subscription_id, tenant_id, webhook_endpoint_id, event_type, created_at`
 
 // CreateWebhookSubscription subscribes the tenant's endpoint to an event type.
-func (q *Queries) CreateWebhookSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventType string) (WebhookSubscription, error) {
-	sub, err := queryOne[WebhookSubscription](ctx, q.db, `INSERT INTO webhook_subscriptions (webhook_subscription_id, tenant_id, webhook_endpoint_id, event_type)
+func (q *Queries) CreateWebhookSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventType string) (bpctype.WebhookSubscription, error) {
+	sub, err := queryOne[bpctype.WebhookSubscription](ctx, q.db, `INSERT INTO webhook_subscriptions (webhook_subscription_id, tenant_id, webhook_endpoint_id, event_type)
 		SELECT $1, $2, webhook_endpoint_id, $4 FROM webhook_endpoints
 		WHERE tenant_id = $2 AND webhook_endpoint_id = $3 AND deleted_at IS NULL
 		RETURNING `+subscriptionColumns, uuid.New(), tenantID, endpointID, eventType)
 	if IsUniqueViolation(err, "webhook_subscriptions_uniq") {
-		return WebhookSubscription{}, errcode.New(errcode.InvalidState, "endpoint %s is already subscribed to %s", endpointID, eventType)
+		return bpctype.WebhookSubscription{}, errcode.New(errcode.InvalidState, "endpoint %s is already subscribed to %s", endpointID, eventType)
 	}
 	if err != nil {
-		return WebhookSubscription{}, notFound(err, "webhook endpoint", endpointID)
+		return bpctype.WebhookSubscription{}, notFound(err, "webhook endpoint", endpointID)
 	}
 	return sub, nil
 }
 
 // ListWebhookSubscriptions returns the tenant's subscriptions, optionally of one endpoint.
-func (q *Queries) ListWebhookSubscriptions(ctx context.Context, tenantID uuid.UUID, endpointID *uuid.UUID) ([]WebhookSubscription, error) {
-	return list[WebhookSubscription](ctx, q.db, "webhook subscriptions",
+func (q *Queries) ListWebhookSubscriptions(ctx context.Context, tenantID uuid.UUID, endpointID *uuid.UUID) ([]bpctype.WebhookSubscription, error) {
+	return list[bpctype.WebhookSubscription](ctx, q.db, "webhook subscriptions",
 		`SELECT `+subscriptionColumns+` FROM webhook_subscriptions
 		WHERE tenant_id = $1 AND ($2::uuid IS NULL OR webhook_endpoint_id = $2)
 		ORDER BY created_at, webhook_subscription_id`, tenantID, endpointID)
@@ -178,26 +104,14 @@ const deliveryColumns = `webhook_delivery_id, tenant_id, webhook_endpoint_id, ev
 	created_at, updated_at`
 
 // GetWebhookDelivery returns the tenant's delivery.
-func (q *Queries) GetWebhookDelivery(ctx context.Context, tenantID, id uuid.UUID) (WebhookDelivery, error) {
-	return getOne[WebhookDelivery](ctx, q.db, "webhook delivery", id,
+func (q *Queries) GetWebhookDelivery(ctx context.Context, tenantID, id uuid.UUID) (bpctype.WebhookDelivery, error) {
+	return getOne[bpctype.WebhookDelivery](ctx, q.db, "webhook delivery", id,
 		`SELECT `+deliveryColumns+` FROM webhook_deliveries
 		WHERE tenant_id = $1 AND webhook_delivery_id = $2`, tenantID, id)
 }
 
-// DeliveryAttempt is the outcome of one POST to an endpoint.
-type DeliveryAttempt struct {
-	// Status is the delivery's status after this attempt.
-	Status          string
-	HTTPStatus      *int
-	ResponseHeaders map[string]string
-	ResponseBody    []byte
-	ErrorCode       string
-	ErrorMessage    string
-	At              time.Time
-}
-
 // RecordDeliveryAttempt stores the outcome of an attempt on the delivery.
-func (q *Queries) RecordDeliveryAttempt(ctx context.Context, tenantID, id uuid.UUID, a DeliveryAttempt) error {
+func (q *Queries) RecordDeliveryAttempt(ctx context.Context, tenantID, id uuid.UUID, a bpctype.DeliveryAttempt) error {
 	var headers []byte
 	if a.ResponseHeaders != nil {
 		var err error
@@ -206,7 +120,7 @@ func (q *Queries) RecordDeliveryAttempt(ctx context.Context, tenantID, id uuid.U
 		}
 	}
 	var deliveredAt *time.Time
-	if a.Status == DeliveryDelivered {
+	if a.Status == bpctype.DeliveryDelivered {
 		deliveredAt = &a.At
 	}
 	tag, err := q.db.Exec(ctx, `UPDATE webhook_deliveries SET
@@ -226,9 +140,9 @@ func (q *Queries) RecordDeliveryAttempt(ctx context.Context, tenantID, id uuid.U
 
 // DeliveryToSend is everything a delivery attempt needs.
 type DeliveryToSend struct {
-	Delivery WebhookDelivery
-	Endpoint WebhookEndpoint
-	Event    Event
+	Delivery bpctype.WebhookDelivery
+	Endpoint bpctype.WebhookEndpoint
+	Event    bpctype.Event
 }
 
 // LoadDeliveryToSend loads a delivery with its endpoint and event.

@@ -10,9 +10,9 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // storedErrors returns the error texts River stored for a job's attempts.
@@ -51,7 +51,7 @@ func TestPermanentErrorIsStoredTypedAndCancelsTheJob(t *testing.T) {
 	stored, ok := errcode.Decode(texts[0])
 	require.True(t, ok, texts[0])
 	require.Equal(t, le.Message, stored.Message)
-	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindBuildSnapshot, store.StatusFailed)))
+	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindBuildSnapshot, bpctype.StatusFailed)))
 	e.Consistent(t)
 }
 
@@ -63,7 +63,7 @@ func TestRetryableErrorIsStoredTypedOnEveryAttempt(t *testing.T) {
 		return errcode.New(errcode.IOError, "disk full:\n\t/var/lib/bpc")
 	}})
 	job := e.run(t, e.BuildArgs(t))
-	require.Equal(t, store.StatusDeadLetter, job.Status, "last_error %s", job.LastError)
+	require.Equal(t, bpctype.StatusDeadLetter, job.Status, "last_error %s", job.LastError)
 	le := lastJobError(t, job)
 	require.Equal(t, "IO_ERROR", le.Code)
 	require.Equal(t, "disk full: /var/lib/bpc", le.Message)
@@ -73,8 +73,8 @@ func TestRetryableErrorIsStoredTypedOnEveryAttempt(t *testing.T) {
 		`{"code":"IO_ERROR","message":"disk full: /var/lib/bpc"}`,
 		`{"code":"IO_ERROR","message":"disk full: /var/lib/bpc"}`,
 	}, e.storedErrors(t, job.RiverJobID))
-	require.Equal(t, 2.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindBuildSnapshot, store.StatusQueued)))
-	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindBuildSnapshot, store.StatusDeadLetter)))
+	require.Equal(t, 2.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindBuildSnapshot, bpctype.StatusQueued)))
+	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindBuildSnapshot, bpctype.StatusDeadLetter)))
 	e.Consistent(t)
 }
 
@@ -87,7 +87,7 @@ func TestRiversOwnErrorIsMirrored(t *testing.T) {
 	var riverID int64
 	require.NoError(t, e.Store.DB().QueryRow(e.Ctx, `INSERT INTO river_job (args, kind, max_attempts, priority, queue, state)
 		VALUES ('{}', 'NO_SUCH_KIND', 3, 1, $1, 'available') RETURNING id`, jobargs.QueuePipeline).Scan(&riverID))
-	var job store.Job
+	var job bpctype.Job
 	require.Eventually(t, func() bool {
 		var err error
 		job, err = e.Store.JobByRiverID(e.Ctx, riverID)

@@ -21,6 +21,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/audit"
 	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -78,7 +79,7 @@ func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[jobargs.
 	if err != nil {
 		return err
 	}
-	if d.Delivery.Status == store.DeliveryDelivered {
+	if d.Delivery.Status == bpctype.DeliveryDelivered {
 		// Already delivered (a retried job after a crash past the POST, or a
 		// manual re-run): receivers dedupe on X-BPC-Delivery-Id, but there
 		// is nothing left to do.
@@ -86,7 +87,7 @@ func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[jobargs.
 	}
 	if d.Endpoint.DeletedAt != nil || !d.Endpoint.IsActive {
 		err := errcode.New(errcode.InvalidState, "webhook endpoint %s is deleted or inactive", d.Endpoint.WebhookEndpointID)
-		return w.record(ctx, job, d, store.DeliveryAttempt{Status: store.DeliveryFailed, ErrorCode: string(err.Code), ErrorMessage: err.Message, At: time.Now()}, err, nil)
+		return w.record(ctx, job, d, bpctype.DeliveryAttempt{Status: bpctype.DeliveryFailed, ErrorCode: string(err.Code), ErrorMessage: err.Message, At: time.Now()}, err, nil)
 	}
 
 	body, err := Body(d.Event)
@@ -114,11 +115,11 @@ func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[jobargs.
 	attempt.At = time.Now()
 	switch {
 	case sendErr == nil:
-		attempt.Status = store.DeliveryDelivered
+		attempt.Status = bpctype.DeliveryDelivered
 	case errcode.As(sendErr).Retryable() && job.Attempt < job.MaxAttempts:
-		attempt.Status = store.DeliveryPending
+		attempt.Status = bpctype.DeliveryPending
 	default:
-		attempt.Status = store.DeliveryFailed
+		attempt.Status = bpctype.DeliveryFailed
 	}
 	if sendErr != nil {
 		e := errcode.As(sendErr)
@@ -133,7 +134,7 @@ func (w *DeliverWebhookWorker) Work(ctx context.Context, job *river.Job[jobargs.
 // as the DELIVERED row, so the two can never disagree; the breaker's row is
 // updated in that transaction too.
 func (w *DeliverWebhookWorker) record(ctx context.Context, job *river.Job[jobargs.DeliverWebhookArgs], d store.DeliveryToSend,
-	a store.DeliveryAttempt, jobErr error, note *breakerNote,
+	a bpctype.DeliveryAttempt, jobErr error, note *breakerNote,
 ) error {
 	w.Metrics.WebhookDeliveries.WithLabelValues(a.Status).Inc()
 	// Record even when the job's context was cancelled by a timeout.
@@ -215,9 +216,9 @@ func (w *DeliverWebhookWorker) admit(ctx context.Context, d store.DeliveryToSend
 }
 
 // operatorAttempt reports whether job's attempt is the one an operator's
-// retry asked for (store.LastOperatorRetry).
+// retry asked for (bpctype.LastOperatorRetry).
 func operatorAttempt(job *rivertype.JobRow) bool {
-	r, ok := store.LastOperatorRetry(job.Metadata)
+	r, ok := bpctype.LastOperatorRetry(job.Metadata)
 	return ok && r.IsOperatorAttempt(job.Attempt)
 }
 
@@ -236,7 +237,7 @@ func (w *DeliverWebhookWorker) reportTransition(ctx context.Context, t breaker.T
 		attrs = append(attrs, slog.Time("next_probe_at", *t.NextProbeAt))
 	}
 	level := slog.LevelInfo
-	if t.To == store.BreakerOpen {
+	if t.To == bpctype.BreakerOpen {
 		level = slog.LevelWarn
 	}
 	w.logger().LogAttrs(ctx, level, "webhook breaker transition", attrs...)
@@ -254,8 +255,8 @@ func (w *DeliverWebhookWorker) logger() *slog.Logger {
 
 // send POSTs body and classifies the outcome. The attempt carries what was
 // learnt of the response.
-func (w *DeliverWebhookWorker) send(ctx context.Context, d store.DeliveryToSend, body []byte) (store.DeliveryAttempt, error) {
-	var a store.DeliveryAttempt
+func (w *DeliverWebhookWorker) send(ctx context.Context, d store.DeliveryToSend, body []byte) (bpctype.DeliveryAttempt, error) {
+	var a bpctype.DeliveryAttempt
 	ctx, cancel := context.WithTimeout(ctx, w.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Endpoint.URL, bytes.NewReader(body))
@@ -332,7 +333,7 @@ func addrString(d *destination.DeniedError) string {
 
 // Body is the BPC-WH-1 request body of an event: canonical JSON, so that the
 // bytes, and hence the signature, are the same on every attempt.
-func Body(ev store.Event) ([]byte, error) {
+func Body(ev bpctype.Event) ([]byte, error) {
 	b, err := canonjson.Marshal(map[string]any{
 		"event_id":       ev.EventID.String(),
 		"event_type":     ev.EventType,

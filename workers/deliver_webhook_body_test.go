@@ -15,12 +15,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/canonjson"
-	"github.com/bpc-platform/bpc/store"
 )
 
-func sampleEvent() store.Event {
-	return store.Event{
+func sampleEvent() bpctype.Event {
+	return bpctype.Event{
 		EventID:       uuid.MustParse("aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"),
 		TenantID:      uuid.MustParse("bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"),
 		AggregateType: "passport",

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testlog"
@@ -125,7 +126,7 @@ func (e webhookEnv) endpoint(t *testing.T, url string) uuid.UUID {
 }
 
 // appendEvent appends an event delivered to the endpoint.
-func (e webhookEnv) appendEvent(t *testing.T, endpointID uuid.UUID) (store.Event, store.DeliveryRef) {
+func (e webhookEnv) appendEvent(t *testing.T, endpointID uuid.UUID) (bpctype.Event, bpctype.DeliveryRef) {
 	t.Helper()
 	var res passport.AppendResult
 	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
@@ -141,19 +142,19 @@ func (e webhookEnv) appendEvent(t *testing.T, endpointID uuid.UUID) (store.Event
 }
 
 // deliver appends an event delivered to the endpoint.
-func (e webhookEnv) deliver(t *testing.T, endpointID uuid.UUID) store.DeliveryRef {
+func (e webhookEnv) deliver(t *testing.T, endpointID uuid.UUID) bpctype.DeliveryRef {
 	t.Helper()
 	_, ref := e.appendEvent(t, endpointID)
 	return ref
 }
 
 // deliverTo creates an endpoint at url and appends an event delivered to it.
-func (e webhookEnv) deliverTo(t *testing.T, url string) (store.Event, store.DeliveryRef) {
+func (e webhookEnv) deliverTo(t *testing.T, url string) (bpctype.Event, bpctype.DeliveryRef) {
 	t.Helper()
 	return e.appendEvent(t, e.endpoint(t, url))
 }
 
-func (e webhookEnv) delivery(t *testing.T, id uuid.UUID) store.WebhookDelivery {
+func (e webhookEnv) delivery(t *testing.T, id uuid.UUID) bpctype.WebhookDelivery {
 	t.Helper()
 	d, err := e.Store.GetWebhookDelivery(e.Ctx, store.DevTenantID, id)
 	require.NoError(t, err)
@@ -173,9 +174,9 @@ func TestDeliverWebhookWorker(t *testing.T) {
 
 	t.Run("2xx delivers a signed BPC-WH-1 request", func(t *testing.T) {
 		job := e.Wait(t, okRef.JobID)
-		require.Equal(t, store.StatusSucceeded, job.Status)
+		require.Equal(t, bpctype.StatusSucceeded, job.Status)
 		d := e.delivery(t, okRef.WebhookDeliveryID)
-		require.Equal(t, store.DeliveryDelivered, d.Status)
+		require.Equal(t, bpctype.DeliveryDelivered, d.Status)
 		require.Equal(t, int32(http.StatusAccepted), *d.HTTPStatus)
 		require.NotNil(t, d.DeliveredAt)
 		require.Equal(t, []byte("thanks"), d.ResponseBody)
@@ -198,18 +199,18 @@ func TestDeliverWebhookWorker(t *testing.T) {
 
 	t.Run("4xx fails at once", func(t *testing.T) {
 		job := e.Wait(t, badRef.JobID)
-		require.Equal(t, store.StatusFailed, job.Status)
+		require.Equal(t, bpctype.StatusFailed, job.Status)
 		require.Equal(t, int32(1), job.Attempts, "a 4xx is not retried")
 		require.Equal(t, "WEBHOOK_4XX", lastJobError(t, job).Code)
 		d := e.delivery(t, badRef.WebhookDeliveryID)
-		require.Equal(t, store.DeliveryFailed, d.Status)
+		require.Equal(t, bpctype.DeliveryFailed, d.Status)
 		require.Equal(t, int32(http.StatusBadRequest), *d.HTTPStatus)
 		require.Equal(t, "WEBHOOK_4XX", *d.ErrorCode)
 	})
 
 	t.Run("redirects are not followed", func(t *testing.T) {
 		job := e.Wait(t, redirectRef.JobID)
-		require.Equal(t, store.StatusFailed, job.Status)
+		require.Equal(t, bpctype.StatusFailed, job.Status)
 		d := e.delivery(t, redirectRef.WebhookDeliveryID)
 		require.Equal(t, int32(http.StatusFound), *d.HTTPStatus)
 		require.Contains(t, *d.ErrorMessage, "redirects are not followed")
@@ -218,18 +219,18 @@ func TestDeliverWebhookWorker(t *testing.T) {
 
 	t.Run("5xx is retried then dead-lettered", func(t *testing.T) {
 		job := e.Wait(t, failingRef.JobID)
-		require.Equal(t, store.StatusDeadLetter, job.Status)
+		require.Equal(t, bpctype.StatusDeadLetter, job.Status)
 		require.Equal(t, int32(2), job.Attempts)
 		require.Equal(t, "WEBHOOK_5XX", lastJobError(t, job).Code)
 		require.Len(t, srv.seen("/server-error"), 2)
 		d := e.delivery(t, failingRef.WebhookDeliveryID)
-		require.Equal(t, store.DeliveryFailed, d.Status, "the last attempt fails the delivery")
+		require.Equal(t, bpctype.DeliveryFailed, d.Status, "the last attempt fails the delivery")
 		require.Equal(t, int32(2), d.Attempts)
 	})
 
 	t.Run("429 is retried like a 5xx", func(t *testing.T) {
 		job := e.Wait(t, throttledRef.JobID)
-		require.Equal(t, store.StatusDeadLetter, job.Status)
+		require.Equal(t, bpctype.StatusDeadLetter, job.Status)
 		require.Len(t, srv.seen("/too-many"), 2)
 	})
 
@@ -249,10 +250,10 @@ func TestDeliverWebhookWorkerInactiveEndpointFailsWithoutPosting(t *testing.T) {
 	ref := e.deliver(t, ep)
 
 	job := e.Wait(t, ref.JobID)
-	require.Equal(t, store.StatusFailed, job.Status)
+	require.Equal(t, bpctype.StatusFailed, job.Status)
 	require.Equal(t, "INVALID_STATE", lastJobError(t, job).Code)
 	d := e.delivery(t, ref.WebhookDeliveryID)
-	require.Equal(t, store.DeliveryFailed, d.Status)
+	require.Equal(t, bpctype.DeliveryFailed, d.Status)
 	require.Equal(t, "INVALID_STATE", *d.ErrorCode)
 	require.Empty(t, srv.seen("/ok"), "nothing is sent to an inactive endpoint")
 }
@@ -275,13 +276,13 @@ func TestDeliverWebhookWorkerDeniedDestination(t *testing.T) {
 	} {
 		_, ref := e.deliverTo(t, url)
 		job := e.Wait(t, ref.JobID)
-		require.Equal(t, store.StatusFailed, job.Status, url)
+		require.Equal(t, bpctype.StatusFailed, job.Status, url)
 		require.Equal(t, int32(1), job.Attempts, "%s: not retried", url)
 		le := lastJobError(t, job)
 		require.Equal(t, "WEBHOOK_DESTINATION_DENIED", le.Code, url)
 		require.NotContains(t, le.Message, "127.0.0.1", "the delivery does not echo the address")
 		d := e.delivery(t, ref.WebhookDeliveryID)
-		require.Equal(t, store.DeliveryFailed, d.Status)
+		require.Equal(t, bpctype.DeliveryFailed, d.Status)
 		require.Equal(t, "WEBHOOK_DESTINATION_DENIED", *d.ErrorCode)
 		require.Nil(t, d.HTTPStatus)
 		require.Empty(t, d.ResponseBody)
@@ -363,16 +364,16 @@ func (e webhookEnv) transitions(t *testing.T) []map[string]any {
 	return out
 }
 
-func (e webhookEnv) breaker(t *testing.T, endpointID uuid.UUID) store.WebhookBreaker {
+func (e webhookEnv) breaker(t *testing.T, endpointID uuid.UUID) bpctype.WebhookBreaker {
 	t.Helper()
 	b, err := e.Store.GetWebhookBreaker(e.Ctx, store.DevTenantID, endpointID)
 	require.NoError(t, err)
 	return b
 }
 
-func (e webhookEnv) waitState(t *testing.T, endpointID uuid.UUID, state string, cond func(store.WebhookBreaker) bool) store.WebhookBreaker {
+func (e webhookEnv) waitState(t *testing.T, endpointID uuid.UUID, state string, cond func(bpctype.WebhookBreaker) bool) bpctype.WebhookBreaker {
 	t.Helper()
-	var b store.WebhookBreaker
+	var b bpctype.WebhookBreaker
 	require.Eventually(t, func() bool {
 		b = e.breaker(t, endpointID)
 		return b.State == state && (cond == nil || cond(b))
@@ -381,13 +382,13 @@ func (e webhookEnv) waitState(t *testing.T, endpointID uuid.UUID, state string, 
 }
 
 // settledAttempts waits until none of the jobs runs and returns their SSOT attempts.
-func (e webhookEnv) settledAttempts(t *testing.T, refs []store.DeliveryRef) map[uuid.UUID]int32 {
+func (e webhookEnv) settledAttempts(t *testing.T, refs []bpctype.DeliveryRef) map[uuid.UUID]int32 {
 	t.Helper()
 	out := map[uuid.UUID]int32{}
 	require.Eventually(t, func() bool {
 		for _, ref := range refs {
 			j := e.Job(t, ref.JobID)
-			if j.Status != store.StatusQueued {
+			if j.Status != bpctype.StatusQueued {
 				return false
 			}
 			out[ref.JobID] = j.Attempts
@@ -415,17 +416,17 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 		t.Helper()
 		count := func(to string) float64 { return testutil.ToFloat64(e.metrics.BreakerTransitions.WithLabelValues(to)) }
 		require.Eventually(t, func() bool {
-			return count(store.BreakerOpen) == open && count(store.BreakerHalfOpen) == halfOpen && count(store.BreakerClosed) == closed
-		}, 5*time.Second, 5*time.Millisecond, "transitions: open %v, half-open %v, closed %v", count(store.BreakerOpen),
-			count(store.BreakerHalfOpen), count(store.BreakerClosed))
+			return count(bpctype.BreakerOpen) == open && count(bpctype.BreakerHalfOpen) == halfOpen && count(bpctype.BreakerClosed) == closed
+		}, 5*time.Second, 5*time.Millisecond, "transitions: open %v, half-open %v, closed %v", count(bpctype.BreakerOpen),
+			count(bpctype.BreakerHalfOpen), count(bpctype.BreakerClosed))
 	}
 
 	// 1. Five deliveries to an endpoint answering 500 trip the breaker.
-	var first []store.DeliveryRef
+	var first []bpctype.DeliveryRef
 	for range 5 {
 		first = append(first, e.deliver(t, flaky))
 	}
-	opened := e.waitState(t, flaky, store.BreakerOpen, nil)
+	opened := e.waitState(t, flaky, bpctype.BreakerOpen, nil)
 	require.GreaterOrEqual(t, srv.count("/flaky"), 5)
 	require.GreaterOrEqual(t, int(opened.Attempts), 5)
 	require.GreaterOrEqual(t, float64(opened.Failures)/float64(opened.Attempts), 0.5)
@@ -441,14 +442,14 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	// 2. During the cool-down: new deliveries to it are held (snoozed, no
 	// attempt spent, PENDING) while a healthy endpoint on the same queue is
 	// served at once.
-	var held []store.DeliveryRef
+	var held []bpctype.DeliveryRef
 	for range 3 {
 		held = append(held, e.deliver(t, flaky))
 	}
 	for range 3 {
 		ref := e.deliver(t, healthy)
 		job := e.Wait(t, ref.JobID)
-		require.Equal(t, store.StatusSucceeded, job.Status)
+		require.Equal(t, bpctype.StatusSucceeded, job.Status)
 		require.EqualValues(t, 1, job.Attempts)
 		require.Zero(t, e.snoozes(t, ref.JobID), "a healthy endpoint is not held")
 	}
@@ -464,7 +465,7 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	for _, ref := range held {
 		require.Zero(t, heldAttempts[ref.JobID], "River's snooze gives the attempt back: attempts stays 0")
 		d := e.delivery(t, ref.WebhookDeliveryID)
-		require.Equal(t, store.DeliveryPending, d.Status)
+		require.Equal(t, bpctype.DeliveryPending, d.Status)
 		require.Zero(t, d.Attempts)
 	}
 	require.Positive(t, testutil.ToFloat64(e.metrics.WebhookDeliveriesHeld))
@@ -481,7 +482,7 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 		for id, n := range attempts {
 			require.Equal(t, spent[id], n, "held retries spend no attempt")
 		}
-		require.Equal(t, store.BreakerOpen, v.State)
+		require.Equal(t, bpctype.BreakerOpen, v.State)
 		require.GreaterOrEqual(t, v.FailureRate, 0.5)
 	} else {
 		t.Logf("the cool-down was over before its end was read: not checked")
@@ -489,7 +490,7 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 
 	// 3. After the cool-down exactly one probe goes; it fails and re-opens
 	// the breaker for another cool-down.
-	reopened := e.waitState(t, flaky, store.BreakerOpen, func(b store.WebhookBreaker) bool {
+	reopened := e.waitState(t, flaky, bpctype.BreakerOpen, func(b bpctype.WebhookBreaker) bool {
 		return b.NextProbeAt.After(firstProbeAt)
 	})
 	require.Equal(t, sentBeforeOpen+1, srv.count("/flaky"), "one probe")
@@ -501,16 +502,16 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	// 4. The endpoint recovers: the next probe closes the breaker and every
 	// held delivery is delivered, each sent once.
 	srv.flaky.Store(http.StatusOK)
-	e.waitState(t, flaky, store.BreakerClosed, nil)
-	for _, ref := range append(append([]store.DeliveryRef{}, first...), held...) {
+	e.waitState(t, flaky, bpctype.BreakerClosed, nil)
+	for _, ref := range append(append([]bpctype.DeliveryRef{}, first...), held...) {
 		job := e.Wait(t, ref.JobID)
-		require.Equal(t, store.StatusSucceeded, job.Status)
-		require.Equal(t, store.DeliveryDelivered, e.delivery(t, ref.WebhookDeliveryID).Status)
+		require.Equal(t, bpctype.StatusSucceeded, job.Status)
+		require.Equal(t, bpctype.DeliveryDelivered, e.delivery(t, ref.WebhookDeliveryID).Status)
 	}
 	// Attempts are spent by POSTs only: before opening, the failed probe,
 	// and the final delivery.
 	failedProbe := srv.delivery("/flaky", sentBeforeOpen)
-	for _, ref := range append(append([]store.DeliveryRef{}, first...), held...) {
+	for _, ref := range append(append([]bpctype.DeliveryRef{}, first...), held...) {
 		want := spent[ref.JobID] + 1
 		if ref.WebhookDeliveryID.String() == failedProbe {
 			want++
@@ -534,11 +535,11 @@ func TestWebhookBreakerHoldsProbesAndRecovers(t *testing.T) {
 	require.NotContains(t, e.logs.String(), secret)
 
 	closed := breaker.ViewOf(e.breaker(t, flaky), time.Now())
-	require.Equal(t, store.BreakerClosed, closed.State)
+	require.Equal(t, bpctype.BreakerClosed, closed.State)
 	require.Nil(t, closed.OpenedAt)
 	require.Nil(t, closed.NextProbeAt)
 	require.Zero(t, closed.FailureRate)
-	require.Equal(t, store.BreakerClosed, e.breaker(t, healthy).State)
+	require.Equal(t, bpctype.BreakerClosed, e.breaker(t, healthy).State)
 
 	e.Consistent(t)
 }
@@ -550,12 +551,12 @@ func TestWebhookBreakerIgnores4xx(t *testing.T) {
 	ep := e.endpoint(t, srv.URL+"/bad-request")
 	for range 4 {
 		ref := e.deliver(t, ep)
-		require.Equal(t, store.StatusFailed, e.Wait(t, ref.JobID).Status)
+		require.Equal(t, bpctype.StatusFailed, e.Wait(t, ref.JobID).Status)
 	}
 	v := breaker.ViewOf(e.breaker(t, ep), time.Now())
-	require.Equal(t, breaker.View{State: store.BreakerClosed, AttemptsInWindow: 4}, v)
+	require.Equal(t, breaker.View{State: bpctype.BreakerClosed, AttemptsInWindow: 4}, v)
 	require.Equal(t, 4, srv.count("/bad-request"))
-	require.Zero(t, testutil.ToFloat64(e.metrics.BreakerTransitions.WithLabelValues(store.BreakerOpen)))
+	require.Zero(t, testutil.ToFloat64(e.metrics.BreakerTransitions.WithLabelValues(bpctype.BreakerOpen)))
 }
 
 func TestWebhookBreakerDisabledNeverHolds(t *testing.T) {
@@ -563,12 +564,12 @@ func TestWebhookBreakerDisabledNeverHolds(t *testing.T) {
 	srv := newEndpointServer(t)
 	e := newWebhookEnv(t, webhookOptions{maxAttempts: 3, breaker: breaker.Config{Disabled: true, MinAttempts: 1}})
 	ep := e.endpoint(t, srv.URL+"/flaky")
-	var refs []store.DeliveryRef
+	var refs []bpctype.DeliveryRef
 	for range 3 {
 		refs = append(refs, e.deliver(t, ep))
 	}
 	for _, ref := range refs {
-		require.Equal(t, store.StatusDeadLetter, e.Wait(t, ref.JobID).Status)
+		require.Equal(t, bpctype.StatusDeadLetter, e.Wait(t, ref.JobID).Status)
 	}
 	require.Equal(t, 9, srv.count("/flaky"), "every attempt POSTs")
 	require.False(t, e.breaker(t, ep).Stored)

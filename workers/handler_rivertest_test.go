@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/facts"
 	"github.com/bpc-platform/bpc/examples/nmc811"
@@ -67,7 +68,7 @@ func newTestWorker[A river.JobArgs](t *testing.T, w river.Worker[A]) *rivertest.
 }
 
 // ssotJob is the SSOT row of a River job.
-func (b *testBundle) ssotJob(t *testing.T, riverJobID int64) store.Job {
+func (b *testBundle) ssotJob(t *testing.T, riverJobID int64) bpctype.Job {
 	t.Helper()
 	j, err := b.st.JobByRiverID(b.ctx, riverJobID)
 	require.NoError(t, err)
@@ -129,7 +130,7 @@ func TestBuildSnapshotWorkerTx(t *testing.T) {
 		b.requireCompleted(t, res, err)
 		got, err := b.st.GetSnapshot(b.ctx, pipeTenant, sn.SnapshotID)
 		require.NoError(t, err)
-		require.Equal(t, store.SnapshotReady, got.Status)
+		require.Equal(t, bpctype.SnapshotReady, got.Status)
 		require.NotNil(t, got.ReadyAt)
 		require.Nil(t, got.SnapshotHash, "building does not seal")
 		require.Equal(t, 1, b.events(t, passport.EventSnapshotReady, sn.SnapshotID))
@@ -158,7 +159,7 @@ func TestBuildSnapshotWorkerTx(t *testing.T) {
 		require.Contains(t, []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStateRetryable}, res.Job.State)
 		got, err := b.st.GetSnapshot(b.ctx, pipeTenant, sn.SnapshotID)
 		require.NoError(t, err)
-		require.Equal(t, store.SnapshotBuilding, got.Status)
+		require.Equal(t, bpctype.SnapshotBuilding, got.Status)
 		require.Zero(t, b.events(t, passport.EventSnapshotReady, sn.SnapshotID))
 	})
 
@@ -179,7 +180,7 @@ func TestParseFactsWorkerTx(t *testing.T) {
 		return newTestWorker[jobargs.ParseFactsArgs](t, &workers.ParseFactsWorker{Completer: workers.Completer{Store: b.st}}), b
 	}
 	// upload stores content as a new UPLOADED version of a new BOM document.
-	upload := func(t *testing.T, b *testBundle, content []byte) store.DocumentVersion {
+	upload := func(t *testing.T, b *testBundle, content []byte) bpctype.DocumentVersion {
 		t.Helper()
 		doc, err := b.st.CreateDocument(b.ctx, pipeTenant, facts.KindBOM, "bom-"+uuid.NewString()[:8])
 		require.NoError(t, err)
@@ -197,7 +198,7 @@ func TestParseFactsWorkerTx(t *testing.T) {
 		b.requireCompleted(t, res, err)
 		got, err := b.st.GetDocumentVersion(b.ctx, pipeTenant, v.DocumentVersionID)
 		require.NoError(t, err)
-		require.Equal(t, store.DocValidated, got.Status)
+		require.Equal(t, bpctype.DocValidated, got.Status)
 		require.Equal(t, int32(17), *got.FactCount)
 		fs, err := b.st.ListFacts(b.ctx, store.FactFilter{TenantID: pipeTenant, DocumentVersionID: v.DocumentVersionID})
 		require.NoError(t, err)
@@ -223,7 +224,7 @@ func TestParseFactsWorkerTx(t *testing.T) {
 		// fails: it is not fenced and not completed with it.
 		got, err := b.st.GetDocumentVersion(b.ctx, pipeTenant, v.DocumentVersionID)
 		require.NoError(t, err)
-		require.Equal(t, store.DocRejected, got.Status)
+		require.Equal(t, bpctype.DocRejected, got.Status)
 		require.Equal(t, 1, b.events(t, passport.EventDocumentRejected, v.DocumentVersionID))
 	})
 }
@@ -251,7 +252,7 @@ func TestCompileSignQRWorkersTx(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, vs, 1)
 	v := vs[0]
-	require.Equal(t, store.PassportCompiling, v.Status)
+	require.Equal(t, bpctype.PassportCompiling, v.Status)
 	require.Equal(t, res.Job.ID, *v.CompileRiverJobID)
 
 	signJob := rivertest.RequireInsertedTx[*riverpgxv5.Driver](b.ctx, t, b.tx, signArgsFor(v.PassportVersionID), nil)
@@ -260,7 +261,7 @@ func TestCompileSignQRWorkersTx(t *testing.T) {
 	b.requireCompleted(t, res, err)
 	v, err = b.st.GetPassportVersion(b.ctx, pipeTenant, v.PassportVersionID)
 	require.NoError(t, err)
-	require.Equal(t, store.PassportSigned, v.Status)
+	require.Equal(t, bpctype.PassportSigned, v.Status)
 	require.Equal(t, b.signer.PublicKeyBase64(), *v.SigningPublicKey)
 
 	qrJob := rivertest.RequireInsertedTx[*riverpgxv5.Driver](b.ctx, t, b.tx, &jobargs.GenerateQRArgs{}, nil)

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/testriver"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // env is what every live-client test env of this package has (a test
@@ -22,7 +22,7 @@ type jobError struct {
 }
 
 // lastJobError decodes the job's last_error.
-func lastJobError(t *testing.T, job store.Job) jobError {
+func lastJobError(t *testing.T, job bpctype.Job) jobError {
 	t.Helper()
 	var le jobError
 	require.NoError(t, json.Unmarshal(job.LastError, &le), "last_error %s", job.LastError)

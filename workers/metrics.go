@@ -6,8 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/compiler"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // Metrics are the job metrics of SPEC §9, one set for the handlers and the
@@ -88,10 +88,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.LinearBuckets(512, 512, 8),
 		}),
 	}
-	for _, status := range []string{store.DeliveryPending, store.DeliveryDelivered, store.DeliveryFailed} {
+	for _, status := range []string{bpctype.DeliveryPending, bpctype.DeliveryDelivered, bpctype.DeliveryFailed} {
 		m.WebhookDeliveries.WithLabelValues(status)
 	}
-	for _, state := range []string{store.BreakerOpen, store.BreakerHalfOpen, store.BreakerClosed} {
+	for _, state := range []string{bpctype.BreakerOpen, bpctype.BreakerHalfOpen, bpctype.BreakerClosed} {
 		m.BreakerTransitions.WithLabelValues(state)
 	}
 	return m

@@ -24,6 +24,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/canonjson"
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -152,7 +153,7 @@ func newKey(t *testing.T) ed25519.PrivateKey {
 }
 
 // run enqueues a job and waits for it to finish.
-func (e *pipeEnv) run(t *testing.T, args jobargs.Args) store.Job {
+func (e *pipeEnv) run(t *testing.T, args jobargs.Args) bpctype.Job {
 	t.Helper()
 	return e.Wait(t, e.Enqueue(t, args, "").JobID)
 }
@@ -163,19 +164,19 @@ func (e *pipeEnv) run(t *testing.T, args jobargs.Args) store.Job {
 // It first waits for River to finalize the attempt: River's completer sets
 // a job's state without looking at the attempt, so a retry issued before
 // it ran would let it mark the new attempt completed while it still runs.
-func (e *pipeEnv) rerun(t *testing.T, job store.Job) store.Job {
+func (e *pipeEnv) rerun(t *testing.T, job bpctype.Job) bpctype.Job {
 	t.Helper()
 	e.waitFinalized(t, job.RiverJobID, job.Attempts)
 	_, err := e.Client.JobRetry(e.Ctx, job.RiverJobID)
 	require.NoError(t, err)
 	e.waitFinalized(t, job.RiverJobID, job.Attempts+1)
-	return e.WaitUntil(t, job.JobID, func(j store.Job) bool {
-		return j.Attempts > job.Attempts && store.IsTerminal(j.Status)
+	return e.WaitUntil(t, job.JobID, func(j bpctype.Job) bool {
+		return j.Attempts > job.Attempts && bpctype.IsTerminal(j.Status)
 	})
 }
 
 // jobByKey returns the job of kind enqueued with an idempotency key.
-func (e *pipeEnv) jobByKey(t *testing.T, kind, key string) store.Job {
+func (e *pipeEnv) jobByKey(t *testing.T, kind, key string) bpctype.Job {
 	t.Helper()
 	var id uuid.UUID
 	require.NoError(t, e.Store.DB().QueryRow(e.Ctx, `SELECT job_id FROM jobs WHERE tenant_id = $1 AND type = $2 AND idempotency_key = $3`,
@@ -197,18 +198,18 @@ func (e *pipeEnv) events(t *testing.T, eventType string, aggregateID uuid.UUID) 
 }
 
 // requireFailed asserts a job failed permanently at its first attempt with code.
-func requireFailed(t *testing.T, job store.Job, code string) jobError {
+func requireFailed(t *testing.T, job bpctype.Job, code string) jobError {
 	t.Helper()
-	require.Equal(t, store.StatusFailed, job.Status, "last_error %s", job.LastError)
+	require.Equal(t, bpctype.StatusFailed, job.Status, "last_error %s", job.LastError)
 	require.Equal(t, int32(1), job.Attempts, "a permanent error is not retried")
 	le := lastJobError(t, job)
 	require.Equal(t, code, le.Code, "last_error %s", job.LastError)
 	return le
 }
 
-func requireSucceeded(t *testing.T, job store.Job) {
+func requireSucceeded(t *testing.T, job bpctype.Job) {
 	t.Helper()
-	require.Equal(t, store.StatusSucceeded, job.Status, "last_error %s", job.LastError)
+	require.Equal(t, bpctype.StatusSucceeded, job.Status, "last_error %s", job.LastError)
 }
 
 func nmcDocument(t *testing.T, name string) []byte {
@@ -219,7 +220,7 @@ func nmcDocument(t *testing.T, name string) []byte {
 }
 
 // newDocument creates a document of kind.
-func (e *pipeEnv) newDocument(t *testing.T, kind string) store.Document {
+func (e *pipeEnv) newDocument(t *testing.T, kind string) bpctype.Document {
 	t.Helper()
 	d, err := e.Store.CreateDocument(e.Ctx, pipeTenant, kind, kind+"-"+uuid.NewString()[:8])
 	require.NoError(t, err)
@@ -227,27 +228,27 @@ func (e *pipeEnv) newDocument(t *testing.T, kind string) store.Document {
 }
 
 // uploadVersion stores content as a new UPLOADED version of a new document.
-func (e *pipeEnv) uploadVersion(t *testing.T, kind string, content []byte) store.DocumentVersion {
+func (e *pipeEnv) uploadVersion(t *testing.T, kind string, content []byte) bpctype.DocumentVersion {
 	t.Helper()
 	doc := e.newDocument(t, kind)
-	var v store.DocumentVersion
+	var v bpctype.DocumentVersion
 	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
 		var err error
 		v, _, err = e.Store.WithTx(tx).CreateDocumentVersion(e.Ctx, pipeTenant, doc.DocumentID, "application/json", content)
 		return err
 	}))
-	require.Equal(t, store.DocUploaded, v.Status)
+	require.Equal(t, bpctype.DocUploaded, v.Status)
 	return v
 }
 
-func (e *pipeEnv) docVersion(t *testing.T, id uuid.UUID) store.DocumentVersion {
+func (e *pipeEnv) docVersion(t *testing.T, id uuid.UUID) bpctype.DocumentVersion {
 	t.Helper()
 	v, err := e.Store.GetDocumentVersion(e.Ctx, pipeTenant, id)
 	require.NoError(t, err)
 	return v
 }
 
-func (e *pipeEnv) factsOf(t *testing.T, versionID uuid.UUID) []store.Fact {
+func (e *pipeEnv) factsOf(t *testing.T, versionID uuid.UUID) []bpctype.Fact {
 	t.Helper()
 	fs, err := e.Store.ListFacts(e.Ctx, store.FactFilter{TenantID: pipeTenant, DocumentVersionID: versionID})
 	require.NoError(t, err)
@@ -265,7 +266,7 @@ func refArgs(documentID uuid.UUID, ref string) *jobargs.IngestDocumentArgs {
 
 // factIdentities are facts as what identifies them: type, key, canonical
 // payload and its hash.
-func factIdentities(fs []store.Fact) []string {
+func factIdentities(fs []bpctype.Fact) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
 		out[i] = f.FactType + "|" + f.FactKey + "|" + f.PayloadHash + "|" + string(f.Payload)
@@ -281,7 +282,7 @@ func ingestArgs(documentID uuid.UUID, content []byte, mimeType string) *jobargs.
 
 // requireBOMFacts asserts the facts of the nmc811 BOM: 1 battery, 13
 // materials and 3 hazardous substances.
-func requireBOMFacts(t *testing.T, fs []store.Fact) {
+func requireBOMFacts(t *testing.T, fs []bpctype.Fact) {
 	t.Helper()
 	require.Len(t, fs, 17)
 	byType := map[string]int{}
@@ -313,7 +314,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 		parse := e.Wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+v.DocumentVersionID.String()).JobID)
 		requireSucceeded(t, parse)
 		v = e.docVersion(t, v.DocumentVersionID)
-		require.Equal(t, store.DocValidated, v.Status)
+		require.Equal(t, bpctype.DocValidated, v.Status)
 		require.NotNil(t, v.FactCount)
 		require.Equal(t, int32(17), *v.FactCount)
 		require.NotNil(t, v.ProcessedAt)
@@ -344,7 +345,7 @@ func TestIngestDocumentWorker(t *testing.T) {
 		require.Equal(t, hash.SHA256Hex(bom), v.ContentSHA256)
 		require.Equal(t, int32(len(bom)), v.SizeBytes)
 		requireSucceeded(t, e.Wait(t, e.jobByKey(t, jobargs.KindParseFacts, "parse:"+v.DocumentVersionID.String()).JobID))
-		require.Equal(t, store.DocValidated, e.docVersion(t, v.DocumentVersionID).Status)
+		require.Equal(t, bpctype.DocValidated, e.docVersion(t, v.DocumentVersionID).Status)
 
 		// The same bytes inline: the same facts, canonical bytes and hashes
 		// alike; and into the same document, the same version.
@@ -441,7 +442,7 @@ func TestParseFactsWorker(t *testing.T) {
 		job := e.run(t, parseArgs(v.DocumentVersionID))
 		requireSucceeded(t, job)
 		got := e.docVersion(t, v.DocumentVersionID)
-		require.Equal(t, store.DocValidated, got.Status)
+		require.Equal(t, bpctype.DocValidated, got.Status)
 		require.Equal(t, int32(17), *got.FactCount)
 		require.Empty(t, got.Error)
 		fs := e.factsOf(t, v.DocumentVersionID)
@@ -482,7 +483,7 @@ func TestParseFactsWorker(t *testing.T) {
 		require.Contains(t, le.Message, "battery.sku")
 
 		got := e.docVersion(t, v.DocumentVersionID)
-		require.Equal(t, store.DocRejected, got.Status)
+		require.Equal(t, bpctype.DocRejected, got.Status)
 		require.Nil(t, got.FactCount)
 		require.NotNil(t, got.ProcessedAt)
 		var detail struct {
@@ -502,7 +503,7 @@ func TestParseFactsWorker(t *testing.T) {
 		second := e.run(t, parseArgs(v.DocumentVersionID))
 		le = requireFailed(t, second, "VALIDATION_ERROR")
 		require.Contains(t, le.Message, "rejected")
-		require.Equal(t, store.DocRejected, e.docVersion(t, v.DocumentVersionID).Status)
+		require.Equal(t, bpctype.DocRejected, e.docVersion(t, v.DocumentVersionID).Status)
 		require.Equal(t, 1, e.events(t, passport.EventDocumentRejected, v.DocumentVersionID))
 	})
 
@@ -529,28 +530,28 @@ func (e *pipeEnv) fixture(t *testing.T) fixture.Compilable {
 }
 
 // ruleVersion creates a DRAFT version in a new package.
-func (e *pipeEnv) ruleVersion(tx pgx.Tx, dsl, tests string) (store.RulePackageVersion, error) {
+func (e *pipeEnv) ruleVersion(tx pgx.Tx, dsl, tests string) (bpctype.RulePackageVersion, error) {
 	pkg, err := e.Store.WithTx(tx).CreateRulePackage(e.Ctx, pipeTenant, "rules-"+uuid.NewString()[:8])
 	if err != nil {
-		return store.RulePackageVersion{}, err
+		return bpctype.RulePackageVersion{}, err
 	}
 	return e.Store.WithTx(tx).CreateRulePackageVersion(e.Ctx, pipeTenant, pkg.RulePackageID, dsl, tests)
 }
 
-func (e *pipeEnv) draftRules(t *testing.T, dsl, tests string) store.RulePackageVersion {
+func (e *pipeEnv) draftRules(t *testing.T, dsl, tests string) bpctype.RulePackageVersion {
 	t.Helper()
-	var rv store.RulePackageVersion
+	var rv bpctype.RulePackageVersion
 	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
 		var err error
 		rv, err = e.ruleVersion(tx, dsl, tests)
 		return err
 	}))
-	require.Equal(t, store.RulesDraft, rv.Status)
+	require.Equal(t, bpctype.RulesDraft, rv.Status)
 	return rv
 }
 
 // passport creates a battery product and its passport.
-func (e *pipeEnv) passport(t *testing.T) store.Passport {
+func (e *pipeEnv) passport(t *testing.T) bpctype.Passport {
 	t.Helper()
 	p, err := e.Store.CreateBatteryProduct(e.Ctx, pipeTenant, "SKU-"+uuid.NewString()[:8], "Voltaris EV Pack 75")
 	require.NoError(t, err)
@@ -568,14 +569,14 @@ func signArgsFor(versionID uuid.UUID) *jobargs.SignPassportArgs {
 	return &jobargs.SignPassportArgs{Base: jobargs.Base{TenantID: pipeTenant}, PassportVersionID: versionID}
 }
 
-func (e *pipeEnv) version(t *testing.T, id uuid.UUID) store.PassportVersion {
+func (e *pipeEnv) version(t *testing.T, id uuid.UUID) bpctype.PassportVersion {
 	t.Helper()
 	v, err := e.Store.GetPassportVersion(e.Ctx, pipeTenant, id)
 	require.NoError(t, err)
 	return v
 }
 
-func (e *pipeEnv) versions(t *testing.T, passportID uuid.UUID) []store.PassportVersion {
+func (e *pipeEnv) versions(t *testing.T, passportID uuid.UUID) []bpctype.PassportVersion {
 	t.Helper()
 	vs, err := e.Store.ListPassportVersions(e.Ctx, pipeTenant, passportID)
 	require.NoError(t, err)
@@ -585,8 +586,8 @@ func (e *pipeEnv) versions(t *testing.T, passportID uuid.UUID) []store.PassportV
 // chain is one passport run through COMPILE_PASSPORT, SIGN_PASSPORT and
 // GENERATE_QR.
 type chain struct {
-	compile, sign, qr store.Job
-	version           store.PassportVersion
+	compile, sign, qr bpctype.Job
+	version           bpctype.PassportVersion
 }
 
 // compileChain compiles a new passport and waits for its QR code.
@@ -608,15 +609,15 @@ func (e *pipeEnv) compileChain(t *testing.T, fx fixture.Compilable) chain {
 }
 
 // activate makes a signed version with its QR code ACTIVE.
-func (e *pipeEnv) activate(t *testing.T, id uuid.UUID) store.PassportVersion {
+func (e *pipeEnv) activate(t *testing.T, id uuid.UUID) bpctype.PassportVersion {
 	t.Helper()
-	var v store.PassportVersion
+	var v bpctype.PassportVersion
 	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
 		var err error
 		v, _, _, err = passport.MarkPassportVersionActive(e.Ctx, e.Store.WithTx(tx), pipeTenant, id)
 		return err
 	}))
-	require.Equal(t, store.PassportActive, v.Status)
+	require.Equal(t, bpctype.PassportActive, v.Status)
 	return v
 }
 
@@ -643,7 +644,7 @@ func TestCompileSignQRChain(t *testing.T) {
 	v := c.version
 
 	t.Run("the version is signed with a QR code", func(t *testing.T) {
-		require.Equal(t, store.PassportSigned, v.Status)
+		require.Equal(t, bpctype.PassportSigned, v.Status)
 		require.Equal(t, int32(1), v.Version)
 		require.Equal(t, pipeBuildID, v.CompilerBuildID)
 		require.Equal(t, pipeKeyID, v.SigningKeyID)
@@ -715,7 +716,7 @@ func TestCompileSignQRChain(t *testing.T) {
 		// after the handler's transaction completed it.
 		for _, kind := range []string{jobargs.KindCompile, jobargs.KindSign, jobargs.KindGenerateQR} {
 			require.Eventually(t, func() bool {
-				return testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(kind, store.StatusSucceeded)) == 1
+				return testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(kind, bpctype.StatusSucceeded)) == 1
 			}, 5*time.Second, 10*time.Millisecond, kind)
 		}
 	})
@@ -736,7 +737,7 @@ func TestCompileSignQRChain(t *testing.T) {
 		rerun := e.rerun(t, c.sign)
 		requireSucceeded(t, rerun)
 		got := e.version(t, v.PassportVersionID)
-		require.Equal(t, store.PassportSigned, got.Status)
+		require.Equal(t, bpctype.PassportSigned, got.Status)
 		require.Equal(t, *v.Signature, *got.Signature)
 		require.Equal(t, v.SignedAt, got.SignedAt)
 		require.Equal(t, 1, e.jobsOfType(t, jobargs.KindGenerateQR))
@@ -819,7 +820,7 @@ func TestSignPassportWorkerWithoutKey(t *testing.T) {
 	sign := e.Wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+id.String()).JobID)
 	requireFailed(t, sign, "SIGNING_KEY_MISSING")
 	v := e.version(t, id)
-	require.Equal(t, store.PassportCompiling, v.Status)
+	require.Equal(t, bpctype.PassportCompiling, v.Status)
 	require.Nil(t, v.Signature)
 	require.Nil(t, v.SigningPublicKey)
 	require.Equal(t, 0, e.jobsOfType(t, jobargs.KindGenerateQR))
@@ -831,7 +832,7 @@ func TestSignPassportWorkerWithoutKey(t *testing.T) {
 		require.Contains(t, le.Message, "COMPILING")
 		v := e.version(t, id)
 		require.Nil(t, v.QRPayload)
-		require.Equal(t, store.PassportCompiling, v.Status)
+		require.Equal(t, bpctype.PassportCompiling, v.Status)
 	})
 
 	t.Run("EXPORT_PASSPORT of a COMPILING version is INVALID_STATE", func(t *testing.T) {
@@ -865,7 +866,7 @@ func TestSignPassportWorkerKeyIDMismatch(t *testing.T) {
 	require.Contains(t, le.Message, "key-a")
 	require.Contains(t, le.Message, "key-b")
 	v := e.version(t, vs[0].PassportVersionID)
-	require.Equal(t, store.PassportCompiling, v.Status)
+	require.Equal(t, bpctype.PassportCompiling, v.Status)
 	require.Nil(t, v.Signature)
 	require.Equal(t, 0, e.jobsOfType(t, jobargs.KindGenerateQR))
 }
@@ -933,7 +934,7 @@ func TestExportPassportWorker(t *testing.T) {
 		require.NoError(t, json.Unmarshal(b, &doc))
 		require.Equal(t, passport.ExportFormat, doc.ExportFormat)
 		require.Equal(t, id.String(), doc.PassportVersionID)
-		require.Equal(t, store.PassportActive, doc.Status)
+		require.Equal(t, bpctype.PassportActive, doc.Status)
 		require.Equal(t, *v.QRPayload, doc.QRPayload)
 		require.Equal(t, art.Payload, []byte(doc.Payload))
 		require.Equal(t, pipeKeyID, doc.SigningKey.KeyID)
@@ -1004,7 +1005,7 @@ func TestExportPassportWorkerIOError(t *testing.T) {
 	e.activate(t, id)
 
 	job := e.run(t, exportArgs(id, "JSON"))
-	require.Equal(t, store.StatusDeadLetter, job.Status, "IO_ERROR is retryable: the last attempt dead-letters; last_error %s", job.LastError)
+	require.Equal(t, bpctype.StatusDeadLetter, job.Status, "IO_ERROR is retryable: the last attempt dead-letters; last_error %s", job.LastError)
 	require.Equal(t, int32(1), job.Attempts)
 	le := lastJobError(t, job)
 	require.Equal(t, "IO_ERROR", le.Code)
@@ -1021,7 +1022,7 @@ func rulesArgs(versionID uuid.UUID, seed int64) *jobargs.RunRuleTestsArgs {
 	return &jobargs.RunRuleTestsArgs{Base: jobargs.Base{TenantID: pipeTenant}, RulePackageVersionID: versionID, Seed: seed}
 }
 
-func (e *pipeEnv) runs(t *testing.T, versionID uuid.UUID) []store.RuleTestsRun {
+func (e *pipeEnv) runs(t *testing.T, versionID uuid.UUID) []bpctype.RuleTestsRun {
 	t.Helper()
 	runs, err := e.Store.ListRuleTestsRuns(e.Ctx, pipeTenant, versionID)
 	require.NoError(t, err)
@@ -1054,7 +1055,7 @@ func TestRunRuleTestsWorker(t *testing.T) {
 		require.Empty(t, run.FirstFailure)
 		require.NotNil(t, run.RiverJobID)
 		require.Equal(t, job.RiverJobID, *run.RiverJobID)
-		require.Equal(t, store.RulesValidated, e.ruleStatus(t, rv.RulePackageVersionID))
+		require.Equal(t, bpctype.RulesValidated, e.ruleStatus(t, rv.RulePackageVersionID))
 		require.Equal(t, 1, e.events(t, passport.EventTestsRun, rv.RulePackageVersionID))
 
 		// Re-running the completed job records no second run.
@@ -1075,7 +1076,7 @@ func TestRunRuleTestsWorker(t *testing.T) {
 		require.Equal(t, int32(1), runs[0].Passed)
 		require.Equal(t, int32(0), runs[0].Failed)
 		require.Contains(t, string(runs[0].FirstFailure), "at least 500")
-		require.Equal(t, store.RulesDraft, e.ruleStatus(t, rv.RulePackageVersionID))
+		require.Equal(t, bpctype.RulesDraft, e.ruleStatus(t, rv.RulePackageVersionID))
 	})
 
 	t.Run("a failing case fails the run with the first failure", func(t *testing.T) {
@@ -1088,7 +1089,7 @@ func TestRunRuleTestsWorker(t *testing.T) {
 		require.Equal(t, int32(601), runs[0].TotalCases)
 		require.Equal(t, int32(1), runs[0].Failed)
 		require.Contains(t, string(runs[0].FirstFailure), "one")
-		require.Equal(t, store.RulesDraft, e.ruleStatus(t, rv.RulePackageVersionID))
+		require.Equal(t, bpctype.RulesDraft, e.ruleStatus(t, rv.RulePackageVersionID))
 	})
 
 	t.Run("an unknown version is NOT_FOUND", func(t *testing.T) {
@@ -1115,7 +1116,7 @@ func TestPipelineCrashBeforeCommit(t *testing.T) {
 		requireSucceeded(t, job)
 		require.Equal(t, int32(2), job.Attempts)
 		require.Equal(t, "INTERNAL_ERROR", lastJobError(t, job).Code, "the first attempt's error stays on record")
-		require.Equal(t, store.DocValidated, e.docVersion(t, v.DocumentVersionID).Status)
+		require.Equal(t, bpctype.DocValidated, e.docVersion(t, v.DocumentVersionID).Status)
 		requireBOMFacts(t, e.factsOf(t, v.DocumentVersionID))
 		require.Equal(t, 17, e.Count(t, `SELECT count(*) FROM facts WHERE tenant_id = $1`, pipeTenant))
 		require.Equal(t, 17, e.Count(t, `SELECT count(*) FROM document_version_facts WHERE document_version_id = $1`, v.DocumentVersionID))
@@ -1139,7 +1140,7 @@ func TestPipelineCrashBeforeCommit(t *testing.T) {
 
 	t.Run("COMPILE_PASSPORT, SIGN_PASSPORT, GENERATE_QR", func(t *testing.T) {
 		c := e.compileChain(t, e.fixture(t))
-		for _, j := range []store.Job{c.compile, c.sign, c.qr} {
+		for _, j := range []bpctype.Job{c.compile, c.sign, c.qr} {
 			require.Equal(t, int32(2), j.Attempts, j.Type)
 		}
 		require.Len(t, e.versions(t, c.version.PassportID), 1, "the first attempt's version was rolled back")
@@ -1156,6 +1157,6 @@ func TestPipelineCrashBeforeCommit(t *testing.T) {
 
 func TestExportDocumentRequiresASignedVersion(t *testing.T) {
 	t.Parallel()
-	_, err := passport.ExportDocument(store.PassportVersion{PassportVersionID: uuid.New(), Status: store.PassportCompiling}, store.PassportArtifacts{})
+	_, err := passport.ExportDocument(bpctype.PassportVersion{PassportVersionID: uuid.New(), Status: bpctype.PassportCompiling}, bpctype.PassportArtifacts{})
 	require.Equal(t, errcode.InvalidState, errcode.CodeOf(err))
 }

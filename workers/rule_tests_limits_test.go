@@ -11,10 +11,10 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
 
@@ -46,7 +46,7 @@ func TestRunRuleTestsWorkerLimits(t *testing.T) {
 	require.Contains(t, le.Message, "BPC_RULES_MAX_CASES")
 	require.Contains(t, le.Message, "at 2:10")
 	require.Empty(t, e.runs(t, rv.RulePackageVersionID))
-	require.Equal(t, store.RulesDraft, e.ruleStatus(t, rv.RulePackageVersionID))
+	require.Equal(t, bpctype.RulesDraft, e.ruleStatus(t, rv.RulePackageVersionID))
 
 	rv = e.draftRules(t, "field a : Int = "+strings.Repeat("1 + ", 30)+"1;", "example e: { } => expect(a, ==, 31);")
 	le = requireFailed(t, e.run(t, rulesArgs(rv.RulePackageVersionID, 1)), "RULE_PARSE_ERROR")
@@ -63,18 +63,18 @@ func TestRunRuleTestsWorkerStopsOnCancel(t *testing.T) {
 	e := newPipeEnv(t, pipeOptions{})
 	rv := e.draftRules(t, "field a : Int = 1;", heavyTests)
 	job := e.Enqueue(t, rulesArgs(rv.RulePackageVersionID, 1), "")
-	e.WaitUntil(t, job.JobID, func(j store.Job) bool { return j.Status == store.StatusRunning })
+	e.WaitUntil(t, job.JobID, func(j bpctype.Job) bool { return j.Status == bpctype.StatusRunning })
 	time.Sleep(200 * time.Millisecond) // well into the cases
 
 	_, err := e.Client.JobCancel(e.Ctx, job.RiverJobID)
 	require.NoError(t, err)
 	done := e.Wait(t, job.JobID)
-	require.Equal(t, store.StatusCancelled, done.Status, "last_error %s", done.LastError)
+	require.Equal(t, bpctype.StatusCancelled, done.Status, "last_error %s", done.LastError)
 	// River records its own text for it; the mirror reads it as CANCELLED.
 	le := lastJobError(t, done)
 	require.Equal(t, "CANCELLED", le.Code)
 	require.Equal(t, "job cancelled remotely", le.Message)
-	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindRunRuleTests, store.StatusCancelled)),
+	require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.JobsCompleted.WithLabelValues(jobargs.KindRunRuleTests, bpctype.StatusCancelled)),
 		"the observer counted the status the mirror shows")
 	require.Empty(t, e.runs(t, rv.RulePackageVersionID))
 	e.Consistent(t)

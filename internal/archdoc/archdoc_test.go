@@ -50,6 +50,7 @@ var layerRules = []struct {
 }{
 	{from: "core/...", to: "!core/...", why: "core is pure (formats, hashes, rules, compiler, proofs, signing): it knows nothing above it"},
 	{from: "jobargs", to: "!core/...", why: "job args are the contract the API and the workers share; they hold no persistence or domain code"},
+	{from: "bpctype", to: "!core/...", why: "the domain types are the leaf every layer shares (rows, SSOT statuses): they call nothing of ours"},
 	{from: "store", to: "jobargs", why: "store is SQL in and rows out: it inserts no jobs"},
 	{from: "store", to: "passport", why: "store is persistence only: the domain calls it, not the other way"},
 	{from: "store", to: "internal/http/...", why: "store is persistence only: it knows no transport"},
@@ -81,6 +82,7 @@ var layerRows = [][]string{
 	{"passport"},
 	{"store"},
 	{"jobargs", "internal/passportpdf"},
+	{"bpctype"},
 	{"core/..."},
 }
 

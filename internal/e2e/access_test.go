@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/store"
@@ -23,7 +24,7 @@ import (
 
 // apiKey is a created key with its token.
 type apiKey struct {
-	store.APIKey
+	bpctype.APIKey
 	Token string `json:"token"`
 }
 
@@ -50,7 +51,7 @@ func (h *harness) as(token, method, path string, body any) (int, []byte) {
 // newTenant creates a tenant with the platform token.
 func (h *harness) newTenant() string {
 	h.t.Helper()
-	var tn store.Tenant
+	var tn bpctype.Tenant
 	slug := "t-" + uuid.NewString()[:8]
 	require.Equal(h.t, http.StatusCreated, h.call(http.MethodPost, "/v1/tenants", map[string]any{"slug": slug, "name": slug}, &tn))
 	return tn.TenantID.String()
@@ -73,18 +74,18 @@ func newVictim(t *testing.T, h *harness) victim {
 	t.Helper()
 	pp := h.compiledSample()
 	v := h.signedWithQR(pp.PassportID)
-	var act store.PassportVersion
+	var act bpctype.PassportVersion
 	h.post("/v1/passport-versions/"+v.PassportVersionID.String()+"/activate", map[string]any{}, http.StatusOK, &act)
 	docVersion, parseJob := h.upload("BOM", sampleDoc(t, "bom.json"))
-	var dv store.DocumentVersion
+	var dv bpctype.DocumentVersion
 	h.get("/v1/document-versions/"+docVersion.String(), &dv)
-	var sn store.Snapshot
+	var sn bpctype.Snapshot
 	h.post("/v1/snapshots", map[string]any{}, http.StatusCreated, &sn)
 	rv := h.rulesVersion(nmc811.Rules(), nmc811.Tests(), false)
 	recv := newReceiver(t, http.StatusOK)
 	endpointID := h.subscribe(recv.URL+"/hook", "passport.activated")
 	var subs struct {
-		Items []store.WebhookSubscription `json:"items"`
+		Items []bpctype.WebhookSubscription `json:"items"`
 	}
 	h.get("/v1/webhook-subscriptions", &subs)
 	require.NotEmpty(t, subs.Items)
@@ -238,11 +239,11 @@ func TestTenantKeysCannotReachAnotherTenant(t *testing.T) {
 	}
 	// A compile of the key's own passport from the victim's snapshot and
 	// rules: 404 naming the field, no job.
-	var product store.BatteryProduct
+	var product bpctype.BatteryProduct
 	status, raw := h.as(writer.Token, http.MethodPost, "/v1/battery-products", map[string]any{"sku": "own-1", "name": "own"})
 	require.Equal(t, http.StatusCreated, status, "%s", raw)
 	require.NoError(t, json.Unmarshal(raw, &product))
-	var own store.Passport
+	var own bpctype.Passport
 	status, raw = h.as(writer.Token, http.MethodPost, "/v1/passports", map[string]any{"battery_product_id": product.BatteryProductID})
 	require.Equal(t, http.StatusCreated, status, "%s", raw)
 	require.NoError(t, json.Unmarshal(raw, &own))
@@ -260,13 +261,13 @@ func TestTenantKeysCannotReachAnotherTenant(t *testing.T) {
 	// shows it alone.
 	status, raw = h.as(writer.Token, http.MethodPost, "/v1/documents", map[string]any{"kind": "BOM", "name": "mine"})
 	require.Equal(t, http.StatusCreated, status, "%s", raw)
-	var doc store.Document
+	var doc bpctype.Document
 	require.NoError(t, json.Unmarshal(raw, &doc))
 	require.Equal(t, mine, doc.TenantID.String())
 	status, raw = h.as(writer.Token, http.MethodGet, "/v1/documents/"+doc.DocumentID.String(), nil)
 	require.Equal(t, http.StatusOK, status, "%s", raw)
 	var tenants struct {
-		Items []store.Tenant `json:"items"`
+		Items []bpctype.Tenant `json:"items"`
 	}
 	status, raw = h.as(writer.Token, http.MethodGet, "/v1/tenants", nil)
 	require.Equal(t, http.StatusOK, status)
@@ -317,7 +318,7 @@ func TestKeyRoles(t *testing.T) {
 	require.NotContains(t, string(raw), made.Token, "a listed key has no token")
 	require.NotContains(t, string(raw), "token_sha256")
 	var keys struct {
-		Items []store.APIKey `json:"items"`
+		Items []bpctype.APIKey `json:"items"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &keys))
 	require.Len(t, keys.Items, 4)
@@ -529,7 +530,7 @@ func TestCustomEventsCannotImpersonate(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, "%s", raw)
 	status, raw = h.as(writer.Token, http.MethodPost, "/v1/documents", map[string]any{"kind": "BOM", "name": "mine"})
 	require.Equal(t, http.StatusCreated, status, "%s", raw)
-	var doc store.Document
+	var doc bpctype.Document
 	require.NoError(t, json.Unmarshal(raw, &doc))
 	var actors []string
 	rows, err := h.pool.Query(context.Background(), `SELECT actor_id FROM events WHERE tenant_id = $1 AND aggregate_id = ANY($2) ORDER BY occurred_at`,

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
@@ -175,7 +176,7 @@ func TestIdempotentEnqueue(t *testing.T) {
 		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload(),
 		"idempotency_key": "redeliver-42", "priority": 1,
 	}
-	var first, again store.Job
+	var first, again bpctype.Job
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", req, &first))
 	require.Equal(t, "redeliver-42", *first.IdempotencyKey)
 	require.EqualValues(t, 1, first.Priority)
@@ -197,7 +198,7 @@ func TestIdempotentEnqueue(t *testing.T) {
 	require.Equal(t, 1, h.riverJobCount())
 
 	// The key is per tenant.
-	var tenant store.Tenant
+	var tenant bpctype.Tenant
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/tenants", map[string]any{"slug": "acme", "name": "ACME Batteries"}, &tenant))
 	req["tenant_id"] = tenant.TenantID
 	req["payload"] = h.deliverPayloadFor(tenant.TenantID)
@@ -216,14 +217,14 @@ func TestBatchEnqueueListAndPaginate(t *testing.T) {
 	jobs[6]["idempotency_key"] = "k-6"
 	var batch struct {
 		Items []struct {
-			store.Job
+			bpctype.Job
 			Existing bool `json:"existing"`
 		} `json:"items"`
 	}
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs:batch", map[string]any{"jobs": jobs}, &batch))
 	require.Len(t, batch.Items, 7)
 	for _, it := range batch.Items {
-		require.Equal(t, store.StatusQueued, it.Status)
+		require.Equal(t, bpctype.StatusQueued, it.Status)
 		require.False(t, it.Existing)
 	}
 	require.Equal(t, 7, h.riverJobCount())
@@ -299,9 +300,9 @@ func TestWaitMsLongPoll(t *testing.T) {
 	require.NoError(t, a.err)
 	defer a.resp.Body.Close()
 	require.Equal(t, http.StatusOK, a.resp.StatusCode)
-	var job store.Job
+	var job bpctype.Job
 	require.NoError(t, json.NewDecoder(a.resp.Body).Decode(&job))
-	require.Equal(t, store.StatusSucceeded, job.Status)
+	require.Equal(t, bpctype.StatusSucceeded, job.Status)
 
 	// Not terminal within the wait: 202 with Retry-After.
 	later := h.deliverLater(h.deliverPayload(), time.Now().Add(time.Hour))
@@ -323,23 +324,23 @@ func TestAdminAPIRetryAndCancel(t *testing.T) {
 	h := newHarness(t, service.RoleAll, nil)
 	recv := newReceiver(t, http.StatusBadRequest)
 	ev, failed := h.deliverOne(recv.URL, "r.test")
-	require.Equal(t, store.StatusFailed, failed.Status)
+	require.Equal(t, bpctype.StatusFailed, failed.Status)
 
 	var env errorEnvelope
 	require.Equal(t, http.StatusConflict, h.call(http.MethodPost, "/v1/jobs/"+failed.JobID.String()+"/cancel?tenant_id="+devTenant, nil, &env))
 	require.Equal(t, "INVALID_STATE", env.Error.Code)
 
 	recv.set(http.StatusAccepted, nil)
-	var retried store.Job
+	var retried bpctype.Job
 	require.Equal(t, http.StatusOK, h.call(http.MethodPost, "/v1/jobs/"+failed.JobID.String()+"/retry?tenant_id="+devTenant, nil, &retried))
-	require.Contains(t, []string{store.StatusQueued, store.StatusRunning, store.StatusSucceeded}, retried.Status)
-	require.Equal(t, store.StatusSucceeded, h.waitJob(failed.JobID).Status)
-	require.Equal(t, store.DeliveryDelivered, h.delivery(ev.Deliveries[0].WebhookDeliveryID).Status)
+	require.Contains(t, []string{bpctype.StatusQueued, bpctype.StatusRunning, bpctype.StatusSucceeded}, retried.Status)
+	require.Equal(t, bpctype.StatusSucceeded, h.waitJob(failed.JobID).Status)
+	require.Equal(t, bpctype.DeliveryDelivered, h.delivery(ev.Deliveries[0].WebhookDeliveryID).Status)
 
 	later := h.deliverLater(h.deliverPayload(), time.Now().Add(time.Hour))
-	var cancelled store.Job
+	var cancelled bpctype.Job
 	require.Equal(t, http.StatusOK, h.call(http.MethodPost, "/v1/jobs/"+later.JobID.String()+"/cancel?tenant_id="+devTenant, nil, &cancelled))
-	require.Equal(t, store.StatusCancelled, cancelled.Status)
+	require.Equal(t, bpctype.StatusCancelled, cancelled.Status)
 
 	// Another tenant cannot see or touch the job.
 	other := uuid.NewString()
@@ -359,7 +360,7 @@ func TestPingAndWebhookEndpointLifecycle(t *testing.T) {
 		JobID             uuid.UUID `json:"job_id"`
 	}
 	require.Equal(t, http.StatusAccepted, h.call(http.MethodPost, "/v1/webhook-endpoints/"+endpointID.String()+"/ping?tenant_id="+devTenant, nil, &ping))
-	require.Equal(t, store.StatusSucceeded, h.waitJob(ping.JobID).Status)
+	require.Equal(t, bpctype.StatusSucceeded, h.waitJob(ping.JobID).Status)
 	reqs := recv.received()
 	require.Len(t, reqs, 1)
 	require.Equal(t, "webhook.ping", reqs[0].header.Get("X-BPC-Event-Type"))
@@ -372,7 +373,7 @@ func TestPingAndWebhookEndpointLifecycle(t *testing.T) {
 	require.NotContains(t, string(raw), "secret")
 
 	// Deactivated: no fan-out. Deleted: gone from the list, ping is 404.
-	var ep store.WebhookEndpoint
+	var ep bpctype.WebhookEndpoint
 	require.Equal(t, http.StatusOK, h.call(http.MethodPatch, "/v1/webhook-endpoints/"+endpointID.String()+"?tenant_id="+devTenant,
 		map[string]any{"is_active": false}, &ep))
 	require.False(t, ep.IsActive)
@@ -421,7 +422,7 @@ func TestProdRequiresHTTPSWebhooks(t *testing.T) {
 func TestEnqueueRefusesUnknownAndForeignIDs(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAPI, nil)
-	var other store.Tenant
+	var other bpctype.Tenant
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/tenants", map[string]any{"slug": "other", "name": "Other"}, &other))
 	var sn struct {
 		SnapshotID uuid.UUID `json:"snapshot_id"`
@@ -459,14 +460,14 @@ func TestEnqueueRefusesUnknownAndForeignIDs(t *testing.T) {
 func TestRetryOfSucceededJobIsRefused(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAll, nil)
-	var job store.Job
+	var job bpctype.Job
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
 		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": h.deliverPayload()}, &job))
-	require.Equal(t, store.StatusSucceeded, h.waitJob(job.JobID).Status)
+	require.Equal(t, bpctype.StatusSucceeded, h.waitJob(job.JobID).Status)
 	var env errorEnvelope
 	require.Equal(t, http.StatusConflict, h.call(http.MethodPost, "/v1/jobs/"+job.JobID.String()+"/retry?tenant_id="+devTenant, nil, &env))
 	require.Equal(t, "INVALID_STATE", env.Error.Code)
-	require.Equal(t, store.StatusSucceeded, h.job(job.JobID).Status)
+	require.Equal(t, bpctype.StatusSucceeded, h.job(job.JobID).Status)
 	require.Equal(t, 1, h.riverJobCount())
 }
 

@@ -38,6 +38,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -361,7 +362,7 @@ func (e *chaosEnv) waitAllSucceeded(want int, timeout time.Duration) {
 	var last map[string]int
 	for time.Now().Before(deadline) {
 		last = e.statusCounts()
-		if last[store.StatusSucceeded] == want {
+		if last[bpctype.StatusSucceeded] == want {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -390,7 +391,7 @@ func (e *chaosEnv) riverStates() map[string]int {
 func (e *chaosEnv) requireSettled(want int) {
 	e.t.Helper()
 	counts := e.statusCounts()
-	require.Equal(e.t, map[string]int{store.StatusSucceeded: want}, counts, "SSOT job statuses")
+	require.Equal(e.t, map[string]int{bpctype.StatusSucceeded: want}, counts, "SSOT job statuses")
 	rep, err := e.st.CheckConsistency(e.ctx)
 	require.NoError(e.t, err)
 	require.True(e.t, rep.OK(), "mirror drift (%d): %+v", rep.DriftCount, rep.Drifts)
@@ -490,7 +491,7 @@ func (e *chaosEnv) summarize() logSummary {
 		if open[tr.Proc] == nil {
 			open[tr.Proc] = map[int64]jobRun{}
 		}
-		if tr.Status == store.StatusRunning {
+		if tr.Status == bpctype.StatusRunning {
 			open[tr.Proc][tr.RiverJobID] = jobRun{proc: tr.Proc, attempt: tr.Attempt, start: tr.Time}
 			continue
 		}
@@ -502,7 +503,7 @@ func (e *chaosEnv) summarize() logSummary {
 		delete(open[tr.Proc], tr.RiverJobID)
 		r.end, r.outcome, r.code = tr.Time, tr.Status, tr.ErrorCode
 		s.runs[tr.RiverJobID] = append(s.runs[tr.RiverJobID], r)
-		if tr.Status == store.StatusSucceeded {
+		if tr.Status == bpctype.StatusSucceeded {
 			s.succeeded[tr.RiverJobID] = append(s.succeeded[tr.RiverJobID], tr.Proc)
 			s.byProc[tr.Proc]++
 		}
@@ -551,7 +552,7 @@ func (s logSummary) requireExactlyOnce(t *testing.T, jobs int, all bool) {
 						id, a.proc, a.attempt, a.start.Format(time.StampMicro), a.end.Format(time.StampMicro),
 						b.proc, b.attempt, b.start.Format(time.StampMicro), b.end.Format(time.StampMicro))
 				}
-				if a.attempt == b.attempt && a.outcome != store.StatusQueued {
+				if a.attempt == b.attempt && a.outcome != bpctype.StatusQueued {
 					t.Fatalf("river job %d attempt %d ran twice: in %s (ended %q %s) and in %s",
 						id, a.attempt, a.proc, a.outcome, a.code, b.proc)
 				}

@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -57,7 +58,7 @@ func (e *chaosEnv) ruleTests(n int) []jobargs.Args {
 	const packages = 5
 	out := make([]jobargs.Args, 0, n)
 	require.NoError(e.t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
-		pkgs := make([]store.RulePackage, packages)
+		pkgs := make([]bpctype.RulePackage, packages)
 		for i := range pkgs {
 			var err error
 			if pkgs[i], err = e.st.WithTx(tx).CreateRulePackage(e.ctx, store.DevTenantID, "chaos-"+uuid.NewString()[:8]); err != nil {
@@ -228,7 +229,7 @@ func TestChaosKillDashNine(t *testing.T) {
 			var id int64
 			var status, owner, code string
 			require.NoError(t, rows.Scan(&id, &status, &owner, &code))
-			if _, seen := lastErr[id]; !seen && !(status == store.StatusRunning && owner == victim.id) {
+			if _, seen := lastErr[id]; !seen && !(status == bpctype.StatusRunning && owner == victim.id) {
 				lastErr[id] = status + " " + code
 				released[id] = time.Since(killAt)
 			}
@@ -343,7 +344,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 
 	e.enqueue(args)
 	deadline := time.Now().Add(60 * time.Second)
-	for e.statusCounts()[store.StatusSucceeded] < jobs/4 {
+	for e.statusCounts()[bpctype.StatusSucceeded] < jobs/4 {
 		require.True(t, time.Now().Before(deadline), "no progress before the restart: %v", e.statusCounts())
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -431,10 +432,10 @@ func TestChaosSIGTERMUnderLoad(t *testing.T) {
 	var longest time.Duration
 	for id, rs := range sum.runs {
 		for _, r := range rs {
-			if r.outcome == store.StatusSucceeded {
+			if r.outcome == bpctype.StatusSucceeded {
 				longest = max(longest, r.end.Sub(r.start))
 			}
-			if r.proc != victim.id || r.outcome == store.StatusSucceeded {
+			if r.proc != victim.id || r.outcome == bpctype.StatusSucceeded {
 				continue
 			}
 			desc := fmt.Sprintf("river job %d ended %s after the signal (%s %s)", id, r.end.Sub(t0).Round(time.Millisecond), r.outcome, r.code)
@@ -492,7 +493,7 @@ func TestChaosPoisonJobIsDiscarded(t *testing.T) {
 		return len(posts)
 	}
 
-	var delivery store.DeliveryRef
+	var delivery bpctype.DeliveryRef
 	require.NoError(t, e.st.InTx(e.ctx, func(tx pgx.Tx) error {
 		ep, err := e.st.WithTx(tx).CreateWebhookEndpoint(e.ctx, store.DevTenantID, recv.URL, testSecret)
 		if err != nil {
@@ -516,15 +517,15 @@ func TestChaosPoisonJobIsDiscarded(t *testing.T) {
 		byID[p.id] = p
 	}
 	var killed []string
-	var final store.Job
+	var final bpctype.Job
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		final, err = e.st.GetJob(e.ctx, store.DevTenantID, job.JobID)
 		require.NoError(t, err)
-		if store.IsTerminal(final.Status) {
+		if bpctype.IsTerminal(final.Status) {
 			break
 		}
-		if final.Status == store.StatusRunning && final.LeaseOwner != nil && postCount() > len(killed) {
+		if final.Status == bpctype.StatusRunning && final.LeaseOwner != nil && postCount() > len(killed) {
 			victim := byID[*final.LeaseOwner]
 			require.NotNil(t, victim, "lease owner %q", *final.LeaseOwner)
 			if !victim.exited() {
@@ -536,7 +537,7 @@ func TestChaosPoisonJobIsDiscarded(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	require.Equal(t, store.StatusDeadLetter, final.Status, "after %d kills", len(killed))
+	require.Equal(t, bpctype.StatusDeadLetter, final.Status, "after %d kills", len(killed))
 	lostAt := time.Now()
 	require.Len(t, killed, 2, "two workers lost, then discarded")
 	require.EqualValues(t, 2, final.Attempts)
@@ -579,7 +580,7 @@ func TestChaosPoisonJobIsDiscarded(t *testing.T) {
 	require.Equal(t, 2, postCount(), "still not run again")
 	t.Logf("%d other jobs succeeded on %s within %s of the discard", others, survivor.id, time.Since(lostAt).Round(time.Millisecond))
 
-	require.Equal(t, map[string]int{store.StatusSucceeded: others, store.StatusDeadLetter: 1}, e.statusCounts())
+	require.Equal(t, map[string]int{bpctype.StatusSucceeded: others, bpctype.StatusDeadLetter: 1}, e.statusCounts())
 	rep, err := e.st.CheckConsistency(e.ctx)
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "mirror drift: %+v", rep.Drifts)

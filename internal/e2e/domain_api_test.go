@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/core/facts"
 	"github.com/bpc-platform/bpc/core/hash"
@@ -125,16 +126,16 @@ func (d domainAPI) bytes(path string, want int) ([]byte, http.Header) {
 	return body, resp.Header
 }
 
-func (d domainAPI) createDocument(kind, name string) store.Document {
+func (d domainAPI) createDocument(kind, name string) bpctype.Document {
 	d.h.t.Helper()
-	var doc store.Document
+	var doc bpctype.Document
 	d.do(http.MethodPost, "/v1/documents", map[string]any{"kind": kind, "name": name}, http.StatusCreated, &doc)
 	return doc
 }
 
 type uploadResult struct {
-	DocumentVersion store.DocumentVersion `json:"document_version"`
-	Job             *store.Job            `json:"job"`
+	DocumentVersion bpctype.DocumentVersion `json:"document_version"`
+	Job             *bpctype.Job            `json:"job"`
 }
 
 func (d domainAPI) uploadVersion(documentID uuid.UUID, content []byte, want int) uploadResult {
@@ -147,17 +148,17 @@ func (d domainAPI) uploadVersion(documentID uuid.UUID, content []byte, want int)
 }
 
 // events returns the tenant's audit events of an aggregate, oldest first.
-func (d domainAPI) events(aggregateID uuid.UUID) []store.Event {
+func (d domainAPI) events(aggregateID uuid.UUID) []bpctype.Event {
 	d.h.t.Helper()
 	rows, _ := d.h.pool.Query(context.Background(), `SELECT event_id, tenant_id, aggregate_type, aggregate_id,
 		aggregate_version, event_type, occurred_at, actor_id, payload, payload_hash, prev_event_hash, event_hash
 		FROM events WHERE tenant_id = $1 AND aggregate_id = $2 ORDER BY aggregate_version`, d.tenant, aggregateID)
-	evs, err := pgx.CollectRows(rows, pgx.RowToStructByName[store.Event])
+	evs, err := pgx.CollectRows(rows, pgx.RowToStructByName[bpctype.Event])
 	require.NoError(d.h.t, err)
 	return evs
 }
 
-func eventTypes(evs []store.Event) []string {
+func eventTypes(evs []bpctype.Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.AggregateType + "/" + e.EventType
@@ -184,14 +185,14 @@ func TestDomainDocumentsUploadAndFacts(t *testing.T) {
 	up := d.uploadVersion(doc.DocumentID, bom, http.StatusCreated)
 	v := up.DocumentVersion
 	require.Equal(t, int32(1), v.Version)
-	require.Equal(t, store.DocUploaded, v.Status)
+	require.Equal(t, bpctype.DocUploaded, v.Status)
 	require.Equal(t, "application/json", v.MimeType)
 	require.Equal(t, hash.SHA256Hex(bom), v.ContentSHA256)
 	require.Equal(t, int32(len(bom)), v.SizeBytes)
 	require.NotNil(t, up.Job)
 	require.Equal(t, jobargs.KindParseFacts, up.Job.Type)
-	require.Contains(t, store.Statuses, up.Job.Status)
-	require.Equal(t, store.StatusQueued, up.Job.Status)
+	require.Contains(t, bpctype.Statuses, up.Job.Status)
+	require.Equal(t, bpctype.StatusQueued, up.Job.Status)
 	require.JSONEq(t, `{"tenant_id":"`+devTenant+`","document_version_id":"`+v.DocumentVersionID.String()+`"}`, string(up.Job.Payload))
 	require.Equal(t, up.Job.JobID, d.h.job(up.Job.JobID).JobID, "the job is readable through /v1/jobs")
 	evs := d.events(v.DocumentVersionID)
@@ -213,8 +214,8 @@ func TestDomainDocumentsUploadAndFacts(t *testing.T) {
 	require.Equal(t, int32(2), v2.Version)
 
 	var got struct {
-		store.Document
-		Versions []store.DocumentVersion `json:"versions"`
+		bpctype.Document
+		Versions []bpctype.DocumentVersion `json:"versions"`
 	}
 	d.do(http.MethodGet, "/v1/documents/"+doc.DocumentID.String(), nil, http.StatusOK, &got)
 	require.Equal(t, doc.DocumentID, got.DocumentID)
@@ -223,13 +224,13 @@ func TestDomainDocumentsUploadAndFacts(t *testing.T) {
 	require.Equal(t, []int32{2, 1}, []int32{got.Versions[0].Version, got.Versions[1].Version}, "newest first")
 
 	var list struct {
-		Items []store.Document `json:"items"`
+		Items []bpctype.Document `json:"items"`
 	}
 	d.createDocument("PCF", "PCF")
 	d.do(http.MethodGet, "/v1/documents", nil, http.StatusOK, &list)
 	require.Len(t, list.Items, 2)
 
-	var dv store.DocumentVersion
+	var dv bpctype.DocumentVersion
 	d.do(http.MethodGet, "/v1/document-versions/"+v.DocumentVersionID.String(), nil, http.StatusOK, &dv)
 	require.Equal(t, v.ContentSHA256, dv.ContentSHA256)
 
@@ -277,13 +278,13 @@ func TestDomainDocumentsUploadAndFacts(t *testing.T) {
 func TestDomainSnapshots(t *testing.T) {
 	t.Parallel()
 	d := newDomainAPI(t)
-	var sn store.Snapshot
+	var sn bpctype.Snapshot
 	d.do(http.MethodPost, "/v1/snapshots", nil, http.StatusCreated, &sn)
-	require.Equal(t, store.SnapshotBuilding, sn.Status)
+	require.Equal(t, bpctype.SnapshotBuilding, sn.Status)
 	require.Nil(t, sn.SnapshotHash)
 	path := "/v1/snapshots/" + sn.SnapshotID.String()
 
-	var got store.Snapshot
+	var got bpctype.Snapshot
 	d.do(http.MethodGet, path, nil, http.StatusOK, &got)
 	require.Equal(t, sn.SnapshotID, got.SnapshotID)
 
@@ -291,8 +292,8 @@ func TestDomainSnapshots(t *testing.T) {
 	doc := d.createDocument("BOM", "BOM")
 	v := d.uploadVersion(doc.DocumentID, sampleDoc(t, nmc811.DocBOM), http.StatusCreated).DocumentVersion
 	var added struct {
-		Snapshot store.Snapshot `json:"snapshot"`
-		Added    int            `json:"added"`
+		Snapshot bpctype.Snapshot `json:"snapshot"`
+		Added    int              `json:"added"`
 	}
 	d.do(http.MethodPost, path+"/items", map[string]any{"document_version_ids": []uuid.UUID{v.DocumentVersionID}}, http.StatusOK, &added)
 	require.Equal(t, 0, added.Added)
@@ -314,17 +315,17 @@ func TestDomainSnapshots(t *testing.T) {
 
 	// Build enqueues BUILD_SNAPSHOT; Idempotency-Key makes it repeatable.
 	var built struct {
-		Job store.Job `json:"job"`
+		Job bpctype.Job `json:"job"`
 	}
 	d.do(http.MethodPost, path+"/build", nil, http.StatusAccepted, &built)
 	require.Equal(t, jobargs.KindBuildSnapshot, built.Job.Type)
-	require.Equal(t, store.StatusQueued, built.Job.Status)
-	keyed := func() store.Job {
+	require.Equal(t, bpctype.StatusQueued, built.Job.Status)
+	keyed := func() bpctype.Job {
 		status, raw := d.h.raw(http.MethodPost, path+"/build", map[string]any{"tenant_id": d.tenant},
 			map[string]string{"Authorization": "Bearer " + testToken, "Idempotency-Key": "build-" + sn.SnapshotID.String()})
 		require.Equal(t, http.StatusAccepted, status, "%s", raw)
 		var out struct {
-			Job store.Job `json:"job"`
+			Job bpctype.Job `json:"job"`
 		}
 		require.NoError(t, json.Unmarshal(raw, &out))
 		return out.Job
@@ -346,16 +347,16 @@ func TestDomainSnapshots(t *testing.T) {
 func TestDomainRulePackages(t *testing.T) {
 	t.Parallel()
 	d := newDomainAPI(t)
-	var pkg store.RulePackage
+	var pkg bpctype.RulePackage
 	d.do(http.MethodPost, "/v1/rule-packages", map[string]any{"name": "nmc811"}, http.StatusCreated, &pkg)
 	require.Equal(t, "nmc811", pkg.Name)
 	d.fail(http.MethodPost, "/v1/rule-packages", map[string]any{"name": "nmc811"}, http.StatusConflict, "CONFLICT")
 	d.invalid(http.MethodPost, "/v1/rule-packages", map[string]any{"name": ""}, "name")
 
 	versions := "/v1/rule-packages/" + pkg.RulePackageID.String() + "/versions"
-	var v store.RulePackageVersion
+	var v bpctype.RulePackageVersion
 	raw := d.do(http.MethodPost, versions, map[string]any{"dsl_source": nmc811.Rules(), "tests_source": nmc811.Tests()}, http.StatusCreated, &v)
-	require.Equal(t, store.RulesDraft, v.Status)
+	require.Equal(t, bpctype.RulesDraft, v.Status)
 	require.Equal(t, int32(1), v.Version)
 	require.Equal(t, hash.SHA256HexString(nmc811.Rules()), v.DSLSHA256)
 	require.Equal(t, hash.SHA256HexString(nmc811.Tests()), v.TestsSHA256)
@@ -376,7 +377,7 @@ func TestDomainRulePackages(t *testing.T) {
 		map[string]any{"dsl_source": nmc811.Rules(), "tests_source": nmc811.Tests()}, http.StatusNotFound, "NOT_FOUND")
 
 	vpath := "/v1/rule-package-versions/" + v.RulePackageVersionID.String()
-	var got store.RulePackageVersion
+	var got bpctype.RulePackageVersion
 	raw = d.do(http.MethodGet, vpath, nil, http.StatusOK, &got)
 	require.NotContains(t, string(raw), "dsl_source")
 	d.do(http.MethodGet, vpath+"?include=sources", nil, http.StatusOK, &got)
@@ -384,14 +385,14 @@ func TestDomainRulePackages(t *testing.T) {
 	require.Equal(t, nmc811.Tests(), got.TestsSource)
 
 	var withVersions struct {
-		store.RulePackage
-		Versions []store.RulePackageVersion `json:"versions"`
+		bpctype.RulePackage
+		Versions []bpctype.RulePackageVersion `json:"versions"`
 	}
 	d.do(http.MethodGet, "/v1/rule-packages/"+pkg.RulePackageID.String(), nil, http.StatusOK, &withVersions)
 	require.Equal(t, "nmc811", withVersions.Name)
 	require.Len(t, withVersions.Versions, 1)
 	var list struct {
-		Items []store.RulePackage `json:"items"`
+		Items []bpctype.RulePackage `json:"items"`
 	}
 	d.do(http.MethodGet, "/v1/rule-packages", nil, http.StatusOK, &list)
 	require.Len(t, list.Items, 1)
@@ -401,7 +402,7 @@ func TestDomainRulePackages(t *testing.T) {
 	d.fail(http.MethodPost, "/v1/rule-package-versions/"+uuid.NewString()+"/publish", nil, http.StatusNotFound, "NOT_FOUND")
 
 	var run struct {
-		Job store.Job `json:"job"`
+		Job bpctype.Job `json:"job"`
 	}
 	d.do(http.MethodPost, vpath+"/test", map[string]any{"seed": 42}, http.StatusAccepted, &run)
 	require.Equal(t, jobargs.KindRunRuleTests, run.Job.Type)
@@ -420,21 +421,21 @@ func TestDomainRulePackages(t *testing.T) {
 	ctx := context.Background()
 	st := store.New(d.h.pool)
 	require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-		_, _, err := passport.StoreRuleTestsRun(ctx, st.WithTx(tx), store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: v.RulePackageVersionID,
+		_, _, err := passport.StoreRuleTestsRun(ctx, st.WithTx(tx), bpctype.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: v.RulePackageVersionID,
 			Seed: 42, Status: "PASSED", TotalCases: passport.MinRuleTestCases, Passed: passport.MinRuleTestCases})
 		return err
 	}))
 	var runs struct {
-		Items []store.RuleTestsRun `json:"items"`
+		Items []bpctype.RuleTestsRun `json:"items"`
 	}
 	d.do(http.MethodGet, vpath+"/test-runs", nil, http.StatusOK, &runs)
 	require.Len(t, runs.Items, 1)
-	var published store.RulePackageVersion
+	var published bpctype.RulePackageVersion
 	d.do(http.MethodPost, vpath+"/publish", nil, http.StatusOK, &published)
-	require.Equal(t, store.RulesPublished, published.Status)
+	require.Equal(t, bpctype.RulesPublished, published.Status)
 	require.NotNil(t, published.PublishedAt)
 	d.do(http.MethodPost, vpath+"/publish", nil, http.StatusOK, &published)
-	require.Equal(t, store.RulesPublished, published.Status)
+	require.Equal(t, bpctype.RulesPublished, published.Status)
 	require.Equal(t, []string{"RulePackageVersion/rules.published"}, eventTypes(d.events(v.RulePackageVersionID)),
 		"publishing again records nothing")
 
@@ -452,22 +453,22 @@ func TestDomainRulePackages(t *testing.T) {
 func TestDomainProductsPassportsAndMissingVersions(t *testing.T) {
 	t.Parallel()
 	d := newDomainAPI(t)
-	var p store.BatteryProduct
+	var p bpctype.BatteryProduct
 	d.do(http.MethodPost, "/v1/battery-products", map[string]any{"sku": nmc811.BatterySKU, "name": "Voltaris EV Pack 75"}, http.StatusCreated, &p)
 	require.Equal(t, nmc811.BatterySKU, p.SKU)
 	d.fail(http.MethodPost, "/v1/battery-products", map[string]any{"sku": nmc811.BatterySKU, "name": "again"}, http.StatusConflict, "CONFLICT")
 	d.invalid(http.MethodPost, "/v1/battery-products", map[string]any{"sku": "", "name": "x"}, "sku")
 	d.invalid(http.MethodPost, "/v1/battery-products", map[string]any{"sku": "S", "name": strings.Repeat("n", 201)}, "name")
-	var got store.BatteryProduct
+	var got bpctype.BatteryProduct
 	d.do(http.MethodGet, "/v1/battery-products/"+p.BatteryProductID.String(), nil, http.StatusOK, &got)
 	require.Equal(t, p, got)
 	var products struct {
-		Items []store.BatteryProduct `json:"items"`
+		Items []bpctype.BatteryProduct `json:"items"`
 	}
 	d.do(http.MethodGet, "/v1/battery-products", nil, http.StatusOK, &products)
 	require.Len(t, products.Items, 1)
 
-	var pp store.Passport
+	var pp bpctype.Passport
 	d.do(http.MethodPost, "/v1/passports", map[string]any{"battery_product_id": p.BatteryProductID}, http.StatusCreated, &pp)
 	require.Equal(t, p.BatteryProductID, pp.BatteryProductID)
 	require.Nil(t, pp.ActiveVersionID)
@@ -485,7 +486,7 @@ func TestDomainProductsPassportsAndMissingVersions(t *testing.T) {
 	}
 	env := d.fail(http.MethodPost, compile, body(), http.StatusNotFound, "NOT_FOUND")
 	require.Equal(t, "snapshot_id", env.Error.Details["field"])
-	var sn store.Snapshot
+	var sn bpctype.Snapshot
 	d.do(http.MethodPost, "/v1/snapshots", map[string]any{}, http.StatusCreated, &sn)
 	env = d.fail(http.MethodPost, compile, map[string]any{"snapshot_id": sn.SnapshotID, "rule_package_version_id": uuid.NewString()},
 		http.StatusNotFound, "NOT_FOUND")
@@ -537,7 +538,7 @@ func TestDomainProductsPassportsAndMissingVersions(t *testing.T) {
 type sampleFixture struct {
 	d          domainAPI
 	st         *store.Queries
-	passport   store.Passport
+	passport   bpctype.Passport
 	snapshotID uuid.UUID
 	rulesID    uuid.UUID
 	// riverJobID stands for the River job of each compile (unique per version).
@@ -569,14 +570,14 @@ func newSampleFixture(t *testing.T, d domainAPI) *sampleFixture {
 		total += len(fs)
 	}
 	var listed struct {
-		Items []store.Fact `json:"items"`
+		Items []bpctype.Fact `json:"items"`
 	}
 	d.do(http.MethodGet, "/v1/facts?document_version_id="+versionIDs[0].String(), nil, http.StatusOK, &listed)
 	require.NotEmpty(t, listed.Items)
 	require.Equal(t, hash.SHA256Hex(listed.Items[0].Payload), listed.Items[0].PayloadHash, "payloads are the canonical bytes")
 
 	// Snapshot: items through the API, READY as BUILD_SNAPSHOT would, sealed through the API.
-	var sn store.Snapshot
+	var sn bpctype.Snapshot
 	d.do(http.MethodPost, "/v1/snapshots", nil, http.StatusCreated, &sn)
 	path := "/v1/snapshots/" + sn.SnapshotID.String()
 	var added struct {
@@ -591,7 +592,7 @@ func newSampleFixture(t *testing.T, d domainAPI) *sampleFixture {
 		return err
 	}))
 	d.do(http.MethodPost, path+"/seal", nil, http.StatusOK, &sn)
-	require.Equal(t, store.SnapshotSealed, sn.Status)
+	require.Equal(t, bpctype.SnapshotSealed, sn.Status)
 	require.NotNil(t, sn.SnapshotHash)
 	require.Equal(t, int64(total), sn.ItemCount)
 	evs := d.events(sn.SnapshotID)
@@ -602,27 +603,27 @@ func newSampleFixture(t *testing.T, d domainAPI) *sampleFixture {
 	f.snapshotID = sn.SnapshotID
 
 	// Rules: created through the API, validated as RUN_RULE_TESTS would, published through the API.
-	var pkg store.RulePackage
+	var pkg bpctype.RulePackage
 	d.do(http.MethodPost, "/v1/rule-packages", map[string]any{"name": "nmc811"}, http.StatusCreated, &pkg)
-	var rv store.RulePackageVersion
+	var rv bpctype.RulePackageVersion
 	d.do(http.MethodPost, "/v1/rule-packages/"+pkg.RulePackageID.String()+"/versions",
 		map[string]any{"dsl_source": nmc811.Rules(), "tests_source": nmc811.Tests()}, http.StatusCreated, &rv)
 	require.NoError(t, st.InTx(ctx, func(tx pgx.Tx) error {
-		_, _, err := passport.StoreRuleTestsRun(ctx, st.WithTx(tx), store.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: rv.RulePackageVersionID,
+		_, _, err := passport.StoreRuleTestsRun(ctx, st.WithTx(tx), bpctype.RuleTestsRun{TenantID: store.DevTenantID, RulePackageVersionID: rv.RulePackageVersionID,
 			Status: "PASSED", TotalCases: passport.MinRuleTestCases, Passed: passport.MinRuleTestCases})
 		return err
 	}))
 	d.do(http.MethodPost, "/v1/rule-package-versions/"+rv.RulePackageVersionID.String()+"/publish", nil, http.StatusOK, nil)
 	f.rulesID = rv.RulePackageVersionID
 
-	var p store.BatteryProduct
+	var p bpctype.BatteryProduct
 	d.do(http.MethodPost, "/v1/battery-products", map[string]any{"sku": nmc811.BatterySKU, "name": "Voltaris EV Pack 75"}, http.StatusCreated, &p)
 	d.do(http.MethodPost, "/v1/passports", map[string]any{"battery_product_id": p.BatteryProductID}, http.StatusCreated, &f.passport)
 	return f
 }
 
 // compile stores a compiled version as COMPILE_PASSPORT would.
-func (f *sampleFixture) compile(t *testing.T) (store.PassportVersion, compiler.Output) {
+func (f *sampleFixture) compile(t *testing.T) (bpctype.PassportVersion, compiler.Output) {
 	ctx := context.Background()
 	id := uuid.New()
 	in, err := passport.LoadCompileInput(ctx, f.st, passport.CompileRequest{
@@ -634,7 +635,7 @@ func (f *sampleFixture) compile(t *testing.T) (store.PassportVersion, compiler.O
 	out, err := compiler.CompilePassport(in)
 	require.NoError(t, err)
 	f.riverJobID++
-	var v store.PassportVersion
+	var v bpctype.PassportVersion
 	require.NoError(t, f.st.InTx(ctx, func(tx pgx.Tx) error {
 		v, _, err = f.st.WithTx(tx).InsertPassportVersion(ctx, store.NewPassportVersion{
 			PassportVersionID: id, TenantID: store.DevTenantID, PassportID: f.passport.PassportID,
@@ -650,7 +651,7 @@ func (f *sampleFixture) compile(t *testing.T) (store.PassportVersion, compiler.O
 
 // signAndQR signs a version and stores its QR code as SIGN_PASSPORT and
 // GENERATE_QR would; it returns the signed receipt.
-func (f *sampleFixture) signAndQR(t *testing.T, v store.PassportVersion, out compiler.Output) []byte {
+func (f *sampleFixture) signAndQR(t *testing.T, v bpctype.PassportVersion, out compiler.Output) []byte {
 	ctx := context.Background()
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
@@ -680,9 +681,9 @@ func TestDomainPassportVersionArtifactsActivateReplayAndExports(t *testing.T) {
 	v1, out1 := f.compile(t)
 	path := "/v1/passport-versions/" + v1.PassportVersionID.String()
 
-	var got store.PassportVersion
+	var got bpctype.PassportVersion
 	d.do(http.MethodGet, path, nil, http.StatusOK, &got)
-	require.Equal(t, store.PassportCompiling, got.Status)
+	require.Equal(t, bpctype.PassportCompiling, got.Status)
 	require.Equal(t, out1.PayloadHash, got.PayloadHash)
 
 	// The stored bytes, unchanged, with their hash as ETag.
@@ -722,9 +723,9 @@ func TestDomainPassportVersionArtifactsActivateReplayAndExports(t *testing.T) {
 
 	// Activate: ACTIVE, the passport points at it, one event; again changes nothing.
 	d.do(http.MethodPost, path+"/activate", nil, http.StatusOK, &got)
-	require.Equal(t, store.PassportActive, got.Status)
+	require.Equal(t, bpctype.PassportActive, got.Status)
 	d.do(http.MethodPost, path+"/activate", nil, http.StatusOK, &got)
-	require.Equal(t, store.PassportActive, got.Status)
+	require.Equal(t, bpctype.PassportActive, got.Status)
 	evs := d.events(v1.PassportVersionID)
 	require.Equal(t, []string{"PassportVersion/passport.activated"}, eventTypes(evs))
 	require.JSONEq(t, `{"passport_id":"`+f.passport.PassportID.String()+`","superseded_version_id":null}`, string(evs[0].Payload))
@@ -734,7 +735,7 @@ func TestDomainPassportVersionArtifactsActivateReplayAndExports(t *testing.T) {
 	f.signAndQR(t, v2, out2)
 	path2 := "/v1/passport-versions/" + v2.PassportVersionID.String()
 	d.do(http.MethodPost, path2+"/activate", nil, http.StatusOK, &got)
-	require.Equal(t, store.PassportActive, got.Status)
+	require.Equal(t, bpctype.PassportActive, got.Status)
 	evs = d.events(v2.PassportVersionID)
 	require.Equal(t, []string{"PassportVersion/passport.activated"}, eventTypes(evs))
 	require.JSONEq(t, `{"passport_id":"`+f.passport.PassportID.String()+`","superseded_version_id":"`+v1.PassportVersionID.String()+`"}`,
@@ -742,18 +743,18 @@ func TestDomainPassportVersionArtifactsActivateReplayAndExports(t *testing.T) {
 	require.Equal(t, []string{"PassportVersion/passport.activated", "PassportVersion/passport.superseded"},
 		eventTypes(d.events(v1.PassportVersionID)))
 	var withVersions struct {
-		store.Passport
-		Versions []store.PassportVersion `json:"versions"`
+		bpctype.Passport
+		Versions []bpctype.PassportVersion `json:"versions"`
 	}
 	d.do(http.MethodGet, "/v1/passports/"+f.passport.PassportID.String(), nil, http.StatusOK, &withVersions)
 	require.Equal(t, &v2.PassportVersionID, withVersions.ActiveVersionID)
 	require.Len(t, withVersions.Versions, 2)
 	require.Equal(t, v2.PassportVersionID, withVersions.Versions[0].PassportVersionID, "newest first")
-	require.Equal(t, store.PassportSuperseded, withVersions.Versions[1].Status)
+	require.Equal(t, bpctype.PassportSuperseded, withVersions.Versions[1].Status)
 
 	// Exports: enqueue (format upper-cased), list, and the file checked against its SHA-256.
 	var exported struct {
-		Job store.Job `json:"job"`
+		Job bpctype.Job `json:"job"`
 	}
 	d.do(http.MethodPost, path2+"/export", map[string]any{"format": "json"}, http.StatusAccepted, &exported)
 	require.Equal(t, jobargs.KindExport, exported.Job.Type)
@@ -769,12 +770,12 @@ func TestDomainPassportVersionArtifactsActivateReplayAndExports(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, content, 0o600))
 	ctx := context.Background()
 	require.NoError(t, f.st.InTx(ctx, func(tx pgx.Tx) error {
-		_, err := f.st.WithTx(tx).RecordPassportExport(ctx, store.PassportExport{TenantID: store.DevTenantID, PassportVersionID: v2.PassportVersionID,
+		_, err := f.st.WithTx(tx).RecordPassportExport(ctx, bpctype.PassportExport{TenantID: store.DevTenantID, PassportVersionID: v2.PassportVersionID,
 			Format: "JSON", Path: file, SizeBytes: int64(len(content)), SHA256: hash.SHA256Hex(content), RiverJobID: &exported.Job.RiverJobID})
 		return err
 	}))
 	var exports struct {
-		Items []store.PassportExport `json:"items"`
+		Items []bpctype.PassportExport `json:"items"`
 	}
 	d.do(http.MethodGet, path2+"/exports", nil, http.StatusOK, &exports)
 	require.Len(t, exports.Items, 1)
@@ -789,7 +790,7 @@ func TestDomainPassportVersionArtifactsActivateReplayAndExports(t *testing.T) {
 	pdf, err := passport.WriteExport(ctx, f.st, t.TempDir(), store.DevTenantID, v2.PassportVersionID, "PDF")
 	require.NoError(t, err)
 	require.NoError(t, f.st.InTx(ctx, func(tx pgx.Tx) error {
-		_, err := f.st.WithTx(tx).RecordPassportExport(ctx, store.PassportExport{TenantID: store.DevTenantID, PassportVersionID: v2.PassportVersionID,
+		_, err := f.st.WithTx(tx).RecordPassportExport(ctx, bpctype.PassportExport{TenantID: store.DevTenantID, PassportVersionID: v2.PassportVersionID,
 			Format: pdf.Format, Path: pdf.Path, SizeBytes: pdf.SizeBytes, SHA256: pdf.SHA256})
 		return err
 	}))

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/contract"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/internal/testdb"
@@ -220,19 +221,19 @@ func jsonString(v any) string {
 }
 
 // job reads a job through the API.
-func (h *harness) job(jobID uuid.UUID) store.Job {
+func (h *harness) job(jobID uuid.UUID) bpctype.Job {
 	h.t.Helper()
-	var job store.Job
+	var job bpctype.Job
 	require.Equal(h.t, http.StatusOK, h.call(http.MethodGet, "/v1/jobs/"+jobID.String()+"?tenant_id="+devTenant, nil, &job))
 	return job
 }
 
 // waitJob long-polls until the job is terminal.
-func (h *harness) waitJob(jobID uuid.UUID) store.Job {
+func (h *harness) waitJob(jobID uuid.UUID) bpctype.Job {
 	h.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var job store.Job
+		var job bpctype.Job
 		status := h.call(http.MethodGet, "/v1/jobs/"+jobID.String()+"?tenant_id="+devTenant+"&waitMs=10000", nil, &job)
 		if status == http.StatusOK {
 			return job
@@ -261,7 +262,7 @@ type jobError struct {
 }
 
 // lastError decodes a job's last_error; a job without one fails the test.
-func lastError(t *testing.T, job store.Job) jobError {
+func lastError(t *testing.T, job bpctype.Job) jobError {
 	t.Helper()
 	var e jobError
 	require.NotEmpty(t, job.LastError, "job %s has no last_error", job.JobID)
@@ -359,9 +360,9 @@ func (h *harness) subscribe(url, eventType string) uuid.UUID {
 }
 
 type eventResponse struct {
-	EventID    uuid.UUID           `json:"event_id"`
-	EventHash  string              `json:"event_hash"`
-	Deliveries []store.DeliveryRef `json:"deliveries"`
+	EventID    uuid.UUID             `json:"event_id"`
+	EventHash  string                `json:"event_hash"`
+	Deliveries []bpctype.DeliveryRef `json:"deliveries"`
 }
 
 // emit appends an event through the API.
@@ -377,7 +378,7 @@ func (h *harness) emit(eventType string, payload any) eventResponse {
 
 // deliverOne subscribes url to eventType, emits one such event (an empty
 // payload) and waits for the job of its one delivery to end.
-func (h *harness) deliverOne(url, eventType string) (eventResponse, store.Job) {
+func (h *harness) deliverOne(url, eventType string) (eventResponse, bpctype.Job) {
 	h.t.Helper()
 	h.subscribe(url, eventType)
 	ev := h.emit(eventType, map[string]any{})
@@ -386,18 +387,18 @@ func (h *harness) deliverOne(url, eventType string) (eventResponse, store.Job) {
 
 // deliverLater enqueues DELIVER_WEBHOOK with payload over POST /v1/jobs,
 // scheduled at `at`, and returns the job.
-func (h *harness) deliverLater(payload map[string]any, at time.Time) store.Job {
+func (h *harness) deliverLater(payload map[string]any, at time.Time) bpctype.Job {
 	h.t.Helper()
-	var job store.Job
+	var job bpctype.Job
 	require.Equal(h.t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
 		"type": jobargs.KindDeliverWebhook, "tenant_id": devTenant, "payload": payload, "scheduled_at": at,
 	}, &job))
 	return job
 }
 
-func (h *harness) delivery(id uuid.UUID) store.WebhookDelivery {
+func (h *harness) delivery(id uuid.UUID) bpctype.WebhookDelivery {
 	h.t.Helper()
-	var d store.WebhookDelivery
+	var d bpctype.WebhookDelivery
 	require.Equal(h.t, http.StatusOK, h.call(http.MethodGet, "/v1/webhook-deliveries/"+id.String()+"?tenant_id="+devTenant, nil, &d))
 	return d
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -61,7 +62,7 @@ func TestHostile(t *testing.T) {
 		"BPC_WORKER_CONCURRENCY":      "4",
 	})
 	h := &hostile{serviceProc: svc}
-	var tenant store.Tenant
+	var tenant bpctype.Tenant
 	require.Equal(t, http.StatusCreated, h.admin(http.MethodPost, "/v1/tenants", map[string]any{"slug": "rival", "name": "Rival Cells"}, &tenant))
 	h.other = tenant.TenantID
 
@@ -156,7 +157,7 @@ func (h *hostile) expectError(method, path string, body any, status int, code st
 // rulePackage creates a rule package in the dev tenant and returns its id.
 func (h *hostile) rulePackage() uuid.UUID {
 	h.t.Helper()
-	var p store.RulePackage
+	var p bpctype.RulePackage
 	require.Equal(h.t, http.StatusCreated, h.admin(http.MethodPost, "/v1/rule-packages",
 		map[string]any{"tenant_id": devTenant, "name": "hostile-" + uuid.NewString()[:8]}, &p))
 	return p.RulePackageID
@@ -164,12 +165,12 @@ func (h *hostile) rulePackage() uuid.UUID {
 
 // ruleVersion posts a version; it returns the status, the version (on 201) and
 // the envelope (otherwise).
-func (h *hostile) ruleVersion(pkg uuid.UUID, dsl, tests string) (int, store.RulePackageVersion, errorEnvelope) {
+func (h *hostile) ruleVersion(pkg uuid.UUID, dsl, tests string) (int, bpctype.RulePackageVersion, errorEnvelope) {
 	h.t.Helper()
 	body := map[string]any{"tenant_id": devTenant, "dsl_source": dsl, "tests_source": tests}
 	status, _, raw := h.do(http.MethodPost, "/v1/rule-packages/"+pkg.String()+"/versions", body,
 		map[string]string{"Authorization": "Bearer " + testToken})
-	var v store.RulePackageVersion
+	var v bpctype.RulePackageVersion
 	var env errorEnvelope
 	if status == http.StatusCreated {
 		require.NoError(h.t, json.Unmarshal(raw, &v))
@@ -180,10 +181,10 @@ func (h *hostile) ruleVersion(pkg uuid.UUID, dsl, tests string) (int, store.Rule
 }
 
 // runTests enqueues RUN_RULE_TESTS for a version and returns its job.
-func (h *hostile) runTests(version uuid.UUID) store.Job {
+func (h *hostile) runTests(version uuid.UUID) bpctype.Job {
 	h.t.Helper()
 	var resp struct {
-		Job store.Job `json:"job"`
+		Job bpctype.Job `json:"job"`
 	}
 	require.Equal(h.t, http.StatusAccepted, h.admin(http.MethodPost, "/v1/rule-package-versions/"+version.String()+"/test",
 		map[string]any{"tenant_id": devTenant}, &resp))
@@ -191,14 +192,14 @@ func (h *hostile) runTests(version uuid.UUID) store.Job {
 }
 
 // waitJob long-polls a job until it is terminal (or the wait ends).
-func (h *hostile) waitJob(id uuid.UUID, wait time.Duration) store.Job {
+func (h *hostile) waitJob(id uuid.UUID, wait time.Duration) bpctype.Job {
 	h.t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
-		var job store.Job
+		var job bpctype.Job
 		status := h.admin(http.MethodGet, fmt.Sprintf("/v1/jobs/%s?tenant_id=%s&waitMs=%d", id, devTenant, min(wait, 10*time.Second).Milliseconds()), nil, &job)
 		require.Contains(h.t, []int{http.StatusOK, http.StatusAccepted}, status)
-		if store.IsTerminal(job.Status) || time.Now().After(deadline) {
+		if bpctype.IsTerminal(job.Status) || time.Now().After(deadline) {
 			return job
 		}
 	}
@@ -257,8 +258,8 @@ func hostileLargestProgram(t *testing.T, h *hostile) {
 	status, v, env := h.ruleVersion(pkg, b.String(), "example e: { } => expect(deep, ==, 1);\n")
 	require.Equal(t, http.StatusCreated, status, "%+v", env)
 	job := h.waitJob(h.runTests(v.RulePackageVersionID).JobID, 60*time.Second)
-	require.True(t, store.IsTerminal(job.Status), "the run ends: %+v", job)
-	require.NotEqual(t, store.StatusDeadLetter, job.Status, "%+v", job)
+	require.True(t, bpctype.IsTerminal(job.Status), "the run ends: %+v", job)
+	require.NotEqual(t, bpctype.StatusDeadLetter, job.Status, "%+v", job)
 }
 
 // A tests source asking for more generated cases in total than
@@ -278,7 +279,7 @@ func hostileCaseBudget(t *testing.T, h *hostile) {
 	// Running them would take hours: FAILED with the limit's message, on
 	// the first attempt, is the refusal before running.
 	job := h.waitJob(h.runTests(v.RulePackageVersionID).JobID, 30*time.Second)
-	require.Equal(t, store.StatusFailed, job.Status, "%+v", job)
+	require.Equal(t, bpctype.StatusFailed, job.Status, "%+v", job)
 	require.EqualValues(t, 1, job.Attempts)
 	require.Contains(t, lastError(t, job).Message, "1000000", "the failure names the limit: %s", job.LastError)
 }
@@ -296,24 +297,24 @@ func hostileTestRunCancel(t *testing.T, h *hostile) {
 	require.Equal(t, http.StatusCreated, status, "%+v", env)
 	job := h.runTests(v.RulePackageVersionID)
 	deadline := time.Now().Add(20 * time.Second)
-	for h.jobStatus(job.JobID) != store.StatusRunning {
+	for h.jobStatus(job.JobID) != bpctype.StatusRunning {
 		require.True(t, time.Now().Before(deadline), "the run never started")
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(300 * time.Millisecond)
-	require.Equal(t, store.StatusRunning, h.jobStatus(job.JobID), "the run is long enough to cancel")
+	require.Equal(t, bpctype.StatusRunning, h.jobStatus(job.JobID), "the run is long enough to cancel")
 	require.Equal(t, http.StatusOK, h.admin(http.MethodPost, "/v1/jobs/"+job.JobID.String()+"/cancel?tenant_id="+devTenant, nil, nil))
 	deadline = time.Now().Add(30 * time.Second) // a wait: the run would go on for minutes
-	for h.jobStatus(job.JobID) == store.StatusRunning {
+	for h.jobStatus(job.JobID) == bpctype.StatusRunning {
 		require.True(t, time.Now().Before(deadline), "still RUNNING after the cancel")
 		time.Sleep(20 * time.Millisecond)
 	}
-	require.Equal(t, store.StatusCancelled, h.jobStatus(job.JobID))
+	require.Equal(t, bpctype.StatusCancelled, h.jobStatus(job.JobID))
 }
 
 func (h *hostile) jobStatus(id uuid.UUID) string {
 	h.t.Helper()
-	var job store.Job
+	var job bpctype.Job
 	require.Equal(h.t, http.StatusOK, h.admin(http.MethodGet, "/v1/jobs/"+id.String()+"?tenant_id="+devTenant, nil, &job))
 	return job.Status
 }
@@ -359,13 +360,13 @@ func hostileDialTimeDenial(t *testing.T, h *hostile) {
 	require.Equal(t, http.StatusCreated, h.admin(http.MethodPost, "/v1/webhook-subscriptions",
 		map[string]any{"tenant_id": devTenant, "webhook_endpoint_id": epID, "event_type": "hostile.rebind"}, nil))
 	var ev struct {
-		Deliveries []store.DeliveryRef `json:"deliveries"`
+		Deliveries []bpctype.DeliveryRef `json:"deliveries"`
 	}
 	require.Equal(t, http.StatusCreated, h.admin(http.MethodPost, "/v1/events", map[string]any{"tenant_id": devTenant,
 		"aggregate_type": "Passport", "aggregate_id": uuid.New(), "event_type": "hostile.rebind", "payload": map[string]any{}}, &ev))
 	require.Len(t, ev.Deliveries, 1)
 	job := h.waitJob(ev.Deliveries[0].JobID, 30*time.Second)
-	require.Equal(t, store.StatusFailed, job.Status, "%+v", job)
+	require.Equal(t, bpctype.StatusFailed, job.Status, "%+v", job)
 	require.Equal(t, "WEBHOOK_DESTINATION_DENIED", lastError(t, job).Code)
 	require.Zero(t, hits.Load(), "nothing was sent")
 	status, _, raw := h.do(http.MethodGet, "/v1/webhook-deliveries/"+ev.Deliveries[0].WebhookDeliveryID.String()+"?tenant_id="+devTenant, nil,
@@ -380,7 +381,7 @@ func hostileDialTimeDenial(t *testing.T, h *hostile) {
 // would send the cached Basic credentials) and the job stays as it was; a
 // same-origin one works.
 func hostileRiverUICrossSite(t *testing.T, h *hostile) {
-	var job store.Job
+	var job bpctype.Job
 	require.Equal(t, http.StatusCreated, h.admin(http.MethodPost, "/v1/jobs", map[string]any{
 		"type": jobargs.KindBuildSnapshot, "tenant_id": devTenant, "payload": map[string]any{"snapshot_id": h.snapshot()},
 		"scheduled_at": time.Now().Add(time.Hour)}, &job))
@@ -394,11 +395,11 @@ func hostileRiverUICrossSite(t *testing.T, h *hostile) {
 		status, _, raw := h.do(http.MethodPost, "/riverui/api/jobs/cancel", body, headers)
 		require.Equal(t, http.StatusForbidden, status, "%s: %s", name, raw)
 	}
-	require.Equal(t, store.StatusQueued, h.jobStatus(job.JobID), "the cross-site cancels did nothing")
+	require.Equal(t, bpctype.StatusQueued, h.jobStatus(job.JobID), "the cross-site cancels did nothing")
 	status, _, raw := h.do(http.MethodPost, "/riverui/api/jobs/cancel", body,
 		map[string]string{"Authorization": auth, "Content-Type": "application/json", "Origin": h.base, "Sec-Fetch-Site": "same-origin"})
 	require.Equal(t, http.StatusOK, status, "%s", raw)
-	require.Equal(t, store.StatusCancelled, h.jobStatus(job.JobID))
+	require.Equal(t, bpctype.StatusCancelled, h.jobStatus(job.JobID))
 }
 
 func (h *hostile) snapshot() uuid.UUID {
@@ -502,12 +503,12 @@ func hostileDeepJSON(t *testing.T, h *hostile) {
 	require.Less(t, status, 500, "%s", body)
 	if status == http.StatusAccepted || status == http.StatusCreated {
 		var resp struct {
-			Job *store.Job `json:"job"`
+			Job *bpctype.Job `json:"job"`
 		}
 		require.NoError(t, json.Unmarshal(body, &resp))
 		if resp.Job != nil {
 			job := h.waitJob(resp.Job.JobID, 30*time.Second)
-			require.True(t, store.IsTerminal(job.Status), "%+v", job)
+			require.True(t, bpctype.IsTerminal(job.Status), "%+v", job)
 		}
 	}
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // The HTTP hardening as a browser, a load balancer and an attacker see it,
@@ -39,14 +39,14 @@ func TestHTTPHardeningThroughTheService(t *testing.T) {
 			require.Equal(t, http.StatusForbidden, status, "%s: %s", name, raw)
 			require.Contains(t, string(raw), `"code":"FORBIDDEN"`)
 		}
-		require.Equal(t, store.StatusQueued, h.job(job.JobID).Status, "nothing was cancelled")
+		require.Equal(t, bpctype.StatusQueued, h.job(job.JobID).Status, "nothing was cancelled")
 
 		// River UI's own page posts text/plain from its own origin.
 		status, _, raw := h.headers(http.MethodPost, "/riverui/api/jobs/cancel", body, map[string]string{
 			"Authorization": basic, "Content-Type": "text/plain;charset=UTF-8",
 			"Origin": h.base, "Sec-Fetch-Site": "same-origin"})
 		require.Equal(t, http.StatusOK, status, "%s", raw)
-		require.Equal(t, store.StatusCancelled, h.job(job.JobID).Status)
+		require.Equal(t, bpctype.StatusCancelled, h.job(job.JobID).Status)
 	})
 
 	t.Run("security headers on River UI and the API", func(t *testing.T) {

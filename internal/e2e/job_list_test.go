@@ -10,9 +10,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // GET /v1/jobs as SPEC §14 has it: the platform lists across tenants unless
@@ -24,10 +24,10 @@ func TestJobListFiltersOverHTTP(t *testing.T) {
 	mine := h.newTenant()
 	key := h.createKey(mine, "reader", nil)
 
-	enqueue := func(tenant string) store.Job {
+	enqueue := func(tenant string) bpctype.Job {
 		t.Helper()
 		tid := uuid.MustParse(tenant)
-		var job store.Job
+		var job bpctype.Job
 		require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
 			"type": jobargs.KindDeliverWebhook, "tenant_id": tenant, "payload": h.deliverPayloadFor(tid)}, &job))
 		return job
@@ -40,7 +40,7 @@ func TestJobListFiltersOverHTTP(t *testing.T) {
 		t.Helper()
 		status, body := h.as(token, http.MethodGet, "/v1/jobs?"+query, nil)
 		var page struct {
-			Items []store.Job `json:"items"`
+			Items []bpctype.Job `json:"items"`
 		}
 		var env map[string]any
 		_ = json.Unmarshal(body, &env)

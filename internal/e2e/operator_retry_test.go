@@ -8,9 +8,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/internal/webhook/breaker"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // breakerHourly is the service's own poll setting and a breaker cool-down of
@@ -45,15 +45,15 @@ func (h *harness) breaker(endpointID uuid.UUID) breaker.View {
 
 // retryJob retries a job as an operator does: from River UI (its own API,
 // what the page calls) or with POST /v1/jobs/{id}/retry.
-func (h *harness) retryJob(via string, job store.Job) {
+func (h *harness) retryJob(via string, job bpctype.Job) {
 	h.t.Helper()
 	switch via {
 	case "river_ui":
 		h.riverUI("retry", job.RiverJobID)
 	case "api":
-		var out store.Job
+		var out bpctype.Job
 		require.Equal(h.t, http.StatusOK, h.call(http.MethodPost, "/v1/jobs/"+job.JobID.String()+"/retry?tenant_id="+devTenant, nil, &out))
-		require.Equal(h.t, store.StatusQueued, out.Status)
+		require.Equal(h.t, bpctype.StatusQueued, out.Status)
 	default:
 		h.t.Fatalf("unknown retry path %q", via)
 	}
@@ -84,10 +84,10 @@ func TestWebhookEndpointShowsItsBreaker(t *testing.T) {
 	h := newHarness(t, service.RoleAll, map[string]string{"BPC_WEBHOOK_BREAKER_MIN_ATTEMPTS": "2", "BPC_WEBHOOK_BREAKER_COOLDOWN_MS": "60000"})
 	recv := newReceiver(t, http.StatusInternalServerError)
 	endpointID := h.subscribe(recv.URL+"/hooks", "breaker.test")
-	require.Equal(t, breaker.View{State: store.BreakerClosed}, h.breaker(endpointID))
+	require.Equal(t, breaker.View{State: bpctype.BreakerClosed}, h.breaker(endpointID))
 
 	h.emit("breaker.test", map[string]any{"n": 1})
-	h.eventually("the breaker opens after two 500s", func() bool { return h.breaker(endpointID).State == store.BreakerOpen })
+	h.eventually("the breaker opens after two 500s", func() bool { return h.breaker(endpointID).State == bpctype.BreakerOpen })
 	open := h.breaker(endpointID)
 	require.InDelta(t, 1.0, open.FailureRate, 0.001)
 	require.GreaterOrEqual(t, open.AttemptsInWindow, 2)
@@ -110,10 +110,10 @@ func TestOperatorRetryIsTheBreakersProbe(t *testing.T) {
 
 			ev := h.emit("passport.signed", map[string]any{"key_id": "dev-key-1"})
 			dead := h.waitJob(ev.Deliveries[0].JobID)
-			require.Equal(t, store.StatusDeadLetter, dead.Status)
+			require.Equal(t, bpctype.StatusDeadLetter, dead.Status)
 			require.EqualValues(t, 5, dead.Attempts)
 			open := h.breaker(endpointID)
-			require.Equal(t, store.BreakerOpen, open.State, "five failures of five opened it")
+			require.Equal(t, bpctype.BreakerOpen, open.State, "five failures of five opened it")
 			require.NotNil(t, open.NextProbeAt)
 			require.Equal(t, open.OpenedAt.Add(time.Hour).UnixMicro(), open.NextProbeAt.UnixMicro(), "the cool-down's probe is an hour away")
 
@@ -129,22 +129,22 @@ func TestOperatorRetryIsTheBreakersProbe(t *testing.T) {
 
 			recv.set(http.StatusNoContent, nil)
 			h.retryJob(via, dead)
-			h.waitStatus(dead.JobID, store.StatusSucceeded, testTimeout)
+			h.waitStatus(dead.JobID, bpctype.StatusSucceeded, testTimeout)
 			require.GreaterOrEqual(t, len(recv.received()), 6)
 
 			done := h.job(dead.JobID)
 			require.EqualValues(t, 6, done.Attempts, "one attempt: the probe")
-			require.Equal(t, store.DeliveryDelivered, h.delivery(ev.Deliveries[0].WebhookDeliveryID).Status)
-			require.Equal(t, store.BreakerClosed, h.breaker(endpointID).State, "the probe's success closed it")
+			require.Equal(t, bpctype.DeliveryDelivered, h.delivery(ev.Deliveries[0].WebhookDeliveryID).Status)
+			require.Equal(t, bpctype.BreakerClosed, h.breaker(endpointID).State, "the probe's success closed it")
 
 			// The held delivery flows as soon as the breaker closes.
-			h.waitStatus(held.JobID, store.StatusSucceeded, testTimeout)
+			h.waitStatus(held.JobID, bpctype.StatusSucceeded, testTimeout)
 			require.Len(t, recv.received(), 7)
 			h.requireConsistent()
 
 			var marked bool
 			require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT metadata ? $2 FROM river_job WHERE id = $1`,
-				dead.RiverJobID, store.OperatorRetryKey).Scan(&marked))
+				dead.RiverJobID, bpctype.OperatorRetryKey).Scan(&marked))
 			require.True(t, marked, "the retry is marked on the River job")
 		})
 	}
@@ -165,7 +165,7 @@ func TestAutomaticRetryWaitsForTheOpenBreaker(t *testing.T) {
 	ev := h.emit("passport.signed", map[string]any{"key_id": "dev-key-1"})
 	jobID := ev.Deliveries[0].JobID
 
-	h.eventually("five failures open the breaker", func() bool { return h.breaker(endpointID).State == store.BreakerOpen })
+	h.eventually("five failures open the breaker", func() bool { return h.breaker(endpointID).State == bpctype.BreakerOpen })
 	firstOpen := h.breaker(endpointID)
 	snoozes := func() int {
 		var n int
@@ -176,7 +176,7 @@ func TestAutomaticRetryWaitsForTheOpenBreaker(t *testing.T) {
 	h.eventually("its sixth attempt is held", func() bool { return snoozes() > 0 })
 	time.Sleep(2 * time.Second)
 	held := h.job(jobID)
-	require.Equal(t, store.StatusQueued, held.Status)
+	require.Equal(t, bpctype.StatusQueued, held.Status)
 	require.EqualValues(t, 5, held.Attempts, "a held attempt is not spent")
 	require.Len(t, recv.received(), 5, "automatic retries wait while the breaker is open")
 
@@ -185,21 +185,21 @@ func TestAutomaticRetryWaitsForTheOpenBreaker(t *testing.T) {
 	h.eventually("the probe is sent", func() bool { return len(recv.received()) == 6 })
 	h.eventually("the failed probe re-opens the breaker", func() bool {
 		b := h.breaker(endpointID)
-		return b.State == store.BreakerOpen && b.NextProbeAt != nil && b.NextProbeAt.After(*firstOpen.NextProbeAt)
+		return b.State == bpctype.BreakerOpen && b.NextProbeAt != nil && b.NextProbeAt.After(*firstOpen.NextProbeAt)
 	})
 	h.eventually("attempt 6 recorded", func() bool { return h.job(jobID).Attempts == 6 })
 	before := snoozes()
 	h.eventually("its next, automatic, attempt is held", func() bool { return snoozes() > before })
 	time.Sleep(2 * time.Second)
 	require.Len(t, recv.received(), 6, "the attempt after the operator's is River's: it waits")
-	require.Equal(t, store.StatusQueued, h.job(jobID).Status)
+	require.Equal(t, bpctype.StatusQueued, h.job(jobID).Status)
 
 	recv.set(http.StatusOK, nil)
 	h.retryJob("river_ui", h.job(jobID))
-	h.waitStatus(jobID, store.StatusSucceeded, testTimeout)
+	h.waitStatus(jobID, bpctype.StatusSucceeded, testTimeout)
 	done := h.job(jobID)
 	require.EqualValues(t, 7, done.Attempts)
 	require.Len(t, recv.received(), 7)
-	require.Equal(t, store.BreakerClosed, h.breaker(endpointID).State)
+	require.Equal(t, bpctype.BreakerClosed, h.breaker(endpointID).State)
 	h.requireConsistent()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/core/qr"
 	"github.com/bpc-platform/bpc/core/receipt"
@@ -48,7 +49,7 @@ func pipelineEnv(t *testing.T) map[string]string {
 
 // jobEnvelope is the response of an endpoint that enqueues a job.
 type jobEnvelope struct {
-	Job store.Job `json:"job"`
+	Job bpctype.Job `json:"job"`
 }
 
 // post sends a JSON body for the dev tenant and expects status.
@@ -84,11 +85,11 @@ func (h *harness) bytesOf(path string) []byte {
 // version id and its PARSE_FACTS job.
 func (h *harness) upload(kind string, content []byte) (uuid.UUID, uuid.UUID) {
 	h.t.Helper()
-	var doc store.Document
+	var doc bpctype.Document
 	h.post("/v1/documents", map[string]any{"kind": kind, "name": kind + " of the sample"}, http.StatusCreated, &doc)
 	var up struct {
-		DocumentVersion store.DocumentVersion `json:"document_version"`
-		Job             *store.Job            `json:"job"`
+		DocumentVersion bpctype.DocumentVersion `json:"document_version"`
+		Job             *bpctype.Job            `json:"job"`
 	}
 	h.post("/v1/documents/"+doc.DocumentID.String()+"/versions", map[string]any{
 		"mime_type": "application/json", "content": base64.StdEncoding.EncodeToString(content),
@@ -99,18 +100,18 @@ func (h *harness) upload(kind string, content []byte) (uuid.UUID, uuid.UUID) {
 }
 
 // succeeded waits for a job and requires it SUCCEEDED.
-func (h *harness) succeeded(jobID uuid.UUID) store.Job {
+func (h *harness) succeeded(jobID uuid.UUID) bpctype.Job {
 	h.t.Helper()
 	job := h.waitJob(jobID)
-	require.Equal(h.t, store.StatusSucceeded, job.Status, "job %s (%s): %s", jobID, job.Type, job.LastError)
+	require.Equal(h.t, bpctype.StatusSucceeded, job.Status, "job %s (%s): %s", jobID, job.Type, job.LastError)
 	return job
 }
 
 // failedWith waits for a job and requires it FAILED with code.
-func (h *harness) failedWith(jobID uuid.UUID, code string) store.Job {
+func (h *harness) failedWith(jobID uuid.UUID, code string) bpctype.Job {
 	h.t.Helper()
 	job := h.waitJob(jobID)
-	require.Equal(h.t, store.StatusFailed, job.Status, "job %s (%s)", jobID, job.Type)
+	require.Equal(h.t, bpctype.StatusFailed, job.Status, "job %s (%s)", jobID, job.Type)
 	var last struct {
 		Code string `json:"code"`
 	}
@@ -127,9 +128,9 @@ func (h *harness) sampleFacts() []uuid.UUID {
 	for kind, name := range map[string]string{"BOM": nmc811.DocBOM, "PCF": nmc811.DocPCF, "DUE_DILIGENCE": nmc811.DocDueDiligence} {
 		v, job := h.upload(kind, sampleDoc(h.t, name))
 		h.succeeded(job)
-		var dv store.DocumentVersion
+		var dv bpctype.DocumentVersion
 		h.get("/v1/document-versions/"+v.String(), &dv)
-		require.Equal(h.t, store.DocValidated, dv.Status)
+		require.Equal(h.t, bpctype.DocValidated, dv.Status)
 		versions = append(versions, v)
 	}
 	return versions
@@ -137,14 +138,14 @@ func (h *harness) sampleFacts() []uuid.UUID {
 
 // snapshotOf builds a snapshot of the versions' facts: BUILDING → READY,
 // then SEALED unless seal is false.
-func (h *harness) snapshotOf(versions []uuid.UUID, seal bool) store.Snapshot {
+func (h *harness) snapshotOf(versions []uuid.UUID, seal bool) bpctype.Snapshot {
 	h.t.Helper()
-	var sn store.Snapshot
+	var sn bpctype.Snapshot
 	h.post("/v1/snapshots", map[string]any{}, http.StatusCreated, &sn)
-	require.Equal(h.t, store.SnapshotBuilding, sn.Status)
+	require.Equal(h.t, bpctype.SnapshotBuilding, sn.Status)
 	var added struct {
-		Snapshot store.Snapshot `json:"snapshot"`
-		Added    int            `json:"added"`
+		Snapshot bpctype.Snapshot `json:"snapshot"`
+		Added    int              `json:"added"`
 	}
 	h.post("/v1/snapshots/"+sn.SnapshotID.String()+"/items", map[string]any{"document_version_ids": versions}, http.StatusOK, &added)
 	if !seal {
@@ -154,19 +155,19 @@ func (h *harness) snapshotOf(versions []uuid.UUID, seal bool) store.Snapshot {
 	h.post("/v1/snapshots/"+sn.SnapshotID.String()+"/build", map[string]any{}, http.StatusAccepted, &built)
 	h.succeeded(built.Job.JobID)
 	h.post("/v1/snapshots/"+sn.SnapshotID.String()+"/seal", map[string]any{}, http.StatusOK, &sn)
-	require.Equal(h.t, store.SnapshotSealed, sn.Status)
+	require.Equal(h.t, bpctype.SnapshotSealed, sn.Status)
 	return sn
 }
 
 // rulesVersion creates a rule package version; publish runs its tests and
 // publishes it.
-func (h *harness) rulesVersion(dsl, tests string, publish bool) store.RulePackageVersion {
+func (h *harness) rulesVersion(dsl, tests string, publish bool) bpctype.RulePackageVersion {
 	h.t.Helper()
-	var pkg store.RulePackage
+	var pkg bpctype.RulePackage
 	h.post("/v1/rule-packages", map[string]any{"name": "nmc811-" + uuid.NewString()[:8]}, http.StatusCreated, &pkg)
-	var v store.RulePackageVersion
+	var v bpctype.RulePackageVersion
 	h.post("/v1/rule-packages/"+pkg.RulePackageID.String()+"/versions", map[string]any{"dsl_source": dsl, "tests_source": tests}, http.StatusCreated, &v)
-	require.Equal(h.t, store.RulesDraft, v.Status)
+	require.Equal(h.t, bpctype.RulesDraft, v.Status)
 	if !publish {
 		return v
 	}
@@ -174,15 +175,15 @@ func (h *harness) rulesVersion(dsl, tests string, publish bool) store.RulePackag
 	h.post("/v1/rule-package-versions/"+v.RulePackageVersionID.String()+"/test", map[string]any{"seed": 42}, http.StatusAccepted, &run)
 	h.succeeded(run.Job.JobID)
 	h.post("/v1/rule-package-versions/"+v.RulePackageVersionID.String()+"/publish", map[string]any{}, http.StatusOK, &v)
-	require.Equal(h.t, store.RulesPublished, v.Status)
+	require.Equal(h.t, bpctype.RulesPublished, v.Status)
 	return v
 }
 
 // testRun reads the one test run of a rule package version.
-func (h *harness) testRun(versionID uuid.UUID) store.RuleTestsRun {
+func (h *harness) testRun(versionID uuid.UUID) bpctype.RuleTestsRun {
 	h.t.Helper()
 	var runs struct {
-		Items []store.RuleTestsRun `json:"items"`
+		Items []bpctype.RuleTestsRun `json:"items"`
 	}
 	h.get("/v1/rule-package-versions/"+versionID.String()+"/test-runs", &runs)
 	require.Len(h.t, runs.Items, 1)
@@ -190,11 +191,11 @@ func (h *harness) testRun(versionID uuid.UUID) store.RuleTestsRun {
 }
 
 // passport creates a battery product and its passport.
-func (h *harness) passport() store.Passport {
+func (h *harness) passport() bpctype.Passport {
 	h.t.Helper()
-	var p store.BatteryProduct
+	var p bpctype.BatteryProduct
 	h.post("/v1/battery-products", map[string]any{"sku": "SKU-" + uuid.NewString()[:8], "name": "Voltaris EV Pack 75"}, http.StatusCreated, &p)
-	var pp store.Passport
+	var pp bpctype.Passport
 	h.post("/v1/passports", map[string]any{"battery_product_id": p.BatteryProductID}, http.StatusCreated, &pp)
 	return pp
 }
@@ -211,7 +212,7 @@ func (h *harness) compile(passportID, snapshotID, rulesID uuid.UUID) uuid.UUID {
 
 // compiledSample takes the sample's facts into a sealed snapshot and
 // compiles a new passport with the published sample rules.
-func (h *harness) compiledSample() store.Passport {
+func (h *harness) compiledSample() bpctype.Passport {
 	h.t.Helper()
 	sn := h.snapshotOf(h.sampleFacts(), true)
 	rules := h.rulesVersion(nmc811.Rules(), nmc811.Tests(), true)
@@ -221,10 +222,10 @@ func (h *harness) compiledSample() store.Passport {
 }
 
 // versions reads a passport's versions, newest first.
-func (h *harness) versions(passportID uuid.UUID) []store.PassportVersion {
+func (h *harness) versions(passportID uuid.UUID) []bpctype.PassportVersion {
 	h.t.Helper()
 	var p struct {
-		Versions []store.PassportVersion `json:"versions"`
+		Versions []bpctype.PassportVersion `json:"versions"`
 	}
 	h.get("/v1/passports/"+passportID.String(), &p)
 	return p.Versions
@@ -232,16 +233,16 @@ func (h *harness) versions(passportID uuid.UUID) []store.PassportVersion {
 
 // signedWithQR waits for the newest version of a passport to be SIGNED with
 // its QR code.
-func (h *harness) signedWithQR(passportID uuid.UUID) store.PassportVersion {
+func (h *harness) signedWithQR(passportID uuid.UUID) bpctype.PassportVersion {
 	h.t.Helper()
-	var v store.PassportVersion
+	var v bpctype.PassportVersion
 	h.eventually("version SIGNED with a QR code", func() bool {
 		vs := h.versions(passportID)
 		if len(vs) == 0 {
 			return false
 		}
 		v = vs[0]
-		return v.Status == store.PassportSigned && v.QRPayload != nil
+		return v.Status == bpctype.PassportSigned && v.QRPayload != nil
 	})
 	return v
 }
@@ -256,7 +257,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 
 	versions := h.sampleFacts()
 	var listed struct {
-		Items []store.Fact `json:"items"`
+		Items []bpctype.Fact `json:"items"`
 	}
 	h.get("/v1/facts", &listed)
 	want, err := nmc811.Facts()
@@ -303,7 +304,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	require.NoError(t, sign.Verify(pub, raw, sig), "the signature verifies against the stored public key")
 	require.True(t, ed25519.Verify(pub, raw[:], sig), "and with the standard library")
 	var keys struct {
-		Items []store.SigningKey `json:"items"`
+		Items []bpctype.SigningKey `json:"items"`
 	}
 	require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/signing-keys", nil, &keys))
 	published := map[string]string{}
@@ -323,13 +324,13 @@ func TestPipelineEndToEnd(t *testing.T) {
 
 	// Activation, then export (exporting a SIGNED version fails: TestPipelineFailures).
 	var exp jobEnvelope
-	var active store.PassportVersion
+	var active bpctype.PassportVersion
 	h.post("/v1/passport-versions/"+v.PassportVersionID.String()+"/activate", map[string]any{}, http.StatusOK, &active)
-	require.Equal(t, store.PassportActive, active.Status)
+	require.Equal(t, bpctype.PassportActive, active.Status)
 	h.post("/v1/passport-versions/"+v.PassportVersionID.String()+"/export", map[string]any{"format": "json"}, http.StatusAccepted, &exp)
 	h.succeeded(exp.Job.JobID)
 	var exports struct {
-		Items []store.PassportExport `json:"items"`
+		Items []bpctype.PassportExport `json:"items"`
 	}
 	h.get("/v1/passport-versions/"+v.PassportVersionID.String()+"/exports", &exports)
 	require.Len(t, exports.Items, 1)
@@ -379,7 +380,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 }
 
 // receiptOf reads a version's signed receipt.
-func receiptOf(t *testing.T, h *harness, v store.PassportVersion) receipt.Receipt {
+func receiptOf(t *testing.T, h *harness, v bpctype.PassportVersion) receipt.Receipt {
 	t.Helper()
 	r, err := receipt.Parse(h.bytesOf("/v1/passport-versions/" + v.PassportVersionID.String() + "/receipt"))
 	require.NoError(t, err)
@@ -407,12 +408,12 @@ func TestPipelineFailures(t *testing.T) {
 	// An invalid document: version REJECTED, job FAILED, no facts.
 	v, job := h.upload("BOM", []byte(`{"document_type":"BOM","schema_version":1,"battery":{"sku":"S"},"materials":[{"cas":7}]}`))
 	h.failedWith(job, "VALIDATION_ERROR")
-	var dv store.DocumentVersion
+	var dv bpctype.DocumentVersion
 	h.get("/v1/document-versions/"+v.String(), &dv)
-	require.Equal(t, store.DocRejected, dv.Status)
+	require.Equal(t, bpctype.DocRejected, dv.Status)
 	require.Contains(t, string(dv.Error), `"field":"materials[0].cas"`)
 	var listed struct {
-		Items []store.Fact `json:"items"`
+		Items []bpctype.Fact `json:"items"`
 	}
 	h.get("/v1/facts", &listed)
 	require.Empty(t, listed.Items)
@@ -435,13 +436,13 @@ func TestPipelineFailures(t *testing.T) {
 	// the first failure recorded, and cannot be published.
 	few := h.rulesVersion("field a : Int = 1;", "example one: { } => expect(a, ==, 1);", false)
 	failing := h.rulesVersion("field a : Int = 1;", "example one: { } => expect(a, ==, 2);\nproperty p: cases(600) seed(1) => forall x: Int. implies(true, x == x);", false)
-	for _, rv := range []store.RulePackageVersion{few, failing} {
+	for _, rv := range []bpctype.RulePackageVersion{few, failing} {
 		var run jobEnvelope
 		h.post("/v1/rule-package-versions/"+rv.RulePackageVersionID.String()+"/test", map[string]any{}, http.StatusAccepted, &run)
 		h.succeeded(run.Job.JobID)
-		var got store.RulePackageVersion
+		var got bpctype.RulePackageVersion
 		h.get("/v1/rule-package-versions/"+rv.RulePackageVersionID.String(), &got)
-		require.Equal(t, store.RulesDraft, got.Status)
+		require.Equal(t, bpctype.RulesDraft, got.Status)
 		failed := h.testRun(rv.RulePackageVersionID)
 		require.Equal(t, "FAILED", failed.Status)
 		require.NotEmpty(t, failed.FirstFailure)
@@ -465,22 +466,22 @@ func TestSignWithoutKeyFails(t *testing.T) {
 	pp := h.compiledSample()
 	vs := h.versions(pp.PassportID)
 	require.Len(t, vs, 1)
-	var signJob store.Job
+	var signJob bpctype.Job
 	h.eventually("SIGN_PASSPORT failed", func() bool {
 		var page struct {
-			Items []store.Job `json:"items"`
+			Items []bpctype.Job `json:"items"`
 		}
 		h.call(http.MethodGet, "/v1/jobs?tenant_id="+devTenant+"&type=SIGN_PASSPORT", nil, &page)
-		if len(page.Items) == 1 && store.IsTerminal(page.Items[0].Status) {
+		if len(page.Items) == 1 && bpctype.IsTerminal(page.Items[0].Status) {
 			signJob = page.Items[0]
 			return true
 		}
 		return false
 	})
 	h.failedWith(signJob.JobID, "SIGNING_KEY_MISSING")
-	var v store.PassportVersion
+	var v bpctype.PassportVersion
 	h.get("/v1/passport-versions/"+vs[0].PassportVersionID.String(), &v)
-	require.Equal(t, store.PassportCompiling, v.Status)
+	require.Equal(t, bpctype.PassportCompiling, v.Status)
 	require.Nil(t, v.Signature)
 }
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/internal/service"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // The hostile rule sources of the reported outage, posted as a rule package
@@ -21,7 +21,7 @@ import (
 func TestRuleVersionLimitsAtTheAPI(t *testing.T) {
 	t.Parallel()
 	d := domainAPI{h: newHarness(t, service.RoleAPI, map[string]string{"BPC_RULES_MAX_CASES": "1000"}), tenant: devTenant}
-	var pkg store.RulePackage
+	var pkg bpctype.RulePackage
 	d.do(http.MethodPost, "/v1/rule-packages", map[string]any{"name": "hostile"}, http.StatusCreated, &pkg)
 	versions := "/v1/rule-packages/" + pkg.RulePackageID.String() + "/versions"
 	okRules, okTests := "field a : Int = 1;", "example e: { } => expect(a, ==, 1);"
@@ -67,24 +67,24 @@ func TestRuleTestsCancelThroughTheAPI(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAll, nil)
 	d := domainAPI{h: h, tenant: devTenant}
-	var pkg store.RulePackage
+	var pkg bpctype.RulePackage
 	d.do(http.MethodPost, "/v1/rule-packages", map[string]any{"name": "slow"}, http.StatusCreated, &pkg)
-	var v store.RulePackageVersion
+	var v bpctype.RulePackageVersion
 	ten := "list(1,2,3,4,5,6,7,8,9,10)"
 	slow := "property slow: cases(1000000) seed(1) => forall x: Int. implies(true, fold(" + ten + ", 0, (a, y) => fold(" + ten +
 		", a, (b, z) => fold(" + ten + ", b, (c, w) => c + 1))) == 1000);"
 	d.do(http.MethodPost, "/v1/rule-packages/"+pkg.RulePackageID.String()+"/versions",
 		map[string]any{"dsl_source": "field a : Int = 1;", "tests_source": slow}, http.StatusCreated, &v)
 	var run struct {
-		Job store.Job `json:"job"`
+		Job bpctype.Job `json:"job"`
 	}
 	d.do(http.MethodPost, "/v1/rule-package-versions/"+v.RulePackageVersionID.String()+"/test", nil, http.StatusAccepted, &run)
 	jobPath := "/v1/jobs/" + run.Job.JobID.String()
-	h.eventually("the tests run is RUNNING", func() bool { return h.job(run.Job.JobID).Status == store.StatusRunning })
+	h.eventually("the tests run is RUNNING", func() bool { return h.job(run.Job.JobID).Status == bpctype.StatusRunning })
 	time.Sleep(300 * time.Millisecond)
 
 	require.Equal(t, http.StatusOK, h.call(http.MethodPost, jobPath+"/cancel?tenant_id="+devTenant, nil, nil))
-	require.Equal(t, store.StatusCancelled, h.waitJob(run.Job.JobID).Status)
+	require.Equal(t, bpctype.StatusCancelled, h.waitJob(run.Job.JobID).Status)
 	raw := d.do(http.MethodGet, "/v1/rule-package-versions/"+v.RulePackageVersionID.String()+"/test-runs", nil, http.StatusOK, nil)
 	require.JSONEq(t, `{"items":[]}`, string(raw), "a cancelled run records nothing")
 	require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/health/ready", nil, nil))

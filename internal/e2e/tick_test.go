@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
@@ -40,7 +41,7 @@ func newTickEnv(t *testing.T, env map[string]string) *tickEnv {
 
 // enqueueSnapshotBuild creates a BUILDING snapshot and enqueues its
 // BUILD_SNAPSHOT job, scheduled at `at` when it is not zero.
-func (e *tickEnv) enqueueSnapshotBuild(t *testing.T, at time.Time) store.Job {
+func (e *tickEnv) enqueueSnapshotBuild(t *testing.T, at time.Time) bpctype.Job {
 	t.Helper()
 	sn, err := e.st.CreateSnapshot(e.ctx, store.DevTenantID)
 	require.NoError(t, err)
@@ -59,7 +60,7 @@ func (e *tickEnv) enqueueSnapshotBuild(t *testing.T, at time.Time) store.Job {
 
 // enqueueSnapshotBuilds enqueues n BUILD_SNAPSHOT jobs of n new BUILDING
 // snapshots in one transaction.
-func (e *tickEnv) enqueueSnapshotBuilds(t *testing.T, n int) []store.Job {
+func (e *tickEnv) enqueueSnapshotBuilds(t *testing.T, n int) []bpctype.Job {
 	t.Helper()
 	tx, err := e.pool.Begin(e.ctx)
 	require.NoError(t, err)
@@ -73,14 +74,14 @@ func (e *tickEnv) enqueueSnapshotBuilds(t *testing.T, n int) []store.Job {
 	res, err := passport.EnqueueTx(e.ctx, e.st.WithTx(tx), e.client, reqs)
 	require.NoError(t, err)
 	require.NoError(t, tx.Commit(e.ctx))
-	jobs := make([]store.Job, n)
+	jobs := make([]bpctype.Job, n)
 	for i, r := range res {
 		jobs[i] = r.Job
 	}
 	return jobs
 }
 
-func (e *tickEnv) status(t *testing.T, job store.Job) string {
+func (e *tickEnv) status(t *testing.T, job bpctype.Job) string {
 	t.Helper()
 	j, err := e.st.GetJob(e.ctx, job.TenantID, job.JobID)
 	require.NoError(t, err)
@@ -98,7 +99,7 @@ func (e *tickEnv) tick(t *testing.T, o tick.Options) (tick.Result, string) {
 func TestTickWorksDueJobsAndLeavesFutureOnes(t *testing.T) {
 	t.Parallel()
 	e := newTickEnv(t, nil)
-	var due []store.Job
+	var due []bpctype.Job
 	for range 3 {
 		due = append(due, e.enqueueSnapshotBuild(t, time.Time{}))
 	}
@@ -107,12 +108,12 @@ func TestTickWorksDueJobsAndLeavesFutureOnes(t *testing.T) {
 	res, out := e.tick(t, tick.Options{MaxDuration: 30 * time.Second, MaxJobs: 1000})
 	require.Equal(t, tick.StoppedEmpty, res.Reason, out)
 	for _, j := range due {
-		require.Equal(t, store.StatusSucceeded, e.status(t, j))
+		require.Equal(t, bpctype.StatusSucceeded, e.status(t, j))
 	}
 	// Not waited for: the tick ended because no due job was left (the
 	// reason above), not at MaxDuration.
-	require.Equal(t, store.StatusQueued, e.status(t, later))
-	require.GreaterOrEqual(t, res.ByStatus[store.StatusSucceeded], 3)
+	require.Equal(t, bpctype.StatusQueued, e.status(t, later))
+	require.GreaterOrEqual(t, res.ByStatus[bpctype.StatusSucceeded], 3)
 	require.Contains(t, out, "stopped: no due jobs left")
 	require.Contains(t, out, "SUCCEEDED=")
 
@@ -122,7 +123,7 @@ func TestTickWorksDueJobsAndLeavesFutureOnes(t *testing.T) {
 	require.True(t, rep.OK(), "drift: %+v", rep.Drifts)
 	res, out = e.tick(t, tick.Options{MaxDuration: 30 * time.Second, MaxJobs: 1000})
 	require.Equal(t, tick.StoppedEmpty, res.Reason, out)
-	require.Equal(t, store.StatusQueued, e.status(t, later))
+	require.Equal(t, bpctype.StatusQueued, e.status(t, later))
 }
 
 func TestTickStopsAtTheItemBudget(t *testing.T) {
@@ -140,7 +141,7 @@ func TestTickStopsAtTheItemBudget(t *testing.T) {
 	require.GreaterOrEqual(t, res.Worked, 2)
 	done := 0
 	for _, j := range jobs {
-		if e.status(t, j) == store.StatusSucceeded {
+		if e.status(t, j) == bpctype.StatusSucceeded {
 			done++
 		}
 	}
@@ -149,7 +150,7 @@ func TestTickStopsAtTheItemBudget(t *testing.T) {
 	var succeeded int
 	require.NoError(t, e.pool.QueryRow(e.ctx, `SELECT count(*) FROM jobs
 		WHERE status = 'SUCCEEDED' AND finished_at >= $1`, start).Scan(&succeeded))
-	require.Equal(t, succeeded, res.ByStatus[store.StatusSucceeded], out)
+	require.Equal(t, succeeded, res.ByStatus[bpctype.StatusSucceeded], out)
 	require.Contains(t, out, "stopped: item budget (--max-jobs) reached")
 }
 
@@ -163,7 +164,7 @@ func TestTickTimeBudget(t *testing.T) {
 	require.NoError(t, err)
 	res, out := e.tick(t, tick.Options{MaxDuration: 30 * time.Second, MaxJobs: 1000})
 	require.Equal(t, tick.StoppedEmpty, res.Reason, out)
-	require.Equal(t, store.StatusQueued, e.status(t, job))
+	require.Equal(t, bpctype.StatusQueued, e.status(t, job))
 
 	// Unpaused but the budget is a few milliseconds: the tick stops on
 	// time, working what it had fetched.

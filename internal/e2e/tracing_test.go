@@ -21,10 +21,10 @@ import (
 	tracev1 "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // exportedSpan is a span as the console exporter prints it, one JSON object
@@ -133,7 +133,7 @@ func TestTracingFollowsAnEventToItsWebhook(t *testing.T) {
 	h.subscribe(rcv.URL+"/in/traced?token="+hookToken, "passport.traced")
 	ev := h.emit("passport.traced", map[string]any{})
 	job := h.waitJob(ev.Deliveries[0].JobID)
-	require.Equal(t, store.StatusSucceeded, job.Status)
+	require.Equal(t, bpctype.StatusSucceeded, job.Status)
 
 	got := rcv.received()
 	require.Len(t, got, 1)
@@ -174,7 +174,7 @@ func TestTracingFollowsAnEventToItsWebhook(t *testing.T) {
 	require.EqualValues(t, job.RiverJobID, work.attr("bpc.river_job_id"))
 	require.Equal(t, devTenant, work.attr("bpc.tenant_id"))
 	require.EqualValues(t, 1, work.attr("bpc.attempt"))
-	require.Equal(t, store.StatusSucceeded, work.attr("bpc.status"))
+	require.Equal(t, bpctype.StatusSucceeded, work.attr("bpc.status"))
 	require.EqualValues(t, http.StatusOK, post.attr("http.response.status_code"))
 	require.Equal(t, "127.0.0.1", post.attr("server.address"))
 
@@ -215,7 +215,7 @@ func TestTracingFollowsFollowUpJobs(t *testing.T) {
 	h, out := newTracedHarness(t)
 	rcv := newReceiver(t, http.StatusOK)
 	h.subscribe(rcv.URL, "document.facts_parsed")
-	var doc store.Document
+	var doc bpctype.Document
 	h.post("/v1/documents", map[string]any{"kind": "BOM", "name": "traced BOM"}, http.StatusCreated, &doc)
 
 	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
@@ -225,7 +225,7 @@ func TestTracingFollowsFollowUpJobs(t *testing.T) {
 			"content": base64.StdEncoding.EncodeToString(sampleDoc(t, nmc811.DocBOM))},
 	}, map[string]string{"Authorization": "Bearer " + testToken, "traceparent": "00-" + callerTrace + "-" + callerSpan + "-01"})
 	require.Equal(t, http.StatusCreated, status, "%s", raw)
-	var ingest store.Job
+	var ingest bpctype.Job
 	require.NoError(t, json.Unmarshal(raw, &ingest))
 
 	h.eventually("the facts_parsed webhook is delivered", func() bool { return len(rcv.received()) == 1 })
@@ -269,7 +269,7 @@ func TestTracingOffSendsNoTraceparent(t *testing.T) {
 	var ev eventResponse
 	require.NoError(t, json.Unmarshal(raw, &ev))
 	job := h.waitJob(ev.Deliveries[0].JobID)
-	require.Equal(t, store.StatusSucceeded, job.Status)
+	require.Equal(t, bpctype.StatusSucceeded, job.Status)
 	var carried bool
 	require.NoError(t, h.pool.QueryRow(t.Context(), `SELECT metadata ? 'traceparent' FROM river_job WHERE id = $1`,
 		job.RiverJobID).Scan(&carried))

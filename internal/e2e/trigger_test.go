@@ -13,13 +13,13 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/internal/testamqp"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // pollOnly is the environment of a service behind PgBouncer: River
@@ -66,7 +66,7 @@ func (h *harness) parsedBOM() uuid.UUID {
 // for it to run.
 func (h *harness) pickup(version uuid.UUID) {
 	h.t.Helper()
-	var job store.Job
+	var job bpctype.Job
 	require.Equal(h.t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
 		"type": jobargs.KindParseFacts, "tenant_id": devTenant, "payload": map[string]any{"document_version_id": version},
 	}, &job))
@@ -153,10 +153,10 @@ func TestTriggerPublishesWorkersFollowUpJobs(t *testing.T) {
 	h.triggerUp()
 	rcv := newReceiver(t, http.StatusOK)
 	h.subscribe(rcv.URL, passport.EventDocumentUploaded)
-	var doc store.Document
+	var doc bpctype.Document
 	h.post("/v1/documents", map[string]any{"kind": "BOM", "name": "BOM of the sample"}, http.StatusCreated, &doc)
 
-	var ingest store.Job
+	var ingest bpctype.Job
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
 		"type": jobargs.KindIngestDocument, "tenant_id": devTenant, "payload": map[string]any{
 			"document_id": doc.DocumentID, "mime_type": "application/json",
@@ -166,7 +166,7 @@ func TestTriggerPublishesWorkersFollowUpJobs(t *testing.T) {
 	ingest = h.succeeded(ingest.JobID)
 	for _, kind := range []string{jobargs.KindParseFacts, jobargs.KindDeliverWebhook} {
 		var list struct {
-			Items []store.Job `json:"items"`
+			Items []bpctype.Job `json:"items"`
 		}
 		require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/jobs?tenant_id="+devTenant+"&type="+kind, nil, &list))
 		require.Len(t, list.Items, 1, kind)
@@ -191,10 +191,10 @@ func TestTriggerCancelInterruptsRunningJob(t *testing.T) {
 	ev := h.emit("passport.activated", map[string]any{})
 	h.eventually("the delivery is running", func() bool { return len(rcv.received()) == 1 })
 
-	var job store.Job
+	var job bpctype.Job
 	require.Equal(t, http.StatusOK, h.call(http.MethodPost, "/v1/jobs/"+ev.Deliveries[0].JobID.String()+"/cancel?tenant_id="+devTenant, nil, &job))
 	job = h.waitJob(job.JobID)
-	require.Equal(t, store.StatusCancelled, job.Status)
+	require.Equal(t, bpctype.StatusCancelled, job.Status)
 }
 
 // A queue paused in River UI stops being worked, and resumed is worked
@@ -224,12 +224,12 @@ func TestTriggerQueuePauseAndResume(t *testing.T) {
 		map[string]string{"Authorization": basicAuth("admin", testToken)})
 	require.Equal(t, http.StatusOK, status, "%s", body)
 	queueEvent(river.EventKindQueuePaused) // the listener told River's producer
-	var job store.Job
+	var job bpctype.Job
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
 		"type": jobargs.KindParseFacts, "tenant_id": devTenant, "payload": map[string]any{"document_version_id": version},
 	}, &job))
 	time.Sleep(time.Second)
-	require.Equal(t, store.StatusQueued, h.job(job.JobID).Status, "a paused queue's job ran")
+	require.Equal(t, bpctype.StatusQueued, h.job(job.JobID).Status, "a paused queue's job ran")
 
 	status, body = h.raw(http.MethodPut, "/riverui/api/queues/"+jobargs.QueuePipeline+"/resume", map[string]any{},
 		map[string]string{"Authorization": basicAuth("admin", testToken)})
@@ -260,7 +260,7 @@ func TestTriggerPublishesOperatorRetry(t *testing.T) {
 		retried := time.Now()
 		retry.do()
 		job = h.waitJob(job.JobID)
-		require.Equal(t, store.StatusFailed, job.Status)
+		require.Equal(t, bpctype.StatusFailed, job.Status)
 		require.True(t, job.StartedAt.After(retried), "%s: the job did not run again", retry.name)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -32,7 +33,7 @@ func TestEnqueueOverHTTPRunsToSucceeded(t *testing.T) {
 	ev := h.emit("passport.activated", map[string]any{"passport_version_id": uuid.NewString(), "mass_g": 1234})
 	require.Len(t, ev.Deliveries, 1)
 	failed := h.waitJob(ev.Deliveries[0].JobID)
-	require.Equal(t, store.StatusFailed, failed.Status)
+	require.Equal(t, bpctype.StatusFailed, failed.Status)
 	require.EqualValues(t, 1, failed.Attempts)
 	lastErr := lastError(t, failed)
 	require.Equal(t, "WEBHOOK_4XX", lastErr.Code)
@@ -41,26 +42,26 @@ func TestEnqueueOverHTTPRunsToSucceeded(t *testing.T) {
 	require.NotEmpty(t, lastErr.At)
 	require.Len(t, recv.received(), 1)
 	d := h.delivery(ev.Deliveries[0].WebhookDeliveryID)
-	require.Equal(t, store.DeliveryFailed, d.Status)
+	require.Equal(t, bpctype.DeliveryFailed, d.Status)
 	require.EqualValues(t, http.StatusNotFound, *d.HTTPStatus)
 
 	// The endpoint is fixed but slow: hold its answer to watch RUNNING.
 	release := make(chan struct{})
 	recv.set(http.StatusOK, release)
-	var job store.Job
+	var job bpctype.Job
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/jobs", map[string]any{
 		"type":      jobargs.KindDeliverWebhook,
 		"tenant_id": devTenant,
 		"payload":   map[string]any{"webhook_delivery_id": ev.Deliveries[0].WebhookDeliveryID},
 	}, &job))
-	require.Equal(t, store.StatusQueued, job.Status)
+	require.Equal(t, bpctype.StatusQueued, job.Status)
 	require.EqualValues(t, 0, job.Attempts)
 	require.EqualValues(t, jobargs.PriorityLow, job.Priority)
 	require.EqualValues(t, 5, job.MaxAttempts)
 	require.Nil(t, job.StartedAt)
 	require.NotZero(t, job.RiverJobID)
 
-	h.eventually("job RUNNING", func() bool { return h.job(job.JobID).Status == store.StatusRunning })
+	h.eventually("job RUNNING", func() bool { return h.job(job.JobID).Status == bpctype.StatusRunning })
 	running := h.job(job.JobID)
 	require.NotNil(t, running.LeaseOwner)
 	require.Equal(t, h.app.Config().WorkerID, *running.LeaseOwner)
@@ -74,7 +75,7 @@ func TestEnqueueOverHTTPRunsToSucceeded(t *testing.T) {
 
 	close(release)
 	done := h.waitJob(job.JobID)
-	require.Equal(t, store.StatusSucceeded, done.Status)
+	require.Equal(t, bpctype.StatusSucceeded, done.Status)
 	require.EqualValues(t, 1, done.Attempts)
 	require.Nil(t, done.LeaseOwner)
 	require.Nil(t, done.LeaseExpiresAt)
@@ -92,7 +93,7 @@ func TestEnqueueOverHTTPRunsToSucceeded(t *testing.T) {
 	require.Equal(t, []string{"RUNNING", "SUCCEEDED"}, slices.DeleteFunc(transitions, func(s string) bool { return s == "QUEUED@api" }))
 
 	d = h.delivery(ev.Deliveries[0].WebhookDeliveryID)
-	require.Equal(t, store.DeliveryDelivered, d.Status)
+	require.Equal(t, bpctype.DeliveryDelivered, d.Status)
 	require.EqualValues(t, 2, d.Attempts)
 	require.NotNil(t, d.DeliveredAt)
 
@@ -134,7 +135,7 @@ func TestDeadLetterThenRetryFromRiverUI(t *testing.T) {
 	ev := h.emit("passport.signed", map[string]any{"key_id": "dev-key-1"})
 	jobID := ev.Deliveries[0].JobID
 	dead := h.waitJob(jobID)
-	require.Equal(t, store.StatusDeadLetter, dead.Status)
+	require.Equal(t, bpctype.StatusDeadLetter, dead.Status)
 	require.EqualValues(t, 5, dead.Attempts)
 	require.EqualValues(t, 5, dead.MaxAttempts)
 	lastErr := lastError(t, dead)
@@ -156,7 +157,7 @@ func TestDeadLetterThenRetryFromRiverUI(t *testing.T) {
 		// 16 s, …, would not reach DEAD_LETTER within waitJob's wait).
 		require.GreaterOrEqual(t, gap, want, "delay before attempt %d", i+2)
 	}
-	require.Equal(t, store.DeliveryFailed, h.delivery(ev.Deliveries[0].WebhookDeliveryID).Status)
+	require.Equal(t, bpctype.DeliveryFailed, h.delivery(ev.Deliveries[0].WebhookDeliveryID).Status)
 
 	// Fixed. Pause the queue so the QUEUED state can be observed, retry from
 	// River UI, check the mirror, resume.
@@ -165,16 +166,16 @@ func TestDeadLetterThenRetryFromRiverUI(t *testing.T) {
 	require.NoError(t, h.app.River().QueuePause(ctx, jobargs.QueueWebhooks, nil))
 	h.riverUI("retry", dead.RiverJobID)
 	queued := h.job(jobID)
-	require.Equal(t, store.StatusQueued, queued.Status)
+	require.Equal(t, bpctype.StatusQueued, queued.Status)
 	require.Nil(t, queued.FinishedAt)
 	h.requireConsistent()
 	require.NoError(t, h.app.River().QueueResume(ctx, jobargs.QueueWebhooks, nil))
 
 	done := h.waitJob(jobID)
-	require.Equal(t, store.StatusSucceeded, done.Status)
+	require.Equal(t, bpctype.StatusSucceeded, done.Status)
 	require.EqualValues(t, 6, done.Attempts, "River counts on from the dead-lettered attempts")
 	d := h.delivery(ev.Deliveries[0].WebhookDeliveryID)
-	require.Equal(t, store.DeliveryDelivered, d.Status)
+	require.Equal(t, bpctype.DeliveryDelivered, d.Status)
 	require.EqualValues(t, http.StatusNoContent, *d.HTTPStatus)
 	require.Equal(t, float64(1), h.deadLetters(jobargs.KindDeliverWebhook))
 	h.requireConsistent()
@@ -193,12 +194,12 @@ func TestRiverUICancelAndDeleteAreMirrored(t *testing.T) {
 	h := newHarness(t, service.RoleAll, nil)
 	recv := newReceiver(t, http.StatusOK)
 	ev, delivered := h.deliverOne(recv.URL, "x.test")
-	require.Equal(t, store.StatusSucceeded, delivered.Status)
+	require.Equal(t, bpctype.StatusSucceeded, delivered.Status)
 
 	later := time.Now().Add(time.Hour).UTC()
-	enqueueLater := func() store.Job {
+	enqueueLater := func() bpctype.Job {
 		job := h.deliverLater(map[string]any{"webhook_delivery_id": ev.Deliveries[0].WebhookDeliveryID}, later)
-		require.Equal(t, store.StatusQueued, job.Status)
+		require.Equal(t, bpctype.StatusQueued, job.Status)
 		require.Equal(t, later.UnixMicro(), job.ScheduledAt.UnixMicro(), "scheduled_at as asked, to Postgres's microsecond")
 		return job
 	}
@@ -206,21 +207,21 @@ func TestRiverUICancelAndDeleteAreMirrored(t *testing.T) {
 	toCancel := enqueueLater()
 	h.riverUI("cancel", toCancel.RiverJobID)
 	cancelled := h.job(toCancel.JobID)
-	require.Equal(t, store.StatusCancelled, cancelled.Status)
+	require.Equal(t, bpctype.StatusCancelled, cancelled.Status)
 	require.NotNil(t, cancelled.FinishedAt)
 	h.requireConsistent()
 
 	toDelete := enqueueLater()
 	h.riverUI("delete", toDelete.RiverJobID)
 	deleted := h.job(toDelete.JobID)
-	require.Equal(t, store.StatusCancelled, deleted.Status, "a job deleted before it ran can never run")
+	require.Equal(t, bpctype.StatusCancelled, deleted.Status, "a job deleted before it ran can never run")
 	require.NotNil(t, deleted.RiverDeletedAt)
 	h.requireConsistent()
 
 	// Deleting a finished job keeps its outcome.
 	h.riverUI("delete", delivered.RiverJobID)
 	kept := h.job(delivered.JobID)
-	require.Equal(t, store.StatusSucceeded, kept.Status)
+	require.Equal(t, bpctype.StatusSucceeded, kept.Status)
 	require.NotNil(t, kept.RiverDeletedAt)
 	h.requireConsistent()
 
@@ -284,13 +285,13 @@ func TestWebhookDestinationsRefusedAtRegistration(t *testing.T) {
 		require.Equal(t, "url", env.Error.Details["field"], u)
 	}
 	var listing struct {
-		Items []store.WebhookEndpoint `json:"items"`
+		Items []bpctype.WebhookEndpoint `json:"items"`
 	}
 	require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/webhook-endpoints?tenant_id="+devTenant, nil, &listing))
 	require.Empty(t, listing.Items, "nothing stored")
 
 	// A public literal registers (no DNS needed); moving it inside does not.
-	var ep store.WebhookEndpoint
+	var ep bpctype.WebhookEndpoint
 	const public = "https://[2606:4700:4700::1111]/hook"
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/webhook-endpoints",
 		map[string]any{"tenant_id": devTenant, "url": public, "secret": testSecret}, &ep))
@@ -331,11 +332,11 @@ func TestWebhookDestinationDeniedAtDialTime(t *testing.T) {
 		ev := h.emit(eventType, map[string]any{})
 		require.Len(t, ev.Deliveries, 1)
 		job := h.waitJob(ev.Deliveries[0].JobID)
-		require.Equal(t, store.StatusFailed, job.Status, u)
+		require.Equal(t, bpctype.StatusFailed, job.Status, u)
 		require.Equal(t, int32(1), job.Attempts, "not retried")
 		require.Equal(t, "WEBHOOK_DESTINATION_DENIED", lastError(t, job).Code)
 		d := h.delivery(ev.Deliveries[0].WebhookDeliveryID)
-		require.Equal(t, store.DeliveryFailed, d.Status)
+		require.Equal(t, bpctype.DeliveryFailed, d.Status)
 		require.Equal(t, "WEBHOOK_DESTINATION_DENIED", *d.ErrorCode)
 		require.Nil(t, d.HTTPStatus)
 		require.Empty(t, d.ResponseBody)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
@@ -202,9 +203,9 @@ func (r *Reaper) ReapOnce(ctx context.Context) ([]store.ReapedJob, error) {
 	}
 	reaped, err := r.Store.ReapExpiredLeases(ctx, 1000, maxLosses)
 	for _, j := range reaped {
-		status := store.StatusQueued
+		status := bpctype.StatusQueued
 		if j.State == "discarded" {
-			status = store.StatusDeadLetter
+			status = bpctype.StatusDeadLetter
 			if r.Metrics != nil {
 				r.Metrics.DeadLetter.WithLabelValues(j.Kind).Inc()
 			}

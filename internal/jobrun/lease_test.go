@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testdb"
@@ -97,7 +98,7 @@ func TestRenewedLeaseKeepsALongJob(t *testing.T) {
 	})
 	snapshotID, job := e.BuildJob(t)
 	done := e.Wait(t, job.JobID)
-	require.Equal(t, store.StatusSucceeded, done.Status, "last_error %s", done.LastError)
+	require.Equal(t, bpctype.StatusSucceeded, done.Status, "last_error %s", done.LastError)
 	require.EqualValues(t, 1, done.Attempts)
 	require.True(t, extended.Load(), "the lease was renewed past its first expiry")
 	require.Equal(t, 1, e.readyEvents(t, snapshotID))
@@ -125,7 +126,7 @@ func TestFencingStopsAnAttemptThatLostItsLease(t *testing.T) {
 	// once the first is fenced.
 	snapshotID, job := e.BuildJob(t)
 	done := e.Wait(t, job.JobID)
-	require.Equal(t, store.StatusSucceeded, done.Status)
+	require.Equal(t, bpctype.StatusSucceeded, done.Status)
 	require.GreaterOrEqual(t, done.Attempts, int32(2), "reaped, run again")
 	require.True(t, first.Load(), "attempt 1 reached its commit with its effects done")
 	require.Equal(t, 1, e.readyEvents(t, snapshotID), "the stalled attempt committed nothing: one effect")
@@ -147,7 +148,7 @@ func TestReaperDiscardsTheLastAttempt(t *testing.T) {
 	t.Parallel()
 	e := newReaperEnv(t)
 	ctx, st, pool := e.Ctx, e.Store, e.pool
-	var jobs []store.Job
+	var jobs []bpctype.Job
 	for range 2 {
 		_, j := e.BuildJob(t)
 		jobs = append(jobs, j)
@@ -166,7 +167,7 @@ func TestReaperDiscardsTheLastAttempt(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, again, "nothing left to reap")
 
-	for i, want := range []string{store.StatusQueued, store.StatusDeadLetter} {
+	for i, want := range []string{bpctype.StatusQueued, bpctype.StatusDeadLetter} {
 		j, err := st.GetJob(ctx, store.DevTenantID, jobs[i].JobID)
 		require.NoError(t, err)
 		require.Equal(t, want, j.Status)
@@ -206,7 +207,7 @@ func TestShutdownCancelRequeuesWithoutSpendingAnAttempt(t *testing.T) {
 
 	j, err := st.GetJob(ctx, store.DevTenantID, job.JobID)
 	require.NoError(t, err)
-	require.Equal(t, store.StatusQueued, j.Status, "back in the queue")
+	require.Equal(t, bpctype.StatusQueued, j.Status, "back in the queue")
 	require.EqualValues(t, 0, j.Attempts, "the interrupted attempt is not counted")
 	require.Nil(t, j.LeaseOwner)
 }
@@ -232,7 +233,7 @@ func TestJobLosingItsWorkerTwiceInARowIsDiscarded(t *testing.T) {
 
 	_, job := e.BuildJob(t)
 	done := e.Wait(t, job.JobID)
-	require.Equal(t, store.StatusDeadLetter, done.Status)
+	require.Equal(t, bpctype.StatusDeadLetter, done.Status)
 	require.EqualValues(t, 2, done.Attempts, "discarded after its second loss, not its fifth attempt")
 	require.EqualValues(t, 5, done.MaxAttempts)
 	require.Positive(t, started.Load())
@@ -262,13 +263,13 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	t.Parallel()
 	e := newReaperEnv(t)
 	ctx, st, pool := e.Ctx, e.Store, e.pool
-	enqueue := func() store.Job {
+	enqueue := func() bpctype.Job {
 		_, j := e.BuildJob(t)
 		return j
 	}
 	// die makes attempt run on a worker that died 5 s ago (its 1 s lease
 	// is long gone), as River's fetch would, through the mirror.
-	die := func(j store.Job, attempt int) {
+	die := func(j bpctype.Job, attempt int) {
 		_, err := pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = $2::int, attempted_at = now() - interval '5 seconds',
 			attempted_by = array_append(attempted_by, 'dead-worker-' || $2::text) WHERE id = $1`, j.RiverJobID, attempt)
 		require.NoError(t, err)
@@ -285,7 +286,7 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 		Message string `json:"message"`
 		Attempt int    `json:"attempt"`
 	}
-	get := func(j store.Job) (store.Job, lastError) {
+	get := func(j bpctype.Job) (bpctype.Job, lastError) {
 		got, err := st.GetJob(ctx, store.DevTenantID, j.JobID)
 		require.NoError(t, err)
 		var last lastError
@@ -298,9 +299,9 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	die(lostOnce, 1)
 	die(broken, 1)
 	reap(3)
-	for _, j := range []store.Job{lostTwice, lostOnce, broken} {
+	for _, j := range []bpctype.Job{lostTwice, lostOnce, broken} {
 		got, last := get(j)
-		require.Equal(t, store.StatusQueued, got.Status, "one loss: back to River")
+		require.Equal(t, bpctype.StatusQueued, got.Status, "one loss: back to River")
 		require.Equal(t, "LEASE_EXPIRED", last.Code)
 		require.NotContains(t, last.Message, "worker lost")
 	}
@@ -328,7 +329,7 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	reap(3)
 
 	dead, last := get(lostTwice)
-	require.Equal(t, store.StatusDeadLetter, dead.Status)
+	require.Equal(t, bpctype.StatusDeadLetter, dead.Status)
 	require.EqualValues(t, 2, dead.Attempts)
 	require.NotNil(t, dead.FinishedAt)
 	require.Nil(t, dead.LeaseOwner)
@@ -338,11 +339,11 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	require.Contains(t, last.Message, "dead-worker-2")
 
 	again, last := get(broken)
-	require.Equal(t, store.StatusQueued, again.Status, "losses 1 and 3 are not in a row")
+	require.Equal(t, bpctype.StatusQueued, again.Status, "losses 1 and 3 are not in a row")
 	require.Equal(t, "LEASE_EXPIRED", last.Code)
 
 	dead, last = get(legacy)
-	require.Equal(t, store.StatusDeadLetter, dead.Status, "its legacy loss and this one are in a row")
+	require.Equal(t, bpctype.StatusDeadLetter, dead.Status, "its legacy loss and this one are in a row")
 	require.True(t, strings.HasPrefix(last.Message, "worker lost 2 times in a row"), last.Message)
 
 	require.Equal(t, float64(2), testutil.ToFloat64(metrics.DeadLetter.WithLabelValues(jobargs.KindBuildSnapshot)))
@@ -366,5 +367,5 @@ func TestReaperCountsLeaseLossesInARow(t *testing.T) {
 	require.Equal(t, 2, reaped[0].LeaseLosses)
 	require.False(t, reaped[0].Poison)
 	got, _ := get(lostOnce)
-	require.Equal(t, store.StatusQueued, got.Status)
+	require.Equal(t, bpctype.StatusQueued, got.Status)
 }

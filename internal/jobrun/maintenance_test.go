@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testlog"
@@ -53,7 +54,7 @@ func (e *maintEnv) exec(t *testing.T, sql string, args ...any) {
 }
 
 // finish moves a River job to a final state as of ago.
-func (e *maintEnv) finish(t *testing.T, job store.Job, state string, ago time.Duration) {
+func (e *maintEnv) finish(t *testing.T, job bpctype.Job, state string, ago time.Duration) {
 	t.Helper()
 	e.exec(t, `UPDATE river_job SET state = $2, attempt = 1, attempted_at = now() - $3::interval,
 		finalized_at = now() - $3::interval, created_at = now() - $3::interval - interval '1 minute'
@@ -63,7 +64,7 @@ func (e *maintEnv) finish(t *testing.T, job store.Job, state string, ago time.Du
 		job.JobID, ago.String())
 }
 
-func (e *maintEnv) jobExists(t *testing.T, job store.Job) bool {
+func (e *maintEnv) jobExists(t *testing.T, job bpctype.Job) bool {
 	t.Helper()
 	return e.Count(t, `SELECT count(*) FROM jobs WHERE job_id = $1`, job.JobID) == 1
 }
@@ -106,7 +107,7 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	// Expired: finished 100 days ago and River's row deleted (the mirror
 	// moves it to jobs_history, marked river_deleted_at), in each terminal
 	// state.
-	var expired []store.Job
+	var expired []bpctype.Job
 	for _, state := range []string{"completed", "discarded", "cancelled"} {
 		_, j := e.BuildJob(t)
 		e.finish(t, j, state, old)
@@ -150,7 +151,7 @@ func TestMaintenanceRetentionDeletesOnlyExpiredHistory(t *testing.T) {
 	for _, j := range expired {
 		require.False(t, e.jobExists(t, j), "expired job %s kept", j.JobID)
 	}
-	for name, j := range map[string]store.Job{"recent": recentGone, "in River": inRiver, "running": running, "orphan": orphan, "unmarked": unmarked} {
+	for name, j := range map[string]bpctype.Job{"recent": recentGone, "in River": inRiver, "running": running, "orphan": orphan, "unmarked": unmarked} {
 		require.True(t, e.jobExists(t, j), "%s job deleted", name)
 	}
 	require.Equal(t, 3.0, testutil.ToFloat64(e.deps.Metrics.RetentionDeleted))

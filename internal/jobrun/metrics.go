@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -81,7 +82,7 @@ func (c *BreakerCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return
 	}
-	for _, state := range []string{store.BreakerOpen, store.BreakerHalfOpen} {
+	for _, state := range []string{bpctype.BreakerOpen, bpctype.BreakerHalfOpen} {
 		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(counts[state]), state)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
@@ -51,10 +52,10 @@ func (o *Observer) metricsFor(kind string) *kindMetrics {
 	}
 	km := &kindMetrics{
 		duration:  o.Metrics.JobDuration.WithLabelValues(kind),
-		completed: make(map[string]prometheus.Counter, len(store.Statuses)),
+		completed: make(map[string]prometheus.Counter, len(bpctype.Statuses)),
 		dead:      o.Metrics.DeadLetter.WithLabelValues(kind),
 	}
-	for _, status := range store.Statuses {
+	for _, status := range bpctype.Statuses {
 		km.completed[status] = o.Metrics.JobsCompleted.WithLabelValues(kind, status)
 	}
 	actual, _ := o.kinds.LoadOrStore(kind, km)
@@ -87,7 +88,7 @@ func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func
 		slog.Int("attempt", job.Attempt),
 	)
 	base := len(attrs)
-	o.Logger.LogAttrs(ctx, slog.LevelInfo, "job transition", append(attrs, slog.String("status", store.StatusRunning))...)
+	o.Logger.LogAttrs(ctx, slog.LevelInfo, "job transition", append(attrs, slog.String("status", bpctype.StatusRunning))...)
 
 	start := time.Now()
 	defer func() {
@@ -98,12 +99,12 @@ func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func
 		}
 		err = o.interrupted(ctx, err)
 		err = controlFlow(err)
-		status := store.StatusOf(outcome(ctx, job, err))
+		status := bpctype.StatusOf(outcome(ctx, job, err))
 		elapsed := time.Since(start)
 		km := o.metricsFor(job.Kind)
 		km.completed[status].Inc()
 		km.duration.Observe(elapsed.Seconds())
-		if status == store.StatusDeadLetter {
+		if status == bpctype.StatusDeadLetter {
 			km.dead.Inc()
 		}
 		level, fields := slog.LevelInfo, append(attrs[:base],
@@ -116,7 +117,7 @@ func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func
 			fields = append(fields, slog.Bool("snoozed", true))
 		case err != nil:
 			fields = append(fields, slog.String("error_code", string(errcode.CodeOf(err))))
-			if status == store.StatusDeadLetter || status == store.StatusFailed {
+			if status == bpctype.StatusDeadLetter || status == bpctype.StatusFailed {
 				level = slog.LevelWarn
 			}
 		}
@@ -237,7 +238,7 @@ func (e *attemptError) Error() string { return e.text }
 func (e *attemptError) Unwrap() error { return e.err }
 
 // outcome is the River state a job will be in once River records err, and
-// whether an operator's cancel put it there: store.StatusOf of it is the
+// whether an operator's cancel put it there: bpctype.StatusOf of it is the
 // SSOT status the mirror will show.
 func outcome(ctx context.Context, job *rivertype.JobRow, err error) (state rivertype.JobState, byOperator bool) {
 	var cancelErr *rivertype.JobCancelError

@@ -18,8 +18,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
 
@@ -113,19 +113,19 @@ func TestOutcome(t *testing.T) {
 		err     error
 		want    string
 	}{
-		{"success", 1, nil, store.StatusSucceeded},
-		{"retryable with attempts left", 1, errcode.New(errcode.Webhook5xx, "HTTP 500"), store.StatusQueued},
-		{"retryable one before last", 4, errcode.New(errcode.Webhook5xx, "HTTP 500"), store.StatusQueued},
-		{"retryable on last attempt", 5, errcode.New(errcode.Webhook5xx, "HTTP 500"), store.StatusDeadLetter},
-		{"retryable past max attempts", 6, errcode.New(errcode.DBUnavailable, "down"), store.StatusDeadLetter},
-		{"untyped on last attempt", 5, errors.New("boom"), store.StatusDeadLetter},
-		{"snooze", 5, river.JobSnooze(time.Second), store.StatusQueued},
-		{"permanent error", 2, river.JobCancel(errcode.New(errcode.Webhook4xx, "HTTP 404")), store.StatusFailed},
+		{"success", 1, nil, bpctype.StatusSucceeded},
+		{"retryable with attempts left", 1, errcode.New(errcode.Webhook5xx, "HTTP 500"), bpctype.StatusQueued},
+		{"retryable one before last", 4, errcode.New(errcode.Webhook5xx, "HTTP 500"), bpctype.StatusQueued},
+		{"retryable on last attempt", 5, errcode.New(errcode.Webhook5xx, "HTTP 500"), bpctype.StatusDeadLetter},
+		{"retryable past max attempts", 6, errcode.New(errcode.DBUnavailable, "down"), bpctype.StatusDeadLetter},
+		{"untyped on last attempt", 5, errors.New("boom"), bpctype.StatusDeadLetter},
+		{"snooze", 5, river.JobSnooze(time.Second), bpctype.StatusQueued},
+		{"permanent error", 2, river.JobCancel(errcode.New(errcode.Webhook4xx, "HTTP 404")), bpctype.StatusFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tt.want, store.StatusOf(outcome(ctx, jobRow(tt.attempt, 5), controlFlow(tt.err))))
+			require.Equal(t, tt.want, bpctype.StatusOf(outcome(ctx, jobRow(tt.attempt, 5), controlFlow(tt.err))))
 		})
 	}
 }
@@ -146,7 +146,7 @@ func TestOutcomeNonRetryableTypedErrorIsFailed(t *testing.T) {
 	state, byOperator := outcome(context.Background(), jobRow(1, 5), controlFlow(errcode.New(errcode.Validation, "bad input")))
 	require.Equal(t, rivertype.JobStateCancelled, state)
 	require.False(t, byOperator)
-	require.Equal(t, store.StatusFailed, store.StatusOf(state, byOperator))
+	require.Equal(t, bpctype.StatusFailed, bpctype.StatusOf(state, byOperator))
 }
 
 func TestOutcomeRemoteCancelSeenByWorkerAsContextCanceled(t *testing.T) {
@@ -156,9 +156,9 @@ func TestOutcomeRemoteCancelSeenByWorkerAsContextCanceled(t *testing.T) {
 	state, byOperator := outcome(ctx, jobRow(1, 5), controlFlow(ctx.Err()))
 	require.Equal(t, rivertype.JobStateCancelled, state)
 	require.True(t, byOperator)
-	require.Equal(t, store.StatusCancelled, store.StatusOf(state, byOperator))
+	require.Equal(t, bpctype.StatusCancelled, bpctype.StatusOf(state, byOperator))
 	// Whatever the worker made of it, even on its last attempt.
-	require.Equal(t, store.StatusCancelled, store.StatusOf(outcome(ctx, jobRow(5, 5), controlFlow(errcode.New(errcode.WebhookNetwork, "context canceled")))))
+	require.Equal(t, bpctype.StatusCancelled, bpctype.StatusOf(outcome(ctx, jobRow(5, 5), controlFlow(errcode.New(errcode.WebhookNetwork, "context canceled")))))
 }
 
 type observed struct {
@@ -193,7 +193,7 @@ func TestObserverCountsDeadLetterAndLogsTransition(t *testing.T) {
 	})
 	require.Equal(t, errcode.Webhook5xx, errcode.CodeOf(err))
 	require.Equal(t, 1.0, testutil.ToFloat64(o.obs.Metrics.DeadLetter.WithLabelValues("DELIVER_WEBHOOK")))
-	require.Equal(t, 1.0, testutil.ToFloat64(o.obs.Metrics.JobsCompleted.WithLabelValues("DELIVER_WEBHOOK", store.StatusDeadLetter)))
+	require.Equal(t, 1.0, testutil.ToFloat64(o.obs.Metrics.JobsCompleted.WithLabelValues("DELIVER_WEBHOOK", bpctype.StatusDeadLetter)))
 
 	line := o.lastLog(t)
 	require.Equal(t, "WARN", line["level"])
@@ -210,7 +210,7 @@ func TestObserverSuccessDoesNotCountDeadLetter(t *testing.T) {
 	t.Parallel()
 	o := newObserved()
 	require.NoError(t, o.obs.Work(context.Background(), jobRow(1, 5), func(context.Context) error { return nil }))
-	require.Equal(t, 1.0, testutil.ToFloat64(o.obs.Metrics.JobsCompleted.WithLabelValues("DELIVER_WEBHOOK", store.StatusSucceeded)))
+	require.Equal(t, 1.0, testutil.ToFloat64(o.obs.Metrics.JobsCompleted.WithLabelValues("DELIVER_WEBHOOK", bpctype.StatusSucceeded)))
 	require.Equal(t, 0.0, testutil.ToFloat64(o.obs.Metrics.DeadLetter.WithLabelValues("DELIVER_WEBHOOK")))
 	line := o.lastLog(t)
 	require.Equal(t, "INFO", line["level"])
@@ -226,7 +226,7 @@ func TestObserverTurnsPanicIntoRetryableInternalError(t *testing.T) {
 	require.Contains(t, err.Error(), "nil map write")
 	var cancelErr *rivertype.JobCancelError
 	require.False(t, errors.As(err, &cancelErr), "a panic is retried")
-	require.Equal(t, 1.0, testutil.ToFloat64(o.obs.Metrics.JobsCompleted.WithLabelValues("DELIVER_WEBHOOK", store.StatusQueued)))
+	require.Equal(t, 1.0, testutil.ToFloat64(o.obs.Metrics.JobsCompleted.WithLabelValues("DELIVER_WEBHOOK", bpctype.StatusQueued)))
 	require.Contains(t, o.logs.String(), `"msg":"job panicked"`)
 }
 

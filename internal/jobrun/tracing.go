@@ -14,8 +14,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // MetadataTraceparent is the River metadata key that carries the W3C trace
@@ -148,7 +148,7 @@ func (t *Tracing) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		))
 	defer span.End()
 	err := doInner(ctx)
-	status := store.StatusOf(outcome(ctx, job, err))
+	status := bpctype.StatusOf(outcome(ctx, job, err))
 	span.SetAttributes(attrStatus.String(status))
 	var snooze *rivertype.JobSnoozeError
 	if err != nil && !errors.As(err, &snooze) {

@@ -16,11 +16,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/webhook/destination"
 	"github.com/bpc-platform/bpc/jobargs"
-	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
 
@@ -89,7 +89,7 @@ func TestTracingMakesEachAttemptAChildOfItsEnqueue(t *testing.T) {
 	require.Equal(t, int64(42), a["bpc.river_job_id"].AsInt64())
 	require.Equal(t, "t-1", a["bpc.tenant_id"].AsString())
 	require.Equal(t, int64(2), a["bpc.attempt"].AsInt64())
-	require.Equal(t, store.StatusQueued, a["bpc.status"].AsString(), "retryable: queued again")
+	require.Equal(t, bpctype.StatusQueued, a["bpc.status"].AsString(), "retryable: queued again")
 	require.Equal(t, string(errcode.DBUnavailable), a["bpc.error_code"].AsString())
 	require.Equal(t, codes.Error, failed.Status().Code)
 
@@ -107,7 +107,7 @@ func TestTracingStartsATraceForAJobWithout(t *testing.T) {
 	require.NoError(t, tr.Work(t.Context(), job, func(context.Context) error { return nil }))
 	span := spans.Ended()[0]
 	require.False(t, span.Parent().IsValid())
-	require.Equal(t, store.StatusSucceeded, attrs(span)["bpc.status"].AsString())
+	require.Equal(t, bpctype.StatusSucceeded, attrs(span)["bpc.status"].AsString())
 }
 
 // The webhook transport sends the traceparent of its client span and

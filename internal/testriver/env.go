@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -26,9 +27,9 @@ type Env struct {
 
 // Enqueue inserts one job through the passport package, as the API does
 // (with an idempotency key unless key is "").
-func (e Env) Enqueue(t testing.TB, args jobargs.Args, key string) store.Job {
+func (e Env) Enqueue(t testing.TB, args jobargs.Args, key string) bpctype.Job {
 	t.Helper()
-	var job store.Job
+	var job bpctype.Job
 	require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
 		res, err := passport.NewTx(tx, e.Client, "").Enqueue(e.Ctx, args, key)
 		job = res.Job
@@ -46,23 +47,23 @@ func (e Env) BuildArgs(t testing.TB) *jobargs.BuildSnapshotArgs {
 }
 
 // BuildJob creates a snapshot and enqueues its BUILD_SNAPSHOT job.
-func (e Env) BuildJob(t testing.TB) (uuid.UUID, store.Job) {
+func (e Env) BuildJob(t testing.TB) (uuid.UUID, bpctype.Job) {
 	t.Helper()
 	args := e.BuildArgs(t)
 	return args.SnapshotID, e.Enqueue(t, args, "")
 }
 
 // Wait waits until the job is terminal.
-func (e Env) Wait(t testing.TB, jobID uuid.UUID) store.Job {
+func (e Env) Wait(t testing.TB, jobID uuid.UUID) bpctype.Job {
 	t.Helper()
-	return e.WaitUntil(t, jobID, func(j store.Job) bool { return store.IsTerminal(j.Status) })
+	return e.WaitUntil(t, jobID, func(j bpctype.Job) bool { return bpctype.IsTerminal(j.Status) })
 }
 
 // WaitUntil waits until done holds for the job's SSOT row. Its 20 s bound
 // only says the job did not hang.
-func (e Env) WaitUntil(t testing.TB, jobID uuid.UUID, done func(store.Job) bool) store.Job {
+func (e Env) WaitUntil(t testing.TB, jobID uuid.UUID, done func(bpctype.Job) bool) bpctype.Job {
 	t.Helper()
-	var job store.Job
+	var job bpctype.Job
 	require.Eventually(t, func() bool {
 		job = e.Job(t, jobID)
 		return done(job)
@@ -71,7 +72,7 @@ func (e Env) WaitUntil(t testing.TB, jobID uuid.UUID, done func(store.Job) bool)
 }
 
 // Job returns the job's SSOT row.
-func (e Env) Job(t testing.TB, jobID uuid.UUID) store.Job {
+func (e Env) Job(t testing.TB, jobID uuid.UUID) bpctype.Job {
 	t.Helper()
 	j, err := e.Store.GetJob(e.Ctx, store.DevTenantID, jobID)
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -76,13 +77,13 @@ type Result struct {
 
 func (r *Result) record(ev *river.Event) {
 	r.Worked++
-	r.ByStatus[store.StatusOf(ev.Job.State, store.CancelledByOperator(ev.Job.Metadata))]++
+	r.ByStatus[bpctype.StatusOf(ev.Job.State, bpctype.CancelledByOperator(ev.Job.Metadata))]++
 }
 
 // Summary is the tick's one-line report.
 func (r Result) Summary() string {
 	var counts []string
-	for _, s := range store.Statuses {
+	for _, s := range bpctype.Statuses {
 		if n := r.ByStatus[s]; n > 0 {
 			counts = append(counts, fmt.Sprintf("%s=%d", s, n))
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -65,14 +66,14 @@ func TestPrincipal(t *testing.T) {
 // keyTable is an in-memory KeyStore: the keyring's store, not the keyring.
 type keyTable struct {
 	mu      sync.Mutex
-	keys    map[string]store.APIKey
+	keys    map[string]bpctype.APIKey
 	reads   atomic.Int64
 	touched map[uuid.UUID]time.Time
 	fail    error
 	block   chan struct{}
 }
 
-func (kt *keyTable) APIKeyByPrefix(_ context.Context, prefix string) (store.APIKey, error) {
+func (kt *keyTable) APIKeyByPrefix(_ context.Context, prefix string) (bpctype.APIKey, error) {
 	kt.reads.Add(1)
 	if kt.block != nil {
 		<-kt.block
@@ -80,11 +81,11 @@ func (kt *keyTable) APIKeyByPrefix(_ context.Context, prefix string) (store.APIK
 	kt.mu.Lock()
 	defer kt.mu.Unlock()
 	if kt.fail != nil {
-		return store.APIKey{}, kt.fail
+		return bpctype.APIKey{}, kt.fail
 	}
 	k, ok := kt.keys[prefix]
 	if !ok {
-		return store.APIKey{}, errcode.Wrap(errcode.NotFound, store.ErrNotFound, "api key %s not found", prefix)
+		return bpctype.APIKey{}, errcode.Wrap(errcode.NotFound, store.ErrNotFound, "api key %s not found", prefix)
 	}
 	return k, nil
 }
@@ -101,7 +102,7 @@ func (kt *keyTable) TouchAPIKeys(_ context.Context, used map[uuid.UUID]time.Time
 	return nil
 }
 
-func (kt *keyTable) set(k store.APIKey) {
+func (kt *keyTable) set(k bpctype.APIKey) {
 	kt.mu.Lock()
 	kt.keys[k.Prefix] = k
 	kt.mu.Unlock()
@@ -119,9 +120,9 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newKey(tenant uuid.UUID, role passport.Role) (string, store.APIKey) {
+func newKey(tenant uuid.UUID, role passport.Role) (string, bpctype.APIKey) {
 	token, prefix := passport.NewToken()
-	return token, store.APIKey{APIKeyID: uuid.New(), TenantID: tenant, Name: "k", Role: string(role),
+	return token, bpctype.APIKey{APIKeyID: uuid.New(), TenantID: tenant, Name: "k", Role: string(role),
 		Prefix: prefix, TokenSHA256: passport.HashToken(token)}
 }
 
@@ -135,7 +136,7 @@ func deniedReason(t *testing.T, err error) string {
 
 // newTestKeyring is a keyring over an in-memory key table, on a fake clock.
 func newTestKeyring() (*keyTable, *Keyring, *clock) {
-	kt := &keyTable{keys: map[string]store.APIKey{}, touched: map[uuid.UUID]time.Time{}}
+	kt := &keyTable{keys: map[string]bpctype.APIKey{}, touched: map[uuid.UUID]time.Time{}}
 	clk := &clock{t: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
 	kr := NewKeyring(kt)
 	kr.now = clk.now

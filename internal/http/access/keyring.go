@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -18,7 +19,7 @@ import (
 
 // KeyStore is what a Keyring reads keys from and records their use in.
 type KeyStore interface {
-	APIKeyByPrefix(ctx context.Context, prefix string) (store.APIKey, error)
+	APIKeyByPrefix(ctx context.Context, prefix string) (bpctype.APIKey, error)
 	TouchAPIKeys(ctx context.Context, used map[uuid.UUID]time.Time) error
 }
 
@@ -45,7 +46,7 @@ func (e *DeniedError) Error() string { return "api key refused: " + e.Reason }
 // deny is the UNAUTHORIZED error of a refused token, wrapping its
 // DeniedError. Only a client that holds the whole token learns that its key
 // was revoked or has expired; anything else reads the same.
-func deny(reason string, key store.APIKey) error {
+func deny(reason string, key bpctype.APIKey) error {
 	msg := "a valid bearer token is required"
 	switch reason {
 	case DeniedRevoked:
@@ -74,7 +75,7 @@ type Keyring struct {
 
 // cachedKey is a key row (or the absence of one) and when it was read.
 type cachedKey struct {
-	key   store.APIKey
+	key   bpctype.APIKey
 	found bool
 	read  time.Time
 }
@@ -103,14 +104,14 @@ func (k *Keyring) Knows(token string) bool {
 func (k *Keyring) Authenticate(ctx context.Context, token string) (Principal, error) {
 	prefix, ok := passport.ParseToken(token)
 	if !ok {
-		return Principal{}, deny(DeniedMalformed, store.APIKey{})
+		return Principal{}, deny(DeniedMalformed, bpctype.APIKey{})
 	}
 	c, err := k.row(ctx, prefix)
 	if err != nil {
 		return Principal{}, err
 	}
 	if !c.found {
-		return Principal{}, deny(DeniedUnknown, store.APIKey{})
+		return Principal{}, deny(DeniedUnknown, bpctype.APIKey{})
 	}
 	key := c.key
 	if subtle.ConstantTimeCompare(passport.HashToken(token), key.TokenSHA256) != 1 {

@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/http/access"
 	"github.com/bpc-platform/bpc/passport"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // AccessMetrics count what the access layer decides (SPEC §10): refused
@@ -303,7 +303,7 @@ func (s *Server) handleCreateKey(ctx context.Context, req *jsonInput) (*out[pass
 	return reply(http.StatusCreated, k)
 }
 
-func (s *Server) handleListKeys(ctx context.Context, req *tenantParam) (*out[items[store.APIKey]], error) {
+func (s *Server) handleListKeys(ctx context.Context, req *tenantParam) (*out[items[bpctype.APIKey]], error) {
 	tenantID, err := s.keyTenant(ctx, req.TenantID)
 	if err != nil {
 		return nil, err
@@ -325,7 +325,7 @@ func (s *Server) handleRevokeKey(ctx context.Context, req *idParams) (*struct{},
 	if err != nil {
 		return nil, err
 	}
-	k, err := inTxValue(ctx, s, func(t passport.Tx) (store.APIKey, error) {
+	k, err := inTxValue(ctx, s, func(t passport.Tx) (bpctype.APIKey, error) {
 		return passport.RevokeAPIKey(ctx, t, tenantID, id)
 	})
 	if err != nil {
@@ -351,7 +351,7 @@ func (s *Server) keyTenant(ctx context.Context, raw string) (uuid.UUID, error) {
 
 // keyEvent logs and counts a key's creation or revocation (the audit event
 // is in the events table, in the same transaction).
-func (s *Server) keyEvent(ctx context.Context, event string, k store.APIKey) {
+func (s *Server) keyEvent(ctx context.Context, event string, k bpctype.APIKey) {
 	if s.Access != nil {
 		s.Access.KeyEvents.WithLabelValues(event).Inc()
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/riverqueue/river"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/internal/http/access"
 	"github.com/bpc-platform/bpc/internal/webhook/destination"
@@ -254,10 +255,10 @@ func (s *Server) adminRoutes(rs routes) {
 	register(rs, http.MethodPost, "/v1/tenants", "create-tenant", "Create a tenant", s.handleCreateTenant,
 		describe("The platform token only."),
 		jsonBody[createTenantRequest],
-		responds[store.Tenant](http.StatusCreated, "Created"))
+		responds[bpctype.Tenant](http.StatusCreated, "Created"))
 	register(rs, http.MethodGet, "/v1/tenants", "list-tenants", "List tenants", s.handleListTenants,
 		describe("Every tenant for the platform token; a tenant API key sees its own tenant only."),
-		responds[items[store.Tenant]](http.StatusOK, "Tenants"))
+		responds[items[bpctype.Tenant]](http.StatusOK, "Tenants"))
 
 	register(rs, http.MethodPost, "/v1/api-keys", "create-api-key", "Create a tenant API key; its token is shown once", s.handleCreateKey,
 		describe("The platform token, or a tenant admin key for its own tenant. The token (bpc_<prefix>_<secret>) is in this answer only; the service keeps its SHA-256."),
@@ -265,7 +266,7 @@ func (s *Server) adminRoutes(rs routes) {
 		responds[passport.CreatedKey](http.StatusCreated, "Created, with its token"))
 	register(rs, http.MethodGet, "/v1/api-keys", "list-api-keys", "List a tenant's API keys (without tokens)", s.handleListKeys,
 		describe("The platform token, or a tenant admin key for its own tenant. Revoked and expired keys are listed too."),
-		responds[items[store.APIKey]](http.StatusOK, "Keys, newest first"))
+		responds[items[bpctype.APIKey]](http.StatusOK, "Keys, newest first"))
 	register(rs, http.MethodDelete, "/v1/api-keys/{id}", "revoke-api-key", "Revoke an API key", s.handleRevokeKey,
 		describe("Takes effect at once on this process and within a second on every other. Revoking a revoked key is a no-op."),
 		noContent("Revoked"))
@@ -274,8 +275,8 @@ func (s *Server) adminRoutes(rs routes) {
 	register(rs, http.MethodPost, "/v1/jobs", "enqueue-job", "Enqueue a job", s.handleEnqueue,
 		describe(kindsDescription(s.Config.Kinds)),
 		bodySchema(enqueue),
-		responds[store.Job](http.StatusCreated, "Created"),
-		responds[store.Job](http.StatusOK, "Existing job (same idempotency key and request)"))
+		responds[bpctype.Job](http.StatusCreated, "Created"),
+		responds[bpctype.Job](http.StatusOK, "Existing job (same idempotency key and request)"))
 	register(rs, http.MethodPost, "/v1/jobs:batch", "enqueue-jobs-batch", "Enqueue up to 1000 jobs in one transaction", s.handleEnqueueBatch,
 		describe(kindsDescription(s.Config.Kinds)),
 		bodySchema(&huma.Schema{Type: huma.TypeObject, Required: []string{"jobs"}, AdditionalProperties: false,
@@ -285,12 +286,12 @@ func (s *Server) adminRoutes(rs routes) {
 	register(rs, http.MethodGet, "/v1/jobs", "list-jobs", "List a tenant's jobs, newest first", s.handleListJobs,
 		responds[store.JobPage](http.StatusOK, "A page of jobs"))
 	register(rs, http.MethodGet, "/v1/jobs/{job_id}", "get-job", "Get a job, optionally long-polling for its end", s.handleGetJob,
-		responds[store.Job](http.StatusOK, "The job (terminal, or no waitMs)"),
-		responds[store.Job](http.StatusAccepted, "waitMs elapsed before the job finished", "Retry-After"))
+		responds[bpctype.Job](http.StatusOK, "The job (terminal, or no waitMs)"),
+		responds[bpctype.Job](http.StatusAccepted, "waitMs elapsed before the job finished", "Retry-After"))
 	register(rs, http.MethodPost, "/v1/jobs/{job_id}/retry", "retry-job", "Retry a job that did not succeed", s.handleRetryJob,
-		responds[store.Job](http.StatusOK, "The job, queued again"))
+		responds[bpctype.Job](http.StatusOK, "The job, queued again"))
 	register(rs, http.MethodPost, "/v1/jobs/{job_id}/cancel", "cancel-job", "Cancel a job that has not finished", s.handleCancelJob,
-		responds[store.Job](http.StatusOK, "The job"))
+		responds[bpctype.Job](http.StatusOK, "The job"))
 
 	register(rs, http.MethodPost, "/v1/events", "append-event", "Append a custom audit event", s.handleAppendEvent,
 		jsonBody[appendEventRequest],
@@ -298,23 +299,23 @@ func (s *Server) adminRoutes(rs routes) {
 
 	register(rs, http.MethodPost, "/v1/webhook-endpoints", "create-webhook-endpoint", "Register a webhook endpoint", s.handleCreateEndpoint,
 		jsonBody[createEndpointRequest],
-		responds[store.WebhookEndpoint](http.StatusCreated, "Created"))
+		responds[bpctype.WebhookEndpoint](http.StatusCreated, "Created"))
 	register(rs, http.MethodGet, "/v1/webhook-endpoints", "list-webhook-endpoints", "List a tenant's webhook endpoints", s.handleListEndpoints,
-		responds[items[store.WebhookEndpoint]](http.StatusOK, "Endpoints"))
+		responds[items[bpctype.WebhookEndpoint]](http.StatusOK, "Endpoints"))
 	register(rs, http.MethodGet, "/v1/webhook-endpoints/{id}", "get-webhook-endpoint", "Get a webhook endpoint with its circuit breaker", s.handleGetEndpoint,
 		responds[endpointResponse](http.StatusOK, "The endpoint"))
 	register(rs, http.MethodPatch, "/v1/webhook-endpoints/{id}", "update-webhook-endpoint", "Change a webhook endpoint's URL or activity", s.handleUpdateEndpoint,
 		jsonBody[updateEndpointRequest],
-		responds[store.WebhookEndpoint](http.StatusOK, "The endpoint"))
+		responds[bpctype.WebhookEndpoint](http.StatusOK, "The endpoint"))
 	register(rs, http.MethodDelete, "/v1/webhook-endpoints/{id}", "delete-webhook-endpoint", "Delete a webhook endpoint", s.handleDeleteEndpoint,
 		noContent("Deleted"))
 	register(rs, http.MethodPost, "/v1/webhook-endpoints/{id}/ping", "ping-webhook-endpoint", "Send a webhook.ping event to the endpoint", s.handlePingEndpoint,
 		responds[pingResponse](http.StatusAccepted, "Ping queued"))
 	register(rs, http.MethodPost, "/v1/webhook-subscriptions", "create-webhook-subscription", "Subscribe an endpoint to an event type", s.handleCreateSubscription,
 		jsonBody[createSubscriptionRequest],
-		responds[store.WebhookSubscription](http.StatusCreated, "Created"))
+		responds[bpctype.WebhookSubscription](http.StatusCreated, "Created"))
 	register(rs, http.MethodGet, "/v1/webhook-subscriptions", "list-webhook-subscriptions", "List a tenant's webhook subscriptions", s.handleListSubscriptions,
-		responds[items[store.WebhookSubscription]](http.StatusOK, "Subscriptions"))
+		responds[items[bpctype.WebhookSubscription]](http.StatusOK, "Subscriptions"))
 	register(rs, http.MethodDelete, "/v1/webhook-subscriptions/{id}", "delete-webhook-subscription", "Delete a webhook subscription", s.handleDeleteSubscription,
 		noContent("Deleted"))
 	register(rs, http.MethodGet, "/v1/webhook-deliveries/{id}", "get-webhook-delivery", "Get a webhook delivery", s.handleGetDelivery,
@@ -325,9 +326,9 @@ func (s *Server) adminRoutes(rs routes) {
 func (s *Server) domainRoutes(rs routes) {
 	register(rs, http.MethodPost, "/v1/documents", "create-document", "Create a document", s.handleCreateDocument,
 		jsonBody[createDocumentRequest],
-		responds[store.Document](http.StatusCreated, "Created"))
+		responds[bpctype.Document](http.StatusCreated, "Created"))
 	register(rs, http.MethodGet, "/v1/documents", "list-documents", "List a tenant's documents", s.handleListDocuments,
-		responds[items[store.Document]](http.StatusOK, "Documents"))
+		responds[items[bpctype.Document]](http.StatusOK, "Documents"))
 	register(rs, http.MethodGet, "/v1/documents/{id}", "get-document", "Get a document with its versions", s.handleGetDocument,
 		responds[documentWithVersions](http.StatusOK, "The document"))
 	register(rs, http.MethodPost, "/v1/documents/{id}/versions", "upload-document-version", "Upload a document version and enqueue its PARSE_FACTS", s.handleUploadDocumentVersion,
@@ -335,66 +336,66 @@ func (s *Server) domainRoutes(rs routes) {
 		responds[uploadVersionResponse](http.StatusCreated, "Stored; job is its PARSE_FACTS"),
 		responds[uploadVersionResponse](http.StatusOK, "The same bytes were uploaded before; job is null"))
 	register(rs, http.MethodGet, "/v1/document-versions/{id}", "get-document-version", "Get a document version", s.handleGetDocumentVersion,
-		responds[store.DocumentVersion](http.StatusOK, "The version"))
+		responds[bpctype.DocumentVersion](http.StatusOK, "The version"))
 	register(rs, http.MethodGet, "/v1/facts", "list-facts", "List a tenant's facts", s.handleListFacts,
-		responds[items[store.Fact]](http.StatusOK, "Facts"))
+		responds[items[bpctype.Fact]](http.StatusOK, "Facts"))
 
 	register(rs, http.MethodPost, "/v1/snapshots", "create-snapshot", "Create a BUILDING snapshot", s.handleCreateSnapshot,
 		jsonBody[tenantRequest],
-		responds[store.Snapshot](http.StatusCreated, "Created"))
+		responds[bpctype.Snapshot](http.StatusCreated, "Created"))
 	register(rs, http.MethodGet, "/v1/snapshots/{id}", "get-snapshot", "Get a snapshot", s.handleGetSnapshot,
-		responds[store.Snapshot](http.StatusOK, "The snapshot"))
+		responds[bpctype.Snapshot](http.StatusOK, "The snapshot"))
 	register(rs, http.MethodPost, "/v1/snapshots/{id}/items", "add-snapshot-items", "Add facts to a BUILDING snapshot", s.handleAddSnapshotItems,
 		jsonBody[addItemsRequest],
 		responds[addItemsResponse](http.StatusOK, "The snapshot and how many facts were added"))
 	register(rs, http.MethodGet, "/v1/snapshots/{id}/items", "list-snapshot-items", "List a snapshot's items", s.handleListSnapshotItems,
-		responds[items[store.SnapshotItem]](http.StatusOK, "Items"))
+		responds[items[bpctype.SnapshotItem]](http.StatusOK, "Items"))
 	register(rs, http.MethodPost, "/v1/snapshots/{id}/build", "build-snapshot", "Enqueue BUILD_SNAPSHOT", s.handleBuildSnapshot,
 		jsonBody[tenantRequest],
 		responds[jobResponse](http.StatusAccepted, "Job enqueued"))
 	register(rs, http.MethodPost, "/v1/snapshots/{id}/seal", "seal-snapshot", "Seal a READY snapshot", s.handleSealSnapshot,
 		jsonBody[tenantRequest],
-		responds[store.Snapshot](http.StatusOK, "Sealed"))
+		responds[bpctype.Snapshot](http.StatusOK, "Sealed"))
 
 	register(rs, http.MethodPost, "/v1/rule-packages", "create-rule-package", "Create a rule package", s.handleCreateRulePackage,
 		jsonBody[createRulePackageRequest],
-		responds[store.RulePackage](http.StatusCreated, "Created"))
+		responds[bpctype.RulePackage](http.StatusCreated, "Created"))
 	register(rs, http.MethodGet, "/v1/rule-packages", "list-rule-packages", "List a tenant's rule packages", s.handleListRulePackages,
-		responds[items[store.RulePackage]](http.StatusOK, "Rule packages"))
+		responds[items[bpctype.RulePackage]](http.StatusOK, "Rule packages"))
 	register(rs, http.MethodGet, "/v1/rule-packages/{id}", "get-rule-package", "Get a rule package with its versions", s.handleGetRulePackage,
 		responds[rulePackageWithVersions](http.StatusOK, "The rule package"))
 	register(rs, http.MethodPost, "/v1/rule-packages/{id}/versions", "create-rule-package-version", "Check and store the package's next DRAFT version", s.handleCreateRuleVersion,
 		jsonBody[createRuleVersionRequest],
-		responds[store.RulePackageVersion](http.StatusCreated, "Created"))
+		responds[bpctype.RulePackageVersion](http.StatusCreated, "Created"))
 	register(rs, http.MethodGet, "/v1/rule-package-versions/{id}", "get-rule-package-version", "Get a rule package version", s.handleGetRuleVersion,
-		responds[store.RulePackageVersion](http.StatusOK, "The version"))
+		responds[bpctype.RulePackageVersion](http.StatusOK, "The version"))
 	register(rs, http.MethodPost, "/v1/rule-package-versions/{id}/test", "run-rule-tests", "Enqueue RUN_RULE_TESTS", s.handleRunRuleTests,
 		jsonBody[runRuleTestsRequest],
 		responds[jobResponse](http.StatusAccepted, "Job enqueued"))
 	register(rs, http.MethodGet, "/v1/rule-package-versions/{id}/test-runs", "list-rule-test-runs", "List a version's test runs", s.handleListRuleTestsRuns,
-		responds[items[store.RuleTestsRun]](http.StatusOK, "Test runs"))
+		responds[items[bpctype.RuleTestsRun]](http.StatusOK, "Test runs"))
 	register(rs, http.MethodPost, "/v1/rule-package-versions/{id}/publish", "publish-rule-package-version", "Publish a version whose tests passed", s.handlePublishRuleVersion,
 		jsonBody[tenantRequest],
-		responds[store.RulePackageVersion](http.StatusOK, "Published"))
+		responds[bpctype.RulePackageVersion](http.StatusOK, "Published"))
 
 	register(rs, http.MethodPost, "/v1/battery-products", "create-battery-product", "Create a battery product", s.handleCreateProduct,
 		jsonBody[createProductRequest],
-		responds[store.BatteryProduct](http.StatusCreated, "Created"))
+		responds[bpctype.BatteryProduct](http.StatusCreated, "Created"))
 	register(rs, http.MethodGet, "/v1/battery-products", "list-battery-products", "List a tenant's battery products", s.handleListProducts,
-		responds[items[store.BatteryProduct]](http.StatusOK, "Products"))
+		responds[items[bpctype.BatteryProduct]](http.StatusOK, "Products"))
 	register(rs, http.MethodGet, "/v1/battery-products/{id}", "get-battery-product", "Get a battery product", s.handleGetProduct,
-		responds[store.BatteryProduct](http.StatusOK, "The product"))
+		responds[bpctype.BatteryProduct](http.StatusOK, "The product"))
 
 	register(rs, http.MethodPost, "/v1/passports", "create-passport", "Create a passport for a product", s.handleCreatePassport,
 		jsonBody[createPassportRequest],
-		responds[store.Passport](http.StatusCreated, "Created"))
+		responds[bpctype.Passport](http.StatusCreated, "Created"))
 	register(rs, http.MethodGet, "/v1/passports/{id}", "get-passport", "Get a passport with its versions", s.handleGetPassport,
 		responds[passportWithVersions](http.StatusOK, "The passport"))
 	register(rs, http.MethodPost, "/v1/passports/{id}/compile", "compile-passport", "Enqueue COMPILE_PASSPORT", s.handleCompilePassport,
 		jsonBody[compileRequest],
 		responds[jobResponse](http.StatusAccepted, "Job enqueued"))
 	register(rs, http.MethodGet, "/v1/passport-versions/{id}", "get-passport-version", "Get a passport version", s.handleGetPassportVersion,
-		responds[store.PassportVersion](http.StatusOK, "The version"))
+		responds[bpctype.PassportVersion](http.StatusOK, "The version"))
 	register(rs, http.MethodGet, "/v1/passport-versions/{id}/payload", "get-passport-payload", "The compiled payload, bytes as hashed", s.artifactHandler("application/json", payloadArtifact),
 		raw("The payload (ETag: its hash)", "application/json"))
 	register(rs, http.MethodGet, "/v1/passport-versions/{id}/proof", "get-passport-proof", "The proof, bytes as hashed", s.artifactHandler("application/json", proofArtifact),
@@ -405,12 +406,12 @@ func (s *Server) domainRoutes(rs routes) {
 		raw("The PNG (ETag: its SHA-256)", "image/png"))
 	register(rs, http.MethodPost, "/v1/passport-versions/{id}/activate", "activate-passport-version", "Activate a SIGNED version", s.handleActivatePassportVersion,
 		jsonBody[tenantRequest],
-		responds[store.PassportVersion](http.StatusOK, "Activated"))
+		responds[bpctype.PassportVersion](http.StatusOK, "Activated"))
 	register(rs, http.MethodPost, "/v1/passport-versions/{id}/export", "export-passport-version", "Enqueue EXPORT_PASSPORT", s.handleExportPassportVersion,
 		jsonBody[exportRequest],
 		responds[jobResponse](http.StatusAccepted, "Job enqueued"))
 	register(rs, http.MethodGet, "/v1/passport-versions/{id}/exports", "list-passport-exports", "List a version's exports", s.handleListPassportExports,
-		responds[items[store.PassportExport]](http.StatusOK, "Exports, newest first"))
+		responds[items[bpctype.PassportExport]](http.StatusOK, "Exports, newest first"))
 	register(rs, http.MethodGet, "/v1/passport-versions/{id}/export-file", "get-passport-export-file", "The newest export file of a format", s.handleGetExportFile,
 		raw("The file, checked against its recorded SHA-256 (ETag)", "application/json", "application/pdf"))
 	register(rs, http.MethodPost, "/v1/passport-versions/{id}/replay", "replay-passport-version", "Recompile a version from its stored inputs and compare", s.handleReplayPassportVersion,

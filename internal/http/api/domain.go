@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/http/access"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -174,5 +175,5 @@ type idKeyBody struct {
 
 // jobResponse is the answer of the endpoints that start a job.
 type jobResponse struct {
-	Job store.Job `json:"job"`
+	Job bpctype.Job `json:"job"`
 }

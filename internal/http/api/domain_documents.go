@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
@@ -19,7 +20,7 @@ type createDocumentRequest struct {
 	Name     string `json:"name"`
 }
 
-func (s *Server) handleCreateDocument(ctx context.Context, req *jsonInput) (*out[store.Document], error) {
+func (s *Server) handleCreateDocument(ctx context.Context, req *jsonInput) (*out[bpctype.Document], error) {
 	var in createDocumentRequest
 	tenantID, err := decodeTenantBody(ctx, req.RawBody, &in, &in.TenantID)
 	if err != nil {
@@ -35,17 +36,17 @@ func (s *Server) handleCreateDocument(ctx context.Context, req *jsonInput) (*out
 	return created(s.Store.CreateDocument(ctx, tenantID, in.Kind, name))
 }
 
-func (s *Server) handleListDocuments(ctx context.Context, req *tenantParam) (*out[items[store.Document]], error) {
+func (s *Server) handleListDocuments(ctx context.Context, req *tenantParam) (*out[items[bpctype.Document]], error) {
 	return listTenant(ctx, s, req, s.Store.ListDocuments)
 }
 
 type documentWithVersions struct {
-	store.Document
-	Versions []store.DocumentVersion `json:"versions"`
+	bpctype.Document
+	Versions []bpctype.DocumentVersion `json:"versions"`
 }
 
 func (s *Server) handleGetDocument(ctx context.Context, req *idParams) (*out[documentWithVersions], error) {
-	return getJoined(ctx, req, s.Store.GetDocument, s.Store.ListDocumentVersions, func(d store.Document, vs []store.DocumentVersion) documentWithVersions {
+	return getJoined(ctx, req, s.Store.GetDocument, s.Store.ListDocumentVersions, func(d bpctype.Document, vs []bpctype.DocumentVersion) documentWithVersions {
 		return documentWithVersions{Document: d, Versions: vs}
 	})
 }
@@ -57,8 +58,8 @@ type uploadVersionRequest struct {
 }
 
 type uploadVersionResponse struct {
-	DocumentVersion store.DocumentVersion `json:"document_version"`
-	Job             *store.Job            `json:"job"`
+	DocumentVersion bpctype.DocumentVersion `json:"document_version"`
+	Job             *bpctype.Job            `json:"job"`
 }
 
 // handleUploadDocumentVersion stores a new version and enqueues PARSE_FACTS
@@ -99,12 +100,12 @@ func (s *Server) handleUploadDocumentVersion(ctx context.Context, req *idBody) (
 	return reply(http.StatusCreated, uploadVersionResponse{DocumentVersion: up.Version, Job: &up.ParseJob.Job})
 }
 
-func (s *Server) handleGetDocumentVersion(ctx context.Context, req *idParams) (*out[store.DocumentVersion], error) {
+func (s *Server) handleGetDocumentVersion(ctx context.Context, req *idParams) (*out[bpctype.DocumentVersion], error) {
 	return getByID(ctx, req, s.Store.GetDocumentVersion)
 }
 
 // handleListFacts lists facts, optionally of one document version and one type.
-func (s *Server) handleListFacts(ctx context.Context, req *listFactsParams) (*out[items[store.Fact]], error) {
+func (s *Server) handleListFacts(ctx context.Context, req *listFactsParams) (*out[items[bpctype.Fact]], error) {
 	tenantID, err := tenantOf(ctx, req.TenantID)
 	if err != nil {
 		return nil, err

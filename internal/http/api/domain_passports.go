@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/jobargs"
@@ -22,7 +23,7 @@ type createProductRequest struct {
 	Name     string `json:"name"`
 }
 
-func (s *Server) handleCreateProduct(ctx context.Context, req *jsonInput) (*out[store.BatteryProduct], error) {
+func (s *Server) handleCreateProduct(ctx context.Context, req *jsonInput) (*out[bpctype.BatteryProduct], error) {
 	var in createProductRequest
 	tenantID, err := decodeTenantBody(ctx, req.RawBody, &in, &in.TenantID)
 	if err != nil {
@@ -39,11 +40,11 @@ func (s *Server) handleCreateProduct(ctx context.Context, req *jsonInput) (*out[
 	return created(s.Store.CreateBatteryProduct(ctx, tenantID, sku, name))
 }
 
-func (s *Server) handleListProducts(ctx context.Context, req *tenantParam) (*out[items[store.BatteryProduct]], error) {
+func (s *Server) handleListProducts(ctx context.Context, req *tenantParam) (*out[items[bpctype.BatteryProduct]], error) {
 	return listTenant(ctx, s, req, s.Store.ListBatteryProducts)
 }
 
-func (s *Server) handleGetProduct(ctx context.Context, req *idParams) (*out[store.BatteryProduct], error) {
+func (s *Server) handleGetProduct(ctx context.Context, req *idParams) (*out[bpctype.BatteryProduct], error) {
 	return getByID(ctx, req, s.Store.GetBatteryProduct)
 }
 
@@ -52,7 +53,7 @@ type createPassportRequest struct {
 	BatteryProductID string `json:"battery_product_id" format:"uuid"`
 }
 
-func (s *Server) handleCreatePassport(ctx context.Context, req *jsonInput) (*out[store.Passport], error) {
+func (s *Server) handleCreatePassport(ctx context.Context, req *jsonInput) (*out[bpctype.Passport], error) {
 	var in createPassportRequest
 	tenantID, productID, err := decodeTenantAnd(ctx, req.RawBody, &in, &in.TenantID, "battery_product_id", &in.BatteryProductID)
 	if err != nil {
@@ -67,12 +68,12 @@ func (s *Server) handleCreatePassport(ctx context.Context, req *jsonInput) (*out
 }
 
 type passportWithVersions struct {
-	store.Passport
-	Versions []store.PassportVersion `json:"versions"`
+	bpctype.Passport
+	Versions []bpctype.PassportVersion `json:"versions"`
 }
 
 func (s *Server) handleGetPassport(ctx context.Context, req *idParams) (*out[passportWithVersions], error) {
-	return getJoined(ctx, req, s.Store.GetPassport, s.Store.ListPassportVersions, func(p store.Passport, vs []store.PassportVersion) passportWithVersions {
+	return getJoined(ctx, req, s.Store.GetPassport, s.Store.ListPassportVersions, func(p bpctype.Passport, vs []bpctype.PassportVersion) passportWithVersions {
 		return passportWithVersions{Passport: p, Versions: vs}
 	})
 }
@@ -106,31 +107,31 @@ func (s *Server) handleCompilePassport(ctx context.Context, req *idKeyBody) (*ou
 	return s.startJob(ctx, req.IdempotencyKey, args, exists((*store.Queries).GetPassport, tenantID, passportID))
 }
 
-func (s *Server) handleGetPassportVersion(ctx context.Context, req *idParams) (*out[store.PassportVersion], error) {
+func (s *Server) handleGetPassportVersion(ctx context.Context, req *idParams) (*out[bpctype.PassportVersion], error) {
 	return getByID(ctx, req, s.Store.GetPassportVersion)
 }
 
 // artifact picks one stored artifact of a version, with its ETag hash.
-type artifact func(v store.PassportVersion, a store.PassportArtifacts) (body []byte, etag string, err error)
+type artifact func(v bpctype.PassportVersion, a bpctype.PassportArtifacts) (body []byte, etag string, err error)
 
-func payloadArtifact(v store.PassportVersion, a store.PassportArtifacts) ([]byte, string, error) {
+func payloadArtifact(v bpctype.PassportVersion, a bpctype.PassportArtifacts) ([]byte, string, error) {
 	return a.Payload, v.PayloadHash, nil
 }
 
-func proofArtifact(v store.PassportVersion, a store.PassportArtifacts) ([]byte, string, error) {
+func proofArtifact(v bpctype.PassportVersion, a bpctype.PassportArtifacts) ([]byte, string, error) {
 	return a.Proof, v.ProofRootHash, nil
 }
 
 // receiptArtifact serves the signed receipt once there is one, else the
 // unsigned receipt (what receipt_hash is over).
-func receiptArtifact(v store.PassportVersion, a store.PassportArtifacts) ([]byte, string, error) {
+func receiptArtifact(v bpctype.PassportVersion, a bpctype.PassportArtifacts) ([]byte, string, error) {
 	if a.ReceiptSigned != nil {
 		return a.ReceiptSigned, v.ReceiptHash + "-signed", nil
 	}
 	return a.Receipt, v.ReceiptHash, nil
 }
 
-func qrArtifact(v store.PassportVersion, a store.PassportArtifacts) ([]byte, string, error) {
+func qrArtifact(v bpctype.PassportVersion, a bpctype.PassportArtifacts) ([]byte, string, error) {
 	if a.QRPNG == nil {
 		return nil, "", errcode.New(errcode.NotFound, "QR code not generated yet for passport version %s", v.PassportVersionID)
 	}
@@ -172,7 +173,7 @@ func bytesReply(contentType, etag string, body []byte) (*bytesOutput, error) {
 
 // handleActivatePassportVersion activates a SIGNED version with its QR code
 // and supersedes the previous ACTIVE version, recording both events.
-func (s *Server) handleActivatePassportVersion(ctx context.Context, req *idBody) (*out[store.PassportVersion], error) {
+func (s *Server) handleActivatePassportVersion(ctx context.Context, req *idBody) (*out[bpctype.PassportVersion], error) {
 	return actOnID(ctx, s, req, passport.ActivatePassportVersion)
 }
 
@@ -212,7 +213,7 @@ func exportFormat(field, value string, optional bool) (string, error) {
 	return f, nil
 }
 
-func (s *Server) handleListPassportExports(ctx context.Context, req *idParams) (*out[items[store.PassportExport]], error) {
+func (s *Server) handleListPassportExports(ctx context.Context, req *idParams) (*out[items[bpctype.PassportExport]], error) {
 	return listChildren(ctx, req, s.Store.GetPassportVersion, s.Store.ListPassportExports)
 }
 
@@ -234,7 +235,7 @@ func (s *Server) handleGetExportFile(ctx context.Context, req *exportFileParams)
 	if err != nil {
 		return nil, err
 	}
-	var newest *store.PassportExport
+	var newest *bpctype.PassportExport
 	for i := range es { // newest first
 		if es[i].Format == format {
 			newest = &es[i]

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
@@ -17,7 +18,7 @@ type createRulePackageRequest struct {
 	Name     string `json:"name"`
 }
 
-func (s *Server) handleCreateRulePackage(ctx context.Context, req *jsonInput) (*out[store.RulePackage], error) {
+func (s *Server) handleCreateRulePackage(ctx context.Context, req *jsonInput) (*out[bpctype.RulePackage], error) {
 	var in createRulePackageRequest
 	tenantID, err := decodeTenantBody(ctx, req.RawBody, &in, &in.TenantID)
 	if err != nil {
@@ -30,17 +31,17 @@ func (s *Server) handleCreateRulePackage(ctx context.Context, req *jsonInput) (*
 	return created(s.Store.CreateRulePackage(ctx, tenantID, name))
 }
 
-func (s *Server) handleListRulePackages(ctx context.Context, req *tenantParam) (*out[items[store.RulePackage]], error) {
+func (s *Server) handleListRulePackages(ctx context.Context, req *tenantParam) (*out[items[bpctype.RulePackage]], error) {
 	return listTenant(ctx, s, req, s.Store.ListRulePackages)
 }
 
 type rulePackageWithVersions struct {
-	store.RulePackage
-	Versions []store.RulePackageVersion `json:"versions"`
+	bpctype.RulePackage
+	Versions []bpctype.RulePackageVersion `json:"versions"`
 }
 
 func (s *Server) handleGetRulePackage(ctx context.Context, req *idParams) (*out[rulePackageWithVersions], error) {
-	return getJoined(ctx, req, s.Store.GetRulePackage, s.Store.ListRulePackageVersions, func(p store.RulePackage, vs []store.RulePackageVersion) rulePackageWithVersions {
+	return getJoined(ctx, req, s.Store.GetRulePackage, s.Store.ListRulePackageVersions, func(p bpctype.RulePackage, vs []bpctype.RulePackageVersion) rulePackageWithVersions {
 		return rulePackageWithVersions{RulePackage: p, Versions: vs}
 	})
 }
@@ -57,7 +58,7 @@ type createRuleVersionRequest struct {
 // 422 with its line:col (RULE_PARSE_ERROR for nesting or node count,
 // VALIDATION_ERROR for the cases a run would have), so that no job ever
 // works on it.
-func (s *Server) handleCreateRuleVersion(ctx context.Context, req *idBody) (*out[store.RulePackageVersion], error) {
+func (s *Server) handleCreateRuleVersion(ctx context.Context, req *idBody) (*out[bpctype.RulePackageVersion], error) {
 	var in createRuleVersionRequest
 	tenantID, packageID, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
 	if err != nil {
@@ -67,12 +68,12 @@ func (s *Server) handleCreateRuleVersion(ctx context.Context, req *idBody) (*out
 	if err != nil {
 		return nil, err
 	}
-	return created(inTxValue(ctx, s, func(t passport.Tx) (store.RulePackageVersion, error) {
+	return created(inTxValue(ctx, s, func(t passport.Tx) (bpctype.RulePackageVersion, error) {
 		return passport.CreateRuleVersion(ctx, t, tenantID, packageID, src)
 	}))
 }
 
-func (s *Server) handleGetRuleVersion(ctx context.Context, req *ruleVersionParams) (*out[store.RulePackageVersion], error) {
+func (s *Server) handleGetRuleVersion(ctx context.Context, req *ruleVersionParams) (*out[bpctype.RulePackageVersion], error) {
 	tenantID, id, err := parseTenantAndID(ctx, req.TenantID, req.ID)
 	if err != nil {
 		return nil, err
@@ -107,8 +108,8 @@ func (s *Server) handleRunRuleTests(ctx context.Context, req *idKeyBody) (*out[j
 	return s.startJob(ctx, req.IdempotencyKey, args, exists(ruleVersion, tenantID, id))
 }
 
-func (s *Server) handleListRuleTestsRuns(ctx context.Context, req *idParams) (*out[items[store.RuleTestsRun]], error) {
-	version := func(ctx context.Context, tenantID, id uuid.UUID) (store.RulePackageVersion, error) {
+func (s *Server) handleListRuleTestsRuns(ctx context.Context, req *idParams) (*out[items[bpctype.RuleTestsRun]], error) {
+	version := func(ctx context.Context, tenantID, id uuid.UUID) (bpctype.RulePackageVersion, error) {
 		return ruleVersion(s.Store, ctx, tenantID, id)
 	}
 	return listChildren(ctx, req, version, s.Store.ListRuleTestsRuns)
@@ -117,12 +118,12 @@ func (s *Server) handleListRuleTestsRuns(ctx context.Context, req *idParams) (*o
 // ruleVersion reads a rule package version without its sources. It takes
 // the store first, as the method expression (*store.Queries).GetSnapshot
 // does, to be a getter of exists.
-func ruleVersion(q *store.Queries, ctx context.Context, tenantID, id uuid.UUID) (store.RulePackageVersion, error) {
+func ruleVersion(q *store.Queries, ctx context.Context, tenantID, id uuid.UUID) (bpctype.RulePackageVersion, error) {
 	return q.GetRulePackageVersion(ctx, tenantID, id, false)
 }
 
 // handlePublishRuleVersion publishes a VALIDATED version; publishing a
 // PUBLISHED version again changes nothing and records no event.
-func (s *Server) handlePublishRuleVersion(ctx context.Context, req *idBody) (*out[store.RulePackageVersion], error) {
+func (s *Server) handlePublishRuleVersion(ctx context.Context, req *idBody) (*out[bpctype.RulePackageVersion], error) {
 	return actOnID(ctx, s, req, passport.PublishRuleVersion)
 }

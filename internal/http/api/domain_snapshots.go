@@ -6,13 +6,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
-func (s *Server) handleCreateSnapshot(ctx context.Context, req *jsonInput) (*out[store.Snapshot], error) {
+func (s *Server) handleCreateSnapshot(ctx context.Context, req *jsonInput) (*out[bpctype.Snapshot], error) {
 	var in tenantRequest
 	tenantID, err := decodeTenantBody(ctx, req.RawBody, &in, &in.TenantID)
 	if err != nil {
@@ -21,7 +22,7 @@ func (s *Server) handleCreateSnapshot(ctx context.Context, req *jsonInput) (*out
 	return created(s.Store.CreateSnapshot(ctx, tenantID))
 }
 
-func (s *Server) handleGetSnapshot(ctx context.Context, req *idParams) (*out[store.Snapshot], error) {
+func (s *Server) handleGetSnapshot(ctx context.Context, req *idParams) (*out[bpctype.Snapshot], error) {
 	return getByID(ctx, req, s.Store.GetSnapshot)
 }
 
@@ -32,8 +33,8 @@ type addItemsRequest struct {
 }
 
 type addItemsResponse struct {
-	Snapshot store.Snapshot `json:"snapshot"`
-	Added    int            `json:"added"`
+	Snapshot bpctype.Snapshot `json:"snapshot"`
+	Added    int              `json:"added"`
 }
 
 // parseUUIDs parses a list of ids, naming the offending element.
@@ -77,7 +78,7 @@ func (s *Server) handleAddSnapshotItems(ctx context.Context, req *idBody) (*out[
 	}))
 }
 
-func (s *Server) handleListSnapshotItems(ctx context.Context, req *idParams) (*out[items[store.SnapshotItem]], error) {
+func (s *Server) handleListSnapshotItems(ctx context.Context, req *idParams) (*out[items[bpctype.SnapshotItem]], error) {
 	return listChildren(ctx, req, s.Store.GetSnapshot, s.Store.ListSnapshotItems)
 }
 
@@ -92,6 +93,6 @@ func (s *Server) handleBuildSnapshot(ctx context.Context, req *idKeyBody) (*out[
 }
 
 // handleSealSnapshot seals a READY snapshot and records snapshot.sealed.
-func (s *Server) handleSealSnapshot(ctx context.Context, req *idBody) (*out[store.Snapshot], error) {
+func (s *Server) handleSealSnapshot(ctx context.Context, req *idBody) (*out[bpctype.Snapshot], error) {
 	return actOnID(ctx, s, req, passport.SealSnapshot)
 }

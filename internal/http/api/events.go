@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/passport"
-	"github.com/bpc-platform/bpc/store"
 )
 
 var (
@@ -28,10 +28,10 @@ type appendEventRequest struct {
 }
 
 type appendEventResponse struct {
-	EventID          uuid.UUID           `json:"event_id"`
-	EventHash        string              `json:"event_hash"`
-	AggregateVersion int64               `json:"aggregate_version"`
-	Deliveries       []store.DeliveryRef `json:"deliveries"`
+	EventID          uuid.UUID             `json:"event_id"`
+	EventHash        string                `json:"event_hash"`
+	AggregateVersion int64                 `json:"aggregate_version"`
+	Deliveries       []bpctype.DeliveryRef `json:"deliveries"`
 }
 
 // handleAppendEvent appends a custom audit event; subscribed endpoints get

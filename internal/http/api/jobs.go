@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
@@ -114,7 +115,7 @@ type enqueueInput struct {
 type jobOutput struct {
 	Status     int
 	RetryAfter string `header:"Retry-After" hidden:"true"` // documented on the 202 of get-job
-	Body       store.Job
+	Body       bpctype.Job
 }
 
 func (s *Server) handleEnqueue(ctx context.Context, raw *enqueueInput) (*jobOutput, error) {
@@ -148,7 +149,7 @@ type batchRequest struct {
 }
 
 type batchItem struct {
-	store.Job
+	bpctype.Job
 	Existing bool `json:"existing"`
 }
 
@@ -240,7 +241,7 @@ func (s *Server) handleGetJob(ctx context.Context, in *getJobParams) (*jobOutput
 	if delay <= 0 {
 		delay = 50 * time.Millisecond
 	}
-	for !store.IsTerminal(job.Status) {
+	for !bpctype.IsTerminal(job.Status) {
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
 			return &jobOutput{Status: http.StatusAccepted, RetryAfter: "1", Body: job}, nil
@@ -260,12 +261,12 @@ func (s *Server) handleGetJob(ctx context.Context, in *getJobParams) (*jobOutput
 
 // jobAction locks the SSOT row of a job, checks it can take the action and
 // runs it on the River job in the same transaction.
-func (s *Server) jobAction(ctx context.Context, in *jobParams, check func(store.Job) error, act func(ctx context.Context, tx pgx.Tx, riverJobID int64) error) (*jobOutput, error) {
+func (s *Server) jobAction(ctx context.Context, in *jobParams, check func(bpctype.Job) error, act func(ctx context.Context, tx pgx.Tx, riverJobID int64) error) (*jobOutput, error) {
 	tenantID, jobID, err := parseTenantAnd(ctx, "job_id", in.TenantID, in.JobID)
 	if err != nil {
 		return nil, err
 	}
-	var job store.Job
+	var job bpctype.Job
 	err = s.Store.InTx(ctx, func(tx pgx.Tx) error {
 		job, err = s.Store.WithTx(tx).GetJobForUpdate(ctx, tenantID, jobID)
 		if err != nil {
@@ -292,7 +293,7 @@ func (s *Server) jobAction(ctx context.Context, in *jobParams, check func(store.
 
 // logTransition writes the job transition line for a change made outside a
 // worker (an enqueue, or an operator's retry or cancel).
-func (s *Server) logTransition(ctx context.Context, job store.Job, source string) {
+func (s *Server) logTransition(ctx context.Context, job bpctype.Job, source string) {
 	s.Logger.LogAttrs(ctx, slog.LevelInfo, "job transition",
 		slog.String("job_id", job.JobID.String()),
 		slog.Int64("river_job_id", job.RiverJobID),
@@ -306,11 +307,11 @@ func (s *Server) logTransition(ctx context.Context, job store.Job, source string
 
 func (s *Server) handleRetryJob(ctx context.Context, in *jobParams) (*jobOutput, error) {
 	var queue string
-	out, err := s.jobAction(ctx, in, func(job store.Job) error {
+	out, err := s.jobAction(ctx, in, func(job bpctype.Job) error {
 		switch job.Status {
-		case store.StatusRunning:
+		case bpctype.StatusRunning:
 			return errcode.New(errcode.InvalidState, "job %s is running; cancel it first or wait", job.JobID)
-		case store.StatusSucceeded:
+		case bpctype.StatusSucceeded:
 			// Retry is for work that did not get done; re-running finished
 			// work is a new job (with a new idempotency key).
 			return errcode.New(errcode.InvalidState, "job %s already SUCCEEDED; enqueue a new job to run it again", job.JobID)
@@ -339,8 +340,8 @@ func (s *Server) publish(queues ...string) {
 }
 
 func (s *Server) handleCancelJob(ctx context.Context, in *jobParams) (*jobOutput, error) {
-	return s.jobAction(ctx, in, func(job store.Job) error {
-		if store.IsTerminal(job.Status) {
+	return s.jobAction(ctx, in, func(job bpctype.Job) error {
+		if bpctype.IsTerminal(job.Status) {
 			return errcode.New(errcode.InvalidState, "job %s is already %s", job.JobID, job.Status)
 		}
 		return nil

@@ -5,8 +5,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/store"
 )
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -22,7 +22,7 @@ type jsonInput struct {
 	RawBody []byte
 }
 
-func (s *Server) handleCreateTenant(ctx context.Context, raw *jsonInput) (*out[store.Tenant], error) {
+func (s *Server) handleCreateTenant(ctx context.Context, raw *jsonInput) (*out[bpctype.Tenant], error) {
 	if err := requirePlatform(ctx, "creating tenants"); err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (s *Server) handleCreateTenant(ctx context.Context, raw *jsonInput) (*out[s
 
 // handleListTenants lists every tenant to the platform, and a key's own
 // tenant to the key.
-func (s *Server) handleListTenants(ctx context.Context, _ *struct{}) (*out[items[store.Tenant]], error) {
+func (s *Server) handleListTenants(ctx context.Context, _ *struct{}) (*out[items[bpctype.Tenant]], error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
@@ -51,5 +51,5 @@ func (s *Server) handleListTenants(ctx context.Context, _ *struct{}) (*out[items
 		return okItems(s.Store.ListTenants(ctx))
 	}
 	t, err := s.Store.GetTenant(ctx, p.TenantID)
-	return okItems([]store.Tenant{t}, err)
+	return okItems([]bpctype.Tenant{t}, err)
 }

@@ -11,11 +11,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/webhook/breaker"
 	"github.com/bpc-platform/bpc/internal/webhook/destination"
 	"github.com/bpc-platform/bpc/passport"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // Ping events are appended to the endpoint's own aggregate.
@@ -72,7 +72,7 @@ type createEndpointRequest struct {
 	Secret   string `json:"secret"`
 }
 
-func (s *Server) handleCreateEndpoint(ctx context.Context, raw *jsonInput) (*out[store.WebhookEndpoint], error) {
+func (s *Server) handleCreateEndpoint(ctx context.Context, raw *jsonInput) (*out[bpctype.WebhookEndpoint], error) {
 	var in createEndpointRequest
 	tenantID, err := decodeTenantBody(ctx, raw.RawBody, &in, &in.TenantID)
 	if err != nil {
@@ -87,7 +87,7 @@ func (s *Server) handleCreateEndpoint(ctx context.Context, raw *jsonInput) (*out
 	return created(s.Store.CreateWebhookEndpoint(ctx, tenantID, in.URL, in.Secret))
 }
 
-func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out[items[store.WebhookEndpoint]], error) {
+func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out[items[bpctype.WebhookEndpoint]], error) {
 	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out
 }
 
 func (s *Server) handleGetEndpoint(ctx context.Context, in *idParams) (*out[endpointResponse], error) {
-	return getJoined(ctx, in, s.Store.GetWebhookEndpoint, s.Store.GetWebhookBreaker, func(ep store.WebhookEndpoint, b store.WebhookBreaker) endpointResponse {
+	return getJoined(ctx, in, s.Store.GetWebhookEndpoint, s.Store.GetWebhookBreaker, func(ep bpctype.WebhookEndpoint, b bpctype.WebhookBreaker) endpointResponse {
 		return endpointResponse{WebhookEndpoint: ep, Breaker: breaker.ViewOf(b, time.Now())}
 	})
 }
@@ -104,7 +104,7 @@ func (s *Server) handleGetEndpoint(ctx context.Context, in *idParams) (*out[endp
 // endpointResponse is an endpoint with its circuit breaker (CLOSED with
 // zeros when it has none yet).
 type endpointResponse struct {
-	store.WebhookEndpoint
+	bpctype.WebhookEndpoint
 	Breaker breaker.View `json:"breaker"`
 }
 
@@ -113,7 +113,7 @@ type updateEndpointRequest struct {
 	IsActive *bool  `json:"is_active" required:"false" doc:"Pause (false) or resume (true) deliveries; unchanged when absent."`
 }
 
-func (s *Server) handleUpdateEndpoint(ctx context.Context, raw *idParamsBody) (*out[store.WebhookEndpoint], error) {
+func (s *Server) handleUpdateEndpoint(ctx context.Context, raw *idParamsBody) (*out[bpctype.WebhookEndpoint], error) {
 	tenantID, id, err := parseTenantAndID(ctx, raw.TenantID, raw.ID)
 	if err != nil {
 		return nil, err
@@ -138,10 +138,10 @@ func (s *Server) handleDeleteEndpoint(ctx context.Context, in *idParams) (*struc
 	})
 }
 
-// webhookDelivery is a store.WebhookDelivery, marshalled by its MarshalJSON
+// webhookDelivery is a bpctype.WebhookDelivery, marshalled by its MarshalJSON
 // (promoted); ResponseBody only documents the member that method adds.
 type webhookDelivery struct {
-	store.WebhookDelivery
+	bpctype.WebhookDelivery
 	ResponseBody *string `json:"response_body" doc:"The endpoint's answer, as text (stored bounded)."`
 }
 
@@ -189,7 +189,7 @@ type createSubscriptionRequest struct {
 	EventType         string `json:"event_type"`
 }
 
-func (s *Server) handleCreateSubscription(ctx context.Context, raw *jsonInput) (*out[store.WebhookSubscription], error) {
+func (s *Server) handleCreateSubscription(ctx context.Context, raw *jsonInput) (*out[bpctype.WebhookSubscription], error) {
 	var in createSubscriptionRequest
 	tenantID, endpointID, err := decodeTenantAnd(ctx, raw.RawBody, &in, &in.TenantID, "webhook_endpoint_id", &in.WebhookEndpointID)
 	if err != nil {
@@ -201,7 +201,7 @@ func (s *Server) handleCreateSubscription(ctx context.Context, raw *jsonInput) (
 	return created(s.Store.CreateWebhookSubscription(ctx, tenantID, endpointID, in.EventType))
 }
 
-func (s *Server) handleListSubscriptions(ctx context.Context, in *listSubscriptionsParams) (*out[items[store.WebhookSubscription]], error) {
+func (s *Server) handleListSubscriptions(ctx context.Context, in *listSubscriptionsParams) (*out[items[bpctype.WebhookSubscription]], error) {
 	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/verify"
 	"github.com/bpc-platform/bpc/internal/browser"
@@ -86,7 +87,7 @@ func TestActiveVersionVerifiesFromStoredBytes(t *testing.T) {
 	v, err := public.Lookup(e.Ctx, e.Store, id)
 	require.NoError(t, err)
 	allTrue(t, v.Verification)
-	require.Equal(t, store.PassportActive, v.Status)
+	require.Equal(t, bpctype.PassportActive, v.Status)
 	require.Equal(t, "Pack NMC811 75 kWh", v.Product.Name)
 	require.Equal(t, e.active.Version.PassportID, v.PassportID)
 	require.Equal(t, e.active.Product.BatteryProductID, v.BatteryProductID)
@@ -122,12 +123,12 @@ func TestOnlyActiveAndSupersededVersionsArePublic(t *testing.T) {
 	e.Exec(t, `UPDATE passport_versions SET status = 'SUPERSEDED', superseded_at = now() WHERE passport_version_id = $1`, id)
 	v, err := public.Lookup(e.Ctx, e.Store, id)
 	require.NoError(t, err)
-	require.Equal(t, store.PassportSuperseded, v.Status)
+	require.Equal(t, bpctype.PassportSuperseded, v.Status)
 	allTrue(t, v.Verification)
 	page := e.get(t, versionURL(id), "text/html").Body.String()
 	require.Contains(t, page, "A newer version of this passport has replaced this one")
 
-	for _, status := range []string{store.PassportSigned, store.PassportCompiling} {
+	for _, status := range []string{bpctype.PassportSigned, bpctype.PassportCompiling} {
 		e.Exec(t, `UPDATE passport_versions SET status = $2 WHERE passport_version_id = $1`, id, status)
 		_, err = public.Lookup(e.Ctx, e.Store, id)
 		require.Equal(t, errcode.NotFound, errcode.CodeOf(err), status)

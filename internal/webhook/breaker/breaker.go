@@ -5,8 +5,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
-	"github.com/bpc-platform/bpc/store"
 )
 
 // Config tunes the webhook circuit breaker. Zero fields take the defaults
@@ -107,16 +107,16 @@ type Admission struct {
 
 // Admit decides, from the breaker as read before the POST, whether a
 // delivery may go.
-func (c Config) Admit(b store.WebhookBreaker, deliveryID uuid.UUID, now time.Time) Admission {
+func (c Config) Admit(b bpctype.WebhookBreaker, deliveryID uuid.UUID, now time.Time) Admission {
 	switch {
-	case c.Disabled || b.State == "" || b.State == store.BreakerClosed:
+	case c.Disabled || b.State == "" || b.State == bpctype.BreakerClosed:
 		return Admission{Allow: true}
 	case isProbe(b, deliveryID):
 		// This delivery holds the probe (its job is running again).
 		return Admission{Allow: true, Probe: true}
 	case b.NextProbeAt == nil || !now.Before(*b.NextProbeAt):
 		return Admission{Claim: true}
-	case b.State == store.BreakerOpen:
+	case b.State == bpctype.BreakerOpen:
 		return Admission{Hold: max(b.NextProbeAt.Sub(now), minHold)}
 	default:
 		// HALF_OPEN with another delivery's probe in flight: look again a
@@ -130,12 +130,12 @@ func (c Config) Admit(b store.WebhookBreaker, deliveryID uuid.UUID, now time.Tim
 // as Admit, except that while the breaker is OPEN it claims the probe at
 // once, and while another probe is in flight it is held for
 // operatorRecheck at most.
-func (c Config) AdmitOperatorRetry(b store.WebhookBreaker, deliveryID uuid.UUID, now time.Time) Admission {
+func (c Config) AdmitOperatorRetry(b bpctype.WebhookBreaker, deliveryID uuid.UUID, now time.Time) Admission {
 	adm := c.Admit(b, deliveryID, now)
 	switch {
 	case adm.Allow || adm.Claim:
 		return adm
-	case b.State == store.BreakerOpen:
+	case b.State == bpctype.BreakerOpen:
 		return Admission{Claim: true, Early: true}
 	default:
 		return Admission{Hold: min(adm.Hold, operatorRecheck)}
@@ -143,8 +143,8 @@ func (c Config) AdmitOperatorRetry(b store.WebhookBreaker, deliveryID uuid.UUID,
 }
 
 // isProbe reports whether deliveryID holds b's probe.
-func isProbe(b store.WebhookBreaker, deliveryID uuid.UUID) bool {
-	return b.State == store.BreakerHalfOpen && b.ProbeDeliveryID != nil && *b.ProbeDeliveryID == deliveryID
+func isProbe(b bpctype.WebhookBreaker, deliveryID uuid.UUID) bool {
+	return b.State == bpctype.BreakerHalfOpen && b.ProbeDeliveryID != nil && *b.ProbeDeliveryID == deliveryID
 }
 
 // Outcome is what a delivery attempt says about its endpoint's health.
@@ -182,7 +182,7 @@ func Classify(posted bool, sendErr error) Outcome {
 
 // Next applies one delivery's outcome to the breaker (read under its row
 // lock) and returns the breaker to store, and whether anything changed.
-func (c Config) Next(b store.WebhookBreaker, deliveryID uuid.UUID, o Outcome, now time.Time) (store.WebhookBreaker, bool) {
+func (c Config) Next(b bpctype.WebhookBreaker, deliveryID uuid.UUID, o Outcome, now time.Time) (bpctype.WebhookBreaker, bool) {
 	probe := isProbe(b, deliveryID)
 	if o == OutcomeNone {
 		if !probe {
@@ -195,24 +195,24 @@ func (c Config) Next(b store.WebhookBreaker, deliveryID uuid.UUID, o Outcome, no
 		return b, true
 	}
 	if !Window(b.Window).Fits(c.Window, buckets) {
-		b.Window = store.BreakerWindow(NewWindow(c.Window, buckets))
+		b.Window = bpctype.BreakerWindow(NewWindow(c.Window, buckets))
 	}
 	failure := o == OutcomeFailure
 	switch {
-	case b.State == "" || b.State == store.BreakerClosed:
-		b.State = store.BreakerClosed
-		b.Window = store.BreakerWindow(Window(b.Window).Record(now, failure))
+	case b.State == "" || b.State == bpctype.BreakerClosed:
+		b.State = bpctype.BreakerClosed
+		b.Window = bpctype.BreakerWindow(Window(b.Window).Record(now, failure))
 		setTotals(&b, now)
 		if c.Trips(int(b.Attempts), int(b.Failures)) {
 			c.open(&b, now)
 		}
 	case probe && failure:
-		b.Window = store.BreakerWindow(Window(b.Window).Record(now, true))
+		b.Window = bpctype.BreakerWindow(Window(b.Window).Record(now, true))
 		setTotals(&b, now)
 		c.open(&b, now)
 	case probe:
-		b.State = store.BreakerClosed
-		b.Window = store.BreakerWindow(NewWindow(c.Window, buckets).Record(now, false))
+		b.State = bpctype.BreakerClosed
+		b.Window = bpctype.BreakerWindow(NewWindow(c.Window, buckets).Record(now, false))
 		setTotals(&b, now)
 		b.OpenedAt, b.NextProbeAt, b.ProbeDeliveryID = nil, nil, nil
 	default:
@@ -223,18 +223,18 @@ func (c Config) Next(b store.WebhookBreaker, deliveryID uuid.UUID, o Outcome, no
 
 // setTotals stores the window's totals at now on the row (what operators
 // read with SQL; the API recomputes them as they age).
-func setTotals(b *store.WebhookBreaker, now time.Time) {
+func setTotals(b *bpctype.WebhookBreaker, now time.Time) {
 	attempts, failures := Window(b.Window).Totals(now)
 	b.Attempts, b.Failures = int32(attempts), int32(failures)
 }
 
-func (c Config) open(b *store.WebhookBreaker, now time.Time) {
+func (c Config) open(b *bpctype.WebhookBreaker, now time.Time) {
 	if b.OpenedAt == nil {
 		opened := now
 		b.OpenedAt = &opened
 	}
 	next := now.Add(c.Cooldown)
-	b.State, b.NextProbeAt, b.ProbeDeliveryID = store.BreakerOpen, &next, nil
+	b.State, b.NextProbeAt, b.ProbeDeliveryID = bpctype.BreakerOpen, &next, nil
 }
 
 // Transition is one change of a breaker's state.
@@ -255,10 +255,10 @@ func (t Transition) FailureRate() float64 {
 
 // transition returns the change from before to after, or nil when the
 // state stayed the same.
-func transition(before, after store.WebhookBreaker, now time.Time) *Transition {
+func transition(before, after bpctype.WebhookBreaker, now time.Time) *Transition {
 	from, to := before.State, after.State
 	if from == "" {
-		from = store.BreakerClosed
+		from = bpctype.BreakerClosed
 	}
 	if from == to {
 		return nil

@@ -7,9 +7,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/webhook/breaker"
-	"github.com/bpc-platform/bpc/store"
 )
 
 func TestBreakerConfigDefaultsAndValidation(t *testing.T) {
@@ -70,7 +70,7 @@ func TestBreakerStateMachine(t *testing.T) {
 	c := breaker.Config{Window: 10 * time.Second, MinAttempts: 5, FailureThreshold: 0.5, Cooldown: 3 * time.Second}
 	t0 := time.UnixMilli(1_700_000_000_000)
 	d1, d2 := uuid.New(), uuid.New()
-	b := store.WebhookBreaker{WebhookEndpointID: uuid.New(), State: store.BreakerClosed}
+	b := bpctype.WebhookBreaker{WebhookEndpointID: uuid.New(), State: bpctype.BreakerClosed}
 
 	require.Equal(t, breaker.Admission{Allow: true}, c.Admit(b, d1, t0))
 
@@ -83,13 +83,13 @@ func TestBreakerStateMachine(t *testing.T) {
 	for range 4 {
 		b, _ = c.Next(b, d1, breaker.OutcomeFailure, t0.Add(time.Second))
 	}
-	require.Equal(t, store.BreakerClosed, b.State)
+	require.Equal(t, bpctype.BreakerClosed, b.State)
 	require.Equal(t, int32(9), b.Attempts)
 	require.Equal(t, int32(4), b.Failures)
 	// The fifth failure makes 5/10: open.
 	now := t0.Add(2 * time.Second)
 	b, _ = c.Next(b, d1, breaker.OutcomeFailure, now)
-	require.Equal(t, store.BreakerOpen, b.State)
+	require.Equal(t, bpctype.BreakerOpen, b.State)
 	require.Equal(t, now, *b.OpenedAt)
 	require.Equal(t, now.Add(3*time.Second), *b.NextProbeAt)
 	require.Nil(t, b.ProbeDeliveryID)
@@ -106,7 +106,7 @@ func TestBreakerStateMachine(t *testing.T) {
 	probeAt := now.Add(3 * time.Second)
 	lease := probeAt.Add(time.Minute)
 	half := b
-	half.State, half.ProbeDeliveryID, half.NextProbeAt = store.BreakerHalfOpen, &d2, &lease
+	half.State, half.ProbeDeliveryID, half.NextProbeAt = bpctype.BreakerHalfOpen, &d2, &lease
 	require.Equal(t, breaker.Admission{Allow: true, Probe: true}, c.Admit(half, d2, probeAt))
 	require.Equal(t, breaker.Admission{Hold: 3 * time.Second}, c.Admit(half, d1, probeAt), "a cool-down at most")
 	require.Equal(t, breaker.Admission{Claim: true}, c.Admit(half, d1, lease), "a lapsed probe is taken over")
@@ -122,21 +122,21 @@ func TestBreakerStateMachine(t *testing.T) {
 
 	// A failing probe re-opens for another cool-down; opened_at is kept.
 	reopened, _ := c.Next(half, d2, breaker.OutcomeFailure, probeAt)
-	require.Equal(t, store.BreakerOpen, reopened.State)
+	require.Equal(t, bpctype.BreakerOpen, reopened.State)
 	require.Equal(t, now, *reopened.OpenedAt)
 	require.Equal(t, probeAt.Add(3*time.Second), *reopened.NextProbeAt)
 	require.Nil(t, reopened.ProbeDeliveryID)
 
 	// A succeeding probe closes with a fresh window.
 	closed, _ := c.Next(half, d2, breaker.OutcomeHealthy, probeAt)
-	require.Equal(t, store.BreakerClosed, closed.State)
+	require.Equal(t, bpctype.BreakerClosed, closed.State)
 	require.Nil(t, closed.OpenedAt)
 	require.Nil(t, closed.NextProbeAt)
 	require.Nil(t, closed.ProbeDeliveryID)
 	require.Equal(t, int32(1), closed.Attempts)
 	require.Zero(t, closed.Failures)
 	closed, _ = c.Next(closed, d1, breaker.OutcomeFailure, probeAt)
-	require.Equal(t, store.BreakerClosed, closed.State, "old failures do not re-trip it")
+	require.Equal(t, bpctype.BreakerClosed, closed.State, "old failures do not re-trip it")
 
 	// A disabled breaker lets everything through.
 	require.Equal(t, breaker.Admission{Allow: true}, breaker.Config{Disabled: true}.Admit(b, d1, now))
@@ -151,7 +151,7 @@ func TestBreakerAdmitsAnOperatorRetryAsTheProbe(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
 	d1, d2 := uuid.New(), uuid.New()
 	next := now.Add(30 * time.Second)
-	open := store.WebhookBreaker{WebhookEndpointID: uuid.New(), State: store.BreakerOpen, OpenedAt: &now, NextProbeAt: &next}
+	open := bpctype.WebhookBreaker{WebhookEndpointID: uuid.New(), State: bpctype.BreakerOpen, OpenedAt: &now, NextProbeAt: &next}
 
 	require.Equal(t, breaker.Admission{Hold: 30 * time.Second}, c.Admit(open, d1, now), "an automatic retry waits")
 	require.Equal(t, breaker.Admission{Claim: true, Early: true}, c.AdmitOperatorRetry(open, d1, now))
@@ -159,14 +159,14 @@ func TestBreakerAdmitsAnOperatorRetryAsTheProbe(t *testing.T) {
 
 	lease := now.Add(time.Minute)
 	half := open
-	half.State, half.ProbeDeliveryID, half.NextProbeAt = store.BreakerHalfOpen, &d2, &lease
+	half.State, half.ProbeDeliveryID, half.NextProbeAt = bpctype.BreakerHalfOpen, &d2, &lease
 	require.Equal(t, breaker.Admission{Hold: 30 * time.Second}, c.Admit(half, d1, now))
 	require.Equal(t, breaker.Admission{Hold: time.Second}, c.AdmitOperatorRetry(half, d1, now), "one probe at a time")
 	require.Equal(t, breaker.Admission{Hold: 500 * time.Millisecond}, c.AdmitOperatorRetry(half, d1, lease.Add(-500*time.Millisecond)))
 	require.Equal(t, breaker.Admission{Claim: true}, c.AdmitOperatorRetry(half, d1, lease), "a lapsed probe is taken over")
 	require.Equal(t, breaker.Admission{Allow: true, Probe: true}, c.AdmitOperatorRetry(half, d2, now))
 
-	closed := store.WebhookBreaker{State: store.BreakerClosed}
+	closed := bpctype.WebhookBreaker{State: bpctype.BreakerClosed}
 	require.Equal(t, breaker.Admission{Allow: true}, c.AdmitOperatorRetry(closed, d1, now))
 	require.Equal(t, breaker.Admission{Allow: true}, breaker.Config{Disabled: true}.AdmitOperatorRetry(open, d1, now))
 }
@@ -175,13 +175,13 @@ func TestBreakerWindowForgetsOldFailures(t *testing.T) {
 	t.Parallel()
 	c := breaker.Config{Window: 10 * time.Second, MinAttempts: 5, FailureThreshold: 0.5, Cooldown: time.Second}
 	t0 := time.UnixMilli(1_700_000_000_000)
-	b := store.WebhookBreaker{State: store.BreakerClosed}
+	b := bpctype.WebhookBreaker{State: bpctype.BreakerClosed}
 	for range 4 {
 		b, _ = c.Next(b, uuid.New(), breaker.OutcomeFailure, t0)
 	}
 	// Eleven seconds later the four failures have left the window.
 	b, _ = c.Next(b, uuid.New(), breaker.OutcomeFailure, t0.Add(11*time.Second))
-	require.Equal(t, store.BreakerClosed, b.State)
+	require.Equal(t, bpctype.BreakerClosed, b.State)
 	require.Equal(t, int32(1), b.Attempts)
 
 	// A window of another shape (configuration changed) starts afresh.

@@ -33,7 +33,7 @@
 //     succeeds; against an endpoint still down they go one at a time, each
 //     failing fast, not as a burst. Automatic retries still wait. The
 //     attempt is recognised by the mark the retry leaves on the River job
-//     (store.LastOperatorRetry).
+//     (bpctype.LastOperatorRetry).
 //
 // A time window rather than "the last 20 attempts": failures age out, so a
 // burst long ago cannot trip the breaker together with one new failure, and

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
@@ -94,12 +95,12 @@ func (c Config) Record(ctx context.Context, q *store.Queries, r Ref, o Outcome) 
 	}
 	now := time.Now()
 	before, after, err := q.UpdateWebhookBreaker(ctx, r.TenantID, r.EndpointID,
-		func(b store.WebhookBreaker) (store.WebhookBreaker, bool) { return c.Next(b, r.DeliveryID, o, now) })
+		func(b bpctype.WebhookBreaker) (bpctype.WebhookBreaker, bool) { return c.Next(b, r.DeliveryID, o, now) })
 	if err != nil {
 		return nil, err
 	}
 	t := transition(before, after, now)
-	if t != nil && t.To == store.BreakerClosed {
+	if t != nil && t.To == bpctype.BreakerClosed {
 		if _, err := q.WakeHeldWebhookDeliveries(ctx, r.EndpointID, jobargs.QueueWebhooks, jobargs.KindDeliverWebhook, now, wakeLimit); err != nil {
 			return nil, err
 		}

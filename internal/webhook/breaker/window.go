@@ -3,7 +3,7 @@ package breaker
 import (
 	"time"
 
-	"github.com/bpc-platform/bpc/store"
+	"github.com/bpc-platform/bpc/bpctype"
 )
 
 // Window counts an endpoint's recent delivery attempts and failures in a
@@ -11,8 +11,8 @@ import (
 // bucket Buckets[i] (unix milliseconds / bucket width). Totals covers the
 // current bucket and the len-1 before it, so the window slides at bucket
 // granularity. It is a value: Record returns a new window. It is stored as
-// a store.BreakerWindow, to which it converts.
-type Window store.BreakerWindow
+// a bpctype.BreakerWindow, to which it converts.
+type Window bpctype.BreakerWindow
 
 // NewWindow returns an empty window of length split into buckets slots (at
 // least 1 ms each).
@@ -100,10 +100,10 @@ type View struct {
 }
 
 // ViewOf returns b as of now: the window's totals age as time passes.
-func ViewOf(b store.WebhookBreaker, now time.Time) View {
+func ViewOf(b bpctype.WebhookBreaker, now time.Time) View {
 	v := View{State: b.State, OpenedAt: b.OpenedAt, NextProbeAt: b.NextProbeAt}
 	if v.State == "" {
-		v.State = store.BreakerClosed
+		v.State = bpctype.BreakerClosed
 	}
 	v.AttemptsInWindow, v.FailuresInWindow = Window(b.Window).Totals(now)
 	if v.AttemptsInWindow > 0 {
