@@ -272,9 +272,11 @@ func (t *Trigger) session(ctx context.Context, connected func()) error {
 			return err
 		}
 	}
+	// connected first: whoever sees Up may rely on the connection's start
+	// (StableAfter counts from it) having been recorded.
+	connected()
 	t.up.Store(true)
 	t.upGauge.Set(1)
-	connected()
 	// Whatever was committed while the connection was down is announced
 	// now: a fetch finds those jobs sooner than the next poll would.
 	for {

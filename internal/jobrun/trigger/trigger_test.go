@@ -144,13 +144,20 @@ func TestTriggerReconnectsAfterOutage(t *testing.T) {
 	url := testamqp.URL(t)
 	proxy := testamqp.NewProxy(t, url)
 	cfg := trigger.Config{URL: proxy.URL(url), Exchange: testamqp.Exchange(t, url), RoutingKey: "jobs.trigger", Name: "test",
-		Consume: true, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, StableAfter: time.Millisecond}
+		Consume: true, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, StableAfter: 20 * time.Millisecond}
+	// A connection that fails sooner than StableAfter after it opened
+	// continues the outage before it; one that lasted longer starts a new
+	// one. Up turns true after the connection opened, so waiting StableAfter
+	// once Up holds makes the next cut a new outage, however fast or slow
+	// the machine.
+	stable := func() { time.Sleep(2 * cfg.StableAfter) }
 	tr, reg, logs := start(t, cfg)
 	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
 	l := listen(t, tr)
 	require.NoError(t, tr.Check(context.Background()))
 	require.Equal(t, 1.0, metric(t, reg, "bpc_queue_trigger_up"))
 
+	stable()
 	proxy.Cut()
 	require.Eventually(t, func() bool { return !tr.Up() }, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, 0.0, metric(t, reg, "bpc_queue_trigger_up"))
@@ -171,6 +178,7 @@ func TestTriggerReconnectsAfterOutage(t *testing.T) {
 	require.JSONEq(t, `{"queue":"exports"}`, next(t, l), "the publish of the outage goes out on reconnection")
 	require.Contains(t, logs.String(), "queue trigger connected again")
 
+	stable()
 	proxy.Cut()
 	require.Eventually(t, func() bool {
 		return strings.Count(logs.String(), `"error_code":"QUEUE_UNAVAILABLE"`) == 2
