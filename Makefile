@@ -21,7 +21,7 @@ run: ## start Postgres if needed, build, migrate and serve (dev)
 demo: ## walk the NMC811 sample through the pipeline over HTTP (BPC_URL, BPC_ADMIN_TOKEN)
 	bash scripts/demo.sh
 
-test: ## go vet, go test -race, fuzz, chaos against a database of its own (bpc_test_<pid>)
+test: ## go vet, go test -race, fuzz, chaos against a database of its own (bpc_test_<random>)
 	bash scripts/test.sh
 
 chaos: ## chaos tests: real worker processes killed, Postgres restarted (build tag chaos)
@@ -40,7 +40,7 @@ fuzz: ## run each rules fuzz target for FUZZTIME (60s; FUZZPKGS=./core/rules)
 		done; \
 	done
 
-bench: ## benchmarks in ./bench/... (own bpc_bench_<pid> db), output in bench-results.txt
+bench: ## benchmarks in ./bench/... (own bpc_bench_<random> db), output in bench-results.txt
 	bash scripts/bench.sh
 
 build: ## build bin/bpc

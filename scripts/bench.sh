@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/bench.sh — what `make bench` calls: benchmarks in ./bench/... against a database
-# of the run's own, bpc_bench_<pid>, dropped at the end (or a pre-set TEST_DATABASE_URL),
+# of the run's own, bpc_bench_<random>, dropped at the end (or a pre-set TEST_DATABASE_URL),
 # and RabbitMQ (scripts/deps.sh amqp), output also in bench-results.txt.
 # Extra arguments are passed to go test, e.g. scripts/bench.sh -bench Throughput
 set -euo pipefail

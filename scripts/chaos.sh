@@ -7,7 +7,7 @@
 #   scripts/chaos.sh -run ChaosKillDashNine
 #
 # Arguments replace the default -run Chaos. Database: TEST_DATABASE_URL if already
-# set; otherwise a database of the run's own, bpc_test_<pid>, dropped at the end, as
+# set; otherwise a database of the run's own, bpc_test_<random>, dropped at the end, as
 # scripts/test.sh does. TestChaosPostgresRestart starts its own throwaway cluster
 # (initdb/pg_ctl on a free port, as user bpcpg when run as root) and skips when the
 # Postgres server binaries are not installed.

@@ -8,7 +8,7 @@
 # Arguments replace the default package pattern ./...; if none of them names a package
 # (./x, ../x or github.com/...), ./... is still appended, so `scripts/test.sh -run Foo` works.
 # Database: TEST_DATABASE_URL if already set; otherwise a database of this run's own,
-# bpc_test_<pid>, from scripts/pg.sh, dropped at the end (scripts/test_env.sh), so two
+# bpc_test_<random>, from scripts/pg.sh, dropped at the end (scripts/test_env.sh), so two
 # runs on one Postgres do not disturb each other.
 # -race needs cgo (a C compiler); without one it is dropped with a warning.
 #

@@ -5,7 +5,7 @@
 #
 # Changes to the repository root, puts /usr/local/go/bin on PATH when go is not
 # found, and exports TEST_DATABASE_URL: as already set (then nothing is created or
-# dropped), else a database of this run's own, PREFIX_<pid>, created by scripts/pg.sh
+# dropped), else a database of this run's own, PREFIX_<random>, created by scripts/pg.sh
 # and dropped when the script exits (test_env_drop, which the EXIT trap set here
 # calls; a script that sets its own EXIT trap calls it there). Two runs on one
 # Postgres so never share, nor drop, each other's database. DATABASE_URL is
@@ -19,8 +19,10 @@ fi
 
 BPC_TEST_DB=""
 if [ -z "${TEST_DATABASE_URL:-}" ]; then
-	BPC_TEST_DB="${1}_$$"
-	TEST_DATABASE_URL="$(env -u DATABASE_URL bash scripts/pg.sh --fresh "$BPC_TEST_DB")"
+	# A random name, created anew and never dropped before use: runs that share
+	# one Postgres (parallel CI jobs whose pids repeat) cannot cut each other off.
+	BPC_TEST_DB="${1}_$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+	TEST_DATABASE_URL="$(env -u DATABASE_URL bash scripts/pg.sh "$BPC_TEST_DB")"
 fi
 export TEST_DATABASE_URL
 
