@@ -1,7 +1,7 @@
 // Package service wires the BPC job service from its configuration: the
 // Postgres pool, the River client with the workers and their middleware,
 // leases and the reaper, the admin API and River UI, metrics, and the HTTP
-// server. cmd/bpc parses the command line and calls it; tests start the
+// server. internal/cli parses the command line and calls it; tests start the
 // whole service in-process through it.
 package service
 

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/bpc-platform/bpc/bpctype"
-	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/http/access"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
@@ -35,8 +32,6 @@ func actorOf(ctx context.Context) string {
 
 // Limits of the domain endpoints.
 const (
-	maxNameChars  = 200
-	maxSKUChars   = 100
 	maxItemIDs    = 10000
 	maxFactsLimit = 1000
 )
@@ -75,15 +70,6 @@ func decodeForID(ctx context.Context, body []byte, dst any, tenant *string, path
 func bodyTenantAndID(ctx context.Context, body []byte, pathID string) (uuid.UUID, uuid.UUID, error) {
 	var in tenantRequest
 	return decodeForID(ctx, body, &in, &in.TenantID, pathID)
-}
-
-// requireName trims a required name and checks its length in characters.
-func requireName(field, value string, maxChars int) (string, error) {
-	v := strings.TrimSpace(value)
-	if v == "" || utf8.RuneCountInString(v) > maxChars {
-		return "", errcode.Invalid(field, "is required, at most %d characters", maxChars)
-	}
-	return v, nil
 }
 
 // startJob enqueues args in one transaction after check (run in the same

@@ -26,14 +26,7 @@ func (s *Server) handleCreateDocument(ctx context.Context, req *jsonInput) (*out
 	if err != nil {
 		return nil, err
 	}
-	if err := passport.CheckDocumentKind(in.Kind); err != nil {
-		return nil, err
-	}
-	name, err := requireName("name", in.Name, maxNameChars)
-	if err != nil {
-		return nil, err
-	}
-	return created(s.Store.CreateDocument(ctx, tenantID, in.Kind, name))
+	return created(passport.CreateDocument(ctx, s.Store, tenantID, in.Kind, in.Name))
 }
 
 func (s *Server) handleListDocuments(ctx context.Context, req *tenantParam) (*out[items[bpctype.Document]], error) {

@@ -29,11 +29,11 @@ func (s *Server) handleCreateProduct(ctx context.Context, req *jsonInput) (*out[
 	if err != nil {
 		return nil, err
 	}
-	sku, err := requireName("sku", in.SKU, maxSKUChars)
+	sku, err := passport.CheckName("sku", in.SKU, passport.MaxSKUChars)
 	if err != nil {
 		return nil, err
 	}
-	name, err := requireName("name", in.Name, maxNameChars)
+	name, err := passport.CheckName("name", in.Name, passport.MaxNameChars)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func (s *Server) handleCreateRulePackage(ctx context.Context, req *jsonInput) (*
 	if err != nil {
 		return nil, err
 	}
-	name, err := requireName("name", in.Name, maxNameChars)
+	name, err := passport.CheckName("name", in.Name, passport.MaxNameChars)
 	if err != nil {
 		return nil, err
 	}

@@ -4,18 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"regexp"
 
 	"github.com/google/uuid"
 
 	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/passport"
-)
-
-var (
-	aggregateTypePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
-	eventTypePattern     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,127}$`)
 )
 
 type appendEventRequest struct {
@@ -42,13 +36,14 @@ func (s *Server) handleAppendEvent(ctx context.Context, raw *jsonInput) (*out[ap
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case !aggregateTypePattern.MatchString(in.AggregateType):
-		return nil, errcode.Invalid("aggregate_type", "must be 1-64 letters, digits, '_', '.' or '-', starting with a letter")
-	case !eventTypePattern.MatchString(in.EventType):
-		return nil, errcode.Invalid("event_type", "must be 1-128 letters, digits, '_', '.' or '-', starting with a letter")
-	case len(in.ActorID) > 200:
-		return nil, errcode.Invalid("actor_id", "must be at most 200 characters")
+	if err := passport.CheckAggregateType("aggregate_type", in.AggregateType); err != nil {
+		return nil, err
+	}
+	if err := passport.CheckEventType("event_type", in.EventType); err != nil {
+		return nil, err
+	}
+	if len(in.ActorID) > passport.MaxActorChars {
+		return nil, errcode.Invalid("actor_id", "must be at most %d characters", passport.MaxActorChars)
 	}
 	// A tenant key's events name the key, and may not join the chain of an
 	// aggregate the service writes (an API key's, a passport version's);

@@ -78,8 +78,8 @@ func (s *Server) handleCreateEndpoint(ctx context.Context, raw *jsonInput) (*out
 	if err != nil {
 		return nil, err
 	}
-	if len(in.Secret) < 16 || len(in.Secret) > 512 {
-		return nil, errcode.Invalid("secret", "must be 16 to 512 characters")
+	if err := passport.CheckWebhookSecret("secret", in.Secret); err != nil {
+		return nil, err
 	}
 	if err := s.validateEndpointURL(ctx, in.URL); err != nil {
 		return nil, err
@@ -195,8 +195,8 @@ func (s *Server) handleCreateSubscription(ctx context.Context, raw *jsonInput) (
 	if err != nil {
 		return nil, err
 	}
-	if in.EventType != "*" && !eventTypePattern.MatchString(in.EventType) {
-		return nil, errcode.Invalid("event_type", "must be an event type or '*' for all")
+	if err := passport.CheckEventTypeFilter("event_type", in.EventType); err != nil {
+		return nil, err
 	}
 	return created(s.Store.CreateWebhookSubscription(ctx, tenantID, endpointID, in.EventType))
 }
