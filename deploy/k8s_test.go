@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -550,10 +551,16 @@ type object struct {
 	} `yaml:"metadata"`
 }
 
+// kustomizeMu serialises kustomize builds: two at once race on state
+// inside kustomize's api (seen by the race detector on a loaded machine).
+var kustomizeMu sync.Mutex
+
 // build runs kustomize on dir, as `kubectl kustomize dir` does.
 func build(t *testing.T, dir string) manifests {
 	t.Helper()
+	kustomizeMu.Lock()
 	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	kustomizeMu.Unlock()
 	require.NoError(t, err, "kustomize build %s", dir)
 	m := manifests{yaml: map[string][]byte{}}
 	for _, r := range res.Resources() {
