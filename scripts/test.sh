@@ -99,6 +99,22 @@ finish() {
 	exit "$status"
 }
 
+# optional_stage NAME SKIPVAR NARGS runs the stage NAME (the function of that name)
+# unless a stage before failed, the script's NARGS arguments chose what to run, or
+# the variable SKIPVAR is 1; it says which.
+optional_stage() {
+	local name="$1" var="$2" nargs="$3"
+	if [ -n "$failed" ]; then
+		skip "$name" "$failed failed"
+	elif [ "$nargs" -ne 0 ]; then
+		skip "$name" "arguments chose what to run"
+	elif [ "${!var:-0}" = "1" ]; then
+		skip "$name" "$var=1"
+	else
+		run_stage "$name" "$name"
+	fi
+}
+
 total_pkgs=0
 run_stage deps bash scripts/deps.sh
 [ -z "$failed" ] || { skip vet "deps failed"; skip "go test" "deps failed"; skip fuzz "deps failed"; skip chaos "deps failed"; finish; }
@@ -137,15 +153,7 @@ fuzz() {
 		go test -run "^$target\$" -fuzz "^$target\$" -fuzztime "${BPC_FUZZTIME:-8s}" ./core/rules || return
 	done
 }
-if [ -n "$failed" ]; then
-	skip fuzz "$failed failed"
-elif [ "$#" -ne 0 ]; then
-	skip fuzz "arguments chose what to run"
-elif [ "${BPC_SKIP_FUZZ:-0}" = "1" ]; then
-	skip fuzz "BPC_SKIP_FUZZ=1"
-else
-	run_stage fuzz fuzz
-fi
+optional_stage fuzz BPC_SKIP_FUZZ "$#"
 
 # Then the chaos tests (real worker processes killed, Postgres restarted; about a
 # minute), unless arguments chose what to run, BPC_SKIP_CHAOS=1, or a stage before
@@ -154,14 +162,6 @@ chaos() {
 	go vet -tags chaos ./internal/e2e &&
 		go test -tags chaos -race=false -count=1 -timeout 10m -run Chaos ./internal/e2e
 }
-if [ -n "$failed" ]; then
-	skip chaos "$failed failed"
-elif [ "$#" -ne 0 ]; then
-	skip chaos "arguments chose what to run"
-elif [ "${BPC_SKIP_CHAOS:-0}" = "1" ]; then
-	skip chaos "BPC_SKIP_CHAOS=1"
-else
-	run_stage chaos chaos
-fi
+optional_stage chaos BPC_SKIP_CHAOS "$#"
 
 finish
