@@ -33,8 +33,11 @@ token_file=.bpc-dev/admin-token
 log "building bin/bpc"
 go build -o bin/bpc ./cmd/bpc
 
+# Where the admin token comes from, said once below so that a 401 can be traced.
+token_from="BPC_ADMIN_TOKEN (set in this shell)"
 if [ -z "${BPC_ADMIN_TOKEN:-}" ] && [ -s "$token_file" ]; then
 	BPC_ADMIN_TOKEN="$(cat "$token_file")"
+	token_from="$token_file (BPC_ADMIN_TOKEN is not set)"
 fi
 
 ready() { curl -fsS --max-time 2 -o /dev/null "$url/v1/health/ready" >/dev/null 2>&1; }
@@ -74,7 +77,7 @@ if ! ready; then
 		mkdir -p .bpc-dev
 		(umask 077 && printf '%s\n' "$BPC_ADMIN_TOKEN" >"$token_file")
 		chmod 600 "$token_file"
-		log "admin token generated and kept in $token_file"
+		token_from="$token_file (generated now)"
 	fi
 	mkdir -p "$out"
 	dburl="$(bash scripts/pg.sh bpc)"
@@ -102,6 +105,18 @@ fi
 
 [ -n "${BPC_ADMIN_TOKEN:-}" ] ||
 	die "BPC_ADMIN_TOKEN is not set and $token_file does not exist: export the service's token, or start it with make run (which keeps the dev token in $token_file)"
+log "admin token from $token_from"
+
+# The token is checked once here, so that a refusal says what to do rather than
+# failing the first stage of the walk-through.
+code="$(curl -sS -o /dev/null -w '%{http_code}' --max-time 10 \
+	-H "Authorization: Bearer $BPC_ADMIN_TOKEN" "$url/v1/tenants" || true)"
+case "$code" in
+401)
+	die "$url answers 401 to the admin token from $token_from: the service was started with another token.
+  Either give this shell the service's token: BPC_ADMIN_TOKEN=<the token it was started with> make demo
+  or restart the service with make run without BPC_ADMIN_TOKEN set: it then uses $token_file, as make demo does." ;;
+esac
 export BPC_ADMIN_TOKEN BPC_URL="$url"
 
 if [ -n "$svc_pid" ]; then

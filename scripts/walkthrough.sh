@@ -4,25 +4,24 @@
 # job retried from River UI's API, the delivery delivered.
 #
 # Start the service first (README, "The daily routine"):
-#   BPC_ADMIN_TOKEN=local-admin-token-123 BPC_JOBS_BACKOFF_UNIT_MS=200 make run
+#   BPC_JOBS_BACKOFF_UNIT_MS=200 make run
 # then, in a second terminal:
 #   bash scripts/walkthrough.sh
 #
-# Environment: BPC_URL (http://127.0.0.1:8080), BPC_ADMIN_TOKEN
-# (local-admin-token-123), BPC (bin/bpc: the binary that runs the receiver),
-# HOOK (127.0.0.1:9999: where the receiver listens). The test
-# TestReadmeWalkthrough runs this script against a real service and checks that
-# the README shows the same commands.
+# Environment: BPC_URL (http://127.0.0.1:8080), BPC_ADMIN_TOKEN (default: the
+# dev token make run keeps in .bpc-dev/admin-token), BPC (bin/bpc: the binary
+# that runs the receiver), HOOK (127.0.0.1:9999: where the receiver listens).
+# The test TestReadmeWalkthrough runs this script against a real service and
+# checks that the README shows the same commands; TestReadmeRunsAsWritten runs
+# the README's copy.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-T=${BPC_ADMIN_TOKEN:-local-admin-token-123}
-BASE=${BPC_URL:-http://127.0.0.1:8080}
-BPC=${BPC:-bin/bpc}
-HOOK=${HOOK:-127.0.0.1:9999}
 
 # --- README: the daily routine ---
+TOKEN=${BPC_ADMIN_TOKEN:-$(cat .bpc-dev/admin-token)}   # the token make run uses (above)
+BASE=${BPC_URL:-http://127.0.0.1:8080}; BPC=${BPC:-bin/bpc}; HOOK=${HOOK:-127.0.0.1:9999}
 fail() { echo "walkthrough: $*" >&2; return 1; }     # under set -e, this stops the script
-API=$BASE/v1; AUTH="Authorization: Bearer $T"
+API=$BASE/v1; AUTH="Authorization: Bearer $TOKEN"
 DEV=00000000-0000-0000-0000-00000000de00            # the seeded `dev` tenant
 field() { sed -n "s/.*\"$1\":\"\{0,1\}\([^\",}]*\).*/\1/p" | head -n 1; }   # a JSON field's value
 
@@ -62,7 +61,7 @@ until curl -s -o /dev/null "http://$HOOK/"; do sleep 0.1; done
 # 6. Retry from River UI: Jobs → Discarded → the job → Retry. Or its API, the
 #    same call the page makes. It is sent at once, even with the endpoint's
 #    circuit breaker still open: an operator's retry is the breaker's probe.
-curl -sf -u "ops:$T" -H 'Content-Type: application/json' \
+curl -sf -u "ops:$TOKEN" -H 'Content-Type: application/json' \
   "$BASE/riverui/api/jobs/retry" -d "{\"ids\":[\"$R\"]}"; echo
 JOB=$(curl -s -H "$AUTH" "$API/jobs/$J?tenant_id=$DEV&waitMs=30000"); echo "$JOB"
 [ "$(echo "$JOB" | field status)" = SUCCEEDED ] || fail "expected SUCCEEDED"
