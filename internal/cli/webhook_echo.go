@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -18,13 +17,16 @@ import (
 // cmdWebhookEcho runs a small webhook receiver for trying the service out:
 // it verifies each delivery's X-BPC-Signature the way a customer would and
 // prints what arrived. With --fail it answers 500 to exercise retries.
-func cmdWebhookEcho(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("webhook-echo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdWebhookEcho(ctx context.Context, args []string, e env) error {
+	stdout, stderr := e.stdout, e.stderr
+	fs := flags("webhook-echo")
 	addr := fs.String("addr", "127.0.0.1:9999", "listen address")
 	secret := fs.String("secret", "", "the endpoint's secret (required)")
 	fail := fs.Bool("fail", false, "answer 500 to every delivery")
-	if err := fs.Parse(args); err != nil {
+	if help, err := parse(fs, args, e); help || err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
 		return err
 	}
 	if *secret == "" {

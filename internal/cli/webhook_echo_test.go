@@ -22,7 +22,7 @@ func TestWebhookEchoVerifiesSignatures(t *testing.T) {
 			args = append(args, "--fail")
 		}
 		done := make(chan error, 1)
-		go func() { done <- cmdWebhookEcho(ctx, args, &out, &errOut) }()
+		go func() { done <- cmdWebhookEcho(ctx, args, env{stdout: &out, stderr: &errOut}) }()
 		addr := regexp.MustCompile(`http://[0-9.:]+`)
 		require.Eventually(t, func() bool { return addr.MatchString(errOut.String()) }, testTimeout, pollEvery)
 		url := addr.FindString(errOut.String())
