@@ -253,11 +253,15 @@ func forceExitOnSecondSignal(logger *slog.Logger) {
 	}()
 }
 
+// printBanner says where things are; every URL it prints answers (the
+// index at /v1 links them all).
 func printBanner(w io.Writer, cfg service.Config, addr, role string) {
 	base := "http://" + displayAddr(addr)
 	fmt.Fprintf(w, "\nBPC job service (%s, role %s) listening on %s\n", cfg.Env, role, addr)
 	if role != service.RoleWorker {
-		fmt.Fprintf(w, "  Admin API:  %s/v1   (Authorization: Bearer <token>)\n", base)
+		fmt.Fprintf(w, "  Admin API:  %s/v1   (an index of links; requests need Authorization: Bearer <token>)\n", base)
+		fmt.Fprintf(w, "  API docs:   %s/v1/docs\n", base)
+		fmt.Fprintf(w, "  OpenAPI:    %s/v1/openapi.json\n", base)
 		fmt.Fprintf(w, "  River UI:   %s/riverui/   (any user name, the token as password)\n", base)
 	}
 	fmt.Fprintf(w, "  Health:     %s/v1/health/ready\n", base)
