@@ -37,6 +37,24 @@ func cmdWebhookEcho(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("error listening on %s: %w", *addr, err)
 	}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			// A readiness probe (the README waits for the receiver with
+			// curl): deliveries are signed POSTs, so this is not a failed one.
+			fmt.Fprintf(stderr, "%s probe %s %s answered 200 (not a delivery; deliveries are signed POSTs)\n",
+				time.Now().UTC().Format(time.RFC3339), r.Method, r.URL.Path)
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusOK)
+			if r.Method == http.MethodGet {
+				fmt.Fprintln(w, "bpc webhook-echo is listening; POST signed deliveries here")
+			}
+			return
+		case http.MethodPost:
+		default:
+			w.Header().Set("Allow", "GET, HEAD, POST")
+			http.Error(w, "deliveries are POSTs", http.StatusMethodNotAllowed)
+			return
+		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		if err != nil {
 			http.Error(w, "cannot read body", http.StatusBadRequest)
