@@ -5,6 +5,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -281,6 +282,10 @@ func displayAddr(addr string) string {
 	return addr
 }
 
+// devSearch is where bpc doctor looks for the dev database without
+// DATABASE_URL (tests point it elsewhere).
+var devSearch = doctor.DefaultDevSearch
+
 // connect loads the configuration with load (service.LoadConfig for the
 // commands that work jobs, service.ToolConfig for the tools) and opens its
 // pool, which the caller closes.
@@ -340,6 +345,20 @@ func cmdDoctor(ctx context.Context, args []string, e env) error {
 	getenv, stdout := e.getenv, e.stdout
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	if strings.TrimSpace(getenv("DATABASE_URL")) == "" && cmp.Or(getenv("BPC_ENV"), "dev") == "dev" {
+		// As `make doctor` (scripts/pg.sh) would, without starting anything.
+		url, how, err := doctor.FindDevDatabase(ctx, devSearch())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "doctor: DATABASE_URL is not set; using the dev database: %s\n", how)
+		getenv = func(k string) string {
+			if k == "DATABASE_URL" {
+				return url
+			}
+			return e.getenv(k)
+		}
+	}
 	_, pool, err := connect(ctx, getenv, service.ToolConfig)
 	if err != nil {
 		return err
