@@ -461,6 +461,13 @@ func insertError(err error) error {
 	return fmt.Errorf("error inserting River jobs: %w", err)
 }
 
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // insertedJob is the SSOT row the mirror's insert trigger writes for row,
 // a River job inserted a moment ago in the transaction begun at txStart
 // (the trigger's now()): the trigger's SQL (bpc_mirror_river_insert, in
@@ -494,7 +501,9 @@ func insertedJob(row *rivertype.JobInsertResult, req EnqueueRequest, jobID uuid.
 		ScheduledAt: r.ScheduledAt.Local(),
 		RiverJobID:  r.ID,
 		CreatedAt:   r.CreatedAt.Local(),
-		UpdatedAt:   txStart.Local(),
+		// GREATEST(created_at, now()): River stamps created_at with this
+		// process's clock, after the transaction began.
+		UpdatedAt: maxTime(txStart, r.CreatedAt).Local(),
 	}
 	if req.IdempotencyKey != "" {
 		key, hash := req.IdempotencyKey, req.RequestHash

@@ -7,6 +7,10 @@
 //	bpc webhook-echo --secret S                       a verifying webhook receiver
 //	bpc demo [--url U] [--out DIR] [--tenant T]       walk the NMC811 sample through the pipeline
 //	bpc verify PATH                                   verify an export or artifact directory offline
+//	bpc version                                       version, commit, Go version, expected schema
+//
+// `bpc SUBCOMMAND --help` (or -h) prints a subcommand's help and does
+// nothing else.
 //
 // The subcommands live in internal/cli; main gives them the process's
 // arguments, environment, output and signals.

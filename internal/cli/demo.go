@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,17 +23,17 @@ const (
 
 // cmdDemo is bpc demo: flags and environment, then the walk-through of
 // package demo against the service.
-func cmdDemo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdDemo(ctx context.Context, args []string, e env) error {
+	getenv, stdout := e.getenv, e.stdout
+	fs := flags("demo")
 	baseURL := fs.String("url", cmp.Or(getenv("BPC_URL"), demoDefaultURL), "base URL of the service (BPC_URL)")
 	out := fs.String("out", cmp.Or(getenv("BPC_DEMO_OUT"), demoDefaultOut), "directory for the artifacts (BPC_DEMO_OUT)")
 	tenant := fs.String("tenant", cmp.Or(getenv("BPC_DEMO_TENANT"), demoDefaultTenant), "tenant id (BPC_DEMO_TENANT)")
-	if err := fs.Parse(args); err != nil {
+	if help, err := parse(fs, args, e); help || err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("demo: unexpected argument %q", fs.Arg(0))
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	token := strings.TrimSpace(getenv("BPC_ADMIN_TOKEN"))
 	if token == "" {

@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
-	"io"
 	"time"
 
 	"github.com/bpc-platform/bpc/internal/service"
@@ -13,15 +11,18 @@ import (
 
 // cmdTick is bpc tick: flags and configuration, then one tick of package
 // tick over the service's database.
-func cmdTick(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tick", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdTick(ctx context.Context, args []string, e env) error {
+	fs := flags("tick")
 	maxDuration := fs.Duration("max-duration", 60*time.Second, "time budget")
 	maxJobs := fs.Int("max-jobs", 1000, "item budget: job attempts to work at most")
 	maintenance := fs.Bool("maintenance", true, "run the maintenance jobs due in their interval")
-	if err := fs.Parse(args); err != nil {
+	if help, err := parse(fs, args, e); help || err != nil {
 		return err
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	getenv, stdout, stderr := e.getenv, e.stdout, e.stderr
 	if *maxDuration <= 0 || *maxJobs <= 0 {
 		return errors.New("--max-duration and --max-jobs must be positive")
 	}

@@ -1,10 +1,9 @@
 package cli
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -21,7 +20,8 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // ExitCode is the process status for an error Run returned: 2 for a usage
-// error of bpc verify, 1 for any other error.
+// error (an unknown subcommand or flag, bpc verify's arguments), 1 for any
+// other error.
 func ExitCode(err error) int {
 	if ee := (*exitError)(nil); errors.As(err, &ee) {
 		return ee.code
@@ -34,15 +34,14 @@ func ExitCode(err error) int {
 // the one `bpc demo` writes. It prints one line per check and a verdict;
 // the status is 0 when every check passes, 1 when one fails or the path
 // holds no artifacts, 2 for a usage error (no such path, wrong arguments).
-func cmdVerify(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, "usage: bpc verify PATH   (an export file or an artifact directory)") }
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+func cmdVerify(_ context.Context, args []string, e env) error {
+	stdout, stderr := e.stdout, e.stderr
+	fs := flags("verify")
+	if help, err := parse(fs, args, e); help || err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
+		fmt.Fprintln(stderr, "usage: bpc verify PATH   (an export file or an artifact directory)")
 		return &exitError{2, errors.New("verify takes exactly one PATH")}
 	}
 	path := fs.Arg(0)

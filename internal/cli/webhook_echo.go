@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -18,13 +17,16 @@ import (
 // cmdWebhookEcho runs a small webhook receiver for trying the service out:
 // it verifies each delivery's X-BPC-Signature the way a customer would and
 // prints what arrived. With --fail it answers 500 to exercise retries.
-func cmdWebhookEcho(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("webhook-echo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdWebhookEcho(ctx context.Context, args []string, e env) error {
+	stdout, stderr := e.stdout, e.stderr
+	fs := flags("webhook-echo")
 	addr := fs.String("addr", "127.0.0.1:9999", "listen address")
 	secret := fs.String("secret", "", "the endpoint's secret (required)")
 	fail := fs.Bool("fail", false, "answer 500 to every delivery")
-	if err := fs.Parse(args); err != nil {
+	if help, err := parse(fs, args, e); help || err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
 		return err
 	}
 	if *secret == "" {
@@ -35,6 +37,24 @@ func cmdWebhookEcho(ctx context.Context, args []string, stdout, stderr io.Writer
 		return fmt.Errorf("error listening on %s: %w", *addr, err)
 	}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			// A readiness probe (the README waits for the receiver with
+			// curl): deliveries are signed POSTs, so this is not a failed one.
+			fmt.Fprintf(stderr, "%s probe %s %s answered 200 (not a delivery; deliveries are signed POSTs)\n",
+				time.Now().UTC().Format(time.RFC3339), r.Method, r.URL.Path)
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusOK)
+			if r.Method == http.MethodGet {
+				fmt.Fprintln(w, "bpc webhook-echo is listening; POST signed deliveries here")
+			}
+			return
+		case http.MethodPost:
+		default:
+			w.Header().Set("Allow", "GET, HEAD, POST")
+			http.Error(w, "deliveries are POSTs", http.StatusMethodNotAllowed)
+			return
+		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		if err != nil {
 			http.Error(w, "cannot read body", http.StatusBadRequest)

@@ -22,7 +22,7 @@ func TestWebhookEchoVerifiesSignatures(t *testing.T) {
 			args = append(args, "--fail")
 		}
 		done := make(chan error, 1)
-		go func() { done <- cmdWebhookEcho(ctx, args, &out, &errOut) }()
+		go func() { done <- cmdWebhookEcho(ctx, args, env{stdout: &out, stderr: &errOut}) }()
 		addr := regexp.MustCompile(`http://[0-9.:]+`)
 		require.Eventually(t, func() bool { return addr.MatchString(errOut.String()) }, testTimeout, pollEvery)
 		url := addr.FindString(errOut.String())
@@ -46,6 +46,31 @@ func TestWebhookEchoVerifiesSignatures(t *testing.T) {
 		require.Contains(t, out.String(), "delivery=d-1")
 		require.Contains(t, out.String(), "signature_ok=true")
 		require.Contains(t, out.String(), "signature_ok=false")
+
+		// The walk-through's readiness probe (curl http://$HOOK/) is
+		// answered 200 and logged as a probe, not as a delivery.
+		deliveries := out.String()
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			req, _ := http.NewRequest(method, url+"/", nil)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, method)
+			require.Contains(t, errOut.String(), "probe "+method+" / answered 200 (not a delivery")
+		}
+		require.Equal(t, deliveries, out.String(), "a probe is not printed as a delivery")
+		// An unsigned POST is still refused, and printed.
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		require.Equal(t, 3, strings.Count(out.String(), "delivery="), out.String())
+		require.Equal(t, 2, strings.Count(out.String(), "signature_ok=false"), out.String())
+		req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(body))
+		resp, err = http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
 		cancel()
 		require.NoError(t, <-done)
 	}

@@ -165,8 +165,8 @@ func TestTenantKeysCannotReachAnotherTenant(t *testing.T) {
 	for _, rt := range routes {
 		method, route := rt[0], rt[1]
 		switch {
-		case strings.HasPrefix(route, "/v1/health/"), strings.HasPrefix(route, "/public/"):
-			continue // no credentials at all; the public tests cover them
+		case strings.HasPrefix(route, "/v1/health/"), strings.HasPrefix(route, "/public/"), route == "/v1":
+			continue // no credentials at all (the index only names paths); the public tests cover them
 		case route == "/v1/signing-keys":
 			continue // every key's public half is public knowledge
 		}
@@ -364,8 +364,9 @@ func TestKeyRevocationAndExpiry(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, "%s", raw) // cached now on both
 	}
 	require.Equal(t, http.StatusNoContent, h.call(http.MethodDelete, "/v1/api-keys/"+key.APIKeyID.String()+"?tenant_id="+mine, nil, nil))
-	status, _ := h.as(key.Token, http.MethodGet, "/v1/documents", nil)
+	status, raw := h.as(key.Token, http.MethodGet, "/v1/documents", nil)
 	require.Equal(t, http.StatusUnauthorized, status, "at once on the revoking process")
+	requireUnauthorized(t, raw, "the api key has been revoked", mine)
 	require.Eventually(t, func() bool {
 		status, _ := h2.as(key.Token, http.MethodGet, "/v1/documents", nil)
 		return status == http.StatusUnauthorized
@@ -381,6 +382,8 @@ func TestKeyRevocationAndExpiry(t *testing.T) {
 		status, _ := h2.as(expiring.Token, http.MethodGet, "/v1/documents", nil)
 		return status == http.StatusUnauthorized
 	}, testTimeout, 20*time.Millisecond, "after its expiry")
+	_, raw = h2.as(expiring.Token, http.MethodGet, "/v1/documents", nil)
+	requireUnauthorized(t, raw, "the api key has expired", mine)
 
 	wrongSecret := key.Token[:len(key.Token)-1] + "a"
 	if wrongSecret == key.Token {
@@ -390,6 +393,10 @@ func TestKeyRevocationAndExpiry(t *testing.T) {
 		status, raw := h.as(bad, http.MethodGet, "/v1/documents", nil)
 		require.Equal(t, http.StatusUnauthorized, status, "%q: %s", bad, raw)
 		require.NotContains(t, string(raw), bad+"x")
+		if bad != "" {
+			// Whether a key has the prefix, and whose it is, stays unsaid.
+			requireUnauthorized(t, raw, "the bearer token is unknown or revoked", mine)
+		}
 	}
 	var metrics string
 	for _, s := range []*harness{h, h2} {
@@ -542,4 +549,20 @@ func TestCustomEventsCannotImpersonate(t *testing.T) {
 	for _, a := range actors {
 		require.Equal(t, "api_key:"+writer.APIKeyID.String(), a)
 	}
+}
+
+// requireUnauthorized requires raw to be the UNAUTHORIZED envelope with
+// message, naming neither the tenant nor a key.
+func requireUnauthorized(t *testing.T, raw []byte, message, tenantID string) {
+	t.Helper()
+	var env struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &env), "%s", raw)
+	require.Equal(t, "UNAUTHORIZED", env.Error.Code)
+	require.Equal(t, message, env.Error.Message)
+	require.NotContains(t, string(raw), tenantID)
 }

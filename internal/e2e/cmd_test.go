@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -54,6 +56,19 @@ func TestServeRefusesASchemaThatIsBehindThenMigrateAndDoctor(t *testing.T) {
 	var serveOut, banner syncBuffer
 	go func() { done <- run(ctx, []string{"serve", "--role=api"}, env, &serveOut, &banner) }()
 	require.Eventually(t, func() bool { return strings.Contains(banner.String(), "/riverui/") }, testTimeout, pollEvery)
+	// Every URL the banner prints answers (River UI with the token as
+	// password); none is a 404.
+	urls := regexp.MustCompile(`http://\S+`).FindAllString(banner.String(), -1)
+	require.GreaterOrEqual(t, len(urls), 5, banner.String())
+	for _, u := range urls {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+		require.NoError(t, err)
+		req.SetBasicAuth("ops", testToken)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s (banner:\n%s)", u, banner.String())
+	}
 	cancel()
 	require.NoError(t, <-done)
 }

@@ -43,11 +43,17 @@ type DeniedError struct {
 
 func (e *DeniedError) Error() string { return "api key refused: " + e.Reason }
 
+// UnknownTokenMessage is the 401 message of a bearer token that is not
+// the platform token nor a live API key's: it does not say whether a key
+// with the token's prefix exists, nor whose it is.
+const UnknownTokenMessage = "the bearer token is unknown or revoked"
+
 // deny is the UNAUTHORIZED error of a refused token, wrapping its
 // DeniedError. Only a client that holds the whole token learns that its key
-// was revoked or has expired; anything else reads the same.
+// was revoked or has expired; anything else reads the same
+// (UnknownTokenMessage).
 func deny(reason string, key bpctype.APIKey) error {
-	msg := "a valid bearer token is required"
+	msg := UnknownTokenMessage
 	switch reason {
 	case DeniedRevoked:
 		msg = "the api key has been revoked"

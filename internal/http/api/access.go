@@ -70,7 +70,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		token, hasBearer := bearerToken(r.Header.Get("Authorization"))
 		switch {
 		case !hasBearer:
-			s.deny(w, r, bearerChallenge, deniedMissing)
+			s.deny(w, r, bearerChallenge, deniedMissing, noBearerMessage(r.Header.Values("Authorization")))
 		case passport.IsKeyToken(token) && s.Keys != nil:
 			if !s.Keys.Knows(token) && s.throttled(w, r) {
 				return
@@ -79,7 +79,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			var denied *access.DeniedError
 			switch {
 			case errors.As(err, &denied):
-				s.deny(w, r, bearerChallenge, denied.Reason, slog.String("api_key_id", denied.KeyID.String()), slog.String("tenant_id", denied.TenantID.String()))
+				msg := access.UnknownTokenMessage
+				if e := errcode.As(err); e != nil {
+					msg = e.Message
+				}
+				s.deny(w, r, bearerChallenge, denied.Reason, msg, slog.String("api_key_id", denied.KeyID.String()), slog.String("tenant_id", denied.TenantID.String()))
 			case err != nil:
 				s.writeError(w, r, err)
 			case !s.admit(w, r, "key", "key:"+p.KeyID.String()):
@@ -90,7 +94,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		case s.tokenMatches(token):
 			next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), access.PlatformPrincipal)))
 		default:
-			s.deny(w, r, bearerChallenge, deniedPlatform)
+			s.deny(w, r, bearerChallenge, deniedPlatform, access.UnknownTokenMessage)
 		}
 	})
 }
@@ -127,11 +131,13 @@ func withPrincipal(ctx context.Context, p access.Principal) context.Context {
 	return access.NewContext(ctx, p)
 }
 
-// deny answers a request whose credentials failed: 401 with challenge, or
-// 429 once the client's address is over its rate. The refusal is counted,
-// and logged with why (never with the token) when it is answered 401: a
-// flood answered 429 is counted, not logged line by line.
-func (s *Server) deny(w http.ResponseWriter, r *http.Request, challenge, reason string, attrs ...slog.Attr) {
+// deny answers a request whose credentials failed: 401 UNAUTHORIZED with
+// challenge and msg (what is wrong: no header, not the scheme, a token
+// unknown or revoked), or 429 once the client's address is over its rate.
+// The refusal is counted, and logged with why (never with the token) when
+// it is answered 401: a flood answered 429 is counted, not logged line by
+// line.
+func (s *Server) deny(w http.ResponseWriter, r *http.Request, challenge, reason, msg string, attrs ...slog.Attr) {
 	if s.Access != nil {
 		s.Access.Denied.WithLabelValues(reason).Inc()
 	}
@@ -144,10 +150,6 @@ func (s *Server) deny(w http.ResponseWriter, r *http.Request, challenge, reason 
 		s.Logger.LogAttrs(r.Context(), slog.LevelWarn, "credentials refused", attrs...)
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
-	msg := "a valid bearer token is required"
-	if challenge == basicChallenge {
-		msg = "log in with any user name and the admin token as password"
-	}
 	s.writeError(w, r, errcode.New(errcode.Unauthorized, "%s", msg))
 }
 
@@ -198,6 +200,21 @@ func bearerToken(authorization string) (string, bool) {
 	scheme, token, ok := strings.Cut(authorization, " ")
 	token = strings.TrimSpace(token)
 	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
+}
+
+// noBearerMessage says what is wrong with Authorization headers that carry
+// no bearer token, without echoing them (a token sent under another scheme
+// is still a secret).
+func noBearerMessage(headers []string) string {
+	const how = `send "Authorization: Bearer <token>" (the platform token or an API key)`
+	if len(headers) == 0 {
+		return "the Authorization header is missing: " + how
+	}
+	scheme, _, _ := strings.Cut(strings.TrimSpace(headers[0]), " ")
+	if strings.EqualFold(scheme, "Bearer") {
+		return "the Authorization header's bearer token is empty: " + how
+	}
+	return "the Authorization header does not use the Bearer scheme: " + how
 }
 
 // clientAddr is the address a request came from: the connection's peer.

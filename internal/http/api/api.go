@@ -117,6 +117,7 @@ func (s *Server) Handler() http.Handler {
 		describe("Each check's failure detail is shown only with the admin bearer token."),
 		responds[readyResponse](http.StatusOK, "Ready"),
 		responds[readyResponse](http.StatusServiceUnavailable, "A check failed"))
+	s.indexRoutes(public)
 
 	// Public, like health: the document holds no data.
 	sp := &spec{doc: doc}

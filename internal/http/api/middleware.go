@@ -265,12 +265,12 @@ func (s *Server) requireBasic(next http.Handler) http.Handler {
 		_, password, ok := r.BasicAuth()
 		switch {
 		case !ok:
-			s.deny(w, r, basicChallenge, deniedMissing)
+			s.deny(w, r, basicChallenge, deniedMissing, "River UI needs HTTP Basic auth: any user name, the admin token as password")
 		case s.throttled(w, r):
 		case s.tokenMatches(password):
 			next.ServeHTTP(w, r)
 		default:
-			s.deny(w, r, basicChallenge, deniedPlatform)
+			s.deny(w, r, basicChallenge, deniedPlatform, "the password is not the admin token: log in with any user name and the admin token as password")
 		}
 	})
 }

@@ -24,22 +24,33 @@ import (
 // okHandler answers 204 so that a test can tell "let through" from a rejection.
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 
+// Every 401 is UNAUTHORIZED and says what is wrong: no header, not the
+// Bearer scheme, no token, or a token that is unknown (or revoked: the
+// message does not tell which, nor whose).
 func TestRequireBearer(t *testing.T) {
 	t.Parallel()
+	const (
+		missing = "the Authorization header is missing: "
+		scheme  = "the Authorization header does not use the Bearer scheme: "
+		empty   = "the Authorization header's bearer token is empty: "
+		unknown = "the bearer token is unknown or revoked"
+	)
 	tests := []struct {
 		name          string
-		authorization string
+		authorization []string
 		want          int
+		message       string
 	}{
-		{"missing header", "", http.StatusUnauthorized},
-		{"wrong scheme", "Basic " + testAdminToken, http.StatusUnauthorized},
-		{"scheme only", "Bearer", http.StatusUnauthorized},
-		{"empty token", "Bearer ", http.StatusUnauthorized},
-		{"wrong token", "Bearer not-the-admin-token-000", http.StatusUnauthorized},
-		{"token prefix", "Bearer " + testAdminToken[:len(testAdminToken)-1], http.StatusUnauthorized},
-		{"token with suffix", "Bearer " + testAdminToken + "x", http.StatusUnauthorized},
-		{"right token", "Bearer " + testAdminToken, http.StatusNoContent},
-		{"scheme is case-insensitive", "bearer " + testAdminToken, http.StatusNoContent},
+		{"missing header", nil, http.StatusUnauthorized, missing},
+		{"wrong scheme", []string{"Basic " + testAdminToken}, http.StatusUnauthorized, scheme},
+		{"no scheme", []string{testAdminToken}, http.StatusUnauthorized, scheme},
+		{"scheme only", []string{"Bearer"}, http.StatusUnauthorized, empty},
+		{"empty token", []string{"Bearer "}, http.StatusUnauthorized, empty},
+		{"wrong token", []string{"Bearer not-the-admin-token-000"}, http.StatusUnauthorized, unknown},
+		{"token prefix", []string{"Bearer " + testAdminToken[:len(testAdminToken)-1]}, http.StatusUnauthorized, unknown},
+		{"token with suffix", []string{"Bearer " + testAdminToken + "x"}, http.StatusUnauthorized, unknown},
+		{"right token", []string{"Bearer " + testAdminToken}, http.StatusNoContent, ""},
+		{"scheme is case-insensitive", []string{"bearer " + testAdminToken}, http.StatusNoContent, ""},
 	}
 	s := newTestServer()
 	h := s.correlate(s.authenticate(okHandler))
@@ -47,10 +58,17 @@ func TestRequireBearer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := httptest.NewRequest(http.MethodGet, "/v1/jobs", nil)
-			if tt.authorization != "" {
-				r.Header.Set("Authorization", tt.authorization)
+			for _, a := range tt.authorization {
+				r.Header.Add("Authorization", a)
 			}
-			requireGuarded(t, h, r, tt.want, `Bearer realm="bpc"`)
+			rec := requireGuarded(t, h, r, tt.want, `Bearer realm="bpc"`)
+			if tt.want == http.StatusUnauthorized {
+				msg := readEnvelope(t, rec).Error.Message
+				require.True(t, strings.HasPrefix(msg, tt.message), "%q", msg)
+				if tt.message != unknown {
+					require.Contains(t, msg, `send "Authorization: Bearer <token>"`)
+				}
+			}
 		})
 	}
 }
@@ -58,13 +76,13 @@ func TestRequireBearer(t *testing.T) {
 // requireGuarded serves r through the guard h and requires want; a 401 must
 // carry the challenge and the error envelope with the request's correlation
 // id, and must not echo the token.
-func requireGuarded(t *testing.T, h http.Handler, r *http.Request, want int, challenge string) {
+func requireGuarded(t *testing.T, h http.Handler, r *http.Request, want int, challenge string) *httptest.ResponseRecorder {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	require.Equal(t, want, rec.Code)
 	if want != http.StatusUnauthorized {
-		return
+		return rec
 	}
 	require.Equal(t, challenge, rec.Header().Get("WWW-Authenticate"))
 	env := readEnvelope(t, rec)
@@ -72,6 +90,7 @@ func requireGuarded(t *testing.T, h http.Handler, r *http.Request, want int, cha
 	require.NotEmpty(t, *env.Error.CorrelationID)
 	require.Equal(t, rec.Header().Get(HeaderCorrelationID), *env.Error.CorrelationID)
 	require.NotContains(t, rec.Body.String(), testAdminToken)
+	return rec
 }
 
 func TestAuthenticateWithoutConfiguredTokenDeniesEverything(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -116,6 +117,15 @@ func (c *Checks) Lookup(ctx context.Context, q *store.Queries, id uuid.UUID) (Ve
 	return view(v, c.check(v, qrPayload, true)), nil
 }
 
+// qrProblem is what qr.Parse found wrong, without its code and field (the
+// answer names both once, for the parameter qr).
+func qrProblem(err error) string {
+	if e := errcode.As(err); e != nil {
+		return strings.TrimPrefix(e.Message, e.Field+": ")
+	}
+	return err.Error()
+}
+
 // CheckQR parses a scanned QR string (not BPC-QR-1: VALIDATION_ERROR
 // naming qr) and verifies the version it names against it. A QR whose
 // hashes were altered still finds its version by id, and then does not
@@ -128,7 +138,7 @@ func CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRVerificat
 func (c *Checks) CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRVerification, error) {
 	f, err := qr.Parse(scanned)
 	if err != nil {
-		return QRVerification{}, errcode.InvalidWrap("qr", err, "is not a BPC-QR-1 payload: %s", err.Error())
+		return QRVerification{}, errcode.InvalidWrap("qr", err, "is not a BPC-QR-1 payload: %s", qrProblem(err))
 	}
 	id, err := uuid.Parse(f.PassportVersionID)
 	if err != nil {

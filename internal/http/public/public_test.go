@@ -2,6 +2,7 @@ package public_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/qr"
 	"github.com/bpc-platform/bpc/core/verify"
 	"github.com/bpc-platform/bpc/internal/browser"
 	"github.com/bpc-platform/bpc/internal/fixture"
@@ -212,8 +214,21 @@ func TestVerifyQR(t *testing.T) {
 		}
 		rec := e.get(t, verifyURL(bad), "")
 		require.Equal(t, http.StatusUnprocessableEntity, rec.Code, bad)
-		require.Contains(t, rec.Body.String(), "qr")
+		// One message, one code: the parameter qr and what is wrong with
+		// it, not another error's code nested inside (the API's envelope
+		// shows Message and Details: api's TestPublicVerifyBadQR).
+		if len(bad) <= 1024 {
+			_, err := public.CheckQR(e.Ctx, e.Store, bad)
+			ee := errcode.As(err)
+			require.NotNil(t, ee, bad)
+			require.Equal(t, map[string]any{"field": "qr"}, ee.Details)
+			require.True(t, strings.HasPrefix(ee.Message, "qr: is not a BPC-QR-1 payload: "), ee.Message)
+			require.Equal(t, 1, strings.Count(ee.Message, "qr"), ee.Message)
+			require.NotContains(t, ee.Message, "VALIDATION_ERROR")
+		}
 	}
+	_, err = public.CheckQR(e.Ctx, e.Store, "hello")
+	require.EqualError(t, err, fmt.Sprintf("VALIDATION_ERROR: qr: is not a BPC-QR-1 payload: must be %d bytes, got 5", qr.PayloadLen))
 	unknown := strings.Replace(good, id.String(), uuid.NewString(), 1)
 	require.Equal(t, http.StatusNotFound, e.get(t, verifyURL(unknown), "").Code)
 	require.Equal(t, http.StatusNotFound, e.get(t, verifyURL(unknown), "text/html").Code)
