@@ -8,9 +8,9 @@ package api
 
 import (
 	"context"
-	"reflect"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -180,8 +180,8 @@ type (
 		TenantID ID `query:"tenant_id" doc:"The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
 	}
 	getJobParams struct {
-		JobID    ID  `path:"job_id"`
-		TenantID ID  `query:"tenant_id" doc:"The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
+		JobID    ID          `path:"job_id"`
+		TenantID ID          `query:"tenant_id" doc:"The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
 		WaitMs   optionalInt `query:"wait_ms" minimum:"0" maximum:"30000" doc:"Long-poll up to this many ms for a terminal status; 202 with Retry-After when the wait ends first."`
 		// WaitMsAlias is wait_ms under its former camelCase name.
 		WaitMsAlias optionalInt `query:"waitMs" minimum:"0" maximum:"30000" deprecated:"true" doc:"Deprecated alias of wait_ms."`

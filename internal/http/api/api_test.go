@@ -218,4 +218,3 @@ func TestCreateTenantValidation(t *testing.T) {
 		requireInvalid(t, rec, tt.field, tt.body)
 	}
 }
-

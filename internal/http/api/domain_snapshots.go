@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 
-
 	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
