@@ -270,7 +270,7 @@ func okItems[T any](all []T, err error) (*out[items[T]], error) { return ok(item
 // adminRoutes are the job, tenant, event and webhook endpoints.
 func (s *Server) adminRoutes(rs routes) {
 	register(rs, http.MethodPost, "/v1/tenants", "create-tenant", "Create a tenant", s.handleCreateTenant,
-		describe("The platform token only."),
+		describe("The platform token only."), platformOp("creating tenants"),
 		jsonBody[createTenantRequest],
 		responds[bpctype.Tenant](http.StatusCreated, "Created"))
 	register(rs, http.MethodGet, "/v1/tenants", "list-tenants", "List tenants", s.handleListTenants,

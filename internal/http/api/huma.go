@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -100,8 +101,9 @@ func init() {
 //     BODY_TOO_LARGE naming the limit;
 //   - 400 (unreadable or empty body) and 415: MALFORMED_JSON;
 //   - 422 (a parameter or body Huma validated): VALIDATION_ERROR naming
-//     the first field (fieldError), preferring a specific error to the
-//     summary of a oneOf that matched nothing;
+//     the first field (fieldError): a value given wrong before a member
+//     left out, and either before the summary of a oneOf that matched
+//     nothing;
 //   - 401/403/404/409/429/503 (huma.Error404NotFound and friends): the
 //     matching code;
 //   - anything else: INTERNAL_ERROR.
@@ -134,13 +136,18 @@ func humaError(status int, msg string, limit int64, errs []error) error {
 		if len(details) == 0 {
 			return "", msg
 		}
-		pick := details[0]
-		for _, d := range details {
-			if d.Message != validation.MsgExpectedMatchExactlyOneSchema {
-				pick = d
-				break
+		// A value the request gave wrong before a member it left out,
+		// and either before the summary of a oneOf.
+		rank := func(d *huma.ErrorDetail) int {
+			switch {
+			case d.Message == validation.MsgExpectedMatchExactlyOneSchema:
+				return 2
+			case strings.HasPrefix(d.Message, requiredPrefix):
+				return 1
 			}
+			return 0
 		}
+		pick := slices.MinFunc(details, func(a, b *huma.ErrorDetail) int { return rank(a) - rank(b) })
 		return fieldError(pick)
 	}
 	switch status {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/internal/http/access"
 )
 
 // Requests are read and checked by Huma from each typed operation's input
@@ -152,6 +153,12 @@ const requiredPrefix = "is required: "
 func checkRequest(api huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		op := ctx.Operation()
+		if what, ok := op.Metadata[platformOnlyKey].(string); ok {
+			if err := requirePlatform(ctx.Context(), what); err != nil {
+				_ = huma.WriteErr(api, ctx, http.StatusForbidden, "", err)
+				return
+			}
+		}
 		if err := unknownQueryParam(ctx, op); err != nil {
 			_ = huma.WriteErr(api, ctx, http.StatusUnprocessableEntity, "", err)
 			return
@@ -172,8 +179,41 @@ func checkRequest(api huma.API) func(huma.Context, func(huma.Context)) {
 			_ = huma.WriteErr(api, ctx, http.StatusBadRequest, "", err)
 			return
 		}
+		if err := otherTenant(ctx, body); err != nil {
+			_ = huma.WriteErr(api, ctx, http.StatusForbidden, "", err)
+			return
+		}
 		next(&bodyContext{humaContext: ctx, body: body})
 	}
+}
+
+// otherTenant refuses a tenant key's request that names another tenant
+// (tenant_id in the query or at the top of the body) before the rest of it
+// is validated: what another tenant's request would need is none of the
+// key's business. tenantOf answers the same later for what this cannot
+// see (a batch's jobs).
+func otherTenant(ctx huma.Context, body []byte) error {
+	p, ok := access.FromContext(ctx.Context())
+	if !ok || p.Platform {
+		return nil
+	}
+	named := []string{ctx.Query("tenant_id")}
+	var top struct {
+		TenantID any `json:"tenant_id"`
+	}
+	if json.Unmarshal(body, &top) == nil {
+		if s, ok := top.TenantID.(string); ok {
+			named = append(named, s)
+		}
+	}
+	for _, s := range named {
+		if id, err := uuid.Parse(s); err == nil && len(s) == 36 {
+			if _, err := p.Tenant(id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // checkJSONBody refuses a body that is not one JSON object, or whose text
@@ -219,7 +259,9 @@ func (c *bodyContext) Header(name string) string {
 
 // unknownQueryParam returns a VALIDATION_ERROR naming the first query
 // parameter of the request that op does not take, and listing those it
-// takes.
+// takes. An operation that takes no query parameter ignores the query, as
+// it always has: only where parameters select or filter would a misspelt
+// one silently change the answer.
 func unknownQueryParam(ctx huma.Context, op *huma.Operation) error {
 	known := map[string]bool{}
 	for _, p := range op.Parameters {
@@ -227,16 +269,15 @@ func unknownQueryParam(ctx huma.Context, op *huma.Operation) error {
 			known[p.Name] = true
 		}
 	}
+	if len(known) == 0 {
+		return nil
+	}
 	u := ctx.URL()
 	for _, name := range slices.Sorted(maps.Keys(u.Query())) {
-		if known[name] {
-			continue
+		if !known[name] {
+			return errcode.Invalid(name, "is not a query parameter of this route; it takes %s",
+				strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 		}
-		if len(known) == 0 {
-			return errcode.Invalid(name, "is not a query parameter of this route, which takes none")
-		}
-		return errcode.Invalid(name, "is not a query parameter of this route; it takes %s",
-			strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 	}
 	return nil
 }
@@ -271,4 +312,20 @@ func precomputeTree(reg huma.Registry, s *huma.Schema) {
 		walk(s.Not)
 	}
 	walk(s)
+}
+
+// platformOnlyKey marks, in an operation's Metadata, an operation only the
+// platform token may call (platformOp); checkRequest refuses anyone else
+// before reading the request.
+const platformOnlyKey = "bpc-platform-only"
+
+// platformOp marks an operation as the platform token's only; what names
+// it in the error.
+func platformOp(what string) opt {
+	return func(_ huma.Registry, o *huma.Operation) {
+		if o.Metadata == nil {
+			o.Metadata = map[string]any{}
+		}
+		o.Metadata[platformOnlyKey] = what
+	}
 }
