@@ -28,14 +28,17 @@ import (
 // What JSON Schema cannot say is checked here, once for every operation
 // (checkRequest, a Huma middleware):
 //   - the body is one JSON object (MALFORMED_JSON otherwise, with the
-//     messages decodeBytes answered), whatever its Content-Type, so that a
+//     same messages as always), whatever its Content-Type, so that a
 //     plain `curl -d` works; only application/json is documented;
 //   - no string of the body (value or member name) holds NUL or invalid
 //     UTF-8, and no number is beyond what Postgres stores (checkJSONText;
 //     path, query and header text: checkRequestText);
-//   - no query parameter the route does not take (SPEC §14): a misspelt
-//     filter would otherwise widen a list silently; the message lists the
-//     route's parameters.
+//   - no query parameter an operation that reads some does not take
+//     (SPEC §14): a misspelt filter would otherwise widen a list silently;
+//     the message lists the operation's parameters;
+//   - before any of that is validated, a platform-only operation refuses a
+//     tenant key (platformOp), and a tenant key naming another tenant is
+//     FORBIDDEN (otherTenant).
 //
 // The nil uuid is refused by ID's schema, wherever an id is taken.
 
