@@ -188,7 +188,7 @@ type (
 	}
 	listJobsParams struct {
 		TenantID      ID        `query:"tenant_id" doc:"Only this tenant's jobs. The platform token lists every tenant's without it; a tenant API key always lists its own tenant's."`
-		Type          string    `query:"type" maxLength:"100" doc:"A job type (POST /v1/jobs lists them)."`
+		Type          string    `query:"type" doc:"Only jobs of this type."`
 		Status        string    `query:"status" enum:"QUEUED,RUNNING,SUCCEEDED,FAILED,CANCELLED,DEAD_LETTER"`
 		CreatedAfter  time.Time `query:"created_after" doc:"Jobs created at or after this time (RFC 3339)."`
 		CreatedBefore time.Time `query:"created_before" doc:"Jobs created before this time (RFC 3339)."`
@@ -302,6 +302,7 @@ func (s *Server) adminRoutes(rs routes) {
 		responds[items[batchItem]](http.StatusOK, "Every job already existed"))
 	register(rs, http.MethodGet, "/v1/jobs", "list-jobs", "List a tenant's jobs, newest first", s.handleListJobs,
 		responds[store.JobPage](http.StatusOK, "A page of jobs"))
+	enumParam(rs.doc, "/v1/jobs", "type", jobargs.Names(s.Config.Kinds))
 	register(rs, http.MethodGet, "/v1/jobs/{job_id}", "get-job", "Get a job, optionally long-polling for its end", s.handleGetJob,
 		responds[bpctype.Job](http.StatusOK, "The job (terminal, or no waitMs)"),
 		responds[bpctype.Job](http.StatusAccepted, "waitMs elapsed before the job finished", "Retry-After"))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -331,4 +332,23 @@ func platformOp(what string) opt {
 		}
 		o.Metadata[platformOnlyKey] = what
 	}
+}
+
+// enumParam makes the GET operation at path take only values for its
+// query parameter name: the closed sets a tag cannot list (the job types
+// are the server's configuration). The document's parameter schema is the
+// one Huma validates the parameter against.
+func enumParam(doc *huma.OpenAPI, path, name string, values []string) {
+	op := doc.Paths[path].Get
+	for _, p := range op.Parameters {
+		if p.In == "query" && p.Name == name {
+			p.Schema.Enum = nil
+			for _, v := range values {
+				p.Schema.Enum = append(p.Schema.Enum, v)
+			}
+			p.Schema.PrecomputeMessages()
+			return
+		}
+	}
+	panic(fmt.Sprintf("GET %s has no query parameter %s", path, name))
 }

@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/jobargs"
+	"github.com/bpc-platform/bpc/workers"
 )
 
 // Each rule below is written once, in a struct tag or a type's Schema, and
@@ -40,6 +43,8 @@ func TestRequestRulesAreEnforcedFromTheTypes(t *testing.T) {
 			"role", "role: must be one of admin, writer, reader"},
 		{"bad status filter", "GET", "/v1/jobs?status=DONE", ``,
 			"status", "status: must be one of QUEUED, RUNNING, SUCCEEDED, FAILED, CANCELLED, DEAD_LETTER"},
+		{"bad job type filter", "GET", "/v1/jobs?type=MAKE_COFFEE", ``,
+			"type", "type: must be one of " + strings.Join(jobargs.Names(workers.Kinds()), ", ")},
 		{"integer out of range", "GET", "/v1/jobs?limit=501", ``,
 			"limit", "limit: must be at most 500"},
 		{"not an integer", "GET", "/v1/facts?limit=ten&tenant_id=" + devTenant, ``,
