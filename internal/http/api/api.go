@@ -183,8 +183,10 @@ type (
 		JobID    ID          `path:"job_id"`
 		TenantID ID          `query:"tenant_id" doc:"The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
 		WaitMs   optionalInt `query:"wait_ms" minimum:"0" maximum:"30000" doc:"Long-poll up to this many ms for a terminal status; 202 with Retry-After when the wait ends first."`
-		// WaitMsAlias is wait_ms under its former camelCase name.
-		WaitMsAlias optionalInt `query:"waitMs" minimum:"0" maximum:"30000" deprecated:"true" doc:"Deprecated alias of wait_ms."`
+		// WaitMsAlias is wait_ms under its former camelCase name, still
+		// accepted (queryAliases) but not documented: ogen refuses two
+		// parameters whose Go names clash (wait_ms, waitMs).
+		WaitMsAlias optionalInt `query:"waitMs" minimum:"0" maximum:"30000" deprecated:"true" hidden:"true" doc:"Deprecated alias of wait_ms."`
 	}
 	listJobsParams struct {
 		TenantID      ID        `query:"tenant_id" doc:"Only this tenant's jobs. The platform token lists every tenant's without it; a tenant API key always lists its own tenant's."`

@@ -261,6 +261,11 @@ func (c *bodyContext) Header(name string) string {
 	return c.humaContext.Header(name)
 }
 
+// queryAliases are the deprecated spellings of query parameters, accepted
+// where their parameter is (an input field with hidden:"true" reads them)
+// and not documented.
+var queryAliases = map[string]string{"waitMs": "wait_ms"}
+
 // unknownQueryParam returns a VALIDATION_ERROR naming the first query
 // parameter of the request that op does not take, and listing those it
 // takes. An operation that takes no query parameter ignores the query, as
@@ -278,7 +283,7 @@ func unknownQueryParam(ctx huma.Context, op *huma.Operation) error {
 	}
 	u := ctx.URL()
 	for _, name := range slices.Sorted(maps.Keys(u.Query())) {
-		if !known[name] {
+		if !known[name] && !known[queryAliases[name]] {
 			return errcode.Invalid(name, "is not a query parameter of this route; it takes %s",
 				strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 		}

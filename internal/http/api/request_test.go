@@ -210,4 +210,12 @@ func TestUnknownQueryParameters(t *testing.T) {
 	rec = serve(h, http.MethodGet, "/v1/documents/3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f?tenant=acme", "", true)
 	requireInvalid(t, rec, "tenant")
 	require.Equal(t, "tenant: is not a query parameter of this route; it takes tenant_id", readEnvelope(t, rec).Error.Message)
+
+	// waitMs is read (a bad value names it) but documented only as
+	// wait_ms: ogen cannot generate both.
+	rec = serve(h, http.MethodGet, "/v1/jobs/3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f?waitMs=x", "", true)
+	requireInvalid(t, rec, "waitMs")
+	doc := serve(h, http.MethodGet, SpecPath, "", false).Body.String()
+	require.Contains(t, doc, `"name":"wait_ms"`)
+	require.NotContains(t, doc, `"name":"waitMs"`)
 }
