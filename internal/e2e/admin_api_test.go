@@ -112,8 +112,10 @@ func TestBadInputIsRejectedWithEnvelope(t *testing.T) {
 	var env errorEnvelope
 	require.Equal(t, 422, h.call(http.MethodGet, "/v1/jobs/not-a-uuid?tenant_id="+devTenant, nil, &env))
 	require.Equal(t, "job_id", env.Error.Details["field"])
-	require.Equal(t, 422, h.call(http.MethodGet, "/v1/jobs/"+uuid.NewString(), nil, &env))
-	require.Equal(t, "tenant_id", env.Error.Details["field"])
+	// The platform token needs no tenant_id for a job's globally unique
+	// id: an id nobody owns is 404.
+	require.Equal(t, 404, h.call(http.MethodGet, "/v1/jobs/"+uuid.NewString(), nil, &env))
+	require.Equal(t, "NOT_FOUND", env.Error.Code)
 	require.Equal(t, 404, h.call(http.MethodGet, "/v1/jobs/"+uuid.NewString()+"?tenant_id="+devTenant, nil, &env))
 	require.Equal(t, "NOT_FOUND", env.Error.Code)
 	require.Equal(t, 422, h.call(http.MethodGet, "/v1/jobs?tenant_id="+devTenant+"&status=DONE", nil, &env))

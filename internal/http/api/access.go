@@ -275,37 +275,16 @@ func (s *Server) platformOnly(what string, next http.HandlerFunc) http.HandlerFu
 	}
 }
 
-// tenantOf resolves the tenant a request acts on from its tenant_id (query
-// parameter or body member; "" when absent) and its principal: the platform
-// must name one, a key's tenant is implied and naming another is FORBIDDEN.
-func tenantOf(ctx context.Context, raw string) (uuid.UUID, error) {
-	var given uuid.UUID
-	if raw != "" {
-		var err error
-		if given, err = parseUUID("tenant_id", raw); err != nil {
-			return uuid.Nil, err
-		}
-	}
-	p, err := principal(ctx)
-	if err != nil {
-		return uuid.Nil, err
-	}
-	return p.Tenant(given)
-}
-
 type createKeyRequest struct {
-	TenantID  string     `json:"tenant_id,omitempty" format:"uuid" doc:"Required with the platform token; a tenant admin key's own tenant otherwise."`
+	TenantID  ID         `json:"tenant_id,omitempty" doc:"Required with the platform token; a tenant admin key's own tenant when absent."`
 	Name      string     `json:"name" minLength:"1" maxLength:"200"`
 	Role      string     `json:"role" enum:"admin,writer,reader"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty" doc:"When the key stops working; never when absent."`
 }
 
 // handleCreateKey creates an API key and shows its token, once.
-func (s *Server) handleCreateKey(ctx context.Context, req *jsonInput) (*out[passport.CreatedKey], error) {
-	var in createKeyRequest
-	if err := decodeBytes(req.RawBody, &in); err != nil {
-		return nil, err
-	}
+func (s *Server) handleCreateKey(ctx context.Context, req *bodyInput[createKeyRequest]) (*out[passport.CreatedKey], error) {
+	in := req.Body
 	tenantID, err := s.keyTenant(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
@@ -334,14 +313,15 @@ func (s *Server) handleListKeys(ctx context.Context, req *tenantParam) (*out[ite
 // handleRevokeKey revokes a key: at once on this process, within the
 // keyring's Fresh on every other.
 func (s *Server) handleRevokeKey(ctx context.Context, req *idParams) (*struct{}, error) {
-	tenantID, err := s.keyTenant(ctx, req.TenantID)
+	tenantID, err := s.tenantOfID(ctx, req.TenantID, "id", req.ID)
 	if err != nil {
 		return nil, err
 	}
-	id, err := parseUUID("id", req.ID)
-	if err != nil {
+	p, _ := principal(ctx)
+	if err := p.ManageKeys(tenantID); err != nil {
 		return nil, err
 	}
+	id := req.ID.UUID()
 	k, err := inTxValue(ctx, s, func(t passport.Tx) (bpctype.APIKey, error) {
 		return passport.RevokeAPIKey(ctx, t, tenantID, id)
 	})
@@ -357,8 +337,8 @@ func (s *Server) handleRevokeKey(ctx context.Context, req *idParams) (*struct{},
 
 // keyTenant resolves the tenant whose keys a request manages: the platform
 // names any, a tenant admin key only its own.
-func (s *Server) keyTenant(ctx context.Context, raw string) (uuid.UUID, error) {
-	tenantID, err := tenantOf(ctx, raw)
+func (s *Server) keyTenant(ctx context.Context, given ID) (uuid.UUID, error) {
+	tenantID, err := tenantOf(ctx, given)
 	if err != nil {
 		return uuid.Nil, err
 	}

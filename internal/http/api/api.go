@@ -10,6 +10,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -150,72 +151,90 @@ func (s *Server) Handler() http.Handler {
 	return r
 }
 
-// Parameters of the routes, documented by their tags.
+// Parameters of the routes: Huma reads and validates them from these types
+// and tags, which the document is generated from.
 type (
 	tenantParam struct {
-		TenantID string `query:"tenant_id" format:"uuid" doc:"The tenant the resource belongs to: required with the platform token; a tenant API key's own tenant when absent (another tenant's is 403)."`
+		TenantID ID `query:"tenant_id" doc:"The tenant the resource belongs to: required with the platform token; a tenant API key's own tenant when absent (another tenant's is 403)."`
 	}
 	idParams struct {
-		ID       string `path:"id" format:"uuid"`
-		TenantID string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
+		ID       ID `path:"id"`
+		TenantID ID `query:"tenant_id" doc:"The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
 	}
-	// idBody is an {id} and a JSON body (that names the tenant).
-	idBody struct {
-		ID      string `path:"id" format:"uuid"`
-		RawBody []byte
+	// bodyInput is a JSON body B and no parameters.
+	bodyInput[B any] struct {
+		Body B
 	}
-	// idParamsBody is an {id}, the tenant_id parameter and a JSON body.
-	idParamsBody struct {
-		ID       string `path:"id" format:"uuid"`
-		TenantID string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
-		RawBody  []byte
+	// idBody is an {id} and a JSON body B.
+	idBody[B any] struct {
+		ID   ID `path:"id"`
+		Body B
+	}
+	// idParamsBody is an {id}, the tenant_id parameter and a JSON body B.
+	idParamsBody[B any] struct {
+		ID       ID `path:"id"`
+		TenantID ID `query:"tenant_id" doc:"The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
+		Body     B
 	}
 	jobParams struct {
-		JobID    string `path:"job_id" format:"uuid"`
-		TenantID string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
+		JobID    ID `path:"job_id"`
+		TenantID ID `query:"tenant_id" doc:"The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
 	}
 	getJobParams struct {
-		JobID    string   `path:"job_id" format:"uuid"`
-		TenantID string   `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
-		WaitMs   intParam `query:"waitMs" minimum:"0" maximum:"30000" doc:"Long-poll up to this many ms for a terminal status; 202 with Retry-After when the wait ends first."`
+		JobID    ID          `path:"job_id"`
+		TenantID ID          `query:"tenant_id" doc:"The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
+		WaitMs   optionalInt `query:"wait_ms" minimum:"0" maximum:"30000" doc:"Long-poll up to this many ms for a terminal status; 202 with Retry-After when the wait ends first."`
+		// WaitMsAlias is wait_ms under its former camelCase name, still
+		// accepted (queryAliases) but not documented: ogen refuses two
+		// parameters whose Go names clash (wait_ms, waitMs).
+		WaitMsAlias optionalInt `query:"waitMs" minimum:"0" maximum:"30000" deprecated:"true" hidden:"true" doc:"Deprecated alias of wait_ms."`
 	}
 	listJobsParams struct {
-		TenantID      string   `query:"tenant_id" format:"uuid" doc:"Only this tenant's jobs. The platform token lists every tenant's without it; a tenant API key always lists its own tenant's."`
-		Type          string   `query:"type" doc:"A job type (POST /v1/jobs lists them)."`
-		Status        string   `query:"status" enum:"QUEUED,RUNNING,SUCCEEDED,FAILED,CANCELLED,DEAD_LETTER"`
-		CreatedAfter  string   `query:"created_after" format:"date-time" doc:"Jobs created at or after this time (RFC 3339)."`
-		CreatedBefore string   `query:"created_before" format:"date-time" doc:"Jobs created before this time (RFC 3339)."`
-		Cursor        string   `query:"cursor" doc:"next_cursor of the previous page."`
-		Limit         intParam `query:"limit" minimum:"1" maximum:"500" doc:"Page size, default 50."`
+		TenantID      ID        `query:"tenant_id" doc:"Only this tenant's jobs. The platform token lists every tenant's without it; a tenant API key always lists its own tenant's."`
+		Type          string    `query:"type" doc:"Only jobs of this type."`
+		Status        string    `query:"status" enum:"QUEUED,RUNNING,SUCCEEDED,FAILED,CANCELLED,DEAD_LETTER"`
+		CreatedAfter  time.Time `query:"created_after" doc:"Jobs created at or after this time (RFC 3339)."`
+		CreatedBefore time.Time `query:"created_before" doc:"Jobs created before this time (RFC 3339)."`
+		Cursor        string    `query:"cursor" maxLength:"200" doc:"next_cursor of the previous page."`
+		Limit         int       `query:"limit" minimum:"1" maximum:"500" default:"50" doc:"Page size, default 50."`
 	}
 	listSubscriptionsParams struct {
-		TenantID          string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
-		WebhookEndpointID string `query:"webhook_endpoint_id" format:"uuid" doc:"Only this endpoint's subscriptions."`
+		TenantID          ID `query:"tenant_id" doc:"The tenant the resource belongs to: required with the platform token; a tenant API key's own tenant when absent (another tenant's is 403)."`
+		WebhookEndpointID ID `query:"webhook_endpoint_id" doc:"Only this endpoint's subscriptions."`
 	}
 	listFactsParams struct {
-		TenantID          string   `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
-		DocumentVersionID string   `query:"document_version_id" format:"uuid" doc:"Only this document version's facts."`
-		FactType          string   `query:"fact_type" maxLength:"100"`
-		Limit             intParam `query:"limit" minimum:"1" maximum:"1000" doc:"At most this many facts, default 1000."`
+		TenantID          ID     `query:"tenant_id" doc:"The tenant the resource belongs to: required with the platform token; a tenant API key's own tenant when absent (another tenant's is 403)."`
+		DocumentVersionID ID     `query:"document_version_id" doc:"Only this document version's facts."`
+		FactType          string `query:"fact_type" maxLength:"100"`
+		Limit             int    `query:"limit" minimum:"1" maximum:"1000" default:"1000" doc:"At most this many facts, default 1000."`
 	}
 	ruleVersionParams struct {
-		ID       string `path:"id" format:"uuid"`
-		TenantID string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
+		ID       ID     `path:"id"`
+		TenantID ID     `query:"tenant_id" doc:"The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
 		Include  string `query:"include" enum:"sources" doc:"sources: include dsl_source and tests_source."`
 	}
 	exportFileParams struct {
-		ID       string `path:"id" format:"uuid"`
-		TenantID string `query:"tenant_id" format:"uuid" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
+		ID       ID     `path:"id"`
+		TenantID ID     `query:"tenant_id" doc:"The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
 		Format   string `query:"format" enum:"JSON,PDF,json,pdf" doc:"Export format, default JSON: JSON is served as application/json, PDF as application/pdf."`
 	}
 )
 
-// intParam is a query parameter documented as an integer; handlers parse
-// it themselves (queryInt) for their own message.
-type intParam string
+// optionalInt is an integer parameter whose absence means something else
+// than any value (Huma parameters cannot be pointers).
+type optionalInt struct {
+	Value int
+	Set   bool
+}
 
-// Schema documents intParam as an integer.
-func (intParam) Schema(huma.Registry) *huma.Schema { return &huma.Schema{Type: huma.TypeInteger} }
+// Receiver is where Huma parses the parameter (huma.ParamWrapper).
+func (o *optionalInt) Receiver() reflect.Value { return reflect.ValueOf(o).Elem().Field(0) }
+
+// OnParamSet records whether the request gave the parameter (huma.ParamReactor).
+func (o *optionalInt) OnParamSet(isSet bool, _ any) { o.Set = isSet }
+
+// Schema documents the parameter as an integer; the field's tags add its bounds.
+func (optionalInt) Schema(huma.Registry) *huma.Schema { return &huma.Schema{Type: huma.TypeInteger} }
 
 // out is the output of a typed operation answering a T: the status (the
 // operation's documented default when zero) and the body.
@@ -254,7 +273,7 @@ func okItems[T any](all []T, err error) (*out[items[T]], error) { return ok(item
 // adminRoutes are the job, tenant, event and webhook endpoints.
 func (s *Server) adminRoutes(rs routes) {
 	register(rs, http.MethodPost, "/v1/tenants", "create-tenant", "Create a tenant", s.handleCreateTenant,
-		describe("The platform token only."),
+		describe("The platform token only."), platformOp("creating tenants"),
 		jsonBody[createTenantRequest],
 		responds[bpctype.Tenant](http.StatusCreated, "Created"))
 	register(rs, http.MethodGet, "/v1/tenants", "list-tenants", "List tenants", s.handleListTenants,
@@ -286,6 +305,7 @@ func (s *Server) adminRoutes(rs routes) {
 		responds[items[batchItem]](http.StatusOK, "Every job already existed"))
 	register(rs, http.MethodGet, "/v1/jobs", "list-jobs", "List a tenant's jobs, newest first", s.handleListJobs,
 		responds[store.JobPage](http.StatusOK, "A page of jobs"))
+	enumParam(rs.doc, "/v1/jobs", "type", jobargs.Names(s.Config.Kinds))
 	register(rs, http.MethodGet, "/v1/jobs/{job_id}", "get-job", "Get a job, optionally long-polling for its end", s.handleGetJob,
 		responds[bpctype.Job](http.StatusOK, "The job (terminal, or no waitMs)"),
 		responds[bpctype.Job](http.StatusAccepted, "waitMs elapsed before the job finished", "Retry-After"))

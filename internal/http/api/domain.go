@@ -36,40 +36,10 @@ const (
 	maxFactsLimit = 1000
 )
 
-// tenantRequest is the body of the actions that take nothing but the tenant.
+// tenantRequest is the body of the actions that take nothing but the
+// tenant, which the id implies: {} will do.
 type tenantRequest struct {
-	TenantID string `json:"tenant_id" format:"uuid"`
-}
-
-// decodeTenantBody decodes the body into dst and parses its tenant_id.
-func decodeTenantBody(ctx context.Context, body []byte, dst any, tenant *string) (uuid.UUID, error) {
-	if err := decodeBytes(body, dst); err != nil {
-		return uuid.Nil, err
-	}
-	return tenantOf(ctx, *tenant)
-}
-
-// decodeTenantAnd decodes the body into dst, parses its tenant_id and then
-// the uuid named field: id points at a member of dst, or at a path
-// parameter.
-func decodeTenantAnd(ctx context.Context, body []byte, dst any, tenant *string, field string, id *string) (tenantID, parsed uuid.UUID, err error) {
-	if err := decodeBytes(body, dst); err != nil {
-		return uuid.Nil, uuid.Nil, err
-	}
-	return parseTenantAnd(ctx, field, *tenant, *id)
-}
-
-// decodeForID decodes the body into dst, parses its tenant_id and then the
-// {id} path parameter.
-func decodeForID(ctx context.Context, body []byte, dst any, tenant *string, pathID string) (tenantID, id uuid.UUID, err error) {
-	return decodeTenantAnd(ctx, body, dst, tenant, "id", &pathID)
-}
-
-// bodyTenantAndID decodes a body that carries only tenant_id and reads the
-// {id} path parameter.
-func bodyTenantAndID(ctx context.Context, body []byte, pathID string) (uuid.UUID, uuid.UUID, error) {
-	var in tenantRequest
-	return decodeForID(ctx, body, &in, &in.TenantID, pathID)
+	TenantID ID `json:"tenant_id,omitempty" doc:"Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
 }
 
 // startJob enqueues args in one transaction after check (run in the same
@@ -143,20 +113,20 @@ func inTxValue[T any](ctx context.Context, s *Server, fn func(t passport.Tx) (T,
 // actOnID answers POST …/{id}/<action> whose body names only the tenant:
 // op changes the resource in a transaction, as the admin API, and answers
 // 200 with what it returns.
-func actOnID[T any](ctx context.Context, s *Server, req *idBody, op func(context.Context, passport.Tx, uuid.UUID, uuid.UUID) (T, error)) (*out[T], error) {
-	tenantID, id, err := bodyTenantAndID(ctx, req.RawBody, req.ID)
+func actOnID[T any](ctx context.Context, s *Server, req *idBody[tenantRequest], op func(context.Context, passport.Tx, uuid.UUID, uuid.UUID) (T, error)) (*out[T], error) {
+	tenantID, id, err := s.parseTenantAndID(ctx, req.Body.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
 	return ok(inTxValue(ctx, s, func(t passport.Tx) (T, error) { return op(ctx, t, tenantID, id) }))
 }
 
-// idKeyBody is an {id}, an optional Idempotency-Key and a JSON body (that
-// names the tenant): the input of the endpoints that start a job.
-type idKeyBody struct {
-	ID             string `path:"id" format:"uuid"`
+// idKeyBody is an {id}, an optional Idempotency-Key and a JSON body B:
+// the input of the endpoints that start a job.
+type idKeyBody[B any] struct {
+	ID             ID     `path:"id"`
 	IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Makes the request idempotent: the same key and request return the existing job."`
-	RawBody        []byte
+	Body           B
 }
 
 // jobResponse is the answer of the endpoints that start a job.

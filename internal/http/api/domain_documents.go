@@ -8,21 +8,20 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/bpc-platform/bpc/bpctype"
-	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
 type createDocumentRequest struct {
-	TenantID string `json:"tenant_id" format:"uuid"`
-	Kind     string `json:"kind"`
-	Name     string `json:"name"`
+	TenantID ID     `json:"tenant_id,omitempty" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
+	Kind     string `json:"kind" enum:"BOM,DUE_DILIGENCE,PCF"`
+	Name     string `json:"name" minLength:"1" maxLength:"200"`
 }
 
-func (s *Server) handleCreateDocument(ctx context.Context, req *jsonInput) (*out[bpctype.Document], error) {
-	var in createDocumentRequest
-	tenantID, err := decodeTenantBody(ctx, req.RawBody, &in, &in.TenantID)
+func (s *Server) handleCreateDocument(ctx context.Context, req *bodyInput[createDocumentRequest]) (*out[bpctype.Document], error) {
+	in := req.Body
+	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -39,15 +38,15 @@ type documentWithVersions struct {
 }
 
 func (s *Server) handleGetDocument(ctx context.Context, req *idParams) (*out[documentWithVersions], error) {
-	return getJoined(ctx, req, s.Store.GetDocument, s.Store.ListDocumentVersions, func(d bpctype.Document, vs []bpctype.DocumentVersion) documentWithVersions {
+	return getJoined(ctx, s, req, s.Store.GetDocument, s.Store.ListDocumentVersions, func(d bpctype.Document, vs []bpctype.DocumentVersion) documentWithVersions {
 		return documentWithVersions{Document: d, Versions: vs}
 	})
 }
 
 type uploadVersionRequest struct {
-	TenantID string `json:"tenant_id" format:"uuid"`
-	MimeType string `json:"mime_type"`
-	Content  string `json:"content"`
+	TenantID ID     `json:"tenant_id,omitempty" doc:"Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
+	MimeType string `json:"mime_type" doc:"The content's type: application/json for the BPC document schema."`
+	Content  string `json:"content" doc:"The document, as text."`
 }
 
 type uploadVersionResponse struct {
@@ -58,9 +57,9 @@ type uploadVersionResponse struct {
 // handleUploadDocumentVersion stores a new version and enqueues PARSE_FACTS
 // in one transaction. The same bytes again return the existing version
 // (200, job null): the content dedup makes the upload idempotent.
-func (s *Server) handleUploadDocumentVersion(ctx context.Context, req *idBody) (*out[uploadVersionResponse], error) {
-	var in uploadVersionRequest
-	tenantID, documentID, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
+func (s *Server) handleUploadDocumentVersion(ctx context.Context, req *idBody[uploadVersionRequest]) (*out[uploadVersionResponse], error) {
+	in := req.Body
+	tenantID, documentID, err := s.parseTenantAndID(ctx, in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +93,7 @@ func (s *Server) handleUploadDocumentVersion(ctx context.Context, req *idBody) (
 }
 
 func (s *Server) handleGetDocumentVersion(ctx context.Context, req *idParams) (*out[bpctype.DocumentVersion], error) {
-	return getByID(ctx, req, s.Store.GetDocumentVersion)
+	return getByID(ctx, s, req, s.Store.GetDocumentVersion)
 }
 
 // handleListFacts lists facts, optionally of one document version and one type.
@@ -103,18 +102,8 @@ func (s *Server) handleListFacts(ctx context.Context, req *listFactsParams) (*ou
 	if err != nil {
 		return nil, err
 	}
-	f := store.FactFilter{TenantID: tenantID, FactType: strings.TrimSpace(req.FactType)}
-	if v := strings.TrimSpace(req.DocumentVersionID); v != "" {
-		if f.DocumentVersionID, err = parseUUID("document_version_id", v); err != nil {
-			return nil, err
-		}
-	}
-	if len(f.FactType) > 100 {
-		return nil, errcode.Invalid("fact_type", "must be at most 100 characters")
-	}
-	if f.Limit, err = parseInt("limit", string(req.Limit), maxFactsLimit, 1, maxFactsLimit); err != nil {
-		return nil, err
-	}
+	f := store.FactFilter{TenantID: tenantID, FactType: strings.TrimSpace(req.FactType),
+		DocumentVersionID: req.DocumentVersionID.UUID(), Limit: req.Limit}
 	if err := s.requireFactScope(ctx, tenantID, f.DocumentVersionID); err != nil {
 		return nil, err
 	}

@@ -18,14 +18,14 @@ import (
 )
 
 type createProductRequest struct {
-	TenantID string `json:"tenant_id" format:"uuid"`
-	SKU      string `json:"sku"`
-	Name     string `json:"name"`
+	TenantID ID     `json:"tenant_id,omitempty" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
+	SKU      string `json:"sku" minLength:"1" maxLength:"100"`
+	Name     string `json:"name" minLength:"1" maxLength:"200"`
 }
 
-func (s *Server) handleCreateProduct(ctx context.Context, req *jsonInput) (*out[bpctype.BatteryProduct], error) {
-	var in createProductRequest
-	tenantID, err := decodeTenantBody(ctx, req.RawBody, &in, &in.TenantID)
+func (s *Server) handleCreateProduct(ctx context.Context, req *bodyInput[createProductRequest]) (*out[bpctype.BatteryProduct], error) {
+	in := req.Body
+	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -45,17 +45,18 @@ func (s *Server) handleListProducts(ctx context.Context, req *tenantParam) (*out
 }
 
 func (s *Server) handleGetProduct(ctx context.Context, req *idParams) (*out[bpctype.BatteryProduct], error) {
-	return getByID(ctx, req, s.Store.GetBatteryProduct)
+	return getByID(ctx, s, req, s.Store.GetBatteryProduct)
 }
 
 type createPassportRequest struct {
-	TenantID         string `json:"tenant_id" format:"uuid"`
-	BatteryProductID string `json:"battery_product_id" format:"uuid"`
+	TenantID         ID `json:"tenant_id,omitempty" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
+	BatteryProductID ID `json:"battery_product_id"`
 }
 
-func (s *Server) handleCreatePassport(ctx context.Context, req *jsonInput) (*out[bpctype.Passport], error) {
-	var in createPassportRequest
-	tenantID, productID, err := decodeTenantAnd(ctx, req.RawBody, &in, &in.TenantID, "battery_product_id", &in.BatteryProductID)
+func (s *Server) handleCreatePassport(ctx context.Context, req *bodyInput[createPassportRequest]) (*out[bpctype.Passport], error) {
+	in := req.Body
+	productID := in.BatteryProductID.UUID()
+	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -73,42 +74,35 @@ type passportWithVersions struct {
 }
 
 func (s *Server) handleGetPassport(ctx context.Context, req *idParams) (*out[passportWithVersions], error) {
-	return getJoined(ctx, req, s.Store.GetPassport, s.Store.ListPassportVersions, func(p bpctype.Passport, vs []bpctype.PassportVersion) passportWithVersions {
+	return getJoined(ctx, s, req, s.Store.GetPassport, s.Store.ListPassportVersions, func(p bpctype.Passport, vs []bpctype.PassportVersion) passportWithVersions {
 		return passportWithVersions{Passport: p, Versions: vs}
 	})
 }
 
 type compileRequest struct {
-	TenantID             string `json:"tenant_id" format:"uuid"`
-	SnapshotID           string `json:"snapshot_id" format:"uuid"`
-	RulePackageVersionID string `json:"rule_package_version_id" format:"uuid"`
+	TenantID             ID `json:"tenant_id,omitempty" doc:"Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
+	SnapshotID           ID `json:"snapshot_id"`
+	RulePackageVersionID ID `json:"rule_package_version_id"`
 }
 
 // handleCompilePassport enqueues COMPILE_PASSPORT. The snapshot and rule
 // package version must exist in the tenant (startJob), but their states are
 // the job's to check: it fails with SNAPSHOT_NOT_READY or
 // RULE_PKG_NOT_PUBLISHED, as specified.
-func (s *Server) handleCompilePassport(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
-	var in compileRequest
-	tenantID, passportID, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
+func (s *Server) handleCompilePassport(ctx context.Context, req *idKeyBody[compileRequest]) (*out[jobResponse], error) {
+	in := req.Body
+	tenantID, passportID, err := s.parseTenantAndID(ctx, in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
-	snapshotID, err := parseUUID("snapshot_id", in.SnapshotID)
-	if err != nil {
-		return nil, err
-	}
-	ruleVersionID, err := parseUUID("rule_package_version_id", in.RulePackageVersionID)
-	if err != nil {
-		return nil, err
-	}
+	snapshotID, ruleVersionID := in.SnapshotID.UUID(), in.RulePackageVersionID.UUID()
 	args := jobargs.CompilePassportArgs{Base: jobargs.Base{TenantID: tenantID},
 		PassportID: passportID, SnapshotID: snapshotID, RulePackageVersionID: ruleVersionID}
 	return s.startJob(ctx, req.IdempotencyKey, args, exists((*store.Queries).GetPassport, tenantID, passportID))
 }
 
 func (s *Server) handleGetPassportVersion(ctx context.Context, req *idParams) (*out[bpctype.PassportVersion], error) {
-	return getByID(ctx, req, s.Store.GetPassportVersion)
+	return getByID(ctx, s, req, s.Store.GetPassportVersion)
 }
 
 // artifact picks one stored artifact of a version, with its ETag hash.
@@ -142,7 +136,7 @@ func qrArtifact(v bpctype.PassportVersion, a bpctype.PassportArtifacts) ([]byte,
 // re-encoded: they are the exact bytes that were hashed).
 func (s *Server) artifactHandler(contentType string, pick artifact) func(context.Context, *idParams) (*bytesOutput, error) {
 	return func(ctx context.Context, req *idParams) (*bytesOutput, error) {
-		v, a, err := getBoth(ctx, req, s.Store.GetPassportVersion, s.Store.LoadPassportArtifacts)
+		v, a, err := getBoth(ctx, s, req, s.Store.GetPassportVersion, s.Store.LoadPassportArtifacts)
 		if err != nil {
 			return nil, err
 		}
@@ -173,20 +167,20 @@ func bytesReply(contentType, etag string, body []byte) (*bytesOutput, error) {
 
 // handleActivatePassportVersion activates a SIGNED version with its QR code
 // and supersedes the previous ACTIVE version, recording both events.
-func (s *Server) handleActivatePassportVersion(ctx context.Context, req *idBody) (*out[bpctype.PassportVersion], error) {
+func (s *Server) handleActivatePassportVersion(ctx context.Context, req *idBody[tenantRequest]) (*out[bpctype.PassportVersion], error) {
 	return actOnID(ctx, s, req, passport.ActivatePassportVersion)
 }
 
 type exportRequest struct {
-	TenantID string `json:"tenant_id" format:"uuid"`
-	Format   string `json:"format" doc:"JSON (BPC-EXPORT-1, what bpc verify reads) or PDF (for people; same bytes for the same version)."`
+	TenantID ID     `json:"tenant_id,omitempty" doc:"Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
+	Format   string `json:"format" enum:"JSON,PDF,json,pdf" doc:"JSON (BPC-EXPORT-1, what bpc verify reads) or PDF (for people; same bytes for the same version)."`
 }
 
 // handleExportPassportVersion enqueues EXPORT_PASSPORT for an existing
 // version (the job requires it ACTIVE).
-func (s *Server) handleExportPassportVersion(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
-	var in exportRequest
-	tenantID, id, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
+func (s *Server) handleExportPassportVersion(ctx context.Context, req *idKeyBody[exportRequest]) (*out[jobResponse], error) {
+	in := req.Body
+	tenantID, id, err := s.parseTenantAndID(ctx, in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -214,13 +208,13 @@ func exportFormat(field, value string, optional bool) (string, error) {
 }
 
 func (s *Server) handleListPassportExports(ctx context.Context, req *idParams) (*out[items[bpctype.PassportExport]], error) {
-	return listChildren(ctx, req, s.Store.GetPassportVersion, s.Store.ListPassportExports)
+	return listChildren(ctx, s, req, s.Store.GetPassportVersion, s.Store.ListPassportExports)
 }
 
 // handleGetExportFile serves the newest export of a format, after checking
 // the file still has the SHA-256 recorded when it was written.
 func (s *Server) handleGetExportFile(ctx context.Context, req *exportFileParams) (*bytesOutput, error) {
-	tenantID, id, err := parseTenantAndID(ctx, req.TenantID, req.ID)
+	tenantID, id, err := s.parseTenantAndID(ctx, req.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -269,8 +263,8 @@ func (s *Server) handleGetExportFile(ctx context.Context, req *exportFileParams)
 // handleReplayPassportVersion recompiles a stored version from its stored
 // inputs: 200 with the report when every byte and hash matches, else 409
 // REPLAY_MISMATCH carrying the report.
-func (s *Server) handleReplayPassportVersion(ctx context.Context, req *idBody) (*out[passport.ReplayReport], error) {
-	tenantID, id, err := bodyTenantAndID(ctx, req.RawBody, req.ID)
+func (s *Server) handleReplayPassportVersion(ctx context.Context, req *idBody[tenantRequest]) (*out[passport.ReplayReport], error) {
+	tenantID, id, err := s.parseTenantAndID(ctx, req.Body.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}

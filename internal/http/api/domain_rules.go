@@ -2,25 +2,23 @@ package api
 
 import (
 	"context"
-	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/bpc-platform/bpc/bpctype"
-	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
 
 type createRulePackageRequest struct {
-	TenantID string `json:"tenant_id" format:"uuid"`
-	Name     string `json:"name"`
+	TenantID ID     `json:"tenant_id,omitempty" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
+	Name     string `json:"name" minLength:"1" maxLength:"200"`
 }
 
-func (s *Server) handleCreateRulePackage(ctx context.Context, req *jsonInput) (*out[bpctype.RulePackage], error) {
-	var in createRulePackageRequest
-	tenantID, err := decodeTenantBody(ctx, req.RawBody, &in, &in.TenantID)
+func (s *Server) handleCreateRulePackage(ctx context.Context, req *bodyInput[createRulePackageRequest]) (*out[bpctype.RulePackage], error) {
+	in := req.Body
+	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -41,15 +39,15 @@ type rulePackageWithVersions struct {
 }
 
 func (s *Server) handleGetRulePackage(ctx context.Context, req *idParams) (*out[rulePackageWithVersions], error) {
-	return getJoined(ctx, req, s.Store.GetRulePackage, s.Store.ListRulePackageVersions, func(p bpctype.RulePackage, vs []bpctype.RulePackageVersion) rulePackageWithVersions {
+	return getJoined(ctx, s, req, s.Store.GetRulePackage, s.Store.ListRulePackageVersions, func(p bpctype.RulePackage, vs []bpctype.RulePackageVersion) rulePackageWithVersions {
 		return rulePackageWithVersions{RulePackage: p, Versions: vs}
 	})
 }
 
 type createRuleVersionRequest struct {
-	TenantID    string `json:"tenant_id" format:"uuid"`
-	DSLSource   string `json:"dsl_source"`
-	TestsSource string `json:"tests_source"`
+	TenantID    ID     `json:"tenant_id,omitempty" doc:"Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
+	DSLSource   string `json:"dsl_source" doc:"The rules, in BPC-RULES-1."`
+	TestsSource string `json:"tests_source" doc:"The rules' tests."`
 }
 
 // handleCreateRuleVersion checks both sources (BPC-RULES-1 and its tests
@@ -58,9 +56,9 @@ type createRuleVersionRequest struct {
 // 422 with its line:col (RULE_PARSE_ERROR for nesting or node count,
 // VALIDATION_ERROR for the cases a run would have), so that no job ever
 // works on it.
-func (s *Server) handleCreateRuleVersion(ctx context.Context, req *idBody) (*out[bpctype.RulePackageVersion], error) {
-	var in createRuleVersionRequest
-	tenantID, packageID, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
+func (s *Server) handleCreateRuleVersion(ctx context.Context, req *idBody[createRuleVersionRequest]) (*out[bpctype.RulePackageVersion], error) {
+	in := req.Body
+	tenantID, packageID, err := s.parseTenantAndID(ctx, in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -74,30 +72,22 @@ func (s *Server) handleCreateRuleVersion(ctx context.Context, req *idBody) (*out
 }
 
 func (s *Server) handleGetRuleVersion(ctx context.Context, req *ruleVersionParams) (*out[bpctype.RulePackageVersion], error) {
-	tenantID, id, err := parseTenantAndID(ctx, req.TenantID, req.ID)
+	tenantID, id, err := s.parseTenantAndID(ctx, req.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
-	withSources := false
-	switch include := strings.TrimSpace(req.Include); include {
-	case "":
-	case "sources":
-		withSources = true
-	default:
-		return nil, errcode.Invalid("include", "must be \"sources\" or absent")
-	}
-	return ok(s.Store.GetRulePackageVersion(ctx, tenantID, id, withSources))
+	return ok(s.Store.GetRulePackageVersion(ctx, tenantID, id, req.Include == "sources"))
 }
 
 type runRuleTestsRequest struct {
-	TenantID string `json:"tenant_id" format:"uuid"`
-	Seed     *int64 `json:"seed" required:"false" doc:"Seed of the property tests; random when absent."`
+	TenantID ID     `json:"tenant_id,omitempty" doc:"Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
+	Seed     *int64 `json:"seed,omitempty" doc:"Seed of the property tests; random when absent."`
 }
 
 // handleRunRuleTests enqueues RUN_RULE_TESTS for an existing version.
-func (s *Server) handleRunRuleTests(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
-	var in runRuleTestsRequest
-	tenantID, id, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
+func (s *Server) handleRunRuleTests(ctx context.Context, req *idKeyBody[runRuleTestsRequest]) (*out[jobResponse], error) {
+	in := req.Body
+	tenantID, id, err := s.parseTenantAndID(ctx, in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +102,7 @@ func (s *Server) handleListRuleTestsRuns(ctx context.Context, req *idParams) (*o
 	version := func(ctx context.Context, tenantID, id uuid.UUID) (bpctype.RulePackageVersion, error) {
 		return ruleVersion(s.Store, ctx, tenantID, id)
 	}
-	return listChildren(ctx, req, version, s.Store.ListRuleTestsRuns)
+	return listChildren(ctx, s, req, version, s.Store.ListRuleTestsRuns)
 }
 
 // ruleVersion reads a rule package version without its sources. It takes
@@ -124,6 +114,6 @@ func ruleVersion(q *store.Queries, ctx context.Context, tenantID, id uuid.UUID) 
 
 // handlePublishRuleVersion publishes a VALIDATED version; publishing a
 // PUBLISHED version again changes nothing and records no event.
-func (s *Server) handlePublishRuleVersion(ctx context.Context, req *idBody) (*out[bpctype.RulePackageVersion], error) {
+func (s *Server) handlePublishRuleVersion(ctx context.Context, req *idBody[tenantRequest]) (*out[bpctype.RulePackageVersion], error) {
 	return actOnID(ctx, s, req, passport.PublishRuleVersion)
 }

@@ -2,9 +2,6 @@ package api
 
 import (
 	"context"
-	"strconv"
-
-	"github.com/google/uuid"
 
 	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -13,9 +10,8 @@ import (
 	"github.com/bpc-platform/bpc/store"
 )
 
-func (s *Server) handleCreateSnapshot(ctx context.Context, req *jsonInput) (*out[bpctype.Snapshot], error) {
-	var in tenantRequest
-	tenantID, err := decodeTenantBody(ctx, req.RawBody, &in, &in.TenantID)
+func (s *Server) handleCreateSnapshot(ctx context.Context, req *bodyInput[tenantRequest]) (*out[bpctype.Snapshot], error) {
+	tenantID, err := tenantOf(ctx, req.Body.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -23,13 +19,13 @@ func (s *Server) handleCreateSnapshot(ctx context.Context, req *jsonInput) (*out
 }
 
 func (s *Server) handleGetSnapshot(ctx context.Context, req *idParams) (*out[bpctype.Snapshot], error) {
-	return getByID(ctx, req, s.Store.GetSnapshot)
+	return getByID(ctx, s, req, s.Store.GetSnapshot)
 }
 
 type addItemsRequest struct {
-	TenantID           string   `json:"tenant_id" format:"uuid"`
-	FactIDs            []string `json:"fact_ids" required:"false" maxItems:"10000" doc:"Facts to add."`
-	DocumentVersionIDs []string `json:"document_version_ids" required:"false" maxItems:"10000" doc:"Document versions whose every fact is added."`
+	TenantID           ID   `json:"tenant_id,omitempty" doc:"Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
+	FactIDs            []ID `json:"fact_ids,omitempty" maxItems:"10000" doc:"Facts to add."`
+	DocumentVersionIDs []ID `json:"document_version_ids,omitempty" maxItems:"10000" doc:"Document versions whose every fact is added."`
 }
 
 type addItemsResponse struct {
@@ -37,24 +33,11 @@ type addItemsResponse struct {
 	Added    int              `json:"added"`
 }
 
-// parseUUIDs parses a list of ids, naming the offending element.
-func parseUUIDs(field string, values []string) ([]uuid.UUID, error) {
-	out := make([]uuid.UUID, len(values))
-	for i, v := range values {
-		id, err := parseUUID(field+"["+strconv.Itoa(i)+"]", v)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = id
-	}
-	return out, nil
-}
-
 // handleAddSnapshotItems adds facts to a BUILDING snapshot: the listed facts
 // and every fact of the listed document versions.
-func (s *Server) handleAddSnapshotItems(ctx context.Context, req *idBody) (*out[addItemsResponse], error) {
-	var in addItemsRequest
-	tenantID, snapshotID, err := decodeForID(ctx, req.RawBody, &in, &in.TenantID, req.ID)
+func (s *Server) handleAddSnapshotItems(ctx context.Context, req *idBody[addItemsRequest]) (*out[addItemsResponse], error) {
+	in := req.Body
+	tenantID, snapshotID, err := s.parseTenantAndID(ctx, in.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -64,14 +47,7 @@ func (s *Server) handleAddSnapshotItems(ctx context.Context, req *idBody) (*out[
 	case len(in.FactIDs)+len(in.DocumentVersionIDs) > passport.MaxSnapshotItemIDs:
 		return nil, errcode.Invalid("fact_ids", "fact_ids and document_version_ids may list at most %d ids together", passport.MaxSnapshotItemIDs)
 	}
-	factIDs, err := parseUUIDs("fact_ids", in.FactIDs)
-	if err != nil {
-		return nil, err
-	}
-	versionIDs, err := parseUUIDs("document_version_ids", in.DocumentVersionIDs)
-	if err != nil {
-		return nil, err
-	}
+	factIDs, versionIDs := ids(in.FactIDs), ids(in.DocumentVersionIDs)
 	return ok(inTxValue(ctx, s, func(t passport.Tx) (addItemsResponse, error) {
 		sn, added, err := passport.AddSnapshotItems(ctx, t, tenantID, snapshotID, factIDs, versionIDs)
 		return addItemsResponse{Snapshot: sn, Added: added}, err
@@ -79,12 +55,12 @@ func (s *Server) handleAddSnapshotItems(ctx context.Context, req *idBody) (*out[
 }
 
 func (s *Server) handleListSnapshotItems(ctx context.Context, req *idParams) (*out[items[bpctype.SnapshotItem]], error) {
-	return listChildren(ctx, req, s.Store.GetSnapshot, s.Store.ListSnapshotItems)
+	return listChildren(ctx, s, req, s.Store.GetSnapshot, s.Store.ListSnapshotItems)
 }
 
 // handleBuildSnapshot enqueues BUILD_SNAPSHOT (BUILDING → READY).
-func (s *Server) handleBuildSnapshot(ctx context.Context, req *idKeyBody) (*out[jobResponse], error) {
-	tenantID, id, err := bodyTenantAndID(ctx, req.RawBody, req.ID)
+func (s *Server) handleBuildSnapshot(ctx context.Context, req *idKeyBody[tenantRequest]) (*out[jobResponse], error) {
+	tenantID, id, err := s.parseTenantAndID(ctx, req.Body.TenantID, req.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +69,6 @@ func (s *Server) handleBuildSnapshot(ctx context.Context, req *idKeyBody) (*out[
 }
 
 // handleSealSnapshot seals a READY snapshot and records snapshot.sealed.
-func (s *Server) handleSealSnapshot(ctx context.Context, req *idBody) (*out[bpctype.Snapshot], error) {
+func (s *Server) handleSealSnapshot(ctx context.Context, req *idBody[tenantRequest]) (*out[bpctype.Snapshot], error) {
 	return actOnID(ctx, s, req, passport.SealSnapshot)
 }

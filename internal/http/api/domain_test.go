@@ -59,7 +59,6 @@ func TestDomainValidationNamesTheField(t *testing.T) {
 		{"export no format", "POST", "/v1/passport-versions/" + id + "/export", `{"tenant_id":"` + devTenant + `"}`, 422, "VALIDATION_ERROR", "format"},
 		{"export file bad format", "GET", "/v1/passport-versions/" + id + "/export-file?tenant_id=" + devTenant + "&format=csv", ``, 422, "VALIDATION_ERROR", "format"},
 		{"payload bad id", "GET", "/v1/passport-versions/nope/payload?tenant_id=" + devTenant, ``, 422, "VALIDATION_ERROR", "id"},
-		{"qr without tenant", "GET", "/v1/passport-versions/" + id + "/qr.png", ``, 422, "VALIDATION_ERROR", "tenant_id"},
 		{"activate malformed body", "POST", "/v1/passport-versions/" + id + "/activate", `{`, 400, "MALFORMED_JSON", ""},
 	}
 	for _, tc := range cases {

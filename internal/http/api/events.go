@@ -13,12 +13,12 @@ import (
 )
 
 type appendEventRequest struct {
-	TenantID      string          `json:"tenant_id" format:"uuid"`
-	AggregateType string          `json:"aggregate_type"`
-	AggregateID   string          `json:"aggregate_id" format:"uuid"`
-	EventType     string          `json:"event_type"`
-	ActorID       string          `json:"actor_id" format:"uuid"`
-	Payload       json.RawMessage `json:"payload"`
+	TenantID      ID              `json:"tenant_id,omitempty" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
+	AggregateType string          `json:"aggregate_type" pattern:"^[A-Za-z][A-Za-z0-9_.-]{0,63}$" patternDescription:"1-64 letters, digits, '_', '.' or '-', starting with a letter"`
+	AggregateID   ID              `json:"aggregate_id"`
+	EventType     string          `json:"event_type" pattern:"^[A-Za-z][A-Za-z0-9_.-]{0,127}$" patternDescription:"1-128 letters, digits, '_', '.' or '-', starting with a letter"`
+	ActorID       string          `json:"actor_id,omitempty" maxLength:"200" doc:"Who acted: any text the platform token chooses (admin-api when absent). A tenant key's events name the key itself (api_key:<api_key_id>); leave it out or send exactly that."`
+	Payload       json.RawMessage `json:"payload" doc:"Any JSON value, stored as given."`
 }
 
 type appendEventResponse struct {
@@ -30,9 +30,10 @@ type appendEventResponse struct {
 
 // handleAppendEvent appends a custom audit event; subscribed endpoints get
 // a delivery and a DELIVER_WEBHOOK job in the same transaction.
-func (s *Server) handleAppendEvent(ctx context.Context, raw *jsonInput) (*out[appendEventResponse], error) {
-	var in appendEventRequest
-	tenantID, aggregateID, err := decodeTenantAnd(ctx, raw.RawBody, &in, &in.TenantID, "aggregate_id", &in.AggregateID)
+func (s *Server) handleAppendEvent(ctx context.Context, raw *bodyInput[appendEventRequest]) (*out[appendEventResponse], error) {
+	in := raw.Body
+	aggregateID := in.AggregateID.UUID()
+	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
 	}

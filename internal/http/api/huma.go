@@ -6,22 +6,21 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/danielgtaylor/huma/v2/validation"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 )
 
 // Typed operations: a route registered with huma.Register declares its
-// input (parameters and RawBody in one struct) and output (Status, headers
-// and Body) as Go types; Huma reads the parameters into the input, writes
-// the output, and documents both. Requests are still checked by our own
-// code (see openapi.go): operations skip Huma's validation and size limit,
-// read string parameters and parse them with parseUUID and queryInt, and
-// decode RawBody with decodeBytes.
+// input (parameters and Body in one struct) and output (Status, headers
+// and Body) as Go types; Huma reads and validates the input, writes the
+// output, and documents both (request.go: what else is checked).
 
 // serverKey carries the *Server in a typed operation's context, for the
 // error constructors (its logger and body limit).
@@ -43,7 +42,7 @@ func (s *Server) newAPI(r chi.Router, doc *huma.OpenAPI) huma.API {
 	api := humachi.New(r, cfg)
 	api.UseMiddleware(func(ctx huma.Context, next func(huma.Context)) {
 		next(huma.WithValue(ctx, serverKey{}, s))
-	})
+	}, checkRequest(api))
 	return api
 }
 
@@ -99,10 +98,12 @@ func init() {
 //   - a handler's error (Huma passes it as the only error, status 500):
 //     itself, so the status table decides;
 //   - a body read that hit limitBody (*http.MaxBytesError), or a 413: 413
-//     BODY_TOO_LARGE, as decodeJSON answers;
+//     BODY_TOO_LARGE naming the limit;
 //   - 400 (unreadable or empty body) and 415: MALFORMED_JSON;
 //   - 422 (a parameter or body Huma validated): VALIDATION_ERROR naming
-//     the first field;
+//     the first field (fieldError): a value given wrong before a member
+//     left out, and either before the summary of a oneOf that matched
+//     nothing;
 //   - 401/403/404/409/429/503 (huma.Error404NotFound and friends): the
 //     matching code;
 //   - anything else: INTERNAL_ERROR.
@@ -121,20 +122,33 @@ func humaError(status int, msg string, limit int64, errs []error) error {
 		}
 	}
 	first := func() (field, message string) {
+		var details []*huma.ErrorDetail
 		for _, err := range errs {
 			var d *huma.ErrorDetail
 			if errors.As(err, &d) {
-				loc := d.Location
-				for _, p := range []string{"body.", "query.", "path.", "header."} {
-					loc = strings.TrimPrefix(loc, p)
-				}
-				return loc, d.Message
+				details = append(details, d)
+				continue
 			}
-			if err != nil {
+			if err != nil && len(details) == 0 {
 				return "", err.Error()
 			}
 		}
-		return "", msg
+		if len(details) == 0 {
+			return "", msg
+		}
+		// A value the request gave wrong before a member it left out,
+		// and either before the summary of a oneOf.
+		rank := func(d *huma.ErrorDetail) int {
+			switch {
+			case d.Message == validation.MsgExpectedMatchExactlyOneSchema:
+				return 2
+			case strings.HasPrefix(d.Message, requiredPrefix):
+				return 1
+			}
+			return 0
+		}
+		pick := slices.MinFunc(details, func(a, b *huma.ErrorDetail) int { return rank(a) - rank(b) })
+		return fieldError(pick)
 	}
 	switch status {
 	case 0: // huma.NewError(0, "") at registration: the documented type
@@ -168,4 +182,51 @@ func humaError(status int, msg string, limit int64, errs []error) error {
 		}
 	}
 	return errcode.New(errcode.Internal, "%s (HTTP %d from huma)", msg, status)
+}
+
+// fieldError turns the location and message of a Huma validation error
+// into details.field and our message:
+//   - body.jobs[3].payload.x is jobs[3].payload.x, query.limit is limit;
+//   - a missing member, which Huma reports at its object, names the member;
+//   - a parameter Huma could not parse says what it must be, as the
+//     schema's check would (the parser's words are dropped).
+func fieldError(d *huma.ErrorDetail) (field, message string) {
+	loc, message := d.Location, d.Message
+	for _, p := range []string{"body", "query", "path", "header"} {
+		if loc == p {
+			loc = ""
+			break
+		}
+		if rest, ok := strings.CutPrefix(loc, p+"."); ok {
+			loc = rest
+			break
+		}
+	}
+	if member, ok := strings.CutPrefix(message, requiredPrefix); ok {
+		message = "is required"
+		if loc == "" {
+			loc = member
+		} else {
+			loc += "." + member
+		}
+	}
+	if m, ok := strings.CutPrefix(message, "invalid value: "); ok {
+		message = m // ID.UnmarshalText's own words
+	}
+	switch {
+	case message == "invalid integer":
+		message = validation.MsgExpectedInteger
+	case strings.HasPrefix(message, "invalid date/time for format"):
+		message = validation.MsgExpectedRFC3339DateTime
+	case message == validation.MsgExpectedPropertyNameInObject:
+		message = "is required" // the job's type, at body.type
+	case message == validation.MsgExpectedMatchExactlyOneSchema:
+		// The one oneOf of the requests is a job's, on its type.
+		if obj, ok := d.Value.(map[string]any); ok {
+			if t, ok := obj["type"].(string); ok {
+				loc, message = strings.TrimPrefix(loc+".type", "."), fmt.Sprintf("unknown job type %q", t)
+			}
+		}
+	}
+	return loc, message
 }

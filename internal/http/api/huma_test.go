@@ -29,7 +29,7 @@ func TestTypedOperationAnswersWriteJSONBytes(t *testing.T) {
 // Errors Huma itself raises while reading a typed operation's request are
 // our envelope with our codes: a chunked body over the limit (which the
 // Content-Length check cannot see) is 413 BODY_TOO_LARGE naming the limit,
-// as decodeJSON answered it; an empty body is MALFORMED_JSON.
+// as it always was; an empty body is MALFORMED_JSON.
 func TestHumaReadErrorsAreTheEnvelope(t *testing.T) {
 	t.Parallel()
 	h := newAdminHandler(t)

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/danielgtaylor/huma/v2"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
@@ -33,7 +31,7 @@ const (
 
 type enqueueRequest struct {
 	Type           string          `json:"type"`
-	TenantID       string          `json:"tenant_id" format:"uuid"`
+	TenantID       ID              `json:"tenant_id,omitempty"`
 	Payload        json.RawMessage `json:"payload"`
 	Priority       *int            `json:"priority" minimum:"0" maximum:"3" doc:"0 (critical) to 3 (low); the type's default when absent."`
 	MaxAttempts    *int            `json:"max_attempts" minimum:"1" maximum:"100" doc:"The type's default when absent."`
@@ -108,7 +106,7 @@ func (s *Server) enqueue(ctx context.Context, reqs []passport.EnqueueRequest, ba
 
 type enqueueInput struct {
 	IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"Alternative to idempotency_key in the body."`
-	RawBody        []byte
+	Body           enqueueRequest
 }
 
 // jobOutput is a job, with the status of the answer.
@@ -119,10 +117,7 @@ type jobOutput struct {
 }
 
 func (s *Server) handleEnqueue(ctx context.Context, raw *enqueueInput) (*jobOutput, error) {
-	var in enqueueRequest
-	if err := decodeBytes(raw.RawBody, &in); err != nil {
-		return nil, err
-	}
+	in := raw.Body
 	if key := raw.IdempotencyKey; key != "" {
 		if in.IdempotencyKey != "" && in.IdempotencyKey != key {
 			return nil, errcode.Invalid("idempotency_key", "differs from the Idempotency-Key header")
@@ -153,11 +148,8 @@ type batchItem struct {
 	Existing bool `json:"existing"`
 }
 
-func (s *Server) handleEnqueueBatch(ctx context.Context, raw *jsonInput) (*out[items[batchItem]], error) {
-	var in batchRequest
-	if err := decodeBytes(raw.RawBody, &in); err != nil {
-		return nil, err
-	}
+func (s *Server) handleEnqueueBatch(ctx context.Context, raw *bodyInput[batchRequest]) (*out[items[batchItem]], error) {
+	in := raw.Body
 	if len(in.Jobs) == 0 || len(in.Jobs) > maxBatchJobs {
 		return nil, errcode.Invalid("jobs", "must hold 1 to %d jobs", maxBatchJobs)
 	}
@@ -183,37 +175,22 @@ func (s *Server) handleEnqueueBatch(ctx context.Context, raw *jsonInput) (*out[i
 	return reply(status, batch)
 }
 
-// Resolve refuses a query parameter the route does not take (SPEC §14): a
-// misspelt filter would otherwise widen the list silently.
-func (p *listJobsParams) Resolve(ctx huma.Context) []error {
-	return unknownQueryParams(ctx, reflect.TypeFor[listJobsParams]())
-}
-
 func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*out[store.JobPage], error) {
-	f := store.JobFilter{Type: in.Type, Status: in.Status, Cursor: in.Cursor}
+	f := store.JobFilter{Type: in.Type, Status: in.Status, Cursor: in.Cursor, Limit: in.Limit}
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if p.Platform && in.TenantID == "" {
+	if p.Platform && in.TenantID.IsZero() {
 		f.AllTenants = true
 	} else if f.TenantID, err = tenantOf(ctx, in.TenantID); err != nil {
 		return nil, err
 	}
-	if _, known := jobargs.Find(s.Config.Kinds, f.Type); f.Type != "" && !known {
-		return nil, errcode.Invalid("type", "unknown job type %q", f.Type)
+	if !in.CreatedAfter.IsZero() {
+		f.CreatedAfter = &in.CreatedAfter
 	}
-	if err := store.CheckStatus(f.Status); err != nil {
-		return nil, err
-	}
-	if f.CreatedAfter, err = parseTime("created_after", in.CreatedAfter); err != nil {
-		return nil, err
-	}
-	if f.CreatedBefore, err = parseTime("created_before", in.CreatedBefore); err != nil {
-		return nil, err
-	}
-	if f.Limit, err = parseInt("limit", string(in.Limit), store.DefaultJobPage, 1, store.MaxJobPage); err != nil {
-		return nil, err
+	if !in.CreatedBefore.IsZero() {
+		f.CreatedBefore = &in.CreatedBefore
 	}
 	return ok(s.Store.ListJobs(ctx, f))
 }
@@ -221,13 +198,18 @@ func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*out[s
 // handleGetJob returns a job. With waitMs it long-polls: 200 as soon as the
 // job is terminal, 202 with Retry-After when the wait ends first.
 func (s *Server) handleGetJob(ctx context.Context, in *getJobParams) (*jobOutput, error) {
-	tenantID, jobID, err := parseTenantAnd(ctx, "job_id", in.TenantID, in.JobID)
+	tenantID, jobID, err := s.parseTenantAnd(ctx, "job_id", in.TenantID, in.JobID)
 	if err != nil {
 		return nil, err
 	}
-	waitMs, err := parseInt("waitMs", string(in.WaitMs), -1, 0, int(maxWait/time.Millisecond))
-	if err != nil {
-		return nil, err
+	waitMs := -1 // no wait
+	switch {
+	case in.WaitMs.Set && in.WaitMsAlias.Set && in.WaitMs.Value != in.WaitMsAlias.Value:
+		return nil, errcode.Invalid("waitMs", "differs from wait_ms; waitMs is its deprecated alias, give one")
+	case in.WaitMs.Set:
+		waitMs = in.WaitMs.Value
+	case in.WaitMsAlias.Set:
+		waitMs = in.WaitMsAlias.Value
 	}
 	job, err := s.Store.GetJob(ctx, tenantID, jobID)
 	if err != nil {
@@ -262,7 +244,7 @@ func (s *Server) handleGetJob(ctx context.Context, in *getJobParams) (*jobOutput
 // jobAction locks the SSOT row of a job, checks it can take the action and
 // runs it on the River job in the same transaction.
 func (s *Server) jobAction(ctx context.Context, in *jobParams, check func(bpctype.Job) error, act func(ctx context.Context, tx pgx.Tx, riverJobID int64) error) (*jobOutput, error) {
-	tenantID, jobID, err := parseTenantAnd(ctx, "job_id", in.TenantID, in.JobID)
+	tenantID, jobID, err := s.parseTenantAnd(ctx, "job_id", in.TenantID, in.JobID)
 	if err != nil {
 		return nil, err
 	}

@@ -32,13 +32,12 @@ import (
 //     schemas, required members, enums and bounds from struct tags) and the
 //     per-kind payload schemas of the enqueue requests (from the registry's
 //     args types, see kindSchemas);
-//   - hand-written: request decoding and validation. Handlers keep their
-//     own parsing (decodeJSON: one object, no unknown fields, no NUL or
-//     invalid UTF-8 in any string; parseUUID, queryInt), so statuses, codes,
-//     messages and details.field stay exactly what they were. Huma's own
-//     validation would answer several inputs differently (a JSON array
-//     body, a form Content-Type, NUL in strings), so it is not used on
-//     requests; the tags document the same rules the handlers enforce.
+//   - also derived: request binding and validation. Huma reads and
+//     validates every input from the same types the document is made of
+//     (register), and checkRequest (request.go) adds, once for every
+//     operation, what JSON Schema cannot say (one JSON object whatever the
+//     Content-Type, no NUL or invalid UTF-8, no unknown query parameter).
+//     The domain's own checks (passport) still run in the handlers.
 //
 // Routing stays chi, with the same middleware, route patterns (the metrics
 // labels) and 404/405. Every /v1 route but /v1/metrics is a typed
@@ -152,14 +151,16 @@ func (rs routes) handle(method, path, id, summary string, h http.HandlerFunc, op
 	rs.r.Method(method, path, h)
 }
 
-// register routes a typed operation: Huma reads its input I (parameters,
-// RawBody) from the request, calls h and writes its output O (Status,
-// headers, Body), and documents both from the types and the opts
-// (operation). Our validation replaces Huma's, and our body limit
-// (limitBody) its 1 MiB.
+// register routes a typed operation: Huma reads its input I (parameters
+// and Body) from the request and validates it against the schemas of its
+// types (request.go says what else is checked, once for every operation),
+// calls h and writes its output O (Status, headers, Body), and documents
+// both from the types and the opts (operation). The body limit is the
+// server's MaxBodyBytes, which limitBody enforces before Huma reads (so
+// Huma's own 1 MiB is off).
 func register[I, O any](rs routes, method, path, id, summary string, h func(context.Context, *I) (*O, error), opts ...opt) {
 	o := rs.operation(method, path, id, summary, opts...)
-	o.SkipValidateParams, o.SkipValidateBody, o.MaxBodyBytes = true, true, -1
+	o.MaxBodyBytes = -1
 	huma.Register(rs.api, *o, h)
 }
 
@@ -170,9 +171,11 @@ func jsonBody[T any](reg huma.Registry, o *huma.Operation) {
 	}}
 }
 
-// bodySchema documents s as the required JSON request body.
+// bodySchema documents s as the required JSON request body, which Huma
+// validates requests against.
 func bodySchema(s *huma.Schema) opt {
-	return func(_ huma.Registry, o *huma.Operation) {
+	return func(reg huma.Registry, o *huma.Operation) {
+		precomputeTree(reg, s)
 		o.RequestBody = &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{
 			"application/json": {Schema: s},
 		}}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/redact"
@@ -114,37 +112,12 @@ func errorEnvelope(ctx context.Context, logger *slog.Logger, err error) *ErrorBo
 	return &ErrorBody{Err: detail, status: status}
 }
 
-// decodeJSON reads the request body into dst (see decodeBytes).
-func decodeJSON(r *http.Request, dst any) error {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return decodeError(err)
-	}
-	return decodeBytes(body, dst)
-}
-
-// decodeBytes decodes a request body into dst: one JSON object, no unknown
-// fields, and no text Postgres would refuse (NUL, invalid UTF-8) in any
-// string of it, including free-form payloads. The Content-Type is not
-// enforced, so that a plain `curl -d` works. The size limit is limitBody's.
-func decodeBytes(body []byte, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return decodeError(err)
-	}
-	// Anything but whitespace after the value is an error; read it raw (a
-	// second Decode would apply DisallowUnknownFields to it).
-	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
-		return errcode.New(codeMalformedJSON, "request body must hold exactly one JSON value")
-	}
-	return checkJSONText(body)
-}
-
+// decodeError maps what reading or decoding a request body failed with
+// (checkJSONBody) to our envelope: BODY_TOO_LARGE naming the limit, or
+// MALFORMED_JSON saying why.
 func decodeError(err error) error {
 	var maxErr *http.MaxBytesError
 	var syntaxErr *json.SyntaxError
-	var typeErr *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &maxErr):
 		return &errcode.Error{Code: errcode.BodyTooLarge,
@@ -154,32 +127,7 @@ func decodeError(err error) error {
 		return errcode.New(codeMalformedJSON, "request body is empty; a JSON object is required")
 	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
 		return errcode.New(codeMalformedJSON, "request body is not valid JSON: %s", err.Error())
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			return errcode.New(codeMalformedJSON, "request body must be a JSON object")
-		}
-		return errcode.Invalid(field, "must be %s", jsonTypeName(typeErr.Type.String()))
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return errcode.Invalid(field, "unknown field")
 	default:
 		return errcode.New(codeMalformedJSON, "request body could not be read: %s", err.Error())
 	}
-}
-
-func jsonTypeName(goType string) string {
-	switch {
-	case strings.Contains(goType, "int"):
-		return "an integer"
-	case goType == "string" || strings.HasSuffix(goType, "*string"):
-		return "a string"
-	case goType == "bool":
-		return "a boolean"
-	case strings.HasPrefix(goType, "[]"):
-		return "an array"
-	case strings.Contains(goType, "Time"):
-		return "an RFC 3339 timestamp"
-	}
-	return "of type " + goType
 }

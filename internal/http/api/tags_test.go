@@ -18,7 +18,7 @@ import (
 func TestIdempotencyKeyTagsStateTheDomainLimit(t *testing.T) {
 	t.Parallel()
 	want := strconv.Itoa(passport.MaxIdempotencyKeyChars)
-	for _, typ := range []reflect.Type{reflect.TypeFor[enqueueRequest](), reflect.TypeFor[enqueueInput](), reflect.TypeFor[idKeyBody]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[enqueueRequest](), reflect.TypeFor[enqueueInput](), reflect.TypeFor[idKeyBody[tenantRequest]]()} {
 		f, ok := typ.FieldByName("IdempotencyKey")
 		require.True(t, ok, typ.Name())
 		require.Equal(t, want, f.Tag.Get("maxLength"), typ.Name())

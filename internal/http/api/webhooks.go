@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -67,14 +66,14 @@ func (s *Server) validateEndpointURL(ctx context.Context, raw string) error {
 }
 
 type createEndpointRequest struct {
-	TenantID string `json:"tenant_id" format:"uuid"`
-	URL      string `json:"url"`
-	Secret   string `json:"secret"`
+	TenantID ID     `json:"tenant_id,omitempty" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
+	URL      string `json:"url" minLength:"1" maxLength:"2048" doc:"Absolute http(s) URL of a public host (https only in production)."`
+	Secret   string `json:"secret" minLength:"16" maxLength:"512" doc:"The HMAC-SHA256 signing secret of the deliveries."`
 }
 
-func (s *Server) handleCreateEndpoint(ctx context.Context, raw *jsonInput) (*out[bpctype.WebhookEndpoint], error) {
-	var in createEndpointRequest
-	tenantID, err := decodeTenantBody(ctx, raw.RawBody, &in, &in.TenantID)
+func (s *Server) handleCreateEndpoint(ctx context.Context, raw *bodyInput[createEndpointRequest]) (*out[bpctype.WebhookEndpoint], error) {
+	in := raw.Body
+	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +95,7 @@ func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out
 }
 
 func (s *Server) handleGetEndpoint(ctx context.Context, in *idParams) (*out[endpointResponse], error) {
-	return getJoined(ctx, in, s.Store.GetWebhookEndpoint, s.Store.GetWebhookBreaker, func(ep bpctype.WebhookEndpoint, b bpctype.WebhookBreaker) endpointResponse {
+	return getJoined(ctx, s, in, s.Store.GetWebhookEndpoint, s.Store.GetWebhookBreaker, func(ep bpctype.WebhookEndpoint, b bpctype.WebhookBreaker) endpointResponse {
 		return endpointResponse{WebhookEndpoint: ep, Breaker: breaker.ViewOf(b, time.Now())}
 	})
 }
@@ -109,19 +108,16 @@ type endpointResponse struct {
 }
 
 type updateEndpointRequest struct {
-	URL      string `json:"url" required:"false" doc:"New URL; unchanged when empty."`
+	URL      string `json:"url" required:"false" maxLength:"2048" doc:"New URL; unchanged when empty."`
 	IsActive *bool  `json:"is_active" required:"false" doc:"Pause (false) or resume (true) deliveries; unchanged when absent."`
 }
 
-func (s *Server) handleUpdateEndpoint(ctx context.Context, raw *idParamsBody) (*out[bpctype.WebhookEndpoint], error) {
-	tenantID, id, err := parseTenantAndID(ctx, raw.TenantID, raw.ID)
+func (s *Server) handleUpdateEndpoint(ctx context.Context, raw *idParamsBody[updateEndpointRequest]) (*out[bpctype.WebhookEndpoint], error) {
+	tenantID, id, err := s.parseTenantAndID(ctx, raw.TenantID, raw.ID)
 	if err != nil {
 		return nil, err
 	}
-	var in updateEndpointRequest
-	if err := decodeBytes(raw.RawBody, &in); err != nil {
-		return nil, err
-	}
+	in := raw.Body
 	if in.URL != "" {
 		if err := s.validateEndpointURL(ctx, in.URL); err != nil {
 			return nil, err
@@ -131,7 +127,7 @@ func (s *Server) handleUpdateEndpoint(ctx context.Context, raw *idParamsBody) (*
 }
 
 func (s *Server) handleDeleteEndpoint(ctx context.Context, in *idParams) (*struct{}, error) {
-	return deleteByID(ctx, in, func(ctx context.Context, tenantID, id uuid.UUID) error {
+	return s.deleteByID(ctx, in, func(ctx context.Context, tenantID, id uuid.UUID) error {
 		return s.Store.InTx(ctx, func(tx pgx.Tx) error {
 			return s.Store.WithTx(tx).DeleteWebhookEndpoint(ctx, tenantID, id)
 		})
@@ -154,7 +150,7 @@ type pingResponse struct {
 // handlePingEndpoint sends a webhook.ping event to one endpoint, whatever
 // its subscriptions.
 func (s *Server) handlePingEndpoint(ctx context.Context, in *idParams) (*out[pingResponse], error) {
-	tenantID, id, err := parseTenantAndID(ctx, in.TenantID, in.ID)
+	tenantID, id, err := s.parseTenantAndID(ctx, in.TenantID, in.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -184,21 +180,21 @@ func (s *Server) handlePingEndpoint(ctx context.Context, in *idParams) (*out[pin
 }
 
 type createSubscriptionRequest struct {
-	TenantID          string `json:"tenant_id" format:"uuid"`
-	WebhookEndpointID string `json:"webhook_endpoint_id" format:"uuid"`
-	EventType         string `json:"event_type"`
+	TenantID          ID     `json:"tenant_id,omitempty" doc:"Required with the platform token; a tenant API key's own tenant when absent."`
+	WebhookEndpointID ID     `json:"webhook_endpoint_id"`
+	EventType         string `json:"event_type" minLength:"1" maxLength:"128" doc:"An event type, or * for every event."`
 }
 
-func (s *Server) handleCreateSubscription(ctx context.Context, raw *jsonInput) (*out[bpctype.WebhookSubscription], error) {
-	var in createSubscriptionRequest
-	tenantID, endpointID, err := decodeTenantAnd(ctx, raw.RawBody, &in, &in.TenantID, "webhook_endpoint_id", &in.WebhookEndpointID)
+func (s *Server) handleCreateSubscription(ctx context.Context, raw *bodyInput[createSubscriptionRequest]) (*out[bpctype.WebhookSubscription], error) {
+	in := raw.Body
+	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
 		return nil, err
 	}
 	if err := passport.CheckEventTypeFilter("event_type", in.EventType); err != nil {
 		return nil, err
 	}
-	return created(s.Store.CreateWebhookSubscription(ctx, tenantID, endpointID, in.EventType))
+	return created(s.Store.CreateWebhookSubscription(ctx, tenantID, in.WebhookEndpointID.UUID(), in.EventType))
 }
 
 func (s *Server) handleListSubscriptions(ctx context.Context, in *listSubscriptionsParams) (*out[items[bpctype.WebhookSubscription]], error) {
@@ -207,22 +203,19 @@ func (s *Server) handleListSubscriptions(ctx context.Context, in *listSubscripti
 		return nil, err
 	}
 	var endpointID *uuid.UUID
-	if v := strings.TrimSpace(in.WebhookEndpointID); v != "" {
-		id, err := parseUUID("webhook_endpoint_id", v)
-		if err != nil {
-			return nil, err
-		}
+	if !in.WebhookEndpointID.IsZero() {
+		id := in.WebhookEndpointID.UUID()
 		endpointID = &id
 	}
 	return okItems(s.Store.ListWebhookSubscriptions(ctx, tenantID, endpointID))
 }
 
 func (s *Server) handleDeleteSubscription(ctx context.Context, in *idParams) (*struct{}, error) {
-	return deleteByID(ctx, in, s.Store.DeleteWebhookSubscription)
+	return s.deleteByID(ctx, in, s.Store.DeleteWebhookSubscription)
 }
 
 func (s *Server) handleGetDelivery(ctx context.Context, in *idParams) (*out[webhookDelivery], error) {
-	return getByID(ctx, in, func(ctx context.Context, tenantID, id uuid.UUID) (webhookDelivery, error) {
+	return getByID(ctx, s, in, func(ctx context.Context, tenantID, id uuid.UUID) (webhookDelivery, error) {
 		d, err := s.Store.GetWebhookDelivery(ctx, tenantID, id)
 		return webhookDelivery{WebhookDelivery: d}, err
 	})
