@@ -162,7 +162,11 @@ func TestDocsPageRendersInTheBrowser(t *testing.T) {
 	t.Cleanup(srv.Close)
 	_, raw := fetchDoc(t, s.Handler())
 	tags := docsTags(t, raw)
-	require.GreaterOrEqual(t, len(tags), 2, "the document's operations carry tags, so the reference groups them")
+	examples, err := Examples()
+	require.NoError(t, err)
+	var tenant struct{ Slug string }
+	require.NoError(t, json.Unmarshal(examples["create-tenant"].ResponseBody, &tenant))
+	require.NotEmpty(t, tenant.Slug)
 
 	ctx := browser.New(t)
 	var (
@@ -210,12 +214,17 @@ func TestDocsPageRendersInTheBrowser(t *testing.T) {
 	title := browser.Value(t, ctx, chromedp.Title())
 	require.Equal(t, "BPC admin API reference", title)
 
+	// The recorded examples are what the samples panel shows.
+	text := browser.Value(t, ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	require.True(t, strings.Contains(text, `"`+tenant.Slug+`"`), "the page does not show the recorded create-tenant response (slug %s)", tenant.Slug)
+
 	// The menu's top level: one item per tag (an operation's item is
 	// "tag/<tag>/operation/<id>").
 	menu := browser.Value(t, ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('.menu-content li[data-item-id^="tag/"]'))
 		.filter(function (li) { return li.getAttribute("data-item-id").indexOf("/operation/") < 0; })
 		.map(function (li) { return li.querySelector("label").textContent.trim(); })`))
 	require.ElementsMatch(t, tags, menu, "the menu's groups are the document's tags")
+	require.GreaterOrEqual(t, len(tags), 2, "the document's operations carry tags, so the reference groups them")
 	sections := browser.Value(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-section-id*="operation/"]').length`))
 	require.Positive(t, sections)
 	viewportScreenshot(t, ctx, "docs.png")
