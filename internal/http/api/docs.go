@@ -22,18 +22,19 @@ import (
 // page loads it, a small bootstrap and the document from this service and
 // nothing from anywhere else.
 //
-// Why Redoc among the renderers the npm registry offers: its standalone
-// bundle is one self-contained file of about 1.1 MB (Scalar's standalone
-// bundle is larger and loads its fonts from Scalar's CDN unless told not
-// to; Stoplight Elements is a JavaScript file plus a stylesheet of web
-// components and also larger); it makes no request of its own but the
-// document's URL it is given (no fonts, no telemetry, no "try it" proxy),
+// Why Redoc among the renderers on the npm registry (sizes of their
+// standalone files, late 2026): Redoc 2's bundle is one self-contained file
+// of 1.1 MB; Scalar's is 3.6 MB and carries its fonts' CDN
+// (fonts.scalar.com) and a request proxy of its own; Stoplight Elements is a
+// 2.1 MB script plus a 0.3 MB stylesheet. Redoc makes no request of its own
+// but the document's URL it is given (no fonts, no telemetry, no "try it"
+// proxy) once its attribution logo is patched out (see the update script),
 // so connect-src 'self' holds; and it needs little of the CSP: styles it
 // injects at run time (styled-components: style-src 'unsafe-inline') and a
 // search index built in a Web Worker started from a blob: URL (worker-src
 // blob:). No inline script: the bootstrap is a file of its own, so
-// script-src is 'self' only. Version 2 rather than 3: 3.x's standalone file
-// is twice the size and ships an OpenTelemetry client.
+// script-src is 'self' only. Version 2 rather than 3: 3.x's standalone
+// file is twice the size and reports telemetry unless told not to.
 //
 // scripts/update-docs-renderer.sh downloads the pinned version with npm,
 // checks its sha512 against the pinned integrity and the registry's, and
@@ -44,7 +45,7 @@ import (
 //go:embed redoc/redoc.standalone.js redoc/LICENSE redoc/redoc.standalone.js.LICENSE.txt redoc/VERSION
 var redocFiles embed.FS
 
-// docsBootstrap starts Redoc on the page (docsPage): the document's URL is
+// docsBootstrap starts Redoc on the page (docsTmpl): the document's URL is
 // the page's data-spec-url, so the script needs no inline configuration.
 const docsBootstrap = `"use strict";
 (function () {
