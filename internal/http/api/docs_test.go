@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
@@ -200,7 +201,11 @@ func TestDocsPageRendersInTheBrowser(t *testing.T) {
 	// of the page's CSP, whatever the console makes of it.
 	const cspListener = `window.__csp = []; document.addEventListener("securitypolicyviolation",
 		function (e) { window.__csp.push(e.violatedDirective + " " + e.blockedURI); });`
-	browser.Do(t, ctx,
+	// A generous bound (Redoc lays out some 60 operations and their
+	// samples; the machine may be busy): it only says the page did not hang.
+	loadCtx, cancelLoad := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancelLoad()
+	require.NoError(t, chromedp.Do(loadCtx,
 		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
 				page.AddScriptToEvaluateOnNewDocumentParams{Source: cspListener})
@@ -210,12 +215,12 @@ func TestDocsPageRendersInTheBrowser(t *testing.T) {
 		chromedp.Navigate(srv.URL+DocsPath),
 		// Redoc has drawn when the operations' sections are there.
 		chromedp.WaitVisible(`[data-section-id*="operation/"]`),
-	)
+	), "loading %s", DocsPath)
 	title := browser.Value(t, ctx, chromedp.Title())
 	require.Equal(t, "BPC admin API reference", title)
 
 	// The recorded examples are what the samples panel shows.
-	text := browser.Value(t, ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	text := browser.Value(t, ctx, chromedp.Evaluate[string](`document.body.textContent`))
 	require.True(t, strings.Contains(text, `"`+tenant.Slug+`"`), "the page does not show the recorded create-tenant response (slug %s)", tenant.Slug)
 
 	// The menu's top level: one item per tag (an operation's item is

@@ -439,6 +439,8 @@ func TestExamplesFromAHappyPath(t *testing.T) {
 		c := apiclient.New(base, token, store.DevTenantID.String())
 		c.HTTP = &http.Client{Transport: rec}
 		c.PollInterval = 50 * time.Millisecond
+		// Generous did-not-hang bounds: the machine may be busy.
+		c.JobTimeout, c.RequestTimeout = 3*time.Minute, 2*time.Minute
 		return c
 	}
 	platform := client(examplesToken)
