@@ -410,7 +410,8 @@ func TestExamplesFromAHappyPath(t *testing.T) {
 		"BPC_WORKER_ID":                           "examples-" + uuid.NewString()[:8],
 		"BPC_JOBS_POLL_INTERVAL_MS":               "20",
 		"BPC_JOBS_BACKOFF_UNIT_MS":                "25",
-		"BPC_WEBHOOK_ALLOW_PRIVATE":               "true", // the receiver below is on loopback
+		"BPC_EXPORT_DIR":                          t.TempDir(), // not the package directory
+		"BPC_WEBHOOK_ALLOW_PRIVATE":               "true",      // the receiver below is on loopback
 		"BPC_WORKER_SHUTDOWN_TIMEOUT_MS":          "3000",
 		"BPC_MAINTENANCE_CONSISTENCY_INTERVAL_MS": "0",
 		"BPC_MAINTENANCE_RETENTION_INTERVAL_MS":   "0",
