@@ -123,7 +123,7 @@ func (s *Server) Handler() http.Handler {
 	// Public, like health: the document holds no data.
 	sp := &spec{doc: doc}
 	r.Get(SpecPath, sp.serveJSON)
-	r.Get(DocsPath, sp.serveHTML)
+	s.mountDocs(r, sp)
 
 	r.Group(func(g chi.Router) {
 		g.Use(s.authenticate, s.allowMethod, s.checkRequestText, canonicalQuery, s.limitBody)

@@ -246,6 +246,7 @@ type spec struct {
 func (sp *spec) build() {
 	sp.once.Do(func() {
 		refineSchemas(sp.doc.Components.Schemas)
+		addExamples(sp.doc) // examples.go
 		b, err := json.Marshal(sp.doc)
 		if err != nil {
 			panic(fmt.Sprintf("error marshalling the OpenAPI document: %v", err))

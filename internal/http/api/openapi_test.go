@@ -93,7 +93,7 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 	routes := 0
 	err = chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		api := route == IndexPath || strings.HasPrefix(route, "/v1/") || strings.HasPrefix(route, "/public/v1/")
-		if !api || route == SpecPath || route == DocsPath {
+		if !api || route == SpecPath || strings.HasPrefix(route, DocsPath) {
 			return nil
 		}
 		routes++
@@ -199,22 +199,6 @@ func jsonMembers(t reflect.Type) []string {
 		}
 	}
 	return out
-}
-
-// The reference page is server-rendered HTML that runs no script: its CSP
-// allows its one inline style and nothing else.
-func TestDocsPageRunsNoScript(t *testing.T) {
-	t.Parallel()
-	rec := serve(newAdminHandler(t), http.MethodGet, DocsPath, "", false)
-	require.Equal(t, http.StatusOK, rec.Code)
-	require.Equal(t, "text/html; charset=utf-8", rec.Header().Get("Content-Type"))
-	csp := rec.Header().Get("Content-Security-Policy")
-	require.Contains(t, csp, "default-src 'none'")
-	require.NotContains(t, csp, "script-src")
-	body := rec.Body.String()
-	require.NotContains(t, body, "<script")
-	require.Contains(t, body, "/v1/jobs:batch")
-	require.Contains(t, body, "EnqueueRequest")
 }
 
 // A panic is answered with the envelope carrying the request's correlation
