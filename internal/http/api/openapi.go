@@ -339,7 +339,8 @@ func (sp *spec) serveHTML(w http.ResponseWriter, r *http.Request) {
 }
 
 // refineSchemas corrects what Huma's reflection cannot see in the
-// registered struct schemas: a uuid.UUID member gets format uuid (Huma
+// registered struct schemas: the enums and JSON shapes of memberRefinements
+// (schemas.go), a uuid.UUID member gets format uuid (Huma
 // documents a text-marshalled type as a bare string), and a pointer member
 // without omitempty, which marshals null when nil, is nullable (Huma makes
 // a pointer to a struct a bare $ref, and a pointer to a uuid.UUID not
@@ -348,14 +349,14 @@ func refineSchemas(reg huma.Registry) {
 	for name, s := range reg.Map() {
 		t := reg.TypeFromRef("#/components/schemas/" + name)
 		if t != nil && t.Kind() == reflect.Struct {
-			refineMembers(s, t)
+			refineMembers(reg, s, t)
 		}
 	}
 }
 
 var uuidType = reflect.TypeFor[uuid.UUID]()
 
-func refineMembers(s *huma.Schema, t reflect.Type) {
+func refineMembers(reg huma.Registry, s *huma.Schema, t reflect.Type) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -364,7 +365,7 @@ func refineMembers(s *huma.Schema, t reflect.Type) {
 			ft = ft.Elem()
 		}
 		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
-			refineMembers(s, ft) // embedded: its members are the struct's
+			refineMembers(reg, s, ft) // embedded: its members are the struct's
 			continue
 		}
 		if name == "" {
@@ -379,6 +380,10 @@ func refineMembers(s *huma.Schema, t reflect.Type) {
 			p.Format = "uuid"
 		case ft.Kind() == reflect.Slice && ft.Elem() == uuidType && p.Items != nil && p.Items.Format == "":
 			p.Items.Format = "uuid"
+		}
+		if r := memberRefinements[t][name]; r != nil {
+			p = r(reg, p)
+			s.Properties[name] = p
 		}
 		if f.Type.Kind() != reflect.Pointer || strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
 			continue
