@@ -104,6 +104,8 @@ var opDocs = map[string]opDoc{
 		text: "Readiness probe: runs every readiness check (database, schema version, and for worker roles the River client) " +
 			"and answers 200 when all pass, 503 naming the failing check otherwise. A check that only slows the service " +
 			"(the RabbitMQ trigger) makes it `degraded` with 200."},
+	"api-index": {tag: tagHealth, caller: callerPublic,
+		text: "Links to what this process serves: the API reference, this document, the health probes, metrics and River UI."},
 	"metrics": {tag: tagHealth, caller: callerPlatform,
 		text: "Prometheus metrics of this process in the text exposition format (HTTP, jobs, queues, webhooks)."},
 

@@ -35,8 +35,8 @@ func enumOf[S ~string](values []S) memberRefinement {
 	}
 }
 
-// typed replaces the member's schema by s (keeping its description).
-func typed(s func() *huma.Schema) memberRefinement {
+// typedAs replaces the member's schema by s (keeping its description).
+func typedAs(s func() *huma.Schema) memberRefinement {
 	return func(_ huma.Registry, p *huma.Schema) *huma.Schema {
 		n := s()
 		if n.Description == "" {
@@ -60,14 +60,16 @@ func jobTypes(reg huma.Registry, p *huma.Schema) *huma.Schema {
 	return p
 }
 
-func str(desc string) *huma.Schema { return &huma.Schema{Type: huma.TypeString, Description: desc} }
+func strSchema(desc string) *huma.Schema {
+	return &huma.Schema{Type: huma.TypeString, Description: desc}
+}
 
 // jobError is Job.last_error as bpc_last_error (migrations) writes it.
 func jobError() *huma.Schema {
 	return &huma.Schema{Type: huma.TypeObject, Nullable: true,
 		Description: "The last attempt's error, null when no attempt failed.",
 		Properties: map[string]*huma.Schema{
-			"code":    str("Error code (SPEC §4), e.g. VALIDATION_ERROR, INTERNAL_ERROR, CANCELLED."),
+			"code":    strSchema("Error code (SPEC §4), e.g. VALIDATION_ERROR, INTERNAL_ERROR, CANCELLED."),
 			"message": {Type: huma.TypeString, MaxLength: ptr(500), Description: "One line."},
 			"attempt": {Type: huma.TypeInteger, Nullable: true, Description: "The attempt that failed (1 is the first)."},
 			"at":      {Type: huma.TypeString, Nullable: true, Format: "date-time", Description: "When it failed."},
@@ -82,12 +84,12 @@ func firstFailure() *huma.Schema {
 	return &huma.Schema{Type: huma.TypeObject, Nullable: true,
 		Description: "The first failing case; {\"message\"} when the run failed for having too few cases; null when the run passed.",
 		Properties: map[string]*huma.Schema{
-			"test":     str("The test's name."),
+			"test":     strSchema("The test's name."),
 			"case":     {Type: huma.TypeInteger, Description: "The case's index within the test."},
 			"inputs":   {Description: "The case's inputs (JSON)."},
-			"expected": str("What the test expected."),
-			"actual":   str("What the rules answered."),
-			"message":  str("Why the run failed without a failing case."),
+			"expected": strSchema("What the test expected."),
+			"actual":   strSchema("What the rules answered."),
+			"message":  strSchema("Why the run failed without a failing case."),
 		},
 	}
 }
@@ -98,19 +100,19 @@ func documentError() *huma.Schema {
 	return &huma.Schema{Type: huma.TypeObject, Nullable: true,
 		Description: "Why the version was REJECTED; null otherwise.",
 		Properties: map[string]*huma.Schema{
-			"code":    str("Error code, e.g. VALIDATION_ERROR."),
-			"message": str("What is wrong with the document."),
-			"field":   str("The document member at fault, when one is."),
+			"code":    strSchema("Error code, e.g. VALIDATION_ERROR."),
+			"message": strSchema("What is wrong with the document."),
+			"field":   strSchema("The document member at fault, when one is."),
 		},
 		Required: []string{"code", "message"},
 	}
 }
 
-func object(desc string) func() *huma.Schema {
+func objectSchema(desc string) func() *huma.Schema {
 	return func() *huma.Schema { return &huma.Schema{Type: huma.TypeObject, Description: desc} }
 }
 
-func headers() *huma.Schema {
+func responseHeadersSchema() *huma.Schema {
 	return &huma.Schema{Type: huma.TypeObject, Nullable: true, AdditionalProperties: &huma.Schema{Type: huma.TypeString},
 		Description: "The endpoint's response headers of the last attempt; null before any response."}
 }
@@ -119,23 +121,23 @@ var memberRefinements = map[reflect.Type]map[string]memberRefinement{
 	reflect.TypeFor[bpctype.Job](): {
 		"status":     enumOf(bpctype.Statuses),
 		"type":       jobTypes,
-		"last_error": typed(jobError),
-		"payload":    typed(object("The job's arguments: the payload schema of its type (EnqueueRequest's oneOf).")),
+		"last_error": typedAs(jobError),
+		"payload":    typedAs(objectSchema("The job's arguments: the payload schema of its type (EnqueueRequest's oneOf).")),
 	},
 	reflect.TypeFor[bpctype.APIKey]():             {"role": enumOf(passport.Roles)},
 	reflect.TypeFor[bpctype.Document]():           {"kind": enumOf(facts.Kinds)},
-	reflect.TypeFor[bpctype.DocumentVersion]():    {"status": enumOf(bpctype.DocumentVersionStatuses), "error": typed(documentError)},
-	reflect.TypeFor[bpctype.Fact]():               {"payload": typed(object("The fact's canonical JSON (BPC-CJSON-1)."))},
+	reflect.TypeFor[bpctype.DocumentVersion]():    {"status": enumOf(bpctype.DocumentVersionStatuses), "error": typedAs(documentError)},
+	reflect.TypeFor[bpctype.Fact]():               {"payload": typedAs(objectSchema("The fact's canonical JSON (BPC-CJSON-1)."))},
 	reflect.TypeFor[bpctype.Snapshot]():           {"status": enumOf(bpctype.SnapshotStatuses)},
 	reflect.TypeFor[bpctype.PassportVersion]():    {"status": enumOf(bpctype.PassportStatuses)},
 	reflect.TypeFor[bpctype.PassportExport]():     {"format": enumOf([]string{jobargs.ExportFormatJSON, jobargs.ExportFormatPDF})},
 	reflect.TypeFor[bpctype.RulePackageVersion](): {"status": enumOf(bpctype.RuleVersionStatuses)},
-	reflect.TypeFor[bpctype.RuleTestsRun]():       {"status": enumOf(bpctype.RuleTestsStatuses), "first_failure": typed(firstFailure)},
-	reflect.TypeFor[bpctype.WebhookDelivery]():    {"status": enumOf(bpctype.DeliveryStatuses), "response_headers": typed(headers)},
+	reflect.TypeFor[bpctype.RuleTestsRun]():       {"status": enumOf(bpctype.RuleTestsStatuses), "first_failure": typedAs(firstFailure)},
+	reflect.TypeFor[bpctype.WebhookDelivery]():    {"status": enumOf(bpctype.DeliveryStatuses), "response_headers": typedAs(responseHeadersSchema)},
 	reflect.TypeFor[breaker.View]():               {"state": enumOf(bpctype.BreakerStates)},
 	reflect.TypeFor[public.VerifiedVersion](): {
 		"status":  enumOf(bpctype.PublishedPassportStatuses),
-		"payload": typed(object("The stored BPC-PASSPORT-1 payload.")),
-		"receipt": typed(object("The signed BPC-RECEIPT-1 receipt.")),
+		"payload": typedAs(objectSchema("The stored BPC-PASSPORT-1 payload.")),
+		"receipt": typedAs(objectSchema("The signed BPC-RECEIPT-1 receipt.")),
 	},
 }
