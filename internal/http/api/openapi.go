@@ -283,7 +283,9 @@ func raw(desc string, contentTypes ...string) opt {
 			// contentMediaType application/octet-stream.
 			var schema *huma.Schema
 			if ct == "application/json" {
-				schema = &huma.Schema{} // any JSON value, bytes as stored
+				// A JSON object (payload, proof, receipt, export),
+				// bytes as stored.
+				schema = &huma.Schema{Type: huma.TypeObject}
 			}
 			r.Content[ct] = &huma.MediaType{Schema: schema}
 		}
