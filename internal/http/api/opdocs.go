@@ -94,6 +94,10 @@ type opDoc struct {
 const (
 	repeatCreate = "Not idempotent: each call creates a new resource (retry only after reading whether the first call took effect)."
 	repeatSame   = "Idempotent: repeating it leaves the same state."
+	// The operations that start a job (startJob): 202 with the job.
+	repeatJob = "Idempotent with an Idempotency-Key header: the same key and request answer the existing job; " +
+		"without one every call enqueues a new job. The job checks the resource's state when it runs."
+	conflictJob = "IDEMPOTENCY_CONFLICT: the Idempotency-Key was used for a different request."
 )
 
 var opDocs = map[string]opDoc{
@@ -141,14 +145,14 @@ var opDocs = map[string]opDoc{
 		idempotent: "Not idempotent: each call queues one more attempt.", enqueues: "the job again (same job id)",
 		conflict: "INVALID_STATE: the job is running or succeeded, or its River job was deleted."},
 	"cancel-job": {tag: tagJobs, text: "Cancels a job that has not finished; a running job is asked to stop.",
-		idempotent: repeatSame, conflict: "INVALID_STATE: the job has already ended."},
+		idempotent: "Cancelling a job that has ended (a cancelled one too) is 409 INVALID_STATE.",
+		conflict:   "INVALID_STATE: the job has already ended."},
 
 	// Events
 	"append-event": {tag: tagEvents,
 		text: "Appends a custom event to an aggregate's hash chain in the tenant's audit log, and creates one webhook delivery " +
 			"per active endpoint subscribed to its type. actor_id is the key's own (api_key:<id>) for a tenant key.",
-		idempotent: repeatCreate, enqueues: "DELIVER_WEBHOOK, one per subscribed endpoint",
-		conflict: "CONFLICT: the aggregate version is not the next one."},
+		idempotent: repeatCreate, enqueues: "DELIVER_WEBHOOK, one per subscribed endpoint"},
 
 	// Webhooks
 	"create-webhook-endpoint": {tag: tagWebhooks,
@@ -157,14 +161,14 @@ var opDocs = map[string]opDoc{
 	"list-webhook-endpoints": {tag: tagWebhooks, text: "Lists the tenant's webhook endpoints (without secrets)."},
 	"get-webhook-endpoint": {tag: tagWebhooks,
 		text: "Reads a webhook endpoint with the state of its circuit breaker (CLOSED, OPEN, HALF_OPEN)."},
-	"update-webhook-endpoint": {tag: tagWebhooks, text: "Changes an endpoint's URL, secret or activity.", idempotent: repeatSame},
-	"delete-webhook-endpoint": {tag: tagWebhooks, text: "Deletes an endpoint and its subscriptions; pending deliveries are dropped.",
+	"update-webhook-endpoint": {tag: tagWebhooks, text: "Changes an endpoint's URL, or pauses (is_active false) or resumes its deliveries.", idempotent: repeatSame},
+	"delete-webhook-endpoint": {tag: tagWebhooks, text: "Deletes an endpoint (it is no longer listed nor delivered to) and its subscriptions.",
 		idempotent: "Deleting a deleted endpoint is 404."},
 	"ping-webhook-endpoint": {tag: tagWebhooks, text: "Sends a webhook.ping event to the endpoint, through the normal delivery path.",
 		idempotent: "Not idempotent: each call sends one more ping.", enqueues: "DELIVER_WEBHOOK",
 		conflict: "INVALID_STATE: the endpoint is inactive."},
 	"create-webhook-subscription": {tag: tagWebhooks, text: "Subscribes an endpoint to an event type (or a filter of types).",
-		idempotent: repeatCreate, conflict: "CONFLICT: the endpoint is already subscribed to this event type.", notFound: true},
+		idempotent: repeatCreate, conflict: "INVALID_STATE: the endpoint is already subscribed to this event type.", notFound: true},
 	"list-webhook-subscriptions": {tag: tagWebhooks, text: "Lists the tenant's webhook subscriptions, optionally of one endpoint."},
 	"delete-webhook-subscription": {tag: tagWebhooks, text: "Deletes a subscription; later events are no longer delivered for it.",
 		idempotent: "Deleting a deleted subscription is 404."},
@@ -191,10 +195,9 @@ var opDocs = map[string]opDoc{
 		conflict:   "INVALID_STATE: the snapshot is no longer BUILDING.", notFound: true},
 	"list-snapshot-items": {tag: tagSnapshots, text: "Lists a snapshot's facts."},
 	"build-snapshot": {tag: tagSnapshots, text: "Enqueues the job that moves a BUILDING snapshot to READY.",
-		idempotent: "Not idempotent: each call enqueues a job (a job on a READY snapshot does nothing).", enqueues: "BUILD_SNAPSHOT",
-		conflict: "INVALID_STATE or SNAPSHOT_SEALED: the snapshot is not BUILDING."},
+		idempotent: repeatJob, enqueues: "BUILD_SNAPSHOT", conflict: conflictJob},
 	"seal-snapshot": {tag: tagSnapshots, text: "Seals a READY snapshot: computes its BPC-SNAPSHOT-1 hash; it cannot change afterwards.",
-		idempotent: "Sealing a SEALED snapshot is 409.", conflict: "SNAPSHOT_NOT_READY or SNAPSHOT_SEALED."},
+		idempotent: "Sealing a SEALED snapshot is 409.", conflict: "SNAPSHOT_SEALED, SNAPSHOT_NOT_READY or INVALID_STATE: the snapshot is not READY."},
 
 	// Rule packages
 	"create-rule-package": {tag: tagRules, text: "Creates a named rule package; its DSL and tests are added as versions.",
@@ -206,7 +209,7 @@ var opDocs = map[string]opDoc{
 		idempotent: repeatCreate},
 	"get-rule-package-version": {tag: tagRules, text: "Reads a rule package version; include=sources adds its DSL and tests sources."},
 	"run-rule-tests": {tag: tagRules, text: "Enqueues a run of the version's tests; the run is listed under test-runs.",
-		idempotent: "Not idempotent: each call runs the tests once more.", enqueues: "RUN_RULE_TESTS"},
+		idempotent: repeatJob, enqueues: "RUN_RULE_TESTS", conflict: conflictJob},
 	"list-rule-test-runs": {tag: tagRules, text: "Lists a version's test runs with their counts and first failure."},
 	"publish-rule-package-version": {tag: tagRules, text: "Publishes a version whose latest test run passed; passports compile against published versions only.",
 		idempotent: "Publishing a PUBLISHED version answers it again.", conflict: "RULE_TESTS_FAILED or INVALID_STATE: no passing test run."},
@@ -217,14 +220,12 @@ var opDocs = map[string]opDoc{
 	"list-battery-products": {tag: tagPassports, text: "Lists the tenant's battery products."},
 	"get-battery-product":   {tag: tagPassports, text: "Reads a battery product."},
 	"create-passport": {tag: tagPassports, text: "Creates the passport of a battery product; its versions are compiled later.",
-		idempotent: repeatCreate, conflict: "CONFLICT: the product has a passport.", notFound: true},
+		idempotent: repeatCreate, notFound: true},
 	"get-passport": {tag: tagPassports, text: "Reads a passport with its versions."},
 	"compile-passport": {tag: tagPassports,
 		text: "Enqueues the compilation of a new passport version from a sealed snapshot and a published rule package version; " +
 			"signing and the QR code follow as jobs of their own.",
-		idempotent: "Idempotent with an idempotency key: the same key and request answer the same job.",
-		enqueues:   "COMPILE_PASSPORT (then SIGN_PASSPORT and GENERATE_QR)",
-		conflict:   "SNAPSHOT_NOT_READY, RULE_PKG_NOT_PUBLISHED or IDEMPOTENCY_CONFLICT.", notFound: true},
+		idempotent: repeatJob, enqueues: "COMPILE_PASSPORT (then SIGN_PASSPORT and GENERATE_QR)", conflict: conflictJob},
 	"get-passport-version": {tag: tagPassports, text: "Reads a passport version: status, hashes, signature and QR payload."},
 	"get-passport-payload": {tag: tagPassports, text: "The compiled BPC-PASSPORT-1 payload, byte for byte as hashed (payload_hash)."},
 	"get-passport-proof":   {tag: tagPassports, text: "The BPC-PROOF-1 proof, byte for byte as hashed (proof_root_hash)."},
@@ -233,9 +234,8 @@ var opDocs = map[string]opDoc{
 	"activate-passport-version": {tag: tagPassports,
 		text:       "Activates a SIGNED version: it becomes the passport's active version and the previous one SUPERSEDED.",
 		idempotent: "Activating the ACTIVE version answers it again.", conflict: "INVALID_STATE: the version is not SIGNED."},
-	"export-passport-version": {tag: tagPassports, text: "Enqueues an export of an ACTIVE version as JSON or PDF.",
-		idempotent: "Not idempotent: each call writes a new export file.", enqueues: "EXPORT_PASSPORT",
-		conflict: "INVALID_STATE: the version is not ACTIVE."},
+	"export-passport-version": {tag: tagPassports, text: "Enqueues an export of an ACTIVE version as JSON or PDF (the job fails for a version that is not ACTIVE).",
+		idempotent: repeatJob, enqueues: "EXPORT_PASSPORT", conflict: conflictJob},
 	"list-passport-exports": {tag: tagPassports, text: "Lists a version's export files with their SHA-256."},
 	"get-passport-export-file": {tag: tagPassports,
 		text:     "The newest export file of a format, checked against its recorded SHA-256 (ETag).",
