@@ -16,6 +16,9 @@ const (
 	BreakerHalfOpen = "HALF_OPEN"
 )
 
+// BreakerStates lists every circuit breaker state.
+var BreakerStates = []string{BreakerClosed, BreakerOpen, BreakerHalfOpen}
+
 // BreakerWindow is a breaker's ring of time buckets as stored: slot i
 // counts the delivery attempts and failures of bucket Buckets[i] (unix
 // milliseconds / BucketWidth). webhook/breaker.Window counts in it.

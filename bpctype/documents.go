@@ -14,6 +14,9 @@ const (
 	DocRejected  = "REJECTED"
 )
 
+// DocumentVersionStatuses lists every document version status.
+var DocumentVersionStatuses = []string{DocUploaded, DocValidated, DocRejected}
+
 // Document is a named source document of one kind (BOM, PCF, DUE_DILIGENCE).
 type Document struct {
 	DocumentID uuid.UUID `db:"document_id" json:"document_id"`

@@ -14,6 +14,13 @@ const (
 	PassportSuperseded = "SUPERSEDED"
 )
 
+// PassportStatuses lists every passport version status, in order.
+var PassportStatuses = []string{PassportCompiling, PassportSigned, PassportActive, PassportSuperseded}
+
+// PublishedPassportStatuses are the statuses of the versions public
+// verification shows.
+var PublishedPassportStatuses = []string{PassportActive, PassportSuperseded}
+
 // BatteryProduct is a battery model; SKUs are unique per tenant.
 type BatteryProduct struct {
 	BatteryProductID uuid.UUID `db:"battery_product_id" json:"battery_product_id"`

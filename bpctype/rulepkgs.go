@@ -14,6 +14,18 @@ const (
 	RulesPublished = "PUBLISHED"
 )
 
+// RuleVersionStatuses lists every rule package version status, in order.
+var RuleVersionStatuses = []string{RulesDraft, RulesValidated, RulesPublished}
+
+// Rule test run statuses.
+const (
+	RuleTestsPassed = "PASSED"
+	RuleTestsFailed = "FAILED"
+)
+
+// RuleTestsStatuses lists every rule test run status.
+var RuleTestsStatuses = []string{RuleTestsPassed, RuleTestsFailed}
+
 // RulePackage is a named, versioned rule package.
 type RulePackage struct {
 	RulePackageID uuid.UUID `db:"rule_package_id" json:"rule_package_id"`

@@ -13,6 +13,9 @@ const (
 	SnapshotSealed   = "SEALED"
 )
 
+// SnapshotStatuses lists every snapshot status, in order.
+var SnapshotStatuses = []string{SnapshotBuilding, SnapshotReady, SnapshotSealed}
+
 // Snapshot is a data snapshot: a set of facts that is built, then sealed
 // (BPC-SNAPSHOT-1) and compiled.
 type Snapshot struct {

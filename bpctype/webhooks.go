@@ -16,6 +16,9 @@ const (
 	DeliveryFailed    = "FAILED"
 )
 
+// DeliveryStatuses lists every webhook delivery status.
+var DeliveryStatuses = []string{DeliveryPending, DeliveryDelivered, DeliveryFailed}
+
 // WebhookEndpoint is a URL that receives a tenant's events. Its secret is
 // never serialised.
 type WebhookEndpoint struct {

@@ -129,7 +129,7 @@ func StoreRuleTestsRun(ctx context.Context, q *store.Queries, run bpctype.RuleTe
 	if err != nil || existed {
 		return stored, existed, err
 	}
-	if stored.Status == "PASSED" && stored.TotalCases >= MinRuleTestCases {
+	if stored.Status == bpctype.RuleTestsPassed && stored.TotalCases >= MinRuleTestCases {
 		if err := q.SetRulePackageVersionValidated(ctx, run.TenantID, run.RulePackageVersionID); err != nil {
 			return bpctype.RuleTestsRun{}, false, err
 		}
@@ -149,9 +149,9 @@ type RuleTestsResult struct {
 // MinRuleTestCases cases, else FAILED.
 func (r RuleTestsResult) Status() string {
 	if r.Report.Failed == 0 && r.Report.TotalCases >= MinRuleTestCases {
-		return "PASSED"
+		return bpctype.RuleTestsPassed
 	}
-	return "FAILED"
+	return bpctype.RuleTestsFailed
 }
 
 // RunRuleTests runs a version's example and property tests with seed. It
@@ -192,7 +192,7 @@ func RecordRuleTestsRun(ctx context.Context, t Tx, r RuleTestsResult, riverJobID
 		if first, err = json.Marshal(r.Report.FirstFailure); err != nil {
 			return bpctype.RuleTestsRun{}, false, errcode.Wrap(errcode.Internal, err, "error encoding the first failure: %s", err.Error())
 		}
-	case status == "FAILED":
+	case status == bpctype.RuleTestsFailed:
 		first, _ = json.Marshal(map[string]any{"message": fmt.Sprintf("only %d cases; at least %d are required", r.Report.TotalCases, MinRuleTestCases)})
 	}
 	run, existed, err = StoreRuleTestsRun(ctx, t.Q, bpctype.RuleTestsRun{

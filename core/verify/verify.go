@@ -74,9 +74,9 @@ type Expect struct {
 // Check is the outcome of one named check; Detail says what was found, or
 // what is wrong.
 type Check struct {
-	Name   string
-	OK     bool
-	Detail string
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
 }
 
 // Report lists the checks Verify ran, in a fixed order.

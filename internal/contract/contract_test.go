@@ -95,7 +95,10 @@ func TestValidatorCatchesDrift(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tb := &fakeTB{TB: t}
 			v := contract.New(tb, h)
-			broken := v.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c.serve(w) }))
+			broken := v.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("X-Correlation-Id", "c-1") // documented on every response; each case breaks one other promise
+				c.serve(w)
+			}))
 			broken.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", c.path, nil))
 			if len(tb.errs) != 1 || !strings.Contains(tb.errs[0], c.want) {
 				t.Fatalf("want one violation containing %q, got %q", c.want, tb.errs)

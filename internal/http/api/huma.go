@@ -37,7 +37,7 @@ func (s *Server) newAPI(r chi.Router, doc *huma.OpenAPI) huma.API {
 		// newline, so typed and untyped routes answer the same bytes.
 		Formats:       map[string]huma.Format{"application/json": huma.DefaultJSONFormat},
 		DefaultFormat: "application/json",
-		Transformers:  []huma.Transformer{completeErrorBody},
+		Transformers:  []huma.Transformer{completeErrorBody, emptySlices},
 	}
 	api := humachi.New(r, cfg)
 	api.UseMiddleware(func(ctx huma.Context, next func(huma.Context)) {

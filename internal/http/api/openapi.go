@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -81,23 +82,38 @@ const SpecPath = "/v1/openapi.json"
 // DocsPath is where the service serves the document as a reference page.
 const DocsPath = "/v1/docs"
 
-// newOpenAPI returns an empty document with the bearer scheme and the
-// error envelope.
+// newOpenAPI returns an empty document with its info, servers, tags, the
+// bearer scheme and the error envelope.
 func newOpenAPI() *huma.OpenAPI {
-	reg := huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer)
+	reg := huma.NewMapRegistry("#/components/schemas/", schemaNamer)
 	reg.Schema(reflect.TypeFor[ErrorBody](), true, "")
 	return &huma.OpenAPI{
 		OpenAPI: "3.1.0",
 		Info: &huma.Info{
 			Title:   "BPC admin API",
 			Version: "v1",
-			Description: "Jobs, tenants, webhooks, events and the battery passport domain. " +
-				"Every error is {\"error\":{\"code\",\"message\",\"correlation_id\",\"details\"}}.",
+			Description: "The BPC job service: background jobs (River on Postgres) with tenants, API keys, " +
+				"an audit log, webhooks and the battery passport domain (documents, facts, snapshots, " +
+				"rule packages, passports), and the public verification of published passports.\n\n" +
+				"Every request but health and public verification carries `Authorization: Bearer <token>`: " +
+				"the platform operator's BPC_ADMIN_TOKEN or a tenant API key (`bpc_<prefix>_<secret>`). " +
+				"Members are snake_case; lists are `{\"items\": [...]}` and never null. " +
+				"Every error is `{\"error\":{\"code\",\"message\",\"correlation_id\",\"details\"}}` " +
+				"and every response carries `X-Correlation-Id`; 429 and 503 carry `Retry-After`.",
+			Contact: &huma.Contact{Name: "BPC platform team", URL: "https://github.com/bpc-platform/bpc"},
+			License: &huma.License{Name: "Proprietary", URL: "https://github.com/bpc-platform/bpc"},
 		},
+		// Relative: the document is served by the API it describes, so
+		// tools resolve the paths against wherever they fetched it.
+		Servers: []*huma.Server{{URL: "/", Description: "The service that serves this document"}},
+		Tags:    docTags,
 		Components: &huma.Components{
 			Schemas: reg,
 			SecuritySchemes: map[string]*huma.SecurityScheme{
-				"bearerAuth": {Type: "http", Scheme: "bearer", Description: "Authorization: Bearer <BPC_ADMIN_TOKEN>"},
+				"bearerAuth": {Type: "http", Scheme: "bearer", Description: "`Authorization: Bearer <token>`, where the token is " +
+					"either the platform operator's BPC_ADMIN_TOKEN (every tenant, every route; names the tenant with tenant_id) " +
+					"or a tenant API key `bpc_<prefix>_<secret>` from POST /v1/api-keys (its own tenant only, implied; " +
+					"role admin, writer or reader). Missing, unknown, expired or revoked tokens are 401."},
 			},
 		},
 		OnAddOperation: []huma.AddOpFunc{dropRawBodyMediaType},
@@ -118,27 +134,81 @@ type routes struct {
 	public bool
 }
 
-// operation documents a route: id and summary, the error envelope every
-// operation may answer ("default"), the bearer token unless public, then
-// the opts (parameters, request body, responses).
+// operation documents a route: id and summary, then the opts (parameters,
+// request body, responses), then what opDocs says of the id: its tag,
+// description and error responses, each with the error envelope and its
+// headers; the bearer token unless public (security: [] when public).
 func (rs routes) operation(method, path, id, summary string, opts ...opt) *huma.Operation {
 	reg := rs.doc.Components.Schemas
 	o := &huma.Operation{
 		OperationID: id, Method: method, Path: path, Summary: summary,
 		Responses: map[string]*huma.Response{
-			"default": {Description: "Error envelope", Content: map[string]*huma.MediaType{
-				"application/json": {Schema: reg.Schema(reflect.TypeFor[ErrorBody](), true, "")},
-			}},
+			"default": errorResponse(reg, "Any other error (the error envelope): 400, 405, 500, 503…", false),
 		},
 	}
-	if !rs.public {
+	if rs.public {
+		o.Security = []map[string][]string{} // explicitly none
+	} else {
 		o.Security = []map[string][]string{{"bearerAuth": {}}}
-		o.Responses["401"] = &huma.Response{Description: "Missing or wrong bearer token", Content: o.Responses["default"].Content}
 	}
 	for _, f := range opts {
 		f(reg, o)
 	}
+	d, ok := opDocs[id]
+	if !ok {
+		return o // TestEveryOperationHasItsDocs fails
+	}
+	o.Tags = []string{d.tag}
+	o.Description = d.description(method, o.Description)
+	for _, status := range d.errorStatuses(o) {
+		desc := errorText[status]
+		if status == http.StatusConflict {
+			desc = "Conflict: " + d.conflict
+		}
+		retry := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+		key := strconv.Itoa(status)
+		if r, ok := o.Responses[key]; ok && r.Content["application/json"] != nil {
+			continue // the route documents this status itself (ready's 503)
+		}
+		o.Responses[key] = errorResponse(reg, desc, retry)
+		if rs.public && strings.HasPrefix(path, "/public/") && status != http.StatusTooManyRequests {
+			// A browser (Accept: text/html) gets the page instead.
+			o.Responses[key].Content["text/html"] = &huma.MediaType{Schema: &huma.Schema{Type: huma.TypeString}}
+		}
+	}
+	for _, r := range o.Responses {
+		if r.Headers == nil {
+			r.Headers = map[string]*huma.Header{}
+		}
+		if r.Headers[HeaderCorrelationID] == nil {
+			r.Headers[HeaderCorrelationID] = correlationHeader()
+		}
+	}
 	return o
+}
+
+// errorResponse is a response with the error envelope, its correlation id
+// header and, for 429 and 503, Retry-After.
+func errorResponse(reg huma.Registry, desc string, retry bool) *huma.Response {
+	r := &huma.Response{Description: desc,
+		Headers: map[string]*huma.Header{HeaderCorrelationID: correlationHeader()},
+		Content: map[string]*huma.MediaType{
+			"application/json": {Schema: reg.Schema(reflect.TypeFor[ErrorBody](), true, "")},
+		}}
+	if retry {
+		r.Headers["Retry-After"] = retryAfterHeader()
+	}
+	return r
+}
+
+func correlationHeader() *huma.Header {
+	return &huma.Header{Required: true, Description: "The request's X-Correlation-Id if it sent a valid one, else a new UUID; " +
+		"the error envelope's correlation_id.", Schema: &huma.Schema{Type: huma.TypeString, MinLength: ptr(1)}}
+}
+
+func retryAfterHeader() *huma.Header {
+	return &huma.Header{Required: true, Description: "Seconds to wait before retrying.",
+		Schema: &huma.Schema{Type: huma.TypeString, Pattern: "^[0-9]+$"}}
 }
 
 // handle routes method path to h and documents it (operation).
@@ -194,6 +264,9 @@ func responds[T any](status int, desc string, headers ...string) opt {
 				r.Headers = map[string]*huma.Header{}
 			}
 			r.Headers[h] = &huma.Header{Schema: &huma.Schema{Type: huma.TypeString}}
+			if h == "Retry-After" {
+				r.Headers[h] = retryAfterHeader()
+			}
 		}
 		o.Responses[fmt.Sprint(status)] = r
 		if o.DefaultStatus == 0 {
@@ -213,7 +286,9 @@ func raw(desc string, contentTypes ...string) opt {
 			// contentMediaType application/octet-stream.
 			var schema *huma.Schema
 			if ct == "application/json" {
-				schema = &huma.Schema{} // any JSON value, bytes as stored
+				// A JSON object (payload, proof, receipt, export),
+				// bytes as stored.
+				schema = &huma.Schema{Type: huma.TypeObject}
 			}
 			r.Content[ct] = &huma.MediaType{Schema: schema}
 		}
@@ -270,7 +345,8 @@ func (sp *spec) serveHTML(w http.ResponseWriter, r *http.Request) {
 }
 
 // refineSchemas corrects what Huma's reflection cannot see in the
-// registered struct schemas: a uuid.UUID member gets format uuid (Huma
+// registered struct schemas: the enums and JSON shapes of memberRefinements
+// (schemas.go), a uuid.UUID member gets format uuid (Huma
 // documents a text-marshalled type as a bare string), and a pointer member
 // without omitempty, which marshals null when nil, is nullable (Huma makes
 // a pointer to a struct a bare $ref, and a pointer to a uuid.UUID not
@@ -279,14 +355,14 @@ func refineSchemas(reg huma.Registry) {
 	for name, s := range reg.Map() {
 		t := reg.TypeFromRef("#/components/schemas/" + name)
 		if t != nil && t.Kind() == reflect.Struct {
-			refineMembers(s, t)
+			refineMembers(reg, s, t)
 		}
 	}
 }
 
 var uuidType = reflect.TypeFor[uuid.UUID]()
 
-func refineMembers(s *huma.Schema, t reflect.Type) {
+func refineMembers(reg huma.Registry, s *huma.Schema, t reflect.Type) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -295,7 +371,7 @@ func refineMembers(s *huma.Schema, t reflect.Type) {
 			ft = ft.Elem()
 		}
 		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
-			refineMembers(s, ft) // embedded: its members are the struct's
+			refineMembers(reg, s, ft) // embedded: its members are the struct's
 			continue
 		}
 		if name == "" {
@@ -310,6 +386,10 @@ func refineMembers(s *huma.Schema, t reflect.Type) {
 			p.Format = "uuid"
 		case ft.Kind() == reflect.Slice && ft.Elem() == uuidType && p.Items != nil && p.Items.Format == "":
 			p.Items.Format = "uuid"
+		}
+		if r := memberRefinements[t][name]; r != nil {
+			p = r(reg, p)
+			s.Properties[name] = p
 		}
 		if f.Type.Kind() != reflect.Pointer || strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
 			continue
@@ -402,4 +482,41 @@ func canonicalQuery(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// schemaNames are the schema names of types whose own name says too little
+// in a document of many packages (package path and type name → name).
+var schemaNames = map[string]string{
+	"github.com/bpc-platform/bpc/internal/webhook/breaker.View": "CircuitBreaker",
+	"github.com/bpc-platform/bpc/internal/http/public.Product":  "PublicProduct",
+	"github.com/bpc-platform/bpc/core/verify.Check":             "VerificationCheck",
+}
+
+// schemaNamer names the registered schemas as Huma does (the type's name,
+// generic arguments appended), with three changes so that no schema can
+// clash with the per-operation types client generators derive from an
+// operationId (oapi-codegen: <Op>Response, <Op>Params, <Op>JSONBody,
+// <Op>JSONRequestBody, <Op>RequestObject; ogen: <Op>Req, <Op>Res,
+// <Op>OK…): a name ending in Request ends in Input instead, one ending in
+// Response in Result, and the {"items": [...]} lists are <T>List
+// (items[bpctype.Job] → JobList). TestSchemaNamesCannotClash holds them to
+// it.
+func schemaNamer(t reflect.Type, hint string) string {
+	d := t
+	for d.Kind() == reflect.Pointer {
+		d = d.Elem()
+	}
+	if n, ok := schemaNames[d.PkgPath()+"."+d.Name()]; ok {
+		return n
+	}
+	name := huma.DefaultSchemaNamer(t, hint)
+	if d.PkgPath() == reflect.TypeFor[items[int]]().PkgPath() && strings.HasPrefix(d.Name(), "items[") {
+		name = strings.TrimPrefix(name, "Items") + "List"
+	}
+	if base, ok := strings.CutSuffix(name, "Request"); ok {
+		name = base + "Input"
+	} else if base, ok := strings.CutSuffix(name, "Response"); ok {
+		name = base + "Result"
+	}
+	return name
 }

@@ -201,12 +201,16 @@ func check(v store.PublicPassportVersion, qrPayload string, withPNG bool) Verifi
 			}
 		}
 	}
+	checks := report.Checks
+	if checks == nil {
+		checks = []verify.Check{} // a list is never null
+	}
 	ver := Verification{
 		PayloadHashOK: report.Passed(verify.CheckPayloadHash),
 		ProofRootOK:   report.Passed(verify.CheckProof) && report.Passed(verify.CheckProofRoot),
 		ReceiptHashOK: report.Passed(verify.CheckReceipt) && report.Passed(verify.CheckReceiptHash),
 		SignatureOK:   report.Passed(verify.CheckSigningKey) && report.Passed(verify.CheckSignature),
-		Checks:        report.Checks,
+		Checks:        checks,
 	}
 	ver.Verified = ver.PayloadHashOK && ver.ProofRootOK && ver.ReceiptHashOK && ver.SignatureOK && report.OK()
 	return ver
