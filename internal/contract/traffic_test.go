@@ -17,7 +17,7 @@ import (
 
 const trafficSpec = `{"openapi":"3.1.0","info":{"title":"t","version":"1"},
 "components":{"schemas":{"ErrorBody":{"type":"object"}}},
-"paths":{"/v1/things":{"post":{"responses":{
+"paths":{"/v1/things":{"get":{"responses":{"201":{"description":"ok","content":{"application/json":{"schema":{}}}}}},"post":{"responses":{
   "201":{"description":"ok","content":{"application/json":{"schema":{"type":"object"}}}},
   "200":{"description":"bytes","content":{"application/octet-stream":{}}}}}}}}`
 
@@ -83,6 +83,8 @@ func TestTrafficRecording(t *testing.T) {
 	early.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/v1/things", strings.NewReader(`{"unread":true}`)))
 	huge := []byte(`"` + strings.Repeat("a", MaxRecordedBody+10) + `"`)
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/v1/things", bytes.NewReader(huge)))
+	// HEAD: net/http drops what the handler writes; so does the recording.
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodHead, "/v1/things", nil))
 	// The document itself is not part of the traffic.
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, SpecPath, nil))
 
@@ -99,7 +101,7 @@ func TestTrafficRecording(t *testing.T) {
 
 	ex := readTraffic(t, dir)
 	// The server-side Wrap of the last request records it too.
-	require.Len(t, ex, 6)
+	require.Len(t, ex, 7)
 	docs, _ := filepath.Glob(filepath.Join(dir, "openapi-*.json"))
 	require.Equal(t, []string{filepath.Join(dir, v.docName)}, docs)
 	written, err := os.ReadFile(docs[0])
@@ -135,14 +137,18 @@ func TestTrafficRecording(t *testing.T) {
 	require.Len(t, e.RequestBody, MaxRecordedBody)
 	require.True(t, e.ResponseBodyTruncated)
 
-	// ex[4] is the server side, ex[5] the client side of the same exchange.
-	for _, e := range ex[4:] {
+	require.Equal(t, "HEAD", ex[4].Method)
+	require.Empty(t, ex[4].ResponseBody)
+	require.Equal(t, "c1", ex[4].ResponseHeader.Get("X-Correlation-Id"))
+
+	// ex[5] is the server side, ex[6] the client side of the same exchange.
+	for _, e := range ex[5:] {
 		require.Equal(t, "/v1/things", e.URL)
 		require.Equal(t, `{"b":2}`, e.RequestBody)
 		require.False(t, e.RequestBodyTruncated)
 		require.JSONEq(t, `{"got":{"b":2}}`, e.ResponseBody)
 	}
-	require.NotEmpty(t, ex[5].Host)
+	require.NotEmpty(t, ex[6].Host)
 }
 
 // Recording off: nothing is written and nothing is wrapped.

@@ -14,6 +14,7 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/config"
 	"github.com/pb33f/libopenapi-validator/errors"
+	"github.com/pb33f/libopenapi-validator/helpers"
 
 	"github.com/bpc-platform/bpc/internal/contract"
 )
@@ -66,7 +67,7 @@ func reasons(errs []*errors.ValidationError) []string {
 		for _, se := range e.SchemaValidationErrors {
 			loc := se.FieldPath
 			if loc == "" {
-				loc = se.Location
+				loc = se.KeywordLocation
 			}
 			s += fmt.Sprintf("\n      at %s: %s", loc, se.Reason)
 		}
@@ -117,13 +118,24 @@ func TestTrafficMatchesDocument(t *testing.T) {
 		vs[name] = newValidators(t, name, r.docs[name])
 	}
 	var found []mismatch
-	requests, responses := 0, 0
+	requests, responses, unrouted, untyped := 0, 0, 0, 0
 	for i := range r.exchanges {
 		e := &r.exchanges[i]
 		v := vs[e.Doc]
 		path := e.URL
 		if p, _, ok := strings.Cut(path, "?"); ok {
 			path = p
+		}
+		// The server reads every request body as JSON whatever its
+		// Content-Type (SPEC §17); the suite's own clients often send none.
+		// Such a body is validated as the application/json it was read as.
+		if e.RequestBody != "" && e.RequestHeader.Get("Content-Type") == "" {
+			e.RequestHeader = e.RequestHeader.Clone()
+			if e.RequestHeader == nil {
+				e.RequestHeader = http.Header{}
+			}
+			e.RequestHeader.Set("Content-Type", "application/json")
+			untyped++
 		}
 		if e.Status >= 200 && e.Status < 300 {
 			req, _ := exchange(t, e)
@@ -141,13 +153,23 @@ func TestTrafficMatchesDocument(t *testing.T) {
 		if e.ResponseBodyTruncated {
 			val = v.noResponseBody
 		}
+		ok, errs := val.ValidateHttpResponse(req, resp)
+		if !ok && outsideDocument(e.Status, errs) {
+			// A route or method the document does not have, answered
+			// 404/405: nothing here to validate it against
+			// (internal/contract holds it to the error envelope).
+			unrouted++
+			continue
+		}
 		responses++
-		if ok, errs := val.ValidateHttpResponse(req, resp); !ok {
+		if !ok {
 			found = append(found, mismatch{"response", e.Method, path, e.Status, e.Test, reasons(errs)})
 		}
 	}
-	t.Logf("libopenapi-validator: %d exchanges, %d requests (answered 2xx) and %d responses checked against %v; %d mismatches",
-		len(r.exchanges), requests, responses, r.docNames(), len(found))
+	t.Logf("libopenapi-validator: %d exchanges, %d requests (answered 2xx) and %d responses checked against %v; "+
+		"%d answers to routes outside the document (404/405) not checked; %d request bodies sent without Content-Type "+
+		"validated as application/json; %d mismatches",
+		len(r.exchanges), requests, responses, r.docNames(), unrouted, untyped, len(found))
 	if len(found) == 0 {
 		return
 	}
@@ -169,6 +191,21 @@ func TestTrafficMatchesDocument(t *testing.T) {
 		fmt.Fprintf(&b, "\n%d× %s\n    e.g. %s %s (%s)\n", len(g), k, g[0].method, g[0].path, g[0].test)
 	}
 	t.Errorf("%d of the recorded exchanges do not match the served document (%d distinct findings):%s", len(found), len(groups), b.String())
+}
+
+// outsideDocument says whether errs only say that the request's path or
+// method is not in the document, and the service answered so.
+func outsideDocument(status int, errs []*errors.ValidationError) bool {
+	if status != http.StatusNotFound && status != http.StatusMethodNotAllowed || len(errs) == 0 {
+		return false
+	}
+	for _, e := range errs {
+		if e.ValidationType != helpers.PathValidation ||
+			e.ValidationSubType != helpers.ValidationMissing && e.ValidationSubType != helpers.ValidationMissingOperation {
+			return false
+		}
+	}
+	return true
 }
 
 // templated replaces uuid-like and numeric path segments by {id}, to group
