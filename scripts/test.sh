@@ -2,7 +2,7 @@
 # scripts/test.sh — what `make test` and .ci/run call.
 #
 #   scripts/test.sh                      # go vet ./... ; go test -race -count=1 ./... ;
-#                                        # then the fuzz and chaos stages (see below)
+#                                        # then the contract, fuzz and chaos stages (see below)
 #   scripts/test.sh -run Foo ./store/...   # go vet ./... ; go test -race -count=1 -run Foo ./store/...
 #
 # Arguments replace the default package pattern ./...; if none of them names a package
@@ -117,10 +117,10 @@ optional_stage() {
 
 total_pkgs=0
 run_stage deps bash scripts/deps.sh
-[ -z "$failed" ] || { skip vet "deps failed"; skip "go test" "deps failed"; skip fuzz "deps failed"; skip chaos "deps failed"; finish; }
+[ -z "$failed" ] || { skip vet "deps failed"; skip "go test" "deps failed"; skip contract "deps failed"; skip fuzz "deps failed"; skip chaos "deps failed"; finish; }
 
 run_stage vet go vet ./...
-[ -z "$failed" ] || { skip "go test" "go vet failed"; skip fuzz "go vet failed"; skip chaos "go vet failed"; finish; }
+[ -z "$failed" ] || { skip "go test" "go vet failed"; skip contract "go vet failed"; skip fuzz "go vet failed"; skip chaos "go vet failed"; finish; }
 
 flags=(-count=1)
 if [ "$(go env CGO_ENABLED)" = "1" ]; then
@@ -140,7 +140,26 @@ args=("$@")
 [ "$have_pkg" -eq 1 ] || { args+=(./...); pkgs=(./...); }
 total_pkgs=$(go list "${pkgs[@]}" 2>/dev/null | wc -l) || total_pkgs='?'
 
-run_stage "go test" go test "${flags[@]}" "${args[@]}"
+# The go test stage records the traffic its tests exchange with the service
+# (internal/contract) for the contract stage, when that stage is to run.
+traffic_dir=""
+if [ "$#" -eq 0 ] && [ "${BPC_SKIP_CONTRACT:-0}" != "1" ]; then
+	traffic_dir="$work/traffic"
+	mkdir -p "$traffic_dir"
+fi
+run_stage "go test" env ${traffic_dir:+BPC_CONTRACT_TRAFFIC_DIR="$traffic_dir"} go test "${flags[@]}" "${args[@]}"
+
+# Then the contract stage: the tools module (tools/, its own go.mod) judges the
+# served OpenAPI document and that traffic with tools written by others —
+# oapi-codegen and ogen clients must compile, libopenapi-validator must find no
+# mismatch, Redocly's recommended ruleset no error or warning — and runs the
+# typed-client example (examples/typedclient) against a service of its own.
+# It fails when the go test stage recorded nothing. BPC_SKIP_CONTRACT=1 skips it.
+contract() {
+	say "contract: traffic of the go test stage in $traffic_dir: $(find "$traffic_dir" -name 'traffic-*.jsonl' | wc -l) files, $(cat "$traffic_dir"/traffic-*.jsonl 2>/dev/null | wc -l) exchanges"
+	(cd tools && go vet ./... && BPC_CONTRACT_TRAFFIC_DIR="$traffic_dir" go test -count=1 -timeout 15m ./...)
+}
+optional_stage contract BPC_SKIP_CONTRACT "$#"
 
 # Then the rules fuzz targets (generated deep and wide programs against the parser,
 # checker, evaluator and tests language), each for BPC_FUZZTIME (8s) on top of its

@@ -79,9 +79,11 @@ type route struct {
 
 // Validator checks responses against one OpenAPI 3.1 document.
 type Validator struct {
-	t      testing.TB
-	Doc    map[string]any
-	routes []route
+	t       testing.TB
+	Doc     map[string]any
+	routes  []route
+	spec    []byte // the document as served, for the traffic recording
+	docName string
 
 	mu       sync.Mutex
 	compiler *jsonschema.Compiler
@@ -128,7 +130,7 @@ func NewFromJSON(spec []byte) (*Validator, error) {
 	if err := c.AddResource(docURL, doc); err != nil {
 		return nil, err
 	}
-	v := &Validator{Doc: root, compiler: c, schemas: map[string]*jsonschema.Schema{}, seen: map[string]int{}}
+	v := &Validator{Doc: root, spec: spec, docName: docName(spec), compiler: c, schemas: map[string]*jsonschema.Schema{}, seen: map[string]int{}}
 	paths, _ := root["paths"].(map[string]any)
 	for tmpl, item := range paths {
 		var re strings.Builder
@@ -201,6 +203,10 @@ func (v *Validator) CheckResponse(req *http.Request, resp *http.Response) {
 	if err != nil {
 		return // the connection broke: nothing to check
 	}
+	if r := traffic(); r != nil && v.isRecorded(req.URL.EscapedPath()) {
+		reqBody, cut := requestBody(req)
+		v.recordExchange(r, req, reqBody, cut, resp.StatusCode, resp.Header, body)
+	}
 	if err := v.Check(req.Method, req.URL.EscapedPath(), resp.StatusCode, resp.Header, body); err != nil {
 		v.t.Errorf("contract violation: %s %s -> %d\n  content-type: %q\n  body: %s\n  %v",
 			req.Method, req.URL.RequestURI(), resp.StatusCode, resp.Header.Get("Content-Type"), snippet(body), err)
@@ -217,10 +223,34 @@ func (v *Validator) Wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		method, path := r.Method, r.URL.EscapedPath()
 		tw := &teeWriter{ResponseWriter: w}
+		rec := traffic()
+		if rec != nil && !v.isRecorded(path) {
+			rec = nil
+		}
+		var capture *captureBody
+		var reqHeader http.Header
+		if rec != nil {
+			// What the handler sees, before it can change anything.
+			reqHeader = r.Header.Clone()
+			if r.Body != nil && r.Body != http.NoBody {
+				capture = &captureBody{ReadCloser: r.Body}
+				r.Body = capture
+			}
+		}
 		h.ServeHTTP(tw, r)
 		if tw.status == 0 {
 			tw.status = http.StatusOK
 			tw.header = w.Header().Clone()
+		}
+		if rec != nil {
+			var reqBody []byte
+			var cut bool
+			if capture != nil {
+				reqBody, cut = capture.finish()
+			}
+			sent := r.Clone(r.Context())
+			sent.Header = reqHeader
+			v.recordExchange(rec, sent, reqBody, cut, tw.status, tw.header, tw.body.Bytes())
 		}
 		if err := v.Check(method, path, tw.status, tw.header, tw.body.Bytes()); err != nil {
 			v.t.Errorf("contract violation: %s %s -> %d\n  content-type: %q\n  body: %s\n  %v",
