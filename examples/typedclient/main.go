@@ -6,11 +6,10 @@
 // the rule package, creates the product and its passport, compiles it,
 // waits for the signed version, activates it and verifies it publicly.
 //
-//	BPC_URL=http://127.0.0.1:8080 BPC_API_KEY=bpc_... BPC_TENANT_ID=... go run .
+//	BPC_URL=http://127.0.0.1:8080 BPC_API_KEY=bpc_... go run .
 //
-// BPC_TENANT_ID is the key's tenant: the document still marks tenant_id
-// required in request bodies, although a tenant key implies it. The last
-// line printed is the result as JSON.
+// No request names a tenant: the key implies it. The last line printed is
+// the result as JSON.
 package main
 
 import (
@@ -25,7 +24,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/google/uuid"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/bpc-platform/bpc/examples/typedclient/client"
@@ -42,9 +40,8 @@ func main() {
 	if base == "" {
 		base = "http://127.0.0.1:8080"
 	}
-	tenant, err := uuid.Parse(os.Getenv("BPC_TENANT_ID"))
-	if key == "" || err != nil {
-		fmt.Fprintln(os.Stderr, "typedclient: set BPC_API_KEY to a tenant's writer key and BPC_TENANT_ID to its tenant")
+	if key == "" {
+		fmt.Fprintln(os.Stderr, "typedclient: set BPC_API_KEY to a tenant's writer key")
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
@@ -56,7 +53,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	f := &flow{c: c, tenant: tenant, data: *data}
+	f := &flow{c: c, data: *data}
 	result, err := f.run(ctx)
 	if err != nil {
 		fail(err)
@@ -78,9 +75,8 @@ type Result struct {
 }
 
 type flow struct {
-	c      *client.ClientWithResponses
-	tenant openapi_types.UUID
-	data   string
+	c    *client.ClientWithResponses
+	data string
 }
 
 // check turns a response without the expected body into an error naming
@@ -99,21 +95,25 @@ func step(format string, args ...any) { fmt.Printf(format+"\n", args...) }
 
 func (f *flow) run(ctx context.Context) (*Result, error) {
 	// Upload the three source documents; each is parsed into facts.
-	var versions []string
-	for _, doc := range []struct{ kind, file string }{
-		{"BOM", "bom.json"}, {"PCF", "pcf.json"}, {"DUE_DILIGENCE", "due_diligence.json"},
+	var versions []openapi_types.UUID
+	for _, doc := range []struct {
+		kind client.CreateDocumentInputKind
+		file string
+	}{
+		{client.CreateDocumentInputKindBOM, "bom.json"}, {client.CreateDocumentInputKindPCF, "pcf.json"},
+		{client.CreateDocumentInputKindDUEDILIGENCE, "due_diligence.json"},
 	} {
 		content, err := os.ReadFile(filepath.Join(f.data, doc.file))
 		if err != nil {
 			return nil, err
 		}
 		d, err := f.c.CreateDocumentWithResponse(ctx, client.CreateDocumentJSONRequestBody{
-			TenantId: f.tenant, Kind: doc.kind, Name: "NMC811 " + doc.file})
+			Kind: doc.kind, Name: "NMC811 " + doc.file})
 		if err := check("create document", err == nil && d.JSON201 != nil, d.HTTPResponse, d.Body, err); err != nil {
 			return nil, err
 		}
 		up, err := f.c.UploadDocumentVersionWithResponse(ctx, d.JSON201.DocumentId, client.UploadDocumentVersionJSONRequestBody{
-			TenantId: f.tenant, MimeType: "application/json", Content: base64.StdEncoding.EncodeToString(content)})
+			MimeType: "application/json", Content: base64.StdEncoding.EncodeToString(content)})
 		if err := check("upload "+doc.file, err == nil && up.JSON201 != nil, up.HTTPResponse, up.Body, err); err != nil {
 			return nil, err
 		}
@@ -131,28 +131,28 @@ func (f *flow) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		step("uploaded %s: document version %s VALIDATED", doc.file, id)
-		versions = append(versions, id.String())
+		versions = append(versions, id)
 	}
 
 	// Snapshot of those versions' facts: create, add, build, seal.
-	s, err := f.c.CreateSnapshotWithResponse(ctx, client.CreateSnapshotJSONRequestBody{TenantId: f.tenant})
+	s, err := f.c.CreateSnapshotWithResponse(ctx, client.CreateSnapshotJSONRequestBody{})
 	if err := check("create snapshot", err == nil && s.JSON201 != nil, s.HTTPResponse, s.Body, err); err != nil {
 		return nil, err
 	}
 	snapshot := s.JSON201.SnapshotId
 	items, err := f.c.AddSnapshotItemsWithResponse(ctx, snapshot, client.AddSnapshotItemsJSONRequestBody{
-		TenantId: f.tenant, DocumentVersionIds: &versions})
+		DocumentVersionIds: &versions})
 	if err := check("add snapshot items", err == nil && items.JSON200 != nil, items.HTTPResponse, items.Body, err); err != nil {
 		return nil, err
 	}
-	b, err := f.c.BuildSnapshotWithResponse(ctx, snapshot, nil, client.BuildSnapshotJSONRequestBody{TenantId: f.tenant})
+	b, err := f.c.BuildSnapshotWithResponse(ctx, snapshot, nil, client.BuildSnapshotJSONRequestBody{})
 	if err := check("build snapshot", err == nil && b.JSON202 != nil, b.HTTPResponse, b.Body, err); err != nil {
 		return nil, err
 	}
 	if err := f.waitJob(ctx, b.JSON202.Job); err != nil {
 		return nil, err
 	}
-	sealed, err := f.c.SealSnapshotWithResponse(ctx, snapshot, client.SealSnapshotJSONRequestBody{TenantId: f.tenant})
+	sealed, err := f.c.SealSnapshotWithResponse(ctx, snapshot, client.SealSnapshotJSONRequestBody{})
 	if err := check("seal snapshot", err == nil && sealed.JSON200 != nil, sealed.HTTPResponse, sealed.Body, err); err != nil {
 		return nil, err
 	}
@@ -168,25 +168,25 @@ func (f *flow) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	pkg, err := f.c.CreateRulePackageWithResponse(ctx, client.CreateRulePackageJSONRequestBody{
-		TenantId: f.tenant, Name: fmt.Sprintf("nmc811-typed-%d", time.Now().UnixNano())})
+		Name: fmt.Sprintf("nmc811-typed-%d", time.Now().UnixNano())})
 	if err := check("create rule package", err == nil && pkg.JSON201 != nil, pkg.HTTPResponse, pkg.Body, err); err != nil {
 		return nil, err
 	}
 	ver, err := f.c.CreateRulePackageVersionWithResponse(ctx, pkg.JSON201.RulePackageId, client.CreateRulePackageVersionJSONRequestBody{
-		TenantId: f.tenant, DslSource: string(rules), TestsSource: string(tests)})
+		DslSource: string(rules), TestsSource: string(tests)})
 	if err := check("create rule package version", err == nil && ver.JSON201 != nil, ver.HTTPResponse, ver.Body, err); err != nil {
 		return nil, err
 	}
 	rpv := ver.JSON201.RulePackageVersionId
 	seed := int64(42)
-	run, err := f.c.RunRuleTestsWithResponse(ctx, rpv, nil, client.RunRuleTestsJSONRequestBody{TenantId: f.tenant, Seed: &seed})
+	run, err := f.c.RunRuleTestsWithResponse(ctx, rpv, nil, client.RunRuleTestsJSONRequestBody{Seed: &seed})
 	if err := check("run rule tests", err == nil && run.JSON202 != nil, run.HTTPResponse, run.Body, err); err != nil {
 		return nil, err
 	}
 	if err := f.waitJob(ctx, run.JSON202.Job); err != nil {
 		return nil, err
 	}
-	pub, err := f.c.PublishRulePackageVersionWithResponse(ctx, rpv, client.PublishRulePackageVersionJSONRequestBody{TenantId: f.tenant})
+	pub, err := f.c.PublishRulePackageVersionWithResponse(ctx, rpv, client.PublishRulePackageVersionJSONRequestBody{})
 	if err := check("publish rule package version", err == nil && pub.JSON200 != nil, pub.HTTPResponse, pub.Body, err); err != nil {
 		return nil, err
 	}
@@ -194,17 +194,17 @@ func (f *flow) run(ctx context.Context) (*Result, error) {
 
 	// Product, passport, compiled from the snapshot and the rules.
 	prod, err := f.c.CreateBatteryProductWithResponse(ctx, client.CreateBatteryProductJSONRequestBody{
-		TenantId: f.tenant, Sku: sku, Name: "NMC811 75 kWh EV battery pack"})
+		Sku: sku, Name: "NMC811 75 kWh EV battery pack"})
 	if err := check("create battery product", err == nil && prod.JSON201 != nil, prod.HTTPResponse, prod.Body, err); err != nil {
 		return nil, err
 	}
 	pp, err := f.c.CreatePassportWithResponse(ctx, client.CreatePassportJSONRequestBody{
-		TenantId: f.tenant, BatteryProductId: prod.JSON201.BatteryProductId})
+		BatteryProductId: prod.JSON201.BatteryProductId})
 	if err := check("create passport", err == nil && pp.JSON201 != nil, pp.HTTPResponse, pp.Body, err); err != nil {
 		return nil, err
 	}
 	comp, err := f.c.CompilePassportWithResponse(ctx, pp.JSON201.PassportId, nil, client.CompilePassportJSONRequestBody{
-		TenantId: f.tenant, SnapshotId: snapshot, RulePackageVersionId: rpv})
+		SnapshotId: snapshot, RulePackageVersionId: rpv})
 	if err := check("compile passport", err == nil && comp.JSON202 != nil, comp.HTTPResponse, comp.Body, err); err != nil {
 		return nil, err
 	}
@@ -215,17 +215,9 @@ func (f *flow) run(ctx context.Context) (*Result, error) {
 	if err := check("get passport", err == nil && passport.JSON200 != nil, passport.HTTPResponse, passport.Body, err); err != nil {
 		return nil, err
 	}
-	// Versions decoded from the body: the member is *[]PassportVersion while
-	// the document types the list nullable, []PassportVersion once it does not.
-	var detail struct {
-		Versions []client.PassportVersion `json:"versions"`
-	}
-	if err := json.Unmarshal(passport.Body, &detail); err != nil {
-		return nil, fmt.Errorf("get passport: %w", err)
-	}
 	var version openapi_types.UUID
 	newest := int32(0)
-	for _, v := range detail.Versions {
+	for _, v := range passport.JSON200.Versions {
 		if v.Version > newest {
 			newest, version = v.Version, v.PassportVersionId
 		}
@@ -244,7 +236,7 @@ func (f *flow) run(ctx context.Context) (*Result, error) {
 	}); err != nil {
 		return nil, err
 	}
-	act, err := f.c.ActivatePassportVersionWithResponse(ctx, version, client.ActivatePassportVersionJSONRequestBody{TenantId: f.tenant})
+	act, err := f.c.ActivatePassportVersionWithResponse(ctx, version, client.ActivatePassportVersionJSONRequestBody{})
 	if err := check("activate", err == nil && act.JSON200 != nil, act.HTTPResponse, act.Body, err); err != nil {
 		return nil, err
 	}

@@ -260,7 +260,7 @@ func TestTypedClientExample(t *testing.T) {
 	}
 
 	out, err := run(ctx, exampleDir, []string{"BPC_URL=" + s.base, "BPC_API_KEY=" + key.Token,
-		"BPC_TENANT_ID=" + tenant.TenantID, "BPC_ADMIN_TOKEN="}, "go", "run", ".")
+		"BPC_ADMIN_TOKEN="}, "go", "run", ".")
 	t.Logf("go run ./examples/typedclient:\n%s", out)
 	if err != nil {
 		t.Fatalf("the example failed: %v", err)

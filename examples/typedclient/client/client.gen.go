@@ -24,6 +24,96 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for APIKeyRole.
+const (
+	APIKeyRoleAdmin  APIKeyRole = "admin"
+	APIKeyRoleReader APIKeyRole = "reader"
+	APIKeyRoleWriter APIKeyRole = "writer"
+)
+
+// Valid indicates whether the value is a known member of the APIKeyRole enum.
+func (e APIKeyRole) Valid() bool {
+	switch e {
+	case APIKeyRoleAdmin:
+		return true
+	case APIKeyRoleReader:
+		return true
+	case APIKeyRoleWriter:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchItemStatus.
+const (
+	BatchItemStatusCANCELLED  BatchItemStatus = "CANCELLED"
+	BatchItemStatusDEADLETTER BatchItemStatus = "DEAD_LETTER"
+	BatchItemStatusFAILED     BatchItemStatus = "FAILED"
+	BatchItemStatusQUEUED     BatchItemStatus = "QUEUED"
+	BatchItemStatusRUNNING    BatchItemStatus = "RUNNING"
+	BatchItemStatusSUCCEEDED  BatchItemStatus = "SUCCEEDED"
+)
+
+// Valid indicates whether the value is a known member of the BatchItemStatus enum.
+func (e BatchItemStatus) Valid() bool {
+	switch e {
+	case BatchItemStatusCANCELLED:
+		return true
+	case BatchItemStatusDEADLETTER:
+		return true
+	case BatchItemStatusFAILED:
+		return true
+	case BatchItemStatusQUEUED:
+		return true
+	case BatchItemStatusRUNNING:
+		return true
+	case BatchItemStatusSUCCEEDED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchItemType.
+const (
+	BatchItemTypeBUILDSNAPSHOT   BatchItemType = "BUILD_SNAPSHOT"
+	BatchItemTypeCOMPILEPASSPORT BatchItemType = "COMPILE_PASSPORT"
+	BatchItemTypeDELIVERWEBHOOK  BatchItemType = "DELIVER_WEBHOOK"
+	BatchItemTypeEXPORTPASSPORT  BatchItemType = "EXPORT_PASSPORT"
+	BatchItemTypeGENERATEQR      BatchItemType = "GENERATE_QR"
+	BatchItemTypeINGESTDOCUMENT  BatchItemType = "INGEST_DOCUMENT"
+	BatchItemTypePARSEFACTS      BatchItemType = "PARSE_FACTS"
+	BatchItemTypeRUNRULETESTS    BatchItemType = "RUN_RULE_TESTS"
+	BatchItemTypeSIGNPASSPORT    BatchItemType = "SIGN_PASSPORT"
+)
+
+// Valid indicates whether the value is a known member of the BatchItemType enum.
+func (e BatchItemType) Valid() bool {
+	switch e {
+	case BatchItemTypeBUILDSNAPSHOT:
+		return true
+	case BatchItemTypeCOMPILEPASSPORT:
+		return true
+	case BatchItemTypeDELIVERWEBHOOK:
+		return true
+	case BatchItemTypeEXPORTPASSPORT:
+		return true
+	case BatchItemTypeGENERATEQR:
+		return true
+	case BatchItemTypeINGESTDOCUMENT:
+		return true
+	case BatchItemTypePARSEFACTS:
+		return true
+	case BatchItemTypeRUNRULETESTS:
+		return true
+	case BatchItemTypeSIGNPASSPORT:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CheckResultStatus.
 const (
 	CheckResultStatusDegraded CheckResultStatus = "degraded"
@@ -39,21 +129,147 @@ func (e CheckResultStatus) Valid() bool {
 	}
 }
 
+// Defines values for CircuitBreakerState.
+const (
+	CLOSED   CircuitBreakerState = "CLOSED"
+	HALFOPEN CircuitBreakerState = "HALF_OPEN"
+	OPEN     CircuitBreakerState = "OPEN"
+)
+
+// Valid indicates whether the value is a known member of the CircuitBreakerState enum.
+func (e CircuitBreakerState) Valid() bool {
+	switch e {
+	case CLOSED:
+		return true
+	case HALFOPEN:
+		return true
+	case OPEN:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateDocumentInputKind.
+const (
+	CreateDocumentInputKindBOM          CreateDocumentInputKind = "BOM"
+	CreateDocumentInputKindDUEDILIGENCE CreateDocumentInputKind = "DUE_DILIGENCE"
+	CreateDocumentInputKindPCF          CreateDocumentInputKind = "PCF"
+)
+
+// Valid indicates whether the value is a known member of the CreateDocumentInputKind enum.
+func (e CreateDocumentInputKind) Valid() bool {
+	switch e {
+	case CreateDocumentInputKindBOM:
+		return true
+	case CreateDocumentInputKindDUEDILIGENCE:
+		return true
+	case CreateDocumentInputKindPCF:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateKeyInputRole.
 const (
-	Admin  CreateKeyInputRole = "admin"
-	Reader CreateKeyInputRole = "reader"
-	Writer CreateKeyInputRole = "writer"
+	CreateKeyInputRoleAdmin  CreateKeyInputRole = "admin"
+	CreateKeyInputRoleReader CreateKeyInputRole = "reader"
+	CreateKeyInputRoleWriter CreateKeyInputRole = "writer"
 )
 
 // Valid indicates whether the value is a known member of the CreateKeyInputRole enum.
 func (e CreateKeyInputRole) Valid() bool {
 	switch e {
-	case Admin:
+	case CreateKeyInputRoleAdmin:
 		return true
-	case Reader:
+	case CreateKeyInputRoleReader:
 		return true
-	case Writer:
+	case CreateKeyInputRoleWriter:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreatedKeyRole.
+const (
+	CreatedKeyRoleAdmin  CreatedKeyRole = "admin"
+	CreatedKeyRoleReader CreatedKeyRole = "reader"
+	CreatedKeyRoleWriter CreatedKeyRole = "writer"
+)
+
+// Valid indicates whether the value is a known member of the CreatedKeyRole enum.
+func (e CreatedKeyRole) Valid() bool {
+	switch e {
+	case CreatedKeyRoleAdmin:
+		return true
+	case CreatedKeyRoleReader:
+		return true
+	case CreatedKeyRoleWriter:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DocumentKind.
+const (
+	DocumentKindBOM          DocumentKind = "BOM"
+	DocumentKindDUEDILIGENCE DocumentKind = "DUE_DILIGENCE"
+	DocumentKindPCF          DocumentKind = "PCF"
+)
+
+// Valid indicates whether the value is a known member of the DocumentKind enum.
+func (e DocumentKind) Valid() bool {
+	switch e {
+	case DocumentKindBOM:
+		return true
+	case DocumentKindDUEDILIGENCE:
+		return true
+	case DocumentKindPCF:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DocumentVersionStatus.
+const (
+	DocumentVersionStatusREJECTED  DocumentVersionStatus = "REJECTED"
+	DocumentVersionStatusUPLOADED  DocumentVersionStatus = "UPLOADED"
+	DocumentVersionStatusVALIDATED DocumentVersionStatus = "VALIDATED"
+)
+
+// Valid indicates whether the value is a known member of the DocumentVersionStatus enum.
+func (e DocumentVersionStatus) Valid() bool {
+	switch e {
+	case DocumentVersionStatusREJECTED:
+		return true
+	case DocumentVersionStatusUPLOADED:
+		return true
+	case DocumentVersionStatusVALIDATED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DocumentWithVersionsKind.
+const (
+	DocumentWithVersionsKindBOM          DocumentWithVersionsKind = "BOM"
+	DocumentWithVersionsKindDUEDILIGENCE DocumentWithVersionsKind = "DUE_DILIGENCE"
+	DocumentWithVersionsKindPCF          DocumentWithVersionsKind = "PCF"
+)
+
+// Valid indicates whether the value is a known member of the DocumentWithVersionsKind enum.
+func (e DocumentWithVersionsKind) Valid() bool {
+	switch e {
+	case DocumentWithVersionsKindBOM:
+		return true
+	case DocumentWithVersionsKindDUEDILIGENCE:
+		return true
+	case DocumentWithVersionsKindPCF:
 		return true
 	default:
 		return false
@@ -62,13 +278,13 @@ func (e CreateKeyInputRole) Valid() bool {
 
 // Defines values for EnqueueBuildSnapshotType.
 const (
-	BUILDSNAPSHOT EnqueueBuildSnapshotType = "BUILD_SNAPSHOT"
+	EnqueueBuildSnapshotTypeBUILDSNAPSHOT EnqueueBuildSnapshotType = "BUILD_SNAPSHOT"
 )
 
 // Valid indicates whether the value is a known member of the EnqueueBuildSnapshotType enum.
 func (e EnqueueBuildSnapshotType) Valid() bool {
 	switch e {
-	case BUILDSNAPSHOT:
+	case EnqueueBuildSnapshotTypeBUILDSNAPSHOT:
 		return true
 	default:
 		return false
@@ -77,13 +293,13 @@ func (e EnqueueBuildSnapshotType) Valid() bool {
 
 // Defines values for EnqueueCompilePassportType.
 const (
-	COMPILEPASSPORT EnqueueCompilePassportType = "COMPILE_PASSPORT"
+	EnqueueCompilePassportTypeCOMPILEPASSPORT EnqueueCompilePassportType = "COMPILE_PASSPORT"
 )
 
 // Valid indicates whether the value is a known member of the EnqueueCompilePassportType enum.
 func (e EnqueueCompilePassportType) Valid() bool {
 	switch e {
-	case COMPILEPASSPORT:
+	case EnqueueCompilePassportTypeCOMPILEPASSPORT:
 		return true
 	default:
 		return false
@@ -92,13 +308,13 @@ func (e EnqueueCompilePassportType) Valid() bool {
 
 // Defines values for EnqueueDeliverWebhookType.
 const (
-	DELIVERWEBHOOK EnqueueDeliverWebhookType = "DELIVER_WEBHOOK"
+	EnqueueDeliverWebhookTypeDELIVERWEBHOOK EnqueueDeliverWebhookType = "DELIVER_WEBHOOK"
 )
 
 // Valid indicates whether the value is a known member of the EnqueueDeliverWebhookType enum.
 func (e EnqueueDeliverWebhookType) Valid() bool {
 	switch e {
-	case DELIVERWEBHOOK:
+	case EnqueueDeliverWebhookTypeDELIVERWEBHOOK:
 		return true
 	default:
 		return false
@@ -107,13 +323,13 @@ func (e EnqueueDeliverWebhookType) Valid() bool {
 
 // Defines values for EnqueueExportPassportType.
 const (
-	EXPORTPASSPORT EnqueueExportPassportType = "EXPORT_PASSPORT"
+	EnqueueExportPassportTypeEXPORTPASSPORT EnqueueExportPassportType = "EXPORT_PASSPORT"
 )
 
 // Valid indicates whether the value is a known member of the EnqueueExportPassportType enum.
 func (e EnqueueExportPassportType) Valid() bool {
 	switch e {
-	case EXPORTPASSPORT:
+	case EnqueueExportPassportTypeEXPORTPASSPORT:
 		return true
 	default:
 		return false
@@ -122,13 +338,13 @@ func (e EnqueueExportPassportType) Valid() bool {
 
 // Defines values for EnqueueGenerateQRType.
 const (
-	GENERATEQR EnqueueGenerateQRType = "GENERATE_QR"
+	EnqueueGenerateQRTypeGENERATEQR EnqueueGenerateQRType = "GENERATE_QR"
 )
 
 // Valid indicates whether the value is a known member of the EnqueueGenerateQRType enum.
 func (e EnqueueGenerateQRType) Valid() bool {
 	switch e {
-	case GENERATEQR:
+	case EnqueueGenerateQRTypeGENERATEQR:
 		return true
 	default:
 		return false
@@ -137,13 +353,13 @@ func (e EnqueueGenerateQRType) Valid() bool {
 
 // Defines values for EnqueueIngestDocumentType.
 const (
-	INGESTDOCUMENT EnqueueIngestDocumentType = "INGEST_DOCUMENT"
+	EnqueueIngestDocumentTypeINGESTDOCUMENT EnqueueIngestDocumentType = "INGEST_DOCUMENT"
 )
 
 // Valid indicates whether the value is a known member of the EnqueueIngestDocumentType enum.
 func (e EnqueueIngestDocumentType) Valid() bool {
 	switch e {
-	case INGESTDOCUMENT:
+	case EnqueueIngestDocumentTypeINGESTDOCUMENT:
 		return true
 	default:
 		return false
@@ -152,13 +368,13 @@ func (e EnqueueIngestDocumentType) Valid() bool {
 
 // Defines values for EnqueueParseFactsType.
 const (
-	PARSEFACTS EnqueueParseFactsType = "PARSE_FACTS"
+	EnqueueParseFactsTypePARSEFACTS EnqueueParseFactsType = "PARSE_FACTS"
 )
 
 // Valid indicates whether the value is a known member of the EnqueueParseFactsType enum.
 func (e EnqueueParseFactsType) Valid() bool {
 	switch e {
-	case PARSEFACTS:
+	case EnqueueParseFactsTypePARSEFACTS:
 		return true
 	default:
 		return false
@@ -167,13 +383,13 @@ func (e EnqueueParseFactsType) Valid() bool {
 
 // Defines values for EnqueueRunRuleTestsType.
 const (
-	RUNRULETESTS EnqueueRunRuleTestsType = "RUN_RULE_TESTS"
+	EnqueueRunRuleTestsTypeRUNRULETESTS EnqueueRunRuleTestsType = "RUN_RULE_TESTS"
 )
 
 // Valid indicates whether the value is a known member of the EnqueueRunRuleTestsType enum.
 func (e EnqueueRunRuleTestsType) Valid() bool {
 	switch e {
-	case RUNRULETESTS:
+	case EnqueueRunRuleTestsTypeRUNRULETESTS:
 		return true
 	default:
 		return false
@@ -182,13 +398,106 @@ func (e EnqueueRunRuleTestsType) Valid() bool {
 
 // Defines values for EnqueueSignPassportType.
 const (
-	SIGNPASSPORT EnqueueSignPassportType = "SIGN_PASSPORT"
+	EnqueueSignPassportTypeSIGNPASSPORT EnqueueSignPassportType = "SIGN_PASSPORT"
 )
 
 // Valid indicates whether the value is a known member of the EnqueueSignPassportType enum.
 func (e EnqueueSignPassportType) Valid() bool {
 	switch e {
-	case SIGNPASSPORT:
+	case EnqueueSignPassportTypeSIGNPASSPORT:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportInputFormat.
+const (
+	ExportInputFormatJSON ExportInputFormat = "JSON"
+	ExportInputFormatJson ExportInputFormat = "json"
+	ExportInputFormatPDF  ExportInputFormat = "PDF"
+	ExportInputFormatPdf  ExportInputFormat = "pdf"
+)
+
+// Valid indicates whether the value is a known member of the ExportInputFormat enum.
+func (e ExportInputFormat) Valid() bool {
+	switch e {
+	case ExportInputFormatJSON:
+		return true
+	case ExportInputFormatJson:
+		return true
+	case ExportInputFormatPDF:
+		return true
+	case ExportInputFormatPdf:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobStatus.
+const (
+	JobStatusCANCELLED  JobStatus = "CANCELLED"
+	JobStatusDEADLETTER JobStatus = "DEAD_LETTER"
+	JobStatusFAILED     JobStatus = "FAILED"
+	JobStatusQUEUED     JobStatus = "QUEUED"
+	JobStatusRUNNING    JobStatus = "RUNNING"
+	JobStatusSUCCEEDED  JobStatus = "SUCCEEDED"
+)
+
+// Valid indicates whether the value is a known member of the JobStatus enum.
+func (e JobStatus) Valid() bool {
+	switch e {
+	case JobStatusCANCELLED:
+		return true
+	case JobStatusDEADLETTER:
+		return true
+	case JobStatusFAILED:
+		return true
+	case JobStatusQUEUED:
+		return true
+	case JobStatusRUNNING:
+		return true
+	case JobStatusSUCCEEDED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobType.
+const (
+	JobTypeBUILDSNAPSHOT   JobType = "BUILD_SNAPSHOT"
+	JobTypeCOMPILEPASSPORT JobType = "COMPILE_PASSPORT"
+	JobTypeDELIVERWEBHOOK  JobType = "DELIVER_WEBHOOK"
+	JobTypeEXPORTPASSPORT  JobType = "EXPORT_PASSPORT"
+	JobTypeGENERATEQR      JobType = "GENERATE_QR"
+	JobTypeINGESTDOCUMENT  JobType = "INGEST_DOCUMENT"
+	JobTypePARSEFACTS      JobType = "PARSE_FACTS"
+	JobTypeRUNRULETESTS    JobType = "RUN_RULE_TESTS"
+	JobTypeSIGNPASSPORT    JobType = "SIGN_PASSPORT"
+)
+
+// Valid indicates whether the value is a known member of the JobType enum.
+func (e JobType) Valid() bool {
+	switch e {
+	case JobTypeBUILDSNAPSHOT:
+		return true
+	case JobTypeCOMPILEPASSPORT:
+		return true
+	case JobTypeDELIVERWEBHOOK:
+		return true
+	case JobTypeEXPORTPASSPORT:
+		return true
+	case JobTypeGENERATEQR:
+		return true
+	case JobTypeINGESTDOCUMENT:
+		return true
+	case JobTypePARSEFACTS:
+		return true
+	case JobTypeRUNRULETESTS:
+		return true
+	case JobTypeSIGNPASSPORT:
 		return true
 	default:
 		return false
@@ -204,6 +513,48 @@ const (
 func (e LiveResultStatus) Valid() bool {
 	switch e {
 	case Ok:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PassportExportFormat.
+const (
+	PassportExportFormatJSON PassportExportFormat = "JSON"
+	PassportExportFormatPDF  PassportExportFormat = "PDF"
+)
+
+// Valid indicates whether the value is a known member of the PassportExportFormat enum.
+func (e PassportExportFormat) Valid() bool {
+	switch e {
+	case PassportExportFormatJSON:
+		return true
+	case PassportExportFormatPDF:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PassportVersionStatus.
+const (
+	PassportVersionStatusACTIVE     PassportVersionStatus = "ACTIVE"
+	PassportVersionStatusCOMPILING  PassportVersionStatus = "COMPILING"
+	PassportVersionStatusSIGNED     PassportVersionStatus = "SIGNED"
+	PassportVersionStatusSUPERSEDED PassportVersionStatus = "SUPERSEDED"
+)
+
+// Valid indicates whether the value is a known member of the PassportVersionStatus enum.
+func (e PassportVersionStatus) Valid() bool {
+	switch e {
+	case PassportVersionStatusACTIVE:
+		return true
+	case PassportVersionStatusCOMPILING:
+		return true
+	case PassportVersionStatusSIGNED:
+		return true
+	case PassportVersionStatusSUPERSEDED:
 		return true
 	default:
 		return false
@@ -231,30 +582,168 @@ func (e ReadyResultStatus) Valid() bool {
 	}
 }
 
+// Defines values for RulePackageVersionStatus.
+const (
+	RulePackageVersionStatusDRAFT     RulePackageVersionStatus = "DRAFT"
+	RulePackageVersionStatusPUBLISHED RulePackageVersionStatus = "PUBLISHED"
+	RulePackageVersionStatusVALIDATED RulePackageVersionStatus = "VALIDATED"
+)
+
+// Valid indicates whether the value is a known member of the RulePackageVersionStatus enum.
+func (e RulePackageVersionStatus) Valid() bool {
+	switch e {
+	case RulePackageVersionStatusDRAFT:
+		return true
+	case RulePackageVersionStatusPUBLISHED:
+		return true
+	case RulePackageVersionStatusVALIDATED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RuleTestsRunStatus.
+const (
+	RuleTestsRunStatusFAILED RuleTestsRunStatus = "FAILED"
+	RuleTestsRunStatusPASSED RuleTestsRunStatus = "PASSED"
+)
+
+// Valid indicates whether the value is a known member of the RuleTestsRunStatus enum.
+func (e RuleTestsRunStatus) Valid() bool {
+	switch e {
+	case RuleTestsRunStatusFAILED:
+		return true
+	case RuleTestsRunStatusPASSED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SnapshotStatus.
+const (
+	BUILDING SnapshotStatus = "BUILDING"
+	READY    SnapshotStatus = "READY"
+	SEALED   SnapshotStatus = "SEALED"
+)
+
+// Valid indicates whether the value is a known member of the SnapshotStatus enum.
+func (e SnapshotStatus) Valid() bool {
+	switch e {
+	case BUILDING:
+		return true
+	case READY:
+		return true
+	case SEALED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VerifiedVersionStatus.
+const (
+	VerifiedVersionStatusACTIVE     VerifiedVersionStatus = "ACTIVE"
+	VerifiedVersionStatusSUPERSEDED VerifiedVersionStatus = "SUPERSEDED"
+)
+
+// Valid indicates whether the value is a known member of the VerifiedVersionStatus enum.
+func (e VerifiedVersionStatus) Valid() bool {
+	switch e {
+	case VerifiedVersionStatusACTIVE:
+		return true
+	case VerifiedVersionStatusSUPERSEDED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryStatus.
+const (
+	WebhookDeliveryStatusDELIVERED WebhookDeliveryStatus = "DELIVERED"
+	WebhookDeliveryStatusFAILED    WebhookDeliveryStatus = "FAILED"
+	WebhookDeliveryStatusPENDING   WebhookDeliveryStatus = "PENDING"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryStatus enum.
+func (e WebhookDeliveryStatus) Valid() bool {
+	switch e {
+	case WebhookDeliveryStatusDELIVERED:
+		return true
+	case WebhookDeliveryStatusFAILED:
+		return true
+	case WebhookDeliveryStatusPENDING:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListJobsParamsType.
+const (
+	ListJobsParamsTypeBUILDSNAPSHOT   ListJobsParamsType = "BUILD_SNAPSHOT"
+	ListJobsParamsTypeCOMPILEPASSPORT ListJobsParamsType = "COMPILE_PASSPORT"
+	ListJobsParamsTypeDELIVERWEBHOOK  ListJobsParamsType = "DELIVER_WEBHOOK"
+	ListJobsParamsTypeEXPORTPASSPORT  ListJobsParamsType = "EXPORT_PASSPORT"
+	ListJobsParamsTypeGENERATEQR      ListJobsParamsType = "GENERATE_QR"
+	ListJobsParamsTypeINGESTDOCUMENT  ListJobsParamsType = "INGEST_DOCUMENT"
+	ListJobsParamsTypePARSEFACTS      ListJobsParamsType = "PARSE_FACTS"
+	ListJobsParamsTypeRUNRULETESTS    ListJobsParamsType = "RUN_RULE_TESTS"
+	ListJobsParamsTypeSIGNPASSPORT    ListJobsParamsType = "SIGN_PASSPORT"
+)
+
+// Valid indicates whether the value is a known member of the ListJobsParamsType enum.
+func (e ListJobsParamsType) Valid() bool {
+	switch e {
+	case ListJobsParamsTypeBUILDSNAPSHOT:
+		return true
+	case ListJobsParamsTypeCOMPILEPASSPORT:
+		return true
+	case ListJobsParamsTypeDELIVERWEBHOOK:
+		return true
+	case ListJobsParamsTypeEXPORTPASSPORT:
+		return true
+	case ListJobsParamsTypeGENERATEQR:
+		return true
+	case ListJobsParamsTypeINGESTDOCUMENT:
+		return true
+	case ListJobsParamsTypePARSEFACTS:
+		return true
+	case ListJobsParamsTypeRUNRULETESTS:
+		return true
+	case ListJobsParamsTypeSIGNPASSPORT:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListJobsParamsStatus.
 const (
-	CANCELLED  ListJobsParamsStatus = "CANCELLED"
-	DEADLETTER ListJobsParamsStatus = "DEAD_LETTER"
-	FAILED     ListJobsParamsStatus = "FAILED"
-	QUEUED     ListJobsParamsStatus = "QUEUED"
-	RUNNING    ListJobsParamsStatus = "RUNNING"
-	SUCCEEDED  ListJobsParamsStatus = "SUCCEEDED"
+	ListJobsParamsStatusCANCELLED  ListJobsParamsStatus = "CANCELLED"
+	ListJobsParamsStatusDEADLETTER ListJobsParamsStatus = "DEAD_LETTER"
+	ListJobsParamsStatusFAILED     ListJobsParamsStatus = "FAILED"
+	ListJobsParamsStatusQUEUED     ListJobsParamsStatus = "QUEUED"
+	ListJobsParamsStatusRUNNING    ListJobsParamsStatus = "RUNNING"
+	ListJobsParamsStatusSUCCEEDED  ListJobsParamsStatus = "SUCCEEDED"
 )
 
 // Valid indicates whether the value is a known member of the ListJobsParamsStatus enum.
 func (e ListJobsParamsStatus) Valid() bool {
 	switch e {
-	case CANCELLED:
+	case ListJobsParamsStatusCANCELLED:
 		return true
-	case DEADLETTER:
+	case ListJobsParamsStatusDEADLETTER:
 		return true
-	case FAILED:
+	case ListJobsParamsStatusFAILED:
 		return true
-	case QUEUED:
+	case ListJobsParamsStatusQUEUED:
 		return true
-	case RUNNING:
+	case ListJobsParamsStatusRUNNING:
 		return true
-	case SUCCEEDED:
+	case ListJobsParamsStatusSUCCEEDED:
 		return true
 	default:
 		return false
@@ -263,22 +752,22 @@ func (e ListJobsParamsStatus) Valid() bool {
 
 // Defines values for GetPassportExportFileParamsFormat.
 const (
-	JSON GetPassportExportFileParamsFormat = "JSON"
-	Json GetPassportExportFileParamsFormat = "json"
-	PDF  GetPassportExportFileParamsFormat = "PDF"
-	Pdf  GetPassportExportFileParamsFormat = "pdf"
+	GetPassportExportFileParamsFormatJSON GetPassportExportFileParamsFormat = "JSON"
+	GetPassportExportFileParamsFormatJson GetPassportExportFileParamsFormat = "json"
+	GetPassportExportFileParamsFormatPDF  GetPassportExportFileParamsFormat = "PDF"
+	GetPassportExportFileParamsFormatPdf  GetPassportExportFileParamsFormat = "pdf"
 )
 
 // Valid indicates whether the value is a known member of the GetPassportExportFileParamsFormat enum.
 func (e GetPassportExportFileParamsFormat) Valid() bool {
 	switch e {
-	case JSON:
+	case GetPassportExportFileParamsFormatJSON:
 		return true
-	case Json:
+	case GetPassportExportFileParamsFormatJson:
 		return true
-	case PDF:
+	case GetPassportExportFileParamsFormatPDF:
 		return true
-	case Pdf:
+	case GetPassportExportFileParamsFormatPdf:
 		return true
 	default:
 		return false
@@ -309,23 +798,28 @@ type APIKey struct {
 	Name       string             `json:"name"`
 	Prefix     string             `json:"prefix"`
 	RevokedAt  *time.Time         `json:"revoked_at"`
-	Role       string             `json:"role"`
+	Role       APIKeyRole         `json:"role"`
 	TenantId   openapi_types.UUID `json:"tenant_id"`
 }
 
+// APIKeyRole defines model for APIKey.Role.
+type APIKeyRole string
+
 // APIKeyList defines model for APIKeyList.
 type APIKeyList struct {
-	Items *[]APIKey `json:"items"`
+	Items []APIKey `json:"items"`
 }
 
 // AddItemsInput defines model for AddItemsInput.
 type AddItemsInput struct {
 	// DocumentVersionIds Document versions whose every fact is added.
-	DocumentVersionIds *[]string `json:"document_version_ids,omitempty"`
+	DocumentVersionIds *[]openapi_types.UUID `json:"document_version_ids,omitempty"`
 
 	// FactIds Facts to add.
-	FactIds  *[]string          `json:"fact_ids,omitempty"`
-	TenantId openapi_types.UUID `json:"tenant_id"`
+	FactIds *[]openapi_types.UUID `json:"fact_ids,omitempty"`
+
+	// TenantId Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
 
 // AddItemsResult defines model for AddItemsResult.
@@ -334,20 +828,63 @@ type AddItemsResult struct {
 	Snapshot Snapshot `json:"snapshot"`
 }
 
+// ApiIndex defines model for ApiIndex.
+type ApiIndex struct {
+	// Docs The API reference, for a browser.
+	//
+	// Examples: /v1/docs
+	Docs string `json:"docs"`
+
+	// HealthLive Liveness probe.
+	//
+	// Examples: /v1/health/live
+	HealthLive string `json:"health_live"`
+
+	// HealthReady Readiness probe.
+	//
+	// Examples: /v1/health/ready
+	HealthReady string `json:"health_ready"`
+
+	// Metrics Prometheus metrics (the platform token).
+	//
+	// Examples: /v1/metrics
+	Metrics string `json:"metrics"`
+
+	// Openapi The OpenAPI document the reference is built from.
+	//
+	// Examples: /v1/openapi.json
+	Openapi string `json:"openapi"`
+
+	// Riverui River UI (HTTP basic auth: any user name, the admin token as password); absent where this process serves no admin routes.
+	//
+	// Examples: /riverui/
+	Riverui *string `json:"riverui,omitempty"`
+
+	// Service What answers here.
+	//
+	// Examples: bpc
+	Service string `json:"service"`
+}
+
 // AppendEventInput defines model for AppendEventInput.
 type AppendEventInput struct {
-	ActorId       openapi_types.UUID `json:"actor_id"`
+	// ActorId Who acted: any text the platform token chooses (admin-api when absent). A tenant key's events name the key itself (api_key:<api_key_id>); leave it out or send exactly that.
+	ActorId       *string            `json:"actor_id,omitempty"`
 	AggregateId   openapi_types.UUID `json:"aggregate_id"`
 	AggregateType string             `json:"aggregate_type"`
 	EventType     string             `json:"event_type"`
-	Payload       interface{}        `json:"payload"`
-	TenantId      openapi_types.UUID `json:"tenant_id"`
+
+	// Payload Any JSON value, stored as given.
+	Payload interface{} `json:"payload"`
+
+	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
 
 // AppendEventResult defines model for AppendEventResult.
 type AppendEventResult struct {
 	AggregateVersion int64              `json:"aggregate_version"`
-	Deliveries       *[]DeliveryRef     `json:"deliveries"`
+	Deliveries       []DeliveryRef      `json:"deliveries"`
 	EventHash        string             `json:"event_hash"`
 	EventId          openapi_types.UUID `json:"event_id"`
 }
@@ -360,26 +897,48 @@ type BatchItem struct {
 	FinishedAt     *time.Time         `json:"finished_at"`
 	IdempotencyKey *string            `json:"idempotency_key"`
 	JobId          openapi_types.UUID `json:"job_id"`
-	LastError      interface{}        `json:"last_error"`
-	LeaseExpiresAt *time.Time         `json:"lease_expires_at"`
-	LeaseOwner     *string            `json:"lease_owner"`
-	MaxAttempts    int32              `json:"max_attempts"`
-	Payload        interface{}        `json:"payload"`
-	Priority       int32              `json:"priority"`
-	Queue          string             `json:"queue"`
-	RiverDeletedAt *time.Time         `json:"river_deleted_at,omitempty"`
-	RiverJobId     int64              `json:"river_job_id"`
-	ScheduledAt    time.Time          `json:"scheduled_at"`
-	StartedAt      *time.Time         `json:"started_at"`
-	Status         string             `json:"status"`
-	TenantId       openapi_types.UUID `json:"tenant_id"`
-	Type           string             `json:"type"`
-	UpdatedAt      time.Time          `json:"updated_at"`
+
+	// LastError The last attempt's error, null when no attempt failed.
+	LastError *struct {
+		// At When it failed.
+		At *time.Time `json:"at,omitempty"`
+
+		// Attempt The attempt that failed (1 is the first).
+		Attempt *int `json:"attempt,omitempty"`
+
+		// Code Error code (SPEC §4), e.g. VALIDATION_ERROR, INTERNAL_ERROR, CANCELLED.
+		Code string `json:"code"`
+
+		// Message One line.
+		Message string `json:"message"`
+	} `json:"last_error"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	LeaseOwner     *string    `json:"lease_owner"`
+	MaxAttempts    int32      `json:"max_attempts"`
+
+	// Payload The job's arguments: the payload schema of its type (EnqueueRequest's oneOf).
+	Payload        map[string]interface{} `json:"payload"`
+	Priority       int32                  `json:"priority"`
+	Queue          string                 `json:"queue"`
+	RiverDeletedAt *time.Time             `json:"river_deleted_at,omitempty"`
+	RiverJobId     int64                  `json:"river_job_id"`
+	ScheduledAt    time.Time              `json:"scheduled_at"`
+	StartedAt      *time.Time             `json:"started_at"`
+	Status         BatchItemStatus        `json:"status"`
+	TenantId       openapi_types.UUID     `json:"tenant_id"`
+	Type           BatchItemType          `json:"type"`
+	UpdatedAt      time.Time              `json:"updated_at"`
 }
+
+// BatchItemStatus defines model for BatchItem.Status.
+type BatchItemStatus string
+
+// BatchItemType defines model for BatchItem.Type.
+type BatchItemType string
 
 // BatchItemList defines model for BatchItemList.
 type BatchItemList struct {
-	Items *[]BatchItem `json:"items"`
+	Items []BatchItem `json:"items"`
 }
 
 // BatteryProduct defines model for BatteryProduct.
@@ -393,7 +952,7 @@ type BatteryProduct struct {
 
 // BatteryProductList defines model for BatteryProductList.
 type BatteryProductList struct {
-	Items *[]BatteryProduct `json:"items"`
+	Items []BatteryProduct `json:"items"`
 }
 
 // BuildSnapshotArgs Moves a snapshot from BUILDING to READY. (payload of BUILD_SNAPSHOT)
@@ -418,19 +977,24 @@ type CheckResultStatus string
 
 // CircuitBreaker defines model for CircuitBreaker.
 type CircuitBreaker struct {
-	AttemptsInWindow int64      `json:"attempts_in_window"`
-	FailureRate      float64    `json:"failure_rate"`
-	FailuresInWindow int64      `json:"failures_in_window"`
-	NextProbeAt      *time.Time `json:"next_probe_at"`
-	OpenedAt         *time.Time `json:"opened_at"`
-	State            string     `json:"state"`
+	AttemptsInWindow int64               `json:"attempts_in_window"`
+	FailureRate      float64             `json:"failure_rate"`
+	FailuresInWindow int64               `json:"failures_in_window"`
+	NextProbeAt      *time.Time          `json:"next_probe_at"`
+	OpenedAt         *time.Time          `json:"opened_at"`
+	State            CircuitBreakerState `json:"state"`
 }
+
+// CircuitBreakerState defines model for CircuitBreaker.State.
+type CircuitBreakerState string
 
 // CompileInput defines model for CompileInput.
 type CompileInput struct {
 	RulePackageVersionId openapi_types.UUID `json:"rule_package_version_id"`
 	SnapshotId           openapi_types.UUID `json:"snapshot_id"`
-	TenantId             openapi_types.UUID `json:"tenant_id"`
+
+	// TenantId Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
 
 // CompilePassportArgs Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT. (payload of COMPILE_PASSPORT)
@@ -443,16 +1007,26 @@ type CompilePassportArgs struct {
 
 // CreateDocumentInput defines model for CreateDocumentInput.
 type CreateDocumentInput struct {
-	Kind     string             `json:"kind"`
-	Name     string             `json:"name"`
-	TenantId openapi_types.UUID `json:"tenant_id"`
+	Kind CreateDocumentInputKind `json:"kind"`
+	Name string                  `json:"name"`
+
+	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
+
+// CreateDocumentInputKind defines model for CreateDocumentInput.Kind.
+type CreateDocumentInputKind string
 
 // CreateEndpointInput defines model for CreateEndpointInput.
 type CreateEndpointInput struct {
-	Secret   string             `json:"secret"`
-	TenantId openapi_types.UUID `json:"tenant_id"`
-	Url      string             `json:"url"`
+	// Secret The HMAC-SHA256 signing secret of the deliveries.
+	Secret string `json:"secret"`
+
+	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
+
+	// Url Absolute http(s) URL of a public host (https only in production).
+	Url string `json:"url"`
 }
 
 // CreateKeyInput defines model for CreateKeyInput.
@@ -462,7 +1036,7 @@ type CreateKeyInput struct {
 	Name      string             `json:"name"`
 	Role      CreateKeyInputRole `json:"role"`
 
-	// TenantId Required with the platform token; a tenant admin key's own tenant otherwise.
+	// TenantId Required with the platform token; a tenant admin key's own tenant when absent.
 	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
 
@@ -472,38 +1046,53 @@ type CreateKeyInputRole string
 // CreatePassportInput defines model for CreatePassportInput.
 type CreatePassportInput struct {
 	BatteryProductId openapi_types.UUID `json:"battery_product_id"`
-	TenantId         openapi_types.UUID `json:"tenant_id"`
+
+	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
 
 // CreateProductInput defines model for CreateProductInput.
 type CreateProductInput struct {
-	Name     string             `json:"name"`
-	Sku      string             `json:"sku"`
-	TenantId openapi_types.UUID `json:"tenant_id"`
+	Name string `json:"name"`
+	Sku  string `json:"sku"`
+
+	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
 
 // CreateRulePackageInput defines model for CreateRulePackageInput.
 type CreateRulePackageInput struct {
-	Name     string             `json:"name"`
-	TenantId openapi_types.UUID `json:"tenant_id"`
+	Name string `json:"name"`
+
+	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
 
 // CreateRuleVersionInput defines model for CreateRuleVersionInput.
 type CreateRuleVersionInput struct {
-	DslSource   string             `json:"dsl_source"`
-	TenantId    openapi_types.UUID `json:"tenant_id"`
-	TestsSource string             `json:"tests_source"`
+	// DslSource The rules, in BPC-RULES-1.
+	DslSource string `json:"dsl_source"`
+
+	// TenantId Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
+
+	// TestsSource The rules' tests.
+	TestsSource string `json:"tests_source"`
 }
 
 // CreateSubscriptionInput defines model for CreateSubscriptionInput.
 type CreateSubscriptionInput struct {
-	EventType         string             `json:"event_type"`
-	TenantId          openapi_types.UUID `json:"tenant_id"`
-	WebhookEndpointId openapi_types.UUID `json:"webhook_endpoint_id"`
+	// EventType An event type, or * for every event.
+	EventType string `json:"event_type"`
+
+	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	TenantId          *openapi_types.UUID `json:"tenant_id,omitempty"`
+	WebhookEndpointId openapi_types.UUID  `json:"webhook_endpoint_id"`
 }
 
 // CreateTenantInput defines model for CreateTenantInput.
 type CreateTenantInput struct {
+	// Name Shown to people; leading and trailing spaces are dropped.
 	Name string `json:"name"`
 	Slug string `json:"slug"`
 }
@@ -517,10 +1106,13 @@ type CreatedKey struct {
 	Name       string             `json:"name"`
 	Prefix     string             `json:"prefix"`
 	RevokedAt  *time.Time         `json:"revoked_at"`
-	Role       string             `json:"role"`
+	Role       CreatedKeyRole     `json:"role"`
 	TenantId   openapi_types.UUID `json:"tenant_id"`
 	Token      string             `json:"token"`
 }
+
+// CreatedKeyRole defines model for CreatedKey.Role.
+type CreatedKeyRole string
 
 // DeliverWebhookArgs POSTs one event to one webhook endpoint with an HMAC signature. (payload of DELIVER_WEBHOOK)
 type DeliverWebhookArgs struct {
@@ -539,14 +1131,17 @@ type DeliveryRef struct {
 type Document struct {
 	CreatedAt  time.Time          `json:"created_at"`
 	DocumentId openapi_types.UUID `json:"document_id"`
-	Kind       string             `json:"kind"`
+	Kind       DocumentKind       `json:"kind"`
 	Name       string             `json:"name"`
 	TenantId   openapi_types.UUID `json:"tenant_id"`
 }
 
+// DocumentKind defines model for Document.Kind.
+type DocumentKind string
+
 // DocumentList defines model for DocumentList.
 type DocumentList struct {
-	Items *[]Document `json:"items"`
+	Items []Document `json:"items"`
 }
 
 // DocumentVersion defines model for DocumentVersion.
@@ -555,25 +1150,42 @@ type DocumentVersion struct {
 	CreatedAt         time.Time          `json:"created_at"`
 	DocumentId        openapi_types.UUID `json:"document_id"`
 	DocumentVersionId openapi_types.UUID `json:"document_version_id"`
-	Error             interface{}        `json:"error"`
-	FactCount         *int32             `json:"fact_count"`
-	MimeType          string             `json:"mime_type"`
-	ProcessedAt       *time.Time         `json:"processed_at"`
-	SizeBytes         int32              `json:"size_bytes"`
-	Status            string             `json:"status"`
-	TenantId          openapi_types.UUID `json:"tenant_id"`
-	Version           int32              `json:"version"`
+
+	// Error Why the version was REJECTED; null otherwise.
+	Error *struct {
+		// Code Error code, e.g. VALIDATION_ERROR.
+		Code string `json:"code"`
+
+		// Field The document member at fault, when one is.
+		Field *string `json:"field,omitempty"`
+
+		// Message What is wrong with the document.
+		Message string `json:"message"`
+	} `json:"error"`
+	FactCount   *int32                `json:"fact_count"`
+	MimeType    string                `json:"mime_type"`
+	ProcessedAt *time.Time            `json:"processed_at"`
+	SizeBytes   int32                 `json:"size_bytes"`
+	Status      DocumentVersionStatus `json:"status"`
+	TenantId    openapi_types.UUID    `json:"tenant_id"`
+	Version     int32                 `json:"version"`
 }
+
+// DocumentVersionStatus defines model for DocumentVersion.Status.
+type DocumentVersionStatus string
 
 // DocumentWithVersions defines model for DocumentWithVersions.
 type DocumentWithVersions struct {
-	CreatedAt  time.Time          `json:"created_at"`
-	DocumentId openapi_types.UUID `json:"document_id"`
-	Kind       string             `json:"kind"`
-	Name       string             `json:"name"`
-	TenantId   openapi_types.UUID `json:"tenant_id"`
-	Versions   *[]DocumentVersion `json:"versions"`
+	CreatedAt  time.Time                `json:"created_at"`
+	DocumentId openapi_types.UUID       `json:"document_id"`
+	Kind       DocumentWithVersionsKind `json:"kind"`
+	Name       string                   `json:"name"`
+	TenantId   openapi_types.UUID       `json:"tenant_id"`
+	Versions   []DocumentVersion        `json:"versions"`
 }
+
+// DocumentWithVersionsKind defines model for DocumentWithVersions.Kind.
+type DocumentWithVersionsKind string
 
 // EndpointResult defines model for EndpointResult.
 type EndpointResult struct {
@@ -841,9 +1453,14 @@ type ErrorDetail struct {
 // ExportInput defines model for ExportInput.
 type ExportInput struct {
 	// Format JSON (BPC-EXPORT-1, what bpc verify reads) or PDF (for people; same bytes for the same version).
-	Format   string             `json:"format"`
-	TenantId openapi_types.UUID `json:"tenant_id"`
+	Format ExportInputFormat `json:"format"`
+
+	// TenantId Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
+
+// ExportInputFormat JSON (BPC-EXPORT-1, what bpc verify reads) or PDF (for people; same bytes for the same version).
+type ExportInputFormat string
 
 // ExportPassportArgs Writes an ACTIVE passport version to an export file. (payload of EXPORT_PASSPORT)
 type ExportPassportArgs struct {
@@ -854,20 +1471,22 @@ type ExportPassportArgs struct {
 
 // Fact defines model for Fact.
 type Fact struct {
-	CreatedAt               time.Time          `json:"created_at"`
-	FactId                  openapi_types.UUID `json:"fact_id"`
-	FactKey                 string             `json:"fact_key"`
-	FactType                string             `json:"fact_type"`
-	Payload                 interface{}        `json:"payload"`
-	PayloadHash             string             `json:"payload_hash"`
-	SchemaVersion           int32              `json:"schema_version"`
-	SourceDocumentVersionId openapi_types.UUID `json:"source_document_version_id"`
-	TenantId                openapi_types.UUID `json:"tenant_id"`
+	CreatedAt time.Time          `json:"created_at"`
+	FactId    openapi_types.UUID `json:"fact_id"`
+	FactKey   string             `json:"fact_key"`
+	FactType  string             `json:"fact_type"`
+
+	// Payload The fact's canonical JSON (BPC-CJSON-1).
+	Payload                 map[string]interface{} `json:"payload"`
+	PayloadHash             string                 `json:"payload_hash"`
+	SchemaVersion           int32                  `json:"schema_version"`
+	SourceDocumentVersionId openapi_types.UUID     `json:"source_document_version_id"`
+	TenantId                openapi_types.UUID     `json:"tenant_id"`
 }
 
 // FactList defines model for FactList.
 type FactList struct {
-	Items *[]Fact `json:"items"`
+	Items []Fact `json:"items"`
 }
 
 // GenerateQRArgs Renders the BPC-QR-1 code of a signed passport version. (payload of GENERATE_QR)
@@ -892,26 +1511,48 @@ type Job struct {
 	FinishedAt     *time.Time         `json:"finished_at"`
 	IdempotencyKey *string            `json:"idempotency_key"`
 	JobId          openapi_types.UUID `json:"job_id"`
-	LastError      interface{}        `json:"last_error"`
-	LeaseExpiresAt *time.Time         `json:"lease_expires_at"`
-	LeaseOwner     *string            `json:"lease_owner"`
-	MaxAttempts    int32              `json:"max_attempts"`
-	Payload        interface{}        `json:"payload"`
-	Priority       int32              `json:"priority"`
-	Queue          string             `json:"queue"`
-	RiverDeletedAt *time.Time         `json:"river_deleted_at,omitempty"`
-	RiverJobId     int64              `json:"river_job_id"`
-	ScheduledAt    time.Time          `json:"scheduled_at"`
-	StartedAt      *time.Time         `json:"started_at"`
-	Status         string             `json:"status"`
-	TenantId       openapi_types.UUID `json:"tenant_id"`
-	Type           string             `json:"type"`
-	UpdatedAt      time.Time          `json:"updated_at"`
+
+	// LastError The last attempt's error, null when no attempt failed.
+	LastError *struct {
+		// At When it failed.
+		At *time.Time `json:"at,omitempty"`
+
+		// Attempt The attempt that failed (1 is the first).
+		Attempt *int `json:"attempt,omitempty"`
+
+		// Code Error code (SPEC §4), e.g. VALIDATION_ERROR, INTERNAL_ERROR, CANCELLED.
+		Code string `json:"code"`
+
+		// Message One line.
+		Message string `json:"message"`
+	} `json:"last_error"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	LeaseOwner     *string    `json:"lease_owner"`
+	MaxAttempts    int32      `json:"max_attempts"`
+
+	// Payload The job's arguments: the payload schema of its type (EnqueueRequest's oneOf).
+	Payload        map[string]interface{} `json:"payload"`
+	Priority       int32                  `json:"priority"`
+	Queue          string                 `json:"queue"`
+	RiverDeletedAt *time.Time             `json:"river_deleted_at,omitempty"`
+	RiverJobId     int64                  `json:"river_job_id"`
+	ScheduledAt    time.Time              `json:"scheduled_at"`
+	StartedAt      *time.Time             `json:"started_at"`
+	Status         JobStatus              `json:"status"`
+	TenantId       openapi_types.UUID     `json:"tenant_id"`
+	Type           JobType                `json:"type"`
+	UpdatedAt      time.Time              `json:"updated_at"`
 }
+
+// JobStatus defines model for Job.Status.
+type JobStatus string
+
+// JobType defines model for Job.Type.
+type JobType string
 
 // JobPage defines model for JobPage.
 type JobPage struct {
-	Items      *[]Job  `json:"items"`
+	Items      []Job   `json:"items"`
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
@@ -946,49 +1587,55 @@ type Passport struct {
 
 // PassportExport defines model for PassportExport.
 type PassportExport struct {
-	CreatedAt         time.Time          `json:"created_at"`
-	Format            string             `json:"format"`
-	PassportExportId  openapi_types.UUID `json:"passport_export_id"`
-	PassportVersionId openapi_types.UUID `json:"passport_version_id"`
-	Path              string             `json:"path"`
-	RiverJobId        *int64             `json:"river_job_id"`
-	Sha256            string             `json:"sha256"`
-	SizeBytes         int64              `json:"size_bytes"`
-	TenantId          openapi_types.UUID `json:"tenant_id"`
+	CreatedAt         time.Time            `json:"created_at"`
+	Format            PassportExportFormat `json:"format"`
+	PassportExportId  openapi_types.UUID   `json:"passport_export_id"`
+	PassportVersionId openapi_types.UUID   `json:"passport_version_id"`
+	Path              string               `json:"path"`
+	RiverJobId        *int64               `json:"river_job_id"`
+	Sha256            string               `json:"sha256"`
+	SizeBytes         int64                `json:"size_bytes"`
+	TenantId          openapi_types.UUID   `json:"tenant_id"`
 }
+
+// PassportExportFormat defines model for PassportExport.Format.
+type PassportExportFormat string
 
 // PassportExportList defines model for PassportExportList.
 type PassportExportList struct {
-	Items *[]PassportExport `json:"items"`
+	Items []PassportExport `json:"items"`
 }
 
 // PassportVersion defines model for PassportVersion.
 type PassportVersion struct {
-	ActivatedAt          *time.Time         `json:"activated_at"`
-	CompileRiverJobId    *int64             `json:"compile_river_job_id"`
-	CompilerBuildId      string             `json:"compiler_build_id"`
-	CreatedAt            time.Time          `json:"created_at"`
-	IssuedAt             time.Time          `json:"issued_at"`
-	PassportId           openapi_types.UUID `json:"passport_id"`
-	PassportVersionId    openapi_types.UUID `json:"passport_version_id"`
-	PayloadBytes         int32              `json:"payload_bytes"`
-	PayloadHash          string             `json:"payload_hash"`
-	ProofBytes           int32              `json:"proof_bytes"`
-	ProofRootHash        string             `json:"proof_root_hash"`
-	QrGeneratedAt        *time.Time         `json:"qr_generated_at"`
-	QrPayload            *string            `json:"qr_payload"`
-	ReceiptHash          string             `json:"receipt_hash"`
-	RulePackageVersionId openapi_types.UUID `json:"rule_package_version_id"`
-	Signature            *string            `json:"signature"`
-	SignedAt             *time.Time         `json:"signed_at"`
-	SigningKeyId         string             `json:"signing_key_id"`
-	SigningPublicKey     *string            `json:"signing_public_key"`
-	SnapshotId           openapi_types.UUID `json:"snapshot_id"`
-	Status               string             `json:"status"`
-	SupersededAt         *time.Time         `json:"superseded_at"`
-	TenantId             openapi_types.UUID `json:"tenant_id"`
-	Version              int32              `json:"version"`
+	ActivatedAt          *time.Time            `json:"activated_at"`
+	CompileRiverJobId    *int64                `json:"compile_river_job_id"`
+	CompilerBuildId      string                `json:"compiler_build_id"`
+	CreatedAt            time.Time             `json:"created_at"`
+	IssuedAt             time.Time             `json:"issued_at"`
+	PassportId           openapi_types.UUID    `json:"passport_id"`
+	PassportVersionId    openapi_types.UUID    `json:"passport_version_id"`
+	PayloadBytes         int32                 `json:"payload_bytes"`
+	PayloadHash          string                `json:"payload_hash"`
+	ProofBytes           int32                 `json:"proof_bytes"`
+	ProofRootHash        string                `json:"proof_root_hash"`
+	QrGeneratedAt        *time.Time            `json:"qr_generated_at"`
+	QrPayload            *string               `json:"qr_payload"`
+	ReceiptHash          string                `json:"receipt_hash"`
+	RulePackageVersionId openapi_types.UUID    `json:"rule_package_version_id"`
+	Signature            *string               `json:"signature"`
+	SignedAt             *time.Time            `json:"signed_at"`
+	SigningKeyId         string                `json:"signing_key_id"`
+	SigningPublicKey     *string               `json:"signing_public_key"`
+	SnapshotId           openapi_types.UUID    `json:"snapshot_id"`
+	Status               PassportVersionStatus `json:"status"`
+	SupersededAt         *time.Time            `json:"superseded_at"`
+	TenantId             openapi_types.UUID    `json:"tenant_id"`
+	Version              int32                 `json:"version"`
 }
+
+// PassportVersionStatus defines model for PassportVersion.Status.
+type PassportVersionStatus string
 
 // PassportWithVersions defines model for PassportWithVersions.
 type PassportWithVersions struct {
@@ -998,7 +1645,7 @@ type PassportWithVersions struct {
 	PassportId       openapi_types.UUID  `json:"passport_id"`
 	TenantId         openapi_types.UUID  `json:"tenant_id"`
 	UpdatedAt        time.Time           `json:"updated_at"`
-	Versions         *[]PassportVersion  `json:"versions"`
+	Versions         []PassportVersion   `json:"versions"`
 }
 
 // PingResult defines model for PingResult.
@@ -1024,7 +1671,7 @@ type QRVerification struct {
 
 // ReadyResult defines model for ReadyResult.
 type ReadyResult struct {
-	Checks *[]CheckResult `json:"checks"`
+	Checks []CheckResult `json:"checks"`
 
 	// Status degraded: ready (200), but a check that only makes the service slower failed.
 	Status ReadyResultStatus `json:"status"`
@@ -1036,7 +1683,7 @@ type ReadyResultStatus string
 // ReplayReport defines model for ReplayReport.
 type ReplayReport struct {
 	Match             bool               `json:"match"`
-	Mismatches        *[]string          `json:"mismatches"`
+	Mismatches        []string           `json:"mismatches"`
 	PassportVersionId openapi_types.UUID `json:"passport_version_id"`
 	PayloadHash       string             `json:"payload_hash"`
 	ProofRootHash     string             `json:"proof_root_hash"`
@@ -1054,52 +1701,78 @@ type RulePackage struct {
 
 // RulePackageList defines model for RulePackageList.
 type RulePackageList struct {
-	Items *[]RulePackage `json:"items"`
+	Items []RulePackage `json:"items"`
 }
 
 // RulePackageVersion defines model for RulePackageVersion.
 type RulePackageVersion struct {
-	CreatedAt            time.Time          `json:"created_at"`
-	DslSha256            string             `json:"dsl_sha256"`
-	DslSource            *string            `json:"dsl_source,omitempty"`
-	PublishedAt          *time.Time         `json:"published_at"`
-	RulePackageId        openapi_types.UUID `json:"rule_package_id"`
-	RulePackageVersionId openapi_types.UUID `json:"rule_package_version_id"`
-	Status               string             `json:"status"`
-	TenantId             openapi_types.UUID `json:"tenant_id"`
-	TestsSha256          string             `json:"tests_sha256"`
-	TestsSource          *string            `json:"tests_source,omitempty"`
-	ValidatedAt          *time.Time         `json:"validated_at"`
-	Version              int32              `json:"version"`
+	CreatedAt            time.Time                `json:"created_at"`
+	DslSha256            string                   `json:"dsl_sha256"`
+	DslSource            *string                  `json:"dsl_source,omitempty"`
+	PublishedAt          *time.Time               `json:"published_at"`
+	RulePackageId        openapi_types.UUID       `json:"rule_package_id"`
+	RulePackageVersionId openapi_types.UUID       `json:"rule_package_version_id"`
+	Status               RulePackageVersionStatus `json:"status"`
+	TenantId             openapi_types.UUID       `json:"tenant_id"`
+	TestsSha256          string                   `json:"tests_sha256"`
+	TestsSource          *string                  `json:"tests_source,omitempty"`
+	ValidatedAt          *time.Time               `json:"validated_at"`
+	Version              int32                    `json:"version"`
 }
+
+// RulePackageVersionStatus defines model for RulePackageVersion.Status.
+type RulePackageVersionStatus string
 
 // RulePackageWithVersions defines model for RulePackageWithVersions.
 type RulePackageWithVersions struct {
-	CreatedAt     time.Time             `json:"created_at"`
-	Name          string                `json:"name"`
-	RulePackageId openapi_types.UUID    `json:"rule_package_id"`
-	TenantId      openapi_types.UUID    `json:"tenant_id"`
-	Versions      *[]RulePackageVersion `json:"versions"`
+	CreatedAt     time.Time            `json:"created_at"`
+	Name          string               `json:"name"`
+	RulePackageId openapi_types.UUID   `json:"rule_package_id"`
+	TenantId      openapi_types.UUID   `json:"tenant_id"`
+	Versions      []RulePackageVersion `json:"versions"`
 }
 
 // RuleTestsRun defines model for RuleTestsRun.
 type RuleTestsRun struct {
-	CreatedAt            time.Time          `json:"created_at"`
-	Failed               int32              `json:"failed"`
-	FirstFailure         interface{}        `json:"first_failure"`
+	CreatedAt time.Time `json:"created_at"`
+	Failed    int32     `json:"failed"`
+
+	// FirstFailure The first failing case; {"message"} when the run failed for having too few cases; null when the run passed.
+	FirstFailure *struct {
+		// Actual What the rules answered.
+		Actual *string `json:"actual,omitempty"`
+
+		// Case The case's index within the test.
+		Case *int `json:"case,omitempty"`
+
+		// Expected What the test expected.
+		Expected *string `json:"expected,omitempty"`
+
+		// Inputs The case's inputs (JSON).
+		Inputs interface{} `json:"inputs,omitempty"`
+
+		// Message Why the run failed without a failing case.
+		Message *string `json:"message,omitempty"`
+
+		// Test The test's name.
+		Test *string `json:"test,omitempty"`
+	} `json:"first_failure"`
 	Passed               int32              `json:"passed"`
 	RiverJobId           *int64             `json:"river_job_id"`
 	RulePackageVersionId openapi_types.UUID `json:"rule_package_version_id"`
 	RuleTestsRunId       openapi_types.UUID `json:"rule_tests_run_id"`
 	Seed                 int64              `json:"seed"`
-	Status               string             `json:"status"`
+	Status               RuleTestsRunStatus `json:"status"`
 	TenantId             openapi_types.UUID `json:"tenant_id"`
 	TotalCases           int32              `json:"total_cases"`
 }
 
+// RuleTestsRunStatus defines model for RuleTestsRun.Status.
+type RuleTestsRunStatus string
+
 // RuleTestsRunList defines model for RuleTestsRunList.
 type RuleTestsRunList struct {
-	Items *[]RuleTestsRun `json:"items"`
+	Items []RuleTestsRun `json:"items"`
 }
 
 // RunRuleTestsArgs Runs a rule package version's example and property tests and records the run. (payload of RUN_RULE_TESTS)
@@ -1112,8 +1785,10 @@ type RunRuleTestsArgs struct {
 // RunRuleTestsInput defines model for RunRuleTestsInput.
 type RunRuleTestsInput struct {
 	// Seed Seed of the property tests; random when absent.
-	Seed     *int64             `json:"seed,omitempty"`
-	TenantId openapi_types.UUID `json:"tenant_id"`
+	Seed *int64 `json:"seed,omitempty"`
+
+	// TenantId Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
 
 // SignPassportArgs Signs a compiled passport version's receipt with Ed25519 and enqueues its GENERATE_QR. (payload of SIGN_PASSPORT)
@@ -1131,7 +1806,7 @@ type SigningKeyView struct {
 
 // SigningKeyViewList defines model for SigningKeyViewList.
 type SigningKeyViewList struct {
-	Items *[]SigningKeyView `json:"items"`
+	Items []SigningKeyView `json:"items"`
 }
 
 // Snapshot defines model for Snapshot.
@@ -1142,9 +1817,12 @@ type Snapshot struct {
 	SealedAt     *time.Time         `json:"sealed_at"`
 	SnapshotHash *string            `json:"snapshot_hash"`
 	SnapshotId   openapi_types.UUID `json:"snapshot_id"`
-	Status       string             `json:"status"`
+	Status       SnapshotStatus     `json:"status"`
 	TenantId     openapi_types.UUID `json:"tenant_id"`
 }
+
+// SnapshotStatus defines model for Snapshot.Status.
+type SnapshotStatus string
 
 // SnapshotItem defines model for SnapshotItem.
 type SnapshotItem struct {
@@ -1156,7 +1834,7 @@ type SnapshotItem struct {
 
 // SnapshotItemList defines model for SnapshotItemList.
 type SnapshotItemList struct {
-	Items *[]SnapshotItem `json:"items"`
+	Items []SnapshotItem `json:"items"`
 }
 
 // Tenant defines model for Tenant.
@@ -1169,12 +1847,13 @@ type Tenant struct {
 
 // TenantInput defines model for TenantInput.
 type TenantInput struct {
-	TenantId openapi_types.UUID `json:"tenant_id"`
+	// TenantId Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
 
 // TenantList defines model for TenantList.
 type TenantList struct {
-	Items *[]Tenant `json:"items"`
+	Items []Tenant `json:"items"`
 }
 
 // UpdateEndpointInput defines model for UpdateEndpointInput.
@@ -1188,9 +1867,14 @@ type UpdateEndpointInput struct {
 
 // UploadVersionInput defines model for UploadVersionInput.
 type UploadVersionInput struct {
-	Content  string             `json:"content"`
-	MimeType string             `json:"mime_type"`
-	TenantId openapi_types.UUID `json:"tenant_id"`
+	// Content The document, as text.
+	Content string `json:"content"`
+
+	// MimeType The content's type: application/json for the BPC document schema.
+	MimeType string `json:"mime_type"`
+
+	// TenantId Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
 
 // UploadVersionResult defines model for UploadVersionResult.
@@ -1201,19 +1885,19 @@ type UploadVersionResult struct {
 
 // Verification defines model for Verification.
 type Verification struct {
-	Checks        *[]VerificationCheck `json:"checks"`
-	PayloadHashOk bool                 `json:"payload_hash_ok"`
-	ProofRootOk   bool                 `json:"proof_root_ok"`
-	ReceiptHashOk bool                 `json:"receipt_hash_ok"`
-	SignatureOk   bool                 `json:"signature_ok"`
-	Verified      bool                 `json:"verified"`
+	Checks        []VerificationCheck `json:"checks"`
+	PayloadHashOk bool                `json:"payload_hash_ok"`
+	ProofRootOk   bool                `json:"proof_root_ok"`
+	ReceiptHashOk bool                `json:"receipt_hash_ok"`
+	SignatureOk   bool                `json:"signature_ok"`
+	Verified      bool                `json:"verified"`
 }
 
 // VerificationCheck defines model for VerificationCheck.
 type VerificationCheck struct {
-	Detail string `json:"Detail"`
-	Name   string `json:"Name"`
-	OK     bool   `json:"OK"`
+	Detail string `json:"detail"`
+	Name   string `json:"name"`
+	Ok     bool   `json:"ok"`
 }
 
 // VerifiedVersion defines model for VerifiedVersion.
@@ -1223,15 +1907,22 @@ type VerifiedVersion struct {
 	IssuedAt          time.Time          `json:"issued_at"`
 	PassportId        openapi_types.UUID `json:"passport_id"`
 	PassportVersionId openapi_types.UUID `json:"passport_version_id"`
-	Payload           interface{}        `json:"payload"`
-	Product           PublicProduct      `json:"product"`
-	QrPayload         string             `json:"qr_payload"`
-	Receipt           interface{}        `json:"receipt"`
-	SigningKey        *VerifyingKey      `json:"signing_key"`
-	Status            string             `json:"status"`
-	Verification      Verification       `json:"verification"`
-	Version           int32              `json:"version"`
+
+	// Payload The stored BPC-PASSPORT-1 payload.
+	Payload   map[string]interface{} `json:"payload"`
+	Product   PublicProduct          `json:"product"`
+	QrPayload string                 `json:"qr_payload"`
+
+	// Receipt The signed BPC-RECEIPT-1 receipt.
+	Receipt      map[string]interface{} `json:"receipt"`
+	SigningKey   *VerifyingKey          `json:"signing_key"`
+	Status       VerifiedVersionStatus  `json:"status"`
+	Verification Verification           `json:"verification"`
+	Version      int32                  `json:"version"`
 }
+
+// VerifiedVersionStatus defines model for VerifiedVersion.Status.
+type VerifiedVersionStatus string
 
 // VerifyingKey defines model for VerifyingKey.
 type VerifyingKey struct {
@@ -1253,14 +1944,19 @@ type WebhookDelivery struct {
 	LastAttemptAt *time.Time          `json:"last_attempt_at"`
 
 	// ResponseBody The endpoint's answer, as text (stored bounded).
-	ResponseBody      *string            `json:"response_body"`
-	ResponseHeaders   interface{}        `json:"response_headers"`
-	Status            string             `json:"status"`
-	TenantId          openapi_types.UUID `json:"tenant_id"`
-	UpdatedAt         time.Time          `json:"updated_at"`
-	WebhookDeliveryId openapi_types.UUID `json:"webhook_delivery_id"`
-	WebhookEndpointId openapi_types.UUID `json:"webhook_endpoint_id"`
+	ResponseBody *string `json:"response_body"`
+
+	// ResponseHeaders The endpoint's response headers of the last attempt; null before any response.
+	ResponseHeaders   *map[string]string    `json:"response_headers"`
+	Status            WebhookDeliveryStatus `json:"status"`
+	TenantId          openapi_types.UUID    `json:"tenant_id"`
+	UpdatedAt         time.Time             `json:"updated_at"`
+	WebhookDeliveryId openapi_types.UUID    `json:"webhook_delivery_id"`
+	WebhookEndpointId openapi_types.UUID    `json:"webhook_endpoint_id"`
 }
+
+// WebhookDeliveryStatus defines model for WebhookDelivery.Status.
+type WebhookDeliveryStatus string
 
 // WebhookEndpoint defines model for WebhookEndpoint.
 type WebhookEndpoint struct {
@@ -1274,7 +1970,7 @@ type WebhookEndpoint struct {
 
 // WebhookEndpointList defines model for WebhookEndpointList.
 type WebhookEndpointList struct {
-	Items *[]WebhookEndpoint `json:"items"`
+	Items []WebhookEndpoint `json:"items"`
 }
 
 // WebhookSubscription defines model for WebhookSubscription.
@@ -1288,7 +1984,7 @@ type WebhookSubscription struct {
 
 // WebhookSubscriptionList defines model for WebhookSubscriptionList.
 type WebhookSubscriptionList struct {
-	Items *[]WebhookSubscription `json:"items"`
+	Items []WebhookSubscription `json:"items"`
 }
 
 // PublicVerifyQrParams defines parameters for PublicVerifyQr.
@@ -1305,7 +2001,7 @@ type ListApiKeysParams struct {
 
 // RevokeApiKeyParams defines parameters for RevokeApiKey.
 type RevokeApiKeyParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
@@ -1317,13 +2013,13 @@ type ListBatteryProductsParams struct {
 
 // GetBatteryProductParams defines parameters for GetBatteryProduct.
 type GetBatteryProductParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // GetDocumentVersionParams defines parameters for GetDocumentVersion.
 type GetDocumentVersionParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
@@ -1335,13 +2031,13 @@ type ListDocumentsParams struct {
 
 // GetDocumentParams defines parameters for GetDocument.
 type GetDocumentParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // ListFactsParams defines parameters for ListFacts.
 type ListFactsParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant the resource belongs to: required with the platform token; a tenant API key's own tenant when absent (another tenant's is 403).
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 
 	// DocumentVersionId Only this document version's facts.
@@ -1349,7 +2045,7 @@ type ListFactsParams struct {
 	FactType          *string             `form:"fact_type,omitempty" json:"fact_type,omitempty"`
 
 	// Limit At most this many facts, default 1000.
-	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
 // ListJobsParams defines parameters for ListJobs.
@@ -1357,8 +2053,8 @@ type ListJobsParams struct {
 	// TenantId Only this tenant's jobs. The platform token lists every tenant's without it; a tenant API key always lists its own tenant's.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 
-	// Type A job type (POST /v1/jobs lists them).
-	Type   *string               `form:"type,omitempty" json:"type,omitempty"`
+	// Type Only jobs of this type.
+	Type   *ListJobsParamsType   `form:"type,omitempty" json:"type,omitempty"`
 	Status *ListJobsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
 
 	// CreatedAfter Jobs created at or after this time (RFC 3339).
@@ -1371,8 +2067,11 @@ type ListJobsParams struct {
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 
 	// Limit Page size, default 50.
-	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+	Limit *int64 `form:"limit,omitempty" json:"limit,omitempty"`
 }
+
+// ListJobsParamsType defines parameters for ListJobs.
+type ListJobsParamsType string
 
 // ListJobsParamsStatus defines parameters for ListJobs.
 type ListJobsParamsStatus string
@@ -1385,22 +2084,22 @@ type EnqueueJobParams struct {
 
 // GetJobParams defines parameters for GetJob.
 type GetJobParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 
 	// WaitMs Long-poll up to this many ms for a terminal status; 202 with Retry-After when the wait ends first.
-	WaitMs *int `form:"waitMs,omitempty" json:"waitMs,omitempty"`
+	WaitMs *int `form:"wait_ms,omitempty" json:"wait_ms,omitempty"`
 }
 
 // CancelJobParams defines parameters for CancelJob.
 type CancelJobParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // RetryJobParams defines parameters for RetryJob.
 type RetryJobParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
@@ -1411,7 +2110,7 @@ type EnqueueJobsBatchJSONBody struct {
 
 // GetPassportVersionParams defines parameters for GetPassportVersion.
 type GetPassportVersionParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
@@ -1423,7 +2122,7 @@ type ExportPassportVersionParams struct {
 
 // GetPassportExportFileParams defines parameters for GetPassportExportFile.
 type GetPassportExportFileParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 
 	// Format Export format, default JSON: JSON is served as application/json, PDF as application/pdf.
@@ -1435,37 +2134,37 @@ type GetPassportExportFileParamsFormat string
 
 // ListPassportExportsParams defines parameters for ListPassportExports.
 type ListPassportExportsParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // GetPassportPayloadParams defines parameters for GetPassportPayload.
 type GetPassportPayloadParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // GetPassportProofParams defines parameters for GetPassportProof.
 type GetPassportProofParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // GetPassportQrParams defines parameters for GetPassportQr.
 type GetPassportQrParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // GetPassportReceiptParams defines parameters for GetPassportReceipt.
 type GetPassportReceiptParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // GetPassportParams defines parameters for GetPassport.
 type GetPassportParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
@@ -1477,7 +2176,7 @@ type CompilePassportParams struct {
 
 // GetRulePackageVersionParams defines parameters for GetRulePackageVersion.
 type GetRulePackageVersionParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 
 	// Include sources: include dsl_source and tests_source.
@@ -1495,7 +2194,7 @@ type RunRuleTestsParams struct {
 
 // ListRuleTestRunsParams defines parameters for ListRuleTestRuns.
 type ListRuleTestRunsParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
@@ -1507,13 +2206,13 @@ type ListRulePackagesParams struct {
 
 // GetRulePackageParams defines parameters for GetRulePackage.
 type GetRulePackageParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // GetSnapshotParams defines parameters for GetSnapshot.
 type GetSnapshotParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
@@ -1525,13 +2224,13 @@ type BuildSnapshotParams struct {
 
 // ListSnapshotItemsParams defines parameters for ListSnapshotItems.
 type ListSnapshotItemsParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // GetWebhookDeliveryParams defines parameters for GetWebhookDelivery.
 type GetWebhookDeliveryParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
@@ -1543,31 +2242,31 @@ type ListWebhookEndpointsParams struct {
 
 // DeleteWebhookEndpointParams defines parameters for DeleteWebhookEndpoint.
 type DeleteWebhookEndpointParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // GetWebhookEndpointParams defines parameters for GetWebhookEndpoint.
 type GetWebhookEndpointParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // UpdateWebhookEndpointParams defines parameters for UpdateWebhookEndpoint.
 type UpdateWebhookEndpointParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // PingWebhookEndpointParams defines parameters for PingWebhookEndpoint.
 type PingWebhookEndpointParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
 // ListWebhookSubscriptionsParams defines parameters for ListWebhookSubscriptions.
 type ListWebhookSubscriptionsParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant the resource belongs to: required with the platform token; a tenant API key's own tenant when absent (another tenant's is 403).
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 
 	// WebhookEndpointId Only this endpoint's subscriptions.
@@ -1576,7 +2275,7 @@ type ListWebhookSubscriptionsParams struct {
 
 // DeleteWebhookSubscriptionParams defines parameters for DeleteWebhookSubscription.
 type DeleteWebhookSubscriptionParams struct {
-	// TenantId Required with the platform token; a tenant API key's own tenant when absent.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
@@ -2105,6 +2804,17 @@ type ClientInterface interface {
 	// Corresponds with GET /public/v1/verify (the `PublicVerifyQr` operationId).
 	PublicVerifyQr(ctx context.Context, params *PublicVerifyQrParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ApiIndex Index: links to the reference, the document, health and River UI
+	//
+	// Links to what this process serves: the API reference, this document, the health probes, metrics and River UI.
+	//
+	// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
+	//
+	// **Idempotency:** Read-only; safe to repeat.
+	//
+	// Corresponds with GET /v1 (the `ApiIndex` operationId).
+	ApiIndex(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListApiKeys List a tenant's API keys (without tokens)
 	//
 	// Lists a tenant's API keys, without their tokens.
@@ -2445,7 +3155,7 @@ type ClientInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	// **Idempotency:** Cancelling a job that has ended (a cancelled one too) is 409 INVALID_STATE.
 	//
 	// Corresponds with POST /v1/jobs/{job_id}/cancel (the `CancelJob` operationId).
 	CancelJob(ctx context.Context, jobId openapi_types.UUID, params *CancelJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2569,11 +3279,11 @@ type ClientInterface interface {
 
 	// ExportPassportVersionWithBody Enqueue EXPORT_PASSPORT
 	//
-	// Enqueues an export of an ACTIVE version as JSON or PDF.
+	// Enqueues an export of an ACTIVE version as JSON or PDF (the job fails for a version that is not ACTIVE).
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Not idempotent: each call writes a new export file.
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** EXPORT_PASSPORT.
 	//
@@ -2584,11 +3294,11 @@ type ClientInterface interface {
 
 	// ExportPassportVersion Enqueue EXPORT_PASSPORT
 	//
-	// Enqueues an export of an ACTIVE version as JSON or PDF.
+	// Enqueues an export of an ACTIVE version as JSON or PDF (the job fails for a version that is not ACTIVE).
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Not idempotent: each call writes a new export file.
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** EXPORT_PASSPORT.
 	//
@@ -2732,7 +3442,7 @@ type ClientInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Idempotent with an idempotency key: the same key and request answer the same job.
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** COMPILE_PASSPORT (then SIGN_PASSPORT and GENERATE_QR).
 	//
@@ -2747,7 +3457,7 @@ type ClientInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Idempotent with an idempotency key: the same key and request answer the same job.
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** COMPILE_PASSPORT (then SIGN_PASSPORT and GENERATE_QR).
 	//
@@ -2799,7 +3509,7 @@ type ClientInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Not idempotent: each call runs the tests once more.
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** RUN_RULE_TESTS.
 	//
@@ -2814,7 +3524,7 @@ type ClientInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Not idempotent: each call runs the tests once more.
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** RUN_RULE_TESTS.
 	//
@@ -2962,7 +3672,7 @@ type ClientInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Not idempotent: each call enqueues a job (a job on a READY snapshot does nothing).
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** BUILD_SNAPSHOT.
 	//
@@ -2977,7 +3687,7 @@ type ClientInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Not idempotent: each call enqueues a job (a job on a READY snapshot does nothing).
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** BUILD_SNAPSHOT.
 	//
@@ -3142,7 +3852,7 @@ type ClientInterface interface {
 
 	// DeleteWebhookEndpoint Delete a webhook endpoint
 	//
-	// Deletes an endpoint and its subscriptions; pending deliveries are dropped.
+	// Deletes an endpoint (it is no longer listed nor delivered to) and its subscriptions.
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
@@ -3164,7 +3874,7 @@ type ClientInterface interface {
 
 	// UpdateWebhookEndpointWithBody Change a webhook endpoint's URL or activity
 	//
-	// Changes an endpoint's URL, secret or activity.
+	// Changes an endpoint's URL, or pauses (is_active false) or resumes its deliveries.
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
@@ -3177,7 +3887,7 @@ type ClientInterface interface {
 
 	// UpdateWebhookEndpoint Change a webhook endpoint's URL or activity
 	//
-	// Changes an endpoint's URL, secret or activity.
+	// Changes an endpoint's URL, or pauses (is_active false) or resumes its deliveries.
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
@@ -3286,6 +3996,27 @@ func (c *Client) PublicPassportVersion(ctx context.Context, id openapi_types.UUI
 // Corresponds with GET /public/v1/verify (the `PublicVerifyQr` operationId).
 func (c *Client) PublicVerifyQr(ctx context.Context, params *PublicVerifyQrParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPublicVerifyQrRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApiIndex Index: links to the reference, the document, health and River UI
+//
+// Links to what this process serves: the API reference, this document, the health probes, metrics and River UI.
+//
+// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
+//
+// **Idempotency:** Read-only; safe to repeat.
+//
+// Corresponds with GET /v1 (the `ApiIndex` operationId).
+func (c *Client) ApiIndex(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApiIndexRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3876,7 +4607,7 @@ func (c *Client) GetJob(ctx context.Context, jobId openapi_types.UUID, params *G
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Idempotent: repeating it leaves the same state.
+// **Idempotency:** Cancelling a job that has ended (a cancelled one too) is 409 INVALID_STATE.
 //
 // Corresponds with POST /v1/jobs/{job_id}/cancel (the `CancelJob` operationId).
 func (c *Client) CancelJob(ctx context.Context, jobId openapi_types.UUID, params *CancelJobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4080,11 +4811,11 @@ func (c *Client) ActivatePassportVersion(ctx context.Context, id openapi_types.U
 
 // ExportPassportVersionWithBody Enqueue EXPORT_PASSPORT
 //
-// Enqueues an export of an ACTIVE version as JSON or PDF.
+// Enqueues an export of an ACTIVE version as JSON or PDF (the job fails for a version that is not ACTIVE).
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Not idempotent: each call writes a new export file.
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** EXPORT_PASSPORT.
 //
@@ -4105,11 +4836,11 @@ func (c *Client) ExportPassportVersionWithBody(ctx context.Context, id openapi_t
 
 // ExportPassportVersion Enqueue EXPORT_PASSPORT
 //
-// Enqueues an export of an ACTIVE version as JSON or PDF.
+// Enqueues an export of an ACTIVE version as JSON or PDF (the job fails for a version that is not ACTIVE).
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Not idempotent: each call writes a new export file.
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** EXPORT_PASSPORT.
 //
@@ -4373,7 +5104,7 @@ func (c *Client) GetPassport(ctx context.Context, id openapi_types.UUID, params 
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Idempotent with an idempotency key: the same key and request answer the same job.
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** COMPILE_PASSPORT (then SIGN_PASSPORT and GENERATE_QR).
 //
@@ -4398,7 +5129,7 @@ func (c *Client) CompilePassportWithBody(ctx context.Context, id openapi_types.U
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Idempotent with an idempotency key: the same key and request answer the same job.
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** COMPILE_PASSPORT (then SIGN_PASSPORT and GENERATE_QR).
 //
@@ -4490,7 +5221,7 @@ func (c *Client) PublishRulePackageVersion(ctx context.Context, id openapi_types
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Not idempotent: each call runs the tests once more.
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** RUN_RULE_TESTS.
 //
@@ -4515,7 +5246,7 @@ func (c *Client) RunRuleTestsWithBody(ctx context.Context, id openapi_types.UUID
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Not idempotent: each call runs the tests once more.
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** RUN_RULE_TESTS.
 //
@@ -4783,7 +5514,7 @@ func (c *Client) GetSnapshot(ctx context.Context, id openapi_types.UUID, params 
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Not idempotent: each call enqueues a job (a job on a READY snapshot does nothing).
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** BUILD_SNAPSHOT.
 //
@@ -4808,7 +5539,7 @@ func (c *Client) BuildSnapshotWithBody(ctx context.Context, id openapi_types.UUI
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Not idempotent: each call enqueues a job (a job on a READY snapshot does nothing).
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** BUILD_SNAPSHOT.
 //
@@ -5103,7 +5834,7 @@ func (c *Client) CreateWebhookEndpoint(ctx context.Context, body CreateWebhookEn
 
 // DeleteWebhookEndpoint Delete a webhook endpoint
 //
-// Deletes an endpoint and its subscriptions; pending deliveries are dropped.
+// Deletes an endpoint (it is no longer listed nor delivered to) and its subscriptions.
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
@@ -5145,7 +5876,7 @@ func (c *Client) GetWebhookEndpoint(ctx context.Context, id openapi_types.UUID, 
 
 // UpdateWebhookEndpointWithBody Change a webhook endpoint's URL or activity
 //
-// Changes an endpoint's URL, secret or activity.
+// Changes an endpoint's URL, or pauses (is_active false) or resumes its deliveries.
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
@@ -5168,7 +5899,7 @@ func (c *Client) UpdateWebhookEndpointWithBody(ctx context.Context, id openapi_t
 
 // UpdateWebhookEndpoint Change a webhook endpoint's URL or activity
 //
-// Changes an endpoint's URL, secret or activity.
+// Changes an endpoint's URL, or pauses (is_active false) or resumes its deliveries.
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
@@ -5374,6 +6105,33 @@ func NewPublicVerifyQrRequest(server string, params *PublicVerifyQrParams) (*htt
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewApiIndexRequest constructs an http.Request for the ApiIndex method
+func NewApiIndexRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -6063,7 +6821,7 @@ func NewListFactsRequest(server string, params *ListFactsParams) (*http.Request,
 
 		if params.Limit != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6243,7 +7001,7 @@ func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, e
 
 		if params.Limit != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6371,7 +7129,7 @@ func NewGetJobRequest(server string, jobId openapi_types.UUID, params *GetJobPar
 
 		if params.WaitMs != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "waitMs", *params.WaitMs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "wait_ms", *params.WaitMs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -8852,6 +9610,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /public/v1/verify (the `PublicVerifyQr` operationId).
 	PublicVerifyQrWithResponse(ctx context.Context, params *PublicVerifyQrParams, reqEditors ...RequestEditorFn) (*PublicVerifyQrResponse, error)
 
+	// ApiIndexWithResponse Index: links to the reference, the document, health and River UI
+	//
+	// Links to what this process serves: the API reference, this document, the health probes, metrics and River UI.
+	//
+	// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
+	//
+	// **Idempotency:** Read-only; safe to repeat.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1 (the `ApiIndex` operationId).
+	ApiIndexWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ApiIndexResponse, error)
+
 	// ListApiKeysWithResponse List a tenant's API keys (without tokens)
 	//
 	// Lists a tenant's API keys, without their tokens.
@@ -9216,7 +9987,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	// **Idempotency:** Cancelling a job that has ended (a cancelled one too) is 409 INVALID_STATE.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9348,11 +10119,11 @@ type ClientWithResponsesInterface interface {
 
 	// ExportPassportVersionWithBodyWithResponse Enqueue EXPORT_PASSPORT
 	//
-	// Enqueues an export of an ACTIVE version as JSON or PDF.
+	// Enqueues an export of an ACTIVE version as JSON or PDF (the job fails for a version that is not ACTIVE).
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Not idempotent: each call writes a new export file.
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** EXPORT_PASSPORT.
 	//
@@ -9363,11 +10134,11 @@ type ClientWithResponsesInterface interface {
 
 	// ExportPassportVersionWithResponse Enqueue EXPORT_PASSPORT
 	//
-	// Enqueues an export of an ACTIVE version as JSON or PDF.
+	// Enqueues an export of an ACTIVE version as JSON or PDF (the job fails for a version that is not ACTIVE).
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Not idempotent: each call writes a new export file.
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** EXPORT_PASSPORT.
 	//
@@ -9525,7 +10296,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Idempotent with an idempotency key: the same key and request answer the same job.
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** COMPILE_PASSPORT (then SIGN_PASSPORT and GENERATE_QR).
 	//
@@ -9540,7 +10311,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Idempotent with an idempotency key: the same key and request answer the same job.
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** COMPILE_PASSPORT (then SIGN_PASSPORT and GENERATE_QR).
 	//
@@ -9594,7 +10365,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Not idempotent: each call runs the tests once more.
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** RUN_RULE_TESTS.
 	//
@@ -9609,7 +10380,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Not idempotent: each call runs the tests once more.
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** RUN_RULE_TESTS.
 	//
@@ -9767,7 +10538,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Not idempotent: each call enqueues a job (a job on a READY snapshot does nothing).
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** BUILD_SNAPSHOT.
 	//
@@ -9782,7 +10553,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
-	// **Idempotency:** Not idempotent: each call enqueues a job (a job on a READY snapshot does nothing).
+	// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 	//
 	// **Enqueues:** BUILD_SNAPSHOT.
 	//
@@ -9955,7 +10726,7 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteWebhookEndpointWithResponse Delete a webhook endpoint
 	//
-	// Deletes an endpoint and its subscriptions; pending deliveries are dropped.
+	// Deletes an endpoint (it is no longer listed nor delivered to) and its subscriptions.
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
@@ -9981,7 +10752,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWebhookEndpointWithBodyWithResponse Change a webhook endpoint's URL or activity
 	//
-	// Changes an endpoint's URL, secret or activity.
+	// Changes an endpoint's URL, or pauses (is_active false) or resumes its deliveries.
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
@@ -9994,7 +10765,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateWebhookEndpointWithResponse Change a webhook endpoint's URL or activity
 	//
-	// Changes an endpoint's URL, secret or activity.
+	// Changes an endpoint's URL, or pauses (is_active false) or resumes its deliveries.
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
@@ -10295,6 +11066,68 @@ func (r PublicVerifyQrResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PublicVerifyQrResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ApiIndexResponse200Headers the declared response headers of an HTTP 200 response for ApiIndex
+type ApiIndexResponse200Headers struct {
+	XCorrelationId string
+}
+
+// ApiIndexResponseDefaultHeaders the declared response headers of an HTTP default response for ApiIndex
+type ApiIndexResponseDefaultHeaders struct {
+	XCorrelationId string
+}
+
+type ApiIndexResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApiIndex
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ApiIndexResponse200Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ApiIndexResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ApiIndexResponse) GetJSON200() *ApiIndex {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ApiIndexResponse) GetJSONDefault() *ErrorBody {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ApiIndexResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ApiIndexResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ApiIndexResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ApiIndexResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11787,11 +12620,6 @@ type AppendEventResponse403Headers struct {
 	XCorrelationId string
 }
 
-// AppendEventResponse409Headers the declared response headers of an HTTP 409 response for AppendEvent
-type AppendEventResponse409Headers struct {
-	XCorrelationId string
-}
-
 // AppendEventResponse413Headers the declared response headers of an HTTP 413 response for AppendEvent
 type AppendEventResponse413Headers struct {
 	XCorrelationId string
@@ -11828,8 +12656,6 @@ type AppendEventResponse struct {
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
-	// JSON409 the response for an HTTP 409 `application/json` response
-	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -11846,8 +12672,6 @@ type AppendEventResponse struct {
 	Headers401 *AppendEventResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *AppendEventResponse403Headers
-	// Headers409 the parsed response headers for an HTTP 409 response
-	Headers409 *AppendEventResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *AppendEventResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
@@ -11873,11 +12697,6 @@ func (r AppendEventResponse) GetJSON401() *ErrorBody {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r AppendEventResponse) GetJSON403() *ErrorBody {
 	return r.JSON403
-}
-
-// GetJSON409 returns the response for an HTTP 409 `application/json` response
-func (r AppendEventResponse) GetJSON409() *ErrorBody {
-	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -13775,7 +14594,7 @@ type GetPassportExportFileResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *interface{}
+	JSON200 *map[string]interface{}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -13809,7 +14628,7 @@ type GetPassportExportFileResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetPassportExportFileResponse) GetJSON200() *interface{} {
+func (r GetPassportExportFileResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
 }
 
@@ -14051,7 +14870,7 @@ type GetPassportPayloadResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *interface{}
+	JSON200 *map[string]interface{}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -14081,7 +14900,7 @@ type GetPassportPayloadResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetPassportPayloadResponse) GetJSON200() *interface{} {
+func (r GetPassportPayloadResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
 }
 
@@ -14185,7 +15004,7 @@ type GetPassportProofResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *interface{}
+	JSON200 *map[string]interface{}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -14215,7 +15034,7 @@ type GetPassportProofResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetPassportProofResponse) GetJSON200() *interface{} {
+func (r GetPassportProofResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
 }
 
@@ -14446,7 +15265,7 @@ type GetPassportReceiptResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *interface{}
+	JSON200 *map[string]interface{}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -14476,7 +15295,7 @@ type GetPassportReceiptResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r GetPassportReceiptResponse) GetJSON200() *interface{} {
+func (r GetPassportReceiptResponse) GetJSON200() *map[string]interface{} {
 	return r.JSON200
 }
 
@@ -14720,11 +15539,6 @@ type CreatePassportResponse404Headers struct {
 	XCorrelationId string
 }
 
-// CreatePassportResponse409Headers the declared response headers of an HTTP 409 response for CreatePassport
-type CreatePassportResponse409Headers struct {
-	XCorrelationId string
-}
-
 // CreatePassportResponse413Headers the declared response headers of an HTTP 413 response for CreatePassport
 type CreatePassportResponse413Headers struct {
 	XCorrelationId string
@@ -14757,8 +15571,6 @@ type CreatePassportResponse struct {
 	JSON403 *ErrorBody
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
-	// JSON409 the response for an HTTP 409 `application/json` response
-	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -14775,8 +15587,6 @@ type CreatePassportResponse struct {
 	Headers403 *CreatePassportResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CreatePassportResponse404Headers
-	// Headers409 the parsed response headers for an HTTP 409 response
-	Headers409 *CreatePassportResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreatePassportResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
@@ -14805,11 +15615,6 @@ func (r CreatePassportResponse) GetJSON403() *ErrorBody {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r CreatePassportResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
-}
-
-// GetJSON409 returns the response for an HTTP 409 `application/json` response
-func (r CreatePassportResponse) GetJSON409() *ErrorBody {
-	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -15484,6 +16289,11 @@ type RunRuleTestsResponse404Headers struct {
 	XCorrelationId string
 }
 
+// RunRuleTestsResponse409Headers the declared response headers of an HTTP 409 response for RunRuleTests
+type RunRuleTestsResponse409Headers struct {
+	XCorrelationId string
+}
+
 // RunRuleTestsResponse413Headers the declared response headers of an HTTP 413 response for RunRuleTests
 type RunRuleTestsResponse413Headers struct {
 	XCorrelationId string
@@ -15522,6 +16332,8 @@ type RunRuleTestsResponse struct {
 	JSON403 *ErrorBody
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -15540,6 +16352,8 @@ type RunRuleTestsResponse struct {
 	Headers403 *RunRuleTestsResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RunRuleTestsResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RunRuleTestsResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *RunRuleTestsResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
@@ -15570,6 +16384,11 @@ func (r RunRuleTestsResponse) GetJSON403() *ErrorBody {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r RunRuleTestsResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RunRuleTestsResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -18974,6 +19793,25 @@ func (c *ClientWithResponses) PublicVerifyQrWithResponse(ctx context.Context, pa
 	return ParsePublicVerifyQrResponse(rsp)
 }
 
+// ApiIndexWithResponse Index: links to the reference, the document, health and River UI
+//
+// Links to what this process serves: the API reference, this document, the health probes, metrics and River UI.
+//
+// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
+//
+// **Idempotency:** Read-only; safe to repeat.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1 (the `ApiIndex` operationId).
+func (c *ClientWithResponses) ApiIndexWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ApiIndexResponse, error) {
+	rsp, err := c.ApiIndex(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApiIndexResponse(rsp)
+}
+
 // ListApiKeysWithResponse List a tenant's API keys (without tokens)
 //
 // Lists a tenant's API keys, without their tokens.
@@ -19482,7 +20320,7 @@ func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, jobId open
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Idempotent: repeating it leaves the same state.
+// **Idempotency:** Cancelling a job that has ended (a cancelled one too) is 409 INVALID_STATE.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -19662,11 +20500,11 @@ func (c *ClientWithResponses) ActivatePassportVersionWithResponse(ctx context.Co
 
 // ExportPassportVersionWithBodyWithResponse Enqueue EXPORT_PASSPORT
 //
-// Enqueues an export of an ACTIVE version as JSON or PDF.
+// Enqueues an export of an ACTIVE version as JSON or PDF (the job fails for a version that is not ACTIVE).
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Not idempotent: each call writes a new export file.
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** EXPORT_PASSPORT.
 //
@@ -19683,11 +20521,11 @@ func (c *ClientWithResponses) ExportPassportVersionWithBodyWithResponse(ctx cont
 
 // ExportPassportVersionWithResponse Enqueue EXPORT_PASSPORT
 //
-// Enqueues an export of an ACTIVE version as JSON or PDF.
+// Enqueues an export of an ACTIVE version as JSON or PDF (the job fails for a version that is not ACTIVE).
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Not idempotent: each call writes a new export file.
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** EXPORT_PASSPORT.
 //
@@ -19917,7 +20755,7 @@ func (c *ClientWithResponses) GetPassportWithResponse(ctx context.Context, id op
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Idempotent with an idempotency key: the same key and request answer the same job.
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** COMPILE_PASSPORT (then SIGN_PASSPORT and GENERATE_QR).
 //
@@ -19938,7 +20776,7 @@ func (c *ClientWithResponses) CompilePassportWithBodyWithResponse(ctx context.Co
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Idempotent with an idempotency key: the same key and request answer the same job.
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** COMPILE_PASSPORT (then SIGN_PASSPORT and GENERATE_QR).
 //
@@ -20016,7 +20854,7 @@ func (c *ClientWithResponses) PublishRulePackageVersionWithResponse(ctx context.
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Not idempotent: each call runs the tests once more.
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** RUN_RULE_TESTS.
 //
@@ -20037,7 +20875,7 @@ func (c *ClientWithResponses) RunRuleTestsWithBodyWithResponse(ctx context.Conte
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Not idempotent: each call runs the tests once more.
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** RUN_RULE_TESTS.
 //
@@ -20267,7 +21105,7 @@ func (c *ClientWithResponses) GetSnapshotWithResponse(ctx context.Context, id op
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Not idempotent: each call enqueues a job (a job on a READY snapshot does nothing).
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** BUILD_SNAPSHOT.
 //
@@ -20288,7 +21126,7 @@ func (c *ClientWithResponses) BuildSnapshotWithBodyWithResponse(ctx context.Cont
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
-// **Idempotency:** Not idempotent: each call enqueues a job (a job on a READY snapshot does nothing).
+// **Idempotency:** Idempotent with an Idempotency-Key header: the same key and request answer the existing job; without one every call enqueues a new job. The job checks the resource's state when it runs.
 //
 // **Enqueues:** BUILD_SNAPSHOT.
 //
@@ -20539,7 +21377,7 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithResponse(ctx context.Cont
 
 // DeleteWebhookEndpointWithResponse Delete a webhook endpoint
 //
-// Deletes an endpoint and its subscriptions; pending deliveries are dropped.
+// Deletes an endpoint (it is no longer listed nor delivered to) and its subscriptions.
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
@@ -20577,7 +21415,7 @@ func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context
 
 // UpdateWebhookEndpointWithBodyWithResponse Change a webhook endpoint's URL or activity
 //
-// Changes an endpoint's URL, secret or activity.
+// Changes an endpoint's URL, or pauses (is_active false) or resumes its deliveries.
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
@@ -20596,7 +21434,7 @@ func (c *ClientWithResponses) UpdateWebhookEndpointWithBodyWithResponse(ctx cont
 
 // UpdateWebhookEndpointWithResponse Change a webhook endpoint's URL or activity
 //
-// Changes an endpoint's URL, secret or activity.
+// Changes an endpoint's URL, or pauses (is_active false) or resumes its deliveries.
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
@@ -20997,6 +21835,62 @@ func ParsePublicVerifyQrResponse(rsp *http.Response) (*PublicVerifyQrResponse, e
 		response.Headers429 = &headers
 	case true:
 		var headers PublicVerifyQrResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseApiIndexResponse parses an HTTP response from a ApiIndexWithResponse call
+func ParseApiIndexResponse(rsp *http.Response) (*ApiIndexResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ApiIndexResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApiIndex
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ApiIndexResponse200Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers200 = &headers
+	case true:
+		var headers ApiIndexResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -22693,13 +23587,6 @@ func ParseAppendEventResponse(rsp *http.Response) (*AppendEventResponse, error) 
 		}
 		response.JSON403 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest ErrorBody
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON409 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22768,16 +23655,6 @@ func ParseAppendEventResponse(rsp *http.Response) (*AppendEventResponse, error) 
 			headers.XCorrelationId = value
 		}
 		response.Headers403 = &headers
-	case rsp.StatusCode == 409:
-		var headers AppendEventResponse409Headers
-		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XCorrelationId = value
-		}
-		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers AppendEventResponse413Headers
 		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
@@ -24885,7 +25762,7 @@ func ParseGetPassportExportFileResponse(rsp *http.Response) (*GetPassportExportF
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest interface{}
+		var dest map[string]interface{}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25208,7 +26085,7 @@ func ParseGetPassportPayloadResponse(rsp *http.Response) (*GetPassportPayloadRes
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest interface{}
+		var dest map[string]interface{}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25363,7 +26240,7 @@ func ParseGetPassportProofResponse(rsp *http.Response) (*GetPassportProofRespons
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest interface{}
+		var dest map[string]interface{}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -25666,7 +26543,7 @@ func ParseGetPassportReceiptResponse(rsp *http.Response) (*GetPassportReceiptRes
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest interface{}
+		var dest map[string]interface{}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -26030,13 +26907,6 @@ func ParseCreatePassportResponse(rsp *http.Response) (*CreatePassportResponse, e
 		}
 		response.JSON404 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest ErrorBody
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON409 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26108,16 +26978,6 @@ func ParseCreatePassportResponse(rsp *http.Response) (*CreatePassportResponse, e
 			headers.XCorrelationId = value
 		}
 		response.Headers404 = &headers
-	case rsp.StatusCode == 409:
-		var headers CreatePassportResponse409Headers
-		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.XCorrelationId = value
-		}
-		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreatePassportResponse413Headers
 		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
@@ -26896,6 +27756,13 @@ func ParseRunRuleTestsResponse(rsp *http.Response) (*RunRuleTestsResponse, error
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26974,6 +27841,16 @@ func ParseRunRuleTestsResponse(rsp *http.Response) (*RunRuleTestsResponse, error
 			headers.XCorrelationId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RunRuleTestsResponse409Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers RunRuleTestsResponse413Headers
 		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
@@ -30762,6 +31639,9 @@ type ServerInterface interface {
 	// PublicVerifyQr Check a scanned BPC-QR-1 string against the passport version it names
 	// (GET /public/v1/verify)
 	PublicVerifyQr(ctx echo.Context, params PublicVerifyQrParams) error
+	// ApiIndex Index: links to the reference, the document, health and River UI
+	// (GET /v1)
+	ApiIndex(ctx echo.Context) error
 	// ListApiKeys List a tenant's API keys (without tokens)
 	// (GET /v1/api-keys)
 	ListApiKeys(ctx echo.Context, params ListApiKeysParams) error
@@ -30986,6 +31866,15 @@ func (w *ServerInterfaceWrapper) PublicVerifyQr(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.PublicVerifyQr(ctx, params)
+	return err
+}
+
+// ApiIndex converts echo context to params.
+func (w *ServerInterfaceWrapper) ApiIndex(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ApiIndex(ctx)
 	return err
 }
 
@@ -31224,7 +32113,7 @@ func (w *ServerInterfaceWrapper) ListFacts(ctx echo.Context) error {
 
 	// ------------- Optional query parameter "limit" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", false, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
 	}
@@ -31302,7 +32191,7 @@ func (w *ServerInterfaceWrapper) ListJobs(ctx echo.Context) error {
 
 	// ------------- Optional query parameter "limit" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", false, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
 	}
@@ -31361,11 +32250,11 @@ func (w *ServerInterfaceWrapper) GetJob(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tenant_id: %s", err))
 	}
 
-	// ------------- Optional query parameter "waitMs" -------------
+	// ------------- Optional query parameter "wait_ms" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", false, false, "waitMs", ctx.QueryParams(), &params.WaitMs, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "wait_ms", ctx.QueryParams(), &params.WaitMs, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
 	if err != nil {
-		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter waitMs: %s", err))
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter wait_ms: %s", err))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -32352,6 +33241,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.GET(options.BaseURL+"/public/v1/passport-versions/:id", wrapper.PublicPassportVersion, options.OperationMiddlewares["public-passport-version"]...)
 	router.GET(options.BaseURL+"/public/v1/verify", wrapper.PublicVerifyQr, options.OperationMiddlewares["public-verify-qr"]...)
+	router.GET(options.BaseURL+"/v1", wrapper.ApiIndex, options.OperationMiddlewares["api-index"]...)
 	router.GET(options.BaseURL+"/v1/api-keys", wrapper.ListApiKeys, options.OperationMiddlewares["list-api-keys"]...)
 	router.POST(options.BaseURL+"/v1/api-keys", wrapper.CreateApiKey, options.OperationMiddlewares["create-api-key"]...)
 	router.DELETE(options.BaseURL+"/v1/api-keys/:id", wrapper.RevokeApiKey, options.OperationMiddlewares["revoke-api-key"]...)
@@ -32422,297 +33312,626 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3dcts41y54KyjNror9De04TvJWtVz7QLaVRB1bViQ5eXs6PWqIXJIQU6CaAO3o652qfTQXMBex5z7m",
-	"Ur4r2YUfUiRF6s+SnbbXUXdkkgAWgIX1POsHf1fcYDwJOHApKtW/K8IdwZjq/621Gh9hqv6Peh6TLODU",
-	"b4XBBELJQFSqA+oLcCqT1E9/V+iE9W5g2mOe+tcgCMdUVqqVKGJexanI6QQq1YqQIePDyg+n4oZAJXg9",
-	"9VDqcY9KOJBsDEXvwPcJC0Esf+f3+CWnwiPfr/zxw6n4VMheJFZpsuh1TsegXpvr1CSEAfte+KcQboOb",
-	"TRsMA7+4QQmccrmanHUn/opYCJ5qJTVH6e/Y0dk2kyFlJikj/czQcqL9I+lE0P8GrlRdNgvqggm55qJi",
-	"EsbZ//lvIQwq1cr/8XK2el/apfvSrtsfM7HSMKTTmVRz4jAfLeyw5zXUHxt8Eq3bZy9wozFw2buFULCA",
-	"95hnfgfhhmyivlKpVs7tU8Q+JcjdKBBA4BbCKRlQVxImCPU88A4rzmz8c8thTL83zB9fHR0dHZWO3amo",
-	"jxZ35h11pSAyUO1tq7V7LNPZq4vmpg0i8tedHC3QTI8Yl/96M+sS4xKGEKqGBKcTMQrksmXXiZ/LjyP5",
-	"gGPbLRzOZALcq98Cl5usNurKIFxV6dLhMIQhlbD+C+ZPBSsCVM/L/zyhUz+gqrVtrYm5XuXGlemSMxPQ",
-	"rC9LpmGzhZV0wW7oFReZBz67hTCv7xatt3PzyrQNgwW6LhbDiIrRgonbZC6SNzNtOAUyyIyvSOynVLoj",
-	"tZ3XFbeUMJ4YyyUt5dfHhVLezNpgQqr/nwmvHwQ+UK7+OmCcidGmhzvzYDwJJHB3qg7kWRNFD38L+qvu",
-	"V30SQxgGodlwPlABvfvZTfoTwR2HcHE3x/R7b81pySiHSciCkMnpiu/+FUFUrHJCteB6Hviw7pSbNwvk",
-	"veCQcEfgRf6aDQlJQ7np4hGSykjc2zaMfyj4TDTx1twueQ0R751k9WbtTaub7UhSc+/MdnZuRc1vmtn6",
-	"iVdDbjoycs5u2ey6Ltgomb2UWxk5wzglrYUqbuf270yZbsEEPlWSD6etMPAid91+983LvYl5e5egsBSY",
-	"iZto2/ipYFjZda3aTNBUajTLBfwQiyM9n9tYIRHzvdj4rYVDsbT/WdRxGdyCIJTEZjIZhMGYnF43Ls4b",
-	"zfcKjrTrtfPfDsme3eckGJg/9zrNWqvz4aq7X8kLJf7Yyjpw89WQbqpIPmcjcG82MiY9kJT58zjty2hK",
-	"5AiIq75MBpT54J0QMQruOAm4PyV3TI70E9QbM076QEMIiQxugB+utXmCm2KzZ3b2ZHvmwTCkHnjVuf7p",
-	"PgWRJGN6w/hQ/11AeMtcIBEPgXpTsqd+bNN+n8nLT0SGbDiE0CER90EIcto6632o1y66H3rt+qfrRrve",
-	"+3Rdv67vqyEBj8ZqMuIOpGaiZNrs7gxuiieNhW7E5GkI9MZYPBtYpT3Ge3eMe8HdilaEElUUQi+kErKq",
-	"L4j6fkrv8Wjcz7yyflscvkulwfqwmfkRTIDfx3QpWnD5naUfy4nFKRJvoRzSfcyPt3DOg/GE+bAJ/A4j",
-	"H3oT6t7QIaQIn5VUzwOqqswZlWrWKR3AAjm1qBCTINxE5dsvaK0PVGmHRPlr1UXJJOr72kojqmfE9ixm",
-	"yQjjMlBP2S4kv1PuEeDaChSESUE6jffNXqvW6bSu2t3sEXJ2ddlqXNSTv84fIvHnV52Zf8gqSA/rXutA",
-	"GzYxg7nJtrlh3Cs8d0oPpC0tft2wbaZ8aHXuTQK22dAEuCHILaCzKPSXa8r02NQLTtx++eA+wnSTcWVJ",
-	"hLxdAlwf7DcwJUIGE0HuglAd9yeEwy2E5E49QfsCuFSn9nqm/Zh+vwA+lKNK9fjoyKmMGY///apoN1rP",
-	"SWwaaFuo4lTuQiY12FNGB4QFlkJuirKDbFuxz4ysiU+lGokxsE4IJeZ1a33dwPSFIMo2sz8HcgThHROQ",
-	"EcFKazjtoCmf2lgzbzK/G0K2Le3LgtYXDNM8tMkoHxItlgDD8nG1I3W4ahW81bFtaQwr9P6zOTg2cpsJ",
-	"vyeCKHRhG8wWCCnKP7dgkKlu5D5TPvJO1E8UxUaqdbELZb2h30F/FAQ3PbBn2L2nveiDGR9LuWC6+jPb",
-	"3ad+NFwBQKinlq5YD6McnkSUg1PRB/AKG10/5jxaHIT13H0xO2oD/NS66nQFCbiOE+CSyED/w25REm9R",
-	"C6Y4+XBZOyOCDTmVUQhZGHRev2h8rrd7X+qnH66uPs6joM30jnX4TTfSO0UfWSBI7QJdbwOv4UzbbERb",
-	"0sBFjZfpYjumQkFZkLamlDbRW0ncy4pielAMmO6cU4oIl3L2sTh3ztYn87YFnj7+1udZYMI6SyHgUglO",
-	"jOjx238VzstDrJaCqKqV3ks5w3X8kxtEXC5wMf+eUKVp1zYbL4iAmYSBC2LjM1ew/4RefyphVa/51vy/",
-	"JZEqhc2W7afUdGT3VXbHzQJCZrJ08msrI4uUdzh2wqYmMHcmZ6Zg0R74wuTI7gPx7HRiMg3r66FYd6ys",
-	"jpKWnG3p3piU28ij1p/5cxYNN+f92VS3bRB6wkSPupLdQrHfbRvU4ZYsk1iUZdbIPCU5G9sKk6w5/Ixr",
-	"eUdu5Tl7tyAoK/vl7giIoGNDc1LuESUWEJKEIKPQMKBx5Av5FvTJ3vHR0f4JCUL9p8bs+wcfYUpGmoY8",
-	"NIEuCcH59q1TGHabia2a75d65YUgHgxo5MtSvjV2C47pdzaOxjqMVxOq9l8Lj8FZuNbiSIO5uID8FP0a",
-	"9AkNh1oriHmv/mElFw6WffuI7Lkhk8yl/r6aztdkzw/u9k+0kDeVw+uUFI4WSiEf8ZVjiSNOeECAhj4D",
-	"Ne9UrQsmTggP7tagwYsshc2iuzbeHTF/np2c5Q72hBRiUoH7/Pvluz7nX/yH+BZRj+xIjxS5m5dqkrxz",
-	"F3XJ7nTJI+64WDflp3t97TT3hXL9lKXvHpa6Qy2zIy1TwMkuVTI56hR1zO50zP23TawqcpO2vqbIf6Bc",
-	"UdS/K3W2oR3zJWRS6VROamfdxuf6vHpUSpMT0I2QAfNRO+xMO2RncjXtUP+3OkfQAnkA7bDhXolVQm6m",
-	"1lcJ+Q+Uq4T3wCGkEj6111QHbeAehEIvh9PW2cGn9sEr4gYeqKVGtaoDb27cqBF2pRFmE7maNnhfb9bb",
-	"tW6996mNmmB3mmDzbRIrg9REra8I0i+XK4EGH4KQK/tksyPsyCDUWIvDXaLe9OBign0eN7Vq7U699652",
-	"1u2gRtiVRsjO6mpaodF8X+90e+dXZ9eX9SbaCDvUDFvYN7GKyM3a+moi/4FyVdGioQBdl2NdnkG9qE2i",
-	"aKJWL3izcWZ4l4H6OGqFXWmF2QSuphEySw61wc74hLW3R7z5UxO0/sZPv1y+6dtmJ833uqY3kgxiLXWi",
-	"tZT6DPHAZR4Yw8cuzReCmFWouu8x9aEx41TqQJjKmE4mtqxFzjNThoGLfLLOPHG6+PW8c8eZ41MWv58j",
-	"X5057LX49Rwl42QstsWvpqCbM6fBF7+aM/iczDpY/GrqAHAq7etmr319Ue91652lb7Yj3o586ILQ72a4",
-	"8yWvdtiQJzL6kRwN06YOPzHr9odTCThcDSrV35dwJ0Xr5oez0kv51bLia7lFsuJbubWx4lupZbHiG7nV",
-	"sOJbqYWw4huZBbDiO9mZ/yOlk9IfW5O6iLiyu4pcPy8Ege90PPFBmxDxOiM648JaFW4QekavhRESGjsz",
-	"VNITvJqpktVGaK3skNXY8g6KbZncebK2OZN7v9yiyaiVNfkONtSDd81RME/evBBqiMAm1vtT947fvn31",
-	"yzyay1BwqEZ2o0bSM72aGsk59VGL7IwB2dVOitVJ1sRcW5tkXy9SJmEYhKeBt262Xhz8v9gAUg+dm4o7",
-	"c3XM9Af+KOvSeVKnZ62ECq9gjvT3DGG912nVz8j///+9ccjEjwS5rF28u2pf1s97v3aumnpSLuvdD1fn",
-	"veZVt1e7uLj6Uj83xXDMgSBU1z/XLhrntW7jqtmrt9tX7cJ0dzcIQ/CpnCVU5HrljgK1Vf99cDZ78qDh",
-	"nZC/okACYXa3haCWk1KAVJ1EfR/GWsMtTtQ3ZY4WWJV//5gnwcPIlVEIHtHJA9+lQ+BweEj+/loZMPC9",
-	"r5Xq19mm+Vr5cUL+/mE6yQMOh0XLawxC0GHBpFxxOPAZBzKKxpQfhEA92veB2BcOl8ZK67meNTAn8JkM",
-	"CtfY902T+WNFkR+QXkB7p62zA4OeD1455G5EJelPXKUM2GBK1CjFvjq+WufvyN4gCMkEgokPJ+YY1OkZ",
-	"ZGCPN/2TVSP7hzusEGDfLJfTPcrSbOJGzuRS5riI+VzK2YQUVMi1VVnWzGzaRiGYTPbOAgkr+PkA6TK2",
-	"QvVKw9fPZmqn5v+4Wk1i+4/yOrnmnOitkyzlVEzNgN6mWWv3mNtYhtlEjJlAUpKbG1u6omZGLgsHtDSp",
-	"Q62enWdM6iW6hWzJnH//QYI1MrokZWMtqEz1uMqiSHAFbtCHdXBnpJjjaeclaXMPixNabV5iaNLL753W",
-	"tzh/dGtpzbNmiubn16D/8xXZxjLaWEYby2iXbe9nXzv716DfsshsZ4aD0ouLrlHQ9UPdKBRBuLzCTLld",
-	"8WvQ3yhz+ZtR20tHML90CrtxwW5ho37MtkvM+mQq6C6o5BoVCyQXILHTKJeMaZCyGebNgkew2IuaLBbY",
-	"ijz63A0x7Ha1sqRFavIBS7mvW3Z1zaT4+2rjbPnUJdULnQK5r6f74uk27MZDoO8VOArDgKwq8k3RyoTK",
-	"0QKbZKllUczhlxewKS/BUmKubANOzUSZXUwLyRkrm3yllLh+SvlRu3yF7Ryh5xb0FrB6/MXNKhvpDUo3",
-	"th+tN6V3nzVpvxH2+hHzPfuBrehSJkS0Y/W7+e42zNI6NY+WsnSTMAgG631SvxEGwYI7sv4Ke0PLB224",
-	"Sv4KeykH6oJCiMb/Vt6Ve9UYj/MhF/fB0FObVrEacsaHqeKYhb1Qj+ikcHc5YF+3MvoCQCeiCYQCvE1H",
-	"92B1tYqVf+HxkKurleDB1eq6F+metNaYI4Czu3Z++2S3YG5Bp5fg3FopXBmZnVOibHP21Gz5zm9cJ6vt",
-	"8yti0eFyj5JhaHpvanpvUKosbwxsUqrsoU18xocbgfE17m50dl/ytPx6yOIqpgvqlba0BnjQS8fWLAm/",
-	"ypVgS6q9f2p/hpANmEvl+lbrplbXX2FvTKU7AlFcYe4216VFWy3T/dWOsFTzubaKJNQG6k032hn66qnV",
-	"lUb6jq5FJODye6/sTVbHR0f7DulHklB7DZYcUWlu5xrTG5uoEV+AJfzgDkJ7U1Y6okp/TYeH2GutnAoP",
-	"pGlkOetmheAsot/aMPHptA0bkAt6IotX0ZiJ1Corv0e6VND3BRVLAMJic3+pEZ5YMb1b6mfM3EQGK+0G",
-	"I8F5G2vOpiqzomz7GYEXzvLsSokHYJBKVWnGCt09o5pvrrDI+xJyJCW5nTMj6VnaAi2S+tyGNZ83KXoq",
-	"/EU1opdc75EUCtvwGoEN1te9APXWfIfmhpFyuS25ycSpaEWwOT9xD6xaDi3Tu21+LxZg1tTiyckkZ1Bn",
-	"RptbNku2wgOXfn40XbgBdCpQGJugp22pXZ2K1I74g0QcKstrRcZwwEIhe/bCyTh6UIiV378PU3wfbaXf",
-	"NbsqjFbXcQArR29sTR0Gkvo9l4oVWdwijZQZ6AJdlNFYerAphZTuSDLLyXLJL4V1HS/pRf4gxkWyo7Zi",
-	"XeTyBR8xKTTj188mpc279u914K++GbZlt86vz2Wzsdl1lVCQ99EB0CLVRQUy03BCQsq9YLw0y2qBLttK",
-	"RkCRMOZy0H6GjMPMGs2kOv2jwns7hqP/CNPPDO7WJcL9YeHpsMBbNPMF9PpUwL/eLOfiEn+Caq7oC8vH",
-	"tXNtnBPjFvTxytck3N9aUp0ovkGnRBdqvmpDh6KuKL3hu7ELLEvk7NjJeI9NmPXZZS4OnXPrWSooNRc5",
-	"jJQIPS3ERSunIWG8boLZg2bqlBFypakvJekumc8tk8juVUFa/FtQBOa2zceEtiWXc27vFt3UtZ5LjezN",
-	"Lx/dmX1iurTzhWUXwhaW1LX2X97nOvTMvUb5GN5IANnTr+l80xBENAayJ8MI9on1GTIQJyTi7ojyIXh5",
-	"szMeYEy/pzS7vQQp22YT7sh1+2LuizCeyGlxPm+BUJQSucdVx4tSj3aWKpTeRwV3sJVMf2qkG7nj8rHN",
-	"G9w3ZgPgKZ+uUHPKBPMnktOL4ccfyyKujU+6UAT38NSu6YpMt6Tdkkv8ZLOjrGcuo5j3xqX8SWWPpB1M",
-	"pQ/N3E5lTxiPLqzmEcv2PN/N+T7lOpBqzYmFvGzqjEDXm79ZdYe5fdgsOwGvPq4ggaY5v/QVAraR8v6D",
-	"9yjRrRsGU/z8YadxllwSYbIwpigTjlISzjnvQDZtpMLcVldgetKnBiEWabKFCGTzGI4dBC1mY6kK42QK",
-	"PEHpCMRcyF48Z+nctVjgWWnnggeXhptkhP5kmA1bBTG+K/vnS/61Ft6mKkrnF/bicjrLnksVeVnw6Dpx",
-	"dSMpJ73ZblznQuFlIXmlV/vbWdnQSw5iEnABvb4tpTRfUCy+T+eFIJSLOwgdQgWR8F2SPSGDEDzSDyLu",
-	"gbd/uFpbpt6ZLeazNUfRJhGlj3qfe1b2ZZGRaSO9+HbVVHBl4m1KlGcq4Te9OAtmI7N78ltkfq3l9up6",
-	"Ua5WD8Uo8iFiUZ70Bbw7uHY3N0U7ZyjyS2ILVIX9ZCfqp3Tazlea2Y5bweubro7ZeyI19nutrPyHVldM",
-	"Mamw0nJLz9VDLbnM+rj3stN+CjcKmZx2VDs2EB1oCGEtMkms2UP2T/VzELL/1NZolZzqZ8nX6OjotSuD",
-	"G+D6f+FPh9yNIART4FL9TpggwOQITOG1iU+lml2iREJlEL4Q5LR11qudXzaave7Vx3qT7IE6WoiZPIeY",
-	"f4VBJOGEcDq2wcjmz8ajmcyzJuRo/Ldaq6HLn/7Zn7g909dJCAP23XTW/iTADUHa/puLhVtXnS55efvq",
-	"JZ2wgxuYCrLHpCDBHY8/HXB/6hA2nvgMvBMSBj4Q6o0Zd8hdyCSEhhlUx9b+IblkQjA+dEjEb3hwxx1i",
-	"6k545qnb4AY8Iy5BaAjkzdGrw7jOldboWtyzjaCOycoPNY+MD4KYnLPVzgzPXTltnc2kLYGOrYY1b4vq",
-	"y5dDJkdR/9ANxi/7E/cgflj9ozJXwrBrakPpUrE2DrxK+tS9GYbKslK/C7LXVqctCThpBUIOQxD76QkS",
-	"TjwlwiGUExp5TBI/GDrxzYgmXkJNr0VeM2e2F4wp42QvZsGEY6okOMn1rcLJxGcIJ3lZ7DvJhw0KIWl0",
-	"RYJB6s7X5KXDr/wrr5vVZ4vn9iNJRkB9fWujV/gtl4YhA0FW3jLVlTdG0dreW2Nxq5UI4z6EZpUJTm9A",
-	"RwudEJ/pYJUQyJ9/fzWK42ulSn4/PDz848eferBcbUSiNM0hMVLR9pfa4Ood/Y+vlerfX3X9yK8V52tc",
-	"QVL/f7aGpP7JVpH8Wvlhm7Bb3Zp9M1HmC3n+eULeHJsAhrdHr/VzU/JnG2Q4PagNJIR/qu3jMxe4gNSe",
-	"UMo5ZCBpOF13NyTXgrfOzEZXM5AiA6qV21f6koEJcDphlWrl9eGrwyOb+q4V7EuzXJReidfYQRyH+PJv",
-	"5v1QDw2h8CKN+eWZFAzZs9Ufg5B0rlv1dqd+Xj/fd3REhyUftKTuRqDVsPo9BkW6KKapoKlX+3/8x5dR",
-	"QMZ0Slzq+4TJ6n/8B6nxacChSnhA3BA84JJRX5C9+Aypkt//2D8kbSqB+GzMpOolhMT1ma5+5nkhCEH2",
-	"1JRpbZCaqH3bbKretGqyDdQ7UDr2hAg6UEcJCWECVOrHm5mOHMblL9UgZxKI5SNMFsteoAYfq9c3+4fZ",
-	"XcuEjp+JVN/1EaDzXYyULCXjEM34OnE9vDimRjX7qW2L4Jpwr7HeZepT6XqjWtpKEw0p40KmtZHayekM",
-	"mxCGTEj9CQVbzUdsgy+Efpx5h+SLkmbNdWEiqxruvhzJsa8fNjhYjYuSCR2C7gpV8yICTu5GAREu5Woc",
-	"6mnb/0NyRt2R7feA3QIZMx6pNbKn/3BwFnAZBv6+o97i6uiKI5tJf0rqXToke6+VdCt6J4RauA1PbT3D",
-	"SeayHdXuCOkYpMbavxdh+7n1zjyyl+rzC0Emt7pBpl6xhSbshjfxk4lJJMMI4vKRq9iZf8wwqN7Bx0dH",
-	"OU8YnUx8u4ZefhPGeJ99fzmTOePJtdMunsLsZ/LdKjycrXjm9736d4ZLdCozdqOSmdfFzToVNcHLnsnr",
-	"6mLGxh6oL8RckWbCBoRJIrTqIHp9kYCDQ8AXYMssXl83zk0RdXMEAb8FP9Dl1LPHzOHC6V9Y6FmL+fXR",
-	"mwJvbCDJOPD07JG9xuCgGXA4uKTSHe1nhfukZPHGyGIri39WGv0+y7551e29u7punuuzSUTuSNkOOumE",
-	"7CnLRJI++AEfClMJOTAwRBtQWmM82ak6Pv7Jpipf113PDyXjQNmhE3CVdtLqfL+qkAHjRoLJ6aCsm37g",
-	"TYk5Wh0NBD3COLFG5KGuo/60J/WXnUzq3FzpEOCLxmWjWz+vEhkog5AnGCguos6MGaLmMWvo7Z+QUBl4",
-	"hCoDL23sEQFuwD2Rm6XUE0Ux3foVtYHvqN7QA7VmdAuMDxcLdaJBpPrM//370cEvf/yf/62QTHpSy8Te",
-	"J/IwS6XGp8RoVTOqvfkB7lfJm6Mjh7w5euuQt+r/3h69/q//+b+e7E5NsWuV6u9/OBURjccKcS7BcStg",
-	"NLV66VBflNGapx4MAZhCmfalMlSpo0sUPoiRQFL724wmC1TmzHBpyLh/MG6cVXeoWhSkwMRIAT2TtzPS",
-	"cDEFBUdUjECcEEokHU80PvvUJkN2CyL1NaKJX/2JOObH/HRIlO1I84KukjfHx0qaSuh/hSe6QKhhCtW5",
-	"F/HZqrHSV3vqzVr4rwyRmSCCT+EqUGyGuFRbVTWMV/9jcvvf/+t//q//MRmZ/4T6P6H+V4zJ/opAEy4W",
-	"lP0VLtxfDwnCcjVN7mPhfLFb10JTuxRmvCNCMIRgCMEQgiEEQwiGEAwhGEKwR4FgGvTcF/OshMNS4QOl",
-	"EOzCuF3tgfhCpPzjCvEEke4IC21wQDnW6qZdyCbwYi8XGuFk/MfGh6nUxyAweHMW3XASxzAYb5ZaIbpT",
-	"1nn2ehPsNd/B1ftzSNo2RkI7iW3oRNIjnwmp4yeCeZCjBFybsI9qElZAOLYzxttmzZiZ/VIl8ZK0UQ1z",
-	"YzqZc9C/yISNpPLAyF7WGnohFFh7c/Ta3ok58XWIsI0hKsJRmRzDZG/8xIN6THdbrdX4CFMdr1WgRD/q",
-	"LcfhDoQkukrKk0YRrx7maLpu1q67H67ajf+rbvCBiWOKtz83XIj5zcQ6GZ3Al8dJPWkr8+j1w8zPu6v2",
-	"aeP8vN6szuL1XggTzKbOFzVBXqANTT0xicKxYXjZvY5obgtTgiANQRqCNARpzw6kZePPf//jRwa1Kbut",
-	"CCYZkKNhkgZI+ylkFj9jEs8DUeQB0wH/5gptG0+rbWBqzsC9TES3E8dz21C6GJt006Huxu2iDBbuQips",
-	"VsPKnxq+NQNJkvsWZZUAdUemi24sJb06ZvSu0V46utKoMNWWwtB3KVeINqbNd2QQ3BAYDMCV+1vAhDO5",
-	"760cAr2v5ohxo5ati8xA1nT05Q3AxFRE63yoHRy//dc8rjQrxyBLuwtAyFObobgVhWKa+AhTU6zjRza7",
-	"Q+22H3N46dWWW/d0Pve8PrN/NSyFlpSeCQRNCJoQNCFoslPy6oGm5PTq/Lde9+qqd1Frv6+bedEgCL67",
-	"AJ5JpLms/bunHzz9rVvvIFhFsIpgFcEqglUEq9sGq8Y4nnOanMzsZIVCxEiH93EXijFrzoWYJAiaKhHz",
-	"ojQusjSWrc52d9ZMj3OMk0w31Y+fGpw2UsDUOBUVzmSS+EBv49up6BiIkFSCAZf62ioDN4m+y8oFEljo",
-	"NwkDF4TJNlZDYZxQq8jUMyYPVe8B63vUruHEmtb5dxoQBwfBZB4dmrlI0GHO7bj9PDVnfjFszaW3TW/k",
-	"lru1vj/xTdm+8RC6InRF6IrQdbeBthg/iyAWQSyCWASxCGJ/bhBrzOIUmlyIUm21pgNbd2JZwOusftcL",
-	"Mav0ZN/dAhDl03yZJHsrVHy26hQ2/cCewaDpsl0avu6fkPlQRi+pH+PM/3VmLW0QIlsYuHpqJNOKhYoB",
-	"rM84gDW7GMoCWVNrBeEswlmEswhnEUwhmEIwhWAKwdRPE76ahzzpfEL7ky4Ue/yvWTXaVcJY8x8me0r3",
-	"euDHYa2dj9ck4uyvCHSllZhH3J7rL4eiSp2ANOX7sxa2swPA9cBBrSVholnTfafhoraNRwkZzQ2zPGwU",
-	"wQmCEwQnCE7iKXkgg/cs4AOfubJKzq6a7y4aZ10zN+pQhO9MSIHRuBiNi9gbsTdib8TeiL2fWDRuDhuv",
-	"iLlLHJyL7+toA/UK4Dh6NhUmfg9yDhBjhOzPEiF79IB0gF71yRpASgApAaQEkBLA8FtErYhaEbUiakXU",
-	"+mxR63uQ94Ws8UWpK94xGWPW+LXZVRPmMhIqI0H2rlsXV7Xz+rlDrOJW/9uu/1o/6+pLJ40AKff05azE",
-	"DSKOsDeGvedWtKW3HyLufQK4Nz/Li+9rROCLwBeBLwJfBL4IfBH4IvBF4IvAF4FvHoSmkG9sXifQVwHN",
-	"Ati7Vg5q8hJi1Tj5NJEzpp0+57TTeBmUJZymlwkCWQSyCGQRyCKMQhiFMAphFMKonybj1EuZaUuR1PI8",
-	"U6MkE5QWDAglN4x7ZO/06tIhrbN3Djm/rvfOGxeN9/XmWX3fVL+1C0cZt9HED6gHHqEiRnkCE1F3m4ga",
-	"z/hOU1DjRh4lBzUZIWafIlBBoIJABdMiESAiQESAiAARASICxIK0SG+GCdZ2sa0ZUZrcQrJFvPe0IkMx",
-	"JPRJh4R+YXJkw0JFWVxoaj8iTEWYijAVYSoGhiJgRcCKgBUBKwJWDAwtwZIb49eXyRfUNih0fF5rX2Xs",
-	"o7PPG69n0qG9xLfJE253X2dCAv8rggiE7u6EhkLfXcllYPr1dJ2es1s7ScBj32/Ven6VEJScYrFZ2M7h",
-	"DkQS90vokDJOKBd3EAoiR3T2Jy2J46OjEz0p8Wdm7tT4ub3jo1dxieO6nQrVu1at3an33tXOup15TG5m",
-	"/BESNv/YjWvWjMeOYw3P7NFuetAGoRRvCQTWN7n2p2oa7yCEWaiAOdFOyLegr5Ytj3z/CVsx2/SLryj9",
-	"jgxC8BIBK72R2iZISSAlgZQEUhJISWDsAsYuIBWEVBBSQU9kmbx9KPvi03X9ut67btY+1xoXtdOLutqj",
-	"56fpX6q4EpAURFJwFVLQwNqChPE08VYAY1dlCuE2ziQvJgZrkwlwTQy6kZDBmOgXjBlK6HAYwpBKJaAR",
-	"FSPijijjMT+YEGk08pgkfjB0dKdjAivgQO6gPwqCG+KBz251ITgICXUluwUC3JsEjEsior7qUl/DQD1W",
-	"JdND9VwQKmDCTLL7LEBij05Y7wamVTXo1y7z9H9hX59RCZl4A1PMx9hSPsY8+3hev2h8rrd7X+qnH66u",
-	"Pjp6vtX0pqYznuJ5etKsu/rt7nI5Ui08SiJHqv1yuso8BN5JkdQEGWoyJdk8ao6RwkIKCykspLB+kqvH",
-	"EhMhsVuY0PNjXGHfpZINUlhIYSGFhRQWUlhIXCCFhSsBKaynRGEZDDtjkAwdBLfZlKy6IaISYsrwVGtU",
-	"ONQvOCTQj1Df13lSAYd55iwITe1+zSJhgpYV5zvqLi+FiJlUhQlmV9yfGsMhv9jihbnqaOP3e/b9xeNe",
-	"rd0VhrNK19T3evrdjKag3xNNcXS0gqxqkowDIU23tflld65V6uTV0dHRquLy2ZjJBQJaubEx/c7G0VgP",
-	"4shR+s/+MxkR4xKGEO44kU7twrJKlPEORX4P+T3k95DfQ5YDWQ5kORDbIrb9aapQDqyJtmr4xQioL0cv",
-	"fXYLC7DuLXAQgkzCoA/VJFfo+OiI/P21Yi6u+1qpfq0EN18rPwgVxA/4UP1XmvunXfW2gPAWBPnQ7bZO",
-	"lKjdEbg32hczYnyo5VwOhmt8GnDQtpIbggdcMuoLshcLqkp+/2P/kLSpBKJtcvC0rz+rWcjem+NfDEZL",
-	"6Yz9e8PXD1qKSk6VHZrm6vsLPPW+af6pnl6oln4qtZTTQkZDVMs2fEojmb0Sq6MxyJC58wopBGpCbUrr",
-	"HrG0SgojLgjoGJQw+ZtWMGTPo5L2qQDHQKkkbdEEgylb5C4IbyDU5r1RWW12m+gOk2Ga1nmGrPF9fSWo",
-	"nnZlTMbZlgPKfPX/pnW9iO6YgENSsz/pFEsd5ST84M40qETFXDDrrE37fSYvPxEZsuEQwn0ypjc6uZX8",
-	"6cEwpB54fybJmf8Qnaker+sQMCUEfVIxPwrBmt+ECSJGwR03kkloNBPKlobHZdq3rVfMDtWvbqBc/8bt",
-	"P1X9u03n1xJRxjtFLZEnXU0Yz7Sf90xLzphqycGitD+I1U+2b0F/mT9JPRLn5+tAV4f0p2RCh0D2OHyX",
-	"PTcKRRDuO2TAfAkheOrvalhOfH90EuDMAk4kG6ODKXEw/aomYIl/aebQSDqiJuWwSFi+njOzOJKnlQCD",
-	"SBIm530+hPp3dCrsi9m47Bdim/6oRx7G2v6rms6HV4+RvdZVp0viDWMbkSMYr377WN5FtGFbG7qpzEbM",
-	"dAB4NFYaQsd1nFecSvu62Ww031ecSuf67KxeP9e/vqs1LvT/nNWaZ/UL8//n9dp576Le7dbblT9WEKVa",
-	"5TbE3iPK0gwtj2aWAxsD2Wu/OyOvX7/+ZWWR2u/19JcWyHbtxpOV4lEJB+qByrpjtITeNoZnPrXq+JY0",
-	"vNnQUmo+1rKTEG5ZEAl9EKw8JP2JBUNZpaGlvW2po0mw/4SZQ/Pt1nynpR9PfKVvH9VV+mvQV10stmD1",
-	"oR0MtNpFlym6TNFlii5TdJmiyxRdpugyRR7nZ3KZKgvNybAuKU5Hcwbl9/XF+cY6zlfBSl2xMoQhE4ae",
-	"0TAzqaQ5oVM/oJ4RiHEpxEXgOp2rLgmDO7JniRyDFfefRe1K3W3KSeqJg49K0ZnVGh9E+8a20MULNQ/B",
-	"vXh5xtLUK+07E5LxoZ6QWQ3LzKumReKxwQBC1YX4O3q8v5DGef2yddWtN89+68UJhYfki2VFqP6GoUz0",
-	"jCQFSM2q/xb0CxLSVQfsGpGZjZXEgXfNE/Yn4oHLvKSqqV46ZE8A6Nftl9u232avvNAr8Wqwf0h+tSSH",
-	"qKovH5DT68bFea/TrLU6H666VXIZ3Or+Ck4nYhRIMgiDsXmq0XyvdH+7Xjv/7VC9e3Z12Wpc1HutWqfT",
-	"ump3q+QsGE+Ybz4A1Adv9h0r2knU95kYgUfCyAcyoe6NgkRJFiaXgXqKCjEJwsKqEnZjNN43k4Z1b3KJ",
-	"/VXSuup0zRZMikOkazskdRziZfbhsnZGBBtyKqMQ9Dfr/1afTw3wi9osyiwltbNu43N9vqemBAV81z8O",
-	"mG8+9L7erOvD/FO7StrAPVNVFchp6+zgU/vglba4jJ5QXQBv7sv6O43m+3qn2zu/Oru+rDe7VaILRy4u",
-	"kDsnu3QBVvXR1L+rpEVDYUaYVP+cy1TI1NA9IO3rZq99fVHvdesd9Yl2xFWPiib4hSDwnY4nPuhuTcJg",
-	"AqGcEqnNGbNz3SD0jHDCyIw6M9lV0mFD3YBrVtu8qBTCABfYxE5u3Tt++/bVL/OSSE3LPDlst9KvQX8Z",
-	"PVzzlW1DdXkQGczqW7jTnlaWs8LEqhVNehgVNmM9cjpuEVG5VmOpOPjjt28frOxtVg09dMlbNWUFJlI9",
-	"fQLsaaWfkl7+7NjHCrf3ETZe+ookF5JcSHJh6drnXnmlCDRV48po5I4KEgnwbA20OeiFRViwCAty7ci1",
-	"I9eOXDsWYcGVgF6Xp+R1sTwRoeSbptlyDpZUjOzLv78F/d4q115/C/qGk9cbpjfWKRLK1j+YBL4vSMQl",
-	"8xPaPQTqjjSDKiEcM079OGZ27/joaF/jtRGYvadLDu8dHx2XJj7gjdqFdGnBdV1mNvFC7QcoA3MRr30S",
-	"TdTszaqOjEVSejqz9k9I0SI3HcnuBu0ZXVVY6rVLsUBSD9LTJE7w9VG2qMrRw0cKlt3EphnqeKhaPXBz",
-	"/l+Kp81LH+9aukaIBHw6EeloXSPzAePaO4kGGvLmyJsjb468OfLmSBkiZYiUIRJFSBQ9+i3034J+ppRu",
-	"wuowPkyCVoF7qzFJL13KXfDLb5k603+3nJKp0DGi5p6IGCjouNiI8zisiAlChTETiZDB5DkE6lYtH6Sv",
-	"15fEB3prK6boGCsF1GGeKzLCRbrosemix2M4MDYMMS5iXMS4iHGfb2xYU+PdXqdb69q4JGVFKSuL+rra",
-	"G9EXDSK1gNQCUgtILSC1gNTCtqkFA0QXgfwV6QS9H8rZhE9xLmjSjqlk6OgYaMNF+MYO94B6Bz5Iky2s",
-	"9nrAwShqtZvGE0n2KCcGUGu7XYbT/ed4a3Qq0TotngV5tnRIGbfpX5qx8fbnyQmtDpGbeL7chGNWlmeW",
-	"CzIVyFQgU4FMBTIVyFRkmQomEvdPEKopcgE8ZdNZY8nUjNclR6ggHvggkc1ANgPZDGQzMLcKc6uQ10Je",
-	"a1e8VttslBnd5ClbPZCxlbKQ1ar2qXRH5WRWUuLOJGq8Ojo6MvcUMK7JGBlSLqirnq7qW3F0CgOHQ6Kv",
-	"e2ESxsntOczccaCL79yNQE85k4YVM1Vkni6z1TLWoUOoiEtTHXwL+lUtIUHuRoGAuQJ46Qp3YzVPpuRY",
-	"qrpRXEVQ6iw2Q7uYwnRa8h7z9gsosrhc4US/CmOsPofV57D63GNXnxOnWhVvXqiNeh4zIZMtM2IGImGC",
-	"J6mf/q7Et9Fo7bNukTedWtcwbyb3lcf/Tk4zGoZ0WskWhPvdNDy7yCLofwP3wevGaUGrDpdddV7XKlQr",
-	"2Dg6QWndJ13mbJu14pYKuKbDR4VMjiIXy8ghAY8EPBLwSMBjGbmCMnKUa6TyQmAxOSwmhw4PdHigwwNp",
-	"bnR44EpAh8ezLSa33CVR6vqIr2cuqzHXCoMxyBFEIr7J2RRpY4JMwsAFIeILGCR8l5qIFZp7IybUkex9",
-	"6HZbjr1dyHCBTkwKizUjeJWdVTu/bDR73auP9eY+MUXasvGXsX/i9SZX8xe0qp6dZysvrdyWknNKLC8n",
-	"PmVq08xvgdl3kO5BugfpHqR7EGEhwkKEhXY12tWPZlcXGL17xebtfsqw/gDUlyPyNTo6Ov5X/OLM0o69",
-	"5gfWay5e/r1Kcee8s71q68A6ZETFSBnTSQyFdrh/asdRKlih2VZoblkRfjYSXCnFDdPb/mnpbflZLkl1",
-	"u00WAQIuBFwIuBBwoX8dIS9CXoS8CHkR8j7zcrN5sJlCt60w8CJXihjfxo8uRbgvqSvZLZVQnltTs08o",
-	"vNtpvG/Wz2doV+80NxjbAqtxGy8E0d+FTM6CfiKEWxZEJhWhc92qtzv18/r5082osdJjfKjHbzMlZmKJ",
-	"c45MZY95hBxL/xFg8o4uY+9qoTX4JHrwiPoVUGgsb4zxRgyKGBQxKGJQLLKSKrKSZP2ZknzGHsI4bozj",
-	"RsoFKRekXJByQcrlaVAuMQ6cIz22wrqYkggr1DOZlU8IBqlKCwl/IMivnaum0sGt83fPseLunS1CoddR",
-	"ttJEvp5IroBFQZED/frPEJBwSW8spRYXVkmPPrnL6CZXfSUEGYUm4Dtdf0WNVHfabOtZt3OVXBaEImy/",
-	"Q2P6Pd6sx2/fPhj7ZOZ4DfZpq1cAt0GoE6BAX/8a9ONyHEg9IfWE1BNST0g9IfVUTj0ZSxCpJ6SekHpC",
-	"6gmpJ6SesIQArgQkIZ9iCYEcc7VFCvJgwHwoTXNSQuVwB0KmqTVTUtVwWg5xR+DexDcTCakZQlO3FDzS",
-	"+VA7OH77L7JX79LhPuY85XKeDBn1Tk0Bpj09VtrTnFjqdqnbBW41pibaq4ZuZ4IICG/Vqhckrzsd0jp/",
-	"l//DxBusKiLb33L57LJ/PBrrMiSdq2bFqbTO31Wcij4QnMrEG6RK4m4ra0xpqVxHCktxKA2hlM9aCid7",
-	"iKifsgfbfBM0lGxAXbXrR1SMDp++QYCMLDKyyMgiI4uM7NqMrDaG3RHlQ/CIYNyF+KIQZXLKJ66XkCVE",
-	"lhBZQuSGkBt6FG5oOTezRZqovATlBdOX1WTutEl6IxIIz8IYmiEJ5FmxZVkggRTQk658Y2a59Cofswac",
-	"eEsPWCgkxoEh64CsA7IOyDog5EXIi5AXIS9C3ucMeZXxXAA1xVaArq3LujAWIrlk9bR1dhBHYxy8imu6",
-	"OqQ/laB3vP4fapyI4JE9+0RP/RvjIPJxEC0re0TA/1AEXFLONbmRu96lw6r21OsNgH55RMiIkBEhI0JG",
-	"hIwIGREyImREyIiQt+QUTkBqBpWKGRrdDlwOg2CwECxrjNy+unqnALJ6ehE8Vn/vhUEgESEXI2QtbsTH",
-	"Twwfq1lNo2O1AxAiI0RGiIwQGSEyQmSEyAiRESIjREaIvFWInIKj28bFf4WHEz5cCow/tQ9eaeUbo9JU",
-	"RU9KWs33hI3pEBAH53DwpxBB8E8MgvWifWk2QDHkVUs7BXhtUgDCXYS7CHcR7iLcRbiLcBfhLsJdhLsI",
-	"d7cFd7OAkwplhG8F7IbgApvIpWi3XT+rN1rdg1fEvlElgg25sg+5C/nqxuZPjv454vZBl/KAM5f68Sfs",
-	"PkWEnEPIbTsnCJOflq84XvYYS43IGZEzImdEzoicETkjckbkjMgZkfOOkLM1up08XA1BAVWqf6YyCmFL",
-	"cHri02n5rZBtsLHdqYJbZBAGY40GhAxCrXYnkRT6Fj71NA1BELiFcGqDrrmnrX6Dhe5G1BSsNC8/3Qsk",
-	"EyxdJUbKjA9t6U59ndLI6qssrG7rRx/hQsgdXX7Y1YJa4/LD7ZXBMqJsg773tKgAVsESHVPpjkCQvTdH",
-	"v5B2vXVR+6132ehc1rpnH4xqu2MC9rFMFgJXBK4IXBG4Ptvi3LnDoUqoOUqC0JwkHhsMIBR4WyLelog0",
-	"DdI0SNMgTYM0zdOgaRJSZC1OZDO+RpRzM2chUAnCeJft46YYe1/voCmZmHZOdMdi4kezGknGvk8lhE+X",
-	"hGkGkrD4J1klQN2RGZ9rpWdW2cyMNlow4H6sClU/GR+SuxGY5vU1LKGQ5jsyCG4IDAbgGhM7S+eYOYrp",
-	"nMpuOJZsI2twLa+2XnK80GbW3fOQM0HOBDkT5EyQM3m2nMnZVfPdReOsa3aHtU7ISCcgxhYMEiZImCBh",
-	"goQJEiZImCBh8jQIE4MAU4e83lw0tgA2ZEZ0BEtpIkgbqJe2K0z0SZoIwTyOXB4HJnA86evgvjA5sgFF",
-	"olJaPj9ZCkjWIFmDZA2SNUjWIIJFBIsIFhEsIthni2Dfg1yIJe8DYV9aZ3y5p7/O/4ogsq5+87QWgfH2",
-	"K5ElPcvEI1AigPrgEcHpRIyUwck9NY6o7zNdBj+MfGX0uzd0mBREONE5JowP9dOqyU9tU8dhEPh+cEeo",
-	"IN+CvrBYl4UK9zzdEILkn3ba1ak3e0I1buxHQcegu6KkZjcAoVzc2ZgB/fdvQd+2Es+pauLs6rLVuKj3",
-	"4vv99PbkpNN435z9pj77vt6sa63/qV0UbGDW0aPC+Ut6Y9dpLIJ0+EWpnEKQUcjNnv/OhFSrT8mqYhG8",
-	"0UCzbqfm6OAjTBcA+e13aEy/x3rl+O3bB8uksbO7RnjH9kzGX4N+G4Q6rQrOll+DPgGzmjHIA3kD5A2Q",
-	"N0De4PkGeXSatVbnw1W3pyalXa+d/+aQ9rWybj6+17+1rk8vGp0P9XO1ORrn9cvWVbfePPutF4eHYAgI",
-	"hoAggYYEGhJoSKAtWCZvH8rg+3Rdv673rpu1z7XGRe30oq726Plp+pcqrgSkUpFKXYVKtcTXHOm1HoUa",
-	"Rj4cWOIyW9NmaURQMefJuOtHHvx3gxqE0vFCU47nnQtDhOojwf4ZY4ds7FA78qFlZPmAxWowimg1sdjV",
-	"Wo1XN/GE37O4OFnT9odVx20/tWDUa7fKo7Ha9va9yh8PGx9VsIRLoqNukxWOJCeSnEhyIsmJJCdyO8jt",
-	"ILeDiB4R/TMPjiqC1SlM3079eSUc/9JGKZWHRbVsGFO6Nu3dKBCgq5oIqYEGCSOuCQTwTmZEAkkquAwp",
-	"40KmQqKSOikKAz/dsCYrPB3mRWYuueRSWB24JNRy1CKaB//2A49DADzBarUrodB4yWOgDWJQxKCIQRGD",
-	"PuMKtNcX9V633ul2eu9qjQsbT9PUILXX6da6dT1JyuZRp3xsDGF0DUbXIAODDAwyMMjAIAPzNBgYCwvn",
-	"eBATs2DYj3txMepDK+SnUc222DgG+wVNRwgpjMjU35kgPhMSPBJxT5uHQh6E0VYqsvzj6tCqcRt4o+dK",
-	"X/c0nt0ynE4Ta183ezOjr+DuoIirme2qD2Hy15NK/kpPLWaAITGFxBQSU0hMITGFlAhSIkiJICWClAgm",
-	"HOFKQHIMybHyhKMsfXJvOkwzVqXJRhdM6XOaI8EM2xMng7CQuEHE7TVR5k6hAWV+lLA/zzy/SAkxpj3a",
-	"EReYWvQkCxQnzFY74mrKC9Nv4t2D/BLyS8gvIb+E/BLyHMhzIM+B6BbR7XNGt8pgLsaZ6yHcZVDWhChY",
-	"mJfO9cFaGBms2orFOYdV5xejHVJ6oCkrokrC7WE8sjcvHR3tsr9NUPpTDeqxIa1dCWWINrsnEdUiqkVU",
-	"i6gWMRViKsRUiKkQUz0+piqGOwtglVMSH2/uPxVqwFo/pr93UlBkUGEW6nngEbrV60r/ccHx7kxwcJci",
-	"XI0mU8DMqjPVT8aHChyY5kdgHar6OzIIbggMBuDKontTdCspk72yoxs88u2sEcn9ahfQpDC/VHcSw7gR",
-	"kCAgQUDyeNnt8WUQVX3vmqkqpElBJrT4TWaOwNBtDN1G+I3wG+E3wm+E308DfhsIkispuKY3c4OrAOYu",
-	"dUXH5nyRfwzBfbIhuHaGvzA5+hxfa1xSCD+3MZEpQKYAmQJkCjAgF9EroldEr4heEb1iNfwFyHITMPsy",
-	"ebm0DtvZCNwbE6pbeGsd2ZvQUIBD1AiFQyLOpHCIO3V9EFXy5vjYYBI5gqmyZ5RZ46pv7utvCRmEppzW",
-	"mFDTjO3hC0E4fJfkvF17141HiQ7rB3NY//Mr78+GZMfy2L7xBUX40UWOwBeBLwJfBL7oLkd3ORIOSDgg",
-	"4YCEAxIOj+UuVwh9BtCX4vLl5INgQ8748OAGpqukBde947dvX/1i7tBz1Y5Wv1OpGmSDaXLrHgnBBTaR",
-	"wiH9qYHoHvrY4+ThjhH6RyXzHXp6Z818ZnBXlpxqe4H4FvEt4lvEt2jlo5WPVj5a+WjlP25OqjbtS6zs",
-	"2LhOmffW1tPPpqx7TidiFMhFjsTYjcUJjCdySuJ3lBoVkspIkNPrxsV5o/ke3Xy7dfN1rOgrP8mV19uz",
-	"nJORoY8NMQhiEMQg6OFB7IfYD7EfYj/Efoj9ChIiY8yV4LE02Etg3TzSWy0bMn68aiGeQ5iEsbmjhFDu",
-	"OeZ2WgHUB8/RqGxExQhdODZNMoXUMEfy6eVILoKraqWn9iRiVsSsiFkRs2JcKKJXRK+IXhG9Inp95gmR",
-	"myDWl/2I+V65m9Le7GmiEL8FfeMPHQe32jU3B5bV/mrXa+e/PUeXJcSyolpSe+Y/ASfUyGQmJS8AoQy4",
-	"EePDfdtMLGnVhpZrr9OstTofrrrzSPhUTdqjYuFLemMXhd1MGZmo3wUdg54Kyr3koRBkFHKzeb4zIRkf",
-	"KiGpEepOm60863ZK9gcfYboABW+/Q2P6Pd6gx2/fPlia5tre4u2ZXr8G/TYIpfULdPSvQT9e4egzRvyN",
-	"+BvxN+Lv51s8utHUWLzX6da6dbX+Y2ul16nXLjTiSxG2yh5TGyaJaMMQCgyhQBIKSSgkoZCEKl8mbx/K",
-	"2Pt0Xb+u966btc+1xkXt9EKfaOen6V+quBKQjkQ6chU60lJZORprLVqSSRgvS4yeMZ4vBBlQV2I58Vmq",
-	"s5VMQ8sRo2WecrSMmuOyLPN4/pGuQ7oO6Tqk65CuQ6YCmQpkKhCfIj597pdPp9Ajs2ZyEUAtu3K65nkW",
-	"durjaz4Y5unGwDRSoRVUy4BQX7U8VWdDkePH3LUt75gL84C15nkPjld3FL1R8zw9hDXiN4623nh5EEc6",
-	"iULHwYyCO3POmIV8B/G96IgZETMiZkTMiJgRQzy6tW69KJ6DqImAEKM6MKoDuRLkSpArQa4EuZInxpXU",
-	"PG8hybGWV18A9ctzjTpAfTGXLFMlasojCUKzHaets4M4ouDgla6OcaLk6lJu7lKjfAhmY9/R0BNPl4RR",
-	"4mJ8SCgxEbcZ4+zN0S/zPIt64yGzhn6WDJmHKVDR0UVbkDdB3gR5E+RNkDd5trxJkgmjJsUYM/P5MciV",
-	"IFeCXAlyJciVIFeCXMnT4EoUApzjLxYTJMYCW3oFnHmqSuAWwiRBwezcPInh6N/m4tYHaSbDRrY/y3QJ",
-	"9Xh9uRjn8wCIAMtBpcSqmijOwOjamd0hG2GaKAv9n3UACQkkJJCQQEICIQJCBIQICBEQIjzyHXOJZRYj",
-	"g9hWK482T+6Liw+ptWz309ZZr3Z+2Wj2ulcf6819YkzjrIEbm9w/x11tqg8FQyk2uI10jBR3dItbuolH",
-	"ucvNjg5vckNLHy19tPTRCYMICxEWIixEWIiwEGEV3OQmYzQwD7Ks8+UO+qMguDnwwGe3EDJY8RY3+x6x",
-	"702r2iugNsZ4IoVDfCpkfIc35R7h8F3Gf8YSVfYqty9GiOdWhlij6knWqMrPcklOsjdbBQhhEcIihEUI",
-	"i9GzCGYRzCKYRTCLYPaZX+yWx5spTGvt6wJQC9ybBGyF2EJlg8QoL24pedlA0CBSonNDkGIfAWwc4Wdl",
-	"X08EPQdh51eoHVZ6sCnTokrC7UE/sjcvIZ2Mur9NrPpTDeonQLrxaiiLykyvFoS6CHUR6iLURaCFQAuB",
-	"FgItBFqPXRK4HAgVY66yaM02DJlQMEDp0A/dbquTfMncoB2CC+wWcvBLRH31lT54BG7V5DtEsCFPW85D",
-	"dgvcgrHneMn2TmJNS+JJcyb9TgNL40YeJbQ0P1CMMUXUgqgFUQvGmCJaRLSIaBHRIqJFRIsztBjDu5Rv",
-	"DmYgYQ3fXBJv6oEPEubFd65/1zAyAZCUexqXWbSoHxUnZAJcA55ZNKvGYF4YTCbgPV2sqEVkCqEaKXoz",
-	"UelW38zjOyPWeXyHIag/Swjqm7K9gBAUIShCUISgGCOKYBTBKIJRBKMIRp81GDVm8cpQ1FkttzGBUAkA",
-	"EJJKIMFA4zyXhW6ktlII9AZCsnd2cdWpnzvkqlVvOuRD7eJdT/0vhovm8h0RbD7pfMd4ehdfwZraoQhl",
-	"EcoilEUoi1AWoSxCWYSyCGURymK6YwEELUCdpTG5VLqjghKq+m7IjC/1hSDX7QvHxtNqu9CV7JbJ6dP1",
-	"lzZScbUGrzI+VKvFBxpHJAs6toB/HsteTzyKvtOfDM5uPyzZTPMGYclHDxmWjGga0TSiaUTTiKYxOhyj",
-	"w5HFQBYDWQxkMZDFeNQKxJpnKCAyDNuQZhk2iBZ/OVF9UvugMPO4Azztxz9UT5tkYrXbZAouOUSOwiAa",
-	"GojKFcr0kxJTRCH355hfLLT8Ag7mGFPis5+o878iiEDomPP6ReNzvd37Uj/9cHX1cZ4kaTE+RIrk5/X4",
-	"b89CUjNd7u1XfyV63WDcOtITSE8gPYH0xE8zAw8Evc4CPvCZK6uk0dSQudfp1rqWp0inqjGu7UJAcgLJ",
-	"CSQnkJz4hyyTtw9lXXy6rl/Xe9fN2uda46J2elFXe/T8NP1LFVcC0lRIU61CU3WAeysRRSuRVJliBJuU",
-	"HM98wCGB/h/q+zrbI+Cz7mBGSa4AeScj+iVFyJEQKuTJrrg/NSZGiqzNLMlVR2vXcy/+zuJxr9buT1DX",
-	"PL3Iymqb5xci0l1IdyHdhXQXwn6E/Qj7Eewh2Pvp6puLnMm2Ro3zTlysPFudTjsRYiA5nYBVwAPma+06",
-	"0D9u5RoprF2+vHZ52iTfaf3ydEOPWcM8M2CsY47oBNEJohN0xqMzfs4Zf3bVfHfROOvO++Gprw7gafo6",
-	"FhlYli6xazBzAzM3kCVBlgRZEmRJkCV5Ii7x+MBfyGis7w9fvcx/hpA5IT5V+9TcBadZCR4QZR5CGGdq",
-	"gGe5jmdV4D8tpdWK/OeIEMzEwEL/yNEgR4McDXI0yNEgOkV0iugU0Smi039UoX+RxTRFoFR/P7wtjgVW",
-	"UlJ/ZS6YW8n1o8LsVy9wozHo6O8o9CvVysuK6o5tJP+pU+reDMMg4h75FvQF2WsrcEoCTlqBkMMQxL6+",
-	"t06OgIWk07nqkjFTgq0SMHn1Osb7W9A3SLRPpTtyUn50f2oQSgobHnyE6QnxmZCOBqIW1VKNkA8mge/v",
-	"O7F24R5xKXfBVz0YH84w0q9BX1Tm0VpXH+dCnSmSaZQJuixCbAkcEutIJv1pFjUZDKqW92nrrFc7v2w0",
-	"e92rj/XmfqpV+/nShmOsJchef+L2vkZHR6/dSQgD9l3/P9ifTN1K89M+scNXxmPVQPd02LrB6ofkknI6",
-	"LOi4YQbSPECC/lM9jztW1PV0WP+IitGBO6KMg0do5DFJ/GBYJXQyATUZkZDB2DIbJyZGggkyoFw9H0Sa",
-	"dUn5X+bu4091qa4/UtChL/mXYt5DL8JcMdF9JxsMozow43yEXkKzqxVTzSfbbb4DHWM1xltJkL3Tq0uH",
-	"tM7eOeT8ut47b1w03tebZ/V9x3YqmvgB9cAjasvqbthdQwbUNetRgEcGYTDOr+TzpBW1Ho7/Zd4o6hWn",
-	"EzEKpKgSAVKQYGA/rnUADYH0I+ZLsnd63bg4bzTfk//6f/5f0q7Xzn8z/eREAPXBc8y+CsYT5mv7SgZk",
-	"QoWYBGFmgpIGCzrTjnwgE+re0CGIKjnvXBCzwwRJzZVUtsSJUtZGLGqteKGyGTxH/1H/V/VsEvV9Jkbg",
-	"pdrPtFHQh1N98k/JJAy8yJUinoxkLHqc8b+SqanGQ3eIYEPumKouVILGzEGo1dLEp9MTorSIlnGqVy3b",
-	"WjxdSWslW0uPzDVaQc+UWomD6axfIbjAJlnJsyFnfFi2Y1vmk/pD9sBXqyGR4axPjp4NtS/dEDzgklFf",
-	"nJCQSiA+GzOlCSeQt+7So51vqqBDF+wWOAgjcBMFpf41CYM+CLLHg3Tz5kRphcEY5AgiQcYgQ+YKspfV",
-	"aWnF+wGoL0exyO0LlR9//PjfAQAA//8=",
+	"7L3rcqPItj/4KhnM2VH22ULFXaCKjhOyJNuqsmVblu2yu2u0E0gkygjUgGyre1fEeZD5fOY9Zt7kPMk/",
+	"MhMQIHT1paqr6Q9dlgR5Wbly5crfuv3JGN544rnIDQOm/icTGCM0huTPxnnnE5rhv6Bp2qHtudA5970J",
+	"8kMbBUzdgk6AKswk9dWfDJzYg3s0G9gm/mR5/hiGTJ2ZTm2TqTDhbIKYOhOEvu0OmW8VxvARDJE5wA+l",
+	"HjdhiNjQHqOid9DTxPZRsP6dX+OXKow7dRzmy7cK48AgHEyDTboset2FY4RfWxjUxEeW/VT4k48evPtd",
+	"O/Q9h3SI3OkYPwHNse0yFebRt0PkM7h1aCKf+VJAqBC50A03Wwoyzt+nto9M0s18GdPtRASIhpXMOrOO",
+	"mQXKzD5H/fmQPf0rMkI8ZMpzJ3YQbsl3dojG2T/+w0cWU2f+r/dzBn8fcff7iLW/JSOAvg9nC1SgbRWO",
+	"0zQ7+MeOO5luO1TTM6Zj5IaDB+QHtucObJN+jwLDtye4FabOtKKnQPRUAB5HXoAAekD+DFjQCIEdAGia",
+	"yKwylfm08+vsemGaf7joP7bgf/F/hcw0gWGIfDyy//tXjtUgazXYwy9/qt/Y9Edpm4+88O0/mKTlVmb6",
+	"EODxg2BqjAAMgGgJumpIiOVNAbKSXkOsZvAWK0BRlwzZVFDNKpIVY/jUoZTh8czy611hMCGLF+AQGmEA",
+	"Qg/TuKTw7hTOSKEsic8mdMvUAQT0MdA474B7NHsXAO/Rjb98HCEXQD3A22EPul44Qn7027sAbwOJE/cr",
+	"IBwh4KPAm/oGihqwPJ98PXFgiNcNhN49cvFylquYEf5LJVwPBVNnWxFHxFJmr9huqEjznm03REPk444C",
+	"F06CEaX+Kpl9GT+Xl9JJA5Wo30KBPbE7rometpfVBaKhP0KEUX1kIR+5BqoQRoNA973HAPlVcgjC8cTB",
+	"rfzKvH/g35OWihhmhKATjgaO/YAWezqxH5CLggBMfE9HRe3S19+T11c0j9WE2WL7PQRNe6MOaANFPYxR",
+	"6NtFZDr3vTEKR2gagOgZsLe4GfeLOo3bLOrPmyAXTuziZTmbIBcvTXzIRkIhWicsK/Sp7YTA8r1xUcdR",
+	"49WvgecW9u7bD8ifFvTewz+Aqw7YO+73z4EOA9sAcBqO6gC6MzANkA+w9kTlFNHjKAHwvp3AIHj0fHP/",
+	"QyznHkfIRyAc2WRpDLxEAfIfUABcL3rb96YhChZmEY3wfeHwcRu2UcBpNyMYAugGj8gPAO47364+MQpa",
+	"zO/FqPkK3TnzxcryeY4t5zxUvHUnyDXbD8gNd1G3oBF6fuHxczPyADRCZNIVCtFTWHBYAGPkeQEKwB6h",
+	"OgsndvpA2q+CRnxO0YML4ZEGZK1Jc/doBuwwQI4F9iK9uv7blONEY65lk89o/wNwEHxAwA6BNw2B54MA",
+	"uSZAT9AInRkIRzDEyzKGTyfIHYYjpi6kjtz5KsPh0EdDGKIlyv/fW2WZU4f+9GdmHg32DrJ/fIn+5Vht",
+	"UGW//MlVFHH5wHhWkYCD8C9BBZj20A6DCng3eFcB76rv8Dq+Y99VQBBCP7TdIXi0wxGA0RuFd1zMQ1sN",
+	"jxdqq8bHC+qLDnACZ44HCzZVw52Bj5dnXfAAnSnCTXo+MvFyDfFZVl2jEvYiYUJHsLgbP2yuKpZa3uor",
+	"fnYX5IRGhgXny71GPu+mLCb9RlfdDRVHE+GzxM8DAKt0yBZ9ZdZD1uLlP57yCAajQiCH/rwLnJK8memj",
+	"UjD1zLSKqH0AQ2OENfNtqRyGaDwJgzxxRaGQuLsBc3aApUeKeLrnOQi65KZtu3Yw2hUHs000nnghco0Z",
+	"PjLnXRQ9/NXTNwUgCSKFfN/zi/VJ/DuIaIfPdvxkBeCeqKjByhj9FVjQdigYk6d8keqBXHzKz9/Zkh5R",
+	"p8WDjkeE9YWoC7DHY+UXC1TL9oOQaN1x8/G6p9o3PLNASWzj6QP8G9i7PG83wf/3/0r7FYCqwyq4bpx0",
+	"Wo1+56w7aPd6Z70K6HT77V63cRJ/bja6zfbJSbtVLQQSUBDAYUGnZy4Cju2inOYjF2g+uW1HJjFv+ct8",
+	"xtF+SgPDCAZo8DxsmTThPbrIX82fY/g02HI/Lj1v8Xp/9fR3AYD+kFx5gjo9N+kbgMo+4FlYCQW4ZbDX",
+	"dn+foinChy0KMF97LjqzUjyREjgT3/Z8O5xtOFDScDEOjsXawEQO2law0DcLdvUKVMEYIXPqbNkR0X92",
+	"FVFBCMNpkFYvLq7aV+0WU2F6V91up3vEVJjLq2az3W6Rbw8bnRPyR7IxmArTajdag5N2v9/uPRvUj7+Y",
+	"j+jgqnPSGlx2G+eXx2d93PXZ6XnnpD04b1xenp/1+mQEJ53rdm9w0z44Pjv7xFSY9mf8U/qZo3a33Wv0",
+	"24OLHlNhOt2j9mV/0DprXp22u/j380bvsj04bDT7l3T6g97VSXvQb1+SLy47R915c0XTnE7MLc+f/JEb",
+	"H0bJcZA1ZESKTbRoKTavzI/K3E5dPIXm+zJm/BznZVgqewZm5UWBAMocTrlNkLO4pKi1Umd4dcPKXDvZ",
+	"3bZyQDTg2bnvmVNj2+Hq9OXBhL79mnbIpbbA4H5a+P0z7HEF08qyM+4zsc6lZrOewG/BE+n1fAZjTG3H",
+	"jGHghj8M1g47e1Seeg8oABDEgDEBAQERiZ3uEQg90Gs3WrdVsBefnZ4FshJzf0G7ixvbWCLvzgTproro",
+	"0xwh436nK5iJQmg7RWrqjOgSBm450iQ/gGCEL9ye68zmt3SKSOoI+sifG1k23zPeffGtYX6oZkdmoqEP",
+	"TWTWF8ZHxuRNQzCG97Y7JL9HsCSYugRwpDB0D+q6HZ5egNC3h0PkV8DUdVAQgIPz5uC43TjpHw967Yur",
+	"Tq89ICc5RaqjkzQewHpMNNqU3n3xotm+MbXDAx/Be6o37nCpG9ju4NF2Te9xQ/UIk2rqo4EPQ5SVeN5U",
+	"d1Lizp2O9cwr2/floqdwQMwLu+lV3gS5z9HJMgpQ8+TskuhZZ+ftLlNhjhsnhwPy93psm7SVo12laA0K",
+	"iZWeSJ4ohYzhjSe2g3aBvP2pgwYTaNzDIUp5GZRI8MJJvVp4/72JUxru/2qQbpqdK0ulwAphcw6DYOL5",
+	"uyhXUQtEv0IQn8OJmhUZEyZT3SG3H4BHBqKRxf5NwHZDDz8VDSH5HromQBSvCAiEkbk8ZpW1/G12UV2L",
+	"m99UXdtClG4rXV5SNUxPq/IcPiA3h9j3bJez5952zQzicHbKVJjWVXvQ6px0jtrdZpupMOfNw8JNGOuH",
+	"eQvn2Hbjz/x2oqo0KL2V9CErHy3hct5qu+bEs3fjrQAZPlqCeR+fNprs5XFDkBUQ2EMXq/70eSwY8LrP",
+	"DSt5JJkXshymlCz2w2ghU7/gXtrQA8+ZhgiMwnCyF+yDq94JXubokDHAyAtCsId/DehF1XZBhJ3YHnU5",
+	"yogYSV0jY3K8jkdViflxObN/QrNd+DxrhSiwHMVuJUHoTQLw6Pn4pvsBuOgB+UvZaSMwa0vB+2Lu6Tvv",
+	"KAo8lHtqZ7Gd9uhfzsmxZrgLO2+GyZaXrfJ4+c5boYBRV+wI+tAuG2JHYRvZFVJv8aVu/Be5mc/NM8s5",
+	"qjfFN3ByT3tDrir540c5hFdzxjW9ue8UcRY4A4quFd+d/KmDggrWkQ/Om2zv6qR9yfLVEhP8y+oSQRis",
+	"X/B3gDxYXcucKfbJNb6cYy+netLpTlegjAN03sWY+tgTZ6YK8Hzwn4Q3aGgk+Sl3weMFtZSDPyi3PiJ9",
+	"5Hn3AxQBQ+X1YN1+LKJYxl97+bbsE4Z8jnaR3RmXxBUg9MAEeRMHkfgV03aHBLUPfWg7BIebQAMFAPoI",
+	"mL43mVCP1221X2c6zAdD0AiIL9G/NExDWBmmIQLHe0Q+a8AA5QMiyKBNGIzwYVgcCoGFDXl4vcaHh7tW",
+	"5TPLDAt/lwwLFYacFQUTyHEOfazy3XIwREESN1TK7GAKPD+77BOX4viY9siHSGyBWGxFO8sl0D3B7GE4",
+	"9VHWopdzRl006G23BLHojGwBs52MbUWNrCAkiTbZbo9vEcCw24w2Pna3p0RlyfkUzamQUJG9cUsq7SLa",
+	"kuQbG5LpZcyZL2nqTc8gKxfSBri1TqAxzV/d/TNZ3N0dP+MmrufxYduwieeGmF7BCAqyUrgcb8FJBWlf",
+	"NnpvSXBS7JoZu0k8wgD02h/bzX679YEGKJGr9aMdoMWYpHXhPUtiegoxActGzpLAlCQKf4zGOvIBCUea",
+	"OmGFXonwqWAH20UDkTh1OwCPvhcrZ2Gqp/W32W2Cgkh2GMObuuGK6JfC+KmxPZ6HFxfoMiSif2evRvsP",
+	"NNBnIdo0emgxNOXq/OSsQcNQokWmgSoRB72AtrMkmLNwhMtEXGqrZEVdVgjOgyfnZK/k932GbKnAjzi+",
+	"IrXWOV0qs1qr5NONHY4iGRWUZ9lKttj+/IiF/7pjJOmg8lJHZeyyspNrvT537F41y5wb+K5n0g7BdXYw",
+	"gEYYZZ9ZdMDfbnUjb43X0TZjUi7TMNMLTB005nPbYJGJi2EmxuSV4ksWTuOC4ObFszSAY+r0AV0T+DRy",
+	"E/gonPrUHyQOeANfPR3sCRy3/wFEgHln3j77Cc3AiNxo8xiMLBen98qEqi6OC7/yLgAmIif7Uqwzjg8Y",
+	"wyd7jOVPbLuMPq08TVPRrysjjRYChPJL9NHT53Gyi+E91XzAa/ZtDuwZvh3aBnT28XKKYM/xHvc/ECLv",
+	"SgcxRQVuJRXyMa05kHpKotER9B0b4XWHLkkf9AG43uMWTkFFCsdKIfA3N7YUmii2EAVLQnPXhqMkSK8d",
+	"OvixhdDeZSIu5+v9F/HzLoXmKwnNItf/tWIz72hfCs5ScL6I4PyO4iUJEcynRNhaFBckVVgmjLNg+9sC",
+	"7aVIfSWRWmBBWStRc4aOUqCWAvVFBOrzZURMznxemK3F4mJimWVSsf2EZfeOGuqNb4f4AHFBo9nvXLcX",
+	"zwJ8QrgAkU6AZTulKHw1UZhdyc1EYS7dUCkKS1H4IqJwR8EQ0zCfBWtr+beYRmuZ/DtCLvJhiC56W8q+",
+	"HnJN5NM8fwfnTfaix/I0Xx+JjsNyHZkL8y7F32uJv/lCbib6UnnVSrFXir0XEXu7y4SYjOlsf1tLvWyq",
+	"wGUSr+MOURBu7AiU80INPZ9ABi56TGQ5mVzigLBw/U9lKCzF32uJv+yqbiYCc8kkSzFYisEXEYMvICRi",
+	"eubznW4tExcTpi6Ti+fQDxApRbUtNohfJMrudIK3KjLn88xgpRZuvBSBryUC5wu4mfjLsFwp+krR9xIY",
+	"4NayICZfOo/z1lIumwR6mYSLkpAXhPkRqRF6sUj+ME9gbiLDNlGQznP+LogynePhmzZuaGy7MKS+s2M4",
+	"mUSVCXJ28mW4VZE7UEG67NWv503ti8m1V7+fsw4tZuJe/XoORs2m7V79agqBWMzvvfrVnCqfTQa++tXU",
+	"abeQNXz1m72p25s6qI8C8m42wfjqVy/toZvQ6FtyDs66xOGR8u23CkNS5DP1X9fgnUV8862y0Ut5btnw",
+	"tRyTbPhWjjc2fCvFFhu+keOGDd9KMcKGb2QYYMN3siv/JSWT0o1ticBNXaxkFtmm3wUgKqhG9KWYz2gY",
+	"dqRCGZ5vUrnmT0tc7tW0svQCb6aXZaVRqZqVqtnLgHMvLC5i4uYOz611t4WSHcvUt4wM3RK2s4dk8gY9",
+	"9xYxyHcBniKyJ5F5um0Kssxri/f0DGxeyszXkZnpld5MZuZcrEqRWYrMlwDyXktsxFReV51ojejMvl4k",
+	"OX3f8w88c9vMD0kk6ErVFj/UovU8FmoikQa+LBtSK6kCslV07aaF4ipg4kwDcNo4OTzrnbZbA1ImFC/K",
+	"abt/fNYadM/6g8bJydlNu7VQFDofiVrI5Ybn+8iB4Ty6NjcqY+RhufSZbc6fZDvmB/D71AtJ2V2yl32E",
+	"2YmkMSF1sR1EakWvSVBCi6isuC/8+W3RcOVPjXDqIxOQaMWnMAq8/fM3Glb7G1P/bS4hfmO+fQB/fosr",
+	"D9KSeAtruaqQHuvYLgKj6Ri6rI+gCXUHgeiFrUNnFwg+p0Ehjz3tmkA0lor5CREG2js4b7IUF2H5Cngc",
+	"wRDoEwMLA9uaATzLYB+f1eetQ7BneX6Sq4ac+SQeNEktRr6KxEim3Avuiqkw561DpsKQ4uAVZmJa2ya2",
+	"LZOk/ZAZlSLSLOfaZxRG2MXrKJMCJYf5LaZAmW+PgrWJ6gJsmXTgJUoRZIK3V1D4EBpvkfmDxHdvOH3y",
+	"bKbMbP7H5aH9qwp14lffBcCArudiTRfMJVgT/8nyS2pw0kaXlyamp/9gm5j7CkPlxmDXxBTP4JF4LbIx",
+	"u3PCplZgYW7pmosZuqyc0Nr4X8yFr54LhbD67nlQct5kb+IamBFFKYV5RWmV7ytrighX4Ifyth5GGSrm",
+	"zCn7zJKMNcWpaqKsFj5NKvXspBCrE5W8WJ6ieTdF6/PR03+8cuZlwfKyYHlZsLwsWF4WLC8Llr9BwfK/",
+	"fZXyj55+HsnTV1PAsaKxoH9H1ViNqR94/vr8rMv184+evlOOqK9U/Vk78EWOKRzGif2AdhrHokDIFC1e",
+	"URd3WkyQnPPjq3qwZlTs1HZeVK+/w4W3qMtigm1oSc1pbCTJ1UbzKToI3rBo/rb1N7dMP/ZcIZyto5mW",
+	"xIUV+Bfpvp3Ii5ebgoxvAYIlUGEBsP1l1XpReHLThdgVC5jAcLRCF1urURXbdpcnfl2eSXOJmvYSYMWc",
+	"lFkWW4mcRrTJZ7GMc1suP3fX892rw145Nt8dAIsb2i0RMNmtcGd1ObI3D57DilEb/kCf2o4ZNfAigtUO",
+	"gukry+LdNzVFabfJWLsW8Z74nmdt1yR5w/e8cHmrv/uDYQSy7sglv/uD1NV3RdkB6qGwfCjPqjwd5+9Y",
+	"PQaK+e6ag5jU2E2VoigcBX6E1mRdj4JtWy97UV2ll8Po4to56pILKjW7kavsebt3Se6yRUddMJ0gP0Dm",
+	"rhR5s/TIxedE4UmSS4+c3CM3qxBeJK/SkmbBAJPd6YtbLrttc5sgzbYL/FXITZndtkRA5xSyOcsvbvZK",
+	"9oTIc8SqA+kZmZ9L3X1X3X2HZNJ5BWKLZNJvfTWw3eFOl3haB2pDor96oZG8B9pDYhEqrh2yokrIOdn4",
+	"UdnVVylBvHnO86gU69blZCvrKoFe9K6Rb1u2AcPtFdxdFbTf/cEYhsYoqqizkAP8ITekVTssM/zNTq5U",
+	"97m+iijUQ9Cc7bQzjBEy7jeXFU38eNRRAWY41z6ysJWJhj40kVknrmcz6ixeAfo0BBCQIVAzFylLP4b3",
+	"URhjgPwH20AgIPXJUna2WLchrREXO9o+9eCinawH6aK5V1ahdT00ceCsh3bAIsj6FTPP2A5SzJVQfgny",
+	"P6fvc28ba24Oq+8Ba7XzRFUZPEAno/8mU9+I9ynhFhWpBcVpmaoU9Z+hc+HizosLvwHOtFRwZlTN18dd",
+	"890VFlJbA5akKPfqSEl6lXaHSVKt7FgyaZfaE4GzqsRStgbx4qaMs/ruWMRvB7Z61gV74erZ6jUO+7lq",
+	"OudXByedy+MXKacT1d1dTuB81d9FZRkLit2BjWdcWJffL9O7cXGvFlxcU1yWo0lOvc7MNsdfa/bMG5fx",
+	"+W6ycof7U4Fk2eIK9VLSmITt9qbum3gNYz1sQ4SROCoN8CsR9FbgAYwfIdqd7Q6BAQP0Afz5W+zx8xsT",
+	"BXdEEZ2xL5Tl+WAEH/AroecBCz2SV4MPKceu+BWsZxR6dRnhFDpLCqqFcVFwAN3gEfm0gUXUAAZL5oV/",
+	"eRcA2zXRE4m6sumI8BatFhILPU2QESJzxYjwyyB+rnBAtjuZLgudTIaEHwF7Hy/PuvvVNbXlZnnK46l4",
+	"RHVPr1l1mYReEsRJfZYwgxcH2Sz38qKruSH/Pccy8ZzTkLxLhbE/3fwMRWhj56iF4/a8cXmZ9kl6ieq8",
+	"IXQGZFvtfMZlaLDidMucgYQOqSMuPZCEARJJlJcy25r+0vLzTdTZRFg/R5/NZWv4jik5Mm4mWT+xRU+T",
+	"Z6mYm2+Pl7ogLbLlutXYJZovnljOwx4hQlLiCZpZhg/Ah67pjdeGfa8hTBmJ94NG4i1w2EKmgR8hr0Rm",
+	"42f8Qf9SoTCX1Iz2Cc2ubfS4ra3KGRbeVFYYgefmuoEOA6RI63HzxOSHuytqYf28Xv1ky5Fx97Nt41qT",
+	"z7/L4EEUVzNeIj4JtryjewAp3rTju7FxOou+vo7LQFyTjxQ/brRumQpz2W68hEqZd5PNmNzTquGiVT4C",
+	"eVMLlkM3kpVJU3oVe3VCNN426v5NA2aXQe1LI0eXRItmmltHkdcXE2ny7y4k+oRbvicWFTjT4UtHCGb2",
+	"AG5/UwyIkmMX3bNUCP+SCiFd8FffrdE2232fXhGfjrhe+C4MmqnGnY+HmAYI7JHXSEITHwXTMQJ7oT9F",
+	"+yDyo7BR8AFMXWME3SEy83em+CSNjZSpozQq3Z3ts4sewVXvZKFFNJ6Es3yKM05SN1rNKxLOEeHHuxAp",
+	"FR+9CLbFoRYVzIIhegqra8OeC7BD2sM7Gn9YB3AycSKnhPdfA2++lw/Om/OolHkC4jInzF8+J8ycQ5Kg",
+	"+yV7PsXNO/ml5IOD1paXjJ5PWWCiCDLozjbIUUyD4JKznEiAb1/WhSxR56xCEjzDZWlLn5x0T8Q/p9hz",
+	"ZK4CDmhR1UW3lJSHxbJH0i4XSx+aO2Ise4J6NKHNfESyI88Pc3FMuQGkeqvEtF23YpSOW7JskipucxWy",
+	"mD45CkQKIJlK1Mny8SPzuwSC7OhM+ONHaCxJjRp6PjJJzpgY8WL5OFp/SQR+4qO50hk349C5JHZi0Slr",
+	"yShp/ho8yl672e6c40FGbxQOMuVgvrnoJHw3o8BPkQwtQhg2jT/Y3cvyFaIJst7OhZ6sBd4Z6dCAnC99",
+	"zBPpYPR4QbOLkfPqX+sQmlmTnwbPjNL5R8n9Zz9eepzovrGrECUJAwZx1pZ1z6VM9ise3cbzfRSGk8F8",
+	"sy4hUqGpfJ3TfGGqFRiEcY6GHV3cUDDx3AAN9Chz7KIMjIs5v4vdOJI7ENiLpLjuTV0TmZlsOiv6orms",
+	"V+U0LWKMFeOKW46yZAexyS+dtijyatGR5fkIQHeWvJUe9aKvRIGXQLsbYbtRjpCXdRnYJWRltzCK+Xsx",
+	"LXez9mZ4aFkMRhqXK+q2kg7jSPwOkkMglYkkvckKuCojBfJbfXHP5GTOdvE0kTyNsZm3cIjdIXFQBv5Z",
+	"vEpsyZ5+sYb+IqxUzBhp1sHdp2e0FtbNLdGrw315ltgd94taupzqKdH36gxGd+GL5O7blSnm7wWpuT+L",
+	"ofINbS6PYrBmIy5Lr9VbcVqGP3blNmJcNaa+Hc4ucfNRgBuCPvIbU5o+I3sE/wt/7fn2H0SHroMD8iz4",
+	"bcpxokGgQPIn+lcFPI6Qj6jvJf4e2AFANgUa0/ghpgQMPf9dgC9cg0brtNMd9M8+tbtgD+GDJMIlK4B+",
+	"8r1piD4QB8gg8uykkKYdjkCyvATUzmOg4F/6xBjQsU58ZNlPdLDRVwEyfBRG4weW743B+dllH7x/4N/D",
+	"ic3eo1kA9uwwg6R6rjOrAHs8cWxkfgC+5yAAzbHtVsCjb4fIp+g6PqT2q+DUDgLbHVbA1L13vUe3Amj6",
+	"K5M+9eDdI5OSKwDQR0Di+GqctpbIb0LuOf/jQ5H59o14r1pejGdHSZApesIcnDdTaC2C40ie0reD+vv3",
+	"QzscTfWq4Y3f6xODjR/GH4qVMNzkV0+PA83qQIfG/dDH+iD+PgB7PXy2As8F514QDn0U7KcXKKjESxJU",
+	"AHQBnJp2CBxvWAHRpqQOc3h5o/vi3PHG9MbQdsFeDCoGFZq1qQJim3dQyTjoBZXk5WC/kjRM704gfSfE",
+	"GmTi3T9/qfqb+5vbptwXlXPRpyFWO51wRJ39CtoyoO/bKAAbb5n6xhujiLf3tmBuzIlorGOdGXNZ4MJ7",
+	"NKAO5I5NvBV9BP71529UcPzG1MGv1Wr1y7d/kcm6eCMSvboKKFWItoU3OH6HfPiNqf/5G8lB+RtTSfmk",
+	"V37LJfonX0Wp/n9jvkVdRFs9VvATUuarLfzrA5AE6mwlcyJ5bgb+1UOhP2MbVoj8f+Ht49gGcqm3ebQn",
+	"sEz2bRRCf7btbohLc+A9QDY6XoEUhFFnHngCUU6QCyc2U2fEKl/loqQ7RMC+p+yC5UrMY2wc2vD+T9v8",
+	"hh8aosI6lovsmSQw24uSwns+mMND+xXifRZBJoRSjyNExDD+Pr7KkcoFtMwB4fb//M+bkQfGcAYM6DjA",
+	"Duv/+Z+g4c48F9WB6wHDRyZyQxs6AdiLz5A6+PXLfhX0YIiAY4/tEI8S+cBwbJLV2DR9FARgDy8ZkQap",
+	"hdqPuk1VQMJd9hA0WSxjP4AAWvgoAT6aIBiSx7uZgVTjrPh4knMKxPQJaJjsHjF2xeJV2q9md60dEF+/",
+	"KR47OQLCOWwZAUkVQJD0SowTxv5/uNuLXpQhlvr7jskui6IukqIQhNpYEg2h7QZhWhrhnZwO4fXR0A5C",
+	"0gS+bPuRSY50+C4gj9tmFdxgajYMA03COrmkvx+FY4c8TG/veF4QTOAQkaFAvC6B54LHkQcCA7p4Hvjp",
+	"aPxV0ITGKBq3ZT8gMLbdKeaRPfID2/Tc0PccaiN08dEVx0gBfQbafTgEeyKmLkN2gk+I2zHx1qNIbS55",
+	"At4dPhyjkCAEvxYhEgv8bptgLzXmdwGYPJAObfxKlOIq2vDUbz5RiUJ/iuJs8Juol1/mN06ygwWOyxmP",
+	"81ZdAh0kRWf+ZKjvN7XcBNPxGEueOtOLvsVEi6NUgjo4avfBSiFhiJypIUNlNd1SWUk1ZVZToMgqBtQN",
+	"0ahZmmqCPcdzh4BohPQ4pdMJQDDy/BC5yNynwW00Z23WksEInKCwPM8Ktb4g1jmlLteqkijIinpXjOLW",
+	"GUGxOF43FVbWRYOVNENlVRHyrGJYNWQavGYZegbZLezlLgcZ1xnFqlmWaSAW1lSRlTRVY3UJKSxEgiAZ",
+	"UFNkDS7JeVZnNiEVkzFbPGduWHY4NnQNRLiYYpJMqzXoH3d6rcF5o9e/HVy3e53DDsGPYuMXE45s32Qn",
+	"0A9nWYHkEzNwHRieS7jUpWlVkYNHZU7RwLQde4hcA1VT9jrvnjL5t0oyiPPm4YY9I7MCDHw/IYNA4Lx5",
+	"yJKF4iReYms1lQdku4OpG9oOEDhBYzmJ5aXUyAzo6567ZkiNXl8d9NrN2+ZJuzVonh00TvrpofnImBkO",
+	"qWikQycEvFKVwT/AXlSIDfAK+Md+ulPbN6YOxGdRlb4yCKE/ROFgjMJNhnDS6R93rk4Lx+DY4ciejoFS",
+	"FdJjWDGE6I0tx9DtND+1TwqH4NrGPXKAVOU2HAF9YXEA5B6KpRp5iaIGZMGIMJy6Br26DqauTaQb/Ze5",
+	"vxnNJQZTk6uR2wa5f4TIDaJU2dHjw+aZgAYT5A+yLyq8yHFF7w7uh/TxxxF5rCqSnWncDyzPCyd+BLbF",
+	"oyHtp9qVZK1WlZNmJ8inO8ZAA8OBQcDUmSZFF4doEIygHxmgbSwY9WkMtUTNT4ww1TZf1eSarCoELHHN",
+	"gWcNHNtCA7o2UT3wwjeFqiYqYk2lRRptN5Yrq3oT+aoi1RRRJrZK+DgYwxD5NnQG0Ph9agf2yrcVsSrJ",
+	"qsTx9IaPp0sP1W0WSVS1zCKRZjAzLhsNZuhtOuA1qbCDPI22blcobDazylu3qRa2WcwIeF/lDbDU0ML0",
+	"////5xp0Pd8EzXavD47G+jE+NOaylsrpnLSNQ9AHRN7SUzOWuBmnECpX0hKAailEEhKGX87fSmrnLMrO",
+	"SGNCDiJ+PPPNQx/drNlIHi7n26qQPEsl19JHpWQ15u2umWG69QLJHM0wkpirm5JSvLAoYmOULxbbgzGR",
+	"PSm5leFWrVqTJVXmIrcE+srq/gW1WuMUVSDigfa84WJwWywGt+lizB/Fq5HRSfA7I3s4Gvh2cJ/IjYAW",
+	"qCCD/VJJP2CH9hCGcxU9/cafySd8ytG3K0z0Cr0nBHaIKJoUVECnf9nsgNCHBoK67djhrAKgH9oBdKGD",
+	"LzS2OwToyXCmNAUSGYGDHhBBA+zhiIiJVJ8xyXKdPuIn2GmAAAwCFATUY7TTO23QoeSbHiMTt5JrnDhe",
+	"QQcMfTgZ2SHK92J44zGm/gwMfRs94FMNjJExgq4djPE1bK7FbdMrXdk8Gaf4NoP8pKaT4bmRx0WmTcd7",
+	"JNJu4jm2QWRNAk9QKSVj3Z4jNvAINrn2nBD6dgBIHzNgjKDtAnOKQMIzgDZH7p4+fARzHshDNQ9RY9Xo",
+	"pvXenCI2aYeNhpXGZsQqT6Pbg3t8xli2k7AoqcSJZ4T/jahVF74tleW95iU4cjAbgiPfm06wxkYlOJXe",
+	"Aitw5NJJc2AxrVYk1jmNpxZM4t7JpBT7ImFO00o6VEUL0dAjF8f2NTk3HLwxBFUlDnpjfMLhH7unTZXn",
+	"afUGF58syCevHLD0F7YmE3drd2pBUjLUjywWPiJKUsc1p/iwREHoY5YGvFABoipJKrjxHCvQp/6wAlpt",
+	"psIgz7fx3Nq8IEqyUlM1jvw1v3knC34QAbmXsyBE44Aeft/S47Dd4SBDQpHeKbJPTBxokNq40PljaOM2",
+	"o7GsErOSLKTk2dgzCf8mY2tfg3No3ANCGJrE04ATaGS1gxXqL+FE6lQyhk+4Q0UgoN+YgBFE3yU+0WPb",
+	"JRuP6D7k9EqJuD+ZuG71IK1mEXF5El0/9mwXGDAc4Z1JraHJBsG3gFPoDqGLArTuwS69S6x5qkkvXmue",
+	"OopkFvElN9E+EerwD+ib3jQY6LOBASlswouCxEocK+JbjzENEeh7T1UgfgCX97YLmp7vVwHf+AAu+2d9",
+	"0GsDzMUKr7CiyipMnTl04LgKTuzfqwALlZokcaykshLW7KFvVAF/8AH00MSnf5FGL5EbVAHZ9vMxmchw",
+	"YAoKmv8STPUgxNKVHjlk5OmBx88mV4qN5+F4sQzBepQR+p4zI3I+2inxCo/QE7Scqed7k5EXTEZ4R5Db",
+	"IhlKQo2FgeSIs667lj1G4WjmAHrzy/Yyp+xCN2sJnel6CdfMh0E5jBwjDrGdFhM93hiJdpWs2FxVyGz/",
+	"9O6Xs1eC9fQGeymSgQA64T6zsXbGpXTTglV71kz4mlQ0lcW1zM3Acx6Q+9xJ1CRBYzWOldfMIvpmxTS0",
+	"HAIQTaPhTLFahqVczDeWZzsVMPKmge0Otxi/pBZOQNRYVVu7DOsnwPOqKBfM4DJEWKhaPhyjCrBgEOLj",
+	"O9hi4Aq3bOCayAqZgedE1ybjrqmrdsIaMb/pDJKLVn4CSo51dpiAUriVNz71nsX9Eoe1Ou65U5BFvmgO",
+	"mx3Im7L/sglEMn3FBNbKIEUp4vzNNIUNh5+CDfDBQNMYbarfZaE/6sOJ/OGM4DpYZ041ktHoBIWrSryi",
+	"KDWK8iUv0Z4ZXpGrmjjXEEf45j2AIwIQ1apz3ZG+uqybGp7aou44CCbQJb0IkWaYGDQS81Q2cOK7GEqW",
+	"5iFiVBGiGlI0VpBljpV0TmZ1BZmsYkLRVA1RVaCykJmgzuiSKSJR4CRoygZnKbyJLMUwBU3VdUUyNA1K",
+	"Ao80RZBgTeCRVLOQoSiGqajIUCAv5EoQ1Jmawgs8Z0qsInEmK8mGxEIOaiyn60ZNr6lQkmDGFay+NjjR",
+	"RBGkPI9GeY6VKN7x5DYGajK4vxnhO8jc18W4B3smGnv7UZrv/PUtF+GCGYP/9+Thl00W8d+T0S/Nw8+f",
+	"+p8OTg6FTqfbPW5e9C5qF52js8u72qdG5/T65rzWEm9uj5uNQ+HTzUn385Vw8e+J/0vj5Fi47X06Epvy",
+	"1aXUODlpHzSlWuu287HX7h1fyLX+6dHx2XmrcSx3r077jcMLpfFvf/TLTbff6x91L1qt8+OPF93Dq1u5",
+	"IV7Uuo2WfHB38fG4ed0/6zVuT6/OLq7Ork+aFzcfG0wmTOe5VrlcqRxGnxisiR6yeUDrDLJ0SeZMQxM5",
+	"RdeRaSiGZUqSxnOWIOucZiLe4ixekmoGp6syZ9ZEUVBFCFVkSCbUfnD7ZrzpeF5BUIOqoAtI41RFl5Cg",
+	"SgpvqQJnIE2pIcgJvCbrooVE09S5Gs9xOpRlTTF1U5QL8krXGU4wLGhIsqSYqq5LWo3jdFnjBAHVjJoq",
+	"CYogqRriTcswVUXUNSRyvAVNKAoKJxiikYpJnCM2mSisF5E/84I2zBXP+fD3S+ny6p+TayR6Z13V6ouC",
+	"8Hjyzwb/dMo/nPO6OlW7/+y7zcBRHRS27VvZuJTO9H/+/rH1WX567J741uTy7ubS/Oenj42PN3qj8csv",
+	"mVhKEhnEtFskMdRiOZI6Y6IH9h7NyPT+stIxn1aYUSDPa5Joiqqqagavm7wgCpIg6IoqagKna5xmKrIh",
+	"61CryZYiiprBa6hmqqZqKKZkFgXW5ShZSMGCqCpGbj4ph7cX5qT3z7YoPN2G0uc7zRP/eXfyfnjtnD+i",
+	"c47/3fj9yDrlfknn9pkH3OVBwDjY+Nd5ACsTl8KvAIEXQFyYJhL2v/tgHoiWNgJnXk84PfYuqhAfn/T8",
+	"ovbmAW9LGzvvnZ0d4qZkTQWuZ6IgdqLFHwDmMJKTkLo7zZsmO3tZwxvKm7ipB/ALmEf3Fbb4ArIo7m0E",
+	"fgGUAeMMa/vLen0BYZWQC/xCXcIAlobLOtRFpcZrmqZzvGqimmTwUIaKCDnTEJHJcRbkDYMXarysKEhV",
+	"Rc6AIuSlmiwrgiprQmrp8TRjr7Mov1NhlwnbVOK8dPNGoq0FaJhk8vqXgph3eiPIRbnTLxfi2iPPqkwk",
+	"O/1uAdlOZDxP7EZzb6z10arzaG2SFSR2eCPOVUkzeSeuQlfmaBCLXpL4c2bTV5hUBFvGC251txWm3YfD",
+	"dc/kPVuLo/L8pGh5/nlgW8AOAcnoASP3HM9FFYCcAAEIXPQIrq46rQ/Ez4w67CL3ATneBL0LQNYpt7rS",
+	"WW5su3GeFn7RVQ5PRuSkgvwvXgjGnklWD+x1LLbruYg9haEx2s8S96eihURpscZVcDPmb+OhHnjm7Fls",
+	"3z3rDw7Prrot4slLEp3ESV7Anudj0unI8dxhAEIPZLPDEP/Kn3apBOEHW6qoAkTnrDto93pnPbI+EIw9",
+	"H4FgggwsnYiRdr8OoAtsl1Iw8aUFng90z5wB6ohcIWEzJrBdELncV4kD2M+9qNqrLOrCWpHkried006/",
+	"3aqT3PpjGm9MyBRELuA2ddrG65h1i9//AHwU+jMALbxwKdd4ECDDc80gt0qpJ4pSIJNX8AZ+hGRDkwBo",
+	"0oPtDlcTNZdx6cs//6Mw4u6nYhMTWTBKt/T6rNJwZ4BKVTqrvcUJ7teBxHEVIHFyBcj4L5kT//e//+en",
+	"3ampWESm/uuXSspLfmXUywYRLZh74ZBY0c8XA7UYkq4q5W4fvbQsBofkOAoATOIm4mtf5F+fDetYCFoI",
+	"aejiXzjKZl5jrx7FjLwLwGRUAROfprkfkeCaVOAMvh2g4AOAIITjCYlmueiBof2AglRrgJhOSBPxXYF+",
+	"VQVYd4R5QteBJAiYmpjov/sf8AkYxVXic2/qzrkmoj7eU9JW0TLL4ldoopgLf5PAlXl8Cu6rDmKs9n//",
+	"+3/+PRnRf3zyj08+xREsv08RCU9LAISV++vHClmhe+i/fvd/wbP9R605efiH2NoEO8DPjv4htnZBqPG7",
+	"/j/E1i4o9T9qTR/3uwtSvW2ozbOQ3HSFzfTNusSmSmyqxKZeBJvaAo/KFdl9zmXvJtJiopjGaJPPA9ZL",
+	"NKpEo0o0qkSjSjSqRKNKNKpEo0o06rugUQT/eS78sxEk9cAvBaFObPee7ida4NQmxksDBQFJHRJDM43z",
+	"DvCRhXzkGqhCn5sXNcBPREmMJr6nY11zjELfNugdluZwuur8RaCqBaSmMbE7romemO+AhDzw6fu+6RkB",
+	"U8cL+p78SXaNE44GDknPSH6g37x3aHrD6HdSmyn7AP2qwkQrFf0Yf0rnHcLfR5+qZFZRfc8p+TH68z0p",
+	"+0SSzVCnOGaLy09C4SXGdQdz6U98mpdi+scV04Qx65QFsZSgiZNSojBd3iWVyi2WeikJfUx//W3KcYIS",
+	"i8hERie5AVcIa5JTbV5gZZ78Lq4JHY6Q7UeZ/5bL2/5C4RWwl8t7WMkkh6MJyrCKZ3nUPDJPXfghTlBI",
+	"U1Vh9iCDijJjibuYChYHuPl4qqAXJUAkGeCivIjJiBw7CElyRG9R0mMCNyb2J7wIGwDy0WDS1W1Sd8w6",
+	"iPkxSlm4MKcPL1FdB88CPU0ckgImChopgv0zlc2SjfEDT6qsA/SdrTApkfRfCff8sqETb6KzRMlof8Uj",
+	"tOe+yoIg1VSD01ndRDVW4sUaCxGnsbKqqKIhiHLNsrKJc4uc4JVqTZEFhb+jm8D2UZB7VO1zXPKoVFOV",
+	"uziL9zSI2nWnjpNsE31iABONPVDQGfG4JykxmTpjWIIwnj0oULKR9aCTqudU7izPe6Zoao0jjvu+R7IY",
+	"UMm5UxDJl230q/POJzQjKYULFIJP5ARx0SMKQkAquf/UwCX/NmrWVbdx1T8+63Xu2hSSpDl349PMpZZo",
+	"+h3Ny0uPOHd9Tt+fGtjixLdZn8Oz3kGn1Wp36/Pc0u8CmngZq0t4gUyPXHXJwiQ7NEoZnT26SgD5BZak",
+	"xIVLXLjEhUvA4W8HOGRrJfz65VsGgcB6W9Gtn97Zya2f3Pf3U1BD/AwpQjTxgiL/Q6Ja44Msyf1OrnSQ",
+	"noF7meoDlbj2QJT2Ob5q99NlGajTG1ZYXAOlUrwTJPuHRiO6Xgjs+KuwDhA0RnSIRkwlwh1zizKVXiQT",
+	"OBVhuC/bHSY+pJiFiDJN2wk97x4gy0JGuP8CEMec7nsbp+vfx2tku1QsRw6KFIFJZwq/R2gSkP4ujxus",
+	"ICuLMAnlHAqURLsABeFBVAPste6kCzU00rfMDS9/NYFc4ja86z3/krb5FY3S9BOa0eLT37KlV6JItxwE",
+	"wH83cv+trvK00WczQ4UhG5YObJDvc/C0w3/bM5hJioQuntHRrxRIJrufDrYEAkogoAQCSiCALgn/Rkty",
+	"cNa6HfTPzgYnjd5Rm64LudijJwMhkxYyOm18HpAHD2777csSgCkBmBKAKQGYEoApAZiXBmCocrxg1/4w",
+	"15PxzToYkYBB10DFOEzOyyMp0EZr8i6SknoxpPGZ+nx3Z9X0uMZjUmkMj+OHBlw6KbCF+n3Y7hDzhoPg",
+	"Q1SQk9Q4C0IYIgqYQEwNCqEAGFKQyXOzToskitcOR7YLYCTI8DM0Iozsgcg9hHhYJto0qX9GQB6P9SaL",
+	"iAddiwTxyHmGPL9O2N/at6Gywg0lKsUe42514E1oSaEXcTOpZBqPGohL7GV3yCu52fxQ8yu5cqXHjbRM",
+	"RpslTFLCJCVMUsIkrxsbWYY8loBJCZiUgEkJmJSAyY8NmFC1OIVcrEREoozsbJQ1dV38S5jcnt4F80z3",
+	"0bsvAHq4s9zFK39JIwmYyAN7FO+InWTI6+bYdvc/gMUrmZnUiq8s/jrXlnaImCmMY4nKpJ3HRC3jWcp4",
+	"lr99PEte1LxIXMuzKkqsdoqpVUVZVbXa3YsU+3jtMJOsyFkWbpKSSCVoUoImJWhSgibllb28spdX9vLK",
+	"Xl7Zf5ggk/zFOp1oKPoqTmQRJyfaKNgk3zDYw7LXRE4cfHL56QpMXfv3KSIpfmK0+uWcGXJ39aVuDTDl",
+	"zRDd4yqvcK1/49CTJcEcWdX9OwR1LIBAqavW97n5bOtaH9Huh4vfWEXZn/rquuvFdUV8RHlnLe+s5Z21",
+	"vLPGS/JG96Cm51qObYR10DzrHp50mn26NlhXQk92EAZl2EkZdlJCMiUkU0IyJSRTQjI/WdhJDjLZEIpZ",
+	"4l2RxJ0Uulj0EDQLUJrSrQJfO49QuICTlKEgZShIGQpSOqu8gbPK+02AuWd4tJRg4IZgIDnzkhOgBARL",
+	"QLAEBEtAsIz8KTGrErMqMasSsyoxq78tZnWEwucCVnE1HTaqdbYhYhW/Nq/RTqv4w3AagL2r85OzRqvd",
+	"qoBIcOM/e+2P7Wa/3dqvRASErgksaITA8KZuCXrFoFcrIu11UuO6RL1K1KtEvUrU6xVQr0XxX+ORbBlS",
+	"jVURgqwkqhyr6zWZtcSawetSTdEl5RmwVzShAa2pj8knmDVR4CVd4XVDUzlBkwWkI7Um8Looa5wpy5Yq",
+	"Gqim8poi6bpiyZJpiYiXVNGQFXOjXMc1VVK0O6bCxPOlYJZo8UjiVJMVZdnAc9VZVTN0VoG8yUkilC1N",
+	"Tr8UEYm+vAmh8C7GZ12c1hgfdwNy3DF1vlZhxvYYDSJWWFhfUiDfQEGwamoqL6qiiqcW2H+ggT4LMTeI",
+	"Ei9UGHocz69P7dZumZSjaTN1fgtgL3+MLUH2HpJTrkT2SmSvRPZKZK9E9kpkr0T2SmSvRPZKZO9vjuzl",
+	"UbYUtBer1wm2h68WBbjeVvl9kpdKMC5O7JPQuUzpU6b0KfGiREK8SC6fDYAbRajxOwM397ZrkkiT0wVP",
+	"KN0bVyOUZXv3psoGQ1cVjXpgZUcOLY5DItRYSRUQK8mSwOqcZLI1gZM0S+UtHvHzkZ83DxdGPjGs1x25",
+	"JsqSpBQQvaZIgoIga3C8yEqWKrKqpuishBAUOFVSVE2ZD7111R60Oiedo3a32V6YhDlFA9N27CFyDbT7",
+	"dL7sAEgty5SUlvQlFlViUSUWVWJRJRJSIiElElIiISUS8sOkSjJTatpaMGR9giQqJBOgxbMABFiDBXsH",
+	"Z6cVcN48rICMKrtPC1FFjIPvp9OJ40F8ZYJBDNQEZQal182gFK/4d8idlGbA5E77WjfNbdMixXT54fIi",
+	"FVLtr3r/3/7SWWY5Kq+b5XWzvG6W6XfKa355zS+v+eU1v7zml9f8ovQ75vxmt7Wvw5axS0lZ5xe8tf9c",
+	"MUhl8FEZfFQGH5XOJK/sTPJ+EzznOUFHf02cKYm8ibxlytCpv3Lo1C6+Kjd2OLqOeWBJBFVKYSpxxBJH",
+	"LHHEEkcsQ6hKRLFEFEtEsUQUS0SxDKFaAvbtDDC+n9/K/lziX3RFXIJiV5joeepclAxoL3EhchPj2z5J",
+	"ioTc36doigIy3An0A9sdAtsNPTqun9e3KPkYAs+NXazqkYMVJgKmU0y2CE5y0SMKkgg5AIfQdgF0g0fk",
+	"ByAcwflPhBICx30gixI3M/daip/bEzg+LoHXjpYCj+680btsDw4bzf7lImhKV7zM3fQGQNV3cvfaCKRK",
+	"ZAPYwzovgL4PZwHZ1XQSAQhGnh8iF5n7BXlxmDqDHr1hp/nxXhe6vH5zPTUPNQ59PnA6X71h5/7jef+y",
+	"EzTtxrDjdr/Co+vw9loT7j5//APeaFP8zOnl46dOs2Hfjg858+h6hi47Suc4wN/hdv+A4pV9Zjfs3vVd",
+	"8+RK7l78MXw6veTEbtxus2HrN9r93c0jee56rAXm0eEMfj4d9q5vh1dHh1/hrJF5/lY45O5uzAfDvY/a",
+	"vrVPGngejWFn3PXubviJIfboWJofz/pXp9Jpv51+ZmQejR7ujujY+kfOGew3pmdtfnralJ4uBPXx5Ovh",
+	"+amd6vNGTp6/Ez+OjKPRxDy6SrV5HdzddDljrAXocy+i39Pkqn0rdI6caad93Trhet2LWXreh1Pz5m50",
+	"K/Z4Y3w9w+/Q9Yh+Hx+Gd3QON7rwxN1+/jgxZgfN28897u7zR7lz2JUNsefomFYCb182k7Yx7Ud3R73Z",
+	"3efuH3QszvTu+PoP8/jj5O4zHufhH4ZwNTztd4JO61Tqti6kzqH5oB/d/XHrXs/uZo/DXjs1v2bDvrvR",
+	"ZpCOp93rt2enf1zw3a+GdNZvPJ1+PeW6lx267sfckjk60ztee9SPDr9G8+rf3jwpd4JDeOekedDuXXZW",
+	"vXt/G9P2a+fx9OtteNo6DU/7F6l14EeG2LWgYJC16rauZidfG4+nzVS7Yy2EN/JIP9S+3n4+GN0KDoeu",
+	"Nd8UhvSdP66mp61Gqk35Qb9xprc3T5ZJ+dO9u9YEOo6Lx9Om9NixH2Oex20XPHe68Nzt51FRe8KpnXnu",
+	"693NU2DMOkqn1ZHOmvP3daHH60fXZH1P+5j2BxodM2675xhjZ6Qfn9pn9oFO535Q64zlkX4T8f3Y+QqF",
+	"66DTHE10++Dr7eeepws9p3N0+NU8coS7y4N5O817+4TuPcpPXw2u22qEp61OiGlL++z+8Tmme//0idCw",
+	"2bCN8fVXdNMN7m56liGMRsb42jKOulw032n0/ldj7HDwpovXZXb72bT0m0PM55NbIhsOOMO9dnB78OhQ",
+	"uf388V4X6dzvxoeBIVxr8Xqh2cfp7Q0f7cHuw+34MDCbDQ/eSEMsO+CRdn93eYD5amKOr4apfiYd+5HI",
+	"B0LvZkfsti4eT/oX0gnmMcqTfxi85tKx3wrd/iZzbAsnX68o/cSPE/PI+Yp5yRgfip8FfoR5H94cBvhZ",
+	"8/gjf3eJxzAaofHh7O5I48lYjnsz82bZHPmRPjZH+vj6j7vL+Tz/97//B+yJnCzQ27kxgj40sHIQK4Hx",
+	"GQXQkzGC7hDhQ2IN1P2a/qtUrYnUmS2cirkXuyNlRtBDAb5/LUHCAzhGgMD44BH5aO6YTy+2H8BXT8fa",
+	"qzt1nJ8YzHhzl+7X1YzyJqQyi2DaFEa/2coYRl9ZYfOK0/c+2+RVYb56OmHAMETjSRgwdW4TQmuapkiY",
+	"0Jbt2sEoM257fmUc3KMZuU75AapvSMivnk5noxqyIUq8zFoyEllJgzVWgzpkFZ7neAtZgqHyTIVxYBAO",
+	"MtR3EAzQgJp5gtTA6Pfeo4uSR8fwaTCfuoyvRjMskorYeit22CHwn5n4tkeBE6HCkFstpp09QY7tIixy",
+	"7AfkD2L68FTmmFNns5UKQuiHWQaL2eniqn21KzNFPJ26ejMVZjoxN2Ogb7uedMvPmcvQ85GZHCV2GIDs",
+	"4EobbGmDLW2wpQ22tMGW0TRlNE1p+y5t36Xt+2dgE/mt9AtyXRhcdRvXjc5J4+Ckjfdo6yD9Tb3khNIL",
+	"ovSC2MQLgl5rC3LJpj0NCq6xm7pGoIc4yWyxJ0RjMkEu8YQwpkHojQF5gaqhAA6HPhrCEBNoBIMRMEbQ",
+	"dmMsPPEcgFPTDoHjDStk0LHF3nMReET6yPPugYkc+4EUwUI+gEZoPyCAXHPi2W4IgqmOh6STayCZK6Zp",
+	"FT/n+fhiYtM8uPPAkz04sQf3aFbHkxYN2yT/on1yRiXeE/doVuZ5eaE8L4vuFq32See63RvctA+Oz84+",
+	"Vch64+VNLWe8xIv+GJTv2g/fJ0dMtCtSKHbMa0ydUZAo6qYosYYgyqxUsyRWVTmBramCphmwpui8wlSY",
+	"ZHNEyKDAqUjTFLbGQ5GVTBGymsFrLOSRbIhyTUQQZd6KobOo5htTYcio4u/jWnBVsluiRCQpfNL1QvyY",
+	"j/BazWd61j5lvr2uzSm1dD9cGpuChU0IPge+8SFG5JGNqNtPgjrLNcHSDKnG6rolsJKJOFZFvMjWTE7V",
+	"TU2EvFJjKkwk1gaxWKMvW6Ip6bzEsZyqq6yk8wqrw5rG8rxuqhbSOcVQUy/Hm4O+rHGaokqKyWoKUlip",
+	"BiELaxbPijzUNYS4GjIsBp8dlEuwOGbqDG8KvKBKNVGSJUFSFFhTLYQMWTBVq2YixRBqSDN4C5mCUVMN",
+	"Qdc0DSmapXGyKumylnAdLW9u8EgWLJmtGbLESrJgsiqvKqykGzoSDSjJFr8jpyxHbOlDyPxQJDgCMCR4",
+	"YnJ+YDFXorgliluiuCWKW2KIJYZYYoglhlgiRyWGWHJCiSH+XTFEeoOaQ3gUj0MP2SxNbXo1TpBBChRu",
+	"UX2KvFBJssI4JHWS56JF6NLzaeF4AuOVOZsich4SgpdlqsoyVT9wvqsz15lRDS2/q2MJsCljFDlQLmeR",
+	"zfot1y67dpusA/FGJu9mzh/4lJw/HLcBYzRCMPaCkK4RUeqj8yBSFQDPcdymvOHYYzvMcUOkcOBmKrv2",
+	"nfCH7YaKxBAPX3uMmYM2O7bd6GMyY9sN0RD53y/LFpnKfxGK/CJTI96b1G6bp1ciHEJd5Q1oSWpNZq2a",
+	"xrOSouisZtYQK8moVjMs0azVjPgF6tytE/6e1dvXByxNqcXW5PiRiMQ071bKdgFdwiDM0IeTkR1izjRg",
+	"iIYeoVf7mn4e0YdO7K7NVdVTl6vyTY+r8mcC/h05TsDUBVWtMJiJ7CAkL9MxYDZ0kBH6njMLaSPnhwq+",
+	"8reb71unTcIZ7hQPcurTC0N0A2XqTMc1p3gfoCD0YRAgwAsVIKqSpIIbz7ECfeoPK6DVxp14vs3UmVab",
+	"F0RJVmqqxpG/5px+7Tkh9O0AHFBCgctZgNcIHI31Yyx65uOw3eHAhGS4ZL04keUlJv/ExIEGfuQSOn8M",
+	"bdxmNJYxDILB/ZCpM5IsVDnCF2P4NHjAIxiiwQP+RRGq5HvbzXwvchz93jORkx51+xqcQ+MekDUde+aU",
+	"cDovYNE7tl3oDAw4gYYdzgb3jyOmztTkKuk5/jnTe9RLcD8ly5zmmG8Jg8SmDYGDXE2WkcBpnIQ0VbA0",
+	"3VQFJPE1Q4eCVLMEQdcNSxd5C1qqDA1Vli1NrwmcLIpSLREvGcMP1TwGb+3dv+N+VKCiiiaHWEvXDVbS",
+	"ZYvVBbnG8oJhmniivCxm9+MI/gF905sGdYEXBYmVOFZc3I6D48Zdo9c6u7rMbkwD4g2QeZM2ODAcSDZH",
+	"w5iGCPS9pyoQP4DLe9sF+A5VBXzjA7jsn/VBrw1IYIZHBSVTz2zFZGOc2OHIno7BCD1By5l6vjcZecFk",
+	"hDfAIjPwnGzKGq+JnKpboogUSTAUpFmCpZiWLIgKb+C/aprAKbKqihzkeRHxisZzvCFK6GdgBiQqiDcN",
+	"g+V4Q2IlRYOsJlsiq3KyiqCk8sgQljGDwiusqLLKtqyQei/HCIcOHFfBif17FQgbLHfLHqNwNHOAAX3d",
+	"c4tXGVmyJcnQgFDS+ZqlmBKSBMk0dJ6Dhi4aqlxTVVmEmmmZSk3hVJnnZUWEglmzdFnSf4ZVNiWLF3gJ",
+	"sryq1FhJNkxW53WeVWtIMmsKMkVJWrbKNUniWEllpW2XOf1ibp2b0DeqgD/4AHpo4tO/yLa/RG5QzW/1",
+	"6NiOXXzGMES+DZ05HzQ9HTph0doLiinyMocs1YSKaAiKzFuwpmmwJmmcIViCaJiqJejI0DVdqGkagpym",
+	"8aIk6zVk/BRrL0mQNxXLZCXBRKykqhyrIiiyhqwKqqTIIhLN7NrHBF4t7U8b/Xav0zhZK+wN3w5tAzoD",
+	"Hz4OksWLNfmE0WI4i6gcWOOQBXrorxXtYC8lHUAAnXCfwGTGzHCQOQhG0EeDiYGJhnWFRTaRec1QuFoN",
+	"SoakChISdWSqIoKyBWUDKbqg8TXOMiEPFUFRBNUSTEGyOEm2ZAtJGv8jsck2GUcPobG0Mm4MLJVOEaVT",
+	"ROkUUTpFlMb50jhfGudLk2xpkv1hquJakYq2adjGCEEnHL137Ae0wkT7gFwUBGDiezqqJ0kVBY4Df/4W",
+	"5Xf4jan/xnj3vzHfAAwAzexC7bpR0hEQIP8BBeC43z//gEltjJBxH+CzdGS7Q0Ln5TbchjvzXER0JcNH",
+	"JnJDGzoB2IsJVQe/ftmvgh5W/QnEjUwSI5CVLGBPEjRq+EvJjP1nW12PCRUxnZjvg+2nlzGF0iepN7z7",
+	"bdyp8URW+FFHvfysx2Qp/34o+ZcTd1QU1ZdJlpToo5sylntjFPq2sSj5fARpLNDSUmF2Wvb5UzcAiEQI",
+	"+MlvRJKBPROGUIcBqtA7W5JIlkarYaXn0fPvkU/uEVQ29uyHREjRnL9p4UpdDRwHTGAQkGXHWmuc/9aC",
+	"toP/pr0TJnq0A1QFjegrkvSWhGEFjvdIO8Sksg1E+awHdd0OTy9A6NvDIfL3wRjek3TD4F8mGvrQROa/",
+	"knS5fxHhjB9vkxg1TARyJNrO1EeRng9skl/s0aWUSZxAaKxd+h6+TMz3CMd8VznvR0OYZ40lZynRFmKv",
+	"iIgZ8STu41ip5NdoMxb+RvI/pX/6ksrhRHve4iwh1Fp+mMTE/FkPk5f0dF1DynjbY37/qauJlwf0j3tA",
+	"JwdmfckpiY8yFGx+TH/19HXOo/iROP07CSuuYOk5gUME9lz0FA6MqR94/n4FWLYTIj+SrrMJPqmJYJuH",
+	"k9ueC0J7XHqTJt6kH/ECrHEmnTvVJQPBi1ItIpZD1owyR/I0JqA3DYEdLrpfAug8wlkQvZiNgn8XvKT7",
+	"6HeeRul0uNZhlGx1so3sKHnDpsuf90vcuPGI+gdXnZPW4LLbOL88PuszFaZ5dnreOWkPzhuXl+dnPfxV",
+	"LlMBU2Han/FP6WeO2t02wUcvekyF6XSP2pf9QeuseXXa7uLfs9k3elfdQe/qpD3oty/JF5edo+68uS87",
+	"O2tGCl2aIvFMkzSdvatut9M9wr1eNZvtNs0Ee9jonJA/mo1us31C/261G63BSbvfb/eWDCpLbyxUovwR",
+	"JsC3FD8Ceynt7TECe73DJhBFUdvYQzwxhRMgePlib915sjFNGCIWP8BsO8cIdX6J6dGmNp3fmo53m1rq",
+	"VI0PtYmPHmxvGpBzd+MpkSZWTGWTjlIexsJGHsbnWDMI7D/Q3K9XfgmPYnnBn3hpT8v9h+Uf1X0YS8eX",
+	"9x7eJiF0rarWaoIibJoQmn6dpNwwawbUFE1gFUOwWElWFBZyEmI1ThQtUUcykvXXTPQcJ1rJOn0YImdq",
+	"yFBZTbdUVlJNmdUUKLKKAXVDNGqWpppvk+hZ2SDTc62qaooi1l4/03P2nFyT6Xk+LLzb5wvAb8RTvKbU",
+	"FnhqSS9ijRfxs2uZDUk8bwmQNTjFYiVB01ldkyDLIYQMSbVMyAuvyWyJgPl4edYlmtp3Yz5xznzoCY8h",
+	"WOQ9aTPeS5YqzXtLHpVlMXqS8mRah9mdLRcVuvWsqWqKJL0ga24m7hReEjRTsFhdESVW0jWD1WSpxvJQ",
+	"NiSd401OUTfkwPzgahkKZzgzOWfYGjIETueiw209o563Dn98PpVfn0/nWvfbcikdyA5MynOyqm4oPwVJ",
+	"FIRN5KcscDov6RZryNBgpZqpsTrkNBZasqibJq8iEpDwtz2sxc0YMVmb9YzI1zhBegWJue1BLoiyugsf",
+	"1sSarG3IhzVZloTaRnyoGaak6iLLqzzHShqqsToWqqYsczULcpxootfkwx3oXpwzToecgiTOYLUa4lmp",
+	"pousjlSeRYakK5ZhCbqgL5WHUZMFAlHYiA/na7OWD2uSKNRegw8XwZm1vFiTVK6GmfFLJX0TxQfE7OPX",
+	"zlfPPv3amHVt7un0kpt1+YvZ6R/eY/erx3dnknj6h8Gf9UewYz/apDbf1yv5Vrjgzo46f5z029JpvxF2",
+	"W47TnfH2Xevj+OTmgu/2G+LduP142ure311+1LaxtH30dHzfLDYNETTcswjGVXpwlx7cpQd36cFdenCX",
+	"HtylB3fpwV06SPxIHtxYQ6tk3BlSzhLEGP8Fq+mFSfbjtOkkW9ZXT8caHwQ+GtoB9XvAQ6U+b3YYgOie",
+	"QQlCHQ/jWnaXl2d94HuPYC/ykKCQ7v7Pm+c++RhSAkEXpJ5gP2FBR7k1Poj2qW5Bqs0SA79rxuwZU5Nw",
+	"2pMdhLY7JAsSO1N+yL5KewSmbVnIx0OI2yHz1UCn1T49P+u3u83bQfOse3jSafar4CZyN4CkDeqLQFYE",
+	"xXxAuf6rpxfk1ccDiHgkzGysJJtanz4RfQVMZNgmCtKsA/YChMjrUcu9aNx0r7wjnHhm7VfBR08nrQR1",
+	"3DILsvb0Ojj1Hsh4AxdOgpEXAsv3xvSpTvcIy/5eu9G6reJ386b3Omh644nt0AYQdJA5byci7WSqOwQV",
+	"AP7UQWACjXt8JYozydlu6OGnItinqDhGtDHSBngymtzFkiaJp1swqXGRLlGRlKOI2ez4tNEEgT10YTj1",
+	"EWkzB+DVwQ3eLFgtBY1mv3PdXhwpraRBkUtg2Q5tKIW+1EEPuVjYkvU6OG+yFz2WJxoXlRN4CMhcaJm0",
+	"k3NUqANS/zJmsCQfn5UuMLJAu5RvA2k09bkOzqEf0Bkm5ZoX8v2RVaJJuvD7We+IOuhNXTyiogV+F4AI",
+	"mSbDmvjeBPnhjBo5o51reL5JieNP6awzi10Hl/aQdGBQblskFb5hIAPZk2hx26Ygy7y2SInUsix6XUVb",
+	"6aOnr/O7ajhYt4EkBULogRyYFddPwbIK90LM2VSEze3ZORm3wha/XWdpq7wsLx6SX96+GEeEfSRW6JeB",
+	"e7+9FDi6BdSTFbZvXYkdM2aBIthOn3N75GhL8Uj+hNwvC6+/OENv6UxRbLjZzLpY2mdezz7z/Z0pomFt",
+	"Bz4XyYQmZcIScS4R5xJxLhHnshz2j7ICb4QjNz3XcmwjrBciGPW42iJ4hAGYBsiM6iou4CBlXaGyrlBp",
+	"+CoNX6XhqzR8lXWFSk4oTaA/kwk0gjMBBF8J5p2zdqYiwd//SRGWbysztgS0JWogIxtmMCZZTbCuz048",
+	"xwnA1A1tJ7GB+QgaI2LOCJFPEsrHkeF7Asftk/vaCNG9R8qY7wmcsDRXyd88avwIhYW2C2J/mMBwNLc+",
+	"RHjZKkYro6JXxTKmKh7l+KSeFNB6kYpGlTwT4gasaF9kOfuVKjr9UPMruXIVV57EchZMJ1hSzOvpjIPo",
+	"ip+Tsx9AkUClS5eVvMQlZlMWi2T/CgZ7k6Em0b0ily0PxP1Y8b3vVUM2RImXWUtGIitpsMZqUIeswvMc",
+	"byFLMFT+v7aL+6Wxwpgop8EvZP7FJqv1MR5KtaZpmiJtEuOhVFVBFCS1MMYDH0wBqm+Ybz2xeW1CnNe0",
+	"eb11cYFtbV4bmLzSS7gmFESpqjyvafwrhIJkc2ysMYfNKyg83xwWOVSBvVikEJ3PpZe60+DntokLr+2A",
+	"QIkIkAMnQTrzBaV5LDHKW3dpDC2NoaUxtDSGlsbQ0g5U2oFKO1CJ/pfo/3dE/49QSPH6TMn/BKq33WES",
+	"FoRcczPzwHsDugZyCP8XRko1ye+RoYBmSh9BUowiuSiQyKOp68YuzXYAYEDVRBCE3uTnDYWixCGUz9EH",
+	"uSYywR4ElL4OIhyG5eN+EqrUJefc4LLf6LcXjQO07dI+UNoHSvvA34Ur3xjRzsRHvN8k7WN0XPzX7hkt",
+	"XySP5ZL0cYom8xvlHCwTXO6a4FJN6L0mGCOd9Pjt4jEiFngxALqMxyghyBKCLCHIEoL8+8ZjpK9p9cRK",
+	"hi950CFVnuhlr0R+S+S3RH5L5LdEfkvk96WRX4oFrsJgN0R7yX5YDvZexMmQkn5ojbwKiTtMQZk+MBE0",
+	"WQeFNF0W3uuei6igjq69YA+6gGKaRG8P/dlPnBWr64XzLB5hHSBSWRPPL5VpLE2eFYmm4BDabpQZhADq",
+	"5v4iPkzEYQkPl/BwCQ+X8PCPAg8TKf+90eGyylFZ5SiucvRSQHCFHuMmPZtLWLiEhUtYuISFS1i4hIWz",
+	"sLAdJK5Qno+XyEDIxBfo6Gbaw4csTXAMA2AiB4UldFxCxyV0XELHZfKYMnlMaUQojQivZUTo0Y0yx/ZN",
+	"rKt7YaylrDQh1HUYGqPlloOkoAZNDsBzHEcKdODzkzg++9ANoIGfrgPoODSc10VV0IbGCNghGkelIGje",
+	"dwKDuyZ4HCGy5HZITRAUEvp5zQjnVDusAOJDTmjKfvX0OqFQAB5HXoAWym2k62mM8TrRAgepLONxzZKQ",
+	"pOmhSC0tg0Eob9rmfoE9Ii6OMiGvonFZ66KsdVHWuvjetS6CAyKKv09ZiOgcSEH2JLc+Pntep6j6t5cs",
+	"7/yt8ufrlNR+2VF+ycHW0DRtaoI7pyxq42WMLH6T1FfxavzJkONi2+oYxGDRoW/ycf6d+HMyXOj7cMZk",
+	"K2n8SjueW9o8/Ssy3rzgBtkZeMAndlztI6emkDOPnIix7x4+Jn/qxPtvWWRjUTxEjPjr9ra9uDR8rMgk",
+	"HL+LsQ9JPG8JkDU4xWIlQdNZXZMgyyGEDEm1TMgLr2nse0GB+BbV+6VnVO9/edvfTkX66dCy1dHfnu8U",
+	"XhI0U7BYXRElVtI1g9VkqcbyUDYkneNNTlHfhO+efcK9BdvJPw3bfdnC8Lz20GqEAC97mNzHjLJYTGmF",
+	"Lq3QpRW6tEKXxWIKisVAl8B174KyZExZMqa0+pdW/9LqX9p6S6t/yQml1f9vWzJmvV1+qf1/jELfNoKl",
+	"lWTOfW+MwhGaBiB6lMYQ2QGY+J6BgiCueR6ip5BYIwNizwAUngJ7x/3+eYWMK/KzDyqxZTTYMmYQ61mN",
+	"1mmnO+iffWp39wEtxZKNW4qN9FuXcIkN4Lle8bOLJrvTiG5rDR6YLO8nDrTxplncAvN2SrinhHtKuKeE",
+	"e8obVnnDKm9YpV5d6tXfTa8uUHr3itXb/ZRifYygE44ALfUUvzjXtGP7LBvZZ4P3f25SwjHvcVaPCnBV",
+	"wAgGI6xMJ46ExOvsohe7apZ1GKM6jOcRCa8pBTdKqlEm1CgTapQJNcqEGltXEFwU85u44DwnrYYR2g8w",
+	"6yoT+SsPsj44SvKDP9CntmNSzxl9YrAmemA2cKASVZnXSBbmIJiuePAu7Y9EnaWsmmWZBmJhTRVZSVM1",
+	"VpeQwkIkCJIBNUXW4HOdmKJzb6DPQryANUVQ51/i05KpMzyvIKhBVdAFpHGqoktIUCWFt1SBM5Cm1BDk",
+	"BF6TddFComnqXI3nOB3KsqaYuinKDHHK9ay4E17mOEWLv/Q9L4x74gTDgoYkS4qp6rqk1ThOlzVOEFDN",
+	"qKmSoAiSqiHetAxTVURdQyLHW9CEoqBwgiEaTIX53R8MkYtPs1WLIvGaIip39PnEP4w5OG/y/548/LIJ",
+	"8f49Gf3SPPz8qf/p4ORQ6HS63ePmRe+idtE5Oru8q31qdE6vb85rLfHm9rjZOBQ+3Zx0P18JF/+e+L80",
+	"To6F296nI7EpX11KjZOT9kFTqrVuOx977d7xhVzrnx4dn523Gsdy9+q03zi8UBr/9ke/3HT7vf5R96LV",
+	"Oj/+eNE9vLqVG+JFrdtoyQd3Fx+Pm9f9s17j9vTq7OLq7PqkeXHzsUHOZOJuH1NZF5Uar2mazvGqiWqS",
+	"wUMZKiLkTENEJsdZkDcMXqjxsqIgVRU5A4qQl2qyrAiqrAm4xamDBlH0QJbvVBGiGlI0VpBljpV0TmZ1",
+	"BZmsYkLRVA1RVaCCj4lYAWPqzBXP+fD3S+ny6p+TayR6Z13V6ouC8Hjyzwb/dMo/nPO6OlW7/+y7zcBR",
+	"HRS27VvZuJT+D3tvtty2rv0NvgpKVV8du7aocAAnpVL/km0lcbanWHayk85uFQiAEncoUiEpD+f8U9VX",
+	"/QB93dfd79H9Jt+TfAWAlChZsiXbSZxknYuzY5HEsAAsrPVb03Hwx5c3e3/ZV5dHB1k47n1832N//Pmm",
+	"8+Z90Om8eFF2c+s+0C3bk/tAvBklg/5nfl25yF5on/m1ZtQeyvgYWtYCtXevnJcf3rLx6R9dy7z6UOC/",
+	"Pvqp9cfHg2eDd/HJJT/RjS/0y6vwUJdDKWNtyuKbjmEaOsOag3WmYZtijejE1/QgoG7gegRjMle/cv/V",
+	"kfTfyydjnuWczfGuezj1lYvWaBsbuOYtSoUr8sNcTIVGAGgBoAWAFgBa8McDiBwgcoDIASIHiPw3r1e4",
+	"CE7X0PCTLGUTWuQVHl69eici/qwCNFYnpOiUb+SIIKVMzNBxedJoKuQRCZKVffwrR7JdPhfoL9/I+EWU",
+	"TlT8fu/8pHva6+51937dNBQl9aJkIOdfpheYkaVK1KHSYd5E1CvqA6z+HQDM75sF4H7g5ezE1mDJzSMK",
+	"11fdz2Tb+8l48ohR6E+KevOg7nK4xzJtx/vYALQX0F5AewHtfapor5IvfgK0t5JrIPYasF7AegHrBawX",
+	"MoDXMoBPU9Kp4lwKd4D4aoivBtMGmDbAtAGmDTBt/BqmjUoPvGFceBTrhkqQtkay7Vlu3zSspQGe4vQ5",
+	"etM7PhI8+GTvpVrkf9JAFvXMy3Qw00zBQ1JUcotq5hcu1jn9c5ZveTGnttrjStCQhTg/LyTaLlNqy21Z",
+	"S7X9XLaYTooq13NWUm6a6ldt6n/SoIXKXNqIDjn9nC86cueF2GHSCTwqUDZJ8iU5uhey1C1JHCw3CBhi",
+	"vnN8wyH5zKsVVRumXh125a7KeDHJkhu7SiyrXCG1LWdrtLBtbwlIePwBjchVxVBN2/6ZjVMlw60ZVxYT",
+	"tn5LU5U6oRuYqsyfi5b/pMHmtT2x5Rq2dc/anlZo2IZnEs0LKNdwaDla4OlEs23imDZ2iR7qkO63Ipe/",
+	"VtrV2YI8ubSr1dC+blbu85TnQuBeIh6/SYPqvgakH5B+QPoB6QekH7KszmdZFXNd1Boh1yrYAsAWALYA",
+	"sAWALQByrcJOAKvQ75hr9SaE8Vg2IS2MYr4yH5QgasIveV7USz6qAowKkmoqUwNnKnAjL6QFpsIHUe91",
+	"RzNtB211z8hgG5JDLSSHUkDtS7EEYD+B/FCQH+q325Xdkq2WzLS8naWVva1s7VGOcp5dCA6bo8V7uint",
+	"8AsPxixcd2OVi7N6V33L8ZU7oDRpqIJyUvhoNsYsXLLoP1d6rfoN+1+KgC/EXNVNvVnuLbQVp8kAyUqp",
+	"qpCwokmO8mGaFTzhbLtuIVNd96dnb+dkV1NChAzQUFkclQisYpfyITFt5zGjlx45UOmxg3K+/sDwMUH4",
+	"QDKZ6/5YCXCqGdMJdSNgjmYHFtWwTz3Ns4ihOTR0OaOGH9KgjL2LI5JQLiUFKk95Y2+vf/Z6/3Svf9I5",
+	"PfvQf9c93X+5L21nCg0R98gwypg2JllxjS54FoXlURHcfBIXbUTTRO6ZpJB2Uh7L0J4J77MojgY8obyl",
+	"vpNmrPRzZVCeDuJk9+WaPXPWRJRnhRoERye7LzVpi9OxgTXX9YxSTp8kRRQjUzd9TceagWsjoyQL0uSO",
+	"IXVOz7z+aXf3w+5Bd6+/e7zTOTirDy3j9JrGnCGaBiQukOG0bPQ/0NYoSqLRZIQMB/2P7XqnUUYnMREC",
+	"fEt90i9INuBFf8SLdYZwsH/2ev/8cOkY4qgYRpMRclpmfQy3DKH8YsMxHO3v/tk9WDqEJKKfeYxwS19z",
+	"BOqDmwOQ947g2fIjyW7UgklhdZJQJZT0J0kkebf6b+Pz+1q934Zrt0oh4Ku4wgqe5FJzmr4+2D02eX/M",
+	"s/78h45h6fqyb/ufB+r1y6F8rWXJk0k/98M0LcZZlMyNRrZfaxfbvtuyp82OeaZODOV9GpM8b7Qbu8qm",
+	"PeCCrWaK0bJIcOxgou7VafNjWvNsaBgt33ZtzxEN84T107AfRyHvq7WRpWNXfGm2fMuxXE/V3I6Siq/c",
+	"1ptltBzsOpYtPsrIZX9ECp5FJO4T+mUSqZzDK792rBa2PawbEiOR060Ul/UXyfL8uUWSzYjNuGo0YkNv",
+	"0oHh46UdLNJo43bNpc3OrfLGbXpL21y+EcS5qrNweadIr6jG2f//f79DR2nG0G739Ay9GgWvxaUx47WK",
+	"Ty9wWzWQiPUlv1WOERXH/Vr1VXMhqnEAJYNJTig3/Or97dROzk3eWWq0POYjnhS1w6NeXa/Zkh+u3rct",
+	"c/qu4lwrX8XT1Zi1e8cM660v4czlDEuOeXtTuLYXbrLYSqqv2HZ/JHlPjW/N7Va/5drYs2Vj009u79/0",
+	"Wq7ueKZkD6rnNRdD32Ax9HUXY/aqxBnrMon4ZhgNhv0syj9P+YbEx8rB/t2svxAV0UDG3JbLUf/iP9O/",
+	"xC2nvm42yk+UTpRHBUdkwqIib6L9s97uPioyQjkJojgqrpuIZEWUk4TESNyeyQDxKxpPmBRQ5AhifiFm",
+	"Ksck2UStz4pkC51eije0Sc4RyXOe5+KENNH+6WFHDWWx6RFnopWFxmUQOYnRICPjYSTTP8z1QtPRSFD/",
+	"Gg2yiF+IWw2NOB2SJMpHQvGfSXGb9KpWdpGME6Gr8Uxa+FAaCuFTsOPFNuP0UnK7cRpHVPIaGVeeDzlT",
+	"XMrWDEPTTaFuR0Us9sq7NC5IJjRT0cc1okMSJYhNOJruGaSak8BFRi7RbA80G5NMLk5RjPP2s2cXZWOt",
+	"Uo98xiZcm7ajlcOqhYg3rJYhz5mYxThLK4hVrnbbaMoZif+W1GqbX1fy8tPdHnoVi22IXmXpZCwkNsXB",
+	"Ffc2NVOX2pFy8G/s7ZVsXfcNVSdKgv2NmmC/jJmrHBCxEtEKPkgV/PxO3huxOBim5zUbdMhH4oYTD48O",
+	"dz1D9BExnoibhWfykx1NPdFcW7r0JpOQ0GKSKetNaQ5stBv7CZuIy5LnRSa2NDLMJrI8jD30Po3DPJhk",
+	"gyba6zaaDZ5mkZhb1zAtbDuu5+vyXzMcY7rgO0qtQr3rvOCjXF1+X+vjiJJBf46EltIp5t8Yx0TwlUaP",
+	"xP8eRKLNciy3sVlsmzV+NkqZ3L/TsXXfoRNCPyNJGJVxg5IxofPSwS3ir9yJA7mXRuRKdOiYLV2eK7nt",
+	"hPggEbZRlMiDJ2UfeXvVWNx/GjSLioiSuF8XsyS7PCjVj60oQZQUQ3EyyxRW1XtCCzgkyYAkPOd3vXik",
+	"dIk73tpVitcdb70qeZZEJhnflkyd/JtkLJ3k/eC6T4kChQzLxBrWNUvG1UwKjs7SqxaynqPe5yhBu2mW",
+	"tZDReY56Z8dn6LSLxC52DEezPM1ptBsvYzJqoYPoSwsJpuJirGvY07CQ7ElGW8jYeY5O+ThT/5KN9niS",
+	"t5A89rMxMU5jUoPqZ0/ySZAXgruqK0eOvD7w6t2pSrH2POK04iFCjqJFlsbXks+XJ6Va4SG/ImE8SbN0",
+	"PEzz8VCcCKktyqFMqXFjIAvEuau7vWjEi+F1jJTmN9/LjLI3urmT0HNdr9g1s2GoHSavkTjKi1VErw7G",
+	"VLqarthMVJg7/vXTb8+rBHfTG23VSIZyEsvKLmtKZ3pNNl2yag+aieHiZVO5uZYLM0jjC548dBIuNn3N",
+	"1zX7jlmUv9wyDX8BASin0YknQiwTXK7aN2EaxU00TCd5lAw2GD/2lk7A8jXPv3MZ7p6AYXiWvWQGvYIL",
+	"phpmZMSbKCR5Ia7vfIOBO/qqgfuWZs4NfIF1rTNu17vtJNzB5tedwVTRWpyAs7B17jEBZ+lRXvvWe9Du",
+	"x7qQ6vSHTsG2jGVzWO9CXnf7r5pAydNvmcCdPMhxlu389SSFNYdfgw3ExVCkBYn768p389CfsmjybHAt",
+	"cR0hM9camZPoTEdvYcNxHFehfNOPVM8Nw7FbvjWTEIdC8+4TmVnOc1sz2VF9uqobV0ztpuzYz8ckkb2Y",
+	"pWQ4NWjMGYsqVxNpLvr+hpKHJ0yr0odV9iLMLG6ZOibMpnroGIyHDmWm7wWBg6nvE2wa3HdMTFzT4NgN",
+	"OXUcyhyPU4cY5n0zkt0v1ipNQ4mRRzxm/Shh/GoGnrduIOeNxPIlv1DPa5BjIzFMb8mTeQg8MSw8e2kR",
+	"CRetu7XHS/DuxHFmL8wD36Jxf+Gh+lmv9Tmv/DYSw7EWH0plP7FM2dNNC0x50hsJto3lb9Sxs0aCXW/h",
+	"tUXUsZFg7C68s4ABNhLsmSteme/O1v2F9+YhwEZiG9byNxYawvrCawsAoHgFr3pl1pu7+M4U4GskUh2e",
+	"N/otRdcaiWnc9uYMZmskpn/jzbmWDO/G8wrvEQ+dG0/nwZVGYt0c9OKuMiWJV1gzxXNTrHcJhbRqOEhi",
+	"Sqxh+kQhIo3EtP36zzVwJDGd+qM5iCSR61M9mgdIBKGspU9rsEVi6avfqYCLxLKcuZfU5rDk8Zj+WkIU",
+	"ieXUf17EJhqJ5dYbm+IQjQSbCjspl7K1CloQ29Kde/Om6t5IsKWveGemSjcS217VUl2tFmPz5t5Tmp/o",
+	"ZX7M9Yu/kdiO9GGYsbnWjYu9kdievvqlaUty29ZfunmlJypB6M2XqttdnNXFZhbu8sT2pSyRpKzCE4ZR",
+	"zDKeNNr/298SMJSePZVoUKLaX5UfiBQGGCG247gWCVigM9PlRNxiFBuOxYjJTddyHYNgZge27TPLJrZJ",
+	"qeuHBteJvG/lBZcYM5en3eOj3pnS9W8bjOHMhkF1ndsYM+xR02OUUh9TRhxOPcMzqWWFto/tkHNKic91",
+	"7oYWpqbhGoGOXYtgOh2GeccwxBu1oaTjRrvxpbiuO9DcZdqoES+0Hd00vMDWDd8OAtf0ObM8yk0f08Ak",
+	"vs9Y4AsZwrNDy/eIgx3iGo7ukNAybXM6ams26uOTm0MWtE2sG+NWDk31oY/qhou17DS12fgmtQ0DO4bh",
+	"64x4YWia2AtMbvimqxNscuKRkNmuh0Pb833HpcTgDia6zhzdM43pbPBts1myKSuzx2woumE62AsN38Oh",
+	"Y9OQc9/wSBBajm9aVmiZru65DvYMg9rYsUzq6wbjmBuB7VuWg6dDsTfelbVNGVrYNrBl2mHAqRNalh06",
+	"uu1wy+W6TmwnZHYQGI6jG45p+B4lAXOIxS0eerbPuTUdhXPnpnTutSmX7Unf8Hjom75pOoaOmaVzHXPP",
+	"DWzHtHyL+IHl+E7oGKFv2qZtMj3wTQcboY9t07d1ezpo9/Y9KRF4d809OTNsFWsa+crZeJ7l+J7rY8v3",
+	"XaYbnm2KGQTYsgzBsgzmUt3hrm6ykBk08Bw9dIhvEtu1wjD0p7Px5mfzd+WqNrPcSNXn9Pj4pdR7HtWF",
+	"7etvlTz7MVzcVmeRZ3k881jkYYBtnVHf0p0g4Iw6NGQY+4Yemnag+4wboR4aGLtUDzxbZ65lmZ5FiMcp",
+	"ZsR/6rnmHzut/DdyzJw/RKfd3e7+iYIPfqbs57KbPokHjXaju2fatuHfme38Z4UaxCd5kc9OkkMMw8cW",
+	"szzP86kRMMO0TGyageNZvqkHvu4zx6Z2QHzXDh3L8qnhc5d5zKMOw0x6Lc1IJe29C5RcSsFZnvh+QHLu",
+	"4E3TxX9dlvp9Zcr28gpIg384LeS1ueCd3mj/Z3ldTqFsbhTxNB/FJn6aj6y72QXJikhoc//KZa391q8f",
+	"kQhJYyBpDCSNgaQxkDRm4/TwMhqXDkky4AzlUUK5oNAlyWXMa/GL8yVIUwJpSiBNCSSngOQUPyQ5xd3J",
+	"IR4xT0W+MkfFQSTO9TTv+L/y+mhylY67GPIoq1QzyELBSrLNp6HIIQcF5KCAHBS/R4nfnyyJQv5fm+VL",
+	"qNueooKPSrP4nTnCsWu5xsf6jllMuF1mVlBWAMqZzsNAo4YRath3TM0zTEMzqOu6gcGx5QcPtwKIu7fx",
+	"rBiNn53xvOiW6/AyS0ed12Q8vj4hxdCzsW47Bvae6brxbB0KrUX9VpmO42Z67ylkbLieT8PAdkM9sBkN",
+	"fYMTA3teGLq6y0LDc33OdcMNvZDZvu15nqmHPLAt3TQoxxJc/zef1br1bdO9j9vc3/eoy6nuPXETLpMP",
+	"y1uxWQk5YZTlBSTvBhwWcFjAYQGHBRAQQEAAAQEEBBDwdwYBhfC8BHzLHwX6q6VLW5metnQUY2g+agmV",
+	"3zaR0CzkiZf/IMqtgjO0VfevgtS0i6lpT0raAyYImCBggoAJPiVMsOTc//Vtc6hChk7I0AkZOiFDJ2To",
+	"hAydkKETMnRChk7I0AkZOiFDJ2TohAydkKETMnRChk7I0AkZOiFDJ2TohAydkKETMnRChs7fJEPn7dkk",
+	"liaOKC1WKitEW2aMkG4HkB8C/JLBLxn8ksEvGfySwS8Z/JLBLxn8ksEv+ZGSE0xdg+d8gfOZD/DjOClX",
+	"2fpXuijXkooi+fZtTsnzKRrBL/mGX7IkN3glg1cyeCWDV/KT8koWnOkb+yRDRRioCAMVYaAiDFSEgYow",
+	"UBEGKsJARRioCAMVYX7WijD3MSSL4dXNyGJEYEsGWzLYksGWDLZksCWDLRlsyWBLBlsy2JIf1ZZcs9s+",
+	"tgH5S9Yaq7wBt1qQ355qxjQQU9CnbEWMhqCTo1coGpEBB4PxgsH4bQbWYrAWg7UYrMUNySCfKWa7HF4R",
+	"bLQGrpQVQwBaAWgFoBWAVgBaAWgFoBWAVgBaAWgFoJXHglbmwQ2SCyH8UYCVjFMejYs7kZXT7m53/+RM",
+	"M1D5RRvl0SAR8mFC+RzWEuXlI6WoTZLyRUqSNIkoiasmynMKaMwCGnNarglAMgDJACQDkMxTcuAvWfcD",
+	"Sg0+NGV4FPOsH0yimKlPgzHVGL9oNBssl57hqugeDwNs64z6lu4EAWfUoSHD2Df00LQD3WfcCPXQwNil",
+	"euDZOnMty/QsQjxOMSPS/SnPJ7dUQvz4Q3KK1CtyyORKDic+8czA5L7uOQHmpocdI/RMnXLfcTnRTcO3",
+	"AyvkFmOB7hq6HhDb9h0WMEs67c6H0z2G15ZMXiP2yYKT2FSKeJTkKNFAJgIVp+nc0DPypYd753+M33Er",
+	"PT7ywjPLNC8P/ugYV4fGxYkReBPv6I+zZDePvZgX3eiDTXv4OPjjy5u9v+yry6ODLBz3Pr7vsT/+fNN5",
+	"8z7odF68qHfTJ/Gg0W5090zbNvzySZQM+p/5tRo44xfaZ34tp/fTpm4Rn+RFPjtJDjEMH1vM8jzPp0bA",
+	"DNMysWkGjmf5ph74us8cm9oB8V07dCzLp4bPXeYxjzoMs3v58FUiIiSDAZQZUGZAmQFlBpQZUGZAmQFl",
+	"BpQZUOZvhDKXQndzEdrNOIpyRNBM43oc6HkcE1UJIc2XQM+nvFT381nxTBRm6UhqA3mRZpLtjieFygog",
+	"3iYZzxG/4Nl1mTUmYVLqRxI2vhySAl2S6uNHAJ6nKNk8mCz5USiv8zqY9hwRpOBn+YICz5rfEnduI0Xl",
+	"KBkgOiTJgOdC6huW/Goegj6Vr1Yo9LtScwcU+hvgfZJ5SFb2DaG+k+PeA7E+eUBr2N1D88Dext3PZNv7",
+	"4jyrz+b309fvC5M+Pu1GpKDDacroKJd/y8jzv38vSLACxCzHNXzfD3TDY9zF1CA2cSyiM2pxpushMSg1",
+	"TNewHYd7nqVTYhEDu7btmJ6K/59Bc/KaLTfK+ltOMbxTVXVmiUzRXXKRlMuGtrDuo9PuyUHnQ/9wv3fY",
+	"Odt9rQSQyyjn27+0rgzwEsBLAC8BvPRTrcB3gix20ySMI1q0Fy+HNiLqKkkzdZOwKAx5lv/SVDe+Eyva",
+	"Od770D87Pu4fdE5fdRU/kiAdv6KcsxztnOz2Dzt/9eWLOx/Ouj0AUwFMBTAVwFQAUwFMfWwwdQpdboRc",
+	"3g9VzVcjqLsZJwXPlRde+TpKQyGIlAVGSyes53JgFcIhscdpYvCYFDz7daHSo7RAUfVT0Uac0KGaHy2p",
+	"p3bZTIxWXDBN4ooVinFGyQBdDrnqfshRGGV5odop0vQz4mHIqRKx50FXtUYV6Nr4ceBg/lhOet8SJJyn",
+	"1gZgofHjaKlKu80he8kkjpsP84SUhFjtnNiyHMMxjXv7KN7DbWwyZusNaYP1np6LZZqWIgEgbYC0AdIG",
+	"SBsgbYD5AOYDmA9gPoD5AOYDmM/3xnyUOoLIDGkJJV8stbt7gjvSVW5ldPYpJyyvdymRlzqWA8HVC8HV",
+	"4M8GUdUQVQ1R1d82qjp/tg7O9oAoagAVbwypuvIkU5f0mX6pSFOaNPpZdMGz/j9pIEfi3BVWfjdVPNvw",
+	"Pz71gHGZlrfRdh3T+3Yuo2Unhq3rjv+N/Ei/ZH1VUuvWRcGG71jOR/V+OV0VhW789/jixTrE++/x8MXu",
+	"y7/+PPtz5+Club9/dPR69+3pW/ft/qvj3kf3z87+4bv3J+6e9f7D693OS/PP9wdHf52bb/97nL3oHLw2",
+	"P5z++cratc97uHNw0N3Zxe7eh/03p93T129t9+zw1evjk73Oa/vo/PCs8/Kt0/nvbPji/dHZ6dmro7d7",
+	"eyev37w9enn+we5Yb92jzp698/Htm9e7786OTzsfDs+P354fvzvYffv+Teeb+Nb+TOH5t+4D3bI9uQ9u",
+	"D9cvH44nQRxR8U6j3bB3r5yXH96y8ekfXcu8+lDgvz76qfXHx4Nng3fxySU/0Y0v9Mur8FB/cd/4/Lwg",
+	"xSQX2vH+q6PunvhlMuZZztkc77oH65ymXjC+/n0Pk8v7qBi+q1jqqko7M6EabDBggwEbDNhgwAYDtgCw",
+	"BYAtAGwBYAv4bW0Br3hxKyr/EGPAsxKtWO322U2+TPik9PtUb0sSKNdPQbLpyOacUwnKOYk5Q5UiI51T",
+	"CZI6UT7kDAmlEJVKYfXtc1TqTvJt0eXbU5WmNkzjOL1EJEf/pEFegqVRhtLL5Nf1J53+WS47SVDtDe1P",
+	"fo3U+VBiZE5GXI5IEK88B4gk+WXpR8qvorwQxP0nDZ7LFtNJIY5AmeVAUo5XC65W9580aEk6/pMGiA45",
+	"/ZwvIslC6+QKhY4KlE2mhqJq74ip7B4fnuwfdPsnnV7v5Pj0TLKBBAlFdfabGPer7lFX3i5vT5d5uKr9",
+	"CgaY72WAOSSfebXiakPVHZxX7rqMF5MsubHrxILKFVLbdrZGC9v6FovJ4w9oRK4qZm3a9pNKsrAe9D/l",
+	"4jVM/+GQ23dJELmJu7aa5AZ+2uZPslb/pIEcXlHw0bjIG219LfOJq6wAYZTIC7UG8EWz06TQR/VzZaVo",
+	"mL5t+i61NBxQXcOMMM23ia9hkxLXsmybGHaj2YhJXvSlHFS1EHOS876ChvJah+r39DLh01dH5Ko/m5E9",
+	"NRMomfsehoufZUc3G+MsSpVoZzQb8goUd1I05nGUiIW/YTMSW5xN4rWWOy9INm+KmqK+b8+75xL1vU+e",
+	"1qou/vw1vZ7VTA7t6wZn+U0anPJcqCBLFIY3aVBJIeCQD2AwgMEABgMY/Pumvtjf6x6eHJ91j3Y/9HeP",
+	"j14e7O+eqZOyqAtfkhxNcs5KZ0mVE0OQrSQuREpApARYR8A6AtYRsI7csk3s7yX4SX2tf37UedfZP+js",
+	"HHTFGd3bqf/Shp0AdjKwk61jJyutDWgJhLGBfSybxFwrUab5HNN3Bs4sN2hFCY0njL9Q2kMueHwu7Ul7",
+	"vQNl5ZJXQvkYQmzKEJvTScxPFC0heTQE20CwzW+7K0vO2K44KZKl+RQWM+Wf5Q/r7payqVv2ysa9lotV",
+	"frdkPX5UGNHyG20dm8kDQoruNF8Z2Petj9+g0OLUwaRmIZkzHUmriG8Eph8wooWe42jYCwLNM0JHc0ng",
+	"ODp2LZfTR7E5VbaZUn2/t3nmkcvoyaWK7jDsmDZ2HO/jvPv/BhnRb17hK1z/L6Y3PBh7wNgDxh4w9oCx",
+	"B7BtwLYB2wZEExDN39zzfxmsWMM0T2uP18Ixn5Ua0mqf/5NSharXyrscpjmX+ZvzQmqYKJskEkDl7PkM",
+	"SEXTXNUDEiV5UfP3n2aETpP4+tf12S+JJ2MY0Mn5zsF+73V3b0pH5Y6fi+0oSXQT/CwbAAD0V6yed38w",
+	"Znpsf+8Seo9LwKcCUy33q7V8x5LwyxPAr6acDPCr5ZcluCoDegXoFaBXgF79xlX6zg+6/bNu76zXf9nZ",
+	"P+juiTOwfyThrX7vrHPWlYsktCWhH1RqFPglg18yYLeA3QJ2C9gtYLe/BnZbqoU3EFTl7alw0wehuKKh",
+	"NdK2EInTlu5uZQsSyMyLXJFMPI9yFEd5wRmaJEyKh3mh1TJ5QG6Vp5xb5fT8qD8TPW8iyqeTROyvM7Hm",
+	"ACJDxpRfMWPKA3BhyUlroHDORefY/LbpTOqH8snlNHlEat4ruYnhYsvy75ndhLOQcAPrmsUw1XBguJpP",
+	"bF8jWNddxwotlzvfMrvJw0H3B2zAevYRc5Z9RIwpv5F6xF4r9chsMb5t7pH5a2ydzCPVyCD1COD5gOcD",
+	"ng94PuD5kHoEIH6A+AHiB4gfIH5IPQKpR8DYA8ae75V65AaC8TDzjrTArEw7chAJfk4WjDrSRqAsGipB",
+	"Pk0niXgvYSiMsrxAIYniScYh0wgriVjBsKeTBMwjkGQEkoxARd8nl4pjdh88IClHVPCRYmp3GmBmrvPi",
+	"uhDT1JsNeX/0y/ujsgCUrgxt13GWmBcebAuRDajogWxSFav1uMkdn2rMcAwNU8Y1z2OWRlxmcsPwXM+c",
+	"N6PMohg6vd69rRRpQeI+JbmqfOtsVAhzauo7nSTizlmaCaO6vsHyAJYHsDyA5QEsDwC0AtAKQCvAawCv",
+	"/c7wmhCYlwNdm0Fsd2FpxVR1F5JIvT0Ay+pg2UlFzhtg2UoopD7RmhTRRtUOmkKWC9R8FKjkG+E7P35S",
+	"AOo8LVDnO6Ezuuu6rkxLUW7cZEQ9w9AYH6Wa4fq2Z+qe4T4kc8Tmnqd/3y+1wio0ZJ6fAyICiAggIoCI",
+	"gD4O+jjo46CPgz7+4/Xx5aryLSp5c0Ww8q6Ud2VUrOSP9faeL6mVI/RdwoRETvJpWslfN1L5KJ2P2OSE",
+	"DtX86Ixw/LIG1itOJpT6kp2JcUbJQCiWqvshL72BZDtFmn5GPAw5VUD+vNqvlqcmsjd+bHhnXtea7lKA",
+	"vmlF+kXCbBDHafxYsv2cKua9FMylIR5q+qBWgloJaiWolT8swGwWVEamKb6lWSDKJflV5oUcoscgegxA",
+	"FABRAEQBEAVAlF8DRFEqyEJ9jw39Ge5Rl1gCH1HxqLjJL1dxGKKAIAoIooDAYeQ7OIw8Wwcs+5aFeJ8i",
+	"0Dct2LGmPwxUafnVqrTc05nofVQM31VbZ0Wx4QV5CwBgAIABAAYAGCKtAJQEUBJASQAlAZSEisO3AIb3",
+	"wSifzfS5VRUrdmf1D+a9vdS9mKOtMcly3kRihnkTTZKoyJuIXtOY522ETVMBJsWQXwt5Rog1sqbCtmwr",
+	"L9JMZcEfIaK6KUf4rxwl/KpAe6edl2fVLMGb7Lt5k0F141+yuvF6yNaUMaAtIe8ikmXkOi9PrJhIjvJh",
+	"mhU84Wy7jmtJpEdu0Ea78ewZ2jnZ1U7PD7o9zZjnXxUWenS46xkGyuUc0da7NC5IFuWo+w6JjYhce7v1",
+	"KREtySW5ntY0R4MsnYxzlIaoe45M3bSeGTY20VYnSfgV+mt/f3+7jQY84RmJm4iSLEgT2VKYpsU4i5IC",
+	"bXWyooXc7SZiE45YFEcDnoizJX/Hnmab2000IgXPIhKr+Q/Jv0nG0kku28onQV6QhArWR6OMTmIiOHrZ",
+	"gocyLjkhQ+UibzfRmGfyQKiO5GD335WTfEmoWLmcc3Ta7ewddlsjhrZ2jg+baOf4sH/YOeue7ncO1F+v",
+	"Ox87p3vH570mOtl92UR7593+3v7B/qvu0W63Kdvb25t+s91CXVnyJlCE1GJ+wWMUElogJaTNNlD5Cur9",
+	"eS651bNnSHvg/6qVEM1JGbz6oRUxnhRRGPEMtdGZYPkvPiUIxbxAQY5eoAEvJFl2rk8yHkZXW58aO8eH",
+	"nxpN9KlRDrT9qbH9XHxE8pxnxVbMk60g30YvXiBDvCaotdM5O+uefujvHp8fnamvxVR3jg/RaJIXSF17",
+	"AUf8itAivpZFgsr2q+bDNGZbQS6+FS1sEUqbKNhGLz5NdN0SSrwY/1bJCXvpiG+pE/uKF1uB+Cz/PPnU",
+	"2K7G9HK/e7DXP9zv9faPXs3NCOWfJ2gUyYKUnxrb26L/RcKNUsbjmzRDL1B9ACX5ZlSjaUKJ+HtGvCaS",
+	"LW99atxcFNl7NeClQxVXeqQq0sguFK3upoUc/3rUUFOt0WMZOUgyEbt5ksmdpJjilrihFImaleZR/cnT",
+	"LGqj43GxJf7e3n56NBRjGS2MZZGItVnfTss5+sxIOe1IkEP2VbU/El+JX6u31KOtT8n//D/+H7Rl+DbG",
+	"SjWnQ5IRKiSEahLVRYX4FR2SZMC3HwR9124UmY4rn0QFr0x481fI3C2zJQustIIx3W7O3UUyVUF+nRTk",
+	"SnHebnnLIi7uMlLwsghbrbE0QUTxy5wXaEvwB0pyLkW17edonAmJqoi4uhmkkCsbETfCcMSLiE7bzFHG",
+	"JYtpKkE+51wQS+2cgjMkL9QcbR3JLlSLsp8WOpn2gyhJxMYRgp8cWC7EWbkNc7R10Dl6dd55Ja+Q/+//",
+	"NYztJspTJVemCZctZlwWMlNyt7iUJjGZGkbF1KMC0VTIAopIrxbG10Z7nG7l28/eFtdbk200IoMkKiaM",
+	"K2F4kkRSHI8S9Idm6P+7o7SDsgfZYkwE640GUYG28hQR9La4RrGYW5QgzWi1xLD3k0L9qet6qyX+H02S",
+	"mOc5CtJJwjirLqkXD/wfqmStsr2yCJfYViylkxGXKVtzdNI57XX7Lzu7Zz00IuNSf9mSS9ASctv2p6Rs",
+	"qvy+H07iuI3+I28RsYXCZddY992Opnaz5tqfGtvoBfrPpwZJUsY/NdqfGoOMjIdRwT81mp8alBR8kIrL",
+	"qf2p0X1X/TasXj6IjiK95R0mesvYTfWWcWyqd3gc558abdPzxF9DPoryomxGdS5f4zGnRZbG10XV3MlL",
+	"RyxDd/fZ3uGufGee+bTFWBWLlV/sJ2wipEWeF5m4mJFhNpHlYeyh92kc5sEkGzTRXld1J/lM+1Njr2uY",
+	"FrYd1/N1+S/5WLBx+XgqIFbyYO86L/goR69GwetPja9zo4qSQZ+RcgLSyKVbmoEXxi7eGseEqtd6JP73",
+	"IBJtT8c2Inne/zyQj7FttnRdL3+/6l+I8Qx4/0I9dcxW+SxKFp5Zul49UxdffTYzcbd6Q3CJT422YYrZ",
+	"p6MokVkOx4RGxXX/8+VQfu/arXIs1SsL45n2KQUPuVHmttjX54s7ciZWqr05lXfbpmGZWMO6Zk23JiVq",
+	"qeuPmtU3fRqTcit06KTg6Cy9aiHrOep9jhK0m2ZZCxmd56h3dnyGTrtI7bs4VfqP/G5uE9a3wUFUDKPJ",
+	"CA35FQnjSZql42Gaj4dyscWk5BVlOi7G/gZ31L2ijEpN+WlHGX1bte+puAKo3KdPwOIvUaunae1XNKoZ",
+	"9e9l0q/gIYjiAiM+GPHBiA9GfIjogogucJ4A5wlwngDnCXCeeEIRXRKInTob3OljcLcjRR4NkigZaJ/5",
+	"9Tq5a7vMtG3DR1JVpeJEi99JITqMwppFM+OUR+MibwqNXrobMAgDqzLc9hTR/xQ0/zEBInPLvjRDKIkH",
+	"jXajuyfXu9FsfObXSvVn/EJ8phkVYkH74llAcu7gRrth7145Lz+8ZePTP7qWefWhwH999FPrj48Hzwbv",
+	"4pNLfqIbX+iXV+Gh/mKzlJ4zsr2L+OWqrJ4lVUFfB30d9HXQ10FrAa0FtBbQWkBr+bHJPKWqskJrqJSF",
+	"mrpSynry3Zq2kpBxPkyL25y8KxfjBPHRuLhG1TeCjSqbFto53z/Y2z96BS7Y39YFu1eS/gdk85ztlJp2",
+	"8y3TQZ7Jtp+c4XwpHe6O2Nex6X5sNKU+2Jf1nWV5TrEnrmuW15yTeM4UW3XXH5J8eONHSXjXMUxDZ1hz",
+	"sM40bFOsEZ34mh4E1A1cj2BM6ubn6rB+43Se070KVmDQKkGrBK0SbJCgzYM2D9o8aPOgzYM2vySrZCWY",
+	"TzXsuvo+VTtu6u7rpZSsXm+XSnsTCV0ESV0EkYQ1UZpQjpQG0pR6ttA5wMhY5pqs6d4Q9AyJJiHRJCSa",
+	"/BZ+BFOmvg6s802TTC6DrEyrjlkt/87ULcsUH9bArBVpLA3HseWb8yhXI8DM4papY8JsqoeOwXjoUGb6",
+	"XhA4mPo+wabBfcfExDUNjt2QU8ehzPE4dYhhNh6KkfW6nYP7ZWR8JIRM8IiaGAAwGcBkAJMBTAbBEgCY",
+	"AWAGgBkAZgCY/eYZD+8Dkj0LJlHMVvu6dJMvEz4pc578kwbKqWaUXkj/jhv4nDhfp93O3odf1+9l+meh",
+	"ktGQBNXe0P7k10htyHaVEIXLEZGEVRsPkSS/LP1dZG28KBkI4j6XLaaTQmbT4jL/mKQcr1ZB7cB/0qAl",
+	"6SgWhM5STtZwDZmpRmEiUYGyybRETrWgYipy+fq9o85J7/Xx2U2Mb0fsDUD5vhfKd0g+82oh1T6p+1et",
+	"3EwZLyZZcmMzieWUK6R242yNFnbrLbDc4w9oRK4qpmfa9pNI97gZvlTyy6fq8WX+FCT7Jw3k4IqCj8ZF",
+	"Lv2+7kbfDNvH/sdGsxFGyWIOk2i2p/uf+XX18z9pUGY0Ia5lYtvWCPN8DdsG13zLszVOWOjwkNGAG41m",
+	"IyZ50Ze3etVCzEnO+wroyGsdqt/Ty4RPXx2Rq/5sSrbgHddxShRt74O9bb6zmo1xFqVKZDCbDcnpBY+O",
+	"xjyOElnyPLrgWb+iC1YbkU3i9SifFySbT4wyxQffnnfP712xRXGB+euo0WxMxmy9PfF1gzP1Jg1OeS5E",
+	"2yWC6Js0qC5b8MUDkBFARgAZAWT8fSub7+91D0+Oz7pHux/6syrnYq6LKt8lydEk50xqpgSxKAx5JshW",
+	"EhfcVMFNFVB3QN0BdQfU/ZZtYn8vwU+qa/3zo867zv5BZ+egK87o3k79lzbsBLC/gP1lHftLCaqjGwjG",
+	"+naYMi3OremRZiaef+Uqgz34Ik8THpWU2Zd0BFsFeCSDRzJ4JD8Bj2TF2Tf0S940o/wsqZq4FhT4blES",
+	"Ys+1tdD1DQ07TqD5zOUatrnr0tBirkvFjhIfSJvJ8sIa1SsVSH982JiaNirvZFMnumvb3NR9HXPfM0M/",
+	"YJ7JseHSgJjYDU0zCGgYWEZIQs8m1LPt0A9cU7ctC7sNwWBmI3eI41lM51oYBFTDgR1qgWm7mmFSxsQ3",
+	"hm3Nj3xZ2YWbA58Va7g5BUO3me0bvqV7QWhZ3MEmdbgfmqHDQtu0HIOKf7m+qTu251k6MQyLG45v6Aa1",
+	"MF+YArccbjBKNd2gWMOOTzTfDi3N022PE+wZnJqrpuAYjmZ5mrPZBHhoh9gmlBAcGG7oMMyxiRkNDJ3Q",
+	"wKKe7XqebRGfhcxxHd2zDcN2LGIyNwxsHCxMgOHQMA1MNMNzXLG1mRYYgaF5LsfMdTizMF41ARdjXcOe",
+	"hjecgekwy7B1HnqMOBY1HdsIiev7xMW+Ts3QtCjzQjPgNPAD0/V9TnTfNyxsBy6nizPAmBjMCZmGTcY1",
+	"7Hm65nFiadT2TA87tsUtNj+DqnTd7ZuoKhF3cwK24VNHd12CKfZMzK2AM8/ixA6JTbkTmL7h6iEjBnFM",
+	"xzG90GQmDnVsh3bIsW8sTMAPPUaDMNR8HjgatlyiBVbgaQEJPB/rduCZxooJ3LKFbhu+S10Le6ZOaaAH",
+	"zPU9cbAJtomuhwyzkPmmruumjj3XYrbvceJapkVCF3vBjVNs0tB1uWlptmlYGg4dX/MZYZrlmCGj2Amp",
+	"ba8YvotNX/N1zd5o/DzUOXVdTGzPY5bp+Iap29Tkrhlanqt7emBQYrnYC3XuioNMLeISHJiBZ3m+YS+M",
+	"36OcYep4mhNSXcNOaIjxE80zmel4xPEdvnr8lq95/ob01w2HO77jmth2qWVzj9uBQ03s24RY3Ncdhzlh",
+	"EIQ+9nQ7tAxqkdAIrYAFge8FerBhqsuawLwq0WUlTIMdFOygYAcFOyjYQcHsA2YfMPsA2A9g/++da3QO",
+	"io9KMXkZ2t9cEVjRYazE8OX1dTOU4neIoGhXJYJJLGPoq1qTs4SquZKNGRPi7mVE+U30v8MYgP/fHGZ9",
+	"0k751QGc4qFV/eFaWUp5Ml2D2yHFruZxTjRseboWBK6thZZLjQC7ToCFzo51nXDd4Rr1sFT9Q833qalx",
+	"JyQOcw2dOYJQmGHL0C1d80OHa5gFVCM6tjQc6Fh3iMX1kMlt8A1DBDqMyV2/QZCA/lMsoTzzKr/GNLDt",
+	"kbJ0/DSZZTfeBas92+vpM6RBYZheKhlRXUKXPOOKzwLeA3gP4D2A9wDe8/v6vR9J7KffO+uclX7W8yI5",
+	"EgvBs1mZA3BvB/d2wDkB5wScE3BOwDl/CZyzw9itAOVG7s1C2V6dZabHSZwjolLH1PIyiyWfFDyXSOXO",
+	"ya5WuVZrhkzF/FzQlZJEiOt0SJIBVwf7kmQs/3UBVEGuKBkgglRWzjnhDOv+TYxUfAGJXH5bfFSevqea",
+	"s0T/GSgGyYGfdHLgnqQdIJeAXAJyCcglIJe/LXJZKQh9dSU1Zz+IVVL6RZrdDXAWZRpLwDUB1wRcE3BN",
+	"wDUB1wRc85fANYWueANrvB3MVLLaXekZyrfaZebmEjtcHsutwr5vhIyHddSxDCr/LXM8iNe7d5PxZgg+",
+	"ynmJF9fIKrpYnjbirFzZHxNJXkx7XxLJfSfk5BoGtqyPM9B2l8cxGpHPPEOvRsHrRrORx5NBo92gPI41",
+	"+UDziEsMfQGq8S099Gwz1IzA1jVscE8jnutqjqs7fmAwy3dCGR1525jstq63TNtyXbc2pj0uD/xIMAnV",
+	"5WxYjF/cCzP6e2M4clWA42z5ATgC4AiAIwCOQEEDBQ0UNFDQQEH7sQF2M9G40ssqWW11TJ2qG55PdYLN",
+	"NKedk91+Z+9w/6h/dvxn92gbKcVkXr2oFJ4VCs1ROl8jhRM6VP3S6dgE1Wf2AcUVRFclaxD6V5QM0OWQ",
+	"q/t2yFEYZXmh2inS9DPiYchpsS3HsGQqy9UdRZ2zSgb/3i4LS3SdzdWWDQT/+nQ38EYwfhQxnpy6t6mO",
+	"tdQwoyYF+hXoV6BfgX4FhkfQa0GvBb0W9FrQa38/vVYJw1PtdKlqWxocL3kwTNPPGuNxdMGziKswipUG",
+	"yFNOmNAty+9Q+d11W1rCqqqETRSTvEDKbVcmAUj4VVE9hlzyTJVSfq+IuFfSEOIlIJk8JJOHZPLfxgVg",
+	"CacPiO5wrFPNd7mhYTewtIB7hsYpDpyQhmZgBhvmk59LrDOtUWusUXbXtSxTlwb9coS3voxd3/TEy/LS",
+	"7VN5elQiHfXLiOc5Gcx+vOAVKBU4nOrYdTRqulTDloM133QNzbetUA8NauqWLcSIohj3q8ATU9drRX5t",
+	"nzLsBZZmeIauYZ+7WsDMUGO2rbsh0XWL8arIb0mEdaZS7Yp+IKHSRv2nmlCzqzaKVokLDUH0PVKITfYy",
+	"i5rIdNFReoFEZ6jqBr06PBMnZhpJs9c92H/XPb1vJd07K+a62NNdOa1y4/UrUaFchTX2Xu1jnrBxGk1x",
+	"Rd13POwwzXe4o2GXEI24oaFZBgl8znWX041wxcWLeEVaIza7qAFlBJQRUEZAGSH8B/BGwBsBbwS8EfDG",
+	"3xZvfMWLJZBgDXYs5esluGMl198Z8jBFNv6VT3uafqxQwnQiSEczXuTbgDFWgQcl7btTQt9AGVdiSPXJ",
+	"1kSLNqq2FVKEWyNa4h4Y0zcCxn78pAANezpo2JSFPADn2iiSxtFdQ2ZvyfuEFtEFr1jzfUCYLG60JVDV",
+	"fvbMMN2W3tJbRhubtu4/C8ZUk6hX/kAY5e/NgZSK2ayKhqkzI0BSAEkBJAWQFNDjQY8HPR70eNDjf3TB",
+	"qdV69nKVflWUzCkfRLnQMgUPfX12dtKbtoSKISlQximPLviCdp9PAtFKwBlS8msT5dEgqStmg+iCJ6Wu",
+	"/+tmX/3OMT4r4ngWRPofENBzEyuqKV9qEzTajcthzqlW9abphmlh23E9nwSU8bDxTTWsjcOFKnI+uYCh",
+	"W4n9S+q399ZuIQ4J9FrQa0GvhTgkwBMATwA8AfAEwBMAT5jTNRQAUHMO4DM1cgPngGlMEuMxL/hN8u3J",
+	"3yXQMIUYtqKFGnKxGAxDSZqhqYs5KtJtGaAkdPwSeZCN/sJVXSSxVFkXRU82I5rsFd/EAhSBb2IBELAE",
+	"AUsQsPS7uWjgVRwYgA8APgD4AOADQiMAAgEIBCAQgEAAAvmtIRAlFq8NgDTXy7oyVdenHhF5QQoudKio",
+	"yBGNMjoRRynjMmnj1u7Bca+710THJ92jJnrdOXjZF/+EKImFTCwAbACwAcAGxJ5859iTZ+s4qjwgQKW8",
+	"B+o5WfpR0r+MEpZeNtp6sxGSKJ5kvJ/JNCKzHxbfS/hV0R9nacClD5DKrZKOeVI6Bakf5GXUaDfUtSO2",
+	"x2/uOFTdK6c8F5LbivQiNdEAMDTA0ABDAwwNMDTA0ABDAwwNMDTA0CC9yBLsawnctTJIiRR0uKSWz5Ak",
+	"g3nXoX/l6Pz0QModYzLJeY62ploJksDAtpIK88morAE6y6r56/oN7ddikRSWFiUDsaFiTqoorpyMSjDy",
+	"Js52LnNGAtQGUBtAbb8l1PZ9wgY7Z7uvfwzOtibs9OzC3AQ8UmzzHgGD+i9K5qcJJopVfUKBiAAoAqAI",
+	"gCIAigAoQjwoxIMCkAtALgC5AOQCkPtD69JJqHUJlqsAVykvC21NtLV5fOizsRiTOAdLs1H1eFL3oWyJ",
+	"t1WCKXHaipq61ETFMEsnA+VZmaTZiMTTrNZoTIrh75hzKpf0SxOurjFBvrKJbvJlwic8l7GlqqxQ/313",
+	"5/Xx8Z83QeCTKBkABAwQMEDA4G1p/piMZmvhk/I2eQBIuXnBuU3Lyz2grtoGUKPg16vdFsVTJLk/RP4C",
+	"yAggI4CMADI+mRX4TgDKbpqEcUSLNto/ksBXv3fWOSvRxnpimShRtjiAGAFiBIgRIMafZJvY30u6eHve",
+	"Pe/2z4867zr7B52dg644o3s79V/asBMAbAaweR2wuccTthbcuxbUPJca8D61CucaaE5RqVjGy6fJbDgQ",
+	"k79QubA3R3qoXgjVC58w0n6cxNdKlqvZtubziq65MZZ5Eq7eIuv1C2v3dKL/5xbne1Wf9HTX+yg2oESn",
+	"S4qMSZ6P06xoSfW8LF9xD0fZB/i+zj6uk0U1YDnMIGbgaBxbjoZ1xrXA1B3N9L3A8yzP0zm/V5XK+sWy",
+	"qlLl4uUDEDdA3ABxA8QNUB9AfQD1AcADAM+Tq1aZL4hsG1Ss7FWlJ+crSUjDYQUeXY95yYDDKJbcNZQ/",
+	"5ttQifK7VKKsi+Q/sBrl4jZb8Px5OrrVxrUp6wR+svUpV5L/t9aCH6QDQz1L0HxB8wXNF5y7wLlrY+cu",
+	"EgsJ77pevb1IS4vEVHCGoF4I6gUYDmA4gOEAhgMY7hfxs6ou/Fshs82drNav+TqH+D1HMRHnVCVlkrDX",
+	"rALsrOyrAtN+qxqvdSqtV+d1AWmDIF0I0oUgXaj1CrVeARQEUBBAQQAFAQkBJASQEEBCAAkBJGRJrdd8",
+	"Xn9eBoDI9rOL1cFM4mlEOSqGpJB/yEILUY5YSicjLsPXVIbqZw0xnLKTxaZ2CP08yNJJwtA/aZCjrdPo",
+	"QjDiBJ2keTHIeL6NSMIEQaMM9XrHZ2gUCcK2EVfpvWSQ2j9poFCPgBR02Kw5BcXXKvKohkNof/Lr5yiO",
+	"8qIpQY8SQSESjdHGaRxvNyvukjBESUJ5LEYwas00yzdpkDeWKMvyOs/FnVJEEtHgMjtbJQm0UOm5UPmR",
+	"TPU+hXeI7b1zstvv7B3uH/XPjv/sHm3Xei2bX9lxpZ3maCsY0/6nia5bdJzxMLqS/+blTzmnGS/UT9uo",
+	"nL4QHtsKJqrH3SlcqIUOSUIGSwauUKg65jRFmmojrwbWuA1g+FeOhiQfanRIooQzRCYsKlCcDtqIjMdc",
+	"LMYkL9JRiaI9Vw5fUY5Ckoj304lE+Gq2vsWMfnltSF1VbPHmgN4vflRhbHITLpR12W7Oe/aJAczwxVxu",
+	"oVoVlln30+N2cwA9JTVWRylHWzvHh010svuyifbOu/29/YP9V92j3a7CFKIMTcZxShhnSBxZOYzy1KCQ",
+	"ULUfc85QmKWjxZ28N+1F7AfTUV8sG1VCxvkwLfI2ynmRozQsG5c8gGQcBZMoLtDWzvn+wd7+0Sv0P//P",
+	"/wuddjt7H9Q4E5RzEnPWVOcqHY2jWMpXRYoqN6c6haYdLhnM6STmaEzoZzLgeRvt9Q6QOmE5qq2V9NJ6",
+	"Lpi1IovYKywTMgNryofyv2Jk40kQR/mQs1r/c30sGcOOvPmv0ThL2YQWebUY07nIeVZ/TZemXU29ifJo",
+	"kDRR5dkldeY0k2xpHJPr50hwEUnj2qhOyt6q5Zr2tuJoyZlRxRXkSomdGF7PxpVxyqPxPOWjQRIlg1Un",
+	"9kQ1KRsqL3yxG6Y0nI2pKVdDnEuaccaTIiJx/hxlpOAojkaR4IRjvijd1Wd7s6slAzqILnjCc0Vw5dIp",
+	"/pIVYXO0laT17tWNcpKlI14M+SRHI15kEc3R1jxPqzPe15zExbAieflB4+vfX/9XAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
