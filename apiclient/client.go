@@ -36,7 +36,7 @@ type Client struct {
 	HTTP *http.Client
 	// JobTimeout bounds every wait: one job, or one state to reach.
 	JobTimeout time.Duration
-	// RequestTimeout bounds one request (plus waitMs for a long poll).
+	// RequestTimeout bounds one request (plus wait_ms for a long poll).
 	RequestTimeout time.Duration
 	// PollInterval is the delay between polls of a state, and the least
 	// time between two long polls of a job.

@@ -133,8 +133,8 @@ func jobServer(t *testing.T, statuses []string, lastError string) *httptest.Serv
 		return j
 	}
 	mux.HandleFunc("GET /v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("tenant_id") != testTenant || r.URL.Query().Get("waitMs") == "" {
-			writeEnvelope(w, http.StatusBadRequest, "VALIDATION_ERROR", "tenant_id and waitMs expected")
+		if r.URL.Query().Get("tenant_id") != testTenant || r.URL.Query().Get("wait_ms") == "" {
+			writeEnvelope(w, http.StatusBadRequest, "VALIDATION_ERROR", "tenant_id and wait_ms expected")
 			return
 		}
 		j := job(r.PathValue("id"), int(calls.Add(1)))

@@ -1,7 +1,7 @@
 // Package apiclient calls the admin HTTP API of a BPC service (/v1, JSON,
 // Authorization: Bearer <token>) as one tenant: requests with JSON bodies,
 // the service's error envelope as an *Error, and waiting for jobs — a long
-// poll on GET /v1/jobs/{job_id}?waitMs=… until the job is terminal, or a
+// poll on GET /v1/jobs/{job_id}?wait_ms=… until the job is terminal, or a
 // poll of any state the caller can read.
 //
 // The client is deliberately generic: paths and bodies are the caller's, and

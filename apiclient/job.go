@@ -18,7 +18,7 @@ const (
 	StatusDeadLetter = "DEAD_LETTER"
 )
 
-// maxWait is the longest waitMs GET /v1/jobs/{job_id} accepts.
+// maxWait is the longest wait_ms GET /v1/jobs/{job_id} accepts.
 const maxWait = 30 * time.Second
 
 // IsTerminal reports whether a job in status will not change any more by
@@ -97,7 +97,7 @@ func (c *Client) WaitJob(ctx context.Context, job *Job) (*Job, error) {
 		}
 		started := time.Now()
 		var next Job
-		path := c.TenantPath(Path("/v1/jobs", cur.JobID), "waitMs", strconv.FormatInt(wait.Milliseconds(), 10))
+		path := c.TenantPath(Path("/v1/jobs", cur.JobID), "wait_ms", strconv.FormatInt(wait.Milliseconds(), 10))
 		if _, err := c.send(ctx, http.MethodGet, path, nil, &next, wait+c.RequestTimeout); err != nil {
 			return nil, fmt.Errorf("waiting for job %s (%s): %w", cur.JobID, cur.Type, err)
 		}

@@ -43,11 +43,11 @@ J=$(echo "$EVENT" | field job_id); D=$(echo "$EVENT" | field webhook_delivery_id
 
 # 3. Watch it: the SSOT row (QUEUED → RUNNING → …), or River UI at
 #    $BASE/riverui/ (user: anything, password: the token).
-curl -sf -H "$AUTH" "$API/jobs/$J?tenant_id=$DEV"; echo
+curl -sf -H "$AUTH" "$API/jobs/$J"; echo
 
 # 4. Connection refused is retryable: attempts after 2, 4, 8, 16 backoff units,
-#    then DEAD_LETTER. waitMs long-polls until the job is terminal (202 if not yet).
-JOB=$(curl -s -H "$AUTH" "$API/jobs/$J?tenant_id=$DEV&waitMs=30000")
+#    then DEAD_LETTER. wait_ms long-polls until the job is terminal (202 if not yet).
+JOB=$(curl -s -H "$AUTH" "$API/jobs/$J?wait_ms=30000")
 echo "$JOB"      # {"status":"DEAD_LETTER","attempts":5,"last_error":{"code":"WEBHOOK_NETWORK",…},"river_job_id":…}
 R=$(echo "$JOB" | field river_job_id)                # the id River UI shows
 [ "$(echo "$JOB" | field status)" = DEAD_LETTER ] || fail "expected DEAD_LETTER"
@@ -63,9 +63,9 @@ until curl -s -o /dev/null "http://$HOOK/"; do sleep 0.1; done
 #    circuit breaker still open: an operator's retry is the breaker's probe.
 curl -sf -u "ops:$TOKEN" -H 'Content-Type: application/json' \
   "$BASE/riverui/api/jobs/retry" -d "{\"ids\":[\"$R\"]}"; echo
-JOB=$(curl -s -H "$AUTH" "$API/jobs/$J?tenant_id=$DEV&waitMs=30000"); echo "$JOB"
+JOB=$(curl -s -H "$AUTH" "$API/jobs/$J?wait_ms=30000"); echo "$JOB"
 [ "$(echo "$JOB" | field status)" = SUCCEEDED ] || fail "expected SUCCEEDED"
-DELIVERY=$(curl -sf -H "$AUTH" "$API/webhook-deliveries/$D?tenant_id=$DEV"); echo "$DELIVERY"
+DELIVERY=$(curl -sf -H "$AUTH" "$API/webhook-deliveries/$D"); echo "$DELIVERY"
 [ "$(echo "$DELIVERY" | field status)" = DELIVERED ] || fail "expected DELIVERED"
 # --- end ---
 echo "walkthrough: OK (job $J, River job $R, delivery $D)"
