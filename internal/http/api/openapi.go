@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -326,9 +327,19 @@ func (sp *spec) build() {
 		if err != nil {
 			panic(fmt.Sprintf("error marshalling the OpenAPI document: %v", err))
 		}
-		sp.json = b
+		sp.json = extensionKeywords(b)
 		sp.html = renderDocs(sp.doc)
 	})
+}
+
+// extensionKeywords renames the schema keywords Huma writes that are
+// neither JSON Schema nor OpenAPI to the x- extensions tools accept:
+// patternDescription (the human reading of a pattern, which Huma's
+// validator quotes in its messages) becomes x-pattern-description. Redocly
+// refuses the bare keyword as an error. The document is JSON text, so the
+// member name can only appear quoted and followed by a colon.
+func extensionKeywords(doc []byte) []byte {
+	return bytes.ReplaceAll(doc, []byte(`"patternDescription":`), []byte(`"x-pattern-description":`))
 }
 
 func (sp *spec) serveJSON(w http.ResponseWriter, r *http.Request) {
