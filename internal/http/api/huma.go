@@ -46,15 +46,6 @@ func (s *Server) newAPI(r chi.Router, doc *huma.OpenAPI) huma.API {
 	return api
 }
 
-// dropRawBodyMediaType removes the application/octet-stream request body a
-// RawBody input field makes Huma document, when the operation documents
-// its JSON body.
-func dropRawBodyMediaType(_ *huma.OpenAPI, op *huma.Operation) {
-	if op.RequestBody != nil && op.RequestBody.Content["application/json"] != nil {
-		delete(op.RequestBody.Content, "application/octet-stream")
-	}
-}
-
 // completeErrorBody adds the correlation id to an error a handler built
 // without the request (a huma.StatusError such as huma.Error404NotFound),
 // which Huma writes without calling NewErrorWithContext, and sets

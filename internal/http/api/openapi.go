@@ -117,7 +117,6 @@ func newOpenAPI() *huma.OpenAPI {
 					"role admin, writer or reader). Missing, unknown, expired or revoked tokens are 401."},
 			},
 		},
-		OnAddOperation: []huma.AddOpFunc{dropRawBodyMediaType},
 	}
 }
 
