@@ -114,7 +114,11 @@ func TestDoRefusesAnOversizedBody(t *testing.T) {
 	}))
 	defer srv.Close()
 	var raw []byte
-	err := testClient(srv.URL).Do(context.Background(), http.MethodGet, "/v1/big", nil, &raw)
+	c := testClient(srv.URL)
+	// 64 MiB through the race detector: a did-not-hang bound that holds on
+	// a machine busy with other work (30 s did not, at a load average of 30).
+	c.RequestTimeout = 5 * time.Minute
+	err := c.Do(context.Background(), http.MethodGet, "/v1/big", nil, &raw)
 	require.ErrorContains(t, err, "response larger than")
 	require.Nil(t, raw)
 }

@@ -30,8 +30,10 @@ func TestRepeatedValuesStopTheEncodingEarly(t *testing.T) {
 		start := time.Now()
 		_, err := CompilePassport(in)
 		// A did-not-hang bound, not a speed claim: about a second under
-		// -race; before the limit, minutes and then the OOM killer.
-		require.Less(t, time.Since(start), 30*time.Second, tc.name)
+		// -race when idle, 46 s seen at a load average of 30; before the
+		// limit, minutes and then the OOM killer (which the memory, not
+		// this bound, would show).
+		require.Less(t, time.Since(start), 5*time.Minute, tc.name)
 		require.Equal(t, tc.code, errcode.CodeOf(err), "%s: %v", tc.name, err)
 		require.Contains(t, errcode.As(err).Details, "limit")
 	}
