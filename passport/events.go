@@ -27,10 +27,10 @@ const (
 
 // IsSystemAggregate reports whether an aggregate type is one whose chain
 // the service itself appends to (a document version's, a snapshot's, a rule
-// package version's, a passport version's, an API key's).
+// package version's, a passport version's, an API key's, a tenant's).
 func IsSystemAggregate(aggregateType string) bool {
 	switch aggregateType {
-	case AggregateDocumentVersion, AggregateSnapshot, AggregateRulePackageVersion, AggregatePassportVersion, AggregateAPIKey:
+	case AggregateDocumentVersion, AggregateSnapshot, AggregateRulePackageVersion, AggregatePassportVersion, AggregateAPIKey, AggregateTenant:
 		return true
 	}
 	return false

@@ -53,6 +53,9 @@ const (
 	// is one the destination policy refuses (SPEC §12); nothing was sent,
 	// and a retry would dial the same address.
 	WebhookDestinationDenied Code = "WEBHOOK_DESTINATION_DENIED"
+	// QuotaExceeded: the tenant reached one of its quotas (SPEC §15); the
+	// details name the quota, its limit and the use counted.
+	QuotaExceeded Code = "QUOTA_EXCEEDED"
 
 	Unauthorized        Code = "UNAUTHORIZED"
 	Forbidden           Code = "FORBIDDEN"
