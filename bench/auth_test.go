@@ -38,7 +38,7 @@ func BenchmarkAuthenticatedRead(b *testing.B) {
 	var key passport.CreatedKey
 	require.NoError(b, passport.InTx(context.Background(), st, srv.River, "bench", func(t passport.Tx) error {
 		var err error
-		key, err = passport.CreateAPIKey(context.Background(), t, passport.NewKey{TenantID: store.DevTenantID, Name: "bench", Role: "reader"}, time.Now())
+		key, err = passport.CreateAPIKey(context.Background(), t, passport.DefaultQuotas(), passport.NewKey{TenantID: store.DevTenantID, Name: "bench", Role: "reader"}, time.Now())
 		return err
 	}))
 	path := "/v1/documents/" + uuid.NewString()

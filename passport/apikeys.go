@@ -40,9 +40,11 @@ type CreatedKey struct {
 }
 
 // CreateAPIKey creates a key for in.TenantID with a new random token,
-// stores the token's hash and records api_key.created. now is the time an
-// expiry must lie after.
-func CreateAPIKey(ctx context.Context, t Tx, in NewKey, now time.Time) (CreatedKey, error) {
+// stores the token's hash and records api_key.created, unless the tenant
+// has its api_keys quota of unrevoked keys already (QUOTA_EXCEEDED,
+// counted under the tenant's lock). now is the time an expiry must lie
+// after; defaults are the service's quotas.
+func CreateAPIKey(ctx context.Context, t Tx, defaults Quotas, in NewKey, now time.Time) (CreatedKey, error) {
 	name := strings.TrimSpace(in.Name)
 	if name == "" || utf8.RuneCountInString(name) > maxKeyNameChars {
 		return CreatedKey{}, errcode.Invalid("name", "must be 1 to %d characters", maxKeyNameChars)
@@ -58,6 +60,17 @@ func CreateAPIKey(ctx context.Context, t Tx, in NewKey, now time.Time) (CreatedK
 		if in.ExpiresAt.Sub(now) > maxKeyLifetime {
 			return CreatedKey{}, errcode.Invalid("expires_at", "must be within ten years")
 		}
+	}
+	quotas, err := lockTenantQuotas(ctx, t, defaults, in.TenantID)
+	if err != nil {
+		return CreatedKey{}, err
+	}
+	n, err := t.Q.CountUnrevokedAPIKeys(ctx, in.TenantID)
+	if err != nil {
+		return CreatedKey{}, err
+	}
+	if n >= quotas.APIKeys {
+		return CreatedKey{}, QuotaExceeded(QuotaAPIKeys, quotas.APIKeys, n)
 	}
 	token, prefix := NewToken()
 	k, err := t.Q.CreateAPIKey(ctx, bpctype.APIKey{

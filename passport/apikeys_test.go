@@ -20,7 +20,7 @@ func (e env) createKey(t *testing.T, in passport.NewKey) (passport.CreatedKey, e
 	var k passport.CreatedKey
 	err := e.run(t, func(tx passport.Tx) error {
 		var err error
-		k, err = passport.CreateAPIKey(e.Ctx, tx, in, time.Now())
+		k, err = passport.CreateAPIKey(e.Ctx, tx, passport.DefaultQuotas(), in, time.Now())
 		return err
 	})
 	return k, err

@@ -245,6 +245,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 			Kinds:         workers.Kinds(),
 			CompileLimits: cfg.CompileLimits(),
 			MaxQueueDepth: cfg.QueueMaxDepth,
+			Quotas:        cfg.Quotas,
 
 			WebhookDestinations: cfg.WebhookDestinations(),
 		},

@@ -30,6 +30,7 @@ import (
 	"github.com/bpc-platform/bpc/internal/tracing"
 	"github.com/bpc-platform/bpc/internal/webhook/breaker"
 	"github.com/bpc-platform/bpc/internal/webhook/destination"
+	"github.com/bpc-platform/bpc/passport"
 )
 
 // Config is the service configuration (SPEC §5), read once from the
@@ -103,6 +104,12 @@ type Config struct {
 	// not connected, instead of answering 200 with the queue degraded
 	// (BPC_HEALTH_REQUIRE_QUEUE).
 	HealthRequireQueue bool
+	// Quotas are the tenants' default quotas (SPEC §15), which the platform
+	// overrides per tenant: BPC_TENANT_MAX_WEBHOOK_ENDPOINTS,
+	// BPC_TENANT_MAX_WEBHOOK_SUBSCRIPTIONS, BPC_TENANT_MAX_API_KEYS,
+	// BPC_TENANT_MAX_QUEUED_JOBS and BPC_EVENT_PAYLOAD_MAX_BYTES; the rate
+	// members are the tenant request budget's defaults.
+	Quotas passport.Quotas
 	// BeforeCommit is the workers' BeforeCommit test hook; never set from
 	// the environment.
 	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
@@ -208,6 +215,16 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.WebhookTimeout = ms("BPC_WEBHOOK_TIMEOUT_MS", 30_000, 1, 600_000)
 	// 8 MiB: a 4 MiB document (core/facts.MaxDocumentBytes) travels base64.
 	c.HTTPMaxBodyBytes = int64(num("BPC_HTTP_MAX_BODY_BYTES", 8<<20, 1024, 1<<30))
+	c.Quotas = passport.DefaultQuotas()
+	quota := func(name, env string, limit *int) {
+		lo, hi, _ := passport.QuotaBounds(name)
+		*limit = num(env, *limit, lo, hi)
+	}
+	quota(passport.QuotaWebhookEndpoints, "BPC_TENANT_MAX_WEBHOOK_ENDPOINTS", &c.Quotas.WebhookEndpoints)
+	quota(passport.QuotaWebhookSubscriptions, "BPC_TENANT_MAX_WEBHOOK_SUBSCRIPTIONS", &c.Quotas.WebhookSubscriptions)
+	quota(passport.QuotaAPIKeys, "BPC_TENANT_MAX_API_KEYS", &c.Quotas.APIKeys)
+	quota(passport.QuotaQueuedJobs, "BPC_TENANT_MAX_QUEUED_JOBS", &c.Quotas.QueuedJobs)
+	quota(passport.QuotaEventPayloadBytes, "BPC_EVENT_PAYLOAD_MAX_BYTES", &c.Quotas.EventPayloadBytes)
 
 	switch c.Env {
 	case "dev", "test", "prod":

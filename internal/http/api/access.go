@@ -290,7 +290,7 @@ func (s *Server) handleCreateKey(ctx context.Context, req *bodyInput[createKeyRe
 		return nil, err
 	}
 	k, err := inTxValue(ctx, s, func(t passport.Tx) (passport.CreatedKey, error) {
-		return passport.CreateAPIKey(ctx, t, passport.NewKey{TenantID: tenantID, Name: in.Name, Role: in.Role, ExpiresAt: in.ExpiresAt}, time.Now())
+		return passport.CreateAPIKey(ctx, t, s.quotaDefaults(), passport.NewKey{TenantID: tenantID, Name: in.Name, Role: in.Role, ExpiresAt: in.ExpiresAt}, time.Now())
 	})
 	if err != nil {
 		return nil, err

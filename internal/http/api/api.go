@@ -52,6 +52,10 @@ type Config struct {
 	// Its Rules member (BPC_RULES_MAX_NODES, BPC_RULES_MAX_CASES) also bounds
 	// the sources of a new rule package version.
 	CompileLimits compiler.Limits
+	// Quotas are the tenants' default quotas (BPC_TENANT_*, SPEC §15),
+	// which the platform overrides per tenant; zero is
+	// passport.DefaultQuotas.
+	Quotas passport.Quotas
 }
 
 // ReadyCheck reports an unmet readiness condition by returning an error.
@@ -93,6 +97,8 @@ type Server struct {
 	Tracer trace.Tracer
 	// depth caches queue depths for BPC_QUEUE_MAX_DEPTH.
 	depth depthGate
+	// queued admits enqueues within each tenant's queued_jobs quota.
+	queued passport.QueueGate
 	// pollInterval is the waitMs long-poll's first delay (tests shorten it).
 	pollInterval time.Duration
 }
@@ -279,6 +285,12 @@ func (s *Server) adminRoutes(rs routes) {
 	register(rs, http.MethodGet, "/v1/tenants", "list-tenants", "List tenants", s.handleListTenants,
 		describe("Every tenant for the platform token; a tenant API key sees its own tenant only."),
 		responds[items[bpctype.Tenant]](http.StatusOK, "Tenants"))
+	register(rs, http.MethodPatch, "/v1/tenants/{id}", "update-tenant-quotas", "Override a tenant's quotas", s.handleUpdateTenantQuotas,
+		describe("The platform token only."), platformOp("changing a tenant's quotas"),
+		jsonBody[updateTenantQuotasRequest],
+		responds[tenantQuotasResponse](http.StatusOK, "The tenant's effective quotas"))
+	register(rs, http.MethodGet, "/v1/tenants/{id}/usage", "get-tenant-usage", "A tenant's quotas and what it uses of them", s.handleGetTenantUsage,
+		responds[tenantUsageResponse](http.StatusOK, "Quotas and usage"))
 
 	register(rs, http.MethodPost, "/v1/api-keys", "create-api-key", "Create a tenant API key; its token is shown once", s.handleCreateKey,
 		describe("The platform token, or a tenant admin key for its own tenant. The token (bpc_<prefix>_<secret>) is in this answer only; the service keeps its SHA-256."),

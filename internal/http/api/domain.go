@@ -56,6 +56,10 @@ func (s *Server) startJob(ctx context.Context, key string, args jobargs.Args, ch
 	if err := s.checkQueueDepth(ctx, args); err != nil {
 		return nil, err
 	}
+	admitted, err := s.queued.Admit(ctx, s.Store, s.quotaDefaults(), []uuid.UUID{args.Tenant()})
+	if err != nil {
+		return nil, err
+	}
 	res, err := inTxValue(ctx, s, func(t passport.Tx) (passport.EnqueueResult, error) {
 		if check != nil {
 			if err := check(ctx, t.Q); err != nil {
@@ -73,8 +77,10 @@ func (s *Server) startJob(ctx context.Context, key string, args jobargs.Args, ch
 		return res, err
 	})
 	if err != nil {
+		admitted.Done(nil)
 		return nil, err
 	}
+	admitted.Done([]passport.EnqueueResult{res})
 	if !res.Existing {
 		s.logTransition(ctx, res.Job, "api")
 	}

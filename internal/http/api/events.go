@@ -58,7 +58,11 @@ func (s *Server) handleAppendEvent(ctx context.Context, raw *bodyInput[appendEve
 		}
 		in.ActorID = actor
 	}
-	if err := s.requireTenantExists(ctx, tenantID); err != nil {
+	quotas, err := passport.TenantQuotas(ctx, s.Store, s.quotaDefaults(), tenantID)
+	if err != nil {
+		return nil, err
+	}
+	if err := passport.CheckEventPayload("payload", in.Payload, quotas); err != nil {
 		return nil, err
 	}
 	res, err := inTxValue(ctx, s, func(t passport.Tx) (passport.AppendResult, error) {

@@ -80,11 +80,24 @@ func (s *Server) enqueue(ctx context.Context, reqs []passport.EnqueueRequest, ba
 	if err := s.checkQueueDepth(ctx, args...); err != nil {
 		return nil, err
 	}
+	tenants := make([]uuid.UUID, len(args))
+	for i, a := range args {
+		tenants[i] = a.Tenant()
+	}
+	admitted, err := s.queued.Admit(ctx, s.Store, s.quotaDefaults(), tenants)
+	if err != nil {
+		return nil, err
+	}
 	var ins passport.Inserter = s.River
 	if s.Inserter != nil {
 		ins = s.Inserter
 	}
 	results, err := passport.Enqueue(ctx, s.Store, ins, reqs)
+	if err != nil {
+		admitted.Done(nil)
+	} else {
+		admitted.Done(results)
+	}
 	var missing *passport.MissingRefError
 	if errors.As(err, &missing) {
 		field := jobargs.PayloadPrefix + missing.Ref.Field

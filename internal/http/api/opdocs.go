@@ -117,11 +117,19 @@ var opDocs = map[string]opDoc{
 	"create-tenant": {tag: tagTenants, caller: callerPlatform, text: "Creates a tenant.", idempotent: repeatCreate},
 	"list-tenants": {tag: tagTenants, caller: callerReader,
 		text: "Lists tenants: every tenant for the platform token, the key's own tenant for a tenant API key."},
+	"update-tenant-quotas": {tag: tagTenants, caller: callerPlatform,
+		text: "Overrides a tenant's quotas (SPEC §15): each limit in quotas replaces the service's default for this tenant, " +
+			"each name in reset goes back to the default. An unknown quota name or a limit out of its bounds is 422 naming it. " +
+			"Answers the tenant's effective quotas.",
+		idempotent: repeatSame},
+	"get-tenant-usage": {tag: tagTenants,
+		text: "A tenant's effective quotas and what it uses of them now: queued and running jobs, live webhook endpoints, " +
+			"subscriptions and unrevoked API keys. The platform token, or any key of the tenant; another tenant's id is 403."},
 
 	// API keys
 	"create-api-key": {tag: tagKeys, caller: callerKeyAdmin,
 		text:       "Creates an API key with a role (admin, writer, reader) for a tenant. The token is answered once and never again.",
-		idempotent: repeatCreate},
+		idempotent: repeatCreate, conflict: "QUOTA_EXCEEDED: the tenant has its api_keys quota of unrevoked keys (details: quota, limit, used)."},
 	"list-api-keys": {tag: tagKeys, caller: callerKeyAdmin, text: "Lists a tenant's API keys, without their tokens."},
 	"revoke-api-key": {tag: tagKeys, caller: callerKeyAdmin,
 		text: "Revokes an API key: requests with its token are 401 from then on.", idempotent: repeatSame},
@@ -157,18 +165,21 @@ var opDocs = map[string]opDoc{
 	// Webhooks
 	"create-webhook-endpoint": {tag: tagWebhooks,
 		text:       "Registers an HTTPS endpoint that receives the tenant's subscribed events, signed with the given secret.",
-		idempotent: repeatCreate},
+		idempotent: repeatCreate, conflict: "QUOTA_EXCEEDED: the tenant has its webhook_endpoints quota of live endpoints (details: quota, limit, used); " +
+			"CONFLICT: a live endpoint of the tenant has the same URL (scheme and host case, default port and an empty path aside)."},
 	"list-webhook-endpoints": {tag: tagWebhooks, text: "Lists the tenant's webhook endpoints (without secrets)."},
 	"get-webhook-endpoint": {tag: tagWebhooks,
 		text: "Reads a webhook endpoint with the state of its circuit breaker (CLOSED, OPEN, HALF_OPEN)."},
-	"update-webhook-endpoint": {tag: tagWebhooks, text: "Changes an endpoint's URL, or pauses (is_active false) or resumes its deliveries.", idempotent: repeatSame},
+	"update-webhook-endpoint": {tag: tagWebhooks, text: "Changes an endpoint's URL, or pauses (is_active false) or resumes its deliveries.", idempotent: repeatSame,
+		conflict: "CONFLICT: another live endpoint of the tenant has the new URL."},
 	"delete-webhook-endpoint": {tag: tagWebhooks, text: "Deletes an endpoint (it is no longer listed nor delivered to) and its subscriptions.",
 		idempotent: "Deleting a deleted endpoint is 404."},
 	"ping-webhook-endpoint": {tag: tagWebhooks, text: "Sends a webhook.ping event to the endpoint, through the normal delivery path.",
 		idempotent: "Not idempotent: each call sends one more ping.", enqueues: "DELIVER_WEBHOOK",
 		conflict: "INVALID_STATE: the endpoint is inactive."},
 	"create-webhook-subscription": {tag: tagWebhooks, text: "Subscribes an endpoint to an event type (or a filter of types).",
-		idempotent: repeatCreate, conflict: "INVALID_STATE: the endpoint is already subscribed to this event type.", notFound: true},
+		idempotent: repeatCreate, conflict: "INVALID_STATE: the endpoint is already subscribed to this event type; " +
+			"QUOTA_EXCEEDED: the tenant has its webhook_subscriptions quota (details: quota, limit, used).", notFound: true},
 	"list-webhook-subscriptions": {tag: tagWebhooks, text: "Lists the tenant's webhook subscriptions, optionally of one endpoint."},
 	"delete-webhook-subscription": {tag: tagWebhooks, text: "Deletes a subscription; later events are no longer delivered for it.",
 		idempotent: "Deleting a deleted subscription is 404."},
@@ -327,8 +338,8 @@ var errorText = map[int]string{
 	http.StatusForbidden:             "FORBIDDEN: the token's role may not do this, or tenant_id names another tenant.",
 	http.StatusNotFound:              "NOT_FOUND: no such resource (or it belongs to another tenant).",
 	http.StatusConflict:              "Conflict with the resource's state.",
-	http.StatusRequestEntityTooLarge: "BODY_TOO_LARGE: the body exceeds BPC_MAX_BODY_BYTES.",
+	http.StatusRequestEntityTooLarge: "BODY_TOO_LARGE: the body exceeds BPC_MAX_BODY_BYTES (PAYLOAD_TOO_LARGE: an event payload exceeds the tenant's event_payload_bytes quota).",
 	http.StatusUnprocessableEntity:   "VALIDATION_ERROR (or a more specific code): an invalid parameter or body member, named in details.field.",
-	http.StatusTooManyRequests:       "RATE_LIMITED: too many requests for this key (or client address); retry after Retry-After seconds.",
+	http.StatusTooManyRequests:       "RATE_LIMITED: too many requests for this key (or client address); retry after Retry-After seconds. Enqueues: QUOTA_EXCEEDED when the tenant's queued jobs would pass its queued_jobs quota (nothing enqueued).",
 	http.StatusServiceUnavailable:    "QUEUE_UNAVAILABLE or DB_UNAVAILABLE: retry after Retry-After seconds.",
 }

@@ -38,6 +38,8 @@ var statusByCode = map[errcode.Code]int{
 	errcode.RuleTestsFailed:     http.StatusConflict,
 	errcode.RulePkgNotPublished: http.StatusConflict,
 	errcode.BodyTooLarge:        http.StatusRequestEntityTooLarge,
+	errcode.PayloadTooLarge:     http.StatusRequestEntityTooLarge, // an event payload past event_payload_bytes
+	errcode.QuotaExceeded:       http.StatusConflict,
 	errcode.Validation:          http.StatusUnprocessableEntity,
 	errcode.UnsupportedFormat:   http.StatusUnprocessableEntity,
 	errcode.RuleParseError:      http.StatusUnprocessableEntity, // posted rule sources that do not check
@@ -48,6 +50,16 @@ var statusByCode = map[errcode.Code]int{
 	errcode.QueueUnavailable:    http.StatusServiceUnavailable,
 	errcode.DBUnavailable:       http.StatusServiceUnavailable,
 	errcode.Internal:            http.StatusInternalServerError,
+}
+
+// statusOf is httpStatus for e, but for a quota that frees itself — the
+// queued_jobs quota, as the backlog drains, whose details carry
+// retry_after_seconds — 429 with Retry-After instead of 409 (SPEC §15).
+func statusOf(e *errcode.Error) int {
+	if _, later := e.Details["retry_after_seconds"]; later && e.Code == errcode.QuotaExceeded {
+		return http.StatusTooManyRequests
+	}
+	return httpStatus(e.Code)
 }
 
 func httpStatus(code errcode.Code) int {
@@ -91,7 +103,7 @@ func errorEnvelope(ctx context.Context, logger *slog.Logger, err error) *ErrorBo
 	default:
 		e = errcode.Wrap(errcode.Internal, err, "%s", err.Error())
 	}
-	status := httpStatus(e.Code)
+	status := statusOf(e)
 	detail := ErrorDetail{Code: e.Code, Message: e.Message, CorrelationID: correlationID(ctx), Details: e.Details}
 	if status >= 500 {
 		if logger != nil {

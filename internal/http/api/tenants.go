@@ -4,8 +4,12 @@ import (
 	"context"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/passport"
+	"github.com/bpc-platform/bpc/store"
 )
 
 type createTenantRequest struct {
@@ -34,4 +38,67 @@ func (s *Server) handleListTenants(ctx context.Context, _ *struct{}) (*out[items
 	}
 	t, err := s.Store.GetTenant(ctx, p.TenantID)
 	return okItems([]bpctype.Tenant{t}, err)
+}
+
+// quotaDefaults are the service's default quotas (Config.Quotas, or SPEC
+// §15's when the configuration leaves them zero).
+func (s *Server) quotaDefaults() passport.Quotas {
+	if s.Config.Quotas == (passport.Quotas{}) {
+		return passport.DefaultQuotas()
+	}
+	return s.Config.Quotas
+}
+
+type updateTenantQuotasRequest struct {
+	Quotas passport.QuotaOverrides `json:"quotas,omitempty" doc:"Limits to set, by quota name; the others stay as they are."`
+	Reset  []string                `json:"reset,omitempty" maxItems:"7" enum:"webhook_endpoints,webhook_subscriptions,api_keys,queued_jobs,event_payload_bytes,rate_limit_rps,rate_limit_burst" doc:"Quotas whose override is dropped: back to the service's default."`
+}
+
+type tenantQuotasResponse struct {
+	TenantID uuid.UUID       `json:"tenant_id"`
+	Quotas   passport.Quotas `json:"quotas" doc:"The tenant's effective limits: the service's defaults with its overrides."`
+}
+
+// handleUpdateTenantQuotas sets the platform's overrides of a tenant's
+// quotas; the platform token only (platformOp).
+func (s *Server) handleUpdateTenantQuotas(ctx context.Context, in *idBody[updateTenantQuotasRequest]) (*out[tenantQuotasResponse], error) {
+	tenantID := in.ID.UUID()
+	quotas, err := inTxValue(ctx, s, func(t passport.Tx) (passport.Quotas, error) {
+		return passport.SetTenantQuotas(ctx, t, s.quotaDefaults(), tenantID, in.Body.Quotas, in.Body.Reset)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.queued.Forget(tenantID)
+	return ok(tenantQuotasResponse{TenantID: tenantID, Quotas: quotas}, nil)
+}
+
+type tenantUsageResponse struct {
+	TenantID uuid.UUID         `json:"tenant_id"`
+	Quotas   passport.Quotas   `json:"quotas" doc:"The tenant's effective limits: the service's defaults with its overrides."`
+	Usage    store.TenantUsage `json:"usage" doc:"What the tenant uses now."`
+}
+
+// handleGetTenantUsage answers a tenant's quotas and usage to the platform
+// and to the tenant's own keys; another tenant's id is 403, as a
+// tenant_id naming another tenant is.
+func (s *Server) handleGetTenantUsage(ctx context.Context, in *idOnly) (*out[tenantUsageResponse], error) {
+	tenantID, err := tenantOf(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	quotas, err := passport.TenantQuotas(ctx, s.Store, s.quotaDefaults(), tenantID)
+	if err != nil {
+		return nil, err
+	}
+	usage, err := s.Store.GetTenantUsage(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	return ok(tenantUsageResponse{TenantID: tenantID, Quotas: quotas, Usage: usage}, nil)
+}
+
+// idOnly is an {id} and no other parameter.
+type idOnly struct {
+	ID ID `path:"id"`
 }

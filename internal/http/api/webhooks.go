@@ -83,7 +83,9 @@ func (s *Server) handleCreateEndpoint(ctx context.Context, raw *bodyInput[create
 	if err := s.validateEndpointURL(ctx, in.URL); err != nil {
 		return nil, err
 	}
-	return created(s.Store.CreateWebhookEndpoint(ctx, tenantID, in.URL, in.Secret))
+	return created(inTxValue(ctx, s, func(t passport.Tx) (bpctype.WebhookEndpoint, error) {
+		return passport.CreateWebhookEndpoint(ctx, t, s.quotaDefaults(), tenantID, in.URL, in.Secret)
+	}))
 }
 
 func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out[items[bpctype.WebhookEndpoint]], error) {
@@ -123,7 +125,9 @@ func (s *Server) handleUpdateEndpoint(ctx context.Context, raw *idParamsBody[upd
 			return nil, err
 		}
 	}
-	return ok(s.Store.UpdateWebhookEndpoint(ctx, tenantID, id, in.URL, in.IsActive))
+	return ok(inTxValue(ctx, s, func(t passport.Tx) (bpctype.WebhookEndpoint, error) {
+		return passport.UpdateWebhookEndpoint(ctx, t, s.quotaDefaults(), tenantID, id, in.URL, in.IsActive)
+	}))
 }
 
 func (s *Server) handleDeleteEndpoint(ctx context.Context, in *idParams) (*struct{}, error) {
@@ -194,7 +198,9 @@ func (s *Server) handleCreateSubscription(ctx context.Context, raw *bodyInput[cr
 	if err := passport.CheckEventTypeFilter("event_type", in.EventType); err != nil {
 		return nil, err
 	}
-	return created(s.Store.CreateWebhookSubscription(ctx, tenantID, in.WebhookEndpointID.UUID(), in.EventType))
+	return created(inTxValue(ctx, s, func(t passport.Tx) (bpctype.WebhookSubscription, error) {
+		return passport.CreateWebhookSubscription(ctx, t, s.quotaDefaults(), tenantID, in.WebhookEndpointID.UUID(), in.EventType)
+	}))
 }
 
 func (s *Server) handleListSubscriptions(ctx context.Context, in *listSubscriptionsParams) (*out[items[bpctype.WebhookSubscription]], error) {

@@ -1,0 +1,160 @@
+package passport
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/bpc-platform/bpc/store"
+)
+
+// DefaultQueueGateTTL is how long QueueGate reuses a tenant's count.
+const DefaultQueueGateTTL = time.Second
+
+// QueueGate admits a tenant's new jobs while its QUEUED jobs stay within
+// its queued_jobs quota, and refuses the whole enqueue otherwise: 429
+// QUOTA_EXCEEDED (QueuedJobsExceeded), nothing enqueued.
+//
+// Counting on every enqueue would add a round trip and a scan of up to
+// the limit's rows to the hot path, so the count is taken at most once
+// per TTL and tenant (two reads: the tenant's quotas and its QUEUED jobs,
+// counted up to the limit), and between counts the process keeps it
+// current itself: an enqueue first reserves its jobs under the gate's
+// mutex — admitted only if counted + reserved + new ≤ limit — and on
+// return adds the jobs it inserted to the count. So within one process
+// the limit is exact, concurrent enqueues included; across processes a
+// tenant can pass it by what the other processes admit within one TTL,
+// and jobs that started meanwhile free their places at the next count.
+// Exact across the fleet would need the tenant's row lock and a count in
+// every enqueue's transaction, serialising each tenant's enqueues.
+type QueueGate struct {
+	// TTL is how long a count is reused (DefaultQueueGateTTL when zero).
+	TTL time.Duration
+
+	mu       sync.Mutex
+	byTenant map[uuid.UUID]*backlog
+}
+
+// backlog is what the gate knows of one tenant.
+type backlog struct {
+	limit    int
+	queued   int // QUEUED jobs counted (up to limit), plus those admitted since
+	reserved int // admitted jobs whose enqueue has not returned
+	at       time.Time
+}
+
+// Admission is a reservation of places in tenants' backlogs; Done ends it.
+type Admission struct {
+	g *QueueGate
+	n map[uuid.UUID]int
+}
+
+// Admit reserves a place for each job, given by its tenant, or refuses
+// them all with the first tenant whose queued_jobs quota they would pass.
+// Call Done with the enqueue's results once it returns.
+func (g *QueueGate) Admit(ctx context.Context, q *store.Queries, defaults Quotas, tenants []uuid.UUID) (Admission, error) {
+	n := map[uuid.UUID]int{}
+	var order []uuid.UUID
+	for _, t := range tenants {
+		if n[t] == 0 {
+			order = append(order, t)
+		}
+		n[t]++
+	}
+	a := Admission{g: g, n: map[uuid.UUID]int{}}
+	for _, t := range order {
+		if err := g.reserve(ctx, q, defaults, t, n[t]); err != nil {
+			a.Done(nil)
+			return Admission{}, err
+		}
+		a.n[t] = n[t]
+	}
+	return a, nil
+}
+
+// reserve reserves n places in the tenant's backlog, counting it first
+// when the gate's count is older than the TTL.
+func (g *QueueGate) reserve(ctx context.Context, q *store.Queries, defaults Quotas, tenantID uuid.UUID, n int) error {
+	ttl := g.TTL
+	if ttl <= 0 {
+		ttl = DefaultQueueGateTTL
+	}
+	g.mu.Lock()
+	b := g.byTenant[tenantID]
+	fresh := b != nil && time.Since(b.at) < ttl
+	g.mu.Unlock()
+	if !fresh {
+		quotas, err := TenantQuotas(ctx, q, defaults, tenantID)
+		if err != nil {
+			return err
+		}
+		queued, err := q.CountQueuedJobs(ctx, tenantID, quotas.QueuedJobs)
+		if err != nil {
+			return err
+		}
+		g.mu.Lock()
+		if g.byTenant == nil {
+			g.byTenant = map[uuid.UUID]*backlog{}
+		}
+		if b = g.byTenant[tenantID]; b == nil {
+			b = &backlog{}
+			g.byTenant[tenantID] = b
+		}
+		// The count may include jobs of enqueues still reserved that
+		// committed before it: the gate then refuses a little early, for
+		// one TTL at most, rather than late.
+		b.limit, b.queued, b.at = quotas.QueuedJobs, queued, time.Now()
+		g.mu.Unlock()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if used := b.queued + b.reserved; used+n > b.limit {
+		return QueuedJobsExceeded(b.limit, min(used, b.limit))
+	}
+	b.reserved += n
+	return nil
+}
+
+// Done ends the reservation: the jobs results show inserted (not
+// Existing) join their tenants' counts; the other places are freed. nil
+// results (the enqueue failed) free every place.
+func (a Admission) Done(results []EnqueueResult) {
+	if a.g == nil || len(a.n) == 0 {
+		return
+	}
+	inserted := map[uuid.UUID]int{}
+	for _, r := range results {
+		if !r.Existing {
+			inserted[r.Job.TenantID]++
+		}
+	}
+	a.g.mu.Lock()
+	defer a.g.mu.Unlock()
+	for t, n := range a.n {
+		if b := a.g.byTenant[t]; b != nil {
+			b.reserved -= n
+			b.queued += inserted[t]
+		}
+	}
+}
+
+// Forget drops what the gate knows of a tenant, so that its next enqueue
+// counts again: after its quotas changed.
+func (g *QueueGate) Forget(tenantID uuid.UUID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.byTenant, tenantID)
+}
+
+// QueuedJobsExceeded is QuotaExceeded for the queued_jobs quota, which
+// frees itself as the backlog drains: the details carry
+// retry_after_seconds, and the API answers it 429 with Retry-After.
+func QueuedJobsExceeded(limit, used int) error {
+	e := QuotaExceeded(QuotaQueuedJobs, limit, used)
+	e.Message = fmt.Sprintf("quota queued_jobs of %d reached (%d queued): nothing was enqueued; retry once the backlog drains", limit, used)
+	e.Details["retry_after_seconds"] = 1
+	return e
+}
