@@ -80,12 +80,25 @@ type tenantUsageResponse struct {
 }
 
 // handleGetTenantUsage answers a tenant's quotas and usage to the platform
-// and to the tenant's own keys; another tenant's id is 403, as a
-// tenant_id naming another tenant is.
-func (s *Server) handleGetTenantUsage(ctx context.Context, in *idOnly) (*out[tenantUsageResponse], error) {
-	tenantID, err := tenantOf(ctx, in.ID)
+// and to the tenant's own keys. To a key another tenant's id is 404, as
+// another tenant's ids are on every by-id route, and a tenant_id naming
+// another tenant 403.
+func (s *Server) handleGetTenantUsage(ctx context.Context, in *idParams) (*out[tenantUsageResponse], error) {
+	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
+	}
+	tenantID := in.ID.UUID()
+	if !p.Platform {
+		own, err := p.Tenant(in.TenantID.UUID())
+		if err != nil {
+			return nil, err
+		}
+		if own != tenantID {
+			return nil, errcode.Wrap(errcode.NotFound, store.ErrNotFound, "tenant %s not found", tenantID)
+		}
+	} else if !in.TenantID.IsZero() && in.TenantID.UUID() != tenantID {
+		return nil, errcode.Wrap(errcode.NotFound, store.ErrNotFound, "tenant %s not found", tenantID)
 	}
 	quotas, err := passport.TenantQuotas(ctx, s.Store, s.quotaDefaults(), tenantID)
 	if err != nil {
@@ -96,9 +109,4 @@ func (s *Server) handleGetTenantUsage(ctx context.Context, in *idOnly) (*out[ten
 		return nil, err
 	}
 	return ok(tenantUsageResponse{TenantID: tenantID, Quotas: quotas, Usage: usage}, nil)
-}
-
-// idOnly is an {id} and no other parameter.
-type idOnly struct {
-	ID ID `path:"id"`
 }
