@@ -471,6 +471,8 @@ func TestExamplesFromAHappyPath(t *testing.T) {
 	do(http.MethodPost, "/v1/tenants", map[string]any{"slug": "cell-maker-" + uuid.NewString()[:6], "name": "Cell maker GmbH"}, nil)
 	do(http.MethodGet, "/v1/tenants", nil, nil)
 	get("/v1/api-keys", nil)
+	do(http.MethodPatch, "/v1/tenants/"+tenant, map[string]any{"quotas": map[string]any{"webhook_endpoints": 20, "queued_jobs": 50000}}, nil)
+	do(http.MethodGet, "/v1/tenants/"+tenant+"/usage", nil, nil)
 
 	// Events and webhooks, to a receiver that says 200.
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
