@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -127,6 +128,24 @@ func TestTenantQuotasOverHTTP(t *testing.T) {
 	requireQuotaRefusal(t, status, raw, http.StatusTooManyRequests, "queued_jobs", 3, 3)
 	status, raw = h.as(admin.Token, http.MethodPost, "/v1/snapshots/"+sn.SnapshotID+"/build", map[string]any{})
 	requireQuotaRefusal(t, status, raw, http.StatusTooManyRequests, "queued_jobs", 3, 3)
+	var doc struct {
+		DocumentID string `json:"document_id"`
+	}
+	status, raw = h.as(admin.Token, http.MethodPost, "/v1/documents", map[string]any{"kind": "BOM", "name": "pack bom"})
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	status, raw = h.as(admin.Token, http.MethodPost, "/v1/documents/"+doc.DocumentID+"/versions",
+		map[string]any{"mime_type": "application/json", "content": base64.StdEncoding.EncodeToString([]byte(`{"a":1}`))})
+	requireQuotaRefusal(t, status, raw, http.StatusTooManyRequests, "queued_jobs", 3, 3)
+	var otherSn struct {
+		SnapshotID string `json:"snapshot_id"`
+	}
+	status, raw = h.as(otherKey.Token, http.MethodPost, "/v1/snapshots", map[string]any{})
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	require.NoError(t, json.Unmarshal(raw, &otherSn))
+	status, raw = h.as(otherKey.Token, http.MethodPost, "/v1/jobs", map[string]any{"type": "BUILD_SNAPSHOT",
+		"payload": map[string]any{"snapshot_id": otherSn.SnapshotID}, "scheduled_at": later})
+	require.Equal(t, http.StatusCreated, status, "another tenant's backlog is its own: %s", raw)
 
 	// Usage: the tenant's own keys and the platform; another tenant's key
 	// finds no such tenant, and may not name it.

@@ -74,14 +74,21 @@ func (s *Server) handleUploadDocumentVersion(ctx context.Context, req *idBody[up
 	if err := s.checkQueueDepth(ctx, jobargs.ParseFactsArgs{}); err != nil {
 		return nil, err
 	}
+	admitted, err := s.queued.Admit(ctx, s.Store, s.quotaDefaults(), []uuid.UUID{tenantID})
+	if err != nil {
+		return nil, err
+	}
 	up, err := inTxValue(ctx, s, func(t passport.Tx) (passport.Uploaded, error) {
 		return passport.UploadDocumentVersion(ctx, t, passport.Upload{
 			TenantID: tenantID, DocumentID: documentID, MimeType: mimeType, Content: content,
 		})
 	})
 	if err != nil {
+		admitted.Done(nil)
 		return nil, err
 	}
+	// Bytes uploaded before enqueue nothing: their place is freed.
+	admitted.Done([]passport.EnqueueResult{{Job: up.ParseJob.Job, Existing: up.Existed || up.ParseJob.Existing}})
 	// The same bytes again answer 200 with the version and no job.
 	if up.Existed {
 		return reply(http.StatusOK, uploadVersionResponse{DocumentVersion: up.Version})
