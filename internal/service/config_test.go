@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/bpc-platform/bpc/passport"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -125,4 +127,40 @@ func TestComposeConfiguresTheService(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, ours, 3, "migrate, api and worker are built from this repository")
+}
+
+// The tenants' default quotas come from the environment, bounded; a value
+// out of bounds stops the start naming the variable.
+func TestTenantQuotasFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	env := func(vars map[string]string) func(string) string {
+		return func(k string) string {
+			if k == "DATABASE_URL" {
+				return "postgres://x"
+			}
+			return vars[k]
+		}
+	}
+	cfg, err := LoadConfig(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, passport.DefaultQuotas(), cfg.Quotas)
+	require.Equal(t, passport.Quotas{WebhookEndpoints: 50, WebhookSubscriptions: 200, APIKeys: 100, QueuedJobs: 10_000,
+		EventPayloadBytes: 65_536, RateLimitRPS: 200, RateLimitBurst: 1000}, cfg.Quotas, "SPEC §15's defaults")
+
+	cfg, err = LoadConfig(env(map[string]string{
+		"BPC_TENANT_MAX_WEBHOOK_ENDPOINTS": "5", "BPC_TENANT_MAX_WEBHOOK_SUBSCRIPTIONS": "6",
+		"BPC_TENANT_MAX_API_KEYS": "7", "BPC_TENANT_MAX_QUEUED_JOBS": "8", "BPC_EVENT_PAYLOAD_MAX_BYTES": "9",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, []int{5, 6, 7, 8, 9}, []int{cfg.Quotas.WebhookEndpoints, cfg.Quotas.WebhookSubscriptions,
+		cfg.Quotas.APIKeys, cfg.Quotas.QueuedJobs, cfg.Quotas.EventPayloadBytes})
+
+	for name, value := range map[string]string{
+		"BPC_TENANT_MAX_WEBHOOK_ENDPOINTS": "-1", "BPC_TENANT_MAX_API_KEYS": "many",
+		"BPC_TENANT_MAX_QUEUED_JOBS": "2000000000", "BPC_EVENT_PAYLOAD_MAX_BYTES": "0",
+	} {
+		_, err := LoadConfig(env(map[string]string{name: value}))
+		require.Error(t, err, name)
+		require.Contains(t, err.Error(), name)
+	}
 }
