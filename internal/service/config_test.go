@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/bpc-platform/bpc/passport"
-	"go.yaml.in/yaml/v3"
 )
 
 // readVariables returns every environment variable LoadConfig reads when
