@@ -131,6 +131,23 @@ func (a Admission) Done(results []EnqueueResult) {
 			inserted[r.Job.TenantID]++
 		}
 	}
+	a.settle(inserted)
+}
+
+// DoneInserted is Done for an operation that inserted n jobs of one
+// tenant, which may be more than it reserved places for: an event's
+// deliveries, one per subscribed endpoint (bounded by the
+// webhook_endpoints quota), known only once it is appended. The event is
+// admitted while the backlog has room for one job; its deliveries then
+// count against the next enqueues.
+func (a Admission) DoneInserted(tenantID uuid.UUID, n int) {
+	if a.g == nil || len(a.n) == 0 {
+		return
+	}
+	a.settle(map[uuid.UUID]int{tenantID: n})
+}
+
+func (a Admission) settle(inserted map[uuid.UUID]int) {
 	a.g.mu.Lock()
 	defer a.g.mu.Unlock()
 	for t, n := range a.n {

@@ -137,6 +137,11 @@ func TestTenantQuotasOverHTTP(t *testing.T) {
 	status, raw = h.as(admin.Token, http.MethodPost, "/v1/documents/"+doc.DocumentID+"/versions",
 		map[string]any{"mime_type": "application/json", "content": base64.StdEncoding.EncodeToString([]byte(`{"a":1}`))})
 	requireQuotaRefusal(t, status, raw, http.StatusTooManyRequests, "queued_jobs", 3, 3)
+	status, raw = h.as(admin.Token, http.MethodPost, "/v1/events", map[string]any{
+		"aggregate_type": "Order", "aggregate_id": "3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f", "event_type": "a.one", "payload": map[string]any{}})
+	requireQuotaRefusal(t, status, raw, http.StatusTooManyRequests, "queued_jobs", 3, 3)
+	status, raw = h.as(admin.Token, http.MethodPost, "/v1/webhook-endpoints/"+ep.WebhookEndpointID+"/ping", nil)
+	requireQuotaRefusal(t, status, raw, http.StatusTooManyRequests, "queued_jobs", 3, 3)
 	var otherSn struct {
 		SnapshotID string `json:"snapshot_id"`
 	}

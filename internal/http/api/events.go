@@ -65,6 +65,12 @@ func (s *Server) handleAppendEvent(ctx context.Context, raw *bodyInput[appendEve
 	if err := passport.CheckEventPayload("payload", in.Payload, quotas); err != nil {
 		return nil, err
 	}
+	// The event's deliveries are jobs of the tenant: a full backlog
+	// refuses it as it refuses any enqueue.
+	admitted, err := s.queued.Admit(ctx, s.Store, s.quotaDefaults(), []uuid.UUID{tenantID})
+	if err != nil {
+		return nil, err
+	}
 	res, err := inTxValue(ctx, s, func(t passport.Tx) (passport.AppendResult, error) {
 		return t.AppendEvent(ctx, passport.EventInput{
 			TenantID: tenantID, AggregateType: in.AggregateType, AggregateID: aggregateID,
@@ -72,8 +78,10 @@ func (s *Server) handleAppendEvent(ctx context.Context, raw *bodyInput[appendEve
 		})
 	})
 	if err != nil {
+		admitted.Done(nil)
 		return nil, err
 	}
+	admitted.DoneInserted(tenantID, len(res.Deliveries))
 	return reply(http.StatusCreated, appendEventResponse{
 		EventID: res.Event.EventID, EventHash: res.Event.EventHash,
 		AggregateVersion: res.Event.AggregateVersion, Deliveries: res.Deliveries,

@@ -158,6 +158,10 @@ func (s *Server) handlePingEndpoint(ctx context.Context, in *idParams) (*out[pin
 	if err != nil {
 		return nil, err
 	}
+	admitted, err := s.queued.Admit(ctx, s.Store, s.quotaDefaults(), []uuid.UUID{tenantID})
+	if err != nil {
+		return nil, err
+	}
 	res, err := inTxValue(ctx, s, func(t passport.Tx) (passport.AppendResult, error) {
 		ep, err := t.Q.GetWebhookEndpoint(ctx, tenantID, id)
 		if err != nil {
@@ -173,8 +177,10 @@ func (s *Server) handlePingEndpoint(ctx context.Context, in *idParams) (*out[pin
 		})
 	})
 	if err != nil {
+		admitted.Done(nil)
 		return nil, err
 	}
+	admitted.DoneInserted(tenantID, len(res.Deliveries))
 	if len(res.Deliveries) != 1 {
 		return nil, errcode.New(errcode.InvalidState, "webhook endpoint %s is inactive", id)
 	}
