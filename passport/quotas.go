@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -198,16 +199,13 @@ func SetTenantQuotas(ctx context.Context, t Tx, defaults Quotas, tenantID uuid.U
 	if err != nil {
 		return Quotas{}, err
 	}
-	for _, m := range probe.members(&cur) {
-		for _, name := range reset {
-			if name == m.name {
-				*m.over = nil
-			}
+	given, stored := probe.members(&set), probe.members(&cur)
+	for i, m := range stored {
+		if slices.Contains(reset, m.name) {
+			*m.over = nil
 		}
-	}
-	for i, m := range probe.members(&set) {
-		if *m.over != nil {
-			*probe.members(&cur)[i].over = *m.over
+		if *given[i].over != nil {
+			*m.over = *given[i].over
 		}
 	}
 	b, err := json.Marshal(cur)

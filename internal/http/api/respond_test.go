@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/workers"
 )
 
@@ -75,6 +76,31 @@ func TestHTTPStatusTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, httpStatus(tt.code), "%s", tt.code)
+	}
+}
+
+// A count quota is a conflict the tenant resolves (409); the queued-jobs
+// quota frees itself as the backlog drains (429 with Retry-After).
+func TestQuotaRefusalStatus(t *testing.T) {
+	t.Parallel()
+	s := newTestServer()
+	for _, tc := range []struct {
+		err        error
+		status     int
+		retryAfter string
+	}{
+		{passport.QuotaExceeded(passport.QuotaAPIKeys, 100, 100), http.StatusConflict, ""},
+		{passport.QueuedJobsExceeded(10, 10), http.StatusTooManyRequests, "1"},
+		{passport.CheckEventPayload("payload", make([]byte, 11), passport.Quotas{EventPayloadBytes: 10}), http.StatusRequestEntityTooLarge, ""},
+	} {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/v1/jobs", nil)
+		s.correlate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, tc.err) })).ServeHTTP(rec, r)
+		require.Equal(t, tc.status, rec.Code, "%v", tc.err)
+		require.Equal(t, tc.retryAfter, rec.Header().Get("Retry-After"), "%v", tc.err)
+		env := readEnvelope(t, rec)
+		require.Equal(t, string(errcode.CodeOf(tc.err)), env.Error.Code)
+		require.Equal(t, errcode.As(tc.err).Details["quota"], env.Error.Details["quota"])
 	}
 }
 
