@@ -82,17 +82,18 @@ func QuotaBounds(quota string) (lo, hi int, ok bool) {
 	return b[0], b[1], ok
 }
 
-// members pairs each quota's name with its member in q and in o.
-func (q *Quotas) members(o *QuotaOverrides) []struct {
+// quotaMember is one quota: its name, its limit in a Quotas and its
+// override in a QuotaOverrides.
+type quotaMember struct {
 	name  string
 	limit *int
 	over  **int
-} {
-	return []struct {
-		name  string
-		limit *int
-		over  **int
-	}{
+}
+
+// members pairs each quota's name with its member in q and in o, in the
+// order of QuotaNames.
+func (q *Quotas) members(o *QuotaOverrides) []quotaMember {
+	return []quotaMember{
 		{QuotaWebhookEndpoints, &q.WebhookEndpoints, &o.WebhookEndpoints},
 		{QuotaWebhookSubscriptions, &q.WebhookSubscriptions, &o.WebhookSubscriptions},
 		{QuotaAPIKeys, &q.APIKeys, &o.APIKeys},

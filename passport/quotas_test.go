@@ -1,6 +1,7 @@
 package passport_test
 
 import (
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -380,4 +381,26 @@ func TestQueueGateAdmitsUpToTheQuota(t *testing.T) {
 	}
 	require.Equal(t, 5, passed)
 	require.Equal(t, 5, e.Count(t, `SELECT count(*) FROM jobs WHERE tenant_id = $1`, third))
+}
+
+// One list of quotas: the names, the JSON members of Quotas and
+// QuotaOverrides, and the bounds the API documents (tags) and
+// SetTenantQuotas checks.
+func TestQuotaNamesAndBoundsAgree(t *testing.T) {
+	t.Parallel()
+	limits, overrides := reflect.TypeFor[passport.Quotas](), reflect.TypeFor[passport.QuotaOverrides]()
+	require.Equal(t, len(passport.QuotaNames), limits.NumField())
+	require.Equal(t, len(passport.QuotaNames), overrides.NumField())
+	for i, name := range passport.QuotaNames {
+		require.Equal(t, name, limits.Field(i).Tag.Get("json"))
+		o := overrides.Field(i)
+		require.Equal(t, name+",omitempty", o.Tag.Get("json"))
+		lo, hi, ok := passport.QuotaBounds(name)
+		require.True(t, ok, name)
+		require.Equal(t, strconv.Itoa(lo), o.Tag.Get("minimum"), name)
+		require.Equal(t, strconv.Itoa(hi), o.Tag.Get("maximum"), name)
+		require.Positive(t, passport.DefaultQuotas().Limit(name), name)
+	}
+	_, _, ok := passport.QuotaBounds("colour")
+	require.False(t, ok)
 }

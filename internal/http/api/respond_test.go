@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -102,6 +103,14 @@ func TestQuotaRefusalStatus(t *testing.T) {
 		require.Equal(t, string(errcode.CodeOf(tc.err)), env.Error.Code)
 		require.Equal(t, errcode.As(tc.err).Details["quota"], env.Error.Details["quota"])
 	}
+}
+
+// PATCH /v1/tenants/{id}'s reset takes exactly the quotas' names.
+func TestResetEnumIsTheQuotaNames(t *testing.T) {
+	t.Parallel()
+	f, ok := reflect.TypeFor[updateTenantQuotasRequest]().FieldByName("Reset")
+	require.True(t, ok)
+	require.Equal(t, strings.Join(passport.QuotaNames, ","), f.Tag.Get("enum"))
 }
 
 // decodeBody checks a request body as every typed operation does
