@@ -20,13 +20,20 @@ import (
 	"github.com/bpc-platform/bpc/passport"
 )
 
-// AccessMetrics count what the access layer decides (SPEC §10): refused
-// credentials by reason, API key lifecycle events, and rate-limited
-// requests by what was limited (key, address).
+// AccessMetrics count what the access layer decides (SPEC §10, §15):
+// refused credentials by reason, API key lifecycle events, rate-limited
+// requests by what was limited (key, tenant, address), and requests
+// refused by a tenant quota, by quota.
+//
+// No series is labelled with a tenant id: tenants are many, and a series
+// per tenant per reason would grow without bound. The labels are closed
+// sets (reasons, scopes, the quota names of SPEC §15); which tenant was
+// refused is in the request log line (tenant_id, error_code).
 type AccessMetrics struct {
-	Denied      *prometheus.CounterVec
-	KeyEvents   *prometheus.CounterVec
-	RateLimited *prometheus.CounterVec
+	Denied       *prometheus.CounterVec
+	KeyEvents    *prometheus.CounterVec
+	RateLimited  *prometheus.CounterVec
+	QuotaRefused *prometheus.CounterVec
 }
 
 // NewAccessMetrics creates the access metrics and registers them with reg.
@@ -40,7 +47,18 @@ func NewAccessMetrics(reg prometheus.Registerer) *AccessMetrics {
 			"Requests refused for their credentials, by reason (missing, malformed, unknown, secret, revoked, expired, platform).", "reason"),
 		KeyEvents: counter("bpc_api_key_events_total", "API keys created and revoked on this process.", "event"),
 		RateLimited: counter("bpc_rate_limited_total",
-			"Requests answered 429 by the rate limits, by what was limited (key, address).", "scope"),
+			"Requests answered 429 by the rate limits, by what was limited (key, tenant, address).", "scope"),
+		QuotaRefused: counter("bpc_quota_refused_total",
+			"Requests refused by a tenant quota, by quota name (never by tenant).", "quota"),
+	}
+}
+
+// CountQuotaRefusal counts a request refused by the tenant quota named
+// quota (a name of SPEC §15, such as webhook_endpoints or queued_jobs: a
+// closed set, never a tenant id). m may be nil (not counted).
+func (m *AccessMetrics) CountQuotaRefusal(quota string) {
+	if m != nil {
+		m.QuotaRefused.WithLabelValues(quota).Inc()
 	}
 }
 
