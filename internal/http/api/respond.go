@@ -48,6 +48,10 @@ var statusByCode = map[errcode.Code]int{
 	errcode.QueueUnavailable:    http.StatusServiceUnavailable,
 	errcode.DBUnavailable:       http.StatusServiceUnavailable,
 	errcode.Internal:            http.StatusInternalServerError,
+
+	// Racing appends to one aggregate: retryable, but the caller's to
+	// retry, not a failure of the service (neither logged nor a 5xx).
+	errcode.EventVersionConflict: http.StatusConflict,
 }
 
 func httpStatus(code errcode.Code) int {
@@ -73,7 +77,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	body := errorEnvelope(r.Context(), s.Logger, err)
 	if (body.status == http.StatusTooManyRequests || body.status == http.StatusServiceUnavailable) && w.Header().Get("Retry-After") == "" {
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", body.retryAfter())
 	}
 	writeJSON(w, body.status, body)
 }
