@@ -263,6 +263,9 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 	if role != RoleWorker {
 		a.keys = access.NewKeyring(a.store)
 		srv.Keys = a.keys
+		// Every tenant has the environment's budget; per-tenant overrides
+		// plug in as NewTenantLimiter's lookup (access.TenantBudgets).
+		srv.TenantLimits = access.NewTenantLimiter(cfg.TenantRateLimit, nil)
 		a.riverUI, err = bpcriverui.NewHandler(a.river, logger)
 		if err != nil {
 			return nil, err

@@ -24,6 +24,7 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/sign"
+	"github.com/bpc-platform/bpc/internal/http/access"
 	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/jobrun/trigger"
 	"github.com/bpc-platform/bpc/internal/redact"
@@ -48,9 +49,13 @@ type Config struct {
 	QueueMaxDepth       int
 	// RateLimitRPS and RateLimitBurst bound each API key, and each client
 	// address on the public routes and after failed credentials (per
-	// process; 0 RPS turns the limits off).
+	// process; 0 RPS turns the limits off). TenantRateLimit is the request
+	// budget all of a tenant's keys share on top of each key's
+	// (BPC_TENANT_RATE_LIMIT_RPS and _BURST; per process; 0 RPS turns it
+	// off).
 	RateLimitRPS       int
 	RateLimitBurst     int
+	TenantRateLimit    access.Budget
 	ReaperInterval     time.Duration
 	MaxLeaseExpiries   int
 	Maintenance        jobrun.MaintenanceConfig
@@ -171,6 +176,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.QueueMaxDepth = num("BPC_QUEUE_MAX_DEPTH", 0, 0, 1_000_000_000)
 	c.RateLimitRPS = num("BPC_RATE_LIMIT_RPS", 50, 0, 1_000_000)
 	c.RateLimitBurst = num("BPC_RATE_LIMIT_BURST", 100, 1, 1_000_000)
+	c.TenantRateLimit = access.Budget{RPS: float64(num("BPC_TENANT_RATE_LIMIT_RPS", 200, 0, 1_000_000)),
+		Burst: num("BPC_TENANT_RATE_LIMIT_BURST", 1000, 1, 1_000_000)}
 	c.ReaperInterval = ms("BPC_JOBS_REAPER_INTERVAL_MS", 5000, 10, 3_600_000)
 	c.Maintenance = jobrun.DefaultMaintenanceConfig()
 	day := 24 * time.Hour

@@ -104,7 +104,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				s.deny(w, r, bearerChallenge, denied.Reason, msg, slog.String("api_key_id", denied.KeyID.String()), slog.String("tenant_id", denied.TenantID.String()))
 			case err != nil:
 				s.writeError(w, r, err)
-			case !s.admit(w, r, "key", "key:"+p.KeyID.String()):
+			case !s.admitKey(w, r, p):
 			default:
 				next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
 			}
@@ -188,16 +188,68 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, scope, client str
 	return ok
 }
 
+// admitKey takes one request from the budgets of p's key and of p's
+// tenant (shared by all its keys), both or neither; over either it answers
+// 429 RATE_LIMITED with Retry-After and returns false.
+func (s *Server) admitKey(w http.ResponseWriter, r *http.Request, p access.Principal) bool {
+	d := access.Take(r.Context(), s.Limits, s.TenantLimits, access.Charge{Key: keyBucket(p), Tenant: p.TenantID, N: 1})
+	if !d.OK {
+		s.limited(w, r, d.Limited, d.RetryAfter)
+	}
+	return d.OK
+}
+
+// chargeJobs takes the rest of the cost of a request that enqueues jobs
+// jobs: a tenant key pays one request per job, from its key's budget and
+// its tenant's, of which authentication took one. The platform token is
+// not limited. A batch over either budget's burst can never pass:
+// VALIDATION_ERROR naming jobs, not a 429 whose Retry-After would lie.
+func (s *Server) chargeJobs(ctx context.Context, jobs int) error {
+	p, err := principal(ctx)
+	if err != nil || p.Platform || jobs <= 1 {
+		return err
+	}
+	d := access.Take(ctx, s.Limits, s.TenantLimits, access.Charge{Key: keyBucket(p), Tenant: p.TenantID, N: jobs - 1, Paid: 1})
+	switch {
+	case d.OK:
+		return nil
+	case d.Never:
+		e := errcode.Invalid("jobs", "holds %d jobs, and a batch costs one request per job: the %s's request budget takes at most %d at once (its burst); send at most %d jobs per batch",
+			jobs, d.Limited, d.Burst, d.Burst)
+		e.Details["limit"], e.Details["limited"] = d.Burst, d.Limited
+		return e
+	}
+	s.countLimited(d.Limited)
+	return rateLimited(d.Limited, d.RetryAfter)
+}
+
+// keyBucket is the rate limit bucket of an API key.
+func keyBucket(p access.Principal) string { return "key:" + p.KeyID.String() }
+
 // limited answers 429 RATE_LIMITED with Retry-After for wait.
 func (s *Server) limited(w http.ResponseWriter, r *http.Request, scope string, wait time.Duration) {
+	s.countLimited(scope)
+	e := rateLimited(scope, wait)
+	w.Header().Set("Retry-After", strconv.Itoa(e.Details["retry_after_seconds"].(int)))
+	s.writeError(w, r, e)
+}
+
+// countLimited counts a request answered 429 by the rate limit of scope.
+func (s *Server) countLimited(scope string) {
 	if s.Access != nil {
 		s.Access.RateLimited.WithLabelValues(scope).Inc()
 	}
+}
+
+// rateLimited is the RATE_LIMITED error of a request over the rate limit
+// of scope (key, tenant, address), to retry after wait; writeError and
+// completeErrorBody answer its retry_after_seconds as Retry-After.
+func rateLimited(scope string, wait time.Duration) *errcode.Error {
 	secs := access.RetryAfterSeconds(wait)
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	s.writeError(w, r, &errcode.Error{Code: errcode.RateLimited,
-		Message: "too many requests; retry after " + strconv.Itoa(secs) + " s",
-		Details: map[string]any{"retry_after_seconds": secs, "limited": scope}})
+	what := map[string]string{"key": "this API key's", "tenant": "the tenant's", "address": "this address's"}[scope]
+	return &errcode.Error{Code: errcode.RateLimited,
+		Message: "too many requests for " + what + " rate limit; retry after " + strconv.Itoa(secs) + " s",
+		Details: map[string]any{"retry_after_seconds": secs, "limited": scope}}
 }
 
 // deniedBucket is the rate limit bucket of an address's failed credentials.

@@ -84,6 +84,9 @@ type Server struct {
 	Keys *access.Keyring
 	// Limits is the per-key and per-address rate limit (nil: none).
 	Limits *access.Limiter
+	// TenantLimits is the request budget each tenant's keys share, on top
+	// of Limits (nil: none).
+	TenantLimits *access.TenantLimiter
 	// Access counts refused credentials, key events and rate-limited
 	// requests (nil: not counted).
 	Access *AccessMetrics

@@ -153,6 +153,9 @@ func (s *Server) handleEnqueueBatch(ctx context.Context, raw *bodyInput[batchReq
 	if len(in.Jobs) == 0 || len(in.Jobs) > maxBatchJobs {
 		return nil, errcode.Invalid("jobs", "must hold 1 to %d jobs", maxBatchJobs)
 	}
+	if err := s.chargeJobs(ctx, len(in.Jobs)); err != nil {
+		return nil, err
+	}
 	reqs := make([]passport.EnqueueRequest, len(in.Jobs))
 	for i, job := range in.Jobs {
 		req, err := s.toStoreRequest(ctx, job, "jobs["+strconv.Itoa(i)+"].")

@@ -134,7 +134,9 @@ var opDocs = map[string]opDoc{
 		enqueues: "the job of the request's type", conflict: "IDEMPOTENCY_CONFLICT: the key was used for a different request.",
 		notFound: true},
 	"enqueue-jobs-batch": {tag: tagJobs,
-		text:       "Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created.",
+		text: "Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created. " +
+			"A tenant key pays one request per job from its key's and its tenant's request budgets: a batch over either's burst is 422 naming jobs, " +
+			"one they cannot hold yet 429 with Retry-After.",
 		idempotent: "Per job, as enqueue-job: items whose Idempotency-Key and request match an existing job answer it (200 when every item did).",
 		enqueues:   "one job per item", conflict: "IDEMPOTENCY_CONFLICT: an item's key was used for a different request.", notFound: true},
 	"list-jobs": {tag: tagJobs, text: "Lists jobs newest first, by page (next_cursor), filtered by type, status and creation time."},
@@ -329,6 +331,6 @@ var errorText = map[int]string{
 	http.StatusConflict:              "Conflict with the resource's state.",
 	http.StatusRequestEntityTooLarge: "BODY_TOO_LARGE: the body exceeds BPC_MAX_BODY_BYTES.",
 	http.StatusUnprocessableEntity:   "VALIDATION_ERROR (or a more specific code): an invalid parameter or body member, named in details.field.",
-	http.StatusTooManyRequests:       "RATE_LIMITED: too many requests for this key (or client address); retry after Retry-After seconds.",
+	http.StatusTooManyRequests:       "RATE_LIMITED: too many requests for this key, its tenant (shared by all its keys) or the client address; retry after Retry-After seconds.",
 	http.StatusServiceUnavailable:    "QUEUE_UNAVAILABLE or DB_UNAVAILABLE: retry after Retry-After seconds.",
 }
