@@ -117,6 +117,22 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
+// authenticateIfSent is authenticate for a route that needs no
+// credentials (readiness: probes send none) but trusts a caller more when
+// it sends them: a request without an Authorization header goes through
+// without a principal; one with it is authenticated, and refused, exactly
+// as on /v1, so that it cannot serve to guess tokens.
+func (s *Server) authenticateIfSent(next http.Handler) http.Handler {
+	auth := s.authenticate(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Authorization")) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		auth.ServeHTTP(w, r)
+	})
+}
+
 // throttled answers 429 when the client's address is over its rate of
 // failed credentials, before the request's credentials are checked.
 func (s *Server) throttled(w http.ResponseWriter, r *http.Request) bool {

@@ -89,6 +89,10 @@ type opDoc struct {
 	// notFound: the body names other resources (404 when they are not the
 	// tenant's), besides any {id} of the path.
 	notFound bool
+	// credentials: a public operation that checks credentials when sent
+	// (401 for wrong ones, 429 once the address's failures are over their
+	// rate).
+	credentials bool
 }
 
 const (
@@ -107,7 +111,7 @@ var opDocs = map[string]opDoc{
 	"health-ready": {tag: tagHealth, caller: callerPublic,
 		text: "Readiness probe: runs every readiness check (database, schema version, and for worker roles the River client) " +
 			"and answers 200 when all pass, 503 naming the failing check otherwise. A check that only slows the service " +
-			"(the RabbitMQ trigger) makes it `degraded` with 200."},
+			"(the RabbitMQ trigger) makes it `degraded` with 200.", credentials: true},
 	"api-index": {tag: tagHealth, caller: callerPublic,
 		text: "Links to what this process serves: the API reference, this document, the health probes, metrics and River UI."},
 	"metrics": {tag: tagHealth, caller: callerPlatform,
@@ -301,6 +305,9 @@ func (d opDoc) errorStatuses(o *huma.Operation) []int {
 	if acc != callerPublic {
 		out = append(out, http.StatusUnauthorized, http.StatusForbidden)
 	}
+	if d.credentials {
+		out = append(out, http.StatusUnauthorized)
+	}
 	if strings.Contains(o.Path, "{") || d.notFound {
 		out = append(out, http.StatusNotFound)
 	}
@@ -315,7 +322,7 @@ func (d opDoc) errorStatuses(o *huma.Operation) []int {
 		// parameters, NUL, invalid UTF-8) even without parameters.
 		out = append(out, http.StatusUnprocessableEntity)
 	}
-	if acc != callerPublic || strings.HasPrefix(o.Path, "/public/") {
+	if acc != callerPublic || strings.HasPrefix(o.Path, "/public/") || d.credentials {
 		out = append(out, http.StatusTooManyRequests)
 	}
 	if d.enqueues != "" {
