@@ -133,6 +133,14 @@ func TestTenantRequestBudget(t *testing.T) {
 	require.Regexp(t, `(?m)^bpc_rate_limited_total\{scope="tenant"\} 9$`, string(raw),
 		"the tenant refusals are counted by scope, not by tenant")
 	require.NotContains(t, string(raw), tenantA, "no series names a tenant")
+	logged := false
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		if strings.Contains(line, `"msg":"http request"`) && strings.Contains(line, `"status":429`) &&
+			strings.Contains(line, "api_key:"+fresh.APIKeyID.String()+" tenant:"+tenantA) {
+			logged = true
+		}
+	}
+	require.True(t, logged, "the log line of a refused request names its key and tenant")
 }
 
 // TestPriorityCriticalIsThePlatforms: a tenant key asking for priority 0

@@ -42,7 +42,7 @@ func NewAccessMetrics(reg prometheus.Registerer) *AccessMetrics {
 	counter := func(name, help, label string) *prometheus.CounterVec {
 		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
 	}
-	return &AccessMetrics{
+	m := &AccessMetrics{
 		Denied: counter("bpc_auth_denied_total",
 			"Requests refused for their credentials, by reason (missing, malformed, unknown, secret, revoked, expired, platform).", "reason"),
 		KeyEvents: counter("bpc_api_key_events_total", "API keys created and revoked on this process.", "event"),
@@ -51,6 +51,11 @@ func NewAccessMetrics(reg prometheus.Registerer) *AccessMetrics {
 		QuotaRefused: counter("bpc_quota_refused_total",
 			"Requests refused by a tenant quota, by quota name (never by tenant).", "quota"),
 	}
+	// From zero, so that rate() sees the first refusal.
+	for _, scope := range []string{"key", "tenant", "address"} {
+		m.RateLimited.WithLabelValues(scope)
+	}
+	return m
 }
 
 // CountQuotaRefusal counts a request refused by the tenant quota named
@@ -210,6 +215,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, scope, client str
 func (s *Server) admitKey(w http.ResponseWriter, r *http.Request, p access.Principal) bool {
 	d := access.Take(r.Context(), s.Limits, s.TenantLimits, access.Charge{Key: keyBucket(p), Tenant: p.TenantID, N: 1})
 	if !d.OK {
+		// The refusal's log line names the key and its tenant: the
+		// metrics count refusals by scope only.
+		withPrincipal(r.Context(), p)
 		s.limited(w, r, d.Limited, d.RetryAfter)
 	}
 	return d.OK
