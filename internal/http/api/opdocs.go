@@ -159,7 +159,7 @@ var opDocs = map[string]opDoc{
 		text: "Appends a custom event to an aggregate's hash chain in the tenant's audit log, and creates one webhook delivery " +
 			"per active endpoint subscribed to its type. actor_id is the key's own (api_key:<id>) for a tenant key.",
 		idempotent: repeatCreate, enqueues: "DELIVER_WEBHOOK, one per subscribed endpoint",
-		conflict: "EVENT_VERSION_CONFLICT (retryable): appends to the same aggregate raced and another took the version; send it again."},
+		conflict: "EVENT_VERSION_CONFLICT (retryable): racing appends to the same aggregate kept taking the version, through the server's own retries; send it again."},
 
 	// Webhooks
 	"create-webhook-endpoint": {tag: tagWebhooks,
