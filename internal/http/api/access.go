@@ -28,7 +28,7 @@ import (
 // No series is labelled with a tenant id: tenants are many, and a series
 // per tenant per reason would grow without bound. The labels are closed
 // sets (reasons, scopes, the quota names of SPEC §15); which tenant was
-// refused is in the request log line (tenant_id, error_code).
+// refused is in the request's log line (its principal).
 type AccessMetrics struct {
 	Denied       *prometheus.CounterVec
 	KeyEvents    *prometheus.CounterVec
