@@ -220,3 +220,20 @@ func TestTenantLimiterBounds(t *testing.T) {
 	require.True(t, b.request("k", uuid.New()).OK)
 	require.Len(t, b.tenants.buckets, 1, "the recovered buckets were dropped for the new tenant's")
 }
+
+// BenchmarkTake is the cost of a tenant key's admission (its key's bucket
+// and its tenant's) beside the key's bucket alone (BenchmarkLimiterAllow).
+func BenchmarkTake(b *testing.B) {
+	keys, tenants := NewLimiter(1e9, 1e9), NewTenantLimiter(Budget{RPS: 1e9, Burst: 1e9}, nil)
+	tenant := uuid.New()
+	for b.Loop() {
+		Take(context.Background(), keys, tenants, Charge{Key: "key:k", Tenant: tenant, N: 1})
+	}
+}
+
+func BenchmarkLimiterAllow(b *testing.B) {
+	keys := NewLimiter(1e9, 1e9)
+	for b.Loop() {
+		keys.Allow("key:k")
+	}
+}
