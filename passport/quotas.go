@@ -154,6 +154,17 @@ func TenantQuotas(ctx context.Context, q *store.Queries, defaults Quotas, tenant
 	return defaults.Apply(o), nil
 }
 
+// TenantOverrides returns the overrides the platform set for the tenant
+// (SetTenantQuotas), nil members where it set none: for a caller whose
+// defaults are finer than Quotas' integers (the request budget's rate).
+func TenantOverrides(ctx context.Context, q *store.Queries, tenantID uuid.UUID) (QuotaOverrides, error) {
+	raw, err := q.TenantQuotaOverrides(ctx, tenantID)
+	if err != nil {
+		return QuotaOverrides{}, err
+	}
+	return decodeOverrides(tenantID, raw)
+}
+
 // lockTenantQuotas is TenantQuotas that also locks the tenant's row until
 // the transaction ends, so that count quotas are checked and their rows
 // inserted without a concurrent create of the same tenant in between.

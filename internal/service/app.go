@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -264,6 +265,22 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 	if role != RoleWorker {
 		a.keys = access.NewKeyring(a.store)
 		srv.Keys = a.keys
+		// A tenant's budget is the environment's unless the platform set
+		// its rate_limit_rps or rate_limit_burst quota.
+		srv.TenantLimits = access.NewTenantLimiter(cfg.TenantRateLimit, func(ctx context.Context, tenantID uuid.UUID) (access.Budget, error) {
+			o, err := passport.TenantOverrides(ctx, a.store, tenantID)
+			if err != nil {
+				return access.Budget{}, err
+			}
+			b := cfg.TenantRateLimit
+			if o.RateLimitRPS != nil {
+				b.RPS = float64(*o.RateLimitRPS)
+			}
+			if o.RateLimitBurst != nil {
+				b.Burst = *o.RateLimitBurst
+			}
+			return b, nil
+		})
 		a.riverUI, err = bpcriverui.NewHandler(a.river, logger)
 		if err != nil {
 			return nil, err

@@ -24,6 +24,7 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/sign"
+	"github.com/bpc-platform/bpc/internal/http/access"
 	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/jobrun/trigger"
 	"github.com/bpc-platform/bpc/internal/redact"
@@ -49,9 +50,13 @@ type Config struct {
 	QueueMaxDepth       int
 	// RateLimitRPS and RateLimitBurst bound each API key, and each client
 	// address on the public routes and after failed credentials (per
-	// process; 0 RPS turns the limits off).
+	// process; 0 RPS turns the limits off). TenantRateLimit is the request
+	// budget all of a tenant's keys share on top of each key's
+	// (BPC_TENANT_RATE_LIMIT_RPS and _BURST; per process; 0 RPS turns it
+	// off).
 	RateLimitRPS       int
 	RateLimitBurst     int
+	TenantRateLimit    access.Budget
 	ReaperInterval     time.Duration
 	MaxLeaseExpiries   int
 	Maintenance        jobrun.MaintenanceConfig
@@ -225,6 +230,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	quota(passport.QuotaAPIKeys, "BPC_TENANT_MAX_API_KEYS", &c.Quotas.APIKeys)
 	quota(passport.QuotaQueuedJobs, "BPC_TENANT_MAX_QUEUED_JOBS", &c.Quotas.QueuedJobs)
 	quota(passport.QuotaEventPayloadBytes, "BPC_EVENT_PAYLOAD_MAX_BYTES", &c.Quotas.EventPayloadBytes)
+	quota(passport.QuotaRateLimitRPS, "BPC_TENANT_RATE_LIMIT_RPS", &c.Quotas.RateLimitRPS)
+	quota(passport.QuotaRateLimitBurst, "BPC_TENANT_RATE_LIMIT_BURST", &c.Quotas.RateLimitBurst)
+	c.TenantRateLimit = access.Budget{RPS: float64(c.Quotas.RateLimitRPS), Burst: c.Quotas.RateLimitBurst}
 
 	switch c.Env {
 	case "dev", "test", "prod":

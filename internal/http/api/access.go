@@ -20,13 +20,20 @@ import (
 	"github.com/bpc-platform/bpc/passport"
 )
 
-// AccessMetrics count what the access layer decides (SPEC §10): refused
-// credentials by reason, API key lifecycle events, and rate-limited
-// requests by what was limited (key, address).
+// AccessMetrics count what the access layer decides (SPEC §10, §15):
+// refused credentials by reason, API key lifecycle events, rate-limited
+// requests by what was limited (key, tenant, address), and requests
+// refused by a tenant quota, by quota.
+//
+// No series is labelled with a tenant id: tenants are many, and a series
+// per tenant per reason would grow without bound. The labels are closed
+// sets (reasons, scopes, the quota names of SPEC §15); which tenant was
+// refused is in the request's log line (its principal).
 type AccessMetrics struct {
-	Denied      *prometheus.CounterVec
-	KeyEvents   *prometheus.CounterVec
-	RateLimited *prometheus.CounterVec
+	Denied       *prometheus.CounterVec
+	KeyEvents    *prometheus.CounterVec
+	RateLimited  *prometheus.CounterVec
+	QuotaRefused *prometheus.CounterVec
 }
 
 // NewAccessMetrics creates the access metrics and registers them with reg.
@@ -35,12 +42,28 @@ func NewAccessMetrics(reg prometheus.Registerer) *AccessMetrics {
 	counter := func(name, help, label string) *prometheus.CounterVec {
 		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
 	}
-	return &AccessMetrics{
+	m := &AccessMetrics{
 		Denied: counter("bpc_auth_denied_total",
 			"Requests refused for their credentials, by reason (missing, malformed, unknown, secret, revoked, expired, platform).", "reason"),
 		KeyEvents: counter("bpc_api_key_events_total", "API keys created and revoked on this process.", "event"),
 		RateLimited: counter("bpc_rate_limited_total",
-			"Requests answered 429 by the rate limits, by what was limited (key, address).", "scope"),
+			"Requests answered 429 by the rate limits, by what was limited (key, tenant, address).", "scope"),
+		QuotaRefused: counter("bpc_quota_refused_total",
+			"Requests refused by a tenant quota, by quota name (never by tenant).", "quota"),
+	}
+	// From zero, so that rate() sees the first refusal.
+	for _, scope := range []string{"key", "tenant", "address"} {
+		m.RateLimited.WithLabelValues(scope)
+	}
+	return m
+}
+
+// CountQuotaRefusal counts a request refused by the tenant quota named
+// quota (a name of SPEC §15, such as webhook_endpoints or queued_jobs: a
+// closed set, never a tenant id). m may be nil (not counted).
+func (m *AccessMetrics) CountQuotaRefusal(quota string) {
+	if m != nil {
+		m.QuotaRefused.WithLabelValues(quota).Inc()
 	}
 }
 
@@ -86,7 +109,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				s.deny(w, r, bearerChallenge, denied.Reason, msg, slog.String("api_key_id", denied.KeyID.String()), slog.String("tenant_id", denied.TenantID.String()))
 			case err != nil:
 				s.writeError(w, r, err)
-			case !s.admit(w, r, "key", "key:"+p.KeyID.String()):
+			case !s.admitKey(w, r, p):
 			default:
 				next.ServeHTTP(w, r.WithContext(withPrincipal(r.Context(), p)))
 			}
@@ -96,6 +119,22 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		default:
 			s.deny(w, r, bearerChallenge, deniedPlatform, access.UnknownTokenMessage)
 		}
+	})
+}
+
+// authenticateIfSent is authenticate for a route that needs no
+// credentials (readiness: probes send none) but trusts a caller more when
+// it sends them: a request without an Authorization header goes through
+// without a principal; one with it is authenticated, and refused, exactly
+// as on /v1, so that it cannot serve to guess tokens.
+func (s *Server) authenticateIfSent(next http.Handler) http.Handler {
+	auth := s.authenticate(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.Header.Values("Authorization")) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		auth.ServeHTTP(w, r)
 	})
 }
 
@@ -170,16 +209,74 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, scope, client str
 	return ok
 }
 
+// admitKey takes one request from the budgets of p's key and of p's
+// tenant (shared by all its keys), both or neither; over either it answers
+// 429 RATE_LIMITED with Retry-After and returns false.
+func (s *Server) admitKey(w http.ResponseWriter, r *http.Request, p access.Principal) bool {
+	d := access.Take(r.Context(), s.Limits, s.TenantLimits, access.Charge{Key: keyBucket(p), Tenant: p.TenantID, N: 1})
+	if !d.OK {
+		// The refusal's log line names the key and its tenant: the
+		// metrics count refusals by scope only.
+		withPrincipal(r.Context(), p)
+		s.limited(w, r, d.Limited, d.RetryAfter)
+	}
+	return d.OK
+}
+
+// chargeJobs takes the rest of the cost of a request that enqueues jobs
+// jobs: a tenant pays one request per job from its tenant's budget, of
+// which authentication took one. The key's own limit counts requests (SPEC
+// §10): a batch is one of them, as it always was, so a key keeps sending
+// batches of up to 1000 jobs while its tenant's budget bounds the jobs all
+// its keys enqueue. The platform token is not limited. A batch over the
+// tenant's burst can never pass: VALIDATION_ERROR naming jobs, not a 429
+// whose Retry-After would lie.
+func (s *Server) chargeJobs(ctx context.Context, jobs int) error {
+	p, err := principal(ctx)
+	if err != nil || p.Platform || jobs <= 1 {
+		return err
+	}
+	d := access.Take(ctx, nil, s.TenantLimits, access.Charge{Tenant: p.TenantID, N: jobs - 1, Paid: 1})
+	switch {
+	case d.OK:
+		return nil
+	case d.Never:
+		e := errcode.Invalid("jobs", "holds %d jobs, and a batch costs one request per job: the %s's request budget takes at most %d at once (its burst); send at most %d jobs per batch",
+			jobs, d.Limited, d.Burst, d.Burst)
+		e.Details["limit"], e.Details["limited"] = d.Burst, d.Limited
+		return e
+	}
+	s.countLimited(d.Limited)
+	return rateLimited(d.Limited, d.RetryAfter)
+}
+
+// keyBucket is the rate limit bucket of an API key.
+func keyBucket(p access.Principal) string { return "key:" + p.KeyID.String() }
+
 // limited answers 429 RATE_LIMITED with Retry-After for wait.
 func (s *Server) limited(w http.ResponseWriter, r *http.Request, scope string, wait time.Duration) {
+	s.countLimited(scope)
+	e := rateLimited(scope, wait)
+	w.Header().Set("Retry-After", strconv.Itoa(e.Details["retry_after_seconds"].(int)))
+	s.writeError(w, r, e)
+}
+
+// countLimited counts a request answered 429 by the rate limit of scope.
+func (s *Server) countLimited(scope string) {
 	if s.Access != nil {
 		s.Access.RateLimited.WithLabelValues(scope).Inc()
 	}
+}
+
+// rateLimited is the RATE_LIMITED error of a request over the rate limit
+// of scope (key, tenant, address), to retry after wait; writeError and
+// completeErrorBody answer its retry_after_seconds as Retry-After.
+func rateLimited(scope string, wait time.Duration) *errcode.Error {
 	secs := access.RetryAfterSeconds(wait)
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	s.writeError(w, r, &errcode.Error{Code: errcode.RateLimited,
-		Message: "too many requests; retry after " + strconv.Itoa(secs) + " s",
-		Details: map[string]any{"retry_after_seconds": secs, "limited": scope}})
+	what := map[string]string{"key": "this API key's", "tenant": "the tenant's", "address": "this address's"}[scope]
+	return &errcode.Error{Code: errcode.RateLimited,
+		Message: "too many requests for " + what + " rate limit; retry after " + strconv.Itoa(secs) + " s",
+		Details: map[string]any{"retry_after_seconds": secs, "limited": scope}}
 }
 
 // deniedBucket is the rate limit bucket of an address's failed credentials.

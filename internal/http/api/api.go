@@ -88,6 +88,9 @@ type Server struct {
 	Keys *access.Keyring
 	// Limits is the per-key and per-address rate limit (nil: none).
 	Limits *access.Limiter
+	// TenantLimits is the request budget each tenant's keys share, on top
+	// of Limits (nil: none).
+	TenantLimits *access.TenantLimiter
 	// Access counts refused credentials, key events and rate-limited
 	// requests (nil: not counted).
 	Access *AccessMetrics
@@ -120,8 +123,12 @@ func (s *Server) Handler() http.Handler {
 	public := routes{r: r, api: s.newAPI(r, doc), doc: doc, public: true}
 	register(public, http.MethodGet, "/v1/health/live", "health-live", "Liveness: the process serves HTTP", s.handleLive,
 		responds[liveResponse](http.StatusOK, "Alive"))
-	register(public, http.MethodGet, "/v1/health/ready", "health-ready", "Readiness: every readiness check passes", s.handleReady,
-		describe("Each check's failure detail is shown only with the admin bearer token."),
+	// Credentials are optional on ready, but checked when sent.
+	probe := r.With(s.authenticateIfSent)
+	ready := routes{r: probe, api: s.newAPI(probe, doc), doc: doc, public: true}
+	register(ready, http.MethodGet, "/v1/health/ready", "health-ready", "Readiness: every readiness check passes", s.handleReady,
+		describe("Each check's failure detail is shown only with the platform token. Credentials are optional; "+
+			"sent ones are checked as on /v1: a wrong token is 401, and 429 once the address's failed credentials are over their rate."),
 		responds[readyResponse](http.StatusOK, "Ready"),
 		responds[readyResponse](http.StatusServiceUnavailable, "A check failed"))
 	s.indexRoutes(public)

@@ -28,6 +28,10 @@ type appendEventResponse struct {
 	Deliveries       []bpctype.DeliveryRef `json:"deliveries"`
 }
 
+// appendAttempts bounds the transactions one append runs while racing
+// appends to its aggregate take the version it read.
+const appendAttempts = 3
+
 // handleAppendEvent appends a custom audit event; subscribed endpoints get
 // a delivery and a DELIVER_WEBHOOK job in the same transaction.
 func (s *Server) handleAppendEvent(ctx context.Context, raw *bodyInput[appendEventRequest]) (*out[appendEventResponse], error) {
@@ -71,12 +75,22 @@ func (s *Server) handleAppendEvent(ctx context.Context, raw *bodyInput[appendEve
 	if err != nil {
 		return nil, err
 	}
-	res, err := inTxValue(ctx, s, func(t passport.Tx) (passport.AppendResult, error) {
-		return t.AppendEvent(ctx, passport.EventInput{
-			TenantID: tenantID, AggregateType: in.AggregateType, AggregateID: aggregateID,
-			EventType: in.EventType, ActorID: in.ActorID, Payload: in.Payload,
+	var res passport.AppendResult
+	for attempt := 1; ; attempt++ {
+		res, err = inTxValue(ctx, s, func(t passport.Tx) (passport.AppendResult, error) {
+			return t.AppendEvent(ctx, passport.EventInput{
+				TenantID: tenantID, AggregateType: in.AggregateType, AggregateID: aggregateID,
+				EventType: in.EventType, ActorID: in.ActorID, Payload: in.Payload,
+			})
 		})
-	})
+		// Another append took the version: the transaction rolled back,
+		// and a new one reads the new head of the chain. Bounded, so that
+		// a crowd of racers gets 409 EVENT_VERSION_CONFLICT to retry
+		// rather than holding connections.
+		if errcode.CodeOf(err) != errcode.EventVersionConflict || attempt == appendAttempts {
+			break
+		}
+	}
 	if err != nil {
 		admitted.Done(nil)
 		return nil, err

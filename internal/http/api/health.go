@@ -4,9 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
+	"github.com/bpc-platform/bpc/internal/http/access"
 	"github.com/bpc-platform/bpc/internal/redact"
 )
 
@@ -16,10 +16,6 @@ type liveOutput struct {
 
 func (s *Server) handleLive(context.Context, *struct{}) (*liveOutput, error) {
 	return &liveOutput{Body: liveResponse{Status: "ok"}}, nil
-}
-
-type readyInput struct {
-	Authorization string `header:"Authorization" hidden:"true"`
 }
 
 type readyOutput struct {
@@ -42,18 +38,21 @@ type checkResult struct {
 	Name   string `json:"name"`
 	OK     bool   `json:"ok"`
 	Status string `json:"status,omitempty" enum:"degraded" doc:"degraded: the check failed without making the service unready (the RabbitMQ trigger, unless BPC_HEALTH_REQUIRE_QUEUE)."`
-	Detail string `json:"detail,omitempty" doc:"Why the check failed; shown only with the admin bearer token."`
+	Detail string `json:"detail,omitempty" doc:"Why the check failed; shown only with the platform token."`
 }
 
 // handleReady runs every readiness check; any failure is a 503 naming it,
 // except a check that only degrades the service (200, status degraded).
 // Health needs no auth, so the failure's text (database host and user,
-// schema versions) is logged and shown only to a caller with the admin
-// token.
-func (s *Server) handleReady(rctx context.Context, in *readyInput) (*readyOutput, error) {
+// schema versions) is logged and shown only to the platform operator:
+// credentials, when a caller sends any, went through authenticateIfSent
+// and its failed-credential limit, so the detail is no oracle for token
+// guesses.
+func (s *Server) handleReady(rctx context.Context, _ *struct{}) (*readyOutput, error) {
 	ctx, cancel := context.WithTimeout(rctx, 3*time.Second)
 	defer cancel()
-	showDetail := s.bearerMatches(in.Authorization)
+	p, authenticated := access.FromContext(rctx)
+	showDetail := authenticated && p.Platform
 	status, degraded, results := http.StatusOK, false, make([]checkResult, 0, len(s.Ready))
 	for _, c := range s.Ready {
 		res := checkResult{Name: c.Name, OK: true}
@@ -84,11 +83,4 @@ func (s *Server) handleReady(rctx context.Context, in *readyInput) (*readyOutput
 		body.Status = "degraded"
 	}
 	return &readyOutput{Status: status, Body: body}, nil
-}
-
-// bearerMatches reports whether an Authorization header value is the admin
-// bearer token.
-func (s *Server) bearerMatches(authorization string) bool {
-	scheme, token, ok := strings.Cut(authorization, " ")
-	return ok && strings.EqualFold(scheme, "Bearer") && s.tokenMatches(strings.TrimSpace(token))
 }

@@ -58,7 +58,7 @@ func completeErrorBody(ctx huma.Context, _ string, v any) (any, error) {
 			v = &c
 		}
 		if e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable {
-			ctx.SetHeader("Retry-After", "1")
+			ctx.SetHeader("Retry-After", e.retryAfter())
 		}
 	}
 	return v, nil

@@ -33,7 +33,7 @@ type enqueueRequest struct {
 	Type           string          `json:"type"`
 	TenantID       ID              `json:"tenant_id,omitempty"`
 	Payload        json.RawMessage `json:"payload"`
-	Priority       *int            `json:"priority" minimum:"0" maximum:"3" doc:"0 (critical) to 3 (low); the type's default when absent."`
+	Priority       *int            `json:"priority" minimum:"0" maximum:"3" doc:"0 (critical: the platform token only) to 3 (low); the type's default when absent."`
 	MaxAttempts    *int            `json:"max_attempts" minimum:"1" maximum:"100" doc:"The type's default when absent."`
 	IdempotencyKey string          `json:"idempotency_key" maxLength:"255" doc:"The same key and request return the existing job (200); or the Idempotency-Key header."`
 	ScheduledAt    *time.Time      `json:"scheduled_at" doc:"Run no earlier than this; now when absent."`
@@ -57,6 +57,9 @@ func (s *Server) toStoreRequest(ctx context.Context, in enqueueRequest, prefix s
 	case in.MaxAttempts != nil && (*in.MaxAttempts < 1 || *in.MaxAttempts > maxAttemptsCap):
 		return passport.EnqueueRequest{}, prefixed(errcode.Invalid("max_attempts", "must be 1 to %d", maxAttemptsCap))
 	}
+	if err := allowPriority(ctx, in.Priority); err != nil {
+		return passport.EnqueueRequest{}, prefixed(err)
+	}
 	if err := passport.CheckIdempotencyKey("idempotency_key", in.IdempotencyKey); err != nil {
 		return passport.EnqueueRequest{}, prefixed(err)
 	}
@@ -66,6 +69,20 @@ func (s *Server) toStoreRequest(ctx context.Context, in enqueueRequest, prefix s
 	}
 	return passport.NewEnqueueRequest(args, in.IdempotencyKey, passport.EnqueueOptions{
 		Priority: in.Priority, MaxAttempts: in.MaxAttempts, ScheduledAt: in.ScheduledAt})
+}
+
+// allowPriority checks that the request's principal may ask for SSOT
+// priority (nil: the type's default): critical (0) is the platform's, so
+// that no tenant puts its jobs ahead of every other tenant's.
+func allowPriority(ctx context.Context, priority *int) error {
+	p, err := principal(ctx)
+	switch {
+	case err != nil:
+		return err
+	case p.Platform || priority == nil || *priority != jobargs.PriorityCritical:
+		return nil
+	}
+	return errcode.Invalid("priority", "0 (critical) takes the platform token; a tenant key asks for 1 (high) to 3 (low), or leaves it out for the type's default")
 }
 
 // enqueue inserts the requests in one transaction, after checking that
@@ -165,6 +182,9 @@ func (s *Server) handleEnqueueBatch(ctx context.Context, raw *bodyInput[batchReq
 	in := raw.Body
 	if len(in.Jobs) == 0 || len(in.Jobs) > maxBatchJobs {
 		return nil, errcode.Invalid("jobs", "must hold 1 to %d jobs", maxBatchJobs)
+	}
+	if err := s.chargeJobs(ctx, len(in.Jobs)); err != nil {
+		return nil, err
 	}
 	reqs := make([]passport.EnqueueRequest, len(in.Jobs))
 	for i, job := range in.Jobs {

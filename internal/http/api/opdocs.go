@@ -89,6 +89,10 @@ type opDoc struct {
 	// notFound: the body names other resources (404 when they are not the
 	// tenant's), besides any {id} of the path.
 	notFound bool
+	// credentials: a public operation that checks credentials when sent
+	// (401 for wrong ones, 429 once the address's failures are over their
+	// rate).
+	credentials bool
 }
 
 const (
@@ -107,7 +111,7 @@ var opDocs = map[string]opDoc{
 	"health-ready": {tag: tagHealth, caller: callerPublic,
 		text: "Readiness probe: runs every readiness check (database, schema version, and for worker roles the River client) " +
 			"and answers 200 when all pass, 503 naming the failing check otherwise. A check that only slows the service " +
-			"(the RabbitMQ trigger) makes it `degraded` with 200."},
+			"(the RabbitMQ trigger) makes it `degraded` with 200.", credentials: true},
 	"api-index": {tag: tagHealth, caller: callerPublic,
 		text: "Links to what this process serves: the API reference, this document, the health probes, metrics and River UI."},
 	"metrics": {tag: tagHealth, caller: callerPlatform,
@@ -142,7 +146,9 @@ var opDocs = map[string]opDoc{
 		enqueues: "the job of the request's type", conflict: "IDEMPOTENCY_CONFLICT: the key was used for a different request.",
 		notFound: true},
 	"enqueue-jobs-batch": {tag: tagJobs,
-		text:       "Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created.",
+		text: "Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created. " +
+			"A tenant pays one request per job from its tenant's request budget (its key one request): a batch over the tenant's burst is 422 naming jobs, " +
+			"one the budget cannot hold yet 429 with Retry-After.",
 		idempotent: "Per job, as enqueue-job: items whose Idempotency-Key and request match an existing job answer it (200 when every item did).",
 		enqueues:   "one job per item", conflict: "IDEMPOTENCY_CONFLICT: an item's key was used for a different request.", notFound: true},
 	"list-jobs": {tag: tagJobs, text: "Lists jobs newest first, by page (next_cursor), filtered by type, status and creation time."},
@@ -160,7 +166,8 @@ var opDocs = map[string]opDoc{
 	"append-event": {tag: tagEvents,
 		text: "Appends a custom event to an aggregate's hash chain in the tenant's audit log, and creates one webhook delivery " +
 			"per active endpoint subscribed to its type. actor_id is the key's own (api_key:<id>) for a tenant key.",
-		idempotent: repeatCreate, enqueues: "DELIVER_WEBHOOK, one per subscribed endpoint"},
+		idempotent: repeatCreate, enqueues: "DELIVER_WEBHOOK, one per subscribed endpoint",
+		conflict: "EVENT_VERSION_CONFLICT (retryable): racing appends to the same aggregate kept taking the version, through the server's own retries; send it again."},
 
 	// Webhooks
 	"create-webhook-endpoint": {tag: tagWebhooks,
@@ -310,6 +317,9 @@ func (d opDoc) errorStatuses(o *huma.Operation) []int {
 	if acc != callerPublic {
 		out = append(out, http.StatusUnauthorized, http.StatusForbidden)
 	}
+	if d.credentials {
+		out = append(out, http.StatusUnauthorized)
+	}
 	if strings.Contains(o.Path, "{") || d.notFound {
 		out = append(out, http.StatusNotFound)
 	}
@@ -324,7 +334,7 @@ func (d opDoc) errorStatuses(o *huma.Operation) []int {
 		// parameters, NUL, invalid UTF-8) even without parameters.
 		out = append(out, http.StatusUnprocessableEntity)
 	}
-	if acc != callerPublic || strings.HasPrefix(o.Path, "/public/") {
+	if acc != callerPublic || strings.HasPrefix(o.Path, "/public/") || d.credentials {
 		out = append(out, http.StatusTooManyRequests)
 	}
 	if d.enqueues != "" {
@@ -340,6 +350,6 @@ var errorText = map[int]string{
 	http.StatusConflict:              "Conflict with the resource's state.",
 	http.StatusRequestEntityTooLarge: "BODY_TOO_LARGE: the body exceeds BPC_MAX_BODY_BYTES (PAYLOAD_TOO_LARGE: an event payload exceeds the tenant's event_payload_bytes quota).",
 	http.StatusUnprocessableEntity:   "VALIDATION_ERROR (or a more specific code): an invalid parameter or body member, named in details.field.",
-	http.StatusTooManyRequests:       "RATE_LIMITED: too many requests for this key (or client address); retry after Retry-After seconds. Enqueues: QUOTA_EXCEEDED when the tenant's queued jobs would pass its queued_jobs quota (nothing enqueued).",
+	http.StatusTooManyRequests:       "RATE_LIMITED: too many requests for this key, its tenant (shared by all its keys) or the client address; retry after Retry-After seconds. Enqueues: QUOTA_EXCEEDED when the tenant's queued jobs would pass its queued_jobs quota (nothing enqueued).",
 	http.StatusServiceUnavailable:    "QUEUE_UNAVAILABLE or DB_UNAVAILABLE: retry after Retry-After seconds.",
 }

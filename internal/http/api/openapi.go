@@ -66,6 +66,16 @@ type ErrorBody struct {
 // Error returns the code and message.
 func (e *ErrorBody) Error() string { return string(e.Err.Code) + ": " + e.Err.Message }
 
+// retryAfter is the Retry-After of a 429 or 503: the error's
+// retry_after_seconds when it knows how long (a rate limit's reservation),
+// else 1.
+func (e *ErrorBody) retryAfter() string {
+	if secs, ok := e.Err.Details["retry_after_seconds"].(int); ok && secs > 0 {
+		return strconv.Itoa(secs)
+	}
+	return "1"
+}
+
 // GetStatus returns the HTTP status of the error (huma.StatusError).
 func (e *ErrorBody) GetStatus() int { return e.status }
 

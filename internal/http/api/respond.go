@@ -50,6 +50,10 @@ var statusByCode = map[errcode.Code]int{
 	errcode.QueueUnavailable:    http.StatusServiceUnavailable,
 	errcode.DBUnavailable:       http.StatusServiceUnavailable,
 	errcode.Internal:            http.StatusInternalServerError,
+
+	// Racing appends to one aggregate: retryable, but the caller's to
+	// retry, not a failure of the service (neither logged nor a 5xx).
+	errcode.EventVersionConflict: http.StatusConflict,
 }
 
 // statusOf is httpStatus for e, but for a quota that frees itself — the
@@ -85,7 +89,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	body := errorEnvelope(r.Context(), s.Logger, err)
 	if (body.status == http.StatusTooManyRequests || body.status == http.StatusServiceUnavailable) && w.Header().Get("Retry-After") == "" {
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", body.retryAfter())
 	}
 	writeJSON(w, body.status, body)
 }

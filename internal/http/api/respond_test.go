@@ -60,6 +60,7 @@ func TestHTTPStatusTable(t *testing.T) {
 		{errcode.NotFound, http.StatusNotFound},
 		{errcode.IdempotencyConflict, http.StatusConflict},
 		{errcode.InvalidState, http.StatusConflict},
+		{errcode.EventVersionConflict, http.StatusConflict},
 		{errcode.BodyTooLarge, http.StatusRequestEntityTooLarge},
 		{errcode.Unauthorized, http.StatusUnauthorized},
 		{errcode.Forbidden, http.StatusForbidden},
@@ -73,7 +74,6 @@ func TestHTTPStatusTable(t *testing.T) {
 		{errcode.SnapshotNotReady, http.StatusConflict},
 		{errcode.RulePkgNotPublished, http.StatusConflict},
 		{errcode.Webhook5xx, http.StatusInternalServerError},
-		{errcode.EventVersionConflict, http.StatusInternalServerError},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, httpStatus(tt.code), "%s", tt.code)
