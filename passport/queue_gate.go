@@ -44,12 +44,18 @@ type backlog struct {
 	queued   int // QUEUED jobs counted (up to limit), plus those admitted since
 	reserved int // admitted jobs whose enqueue has not returned
 	at       time.Time
+	// refreshing: one enqueue is counting; the others go on with this
+	// reading meanwhile, rather than all counting at once.
+	refreshing bool
 }
 
 // Admission is a reservation of places in tenants' backlogs; Done ends it.
 type Admission struct {
 	g *QueueGate
 	n map[uuid.UUID]int
+	// b are the backlogs the places were reserved in (a Forget may have
+	// replaced the gate's since).
+	b map[uuid.UUID]*backlog
 }
 
 // Admit reserves a place for each job, given by its tenant, or refuses
@@ -64,36 +70,46 @@ func (g *QueueGate) Admit(ctx context.Context, q *store.Queries, defaults Quotas
 		}
 		n[t]++
 	}
-	a := Admission{g: g, n: map[uuid.UUID]int{}}
+	a := Admission{g: g, n: map[uuid.UUID]int{}, b: map[uuid.UUID]*backlog{}}
 	for _, t := range order {
-		if err := g.reserve(ctx, q, defaults, t, n[t]); err != nil {
+		b, err := g.reserve(ctx, q, defaults, t, n[t])
+		if err != nil {
 			a.Done(nil)
 			return Admission{}, err
 		}
-		a.n[t] = n[t]
+		a.n[t], a.b[t] = n[t], b
 	}
 	return a, nil
 }
 
-// reserve reserves n places in the tenant's backlog, counting it first
-// when the gate's count is older than the TTL.
-func (g *QueueGate) reserve(ctx context.Context, q *store.Queries, defaults Quotas, tenantID uuid.UUID, n int) error {
+// reserve reserves n places in the tenant's backlog and returns it,
+// counting it first when the gate's count is older than the TTL (and no
+// other enqueue is counting it).
+func (g *QueueGate) reserve(ctx context.Context, q *store.Queries, defaults Quotas, tenantID uuid.UUID, n int) (*backlog, error) {
 	ttl := g.TTL
 	if ttl <= 0 {
 		ttl = DefaultQueueGateTTL
 	}
 	g.mu.Lock()
 	b := g.byTenant[tenantID]
-	fresh := b != nil && time.Since(b.at) < ttl
+	count := b == nil || (time.Since(b.at) >= ttl && !b.refreshing)
+	if count && b != nil {
+		b.refreshing = true
+	}
 	g.mu.Unlock()
-	if !fresh {
+	if count {
 		quotas, err := TenantQuotas(ctx, q, defaults, tenantID)
-		if err != nil {
-			return err
+		var queued int
+		if err == nil {
+			queued, err = q.CountQueuedJobs(ctx, tenantID, quotas.QueuedJobs)
 		}
-		queued, err := q.CountQueuedJobs(ctx, tenantID, quotas.QueuedJobs)
 		if err != nil {
-			return err
+			if b != nil {
+				g.mu.Lock()
+				b.refreshing = false
+				g.mu.Unlock()
+			}
+			return nil, err
 		}
 		g.mu.Lock()
 		if g.byTenant == nil {
@@ -106,16 +122,16 @@ func (g *QueueGate) reserve(ctx context.Context, q *store.Queries, defaults Quot
 		// The count may include jobs of enqueues still reserved that
 		// committed before it: the gate then refuses a little early, for
 		// one TTL at most, rather than late.
-		b.limit, b.queued, b.at = quotas.QueuedJobs, queued, time.Now()
+		b.limit, b.queued, b.at, b.refreshing = quotas.QueuedJobs, queued, time.Now(), false
 		g.mu.Unlock()
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if used := b.queued + b.reserved; used+n > b.limit {
-		return QueuedJobsExceeded(b.limit, min(used, b.limit))
+		return nil, QueuedJobsExceeded(b.limit, min(used, b.limit))
 	}
 	b.reserved += n
-	return nil
+	return b, nil
 }
 
 // Done ends the reservation: the jobs results show inserted (not
@@ -151,10 +167,9 @@ func (a Admission) settle(inserted map[uuid.UUID]int) {
 	a.g.mu.Lock()
 	defer a.g.mu.Unlock()
 	for t, n := range a.n {
-		if b := a.g.byTenant[t]; b != nil {
-			b.reserved -= n
-			b.queued += inserted[t]
-		}
+		b := a.b[t]
+		b.reserved -= n
+		b.queued += inserted[t]
 	}
 }
 

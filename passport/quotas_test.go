@@ -404,3 +404,42 @@ func TestQuotaNamesAndBoundsAgree(t *testing.T) {
 	_, _, ok := passport.QuotaBounds("colour")
 	require.False(t, ok)
 }
+
+// Jobs another process enqueued count once the gate's reading is older
+// than its TTL: the lag across processes is one TTL.
+func TestQueueGateRecountsAfterItsTTL(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	q := small() // 5 queued jobs
+	tenant := e.tenant(t)
+	sn, err := e.Store.CreateSnapshot(e.Ctx, tenant)
+	require.NoError(t, err)
+	elsewhere := func(n int) {
+		reqs := make([]passport.EnqueueRequest, n)
+		for i := range reqs {
+			reqs[i], err = passport.NewEnqueueRequest(&jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: tenant}, SnapshotID: sn.SnapshotID}, "", passport.EnqueueOptions{})
+			require.NoError(t, err)
+		}
+		_, err := passport.Enqueue(e.Ctx, e.Store, e.River, reqs)
+		require.NoError(t, err)
+	}
+	gate := passport.QueueGate{TTL: 50 * time.Millisecond}
+	a, err := gate.Admit(e.Ctx, e.Store, q, []uuid.UUID{tenant})
+	require.NoError(t, err)
+	a.Done(nil)
+	elsewhere(5)
+	time.Sleep(2 * gate.TTL)
+	_, err = gate.Admit(e.Ctx, e.Store, q, []uuid.UUID{tenant})
+	requireQuota(t, err, passport.QuotaQueuedJobs, 5, 5)
+
+	// A quota raised by the platform counts after Forget.
+	ten := 10
+	require.NoError(t, e.run(t, func(tx passport.Tx) error {
+		_, err := passport.SetTenantQuotas(e.Ctx, tx, q, tenant, passport.QuotaOverrides{QueuedJobs: &ten}, nil)
+		return err
+	}))
+	gate.Forget(tenant)
+	a, err = gate.Admit(e.Ctx, e.Store, q, []uuid.UUID{tenant, tenant, tenant, tenant, tenant})
+	require.NoError(t, err)
+	a.Done(nil)
+}
