@@ -116,6 +116,7 @@ func (g *QueueGate) reserve(ctx context.Context, q *store.Queries, defaults Quot
 			g.byTenant = map[uuid.UUID]*backlog{}
 		}
 		if b = g.byTenant[tenantID]; b == nil {
+			g.evictIdle(ttl)
 			b = &backlog{}
 			g.byTenant[tenantID] = b
 		}
@@ -189,4 +190,23 @@ func QueuedJobsExceeded(limit, used int) error {
 	e.Message = fmt.Sprintf("quota queued_jobs of %d reached (%d queued): nothing was enqueued; retry once the backlog drains", limit, used)
 	e.Details["retry_after_seconds"] = 1
 	return e
+}
+
+// maxIdleTenants bounds the tenants QueueGate remembers: past it, a new
+// tenant's first count drops every tenant whose count is stale and that
+// holds no reservation (it would be counted afresh anyway), so that the
+// map does not grow with every tenant that ever enqueued.
+const maxIdleTenants = 10_000
+
+// evictIdle drops the stale, unreserved tenants once the gate holds
+// maxIdleTenants. g.mu is held.
+func (g *QueueGate) evictIdle(ttl time.Duration) {
+	if len(g.byTenant) < maxIdleTenants {
+		return
+	}
+	for id, b := range g.byTenant {
+		if b.reserved == 0 && time.Since(b.at) >= ttl {
+			delete(g.byTenant, id)
+		}
+	}
 }

@@ -205,4 +205,13 @@ func TestTenantQuotasOverHTTP(t *testing.T) {
 	require.Equal(t, http.StatusCreated, status, "%s", raw)
 	status, raw = h.as(otherKey.Token, http.MethodPost, "/v1/api-keys", map[string]any{"name": "third", "role": "writer"})
 	requireQuotaRefusal(t, status, raw, http.StatusConflict, "api_keys", 2, 2)
+
+	// The refusals are counted by quota name, never by tenant.
+	status, raw = h.as(testToken, http.MethodGet, "/v1/metrics", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Regexp(t, `(?m)^bpc_quota_refused_total\{quota="api_keys"\} 2$`, string(raw))
+	for _, quota := range []string{"webhook_endpoints", "webhook_subscriptions", "queued_jobs", "event_payload_bytes"} {
+		require.Regexp(t, `(?m)^bpc_quota_refused_total\{quota="`+quota+`"\} [1-9]`, string(raw), "each quota refused above is counted")
+	}
+	require.NotContains(t, string(raw), tenant, "no series names a tenant")
 }

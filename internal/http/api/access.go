@@ -55,6 +55,10 @@ func NewAccessMetrics(reg prometheus.Registerer) *AccessMetrics {
 	for _, scope := range []string{"key", "tenant", "address"} {
 		m.RateLimited.WithLabelValues(scope)
 	}
+	for _, quota := range []string{passport.QuotaWebhookEndpoints, passport.QuotaWebhookSubscriptions, passport.QuotaAPIKeys,
+		passport.QuotaQueuedJobs, passport.QuotaEventPayloadBytes} {
+		m.QuotaRefused.WithLabelValues(quota)
+	}
 	return m
 }
 

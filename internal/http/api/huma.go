@@ -60,8 +60,20 @@ func completeErrorBody(ctx huma.Context, _ string, v any) (any, error) {
 		if e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable {
 			ctx.SetHeader("Retry-After", e.retryAfter())
 		}
+		if s, _ := ctx.Context().Value(serverKey{}).(*Server); s != nil {
+			s.countQuotaRefusal(e)
+		}
 	}
 	return v, nil
+}
+
+// countQuotaRefusal counts an answer that refuses a request for a tenant
+// quota (QUOTA_EXCEEDED, or an event payload over its quota) by the
+// quota's name, which the error's details carry.
+func (s *Server) countQuotaRefusal(e *ErrorBody) {
+	if quota, ok := e.Err.Details["quota"].(string); ok && (e.Err.Code == errcode.QuotaExceeded || e.Err.Code == errcode.PayloadTooLarge) {
+		s.Access.CountQuotaRefusal(quota)
+	}
 }
 
 func init() {

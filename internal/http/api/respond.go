@@ -88,6 +88,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError writes the error envelope (see errorEnvelope).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	body := errorEnvelope(r.Context(), s.Logger, err)
+	s.countQuotaRefusal(body)
 	if (body.status == http.StatusTooManyRequests || body.status == http.StatusServiceUnavailable) && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", body.retryAfter())
 	}
