@@ -159,7 +159,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 	}
 	var jobTracing *jobrun.Tracing
 	var httpTracer trace.Tracer
-	webhookClient := workers.NewPolicyHTTPClient(cfg.WebhookDestinations())
+	webhookClient := workers.NewWebhookHTTPClient(cfg.WebhookDestinations(), cfg.WebhookTimeouts())
 	if a.tracer != nil {
 		defer func() {
 			if err != nil {

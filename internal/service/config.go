@@ -30,6 +30,7 @@ import (
 	"github.com/bpc-platform/bpc/internal/tracing"
 	"github.com/bpc-platform/bpc/internal/webhook/breaker"
 	"github.com/bpc-platform/bpc/internal/webhook/destination"
+	"github.com/bpc-platform/bpc/workers"
 )
 
 // Config is the service configuration (SPEC §5), read once from the
@@ -68,6 +69,11 @@ type Config struct {
 	SigningKeyID       string
 	CompilerBuildID    string
 	WebhookTimeout     time.Duration
+	// WebhookConnectTimeout and WebhookResponseHeaderTimeout bound a
+	// webhook POST's phases inside WebhookTimeout
+	// (BPC_WEBHOOK_CONNECT_TIMEOUT_MS, BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS).
+	WebhookConnectTimeout        time.Duration
+	WebhookResponseHeaderTimeout time.Duration
 	// WebhookAllowPrivate admits loopback, private and other non-public
 	// webhook destinations (BPC_WEBHOOK_ALLOW_PRIVATE; default true except
 	// in prod).
@@ -121,6 +127,13 @@ func (c Config) rescueAfter() time.Duration {
 // at registration and when dialing.
 func (c Config) WebhookDestinations() *destination.Policy {
 	return &destination.Policy{AllowPrivate: c.WebhookAllowPrivate}
+}
+
+// WebhookTimeouts are the webhook client's phase timeouts, each at most
+// the total: a phase longer than the whole POST would never fire.
+func (c Config) WebhookTimeouts() workers.Timeouts {
+	return workers.Timeouts{Connect: min(c.WebhookConnectTimeout, c.WebhookTimeout),
+		ResponseHeader: min(c.WebhookResponseHeaderTimeout, c.WebhookTimeout)}
 }
 
 // CompileLimits are the compiler's artifact size limits and the rule limits.
@@ -206,6 +219,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.Rules.MaxNodes = num("BPC_RULES_MAX_NODES", rules.DefaultMaxNodes, 1, 10_000_000)
 	c.Rules.MaxCases = num("BPC_RULES_MAX_CASES", rules.DefaultMaxCases, 1, 1_000_000_000)
 	c.WebhookTimeout = ms("BPC_WEBHOOK_TIMEOUT_MS", 30_000, 1, 600_000)
+	c.WebhookConnectTimeout = ms("BPC_WEBHOOK_CONNECT_TIMEOUT_MS", 5_000, 1, 600_000)
+	c.WebhookResponseHeaderTimeout = ms("BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS", 10_000, 1, 600_000)
 	// 8 MiB: a 4 MiB document (core/facts.MaxDocumentBytes) travels base64.
 	c.HTTPMaxBodyBytes = int64(num("BPC_HTTP_MAX_BODY_BYTES", 8<<20, 1024, 1<<30))
 
