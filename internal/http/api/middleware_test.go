@@ -244,7 +244,7 @@ func TestEveryResponseCarriesSecurityHeaders(t *testing.T) {
 		{http.MethodGet, "/v1/nothing", bearer, 404, true},
 		{http.MethodDelete, "/v1/health/live", none, 405, true},
 		{http.MethodGet, "/riverui/", basic, 200, false},
-		{http.MethodGet, "/riverui/", none, 401, false},
+		{http.MethodGet, "/riverui/", none, 401, true}, // an error: never cached, even where pages may be
 		{http.MethodPost, "/riverui/api/jobs/cancel", basic, 204, true},
 		{http.MethodPost, "/v1/tenants", func(r *http.Request) { bearer(r); r.Header.Set("Origin", "https://evil.example") }, 403, true},
 	} {
