@@ -341,8 +341,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 }
 
 // tracingConfig reads the OpenTelemetry variables the service itself acts
-// on. The OTLP exporter's own (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, …),
-// the sampler's and the batch processor's are read by the OpenTelemetry SDK
+// on, the sampler's included. The OTLP exporter's own
+// (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, …) and the batch processor's are read by the OpenTelemetry SDK
 // from the process environment when tracing is on; of those, only a protocol
 // other than OTLP over HTTP is refused here, as a choice the service would
 // silently ignore.
@@ -357,6 +357,11 @@ func tracingConfig(getenv func(string) string, errs []error) (tracing.Config, []
 	}
 	c.Exporters = exporters
 	c.ServiceName = strings.TrimSpace(getenv("OTEL_SERVICE_NAME"))
+	// Read here rather than by the SDK: the service wraps the sampler so
+	// that a caller's traceparent cannot force sampling (tracing.Sampler).
+	if c.Sampler, err = tracing.ParseSampler(getenv("OTEL_TRACES_SAMPLER"), getenv("OTEL_TRACES_SAMPLER_ARG")); err != nil {
+		errs = append(errs, configError(errcode.Validation, "OTEL_TRACES_SAMPLER", "%s", err.Error()))
+	}
 	if slices.Contains(exporters, tracing.ExporterOTLP) {
 		for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
 			if v := strings.TrimSpace(getenv(name)); v != "" && v != "http/protobuf" {
