@@ -340,7 +340,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	rel := exports.Items[0].Path
 	require.Equal(t, exports.Items[0].TenantID.String()+"/"+v.PassportVersionID.String()+".json", rel)
 	for _, path := range []string{"/v1/passport-versions/" + v.PassportVersionID.String() + "/exports", "/v1/jobs/" + exp.Job.JobID.String()} {
-		status, raw := h.raw(http.MethodGet, path, nil, nil)
+		status, raw := h.raw(http.MethodGet, path, nil, map[string]string{"Authorization": "Bearer " + testToken})
 		require.Equal(t, http.StatusOK, status, path)
 		require.NotContains(t, string(raw), env["BPC_EXPORT_DIR"], path)
 		require.Contains(t, string(raw), `"path":"`+rel+`"`, path)
