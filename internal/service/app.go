@@ -192,6 +192,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		publisher = a.trigger
 		if tc.Consume {
 			listener = trigger.NewListener(a.trigger, a.store, logger)
+			listener.MinWakeInterval = cfg.QueueWakeInterval
 		}
 	}
 	if !cfg.DBListen && role != RoleAPI {

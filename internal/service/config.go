@@ -105,6 +105,10 @@ type Config struct {
 	// BPC_QUEUE_ROUTING_KEY).
 	QueueEnabled bool
 	Queue        trigger.Config
+	// QueueWakeInterval is the least time between two wake-ups of a queue
+	// by the trigger (BPC_QUEUE_WAKE_INTERVAL_MS; trigger.Listener's
+	// MinWakeInterval).
+	QueueWakeInterval time.Duration
 	// HealthRequireQueue makes readiness fail (503) while the trigger is
 	// not connected, instead of answering 200 with the queue degraded
 	// (BPC_HEALTH_REQUIRE_QUEUE).
@@ -257,6 +261,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.DBListen = flag("BPC_DB_LISTEN", true)
 	c.QueueEnabled = flag("BPC_QUEUE_ENABLED", false)
 	c.HealthRequireQueue = flag("BPC_HEALTH_REQUIRE_QUEUE", false)
+	c.QueueWakeInterval = ms("BPC_QUEUE_WAKE_INTERVAL_MS", 50, 0, 60_000)
 	c.Queue = trigger.Config{
 		URL:        or(getenv("BPC_QUEUE_URL"), "amqp://guest:guest@127.0.0.1:5672/"),
 		Exchange:   or(getenv("BPC_QUEUE_EXCHANGE"), "bpc"),

@@ -49,6 +49,17 @@ type Listener struct {
 	logger  *slog.Logger
 	// ControlPoll is how often cancellations and pauses are read (zero: 1 s).
 	ControlPoll time.Duration
+	// MinWakeInterval is the least time between two insert notifications
+	// of a queue, when longer than the queue's fetch cooldown
+	// (BPC_QUEUE_WAKE_INTERVAL_MS). River already fetches a queue at most
+	// once per cooldown, but its cooldowns are a few milliseconds so that a
+	// pipeline step is picked up at once: a flood of messages would still
+	// make every queue fetch hundreds of times a second. This bounds what
+	// anyone able to publish to the exchange costs the database, at the
+	// price of up to this long for a job inserted just after its queue's
+	// last wake-up (the first job after a quiet spell is still woken at
+	// once; polling remains the backstop).
+	MinWakeInterval time.Duration
 
 	mu       sync.Mutex
 	topics   map[string]bool
@@ -100,10 +111,11 @@ func (l *Listener) UseCooldowns(def time.Duration, perQueue map[string]time.Dura
 }
 
 func (l *Listener) cooldownOf(queue string) time.Duration {
-	if d, ok := l.cooldowns[queue]; ok && d > 0 {
-		return d
+	d := l.cooldown
+	if c, ok := l.cooldowns[queue]; ok && c > 0 {
+		d = c
 	}
-	return l.cooldown
+	return max(d, l.MinWakeInterval)
 }
 
 // Connect does nothing: the trigger connects on its own (see Listener).

@@ -491,3 +491,22 @@ func TestTriggerNoticesItsQueueUnbound(t *testing.T) {
 	require.Eventually(t, tr.Up, 60*time.Second, 10*time.Millisecond, "bound again")
 	publishUntilHeard(t, ch, exchange, l)
 }
+
+// The listener's MinWakeInterval stretches a queue's window past a short
+// fetch cooldown (2 ms, as the pipeline's): a flood within it is one
+// wake-up.
+func TestTriggerWakeIntervalBoundsShortCooldowns(t *testing.T) {
+	t.Parallel()
+	url := testamqp.URL(t)
+	exchange := testamqp.Exchange(t, url)
+	tr, reg, _ := start(t, trigger.Config{URL: url, Exchange: exchange, RoutingKey: "jobs.trigger", Name: "test", Consume: true})
+	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
+	l := listen(t, tr)
+	l.UseCooldowns(2*time.Millisecond, nil)
+	l.MinWakeInterval = time.Hour
+	counts := counting(t, l)
+
+	flood(t, publisher(t, url), reg, exchange, 2000, "pipeline")
+	require.Eventually(t, func() bool { return counts()[`{"queue":"pipeline"}`] == 1 }, 60*time.Second, 5*time.Millisecond)
+	require.Equal(t, map[string]int{`{"queue":"pipeline"}`: 1}, counts())
+}
