@@ -228,12 +228,6 @@ func (l *Listener) wakeLocked(now time.Time) (*riverdriver.Notification, time.Du
 	return nil, next
 }
 
-func (l *Listener) listening(topic string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.topics[topic]
-}
-
 // pollControl reads requested cancellations and queue pauses and queues the
 // control notifications of what changed since the last poll. The first
 // poll notifies every queue's state; pause and resume are idempotent in
