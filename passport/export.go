@@ -30,9 +30,29 @@ type ExportFile struct {
 	TenantID          uuid.UUID
 	PassportVersionID uuid.UUID
 	Format            string
-	Path              string
-	SizeBytes         int64
-	SHA256            string
+	// Path is where the file is on this server's disk: recorded, read
+	// back by the API, never shown (RelPath is).
+	Path      string
+	SizeBytes int64
+	SHA256    string
+}
+
+// RelPath is the file's path under the export directory, as ExportRelPath.
+func (f ExportFile) RelPath() string {
+	return exportRelPath(f.TenantID, f.Path)
+}
+
+// ExportRelPath is where an export file lies under BPC_EXPORT_DIR,
+// <tenant>/<version>.<ext> with forward slashes: the only form of its path
+// the API and a job's output show. The server's absolute path tells a
+// tenant about the host (its layout, user names, mounts) and is of no use
+// to it: the file is served by GET …/export-file.
+func ExportRelPath(e bpctype.PassportExport) string {
+	return exportRelPath(e.TenantID, e.Path)
+}
+
+func exportRelPath(tenantID uuid.UUID, path string) string {
+	return tenantID.String() + "/" + filepath.Base(path)
 }
 
 // WriteExport writes an ACTIVE version to an export file under dir, at
@@ -71,7 +91,7 @@ func WriteExport(ctx context.Context, q *store.Queries, dir string, tenantID, ve
 	}
 	path := filepath.Join(dir, tenantID.String(), versionID.String()+ext)
 	if err := writeFileAtomic(path, doc); err != nil {
-		return ExportFile{}, err
+		return ExportFile{}, hideDir(err, dir)
 	}
 	return ExportFile{TenantID: tenantID, PassportVersionID: versionID, Format: format, Path: path,
 		SizeBytes: int64(len(doc)), SHA256: hash.SHA256Hex(doc)}, nil
@@ -183,6 +203,22 @@ func ExportDocument(v bpctype.PassportVersion, art bpctype.PassportArtifacts) ([
 		return nil, errcode.Wrap(errcode.Internal, err, "error encoding the export: %s", err.Error())
 	}
 	return b, nil
+}
+
+// hideDir removes the export directory from err's message, which becomes
+// the job's last error that the tenant reads ("export mkdir
+// $BPC_EXPORT_DIR/<tenant>: permission denied"); the cause keeps it for
+// the log.
+func hideDir(err error, dir string) error {
+	e := errcode.As(err)
+	if e == nil || dir == "" {
+		return err
+	}
+	msg := strings.ReplaceAll(e.Message, filepath.Clean(dir), "$BPC_EXPORT_DIR")
+	if msg == e.Message {
+		return err
+	}
+	return errcode.Wrap(e.Code, err, "%s", msg)
 }
 
 // writeFileAtomic writes b to path through a temporary file in the same

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/core/verify"
@@ -127,4 +128,33 @@ func TestPDFExport(t *testing.T) {
 
 	_, err = passport.WriteExport(e.Ctx, e.Store, dir, store.DevTenantID, id, "DOCX")
 	require.Equal(t, errcode.UnsupportedFormat, errcode.CodeOf(err))
+}
+
+// An export's path is shown relative to the export directory, and an
+// export that cannot be written says so without the server's directory
+// (the job's last error is the tenant's to read).
+func TestExportPathsHideTheExportDir(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c, _ := e.active(t, 603)
+	id := c.version.PassportVersionID
+
+	dir := t.TempDir()
+	f, err := passport.WriteExport(e.Ctx, e.Store, dir, store.DevTenantID, id, "json")
+	require.NoError(t, err)
+	require.Equal(t, store.DevTenantID.String()+"/"+id.String()+".json", f.RelPath())
+	require.Equal(t, f.RelPath(), passport.ExportRelPath(bpctype.PassportExport{TenantID: f.TenantID, Path: f.Path}))
+
+	// The tenant's directory is a file: mkdir fails.
+	blocked := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(blocked, store.DevTenantID.String()), []byte("x"), 0o600))
+	_, err = passport.WriteExport(e.Ctx, e.Store, blocked, store.DevTenantID, id, "json")
+	require.Error(t, err)
+	ee := errcode.As(err)
+	require.NotNil(t, ee)
+	require.Equal(t, errcode.IOError, ee.Code)
+	require.NotContains(t, ee.Message, blocked)
+	require.NotContains(t, errcode.Encode(err), blocked, "the job's stored error")
+	require.Contains(t, ee.Message, "$BPC_EXPORT_DIR/"+store.DevTenantID.String())
+	require.ErrorContains(t, err, "IO_ERROR")
 }

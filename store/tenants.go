@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -50,4 +51,43 @@ func (q *Queries) RequireTenant(ctx context.Context, tenantID uuid.UUID) error {
 		return notFound(err, "tenant", tenantID)
 	}
 	return nil
+}
+
+// SeedDevTenant inserts the `dev` tenant (DevTenantID) unless it exists.
+func (q *Queries) SeedDevTenant(ctx context.Context) error {
+	if _, err := q.db.Exec(ctx, `INSERT INTO tenants (tenant_id, slug, name) VALUES ($1, 'dev', 'Development tenant')
+		ON CONFLICT DO NOTHING`, DevTenantID); err != nil {
+		return fmt.Errorf("error seeding the dev tenant: %w", err)
+	}
+	return nil
+}
+
+// DeleteDevTenantIfUnused deletes the `dev` tenant when nothing is its:
+// no job, and no row that references it (the foreign keys refuse the
+// delete otherwise). It reports whether the tenant is gone and whether it
+// was kept because something is its.
+func (q *Queries) DeleteDevTenantIfUnused(ctx context.Context) (deleted, inUse bool, err error) {
+	var n int64
+	err = q.InTx(ctx, func(tx pgx.Tx) error {
+		// A savepoint of its own when called inside a transaction: a
+		// foreign key refusal must not abort the caller's.
+		tag, err := tx.Exec(ctx, `DELETE FROM tenants WHERE tenant_id = $1
+			AND NOT EXISTS (SELECT 1 FROM jobs WHERE tenant_id = $1)`, DevTenantID)
+		n = tag.RowsAffected()
+		return err
+	})
+	if IsForeignKeyViolation(err) {
+		return false, true, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("error deleting the dev tenant: %w", err)
+	}
+	if n == 1 {
+		return true, false, nil
+	}
+	var exists bool
+	if err := q.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $1)`, DevTenantID).Scan(&exists); err != nil {
+		return false, false, fmt.Errorf("error reading the dev tenant: %w", err)
+	}
+	return !exists, exists, nil
 }

@@ -13,7 +13,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,13 +50,15 @@ const (
 // DeliverWebhookWorker POSTs an event to an endpoint (BPC-WH-1): the body is
 // the canonical JSON of the event, signed with HMAC-SHA256 of the endpoint's
 // secret over the exact body bytes. 2xx delivers; network errors, timeouts,
-// 5xx, 408 and 429 are retried; any other status fails the delivery at once.
+// 5xx, 408 and 429 are retried; a 3xx (WEBHOOK_3XX, not followed) and any
+// other status fail the delivery at once.
 type DeliverWebhookWorker struct {
 	river.WorkerDefaults[jobargs.DeliverWebhookArgs]
 	Store   *store.Queries
 	Client  *http.Client
 	Metrics *Metrics
-	// RequestTimeout bounds one POST (BPC_WEBHOOK_TIMEOUT_MS).
+	// RequestTimeout bounds one POST (BPC_WEBHOOK_TIMEOUT_MS); the client's
+	// transport bounds its phases inside it (Timeouts).
 	RequestTimeout time.Duration
 	// Breaker tunes the endpoints' circuit breaker; zero fields take
 	// breaker.DefaultConfig's values.
@@ -137,6 +141,7 @@ func (w *DeliverWebhookWorker) record(ctx context.Context, job *river.Job[jobarg
 	a bpctype.DeliveryAttempt, jobErr error, note *breakerNote,
 ) error {
 	w.Metrics.WebhookDeliveries.WithLabelValues(a.Status).Inc()
+	w.Metrics.countOutcome(a)
 	// Record even when the job's context was cancelled by a timeout.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -269,9 +274,16 @@ func (w *DeliverWebhookWorker) send(ctx context.Context, d store.DeliveryToSend,
 	req.Header.Set(HeaderEventType, d.Event.EventType)
 	req.Header.Set(HeaderDeliveryID, d.Delivery.WebhookDeliveryID.String())
 
+	// Whether a connection was had tells a failure to connect (the dial or
+	// the TLS handshake: WEBHOOK_NETWORK) from an endpoint that took the
+	// request and did not answer in time (WEBHOOK_TIMEOUT).
+	var connected atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { connected.Store(true) },
+	}))
 	resp, err := w.Client.Do(req)
 	if err != nil {
-		return a, w.transportError(ctx, d, err)
+		return a, w.transportError(ctx, d, err, connected.Load())
 	}
 	defer resp.Body.Close()
 	respBody, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBodyBytes))
@@ -290,7 +302,10 @@ func (w *DeliverWebhookWorker) send(ctx context.Context, d store.DeliveryToSend,
 	case status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests:
 		return a, errcode.New(errcode.Webhook5xx, "endpoint answered HTTP %d", status)
 	case status >= 300 && status < 400:
-		return a, errcode.New(errcode.Webhook4xx, "endpoint answered HTTP %d (redirects are not followed)", status)
+		// Its own outcome: the receiver's URL is misconfigured (moved, or
+		// behind a login), which the tenant fixes; the Location stays in the
+		// recorded response headers.
+		return a, errcode.New(errcode.Webhook3xx, "endpoint answered HTTP %d; redirects are not followed: register the URL it redirects to", status)
 	default:
 		return a, errcode.New(errcode.Webhook4xx, "endpoint answered HTTP %d", status)
 	}
@@ -303,9 +318,13 @@ func (w *DeliverWebhookWorker) send(ctx context.Context, d store.DeliveryToSend,
 const connectFailed = "could not connect to the webhook endpoint"
 
 // transportError classifies a request that got no HTTP response: refused
-// by the destination policy (nothing was sent), timed out, or failed to
-// connect; the detail is logged, never recorded.
-func (w *DeliverWebhookWorker) transportError(ctx context.Context, d store.DeliveryToSend, err error) error {
+// by the destination policy (nothing was sent), failed to connect (connected
+// false: refused, unreachable, or no connection within the connect
+// timeout), or timed out once connected (no response headers within the
+// response-header timeout, or the total timeout); the detail is logged,
+// never recorded. A connect timeout is WEBHOOK_NETWORK like a refusal:
+// told apart, "filtered" from "closed" would be the port scanner's answer.
+func (w *DeliverWebhookWorker) transportError(ctx context.Context, d store.DeliveryToSend, err error, connected bool) error {
 	attrs := []any{slog.String("webhook_endpoint_id", d.Endpoint.WebhookEndpointID.String()),
 		slog.String("webhook_delivery_id", d.Delivery.WebhookDeliveryID.String())}
 	var denied *destination.DeniedError
@@ -316,9 +335,13 @@ func (w *DeliverWebhookWorker) transportError(ctx context.Context, d store.Deliv
 			"the webhook endpoint's address is not allowed (%s); nothing was sent", denied.Reason)
 	}
 	var netErr net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
+	timedOut := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
+	if timedOut && connected {
 		w.logger().InfoContext(ctx, "webhook endpoint timed out", append(attrs, slog.String("error", redactURL(err)))...)
-		return errcode.New(errcode.WebhookTimeout, "no response within %s", w.RequestTimeout)
+		if ctx.Err() != nil {
+			return errcode.New(errcode.WebhookTimeout, "no response within %s", w.RequestTimeout)
+		}
+		return errcode.New(errcode.WebhookTimeout, "the endpoint took the request but sent no response headers in time")
 	}
 	w.logger().InfoContext(ctx, "webhook endpoint unreachable", append(attrs, slog.String("error", redactURL(err)))...)
 	return errcode.New(errcode.WebhookNetwork, connectFailed)
@@ -392,24 +415,8 @@ func NewHTTPClient() *http.Client {
 	return NewPolicyHTTPClient(&destination.Policy{AllowPrivate: true})
 }
 
-// NewPolicyHTTPClient returns the client webhooks are sent with. Every
-// connection is dialed through the destination policy, whose Control hook
-// judges the resolved address before connecting. No proxy is used, even if
-// HTTP(S)_PROXY is set: the proxy would resolve and connect for us, out of
-// the hook's sight, and could reach what the policy refuses. Redirects are
-// not followed: a redirect could carry the signed body elsewhere, including
-// to an internal address.
+// NewPolicyHTTPClient returns the client webhooks are sent with, with the
+// default phase timeouts (NewWebhookHTTPClient).
 func NewPolicyHTTPClient(policy *destination.Policy) *http.Client {
-	dialer := policy.Dialer(net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second})
-	return &http.Client{
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Transport: &http.Transport{
-			Proxy:               nil,
-			DialContext:         policy.DialContext(dialer),
-			MaxIdleConns:        100,
-			MaxIdleConnsPerHost: 10,
-			IdleConnTimeout:     90 * time.Second,
-			TLSHandshakeTimeout: 10 * time.Second,
-		},
-	}
+	return NewWebhookHTTPClient(policy, DefaultTimeouts)
 }

@@ -98,6 +98,8 @@ type webhookOptions struct {
 	client *http.Client
 	// breaker tunes the endpoints' circuit breaker.
 	breaker breaker.Config
+	// timeout is the total of one POST (testriver's default when zero).
+	timeout time.Duration
 }
 
 // webhookEnv runs the service's workers over a per-test schema, logging as
@@ -113,7 +115,8 @@ func newWebhookEnv(t *testing.T, o webhookOptions) webhookEnv {
 	logs := &testlog.Buffer{}
 	client, d := testriver.Start(t, testdb.New(t), testriver.Options{
 		Client: jobrun.ClientOptions{ID: "worker-test", MaxAttempts: o.maxAttempts},
-		Deps:   workers.Deps{Logger: slog.New(slog.NewJSONHandler(logs, nil)), HTTPClient: o.client, WebhookBreaker: o.breaker},
+		Deps: workers.Deps{Logger: slog.New(slog.NewJSONHandler(logs, nil)), HTTPClient: o.client, WebhookBreaker: o.breaker,
+			WebhookTimeout: o.timeout},
 	})
 	return webhookEnv{env: env{Ctx: t.Context(), Store: d.Store, Client: client}, metrics: d.Metrics, logs: logs}
 }
@@ -208,13 +211,28 @@ func TestDeliverWebhookWorker(t *testing.T) {
 		require.Equal(t, "WEBHOOK_4XX", *d.ErrorCode)
 	})
 
-	t.Run("redirects are not followed", func(t *testing.T) {
+	// A redirect is its own outcome, WEBHOOK_3XX: not followed (the signed
+	// body must not go where the receiver points), not retried (the
+	// registered URL is wrong, as with a 4xx), and the Location it names
+	// is kept for the tenant to see.
+	t.Run("redirects are WEBHOOK_3XX, not followed", func(t *testing.T) {
 		job := e.Wait(t, redirectRef.JobID)
 		require.Equal(t, bpctype.StatusFailed, job.Status)
+		require.Equal(t, int32(1), job.Attempts, "a redirect is not retried")
+		require.Equal(t, "WEBHOOK_3XX", lastJobError(t, job).Code)
 		d := e.delivery(t, redirectRef.WebhookDeliveryID)
+		require.Equal(t, bpctype.DeliveryFailed, d.Status)
+		require.Equal(t, "WEBHOOK_3XX", *d.ErrorCode)
 		require.Equal(t, int32(http.StatusFound), *d.HTTPStatus)
 		require.Contains(t, *d.ErrorMessage, "redirects are not followed")
+		var headers map[string]string
+		require.NoError(t, json.Unmarshal(d.ResponseHeaders, &headers))
+		require.Equal(t, "/ok", headers["Location"])
 		require.Len(t, srv.seen("/redirect"), 1)
+		e.Wait(t, okRef.JobID)
+		require.Len(t, srv.seen("/ok"), 1, "only the delivery to /ok reached /ok: the Location was not followed")
+		require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.WebhookOutcomes.WithLabelValues("WEBHOOK_3XX")))
+		require.Equal(t, 1.0, testutil.ToFloat64(e.metrics.WebhookOutcomes.WithLabelValues("WEBHOOK_4XX")), "the 400, not the 302")
 	})
 
 	t.Run("5xx is retried then dead-lettered", func(t *testing.T) {

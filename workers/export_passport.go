@@ -33,7 +33,7 @@ func (w *ExportPassportWorker) Work(ctx context.Context, job *river.Job[jobargs.
 		if err != nil {
 			return err
 		}
-		return recordOutput(ctx, map[string]any{"passport_export_id": e.PassportExportID, "path": f.Path,
+		return recordOutput(ctx, map[string]any{"passport_export_id": e.PassportExportID, "path": f.RelPath(),
 			"format": f.Format, "size_bytes": f.SizeBytes, "sha256": f.SHA256})
 	})
 }

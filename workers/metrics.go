@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/compiler"
+	"github.com/bpc-platform/bpc/core/errcode"
 )
 
 // Metrics are the job metrics of SPEC §9, one set for the handlers and the
@@ -21,6 +23,10 @@ type Metrics struct {
 	JobDuration       *prometheus.HistogramVec
 	DeadLetter        *prometheus.CounterVec
 	WebhookDeliveries *prometheus.CounterVec
+	// WebhookOutcomes counts webhook delivery attempts by what the endpoint
+	// did: DELIVERED or the attempt's error code (WEBHOOK_3XX, WEBHOOK_4XX,
+	// WEBHOOK_5XX, WEBHOOK_TIMEOUT, …): a bounded set, unlike endpoints.
+	WebhookOutcomes *prometheus.CounterVec
 	// WebhookDeliveriesHeld counts deliveries snoozed by their endpoint's
 	// circuit breaker (no POST, no attempt spent).
 	WebhookDeliveriesHeld prometheus.Counter
@@ -59,6 +65,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bpc_webhook_deliveries_total",
 			Help: "Webhook delivery attempts, by the delivery status they left (PENDING means a retry follows).",
 		}, []string{"status"}),
+		WebhookOutcomes: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "bpc_webhook_attempt_outcomes_total",
+			Help: "Webhook delivery attempts, by outcome: DELIVERED or the attempt's error code (WEBHOOK_3XX: a redirect, not followed).",
+		}, []string{"outcome"}),
 		WebhookDeliveriesHeld: f.NewCounter(prometheus.CounterOpts{
 			Name: "bpc_webhook_deliveries_held_total",
 			Help: "Webhook deliveries held (snoozed without POSTing) by their endpoint's open circuit breaker.",
@@ -91,10 +101,34 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, status := range []string{bpctype.DeliveryPending, bpctype.DeliveryDelivered, bpctype.DeliveryFailed} {
 		m.WebhookDeliveries.WithLabelValues(status)
 	}
+	for _, o := range webhookOutcomes {
+		m.WebhookOutcomes.WithLabelValues(o)
+	}
 	for _, state := range []string{bpctype.BreakerOpen, bpctype.BreakerHalfOpen, bpctype.BreakerClosed} {
 		m.BreakerTransitions.WithLabelValues(state)
 	}
 	return m
+}
+
+// webhookOutcomes are the outcome label's values; any other error code
+// counts as OTHER, so the label stays bounded whatever a delivery fails with.
+var webhookOutcomes = []string{bpctype.DeliveryDelivered, string(errcode.Webhook3xx), string(errcode.Webhook4xx),
+	string(errcode.Webhook5xx), string(errcode.WebhookTimeout), string(errcode.WebhookNetwork),
+	string(errcode.WebhookDestinationDenied), "OTHER"}
+
+// countOutcome counts a recorded delivery attempt by its outcome.
+func (m *Metrics) countOutcome(a bpctype.DeliveryAttempt) {
+	if m == nil || m.WebhookOutcomes == nil {
+		return
+	}
+	o := bpctype.DeliveryDelivered
+	if a.Status != bpctype.DeliveryDelivered {
+		o = "OTHER"
+		if slices.Contains(webhookOutcomes, a.ErrorCode) {
+			o = a.ErrorCode
+		}
+	}
+	m.WebhookOutcomes.WithLabelValues(o).Inc()
 }
 
 // observeCompile records a compile's duration and artifact sizes.

@@ -44,6 +44,10 @@ const (
 	Webhook4xx          Code = "WEBHOOK_4XX"
 	UnsupportedFormat   Code = "UNSUPPORTED_FORMAT"
 	InvalidState        Code = "INVALID_STATE"
+	// Webhook3xx: the endpoint answered a redirect, which is not followed
+	// (it could carry the signed body elsewhere). Like a 4xx it is the
+	// endpoint's configuration, which a retry would meet again.
+	Webhook3xx Code = "WEBHOOK_3XX"
 	// Conflict: the request collides with existing data (a duplicate name).
 	Conflict Code = "CONFLICT"
 	// ReplayMismatch: recompiling a stored passport version did not

@@ -43,7 +43,7 @@ var (
 		"RULE_PKG_NOT_PUBLISHED", "RULE_TESTS_FAILED", "RULE_PARSE_ERROR", "RULE_TYPE_ERROR",
 		"RULE_CYCLE_DETECTED", "DIVISION_BY_ZERO", "UNIT_MISMATCH", "PAYLOAD_TOO_LARGE",
 		"PROOF_TOO_LARGE", "RECEIPT_TOO_LARGE", "SIGNING_KEY_MISSING", "SIGNATURE_INVALID",
-		"WEBHOOK_4XX", "UNSUPPORTED_FORMAT", "INVALID_STATE",
+		"WEBHOOK_4XX", "UNSUPPORTED_FORMAT", "INVALID_STATE", "WEBHOOK_3XX",
 	}
 )
 
@@ -72,7 +72,7 @@ func TestConstantsSpellSpecCodes(t *testing.T) {
 		errcode.RulePkgNotPublished, errcode.RuleTestsFailed, errcode.RuleParseError, errcode.RuleTypeError,
 		errcode.RuleCycleDetected, errcode.DivisionByZero, errcode.UnitMismatch, errcode.PayloadTooLarge,
 		errcode.ProofTooLarge, errcode.ReceiptTooLarge, errcode.SigningKeyMissing, errcode.SignatureInvalid,
-		errcode.Webhook4xx, errcode.UnsupportedFormat, errcode.InvalidState,
+		errcode.Webhook4xx, errcode.UnsupportedFormat, errcode.InvalidState, errcode.Webhook3xx,
 	})
 }
 

@@ -410,12 +410,21 @@ func TestProdRequiresHTTPSWebhooks(t *testing.T) {
 	// example.com would resolve it, and tests send no DNS query off the
 	// machine (webhook_destination_test.go covers the refusal).
 	h := newHarness(t, service.RoleAPI, map[string]string{"BPC_ENV": "prod", "BPC_WEBHOOK_ALLOW_PRIVATE": "true"})
+	// Prod seeds no tenant: the dev tenant of the first migration is gone.
+	var tenants struct {
+		Items []bpctype.Tenant `json:"items"`
+	}
+	require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/tenants", nil, &tenants))
+	require.Empty(t, tenants.Items, "no tenant seeded in prod")
+	var tenant bpctype.Tenant
+	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/tenants", map[string]any{"slug": "acme", "name": "Acme"}, &tenant))
+
 	var env errorEnvelope
 	require.Equal(t, http.StatusUnprocessableEntity, h.call(http.MethodPost, "/v1/webhook-endpoints",
-		map[string]any{"tenant_id": devTenant, "url": "http://example.com/hook", "secret": testSecret}, &env))
+		map[string]any{"tenant_id": tenant.TenantID, "url": "http://example.com/hook", "secret": testSecret}, &env))
 	require.Equal(t, "url", env.Error.Details["field"])
 	require.Equal(t, http.StatusCreated, h.call(http.MethodPost, "/v1/webhook-endpoints",
-		map[string]any{"tenant_id": devTenant, "url": "https://example.com/hook", "secret": testSecret}, nil))
+		map[string]any{"tenant_id": tenant.TenantID, "url": "https://example.com/hook", "secret": testSecret}, nil))
 }
 
 // An id in a payload that does not exist in the job's tenant — made up, or

@@ -12,6 +12,7 @@ import (
 	_ "image/png"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -334,7 +335,16 @@ func TestPipelineEndToEnd(t *testing.T) {
 	}
 	h.get("/v1/passport-versions/"+v.PassportVersionID.String()+"/exports", &exports)
 	require.Len(t, exports.Items, 1)
-	file, err := os.ReadFile(exports.Items[0].Path)
+	// The path is the file's under BPC_EXPORT_DIR; no answer about the
+	// export — the listing, the job — shows the server's directory.
+	rel := exports.Items[0].Path
+	require.Equal(t, exports.Items[0].TenantID.String()+"/"+v.PassportVersionID.String()+".json", rel)
+	for _, path := range []string{"/v1/passport-versions/" + v.PassportVersionID.String() + "/exports", "/v1/jobs/" + exp.Job.JobID.String()} {
+		status, raw := h.raw(http.MethodGet, path, nil, map[string]string{"Authorization": "Bearer " + testToken})
+		require.Equal(t, http.StatusOK, status, path)
+		require.NotContains(t, string(raw), env["BPC_EXPORT_DIR"], path)
+	}
+	file, err := os.ReadFile(filepath.Join(env["BPC_EXPORT_DIR"], filepath.FromSlash(rel)))
 	require.NoError(t, err)
 	require.Equal(t, exports.Items[0].SHA256, hash.SHA256Hex(file))
 	require.True(t, bytes.Contains(file, payload), "the export embeds the payload bytes")

@@ -78,6 +78,12 @@ func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], erro
 	switch {
 	case o.PollOnly && o.Listener != nil && o.Work:
 		driver = trigger.NewDriver(pool, o.Listener)
+		// The listener spaces each queue's wake-ups as River spaces its fetches.
+		cooldowns := map[string]time.Duration{}
+		for name, q := range cfg.Queues {
+			cooldowns[name] = q.FetchCooldown
+		}
+		o.Listener.UseCooldowns(cfg.FetchCooldown, cooldowns)
 	case o.PollOnly:
 		cfg.PollOnly = true
 	}

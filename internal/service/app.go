@@ -140,6 +140,14 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 			slog.String("key_id", signer.KeyID))
 	}
 
+	switch state, err := passport.SettleDevTenant(ctx, a.store, cfg.Env); {
+	case err != nil:
+		return nil, err
+	case state == passport.DevTenantInUse:
+		logger.Warn("the dev tenant holds data in prod and is kept; move or delete its data, and the service removes it at its next start",
+			slog.String("tenant_id", store.DevTenantID.String()))
+	}
+
 	if cfg.Env == "prod" && cfg.WebhookAllowPrivate {
 		logger.Warn("BPC_WEBHOOK_ALLOW_PRIVATE=true in prod: tenants' webhooks may reach loopback and private addresses")
 	}
@@ -160,7 +168,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 	}
 	var jobTracing *jobrun.Tracing
 	var httpTracer trace.Tracer
-	webhookClient := workers.NewPolicyHTTPClient(cfg.WebhookDestinations())
+	webhookClient := workers.NewWebhookHTTPClient(cfg.WebhookDestinations(), cfg.WebhookTimeouts())
 	if a.tracer != nil {
 		defer func() {
 			if err != nil {
@@ -185,6 +193,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		publisher = a.trigger
 		if tc.Consume {
 			listener = trigger.NewListener(a.trigger, a.store, logger)
+			listener.MinWakeInterval = cfg.QueueWakeInterval
 		}
 	}
 	if !cfg.DBListen && role != RoleAPI {

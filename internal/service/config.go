@@ -32,6 +32,7 @@ import (
 	"github.com/bpc-platform/bpc/internal/webhook/breaker"
 	"github.com/bpc-platform/bpc/internal/webhook/destination"
 	"github.com/bpc-platform/bpc/passport"
+	"github.com/bpc-platform/bpc/workers"
 )
 
 // Config is the service configuration (SPEC §5), read once from the
@@ -74,6 +75,11 @@ type Config struct {
 	SigningKeyID       string
 	CompilerBuildID    string
 	WebhookTimeout     time.Duration
+	// WebhookConnectTimeout and WebhookResponseHeaderTimeout bound a
+	// webhook POST's phases inside WebhookTimeout
+	// (BPC_WEBHOOK_CONNECT_TIMEOUT_MS, BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS).
+	WebhookConnectTimeout        time.Duration
+	WebhookResponseHeaderTimeout time.Duration
 	// WebhookAllowPrivate admits loopback, private and other non-public
 	// webhook destinations (BPC_WEBHOOK_ALLOW_PRIVATE; default true except
 	// in prod).
@@ -105,6 +111,10 @@ type Config struct {
 	// BPC_QUEUE_ROUTING_KEY).
 	QueueEnabled bool
 	Queue        trigger.Config
+	// QueueWakeInterval is the least time between two wake-ups of a queue
+	// by the trigger (BPC_QUEUE_WAKE_INTERVAL_MS; trigger.Listener's
+	// MinWakeInterval).
+	QueueWakeInterval time.Duration
 	// HealthRequireQueue makes readiness fail (503) while the trigger is
 	// not connected, instead of answering 200 with the queue degraded
 	// (BPC_HEALTH_REQUIRE_QUEUE).
@@ -133,6 +143,13 @@ func (c Config) rescueAfter() time.Duration {
 // at registration and when dialing.
 func (c Config) WebhookDestinations() *destination.Policy {
 	return &destination.Policy{AllowPrivate: c.WebhookAllowPrivate}
+}
+
+// WebhookTimeouts are the webhook client's phase timeouts, each at most
+// the total: a phase longer than the whole POST would never fire.
+func (c Config) WebhookTimeouts() workers.Timeouts {
+	return workers.Timeouts{Connect: min(c.WebhookConnectTimeout, c.WebhookTimeout),
+		ResponseHeader: min(c.WebhookResponseHeaderTimeout, c.WebhookTimeout)}
 }
 
 // CompileLimits are the compiler's artifact size limits and the rule limits.
@@ -218,6 +235,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.Rules.MaxNodes = num("BPC_RULES_MAX_NODES", rules.DefaultMaxNodes, 1, 10_000_000)
 	c.Rules.MaxCases = num("BPC_RULES_MAX_CASES", rules.DefaultMaxCases, 1, 1_000_000_000)
 	c.WebhookTimeout = ms("BPC_WEBHOOK_TIMEOUT_MS", 30_000, 1, 600_000)
+	c.WebhookConnectTimeout = ms("BPC_WEBHOOK_CONNECT_TIMEOUT_MS", 5_000, 1, 600_000)
+	c.WebhookResponseHeaderTimeout = ms("BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS", 10_000, 1, 600_000)
 	// 8 MiB: a 4 MiB document (core/facts.MaxDocumentBytes) travels base64.
 	c.HTTPMaxBodyBytes = int64(num("BPC_HTTP_MAX_BODY_BYTES", 8<<20, 1024, 1<<30))
 	c.Quotas = passport.DefaultQuotas()
@@ -267,6 +286,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.DBListen = flag("BPC_DB_LISTEN", true)
 	c.QueueEnabled = flag("BPC_QUEUE_ENABLED", false)
 	c.HealthRequireQueue = flag("BPC_HEALTH_REQUIRE_QUEUE", false)
+	c.QueueWakeInterval = ms("BPC_QUEUE_WAKE_INTERVAL_MS", 50, 0, 60_000)
 	c.Queue = trigger.Config{
 		URL:        or(getenv("BPC_QUEUE_URL"), "amqp://guest:guest@127.0.0.1:5672/"),
 		Exchange:   or(getenv("BPC_QUEUE_EXCHANGE"), "bpc"),
@@ -351,8 +371,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 }
 
 // tracingConfig reads the OpenTelemetry variables the service itself acts
-// on. The OTLP exporter's own (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, …),
-// the sampler's and the batch processor's are read by the OpenTelemetry SDK
+// on, the sampler's included. The OTLP exporter's own
+// (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, …) and the batch processor's are read by the OpenTelemetry SDK
 // from the process environment when tracing is on; of those, only a protocol
 // other than OTLP over HTTP is refused here, as a choice the service would
 // silently ignore.
@@ -367,6 +387,11 @@ func tracingConfig(getenv func(string) string, errs []error) (tracing.Config, []
 	}
 	c.Exporters = exporters
 	c.ServiceName = strings.TrimSpace(getenv("OTEL_SERVICE_NAME"))
+	// Read here rather than by the SDK: the service wraps the sampler so
+	// that a caller's traceparent cannot force sampling (tracing.Sampler).
+	if c.Sampler, err = tracing.ParseSampler(getenv("OTEL_TRACES_SAMPLER"), getenv("OTEL_TRACES_SAMPLER_ARG")); err != nil {
+		errs = append(errs, configError(errcode.Validation, "OTEL_TRACES_SAMPLER", "%s", err.Error()))
+	}
 	if slices.Contains(exporters, tracing.ExporterOTLP) {
 		for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
 			if v := strings.TrimSpace(getenv(name)); v != "" && v != "http/protobuf" {

@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/bpc-platform/bpc/passport"
+	"github.com/bpc-platform/bpc/workers"
 )
 
 // readVariables returns every environment variable LoadConfig reads when
@@ -162,5 +164,39 @@ func TestTenantQuotasFromTheEnvironment(t *testing.T) {
 		_, err := LoadConfig(env(map[string]string{name: value}))
 		require.Error(t, err, name)
 		require.Contains(t, err.Error(), name)
+	}
+}
+
+// The webhook phase timeouts default to SPEC §15's (connect 5 s, response
+// headers 10 s) and lie inside the POST's total: a total shorter than a
+// phase caps it.
+func TestWebhookTimeouts(t *testing.T) {
+	load := func(extra map[string]string) Config {
+		env := map[string]string{}
+		for k, v := range everything {
+			env[k] = v
+		}
+		for k, v := range extra {
+			env[k] = v
+		}
+		c, err := LoadConfig(func(k string) string { return env[k] })
+		require.NoError(t, err)
+		return c
+	}
+	c := load(nil)
+	require.Equal(t, 30*time.Second, c.WebhookTimeout)
+	require.Equal(t, workers.Timeouts{Connect: 5 * time.Second, ResponseHeader: 10 * time.Second}, c.WebhookTimeouts())
+	c = load(map[string]string{"BPC_WEBHOOK_CONNECT_TIMEOUT_MS": "250", "BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS": "1500"})
+	require.Equal(t, workers.Timeouts{Connect: 250 * time.Millisecond, ResponseHeader: 1500 * time.Millisecond}, c.WebhookTimeouts())
+	c = load(map[string]string{"BPC_WEBHOOK_TIMEOUT_MS": "4000"})
+	require.Equal(t, workers.Timeouts{Connect: 4 * time.Second, ResponseHeader: 4 * time.Second}, c.WebhookTimeouts())
+	for _, bad := range []string{"0", "-1", "x", "600001"} {
+		env := map[string]string{}
+		for k, v := range everything {
+			env[k] = v
+		}
+		env["BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS"] = bad
+		_, err := LoadConfig(func(k string) string { return env[k] })
+		require.ErrorContains(t, err, "BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS", bad)
 	}
 }

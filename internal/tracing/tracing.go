@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -47,6 +49,10 @@ type Config struct {
 	// Console receives the console exporter's JSON lines (stderr when nil);
 	// never set from the environment.
 	Console io.Writer
+	// Sampler decides which traces are recorded (ParseSampler, from
+	// OTEL_TRACES_SAMPLER; nil: every trace). NewProvider wraps it so that
+	// a remote parent's sampled flag is not obeyed (Sampler).
+	Sampler sdktrace.Sampler
 }
 
 // Enabled reports whether spans are recorded and exported.
@@ -75,13 +81,71 @@ func ParseExporters(v string) ([]string, error) {
 	return out, nil
 }
 
+// Samplers of OTEL_TRACES_SAMPLER, as the OpenTelemetry SDK names them.
+const (
+	SamplerAlwaysOn                = "always_on"
+	SamplerAlwaysOff               = "always_off"
+	SamplerTraceIDRatio            = "traceidratio"
+	SamplerParentBasedAlwaysOn     = "parentbased_always_on"
+	SamplerParentBasedAlwaysOff    = "parentbased_always_off"
+	SamplerParentBasedTraceIDRatio = "parentbased_traceidratio"
+)
+
+// ParseSampler reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (the
+// ratio, 0 to 1, of the traceidratio samplers; 1 when unset) into the
+// sampler that decides a trace's root. Unset is parentbased_always_on, the
+// SDK's default. The parentbased_ and plain forms are the same here:
+// Sampler follows a local parent and decides a remote one's children with
+// this sampler either way.
+func ParseSampler(name, arg string) (sdktrace.Sampler, error) {
+	ratio := 1.0
+	if arg = strings.TrimSpace(arg); arg != "" {
+		r, err := strconv.ParseFloat(arg, 64)
+		if err != nil || math.IsNaN(r) || r < 0 || r > 1 {
+			return nil, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1, got %q", arg)
+		}
+		ratio = r
+	}
+	switch n := strings.ToLower(strings.TrimSpace(name)); n {
+	case "", SamplerAlwaysOn, SamplerParentBasedAlwaysOn:
+		return sdktrace.AlwaysSample(), nil
+	case SamplerAlwaysOff, SamplerParentBasedAlwaysOff:
+		return sdktrace.NeverSample(), nil
+	case SamplerTraceIDRatio, SamplerParentBasedTraceIDRatio:
+		return sdktrace.TraceIDRatioBased(ratio), nil
+	default:
+		return nil, fmt.Errorf("OTEL_TRACES_SAMPLER must be one of always_on, always_off, traceidratio, "+
+			"parentbased_always_on, parentbased_always_off, parentbased_traceidratio, got %q", n)
+	}
+}
+
+// Sampler returns the service's sampler over root (nil: always on): a span
+// whose parent is local (in this process) follows the parent's decision, so
+// a trace is recorded whole or not at all; any other span — a trace's root,
+// or the child of a remote parent — is decided by root. A remote parent is
+// a W3C traceparent from outside this process: a caller's header, which
+// anyone can send with the sampled flag set, or a job's metadata. Its trace
+// id is kept (the work continues the caller's trace) but its sampled flag
+// is not obeyed, so a caller cannot make the service record, and export,
+// every request it sends. With a trace-id ratio the decision for a trace id
+// is the same in every process, so the job that a sampled request enqueued
+// is sampled too, in whichever worker runs it.
+func Sampler(root sdktrace.Sampler) sdktrace.Sampler {
+	if root == nil {
+		root = sdktrace.AlwaysSample()
+	}
+	return sdktrace.ParentBased(root,
+		sdktrace.WithRemoteParentSampled(root),
+		sdktrace.WithRemoteParentNotSampled(root))
+}
+
 // NewProvider returns the tracer provider that exports the service's spans
 // as cfg says, or nil when tracing is off. The console exporter writes each
 // span as it ends (a local tool: nothing is held back); OTLP exports in
-// batches. The OTLP exporter, the sampler and the batch processor read their
-// own standard variables (OTEL_EXPORTER_OTLP_*, OTEL_TRACES_SAMPLER*,
-// OTEL_BSP_*) as the OpenTelemetry SDK defines them. Shutdown flushes what
-// is left.
+// batches. Spans are sampled by Sampler(cfg.Sampler). The OTLP exporter and
+// the batch processor read their own standard variables
+// (OTEL_EXPORTER_OTLP_*, OTEL_BSP_*) as the OpenTelemetry SDK defines them.
+// Shutdown flushes what is left.
 func NewProvider(ctx context.Context, cfg Config) (*sdktrace.TracerProvider, error) {
 	if !cfg.Enabled() {
 		return nil, nil
@@ -96,7 +160,7 @@ func NewProvider(ctx context.Context, cfg Config) (*sdktrace.TracerProvider, err
 	if err != nil {
 		return nil, fmt.Errorf("error building the trace resource: %w", err)
 	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSampler(Sampler(cfg.Sampler))}
 	for _, name := range cfg.Exporters {
 		switch name {
 		case ExporterConsole:

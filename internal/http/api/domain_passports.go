@@ -208,7 +208,14 @@ func exportFormat(field, value string, optional bool) (string, error) {
 }
 
 func (s *Server) handleListPassportExports(ctx context.Context, req *idParams) (*out[items[bpctype.PassportExport]], error) {
-	return listChildren(ctx, s, req, s.Store.GetPassportVersion, s.Store.ListPassportExports)
+	return getJoined(ctx, s, req, s.Store.GetPassportVersion, s.Store.ListPassportExports,
+		func(_ bpctype.PassportVersion, all []bpctype.PassportExport) items[bpctype.PassportExport] {
+			// The path under the export directory, never the server's own.
+			for i := range all {
+				all[i].Path = passport.ExportRelPath(all[i])
+			}
+			return items[bpctype.PassportExport]{Items: all}
+		})
 }
 
 // handleGetExportFile serves the newest export of a format, after checking

@@ -49,9 +49,10 @@ func (s *Server) newAPI(r chi.Router, doc *huma.OpenAPI) huma.API {
 // completeErrorBody adds the correlation id to an error a handler built
 // without the request (a huma.StatusError such as huma.Error404NotFound),
 // which Huma writes without calling NewErrorWithContext, and sets
-// Retry-After on 429 and 503 as writeError does.
+// Retry-After on 429 and 503 and Cache-Control: no-store as writeError does.
 func completeErrorBody(ctx huma.Context, _ string, v any) (any, error) {
 	if e, ok := v.(*ErrorBody); ok {
+		ctx.SetHeader("Cache-Control", "no-store")
 		if e.Err.CorrelationID == "" {
 			c := *e // may be shared: never mutate it
 			c.Err.CorrelationID = correlationID(ctx.Context())

@@ -19,6 +19,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/bpc-platform/bpc/internal/tracing"
 )
 
 // okHandler answers 204 so that a test can tell "let through" from a rejection.
@@ -244,7 +246,7 @@ func TestEveryResponseCarriesSecurityHeaders(t *testing.T) {
 		{http.MethodGet, "/v1/nothing", bearer, 404, true},
 		{http.MethodDelete, "/v1/health/live", none, 405, true},
 		{http.MethodGet, "/riverui/", basic, 200, false},
-		{http.MethodGet, "/riverui/", none, 401, false},
+		{http.MethodGet, "/riverui/", none, 401, true}, // an error: never cached, even where pages may be
 		{http.MethodPost, "/riverui/api/jobs/cancel", basic, 204, true},
 		{http.MethodPost, "/v1/tenants", func(r *http.Request) { bearer(r); r.Header.Set("Origin", "https://evil.example") }, 403, true},
 	} {
@@ -591,4 +593,33 @@ func BenchmarkRequestTracing(b *testing.B) {
 		s.Tracer = tp.Tracer("bench")
 		serve(b, s)
 	})
+}
+
+// A caller's traceparent may continue its trace but not force sampling:
+// under the service's sampler (tracing.Sampler) with a root that samples
+// nothing, a request sent with the sampled flag records no span; with one
+// that samples everything, a request sent unsampled is recorded, in the
+// caller's trace.
+func TestTraceparentDoesNotForceSampling(t *testing.T) {
+	t.Parallel()
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	serveTraced := func(root sdktrace.Sampler, flags string) []sdktrace.ReadOnlySpan {
+		s := newTestServer()
+		s.Admin = true
+		spans := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(tracing.Sampler(root)), sdktrace.WithSpanProcessor(spans))
+		t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		s.Tracer = tp.Tracer("test")
+		r := httptest.NewRequest(http.MethodGet, "/v1/docs", nil)
+		r.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-"+flags)
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, r)
+		require.Equal(t, http.StatusOK, rec.Code)
+		return spans.Ended()
+	}
+	require.Empty(t, serveTraced(sdktrace.NeverSample(), "01"), "the caller's sampled flag recorded a span")
+	ended := serveTraced(sdktrace.AlwaysSample(), "00")
+	require.Len(t, ended, 1)
+	require.Equal(t, traceID, ended[0].SpanContext().TraceID().String(), "the caller's trace continues")
+	require.Equal(t, "00f067aa0ba902b7", ended[0].Parent().SpanID().String())
 }

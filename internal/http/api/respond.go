@@ -85,10 +85,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// writeError writes the error envelope (see errorEnvelope).
+// writeError writes the error envelope (see errorEnvelope). An error is
+// never cached, on any route: a shared cache that kept a public 429 or an
+// unmatched 404 would answer it to everyone behind it after the cause is
+// gone (the public routes' successes are cacheable, so their errors must
+// say so themselves).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	body := errorEnvelope(r.Context(), s.Logger, err)
 	s.countQuotaRefusal(body)
+	w.Header().Set("Cache-Control", "no-store")
 	if (body.status == http.StatusTooManyRequests || body.status == http.StatusServiceUnavailable) && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", body.retryAfter())
 	}

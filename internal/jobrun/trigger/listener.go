@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,6 +49,17 @@ type Listener struct {
 	logger  *slog.Logger
 	// ControlPoll is how often cancellations and pauses are read (zero: 1 s).
 	ControlPoll time.Duration
+	// MinWakeInterval is the least time between two insert notifications
+	// of a queue, when longer than the queue's fetch cooldown
+	// (BPC_QUEUE_WAKE_INTERVAL_MS). River already fetches a queue at most
+	// once per cooldown, but its cooldowns are a few milliseconds so that a
+	// pipeline step is picked up at once: a flood of messages would still
+	// make every queue fetch hundreds of times a second. This bounds what
+	// anyone able to publish to the exchange costs the database, at the
+	// price of up to this long for a job inserted just after its queue's
+	// last wake-up (the first job after a quiet spell is still woken at
+	// once; polling remains the backstop).
+	MinWakeInterval time.Duration
 
 	mu       sync.Mutex
 	topics   map[string]bool
@@ -58,12 +71,51 @@ type Listener struct {
 	// paused is each queue's state as last notified.
 	paused  map[string]bool
 	failing bool
+
+	// cooldown is the least time between two insert notifications of a
+	// queue (River's fetch cooldown, UseCooldowns); cooldowns overrides it
+	// per queue.
+	cooldown  time.Duration
+	cooldowns map[string]time.Duration
+	// owed are the queues woken since their last insert notification, and
+	// lastWake when each was last notified.
+	owed     map[string]bool
+	lastWake map[string]time.Time
 }
 
 // NewListener returns the listener River's notifier uses in place of
 // LISTEN: insert notifications from t, control notifications from control.
 func NewListener(t *Trigger, control Control, logger *slog.Logger) *Listener {
-	return &Listener{t: t, control: control, logger: logger, topics: map[string]bool{}, cancelSent: map[attemptRef]bool{}}
+	return &Listener{t: t, control: control, logger: logger, topics: map[string]bool{}, cancelSent: map[attemptRef]bool{},
+		cooldown: defaultCooldown, owed: map[string]bool{}, lastWake: map[string]time.Time{}}
+}
+
+// defaultCooldown is River's default fetch cooldown.
+const defaultCooldown = 100 * time.Millisecond
+
+// UseCooldowns sets the least time between two insert notifications of a
+// queue to its River fetch cooldown: def, or perQueue's. River fetches a
+// queue at most once per cooldown whatever it is told, so a notification
+// sooner than that only costs River work (each one is handled, and wakes
+// the producer's fetch loop); a flood of trigger messages — one per job of
+// a batch, or a hostile publisher on the broker — becomes at most one
+// notification per queue per cooldown, and one more at the cooldown's end
+// for what came during it.
+func (l *Listener) UseCooldowns(def time.Duration, perQueue map[string]time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if def > 0 {
+		l.cooldown = def
+	}
+	l.cooldowns = perQueue
+}
+
+func (l *Listener) cooldownOf(queue string) time.Duration {
+	d := l.cooldown
+	if c, ok := l.cooldowns[queue]; ok && c > 0 {
+		d = c
+	}
+	return max(d, l.MinWakeInterval)
 }
 
 // Connect does nothing: the trigger connects on its own (see Listener).
@@ -98,10 +150,13 @@ func (l *Listener) Unlisten(_ context.Context, topic string) error {
 	return nil
 }
 
-// WaitForNotification returns the next notification: a consumed trigger
-// message, or a control notification found by the poll.
+// WaitForNotification returns the next notification: an insert
+// notification of a queue the trigger's messages woke, at most one per
+// queue per cooldown (UseCooldowns), or a control notification found by
+// the poll.
 func (l *Listener) WaitForNotification(ctx context.Context) (*riverdriver.Notification, error) {
 	for {
+		now := time.Now()
 		l.mu.Lock()
 		if len(l.queued) > 0 {
 			n := l.queued[0]
@@ -109,29 +164,68 @@ func (l *Listener) WaitForNotification(ctx context.Context) (*riverdriver.Notifi
 			l.mu.Unlock()
 			return n, nil
 		}
-		wait := time.Until(l.nextPoll)
+		wait := l.nextPoll.Sub(now)
+		if wait <= 0 {
+			l.mu.Unlock()
+			l.pollControl(ctx)
+			continue
+		}
+		n, next := l.wakeLocked(now)
 		l.mu.Unlock()
-
-		timer := time.NewTimer(max(wait, 0))
+		if n != nil {
+			l.t.wakeups.Inc()
+			return n, nil
+		}
+		if next > 0 {
+			wait = min(wait, next)
+		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return nil, ctx.Err()
-		case payload := <-l.t.notifications:
+		case <-l.t.woke:
 			timer.Stop()
-			if l.listening(topicInsert) {
-				return &riverdriver.Notification{Topic: topicInsert, Payload: payload}, nil
-			}
 		case <-timer.C:
-			l.pollControl(ctx)
 		}
 	}
 }
 
-func (l *Listener) listening(topic string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.topics[topic]
+// wakeLocked takes the trigger's wake-ups and returns the insert
+// notification of a woken queue whose cooldown has passed, if any, else
+// how long until the first one's does (0: none owed). l.mu is held.
+func (l *Listener) wakeLocked(now time.Time) (*riverdriver.Notification, time.Duration) {
+	for _, q := range l.t.takeWoken() {
+		l.owed[q] = true
+	}
+	if !l.topics[topicInsert] {
+		clear(l.owed)
+		return nil, 0
+	}
+	var next time.Duration
+	for _, q := range slices.Sorted(maps.Keys(l.owed)) {
+		due := l.lastWake[q].Add(l.cooldownOf(q))
+		if wait := due.Sub(now); wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		delete(l.owed, q)
+		l.lastWake[q] = now
+		if len(l.lastWake) > maxWokenQueues {
+			// Forget the queues whose cooldown is over: they no longer hold
+			// anything back.
+			for old, at := range l.lastWake {
+				if now.Sub(at) >= l.cooldownOf(old) {
+					delete(l.lastWake, old)
+				}
+			}
+		}
+		payload, _ := json.Marshal(message{Queue: q})
+		return &riverdriver.Notification{Topic: topicInsert, Payload: string(payload)}, 0
+	}
+	return nil, next
 }
 
 // pollControl reads requested cancellations and queue pauses and queues the

@@ -15,6 +15,8 @@ package trigger
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +58,10 @@ type Config struct {
 	// begin a new outage (logged, counted) rather than continue the last
 	// one (zero: 10 s).
 	StableAfter time.Duration
+	// CheckInterval is how often a connected trigger checks that its
+	// exchange is still there, still a direct exchange, and (consuming)
+	// that its queue still receives what is published to it (zero: 5 s).
+	CheckInterval time.Duration
 }
 
 // Message bounds: a consumer queue holds at most maxQueued messages, each
@@ -65,6 +71,15 @@ const (
 	maxQueued  = 1000
 	messageTTL = 30 * time.Second
 )
+
+// maxWokenQueues bounds the queues a trigger holds wake-ups for: River has
+// a handful; a message naming yet another queue beyond it is dropped.
+const maxWokenQueues = 256
+
+// probeMisses is how many checks in a row a consuming trigger's probe
+// message may fail to come back before its queue counts as unbound: a
+// probe can be lost to the queue's own bounds under a flood.
+const probeMisses = 3
 
 // Trigger publishes and consumes the trigger's messages over one AMQP
 // connection, reconnecting with backoff while Run runs. Publish never
@@ -80,8 +95,18 @@ type Trigger struct {
 	pending map[string]struct{}
 	wake    chan struct{}
 
-	// notifications carries consumed messages to the Listener.
-	notifications chan string
+	// woken are the queues consumed messages named that the Listener has
+	// not taken yet: a set, so that however many messages name a queue it
+	// holds one wake-up (the Listener then spaces them by the queue's
+	// fetch cooldown); woke signals that a queue was added.
+	wokenMu sync.Mutex
+	woken   map[string]struct{}
+	woke    chan struct{}
+
+	// probe is the body of the last probe message this trigger sent, and
+	// probeSeen whether it came back (session's goroutine only).
+	probe     string
+	probeSeen bool
 
 	up      atomic.Bool
 	lastErr atomic.Pointer[string]
@@ -89,6 +114,7 @@ type Trigger struct {
 	upGauge  prometheus.Gauge
 	messages *prometheus.CounterVec
 	outages  prometheus.Counter
+	wakeups  prometheus.Counter
 }
 
 // New returns a trigger that does nothing until Run. Its metrics are
@@ -103,18 +129,24 @@ func New(cfg Config, logger *slog.Logger, reg prometheus.Registerer) *Trigger {
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 5 * time.Second
 	}
+	if cfg.CheckInterval <= 0 {
+		cfg.CheckInterval = 5 * time.Second
+	}
 	f := promauto.With(reg)
 	t := &Trigger{
-		cfg:           cfg,
-		logger:        logger,
-		pending:       map[string]struct{}{},
-		wake:          make(chan struct{}, 1),
-		notifications: make(chan string, 256),
+		cfg:     cfg,
+		logger:  logger,
+		pending: map[string]struct{}{},
+		wake:    make(chan struct{}, 1),
+		woken:   map[string]struct{}{},
+		woke:    make(chan struct{}, 1),
 		upGauge: f.NewGauge(prometheus.GaugeOpts{Name: "bpc_queue_trigger_up",
 			Help: "1 while the RabbitMQ job trigger is connected, else 0 (jobs are then picked up by polling)."}),
 		messages: f.NewCounterVec(prometheus.CounterOpts{Name: "bpc_queue_trigger_messages_total",
-			Help: "RabbitMQ trigger messages, by direction: published, consumed, or dropped (invalid, or the listener's buffer full)."},
+			Help: "RabbitMQ trigger messages, by direction: published, consumed, or dropped (invalid, or naming too many queues)."},
 			[]string{"direction"}),
+		wakeups: f.NewCounter(prometheus.CounterOpts{Name: "bpc_queue_trigger_wakeups_total",
+			Help: "Insert notifications the RabbitMQ trigger handed to River: at most one per queue per fetch cooldown, however many messages were consumed."}),
 		outages: f.NewCounter(prometheus.CounterOpts{Name: "bpc_queue_trigger_outages_total",
 			Help: "Times the RabbitMQ trigger lost (or could not make) its broker connection."}),
 	}
@@ -264,7 +296,7 @@ func (t *Trigger) session(ctx context.Context, connected func()) error {
 	// own (no permission to publish, a deleted exchange).
 	pubClosed := pub.NotifyClose(make(chan *amqp.Error, 1))
 	if err := pub.ExchangeDeclare(t.cfg.Exchange, amqp.ExchangeDirect, true, false, false, false, nil); err != nil {
-		return fmt.Errorf("error declaring RabbitMQ exchange %q: %w", t.cfg.Exchange, err)
+		return t.declareError(err)
 	}
 	var deliveries <-chan amqp.Delivery
 	if t.cfg.Consume {
@@ -277,6 +309,10 @@ func (t *Trigger) session(ctx context.Context, connected func()) error {
 	connected()
 	t.up.Store(true)
 	t.upGauge.Set(1)
+	check := time.NewTicker(t.cfg.CheckInterval)
+	defer check.Stop()
+	t.probe, t.probeSeen = "", false
+	misses := 0
 	// Whatever was committed while the connection was down is announced
 	// now: a fetch finds those jobs sooner than the next poll would.
 	for {
@@ -314,6 +350,26 @@ func (t *Trigger) session(ctx context.Context, connected func()) error {
 				return errors.New("RabbitMQ consumer cancelled")
 			}
 			t.deliver(d.Body)
+		case <-check.C:
+			if err := t.checkExchange(conn); err != nil {
+				return err
+			}
+			if deliveries == nil || blocked {
+				continue
+			}
+			if t.probe != "" && !t.probeSeen {
+				misses++
+			} else {
+				misses = 0
+			}
+			if misses >= probeMisses {
+				return fmt.Errorf("the trigger's queue no longer receives what is published to RabbitMQ exchange %q "+
+					"(%d probes in a row did not come back: the queue was unbound, or the exchange deleted and declared again); "+
+					"the trigger declares and binds a new queue on reconnection", t.cfg.Exchange, misses)
+			}
+			if err := t.sendProbe(ctx, pub); err != nil {
+				return err
+			}
 		case <-t.wake:
 		}
 	}
@@ -348,7 +404,10 @@ func (t *Trigger) consume(conn *amqp.Connection) (<-chan amqp.Delivery, error) {
 // message is the body of a trigger message: River's own insert
 // notification payload.
 type message struct {
-	Queue string `json:"queue"`
+	Queue string `json:"queue,omitempty"`
+	// Probe is a probe message's nonce (sendProbe); such a message names
+	// no queue and is not River's.
+	Probe string `json:"probe,omitempty"`
 }
 
 // publishPending publishes one message per pending queue. A queue whose
@@ -378,21 +437,112 @@ func (t *Trigger) publishPending(ctx context.Context, ch *amqp.Channel) error {
 	return nil
 }
 
-// deliver hands a consumed message to the Listener. A message that is not
-// a trigger's is dropped, not passed to River, which would log it as an
-// error; so is one that finds the listener's buffer full, which holds
-// enough to make every queue fetch.
+// deliver hands a consumed message to the Listener as a wake-up of its
+// queue. A message that is not a trigger's is dropped, not passed to River,
+// which would log it as an error; so is one naming a queue beyond
+// maxWokenQueues. A wake-up already held for the queue absorbs the message:
+// a flood of messages is one wake-up per queue. A probe message is this
+// trigger's own coming back (sendProbe), or another process's, ignored.
 func (t *Trigger) deliver(body []byte) {
 	var m message
-	if err := json.Unmarshal(body, &m); err != nil || m.Queue == "" || len(m.Queue) > 128 {
+	if err := json.Unmarshal(body, &m); err != nil || len(m.Queue) > 128 || (m.Queue == "") == (m.Probe == "") {
 		t.messages.WithLabelValues("dropped").Inc()
 		return
 	}
-	payload, _ := json.Marshal(m)
-	select {
-	case t.notifications <- string(payload):
-		t.messages.WithLabelValues("consumed").Inc()
-	default:
-		t.messages.WithLabelValues("dropped").Inc()
+	if m.Probe != "" {
+		if m.Probe == t.probe {
+			t.probeSeen = true
+		}
+		return
 	}
+	t.wokenMu.Lock()
+	_, held := t.woken[m.Queue]
+	full := !held && len(t.woken) >= maxWokenQueues
+	if !held && !full {
+		t.woken[m.Queue] = struct{}{}
+	}
+	t.wokenMu.Unlock()
+	if full {
+		t.messages.WithLabelValues("dropped").Inc()
+		return
+	}
+	t.messages.WithLabelValues("consumed").Inc()
+	select {
+	case t.woke <- struct{}{}:
+	default:
+	}
+}
+
+// takeWoken returns the queues woken since the last call, and forgets them.
+func (t *Trigger) takeWoken() []string {
+	t.wokenMu.Lock()
+	defer t.wokenMu.Unlock()
+	if len(t.woken) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(t.woken))
+	for q := range t.woken {
+		out = append(out, q)
+	}
+	clear(t.woken)
+	return out
+}
+
+// declareError says why declaring the exchange failed; the broker's 406
+// means an exchange of that name exists with another type or flags, which
+// only an operator can settle (the trigger keeps retrying meanwhile).
+func (t *Trigger) declareError(err error) error {
+	var ae *amqp.Error
+	if errors.As(err, &ae) && ae.Code == amqp.PreconditionFailed {
+		return fmt.Errorf("RabbitMQ exchange %q exists but is not a durable direct exchange (declared again with another type?); "+
+			"delete it, or set BPC_QUEUE_EXCHANGE to another name: %w", t.cfg.Exchange, err)
+	}
+	return fmt.Errorf("error declaring RabbitMQ exchange %q: %w", t.cfg.Exchange, err)
+}
+
+// checkExchange checks, on channels of its own (the broker closes a
+// channel at the first error), that the exchange still exists — a deleted
+// exchange takes its bindings with it, and a consumer would hear nothing
+// while saying it was connected — and that it is still a durable direct
+// exchange: a passive declare does not compare types, the same declare as
+// the session's does (and is a no-op when it matches).
+func (t *Trigger) checkExchange(conn *amqp.Connection) error {
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("error opening a RabbitMQ channel: %w", err)
+	}
+	err = ch.ExchangeDeclarePassive(t.cfg.Exchange, amqp.ExchangeDirect, true, false, false, false, nil)
+	_ = ch.Close()
+	var ae *amqp.Error
+	if errors.As(err, &ae) && ae.Code == amqp.NotFound {
+		return fmt.Errorf("RabbitMQ exchange %q no longer exists (deleted?); the trigger declares it and binds its queue again on reconnection: %w",
+			t.cfg.Exchange, err)
+	}
+	if err != nil {
+		return fmt.Errorf("error checking RabbitMQ exchange %q: %w", t.cfg.Exchange, err)
+	}
+	if ch, err = conn.Channel(); err != nil {
+		return fmt.Errorf("error opening a RabbitMQ channel: %w", err)
+	}
+	defer ch.Close()
+	if err := ch.ExchangeDeclare(t.cfg.Exchange, amqp.ExchangeDirect, true, false, false, false, nil); err != nil {
+		return t.declareError(err)
+	}
+	return nil
+}
+
+// sendProbe publishes a probe message through the exchange with the
+// trigger's routing key; the next check expects it back on this process's
+// queue (deliver).
+func (t *Trigger) sendProbe(ctx context.Context, ch *amqp.Channel) error {
+	nonce := make([]byte, 8)
+	binary.LittleEndian.PutUint64(nonce, rand.Uint64())
+	t.probe, t.probeSeen = hex.EncodeToString(nonce), false
+	body, _ := json.Marshal(message{Probe: t.probe})
+	if err := ch.PublishWithContext(ctx, t.cfg.Exchange, t.cfg.RoutingKey, false, false, amqp.Publishing{
+		ContentType: "application/json", DeliveryMode: amqp.Transient, Body: body,
+	}); err != nil {
+		return fmt.Errorf("error publishing to RabbitMQ: %w", err)
+	}
+	return nil
 }

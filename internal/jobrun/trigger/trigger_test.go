@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/jobrun/trigger"
@@ -266,4 +269,244 @@ func TestTriggerFlappingIsOneOutage(t *testing.T) {
 	}
 	require.Equal(t, 1, strings.Count(logs.String(), `"error_code":"QUEUE_UNAVAILABLE"`), logs.String())
 	require.Equal(t, 1.0, metric(t, reg, "bpc_queue_trigger_outages_total"))
+}
+
+// publisher is a plain AMQP channel on the broker, for messages the
+// trigger does not send itself: a flood, a hostile publisher.
+func publisher(t *testing.T, url string) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	return ch
+}
+
+// counting reads l's notifications until the test ends and counts them
+// by payload.
+func counting(t *testing.T, l *trigger.Listener) func() map[string]int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	counts := map[string]int{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			n, err := l.WaitForNotification(ctx)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			counts[n.Payload]++
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(counts)
+	}
+}
+
+// flood publishes n trigger messages for each of queues to the exchange,
+// in batches the trigger's queue holds whole (its length is bounded), and
+// waits until the trigger has consumed them all.
+func flood(t *testing.T, ch *amqp.Channel, reg *prometheus.Registry, exchange string, n int, queues ...string) {
+	t.Helper()
+	const batch = 400
+	start := metric(t, reg, "bpc_queue_trigger_messages_total", "direction", "consumed")
+	sent := 0
+	for sent < n*len(queues) {
+		for i := 0; i < batch && sent < n*len(queues); i++ {
+			body := fmt.Sprintf(`{"queue":%q}`, queues[sent%len(queues)])
+			require.NoError(t, ch.PublishWithContext(context.Background(), exchange, "jobs.trigger", false, false,
+				amqp.Publishing{ContentType: "application/json", Body: []byte(body)}))
+			sent++
+		}
+		require.Eventually(t, func() bool {
+			return metric(t, reg, "bpc_queue_trigger_messages_total", "direction", "consumed")-start == float64(sent)
+		}, 60*time.Second, 5*time.Millisecond, "the trigger consumed the %d messages sent", sent)
+	}
+}
+
+// However many trigger messages name a queue, the listener hands River at
+// most one insert notification per queue per fetch cooldown: 6000 messages
+// for two queues within one cooldown (an hour here) are two notifications,
+// one per queue.
+func TestTriggerFloodIsOneWakeupPerQueuePerCooldown(t *testing.T) {
+	t.Parallel()
+	url := testamqp.URL(t)
+	exchange := testamqp.Exchange(t, url)
+	tr, reg, _ := start(t, trigger.Config{URL: url, Exchange: exchange, RoutingKey: "jobs.trigger", Name: "test", Consume: true})
+	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
+	l := listen(t, tr)
+	l.UseCooldowns(time.Hour, nil)
+	counts := counting(t, l)
+
+	flood(t, publisher(t, url), reg, exchange, 3000, "pipeline", "webhooks")
+	want := map[string]int{`{"queue":"pipeline"}`: 1, `{"queue":"webhooks"}`: 1}
+	require.Eventually(t, func() bool { return maps.Equal(want, counts()) }, 60*time.Second, 5*time.Millisecond,
+		"one notification per queue, got %v", counts())
+	require.Equal(t, 6000.0, metric(t, reg, "bpc_queue_trigger_messages_total", "direction", "consumed"))
+	require.Equal(t, 2.0, metric(t, reg, "bpc_queue_trigger_wakeups_total"))
+}
+
+// With a short cooldown, what arrives during one is not lost: one more
+// notification follows at its end. The count is bounded by the cooldowns
+// that passed (one at the start, one per cooldown since), however many
+// messages came; a slow machine only loosens the bound.
+func TestTriggerFloodWakesAgainAfterTheCooldown(t *testing.T) {
+	t.Parallel()
+	const cooldown = 250 * time.Millisecond
+	url := testamqp.URL(t)
+	exchange := testamqp.Exchange(t, url)
+	tr, reg, _ := start(t, trigger.Config{URL: url, Exchange: exchange, RoutingKey: "jobs.trigger", Name: "test", Consume: true})
+	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
+	l := listen(t, tr)
+	l.UseCooldowns(time.Hour, map[string]time.Duration{"pipeline": cooldown})
+	counts := counting(t, l)
+	const pipeline = `{"queue":"pipeline"}`
+
+	began := time.Now()
+	flood(t, publisher(t, url), reg, exchange, 2000, "pipeline")
+	require.Eventually(t, func() bool { return counts()[pipeline] >= 2 }, 60*time.Second, 5*time.Millisecond,
+		"the messages of the cooldown wake the queue at its end")
+	got, elapsed := counts()[pipeline], time.Since(began)
+	require.LessOrEqual(t, got, 2+int(elapsed/cooldown), "%d notifications in %s: more than one per cooldown", got, elapsed)
+	t.Logf("2000 messages, %d notifications in %s", got, elapsed.Round(time.Millisecond))
+}
+
+// A deleted exchange takes the trigger's binding with it: the trigger
+// notices (readiness says why, the outage is logged), declares the
+// exchange and binds a queue again, and hears messages again.
+func TestTriggerNoticesADeletedExchange(t *testing.T) {
+	t.Parallel()
+	url := testamqp.URL(t)
+	exchange := testamqp.Exchange(t, url)
+	cfg := trigger.Config{URL: url, Exchange: exchange, RoutingKey: "jobs.trigger", Name: "test", Consume: true,
+		CheckInterval: 100 * time.Millisecond, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	tr, reg, logs := start(t, cfg)
+	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
+	l := listen(t, tr)
+	ch := publisher(t, url)
+
+	require.NoError(t, ch.ExchangeDelete(exchange, false, false))
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "no longer exists (deleted?)") }, 60*time.Second,
+		10*time.Millisecond, "the deleted exchange is noticed")
+	require.Equal(t, 1.0, metric(t, reg, "bpc_queue_trigger_outages_total"))
+	require.Eventually(t, tr.Up, 60*time.Second, 10*time.Millisecond, "back, with the exchange declared again")
+	require.NoError(t, tr.Check(context.Background()))
+	publishUntilHeard(t, ch, exchange, l)
+}
+
+// publishUntilHeard publishes a trigger message for "exports" until l
+// hands it on: the binding works.
+func publishUntilHeard(t *testing.T, ch *amqp.Channel, exchange string, l *trigger.Listener) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+		require.NoError(t, ch.PublishWithContext(context.Background(), exchange, "jobs.trigger", false, false,
+			amqp.Publishing{ContentType: "application/json", Body: []byte(`{"queue":"exports"}`)}))
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		n, err := l.WaitForNotification(ctx)
+		cancel()
+		if err == nil {
+			require.JSONEq(t, `{"queue":"exports"}`, n.Payload)
+			return
+		}
+	}
+	t.Fatal("the trigger never heard a message again")
+}
+
+// An exchange declared again with another type: readiness says so, with
+// what to do, for as long as it lasts — the trigger keeps retrying, and is
+// up again once the exchange is put right.
+func TestTriggerReportsAnExchangeOfAnotherType(t *testing.T) {
+	t.Parallel()
+	url := testamqp.URL(t)
+	exchange := testamqp.Exchange(t, url)
+	cfg := trigger.Config{URL: url, Exchange: exchange, RoutingKey: "jobs.trigger", Name: "test", Consume: true,
+		CheckInterval: 100 * time.Millisecond, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	tr, _, logs := start(t, cfg)
+	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
+	l := listen(t, tr)
+	ch := publisher(t, url)
+
+	require.NoError(t, ch.ExchangeDelete(exchange, false, false))
+	require.NoError(t, ch.ExchangeDeclare(exchange, amqp.ExchangeFanout, true, false, false, false, nil))
+	require.Eventually(t, func() bool {
+		err := tr.Check(context.Background())
+		return err != nil && strings.Contains(err.Error(), "is not a durable direct exchange")
+	}, 60*time.Second, 10*time.Millisecond, "readiness names the mismatch")
+	require.ErrorContains(t, tr.Check(context.Background()), "QUEUE_UNAVAILABLE")
+	// Still retrying: more attempts fail the same way.
+	require.Eventually(t, func() bool { return strings.Count(logs.String(), "is not a durable direct exchange") >= 3 },
+		60*time.Second, 10*time.Millisecond)
+	require.False(t, tr.Up())
+
+	require.NoError(t, ch.ExchangeDelete(exchange, false, false))
+	require.Eventually(t, tr.Up, 60*time.Second, 10*time.Millisecond, "up again once the exchange can be declared")
+	require.NoError(t, tr.Check(context.Background()))
+	publishUntilHeard(t, ch, exchange, l)
+}
+
+// The trigger's queue no longer bound (the exchange deleted and declared
+// again by someone else between two checks: the same exchange, no
+// binding): its probes stop coming back, readiness says so, and the
+// trigger binds a queue again.
+func TestTriggerNoticesItsQueueUnbound(t *testing.T) {
+	t.Parallel()
+	url := testamqp.URL(t)
+	exchange := testamqp.Exchange(t, url)
+	cfg := trigger.Config{URL: url, Exchange: exchange, RoutingKey: "jobs.trigger", Name: "test", Consume: true,
+		CheckInterval: time.Second, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	tr, _, logs := start(t, cfg)
+	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
+	l := listen(t, tr)
+	ch := publisher(t, url)
+
+	// Every failed session logs one line, as the outage or as a failed
+	// reconnection.
+	failures := func() int {
+		return strings.Count(logs.String(), "queue trigger unavailable") + strings.Count(logs.String(), "reconnection failed")
+	}
+	// Two operations a check or a probe may fall between (then the trigger
+	// reports the deleted exchange instead, and binds again): try again
+	// until the lost binding itself was noticed.
+	for try := 1; !strings.Contains(logs.String(), "no longer receives"); try++ {
+		require.LessOrEqual(t, try, 3, "the exchange's deletion was noticed every time, never the lost binding:\n%s", logs.String())
+		require.Eventually(t, tr.Up, 60*time.Second, 10*time.Millisecond)
+		before := failures()
+		require.NoError(t, ch.ExchangeDelete(exchange, false, false))
+		require.NoError(t, ch.ExchangeDeclare(exchange, amqp.ExchangeDirect, true, false, false, false, nil))
+		require.Eventually(t, func() bool { return failures() > before }, 60*time.Second, 10*time.Millisecond,
+			"the lost binding is noticed")
+	}
+	require.Contains(t, logs.String(), "probes in a row did not come back")
+	require.Eventually(t, tr.Up, 60*time.Second, 10*time.Millisecond, "bound again")
+	publishUntilHeard(t, ch, exchange, l)
+}
+
+// The listener's MinWakeInterval stretches a queue's window past a short
+// fetch cooldown (2 ms, as the pipeline's): a flood within it is one
+// wake-up.
+func TestTriggerWakeIntervalBoundsShortCooldowns(t *testing.T) {
+	t.Parallel()
+	url := testamqp.URL(t)
+	exchange := testamqp.Exchange(t, url)
+	tr, reg, _ := start(t, trigger.Config{URL: url, Exchange: exchange, RoutingKey: "jobs.trigger", Name: "test", Consume: true})
+	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
+	l := listen(t, tr)
+	l.UseCooldowns(2*time.Millisecond, nil)
+	l.MinWakeInterval = time.Hour
+	counts := counting(t, l)
+
+	flood(t, publisher(t, url), reg, exchange, 2000, "pipeline")
+	require.Eventually(t, func() bool { return counts()[`{"queue":"pipeline"}`] == 1 }, 60*time.Second, 5*time.Millisecond)
+	require.Equal(t, map[string]int{`{"queue":"pipeline"}`: 1}, counts())
 }

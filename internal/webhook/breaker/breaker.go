@@ -156,7 +156,8 @@ const (
 	// (shutdown, cancellation): nothing is learnt about the endpoint.
 	OutcomeNone Outcome = iota
 	// OutcomeHealthy: the endpoint answered (2xx, or a 4xx other than 408
-	// and 429, which is the delivery's fault, not the endpoint's health).
+	// and 429, which is the delivery's fault, not the endpoint's health; or
+	// a 3xx, which is its configuration's).
 	OutcomeHealthy
 	// OutcomeFailure: 5xx, 408, 429, timeout or network error.
 	OutcomeFailure
@@ -174,7 +175,7 @@ func Classify(posted bool, sendErr error) Outcome {
 	switch errcode.CodeOf(sendErr) {
 	case errcode.Webhook5xx, errcode.WebhookTimeout, errcode.WebhookNetwork:
 		return OutcomeFailure
-	case errcode.Webhook4xx:
+	case errcode.Webhook4xx, errcode.Webhook3xx:
 		return OutcomeHealthy
 	}
 	return OutcomeNone

@@ -62,6 +62,8 @@ func TestClassifyOutcomeCountsOnlyEndpointHealth(t *testing.T) {
 	}
 	require.Equal(t, breaker.OutcomeHealthy, breaker.Classify(true, errcode.New(errcode.Webhook4xx, "HTTP 400")),
 		"a 4xx other than 408/429 is the delivery's fault, not the endpoint's health")
+	require.Equal(t, breaker.OutcomeHealthy, breaker.Classify(true, errcode.New(errcode.Webhook3xx, "HTTP 302")),
+		"a redirect is the endpoint's configuration, answered at once: it neither trips nor holds the breaker")
 	require.Equal(t, breaker.OutcomeNone, breaker.Classify(true, errcode.New(errcode.Validation, "bad URL")))
 }
 
