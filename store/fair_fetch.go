@@ -1,0 +1,208 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// fairFetchLock is the advisory lock key of a queue's fair fetch, taken with
+// the hash of the schema and queue as the second key: the per-tenant cap
+// counts running jobs and then locks more, which must not interleave with
+// another process doing the same for the same queue ("bpcf").
+const fairFetchLock = 0x62706366
+
+// FairFetchParams is one fetch of River jobs for a queue: River's
+// JobGetAvailable parameters plus the per-tenant cap.
+type FairFetchParams struct {
+	// Schema qualifies River's table when set (River's own Schema option);
+	// empty uses the search path, as the service does.
+	Schema string
+	Queue  string
+	// Kinds restricts the fetch to these kinds; nil allows every kind and
+	// an empty, non-nil slice none (River's semantics).
+	Kinds []string
+	// Now is River's clock when it has one (tests); nil is the database's.
+	Now *time.Time
+	// Max is how many jobs the producer has room for.
+	Max int
+	// TenantCap, when positive, is the most jobs of one tenant running in
+	// the queue at once, across every process fetching it.
+	TenantCap int
+	// ClientID is appended to each job's attempted_by, which keeps at most
+	// MaxAttemptedBy entries.
+	ClientID       string
+	MaxAttemptedBy int
+}
+
+// FetchedRiverJob is a river_job row as the fair fetch moved it to running,
+// columns undecoded: the caller decodes them as River's driver does.
+type FetchedRiverJob struct {
+	ID           int64       `db:"id"`
+	Args         []byte      `db:"args"`
+	Attempt      int16       `db:"attempt"`
+	AttemptedAt  *time.Time  `db:"attempted_at"`
+	AttemptedBy  []string    `db:"attempted_by"`
+	CreatedAt    time.Time   `db:"created_at"`
+	Errors       [][]byte    `db:"errors"`
+	FinalizedAt  *time.Time  `db:"finalized_at"`
+	Kind         string      `db:"kind"`
+	MaxAttempts  int16       `db:"max_attempts"`
+	Metadata     []byte      `db:"metadata"`
+	Priority     int16       `db:"priority"`
+	Queue        string      `db:"queue"`
+	State        string      `db:"state"`
+	ScheduledAt  time.Time   `db:"scheduled_at"`
+	Tags         []string    `db:"tags"`
+	UniqueKey    []byte      `db:"unique_key"`
+	UniqueStates pgtype.Bits `db:"unique_states"`
+}
+
+// fairFetchSQL locks up to $4 available jobs of queue $1 round-robin across
+// tenants and moves them to running as River's JobGetAvailable does
+// (attempt + 1, attempted_at, attempted_by trimmed to $7 entries), returning
+// them in the order they were chosen. %[1]s is the schema prefix.
+//
+// Each tenant's jobs are ranked in River's order (priority, scheduled_at,
+// id) and the first $4 are taken by (round, priority, scheduled_at, id):
+// every tenant's first job before anyone's second. A tenant's most urgent
+// job is always its first, and a round is ordered by priority, so a job
+// never waits behind a lower-priority job of another tenant's backlog;
+// only a tenant's own second, third… jobs wait a round for the others.
+// When more tenants have work than there is room, those whose first job
+// comes first in River's order go this time; the others' first jobs only
+// get older, so every tenant's turn comes.
+//
+// The cost is bounded by tenants and room, not backlog: a loose index scan
+// of river_job_fair_fetch_idx finds the tenants (one descent each), one
+// descent each finds a tenant's first job, and at most $4 tenants then read
+// at most $4 jobs each. With a cap ($5 > 0), a tenant's room is the cap less
+// its running jobs in the queue (River's state/queue index: running jobs
+// are few, bounded by the workers).
+const fairFetchSQL = `
+WITH RECURSIVE tenants AS (
+    (SELECT coalesce(args->>'tenant_id', '') AS tenant
+     FROM %[1]sriver_job
+     WHERE state = 'available' AND queue = $1
+     ORDER BY coalesce(args->>'tenant_id', '')
+     LIMIT 1)
+    UNION ALL
+    SELECT (SELECT coalesce(j.args->>'tenant_id', '')
+            FROM %[1]sriver_job j
+            WHERE j.state = 'available' AND j.queue = $1
+              AND coalesce(j.args->>'tenant_id', '') > t.tenant
+            ORDER BY coalesce(j.args->>'tenant_id', '')
+            LIMIT 1)
+    FROM tenants t
+    WHERE t.tenant IS NOT NULL
+),
+running AS (
+    SELECT coalesce(args->>'tenant_id', '') AS tenant, count(*) AS n
+    FROM %[1]sriver_job
+    WHERE state = 'running' AND queue = $1 AND $5::int > 0
+    GROUP BY 1
+),
+heads AS (
+    SELECT t.tenant, h.priority, h.scheduled_at, h.id,
+           CASE WHEN $5::int > 0 THEN least($4::int, $5::int - coalesce(r.n, 0)::int) ELSE $4::int END AS room
+    FROM tenants t
+    LEFT JOIN running r ON r.tenant = t.tenant
+    CROSS JOIN LATERAL (
+        SELECT j.priority, j.scheduled_at, j.id
+        FROM %[1]sriver_job j
+        WHERE j.state = 'available' AND j.queue = $1
+          AND coalesce(j.args->>'tenant_id', '') = t.tenant
+          AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
+          AND j.scheduled_at <= coalesce($3::timestamptz, now())
+        ORDER BY j.priority, j.scheduled_at, j.id
+        LIMIT 1) h
+    WHERE t.tenant IS NOT NULL
+      AND ($5::int <= 0 OR coalesce(r.n, 0) < $5::int)
+    ORDER BY h.priority, h.scheduled_at, h.id
+    LIMIT $4::int
+),
+candidates AS (
+    SELECT c.id, c.priority, c.scheduled_at,
+           row_number() OVER (PARTITION BY hd.tenant ORDER BY c.priority, c.scheduled_at, c.id) AS round
+    FROM heads hd
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.priority, j.scheduled_at
+        FROM %[1]sriver_job j
+        WHERE j.state = 'available' AND j.queue = $1
+          AND coalesce(j.args->>'tenant_id', '') = hd.tenant
+          AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
+          AND j.scheduled_at <= coalesce($3::timestamptz, now())
+        ORDER BY j.priority, j.scheduled_at, j.id
+        LIMIT hd.room) c
+),
+chosen AS (
+    SELECT id, round, priority, scheduled_at
+    FROM candidates
+    ORDER BY round, priority, scheduled_at, id
+    LIMIT $4::int
+),
+locked AS (
+    -- state is checked again on the locked row: a job another fetcher
+    -- moved to running since this statement's snapshot is not taken twice.
+    SELECT id FROM %[1]sriver_job
+    WHERE id = ANY (ARRAY(SELECT id FROM chosen)) AND state = 'available'
+    FOR UPDATE SKIP LOCKED
+),
+updated AS (
+    UPDATE %[1]sriver_job SET
+        state = 'running',
+        attempt = river_job.attempt + 1,
+        attempted_at = coalesce($3::timestamptz, now()),
+        attempted_by = array_append(
+            CASE WHEN array_length(river_job.attempted_by, 1) >= $7::int
+            -- +2, not +1: Postgres arrays start at 1.
+            THEN river_job.attempted_by[array_length(river_job.attempted_by, 1) + 2 - $7::int:]
+            ELSE river_job.attempted_by
+            END,
+            $6::text)
+    FROM locked
+    WHERE river_job.id = locked.id
+    RETURNING river_job.id, river_job.args, river_job.attempt, river_job.attempted_at,
+        river_job.attempted_by, river_job.created_at, river_job.errors, river_job.finalized_at,
+        river_job.kind, river_job.max_attempts, river_job.metadata, river_job.priority,
+        river_job.queue, river_job.state::text AS state, river_job.scheduled_at, river_job.tags,
+        river_job.unique_key, river_job.unique_states
+)
+SELECT u.* FROM updated u JOIN chosen c ON c.id = u.id
+ORDER BY c.round, c.priority, c.scheduled_at, c.id`
+
+// FairFetch moves up to p.Max available jobs of p.Queue to running,
+// round-robin across tenants, never past p.TenantCap running jobs of one
+// tenant (fairFetchSQL says how). It runs in its own transaction holding the
+// queue's advisory lock, so that fetches of one queue — every process's —
+// take turns: each counts the running jobs the previous one committed. The
+// lock is held for one statement; River fetches a queue at most once per
+// cooldown per process.
+func (q *Queries) FairFetch(ctx context.Context, p FairFetchParams) ([]FetchedRiverJob, error) {
+	if p.Max <= 0 {
+		return nil, nil
+	}
+	prefix := ""
+	if p.Schema != "" {
+		prefix = pgx.Identifier{p.Schema}.Sanitize() + "."
+	}
+	var out []FetchedRiverJob
+	err := q.InTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, hashtext(coalesce(nullif($2, ''), current_schema()) || '/' || $3))`,
+			int32(fairFetchLock), p.Schema, p.Queue); err != nil {
+			return fmt.Errorf("error taking the fetch lock of queue %s: %w", p.Queue, err)
+		}
+		var err error
+		out, err = list[FetchedRiverJob](ctx, tx, "jobs fetched from queue "+p.Queue,
+			fmt.Sprintf(fairFetchSQL, prefix),
+			p.Queue, p.Kinds, p.Now, p.Max, p.TenantCap, p.ClientID, p.MaxAttemptedBy)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
