@@ -1,5 +1,5 @@
--- The fair fetch (internal/jobrun/fairfetch) takes River's available jobs
--- round-robin across tenants: it walks the distinct tenants with available
+-- The fair fetch (internal/jobrun/fairfetch) shares a queue's workers
+-- fairly across tenants: it walks the distinct tenants with available
 -- jobs in a queue (a loose index scan: one index descent per tenant) and
 -- reads each tenant's first jobs in River's order. River's own index,
 -- (state, queue, priority, scheduled_at, id), cannot do either without

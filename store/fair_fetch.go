@@ -61,27 +61,30 @@ type FetchedRiverJob struct {
 	UniqueStates pgtype.Bits `db:"unique_states"`
 }
 
-// fairFetchSQL locks up to $4 available jobs of queue $1 round-robin across
+// fairFetchSQL locks up to $4 available jobs of queue $1 fairly across
 // tenants and moves them to running as River's JobGetAvailable does
 // (attempt + 1, attempted_at, attempted_by trimmed to $7 entries), returning
 // them in the order they were chosen. %[1]s is the schema prefix.
 //
-// Each tenant's jobs are ranked in River's order (priority, scheduled_at,
-// id) and the first $4 are taken by (round, priority, scheduled_at, id):
-// every tenant's first job before anyone's second. A tenant's most urgent
-// job is always its first, and a round is ordered by priority, so a job
-// never waits behind a lower-priority job of another tenant's backlog;
-// only a tenant's own second, third… jobs wait a round for the others.
-// When more tenants have work than there is room, those whose first job
-// comes first in River's order go this time; the others' first jobs only
-// get older, so every tenant's turn comes.
+// Fair is a fair share of the queue's workers, fleet-wide: each job a tenant
+// could start is given the slot (its tenant's running jobs in the queue) +
+// (its rank among the tenant's available jobs, in River's order: priority,
+// scheduled_at, id), and the $4 lowest slots go, ties in River's order. A
+// tenant with nothing running is served before one with ten; among tenants
+// with as many running, one job each per round. So a backlog delays
+// another tenant's new job by about one job's run (the wait for a free
+// worker), not by the backlog. Priority orders a tenant's own jobs and
+// breaks ties between tenants; it does not let a tenant's jobs past
+// another tenant's fair share (tenants choose their priorities).
 //
-// The cost is bounded by tenants and room, not backlog: a loose index scan
-// of river_job_fair_fetch_idx finds the tenants (one descent each), one
-// descent each finds a tenant's first job, and at most $4 tenants then read
-// at most $4 jobs each. With a cap ($5 > 0), a tenant's room is the cap less
-// its running jobs in the queue (River's state/queue index: running jobs
-// are few, bounded by the workers).
+// The cost is bounded by the tenants and the room, not the backlog: a loose
+// index scan of river_job_fair_fetch_idx finds the tenants with available
+// jobs (one descent each), one descent each finds a tenant's first due job,
+// and at most $4 tenants — those with the fewest running, then the oldest
+// first job — read at most $4 jobs each. Running jobs are counted on
+// River's (state, queue, …) index; they are few, bounded by the workers.
+// With a cap ($5 > 0), a tenant's room is also at most the cap less its
+// running jobs.
 const fairFetchSQL = `
 WITH RECURSIVE tenants AS (
     (SELECT coalesce(args->>'tenant_id', '') AS tenant
@@ -100,14 +103,14 @@ WITH RECURSIVE tenants AS (
     WHERE t.tenant IS NOT NULL
 ),
 running AS (
-    SELECT coalesce(args->>'tenant_id', '') AS tenant, count(*) AS n
+    SELECT coalesce(args->>'tenant_id', '') AS tenant, count(*)::int AS n
     FROM %[1]sriver_job
-    WHERE state = 'running' AND queue = $1 AND $5::int > 0
+    WHERE state = 'running' AND queue = $1
     GROUP BY 1
 ),
 heads AS (
-    SELECT t.tenant, h.priority, h.scheduled_at, h.id,
-           CASE WHEN $5::int > 0 THEN least($4::int, $5::int - coalesce(r.n, 0)::int) ELSE $4::int END AS room
+    SELECT t.tenant, coalesce(r.n, 0) AS busy,
+           CASE WHEN $5::int > 0 THEN least($4::int, $5::int - coalesce(r.n, 0)) ELSE $4::int END AS room
     FROM tenants t
     LEFT JOIN running r ON r.tenant = t.tenant
     CROSS JOIN LATERAL (
@@ -121,12 +124,12 @@ heads AS (
         LIMIT 1) h
     WHERE t.tenant IS NOT NULL
       AND ($5::int <= 0 OR coalesce(r.n, 0) < $5::int)
-    ORDER BY h.priority, h.scheduled_at, h.id
+    ORDER BY coalesce(r.n, 0), h.priority, h.scheduled_at, h.id
     LIMIT $4::int
 ),
 candidates AS (
     SELECT c.id, c.priority, c.scheduled_at,
-           row_number() OVER (PARTITION BY hd.tenant ORDER BY c.priority, c.scheduled_at, c.id) AS round
+           hd.busy + row_number() OVER (PARTITION BY hd.tenant ORDER BY c.priority, c.scheduled_at, c.id) AS slot
     FROM heads hd
     CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.scheduled_at
@@ -139,9 +142,9 @@ candidates AS (
         LIMIT hd.room) c
 ),
 chosen AS (
-    SELECT id, round, priority, scheduled_at
+    SELECT id, slot, priority, scheduled_at
     FROM candidates
-    ORDER BY round, priority, scheduled_at, id
+    ORDER BY slot, priority, scheduled_at, id
     LIMIT $4::int
 ),
 locked AS (
@@ -172,15 +175,16 @@ updated AS (
         river_job.unique_key, river_job.unique_states
 )
 SELECT u.* FROM updated u JOIN chosen c ON c.id = u.id
-ORDER BY c.round, c.priority, c.scheduled_at, c.id`
+ORDER BY c.slot, c.priority, c.scheduled_at, c.id`
 
-// FairFetch moves up to p.Max available jobs of p.Queue to running,
-// round-robin across tenants, never past p.TenantCap running jobs of one
+// FairFetch moves up to p.Max available jobs of p.Queue to running, a fair
+// share to each tenant with work, never past p.TenantCap running jobs of one
 // tenant (fairFetchSQL says how). It runs in its own transaction holding the
 // queue's advisory lock, so that fetches of one queue — every process's —
 // take turns: each counts the running jobs the previous one committed. The
 // lock is held for one statement; River fetches a queue at most once per
-// cooldown per process.
+// cooldown per process. Without the lock, two processes fetching at once
+// would both choose the same jobs and one would skip them all.
 func (q *Queries) FairFetch(ctx context.Context, p FairFetchParams) ([]FetchedRiverJob, error) {
 	if p.Max <= 0 {
 		return nil, nil

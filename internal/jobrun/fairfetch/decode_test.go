@@ -20,7 +20,7 @@ func TestDecodeKeepsUndecodableRows(t *testing.T) {
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600))
 	res := decode([]store.FetchedRiverJob{
 		{ID: 1, Kind: "K", State: "running", Attempt: 1, AttemptedAt: &at, CreatedAt: at, ScheduledAt: at,
-			Errors: [][]byte{[]byte(`{"at":"2030-01-01T00:00:00Z","attempt":1,"error":"e","trace":""}`)},
+			Errors:       [][]byte{[]byte(`{"at":"2030-01-01T00:00:00Z","attempt":1,"error":"e","trace":""}`)},
 			UniqueStates: pgtype.Bits{Bytes: []byte{0b0100_0001}, Len: 8, Valid: true}},
 		{ID: 2, Kind: "K", State: "running", Errors: [][]byte{[]byte(`{`)}},
 	})

@@ -1,12 +1,12 @@
 // Package fairfetch makes River's producers fetch fairly across tenants: a
 // driver that wraps River's and hands River a pilot (River's plugin
 // interface, the one River Pro plugs in through) whose JobGetAvailable
-// replaces River's fetch statement by the store's FairFetch. Jobs are taken
-// round-robin across the tenants with available jobs in the queue — every
-// tenant's first job before anyone's second, River's order (priority,
-// scheduled_at, id) within a tenant and within a round — and, where a queue
-// has a per-tenant cap, never more than the cap of one tenant's jobs
-// running in that queue across every process. Everything else River does
+// replaces River's fetch statement by the store's FairFetch. Each tenant
+// with available jobs in the queue gets a fair share of its workers across
+// the fleet — the tenants with the fewest jobs running first, one job each
+// per round among equals, River's order (priority, scheduled_at, id) within
+// a tenant and between ties — and, where a queue has a per-tenant cap, never
+// more than the cap of one tenant's jobs running in that queue at once. Everything else River does
 // (inserts, completions, rescues, listeners) is River's own.
 package fairfetch
 

@@ -211,19 +211,17 @@ func TestPriority(t *testing.T) {
 	require.Equal(t, []string{"A4", "C1", "B1", "A5", "A1"}, names(got))
 }
 
-// When more tenants have work than the producer has room, the tenants whose
-// first job comes first in River's order go; the others are next.
+// When more tenants have work than the producer has room, those with the
+// fewest jobs running go first, then those whose first job comes first in
+// River's order.
 func TestMoreTenantsThanRoom(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t)
-	// Inserted in the order D, C, B, A: each tenant's first job is older
-	// than the next tenant's, whatever the tenant ids' order.
 	for _, tenant := range []string{"D", "C", "B", "A"} {
 		s.insert(t, nil, jobsOf(tenant, 1, 2)...)
-		time.Sleep(2 * time.Millisecond)
 	}
 	// insert schedules each batch from the same base: make the order of
-	// the tenants' first jobs explicit instead.
+	// the tenants' first jobs D, C, B, A, whatever the ids' order.
 	for i, tenant := range []string{"D", "C", "B", "A"} {
 		_, err := s.pool.Exec(context.Background(), `UPDATE river_job
 			SET scheduled_at = now() - interval '1 hour' + make_interval(secs => $2 * 10 + (args->>'n')::int)
@@ -233,9 +231,33 @@ func TestMoreTenantsThanRoom(t *testing.T) {
 	got := decoded(t, s.fetch(t, nil, riverdriver.JobGetAvailableParams{MaxToLock: 2}))
 	require.Equal(t, []string{"D1", "C1"}, names(got))
 	got = decoded(t, s.fetch(t, nil, riverdriver.JobGetAvailableParams{MaxToLock: 2}))
-	require.Equal(t, []string{"D2", "C2"}, names(got), "D and C still have the oldest first jobs")
+	require.Equal(t, []string{"B1", "A1"}, names(got), "D and C have a job running, B and A none")
 	got = decoded(t, s.fetch(t, nil, riverdriver.JobGetAvailableParams{MaxToLock: 4}))
-	require.Equal(t, []string{"B1", "A1", "B2", "A2"}, names(got))
+	require.Equal(t, []string{"D2", "C2", "B2", "A2"}, names(got))
+}
+
+// The noisy neighbour in one queue: A fills the workers and has a backlog;
+// B's one job, inserted after all of A's, takes the next free worker.
+// River's own order would start it after A's whole backlog.
+func TestFewestRunningFirst(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t)
+	s.insert(t, nil, jobsOf("A", 1, 50)...)
+	got := decoded(t, s.fetch(t, nil, riverdriver.JobGetAvailableParams{MaxToLock: 4}))
+	require.Equal(t, []string{"A1", "A2", "A3", "A4"}, names(got), "alone, A takes every worker")
+	s.insert(t, nil, jobsOf("B", 1, 3)...)
+	_, err := s.pool.Exec(context.Background(), `UPDATE river_job SET scheduled_at = now() WHERE args->>'tenant_id' = $1`, tid("B"))
+	require.NoError(t, err)
+
+	// One worker frees: B (nothing running) before A (four running).
+	_, err = s.pool.Exec(context.Background(), `UPDATE river_job SET state = 'completed', finalized_at = now()
+		WHERE args->>'tenant_id' = $1 AND args->>'n' = '1'`, tid("A"))
+	require.NoError(t, err)
+	got = decoded(t, s.fetch(t, nil, riverdriver.JobGetAvailableParams{MaxToLock: 1}))
+	require.Equal(t, []string{"B1"}, names(got))
+	// Three more free: B goes up to A's three running, then they alternate.
+	got = decoded(t, s.fetch(t, nil, riverdriver.JobGetAvailableParams{MaxToLock: 4}))
+	require.Equal(t, []string{"B2", "B3", "A5", "A6"}, names(got))
 }
 
 // Jobs without a tenant (the maintenance jobs) are a tenant of their own.
