@@ -232,6 +232,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		Maintenance:           &cfg.Maintenance,
 		PollOnly:              !cfg.DBListen,
 		Listener:              listener,
+		TenantCaps:            map[string]int{jobargs.QueueWebhooks: cfg.WebhookTenantConcurrency},
 	})
 	if err != nil {
 		return nil, err

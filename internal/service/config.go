@@ -68,6 +68,11 @@ type Config struct {
 	SigningKeyID       string
 	CompilerBuildID    string
 	WebhookTimeout     time.Duration
+	// WebhookTenantConcurrency is the most deliveries of one tenant in
+	// flight at once across the fleet (BPC_WEBHOOK_TENANT_CONCURRENCY): the
+	// webhooks queue's per-tenant cap of running jobs, so that a tenant's
+	// slow or silent endpoints hold its own deliveries, not the workers.
+	WebhookTenantConcurrency int
 	// WebhookAllowPrivate admits loopback, private and other non-public
 	// webhook destinations (BPC_WEBHOOK_ALLOW_PRIVATE; default true except
 	// in prod).
@@ -206,6 +211,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.Rules.MaxNodes = num("BPC_RULES_MAX_NODES", rules.DefaultMaxNodes, 1, 10_000_000)
 	c.Rules.MaxCases = num("BPC_RULES_MAX_CASES", rules.DefaultMaxCases, 1, 1_000_000_000)
 	c.WebhookTimeout = ms("BPC_WEBHOOK_TIMEOUT_MS", 30_000, 1, 600_000)
+	c.WebhookTenantConcurrency = num("BPC_WEBHOOK_TENANT_CONCURRENCY", 4, 1, 1000)
 	// 8 MiB: a 4 MiB document (core/facts.MaxDocumentBytes) travels base64.
 	c.HTTPMaxBodyBytes = int64(num("BPC_HTTP_MAX_BODY_BYTES", 8<<20, 1024, 1<<30))
 
