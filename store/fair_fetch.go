@@ -15,6 +15,10 @@ import (
 // another process doing the same for the same queue ("bpcf").
 const fairFetchLock = 0x62706366
 
+// maxFairFetchPasses bounds the passes of one fetch; River fetches again
+// soon for what is left.
+const maxFairFetchPasses = 4
+
 // FairFetchParams is one fetch of River jobs for a queue: River's
 // JobGetAvailable parameters plus the per-tenant cap.
 type FairFetchParams struct {
@@ -59,6 +63,9 @@ type FetchedRiverJob struct {
 	Tags         []string    `db:"tags"`
 	UniqueKey    []byte      `db:"unique_key"`
 	UniqueStates pgtype.Bits `db:"unique_states"`
+	// MoreDue, the same on every row of a pass, says that a tenant may
+	// have had more due jobs than the pass read of it.
+	MoreDue bool `db:"more_due"`
 }
 
 // fairFetchSQL locks up to $4 available jobs of queue $1 fairly across
@@ -78,29 +85,38 @@ type FetchedRiverJob struct {
 // another tenant's fair share (tenants choose their priorities).
 //
 // The cost is bounded by the tenants and the room, not the backlog: a loose
-// index scan of river_job_fair_fetch_idx finds the tenants with available
-// jobs (one descent each), one descent each finds a tenant's first due job,
-// and at most $4 tenants — those with the fewest running, then the oldest
-// first job — read at most $4 jobs each. Running jobs are counted on
+// index scan of river_job_fair_fetch_idx finds each tenant's first due job
+// (one descent per tenant with due jobs; a tenant whose available jobs are
+// all of other kinds or not yet due is read through, which River's
+// producers, fetching every kind and making jobs available when due, do
+// not ask for), and at most $4 tenants — those with the fewest running, then the oldest
+// first job — read an even share of $4 each. Running jobs are counted on
 // River's (state, queue, …) index; they are few, bounded by the workers.
 // With a cap ($5 > 0), a tenant's room is also at most the cap less its
 // running jobs.
 const fairFetchSQL = `
 WITH RECURSIVE tenants AS (
-    (SELECT coalesce(args->>'tenant_id', '') AS tenant
+    -- One index descent per tenant, each landing on the tenant's first due
+    -- job in River's order: the next tenant is the first row past the last.
+    (SELECT coalesce(args->>'tenant_id', '') AS tenant, priority, scheduled_at, id
      FROM %[1]sriver_job
      WHERE state = 'available' AND queue = $1
-     ORDER BY coalesce(args->>'tenant_id', '')
+       AND ($2::text[] IS NULL OR kind = ANY($2::text[]))
+       AND scheduled_at <= coalesce($3::timestamptz, now())
+     ORDER BY coalesce(args->>'tenant_id', ''), priority, scheduled_at, id
      LIMIT 1)
     UNION ALL
-    SELECT (SELECT coalesce(j.args->>'tenant_id', '')
-            FROM %[1]sriver_job j
-            WHERE j.state = 'available' AND j.queue = $1
-              AND coalesce(j.args->>'tenant_id', '') > t.tenant
-            ORDER BY coalesce(j.args->>'tenant_id', '')
-            LIMIT 1)
+    SELECT n.tenant, n.priority, n.scheduled_at, n.id
     FROM tenants t
-    WHERE t.tenant IS NOT NULL
+    CROSS JOIN LATERAL (
+        SELECT coalesce(j.args->>'tenant_id', '') AS tenant, j.priority, j.scheduled_at, j.id
+        FROM %[1]sriver_job j
+        WHERE j.state = 'available' AND j.queue = $1
+          AND coalesce(j.args->>'tenant_id', '') > t.tenant
+          AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
+          AND j.scheduled_at <= coalesce($3::timestamptz, now())
+        ORDER BY coalesce(j.args->>'tenant_id', ''), j.priority, j.scheduled_at, j.id
+        LIMIT 1) n
 ),
 running AS (
     SELECT coalesce(args->>'tenant_id', '') AS tenant, count(*)::int AS n
@@ -113,33 +129,38 @@ heads AS (
            CASE WHEN $5::int > 0 THEN least($4::int, $5::int - coalesce(r.n, 0)) ELSE $4::int END AS room
     FROM tenants t
     LEFT JOIN running r ON r.tenant = t.tenant
-    CROSS JOIN LATERAL (
-        SELECT j.priority, j.scheduled_at, j.id
-        FROM %[1]sriver_job j
-        WHERE j.state = 'available' AND j.queue = $1
-          AND coalesce(j.args->>'tenant_id', '') = t.tenant
-          AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
-          AND j.scheduled_at <= coalesce($3::timestamptz, now())
-        ORDER BY j.priority, j.scheduled_at, j.id
-        LIMIT 1) h
-    WHERE t.tenant IS NOT NULL
-      AND ($5::int <= 0 OR coalesce(r.n, 0) < $5::int)
-    ORDER BY coalesce(r.n, 0), h.priority, h.scheduled_at, h.id
+    WHERE $5::int <= 0 OR coalesce(r.n, 0) < $5::int
+    ORDER BY coalesce(r.n, 0), t.priority, t.scheduled_at, t.id
     LIMIT $4::int
 ),
+shares AS (
+    -- A tenant reads at most an even share of the room (plus the rounding)
+    -- this pass: what keeps a fetch from reading room × tenants rows. A
+    -- tenant with fewer due jobs than its share leaves room unfilled, and
+    -- FairFetch runs another pass for it (more_due).
+    SELECT tenant, busy, room, least(room, ($4::int + n - 1) / n) AS share
+    FROM (SELECT *, count(*) OVER () AS n FROM heads) h
+),
 candidates AS (
-    SELECT c.id, c.priority, c.scheduled_at,
-           hd.busy + row_number() OVER (PARTITION BY hd.tenant ORDER BY c.priority, c.scheduled_at, c.id) AS slot
-    FROM heads hd
+    SELECT c.id, c.priority, c.scheduled_at, s.tenant, s.share, s.room,
+           s.busy + row_number() OVER (PARTITION BY s.tenant ORDER BY c.priority, c.scheduled_at, c.id) AS slot
+    FROM shares s
     CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.scheduled_at
         FROM %[1]sriver_job j
         WHERE j.state = 'available' AND j.queue = $1
-          AND coalesce(j.args->>'tenant_id', '') = hd.tenant
+          AND coalesce(j.args->>'tenant_id', '') = s.tenant
           AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
           AND j.scheduled_at <= coalesce($3::timestamptz, now())
         ORDER BY j.priority, j.scheduled_at, j.id
-        LIMIT hd.room) c
+        LIMIT s.share) c
+),
+more AS (
+    -- Whether a tenant read its whole share with room left: it may have
+    -- more due jobs than this pass could take.
+    SELECT coalesce(bool_or(n = share AND share < room), false) AS due
+    FROM (SELECT count(*) AS n, max(share) AS share, max(room) AS room
+          FROM candidates GROUP BY tenant) g
 ),
 chosen AS (
     SELECT id, slot, priority, scheduled_at
@@ -174,7 +195,8 @@ updated AS (
         river_job.queue, river_job.state::text AS state, river_job.scheduled_at, river_job.tags,
         river_job.unique_key, river_job.unique_states
 )
-SELECT u.* FROM updated u JOIN chosen c ON c.id = u.id
+SELECT u.*, (SELECT due FROM more) AS more_due
+FROM updated u JOIN chosen c ON c.id = u.id
 ORDER BY c.slot, c.priority, c.scheduled_at, c.id`
 
 // FairFetch moves up to p.Max available jobs of p.Queue to running, a fair
@@ -199,11 +221,24 @@ func (q *Queries) FairFetch(ctx context.Context, p FairFetchParams) ([]FetchedRi
 			int32(fairFetchLock), p.Schema, p.Queue); err != nil {
 			return fmt.Errorf("error taking the fetch lock of queue %s: %w", p.Queue, err)
 		}
-		var err error
-		out, err = list[FetchedRiverJob](ctx, tx, "jobs fetched from queue "+p.Queue,
-			fmt.Sprintf(fairFetchSQL, prefix),
-			p.Queue, p.Kinds, p.Now, p.Max, p.TenantCap, p.ClientID, p.MaxAttemptedBy)
-		return err
+		// A pass reads an even share of each tenant; when a tenant had
+		// fewer due jobs than its share, another pass fills the room left,
+		// counting the jobs the previous passes moved to running (this
+		// transaction sees them). Few passes are ever needed: each one
+		// fills the room or exhausts a tenant.
+		for pass := 0; pass < maxFairFetchPasses && len(out) < p.Max; pass++ {
+			rows, err := list[FetchedRiverJob](ctx, tx, "jobs fetched from queue "+p.Queue,
+				fmt.Sprintf(fairFetchSQL, prefix),
+				p.Queue, p.Kinds, p.Now, p.Max-len(out), p.TenantCap, p.ClientID, p.MaxAttemptedBy)
+			if err != nil {
+				return err
+			}
+			out = append(out, rows...)
+			if len(rows) == 0 || !rows[0].MoreDue {
+				break
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
