@@ -233,6 +233,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		PollOnly:              !cfg.DBListen,
 		Listener:              listener,
 		TenantCaps:            map[string]int{jobargs.QueueWebhooks: cfg.WebhookTenantConcurrency},
+		RiverFetch:            cfg.RiverFetch,
 	})
 	if err != nil {
 		return nil, err

@@ -108,6 +108,10 @@ type Config struct {
 	// not connected, instead of answering 200 with the queue degraded
 	// (BPC_HEALTH_REQUIRE_QUEUE).
 	HealthRequireQueue bool
+	// RiverFetch makes the workers fetch with River's own statement, first
+	// come first served across tenants, instead of the fair fetch: the
+	// benchmarks' "before"; never set from the environment.
+	RiverFetch bool
 	// BeforeCommit is the workers' BeforeCommit test hook; never set from
 	// the environment.
 	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
