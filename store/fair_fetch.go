@@ -201,47 +201,71 @@ ORDER BY c.slot, c.priority, c.scheduled_at, c.id`
 
 // FairFetch moves up to p.Max available jobs of p.Queue to running, a fair
 // share to each tenant with work, never past p.TenantCap running jobs of one
-// tenant (fairFetchSQL says how). It runs in its own transaction holding the
-// queue's advisory lock, so that fetches of one queue — every process's —
-// take turns: each counts the running jobs the previous one committed. The
-// lock is held for one statement; River fetches a queue at most once per
-// cooldown per process. Without the lock, two processes fetching at once
-// would both choose the same jobs and one would skip them all.
+// tenant (fairFetchSQL says how). Fetches of one queue — every process's —
+// take turns on the queue's advisory lock: each counts the running jobs the
+// previous one committed, and two never choose the same jobs (one would
+// then skip them all and fetch nothing). The lock and the fetch go in one
+// round trip, a batch, which Postgres runs as one implicit transaction
+// (the lock is held until the batch ends) with a snapshot per statement
+// (the fetch sees what the lock waited for).
+//
+// A pass reads an even share of each tenant; when a tenant had fewer due
+// jobs than its share, another pass fills the room left, counting the jobs
+// the previous passes moved to running. Few passes are ever needed: each
+// one fills the room or exhausts a tenant.
 func (q *Queries) FairFetch(ctx context.Context, p FairFetchParams) ([]FetchedRiverJob, error) {
-	if p.Max <= 0 {
-		return nil, nil
+	batcher, ok := q.db.(interface {
+		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+	})
+	if !ok {
+		return nil, fmt.Errorf("error fetching from queue %s: %T cannot send a batch", p.Queue, q.db)
 	}
 	prefix := ""
 	if p.Schema != "" {
 		prefix = pgx.Identifier{p.Schema}.Sanitize() + "."
 	}
 	var out []FetchedRiverJob
-	err := q.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, hashtext(coalesce(nullif($2, ''), current_schema()) || '/' || $3))`,
-			int32(fairFetchLock), p.Schema, p.Queue); err != nil {
-			return fmt.Errorf("error taking the fetch lock of queue %s: %w", p.Queue, err)
-		}
-		// A pass reads an even share of each tenant; when a tenant had
-		// fewer due jobs than its share, another pass fills the room left,
-		// counting the jobs the previous passes moved to running (this
-		// transaction sees them). Few passes are ever needed: each one
-		// fills the room or exhausts a tenant.
-		for pass := 0; pass < maxFairFetchPasses && len(out) < p.Max; pass++ {
-			rows, err := list[FetchedRiverJob](ctx, tx, "jobs fetched from queue "+p.Queue,
-				fmt.Sprintf(fairFetchSQL, prefix),
-				p.Queue, p.Kinds, p.Now, p.Max-len(out), p.TenantCap, p.ClientID, p.MaxAttemptedBy)
-			if err != nil {
-				return err
+	for pass := 0; pass < maxFairFetchPasses && len(out) < p.Max; pass++ {
+		rows, err := fairFetchPass(ctx, batcher, p, prefix, p.Max-len(out))
+		if err != nil {
+			if len(out) > 0 {
+				// The earlier passes' jobs are committed as running: they
+				// are returned to be worked, and the next fetch retries.
+				return out, nil
 			}
-			out = append(out, rows...)
-			if len(rows) == 0 || !rows[0].MoreDue {
-				break
-			}
+			return nil, err
 		}
-		return nil
-	})
+		out = append(out, rows...)
+		if len(rows) == 0 || !rows[0].MoreDue {
+			break
+		}
+	}
+	return out, nil
+}
+
+// fairFetchPass is one pass of FairFetch for up to room jobs.
+func fairFetchPass(ctx context.Context, db interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+}, p FairFetchParams, prefix string, room int) ([]FetchedRiverJob, error) {
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT pg_advisory_xact_lock($1::int4, hashtext(coalesce(nullif($2, ''), current_schema()) || '/' || $3))`,
+		int32(fairFetchLock), p.Schema, p.Queue)
+	batch.Queue(fmt.Sprintf(fairFetchSQL, prefix),
+		p.Queue, p.Kinds, p.Now, room, p.TenantCap, p.ClientID, p.MaxAttemptedBy)
+	br := db.SendBatch(ctx, batch)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("error taking the fetch lock of queue %s: %w", p.Queue, err)
+	}
+	rows, _ := br.Query() // a query error surfaces from the collect
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[FetchedRiverJob])
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("error fetching jobs from queue %s: %w", p.Queue, err)
+	}
+	// The batch's implicit transaction commits as it ends: the jobs are
+	// running only once Close returns without error.
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("error fetching jobs from queue %s: %w", p.Queue, err)
 	}
 	return out, nil
 }
