@@ -100,7 +100,7 @@ func BenchmarkBurnDown(b *testing.B) {
 	b.ReportMetric(s/a, "ratio_b/a")
 	b.Logf("%d rounds of %d jobs, jobs/s min / median / max: (a) bare River %.0f / %.0f / %.0f, (b) service path %.0f / %.0f / %.0f",
 		len(ratios), n, minOf(bare), a, maxOf(bare), minOf(service), s, maxOf(service))
-	b.Logf("(c) ratio b/a = %.3f (of the medians; goal ≥ 0.92; per round: %s)", s/a, fmtRatios(ratios))
+	b.Logf("(c) ratio b/a = %.3f (of the medians; goal ≥ 0.92; per round: %s); (b) with %s", s/a, fmtRatios(ratios), fetchName())
 }
 
 // burnDownBare burns down n no-op jobs with a plain River client: River's
@@ -143,7 +143,7 @@ func burnDownServiceOn(b *testing.B, pool *pgxpool.Pool, n, concurrency int, lab
 	client, deps := testriver.New(b, pool, testriver.Options{
 		Client: jobrun.ClientOptions{ID: "bench-worker", Concurrency: concurrency,
 			PollInterval: burnFetchPollInterval, FetchCooldown: burnFetchCooldown,
-			BackoffUnit: time.Second, ExtraQueues: []string{benchQueue}},
+			BackoffUnit: time.Second, ExtraQueues: []string{benchQueue}, RiverFetch: riverFetch()},
 		// The service's JSON logger at info (two lines per job), discarded.
 		Deps:     workers.Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))},
 		Register: func(w *river.Workers, _ workers.Deps) { river.AddWorker(w, &noopWorker{done: &done}) },

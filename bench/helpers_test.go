@@ -57,6 +57,19 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// riverFetch is BPC_BENCH_RIVER_FETCH=1: the service's clients fetch with
+// River's own statement (first come, first served) instead of the fair
+// fetch — the "before" of the fair fetch's cost in burn-down and pickup.
+func riverFetch() bool { return os.Getenv("BPC_BENCH_RIVER_FETCH") == "1" }
+
+// fetchName names the fetch the service's clients use in a report.
+func fetchName() string {
+	if riverFetch() {
+		return "River's fetch (BPC_BENCH_RIVER_FETCH=1)"
+	}
+	return "fair fetch"
+}
+
 var quiet = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 // schemaPool returns a pool over a fresh schema with River's migrations only

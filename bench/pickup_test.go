@@ -86,7 +86,7 @@ func BenchmarkPickupLatency(b *testing.B) {
 	newMode := func(name string, pollOnly bool, trig *trigger.Trigger) *pickupMode {
 		m := &pickupMode{name: name, pool: schemaPool(b, true), worker: &pickupWorker{started: map[uuid.UUID]time.Time{}}}
 		opts := jobrun.ClientOptions{ID: "bench-" + name, PollInterval: time.Second, FetchCooldown: 10 * time.Millisecond,
-			ExtraQueues: []string{benchQueue}, PollOnly: pollOnly}
+			ExtraQueues: []string{benchQueue}, PollOnly: pollOnly, RiverFetch: riverFetch()}
 		var pub passport.Publisher
 		if trig != nil {
 			opts.Listener, pub = trigger.NewListener(trig, store.New(m.pool), quiet), trig
@@ -119,7 +119,7 @@ func BenchmarkPickupLatency(b *testing.B) {
 		}
 	}
 	// One line per mode: go test keeps ten lines of a benchmark's log.
-	b.Logf("commit → start, %d rounds of %d jobs per mode, ms min/median/max over the rounds:", rounds, n)
+	b.Logf("commit → start, %d rounds of %d jobs per mode, %s, ms min/median/max over the rounds:", rounds, n, fetchName())
 	for _, m := range modes {
 		line := fmt.Sprintf("%-17s", m.name)
 		for _, q := range []struct {

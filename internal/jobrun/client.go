@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/bpc-platform/bpc/internal/jobrun/fairfetch"
 	"github.com/bpc-platform/bpc/internal/jobrun/trigger"
 	"github.com/bpc-platform/bpc/jobargs"
 )
@@ -69,6 +70,14 @@ type ClientOptions struct {
 	// Listener, with PollOnly, stands in for LISTEN: the RabbitMQ
 	// trigger's (trigger.NewListener).
 	Listener *trigger.Listener
+	// TenantCaps maps a queue to the most jobs of one tenant running in it
+	// at once, across every process (BPC_WEBHOOK_TENANT_CONCURRENCY for
+	// the webhooks queue); a queue not in it has no cap.
+	TenantCaps map[string]int
+	// RiverFetch fetches with River's own statement, first come first
+	// served across tenants, instead of fairfetch's round-robin: the
+	// benchmarks' "before".
+	RiverFetch bool
 }
 
 // NewClient builds the River client with the service's configuration.
@@ -86,6 +95,11 @@ func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], erro
 		o.Listener.UseCooldowns(cfg.FetchCooldown, cooldowns)
 	case o.PollOnly:
 		cfg.PollOnly = true
+	}
+	// Every working client fetches fairly, whichever driver it runs on
+	// (the trigger's too): an insert-only client fetches nothing.
+	if o.Work && !o.RiverFetch {
+		driver = fairfetch.Wrap(driver, pool, o.TenantCaps)
 	}
 	client, err := river.NewClient(driver, cfg)
 	if err != nil {

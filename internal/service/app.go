@@ -242,6 +242,8 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		Maintenance:           &cfg.Maintenance,
 		PollOnly:              !cfg.DBListen,
 		Listener:              listener,
+		TenantCaps:            map[string]int{jobargs.QueueWebhooks: cfg.WebhookTenantConcurrency},
+		RiverFetch:            cfg.RiverFetch,
 	})
 	if err != nil {
 		return nil, err

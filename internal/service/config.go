@@ -80,6 +80,11 @@ type Config struct {
 	// (BPC_WEBHOOK_CONNECT_TIMEOUT_MS, BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS).
 	WebhookConnectTimeout        time.Duration
 	WebhookResponseHeaderTimeout time.Duration
+	// WebhookTenantConcurrency is the most deliveries of one tenant in
+	// flight at once across the fleet (BPC_WEBHOOK_TENANT_CONCURRENCY): the
+	// webhooks queue's per-tenant cap of running jobs, so that a tenant's
+	// slow or silent endpoints hold its own deliveries, not the workers.
+	WebhookTenantConcurrency int
 	// WebhookAllowPrivate admits loopback, private and other non-public
 	// webhook destinations (BPC_WEBHOOK_ALLOW_PRIVATE; default true except
 	// in prod).
@@ -125,6 +130,10 @@ type Config struct {
 	// BPC_TENANT_MAX_QUEUED_JOBS and BPC_EVENT_PAYLOAD_MAX_BYTES; the rate
 	// members are the tenant request budget's defaults.
 	Quotas passport.Quotas
+	// RiverFetch makes the workers fetch with River's own statement, first
+	// come first served across tenants, instead of the fair fetch: the
+	// benchmarks' "before"; never set from the environment.
+	RiverFetch bool
 	// BeforeCommit is the workers' BeforeCommit test hook; never set from
 	// the environment.
 	BeforeCommit func(ctx context.Context, job *rivertype.JobRow) error
@@ -237,6 +246,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.WebhookTimeout = ms("BPC_WEBHOOK_TIMEOUT_MS", 30_000, 1, 600_000)
 	c.WebhookConnectTimeout = ms("BPC_WEBHOOK_CONNECT_TIMEOUT_MS", 5_000, 1, 600_000)
 	c.WebhookResponseHeaderTimeout = ms("BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS", 10_000, 1, 600_000)
+	c.WebhookTenantConcurrency = num("BPC_WEBHOOK_TENANT_CONCURRENCY", 4, 1, 1000)
 	// 8 MiB: a 4 MiB document (core/facts.MaxDocumentBytes) travels base64.
 	c.HTTPMaxBodyBytes = int64(num("BPC_HTTP_MAX_BODY_BYTES", 8<<20, 1024, 1<<30))
 	c.Quotas = passport.DefaultQuotas()

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,32 @@ func TestWebhookTimeouts(t *testing.T) {
 		env["BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS"] = bad
 		_, err := LoadConfig(func(k string) string { return env[k] })
 		require.ErrorContains(t, err, "BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS", bad)
+	}
+}
+
+// BPC_WEBHOOK_TENANT_CONCURRENCY caps one tenant's deliveries in flight:
+// 4 unless set, 1 to 1000, and a value out of range refuses to start,
+// naming the variable.
+func TestWebhookTenantConcurrency(t *testing.T) {
+	t.Parallel()
+	load := func(v string) (Config, error) {
+		return LoadConfig(func(k string) string {
+			if k == "BPC_WEBHOOK_TENANT_CONCURRENCY" {
+				return v
+			}
+			return everything[k]
+		})
+	}
+	c, err := load("")
+	require.NoError(t, err)
+	require.Equal(t, 4, c.WebhookTenantConcurrency)
+	for _, v := range []string{"1", "1000"} {
+		c, err := load(v)
+		require.NoError(t, err, v)
+		require.Equal(t, v, strconv.Itoa(c.WebhookTenantConcurrency))
+	}
+	for _, v := range []string{"0", "1001", "-1", "four"} {
+		_, err := load(v)
+		require.ErrorContains(t, err, "BPC_WEBHOOK_TENANT_CONCURRENCY", v)
 	}
 }
