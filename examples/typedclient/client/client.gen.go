@@ -642,6 +642,39 @@ func (e SnapshotStatus) Valid() bool {
 	}
 }
 
+// Defines values for UpdateTenantQuotasInputReset.
+const (
+	ApiKeys              UpdateTenantQuotasInputReset = "api_keys"
+	EventPayloadBytes    UpdateTenantQuotasInputReset = "event_payload_bytes"
+	QueuedJobs           UpdateTenantQuotasInputReset = "queued_jobs"
+	RateLimitBurst       UpdateTenantQuotasInputReset = "rate_limit_burst"
+	RateLimitRps         UpdateTenantQuotasInputReset = "rate_limit_rps"
+	WebhookEndpoints     UpdateTenantQuotasInputReset = "webhook_endpoints"
+	WebhookSubscriptions UpdateTenantQuotasInputReset = "webhook_subscriptions"
+)
+
+// Valid indicates whether the value is a known member of the UpdateTenantQuotasInputReset enum.
+func (e UpdateTenantQuotasInputReset) Valid() bool {
+	switch e {
+	case ApiKeys:
+		return true
+	case EventPayloadBytes:
+		return true
+	case QueuedJobs:
+		return true
+	case RateLimitBurst:
+		return true
+	case RateLimitRps:
+		return true
+	case WebhookEndpoints:
+		return true
+	case WebhookSubscriptions:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for VerifiedVersionStatus.
 const (
 	VerifiedVersionStatusACTIVE     VerifiedVersionStatus = "ACTIVE"
@@ -963,7 +996,7 @@ type BuildSnapshotArgs struct {
 
 // CheckResult defines model for CheckResult.
 type CheckResult struct {
-	// Detail Why the check failed; shown only with the admin bearer token.
+	// Detail Why the check failed; shown only with the platform token.
 	Detail *string `json:"detail,omitempty"`
 	Name   string  `json:"name"`
 	Ok     bool    `json:"ok"`
@@ -1209,7 +1242,7 @@ type EnqueueBuildSnapshot struct {
 	// Payload Job arguments of BUILD_SNAPSHOT.
 	Payload *BuildSnapshotArgs `json:"payload,omitempty"`
 
-	// Priority 0 (critical) to 3 (low); the type's default when absent.
+	// Priority 0 (critical: the platform token only) to 3 (low); the type's default when absent.
 	Priority *int64 `json:"priority,omitempty"`
 
 	// ScheduledAt Run no earlier than this; now when absent.
@@ -1234,7 +1267,7 @@ type EnqueueCompilePassport struct {
 	// Payload Job arguments of COMPILE_PASSPORT.
 	Payload *CompilePassportArgs `json:"payload,omitempty"`
 
-	// Priority 0 (critical) to 3 (low); the type's default when absent.
+	// Priority 0 (critical: the platform token only) to 3 (low); the type's default when absent.
 	Priority *int64 `json:"priority,omitempty"`
 
 	// ScheduledAt Run no earlier than this; now when absent.
@@ -1259,7 +1292,7 @@ type EnqueueDeliverWebhook struct {
 	// Payload Job arguments of DELIVER_WEBHOOK.
 	Payload *DeliverWebhookArgs `json:"payload,omitempty"`
 
-	// Priority 0 (critical) to 3 (low); the type's default when absent.
+	// Priority 0 (critical: the platform token only) to 3 (low); the type's default when absent.
 	Priority *int64 `json:"priority,omitempty"`
 
 	// ScheduledAt Run no earlier than this; now when absent.
@@ -1284,7 +1317,7 @@ type EnqueueExportPassport struct {
 	// Payload Job arguments of EXPORT_PASSPORT.
 	Payload *ExportPassportArgs `json:"payload,omitempty"`
 
-	// Priority 0 (critical) to 3 (low); the type's default when absent.
+	// Priority 0 (critical: the platform token only) to 3 (low); the type's default when absent.
 	Priority *int64 `json:"priority,omitempty"`
 
 	// ScheduledAt Run no earlier than this; now when absent.
@@ -1309,7 +1342,7 @@ type EnqueueGenerateQR struct {
 	// Payload Job arguments of GENERATE_QR.
 	Payload *GenerateQRArgs `json:"payload,omitempty"`
 
-	// Priority 0 (critical) to 3 (low); the type's default when absent.
+	// Priority 0 (critical: the platform token only) to 3 (low); the type's default when absent.
 	Priority *int64 `json:"priority,omitempty"`
 
 	// ScheduledAt Run no earlier than this; now when absent.
@@ -1334,7 +1367,7 @@ type EnqueueIngestDocument struct {
 	// Payload Job arguments of INGEST_DOCUMENT.
 	Payload *IngestDocumentArgs `json:"payload,omitempty"`
 
-	// Priority 0 (critical) to 3 (low); the type's default when absent.
+	// Priority 0 (critical: the platform token only) to 3 (low); the type's default when absent.
 	Priority *int64 `json:"priority,omitempty"`
 
 	// ScheduledAt Run no earlier than this; now when absent.
@@ -1359,7 +1392,7 @@ type EnqueueParseFacts struct {
 	// Payload Job arguments of PARSE_FACTS.
 	Payload *ParseFactsArgs `json:"payload,omitempty"`
 
-	// Priority 0 (critical) to 3 (low); the type's default when absent.
+	// Priority 0 (critical: the platform token only) to 3 (low); the type's default when absent.
 	Priority *int64 `json:"priority,omitempty"`
 
 	// ScheduledAt Run no earlier than this; now when absent.
@@ -1389,7 +1422,7 @@ type EnqueueRunRuleTests struct {
 	// Payload Job arguments of RUN_RULE_TESTS.
 	Payload *RunRuleTestsArgs `json:"payload,omitempty"`
 
-	// Priority 0 (critical) to 3 (low); the type's default when absent.
+	// Priority 0 (critical: the platform token only) to 3 (low); the type's default when absent.
 	Priority *int64 `json:"priority,omitempty"`
 
 	// ScheduledAt Run no earlier than this; now when absent.
@@ -1414,7 +1447,7 @@ type EnqueueSignPassport struct {
 	// Payload Job arguments of SIGN_PASSPORT.
 	Payload *SignPassportArgs `json:"payload,omitempty"`
 
-	// Priority 0 (critical) to 3 (low); the type's default when absent.
+	// Priority 0 (critical: the platform token only) to 3 (low); the type's default when absent.
 	Priority *int64 `json:"priority,omitempty"`
 
 	// ScheduledAt Run no earlier than this; now when absent.
@@ -1669,6 +1702,41 @@ type QRVerification struct {
 	Verification      Verification       `json:"verification"`
 }
 
+// QuotaOverrides defines model for QuotaOverrides.
+type QuotaOverrides struct {
+	ApiKeys              *int64 `json:"api_keys,omitempty"`
+	EventPayloadBytes    *int64 `json:"event_payload_bytes,omitempty"`
+	QueuedJobs           *int64 `json:"queued_jobs,omitempty"`
+	RateLimitBurst       *int64 `json:"rate_limit_burst,omitempty"`
+	RateLimitRps         *int64 `json:"rate_limit_rps,omitempty"`
+	WebhookEndpoints     *int64 `json:"webhook_endpoints,omitempty"`
+	WebhookSubscriptions *int64 `json:"webhook_subscriptions,omitempty"`
+}
+
+// Quotas defines model for Quotas.
+type Quotas struct {
+	// ApiKeys Unrevoked API keys (expired ones count until revoked).
+	ApiKeys int64 `json:"api_keys"`
+
+	// EventPayloadBytes Bytes of one event payload a caller sends (413 past it).
+	EventPayloadBytes int64 `json:"event_payload_bytes"`
+
+	// QueuedJobs Jobs in status QUEUED; an enqueue past it is refused whole (429).
+	QueuedJobs int64 `json:"queued_jobs"`
+
+	// RateLimitBurst Burst of the tenant's shared request budget.
+	RateLimitBurst int64 `json:"rate_limit_burst"`
+
+	// RateLimitRps Requests per second all the tenant's keys share.
+	RateLimitRps int64 `json:"rate_limit_rps"`
+
+	// WebhookEndpoints Live (not deleted) webhook endpoints.
+	WebhookEndpoints int64 `json:"webhook_endpoints"`
+
+	// WebhookSubscriptions Webhook subscriptions.
+	WebhookSubscriptions int64 `json:"webhook_subscriptions"`
+}
+
 // ReadyResult defines model for ReadyResult.
 type ReadyResult struct {
 	Checks []CheckResult `json:"checks"`
@@ -1856,6 +1924,41 @@ type TenantList struct {
 	Items []Tenant `json:"items"`
 }
 
+// TenantQuotasResult defines model for TenantQuotasResult.
+type TenantQuotasResult struct {
+	// Quotas The tenant's effective limits: the service's defaults with its overrides.
+	Quotas   Quotas             `json:"quotas"`
+	TenantId openapi_types.UUID `json:"tenant_id"`
+}
+
+// TenantUsage defines model for TenantUsage.
+type TenantUsage struct {
+	// ApiKeys Unrevoked API keys.
+	ApiKeys int64 `json:"api_keys"`
+
+	// QueuedJobs Jobs in status QUEUED.
+	QueuedJobs int64 `json:"queued_jobs"`
+
+	// RunningJobs Jobs in status RUNNING.
+	RunningJobs int64 `json:"running_jobs"`
+
+	// WebhookEndpoints Live (not deleted) webhook endpoints.
+	WebhookEndpoints int64 `json:"webhook_endpoints"`
+
+	// WebhookSubscriptions Webhook subscriptions.
+	WebhookSubscriptions int64 `json:"webhook_subscriptions"`
+}
+
+// TenantUsageResult defines model for TenantUsageResult.
+type TenantUsageResult struct {
+	// Quotas The tenant's effective limits: the service's defaults with its overrides.
+	Quotas   Quotas             `json:"quotas"`
+	TenantId openapi_types.UUID `json:"tenant_id"`
+
+	// Usage What the tenant uses now.
+	Usage TenantUsage `json:"usage"`
+}
+
 // UpdateEndpointInput defines model for UpdateEndpointInput.
 type UpdateEndpointInput struct {
 	// IsActive Pause (false) or resume (true) deliveries; unchanged when absent.
@@ -1864,6 +1967,18 @@ type UpdateEndpointInput struct {
 	// Url New URL; unchanged when empty.
 	Url *string `json:"url,omitempty"`
 }
+
+// UpdateTenantQuotasInput defines model for UpdateTenantQuotasInput.
+type UpdateTenantQuotasInput struct {
+	// Quotas Limits to set, by quota name; the others stay as they are.
+	Quotas *QuotaOverrides `json:"quotas,omitempty"`
+
+	// Reset Quotas whose override is dropped: back to the service's default.
+	Reset *[]UpdateTenantQuotasInputReset `json:"reset,omitempty"`
+}
+
+// UpdateTenantQuotasInputReset defines model for UpdateTenantQuotasInput.Reset.
+type UpdateTenantQuotasInputReset string
 
 // UploadVersionInput defines model for UploadVersionInput.
 type UploadVersionInput struct {
@@ -2228,6 +2343,12 @@ type ListSnapshotItemsParams struct {
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
+// GetTenantUsageParams defines parameters for GetTenantUsage.
+type GetTenantUsageParams struct {
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
+	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
+}
+
 // GetWebhookDeliveryParams defines parameters for GetWebhookDelivery.
 type GetWebhookDeliveryParams struct {
 	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
@@ -2341,6 +2462,9 @@ type SealSnapshotJSONRequestBody = TenantInput
 
 // CreateTenantJSONRequestBody defines body for CreateTenant for application/json ContentType.
 type CreateTenantJSONRequestBody = CreateTenantInput
+
+// UpdateTenantQuotasJSONRequestBody defines body for UpdateTenantQuotas for application/json ContentType.
+type UpdateTenantQuotasJSONRequestBody = UpdateTenantQuotasInput
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = CreateEndpointInput
@@ -3068,7 +3192,7 @@ type ClientInterface interface {
 	//
 	// **Idempotency:** Read-only; safe to repeat.
 	//
-	// Each check's failure detail is shown only with the admin bearer token.
+	// Each check's failure detail is shown only with the platform token. Credentials are optional; sent ones are checked as on /v1: a wrong token is 401, and 429 once the address's failed credentials are over their rate.
 	//
 	// Corresponds with GET /v1/health/ready (the `HealthReady` operationId).
 	HealthReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3175,7 +3299,7 @@ type ClientInterface interface {
 
 	// EnqueueJobsBatchWithBody Enqueue up to 1000 jobs in one transaction
 	//
-	// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created.
+	// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created. A tenant pays one request per job from its tenant's request budget (its key one request): a batch over the tenant's burst is 422 naming jobs, one the budget cannot hold yet 429 with Retry-After.
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
@@ -3202,7 +3326,7 @@ type ClientInterface interface {
 
 	// EnqueueJobsBatch Enqueue up to 1000 jobs in one transaction
 	//
-	// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created.
+	// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created. A tenant pays one request per job from its tenant's request budget (its key one request): a batch over the tenant's burst is 422 naming jobs, one the budget cannot hold yet 429 with Retry-After.
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
@@ -3801,6 +3925,47 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/tenants (the `CreateTenant` operationId).
 	CreateTenant(ctx context.Context, body CreateTenantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateTenantQuotasWithBody Override a tenant's quotas
+	//
+	// Overrides a tenant's quotas (SPEC §15): each limit in quotas replaces the service's default for this tenant, each name in reset goes back to the default. An unknown quota name or a limit out of its bounds is 422 naming it. Answers the tenant's effective quotas.
+	//
+	// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+	//
+	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	//
+	// The platform token only.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/tenants/{id} (the `UpdateTenantQuotas` operationId).
+	UpdateTenantQuotasWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateTenantQuotas Override a tenant's quotas
+	//
+	// Overrides a tenant's quotas (SPEC §15): each limit in quotas replaces the service's default for this tenant, each name in reset goes back to the default. An unknown quota name or a limit out of its bounds is 422 naming it. Answers the tenant's effective quotas.
+	//
+	// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+	//
+	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	//
+	// The platform token only.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/tenants/{id} (the `UpdateTenantQuotas` operationId).
+	UpdateTenantQuotas(ctx context.Context, id openapi_types.UUID, body UpdateTenantQuotasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTenantUsage A tenant's quotas and what it uses of them
+	//
+	// A tenant's effective quotas and what it uses of them now: queued and running jobs, live webhook endpoints, subscriptions and unrevoked API keys. The platform token, or any key of the tenant; another tenant's id is 403.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or any tenant API key of the resource's tenant (reader, writer or admin); another tenant's ids are 404, another tenant's tenant_id 403.
+	//
+	// **Idempotency:** Read-only; safe to repeat.
+	//
+	// Corresponds with GET /v1/tenants/{id}/usage (the `GetTenantUsage` operationId).
+	GetTenantUsage(ctx context.Context, id openapi_types.UUID, params *GetTenantUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWebhookDelivery Get a webhook delivery
 	//
@@ -4470,7 +4635,7 @@ func (c *Client) HealthLive(ctx context.Context, reqEditors ...RequestEditorFn) 
 //
 // **Idempotency:** Read-only; safe to repeat.
 //
-// Each check's failure detail is shown only with the admin bearer token.
+// Each check's failure detail is shown only with the platform token. Credentials are optional; sent ones are checked as on /v1: a wrong token is 401, and 429 once the address's failed credentials are over their rate.
 //
 // Corresponds with GET /v1/health/ready (the `HealthReady` operationId).
 func (c *Client) HealthReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4647,7 +4812,7 @@ func (c *Client) RetryJob(ctx context.Context, jobId openapi_types.UUID, params 
 
 // EnqueueJobsBatchWithBody Enqueue up to 1000 jobs in one transaction
 //
-// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created.
+// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created. A tenant pays one request per job from its tenant's request budget (its key one request): a batch over the tenant's burst is 422 naming jobs, one the budget cannot hold yet 429 with Retry-After.
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
@@ -4684,7 +4849,7 @@ func (c *Client) EnqueueJobsBatchWithBody(ctx context.Context, contentType strin
 
 // EnqueueJobsBatch Enqueue up to 1000 jobs in one transaction
 //
-// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created.
+// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created. A tenant pays one request per job from its tenant's request budget (its key one request): a batch over the tenant's burst is 422 naming jobs, one the budget cannot hold yet 429 with Retry-After.
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
@@ -5734,6 +5899,77 @@ func (c *Client) CreateTenantWithBody(ctx context.Context, contentType string, b
 // Corresponds with POST /v1/tenants (the `CreateTenant` operationId).
 func (c *Client) CreateTenant(ctx context.Context, body CreateTenantJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateTenantRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateTenantQuotasWithBody Override a tenant's quotas
+//
+// Overrides a tenant's quotas (SPEC §15): each limit in quotas replaces the service's default for this tenant, each name in reset goes back to the default. An unknown quota name or a limit out of its bounds is 422 naming it. Answers the tenant's effective quotas.
+//
+// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+//
+// **Idempotency:** Idempotent: repeating it leaves the same state.
+//
+// The platform token only.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/tenants/{id} (the `UpdateTenantQuotas` operationId).
+func (c *Client) UpdateTenantQuotasWithBody(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateTenantQuotasRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateTenantQuotas Override a tenant's quotas
+//
+// Overrides a tenant's quotas (SPEC §15): each limit in quotas replaces the service's default for this tenant, each name in reset goes back to the default. An unknown quota name or a limit out of its bounds is 422 naming it. Answers the tenant's effective quotas.
+//
+// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+//
+// **Idempotency:** Idempotent: repeating it leaves the same state.
+//
+// The platform token only.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/tenants/{id} (the `UpdateTenantQuotas` operationId).
+func (c *Client) UpdateTenantQuotas(ctx context.Context, id openapi_types.UUID, body UpdateTenantQuotasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateTenantQuotasRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTenantUsage A tenant's quotas and what it uses of them
+//
+// A tenant's effective quotas and what it uses of them now: queued and running jobs, live webhook endpoints, subscriptions and unrevoked API keys. The platform token, or any key of the tenant; another tenant's id is 403.
+//
+// **Who may call it:** The platform token (with tenant_id), or any tenant API key of the resource's tenant (reader, writer or admin); another tenant's ids are 404, another tenant's tenant_id 403.
+//
+// **Idempotency:** Read-only; safe to repeat.
+//
+// Corresponds with GET /v1/tenants/{id}/usage (the `GetTenantUsage` operationId).
+func (c *Client) GetTenantUsage(ctx context.Context, id openapi_types.UUID, params *GetTenantUsageParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTenantUsageRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -8957,6 +9193,114 @@ func NewCreateTenantRequestWithBody(server string, contentType string, body io.R
 	return req, nil
 }
 
+// NewUpdateTenantQuotasRequest calls the generic UpdateTenantQuotas builder with application/json body
+func NewUpdateTenantQuotasRequest(server string, id openapi_types.UUID, body UpdateTenantQuotasJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateTenantQuotasRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUpdateTenantQuotasRequestWithBody constructs an http.Request for the UpdateTenantQuotas method, with any body, and a specified content type
+func NewUpdateTenantQuotasRequestWithBody(server string, id openapi_types.UUID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tenants/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetTenantUsageRequest constructs an http.Request for the GetTenantUsage method
+func NewGetTenantUsageRequest(server string, id openapi_types.UUID, params *GetTenantUsageParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tenants/%s/usage", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.TenantId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "tenant_id", *params.TenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetWebhookDeliveryRequest constructs an http.Request for the GetWebhookDelivery method
 func NewGetWebhookDeliveryRequest(server string, id openapi_types.UUID, params *GetWebhookDeliveryParams) (*http.Request, error) {
 	var err error
@@ -9894,7 +10238,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Idempotency:** Read-only; safe to repeat.
 	//
-	// Each check's failure detail is shown only with the admin bearer token.
+	// Each check's failure detail is shown only with the platform token. Credentials are optional; sent ones are checked as on /v1: a wrong token is 401, and 429 once the address's failed credentials are over their rate.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10011,7 +10355,7 @@ type ClientWithResponsesInterface interface {
 
 	// EnqueueJobsBatchWithBodyWithResponse Enqueue up to 1000 jobs in one transaction
 	//
-	// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created.
+	// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created. A tenant pays one request per job from its tenant's request budget (its key one request): a batch over the tenant's burst is 422 naming jobs, one the budget cannot hold yet 429 with Retry-After.
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
@@ -10038,7 +10382,7 @@ type ClientWithResponsesInterface interface {
 
 	// EnqueueJobsBatchWithResponse Enqueue up to 1000 jobs in one transaction
 	//
-	// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created.
+	// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created. A tenant pays one request per job from its tenant's request budget (its key one request): a batch over the tenant's burst is 422 naming jobs, one the budget cannot hold yet 429 with Retry-After.
 	//
 	// **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 	//
@@ -10672,6 +11016,49 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/tenants (the `CreateTenant` operationId).
 	CreateTenantWithResponse(ctx context.Context, body CreateTenantJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTenantResponse, error)
 
+	// UpdateTenantQuotasWithBodyWithResponse Override a tenant's quotas
+	//
+	// Overrides a tenant's quotas (SPEC §15): each limit in quotas replaces the service's default for this tenant, each name in reset goes back to the default. An unknown quota name or a limit out of its bounds is 422 naming it. Answers the tenant's effective quotas.
+	//
+	// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+	//
+	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	//
+	// The platform token only.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/tenants/{id} (the `UpdateTenantQuotas` operationId).
+	UpdateTenantQuotasWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateTenantQuotasResponse, error)
+
+	// UpdateTenantQuotasWithResponse Override a tenant's quotas
+	//
+	// Overrides a tenant's quotas (SPEC §15): each limit in quotas replaces the service's default for this tenant, each name in reset goes back to the default. An unknown quota name or a limit out of its bounds is 422 naming it. Answers the tenant's effective quotas.
+	//
+	// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+	//
+	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	//
+	// The platform token only.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/tenants/{id} (the `UpdateTenantQuotas` operationId).
+	UpdateTenantQuotasWithResponse(ctx context.Context, id openapi_types.UUID, body UpdateTenantQuotasJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateTenantQuotasResponse, error)
+
+	// GetTenantUsageWithResponse A tenant's quotas and what it uses of them
+	//
+	// A tenant's effective quotas and what it uses of them now: queued and running jobs, live webhook endpoints, subscriptions and unrevoked API keys. The platform token, or any key of the tenant; another tenant's id is 403.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or any tenant API key of the resource's tenant (reader, writer or admin); another tenant's ids are 404, another tenant's tenant_id 403.
+	//
+	// **Idempotency:** Read-only; safe to repeat.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/tenants/{id}/usage (the `GetTenantUsage` operationId).
+	GetTenantUsageWithResponse(ctx context.Context, id openapi_types.UUID, params *GetTenantUsageParams, reqEditors ...RequestEditorFn) (*GetTenantUsageResponse, error)
+
 	// GetWebhookDeliveryWithResponse Get a webhook delivery
 	//
 	// Reads a webhook delivery: its attempts, last status and next attempt.
@@ -11268,6 +11655,11 @@ type CreateApiKeyResponse403Headers struct {
 	XCorrelationId string
 }
 
+// CreateApiKeyResponse409Headers the declared response headers of an HTTP 409 response for CreateApiKey
+type CreateApiKeyResponse409Headers struct {
+	XCorrelationId string
+}
+
 // CreateApiKeyResponse413Headers the declared response headers of an HTTP 413 response for CreateApiKey
 type CreateApiKeyResponse413Headers struct {
 	XCorrelationId string
@@ -11298,6 +11690,8 @@ type CreateApiKeyResponse struct {
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -11312,6 +11706,8 @@ type CreateApiKeyResponse struct {
 	Headers401 *CreateApiKeyResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateApiKeyResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateApiKeyResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreateApiKeyResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
@@ -11335,6 +11731,11 @@ func (r CreateApiKeyResponse) GetJSON401() *ErrorBody {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CreateApiKeyResponse) GetJSON403() *ErrorBody {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateApiKeyResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -12620,6 +13021,11 @@ type AppendEventResponse403Headers struct {
 	XCorrelationId string
 }
 
+// AppendEventResponse409Headers the declared response headers of an HTTP 409 response for AppendEvent
+type AppendEventResponse409Headers struct {
+	XCorrelationId string
+}
+
 // AppendEventResponse413Headers the declared response headers of an HTTP 413 response for AppendEvent
 type AppendEventResponse413Headers struct {
 	XCorrelationId string
@@ -12656,6 +13062,8 @@ type AppendEventResponse struct {
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -12672,6 +13080,8 @@ type AppendEventResponse struct {
 	Headers401 *AppendEventResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *AppendEventResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *AppendEventResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *AppendEventResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
@@ -12697,6 +13107,11 @@ func (r AppendEventResponse) GetJSON401() *ErrorBody {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r AppendEventResponse) GetJSON403() *ErrorBody {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AppendEventResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -12939,6 +13354,17 @@ type HealthReadyResponse200Headers struct {
 	XCorrelationId string
 }
 
+// HealthReadyResponse401Headers the declared response headers of an HTTP 401 response for HealthReady
+type HealthReadyResponse401Headers struct {
+	XCorrelationId string
+}
+
+// HealthReadyResponse429Headers the declared response headers of an HTTP 429 response for HealthReady
+type HealthReadyResponse429Headers struct {
+	RetryAfter     string
+	XCorrelationId string
+}
+
 // HealthReadyResponse503Headers the declared response headers of an HTTP 503 response for HealthReady
 type HealthReadyResponse503Headers struct {
 	XCorrelationId string
@@ -12954,12 +13380,20 @@ type HealthReadyResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ReadyResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *ReadyResult
 	// JSONDefault the response for an HTTP default `application/json` response
 	JSONDefault *ErrorBody
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *HealthReadyResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *HealthReadyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *HealthReadyResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *HealthReadyResponse503Headers
 	// HeadersDefault the parsed response headers for an HTTP default response
@@ -12969,6 +13403,16 @@ type HealthReadyResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r HealthReadyResponse) GetJSON200() *ReadyResult {
 	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r HealthReadyResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r HealthReadyResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -18392,6 +18836,286 @@ func (r CreateTenantResponse) ContentType() string {
 	return ""
 }
 
+// UpdateTenantQuotasResponse200Headers the declared response headers of an HTTP 200 response for UpdateTenantQuotas
+type UpdateTenantQuotasResponse200Headers struct {
+	XCorrelationId string
+}
+
+// UpdateTenantQuotasResponse401Headers the declared response headers of an HTTP 401 response for UpdateTenantQuotas
+type UpdateTenantQuotasResponse401Headers struct {
+	XCorrelationId string
+}
+
+// UpdateTenantQuotasResponse403Headers the declared response headers of an HTTP 403 response for UpdateTenantQuotas
+type UpdateTenantQuotasResponse403Headers struct {
+	XCorrelationId string
+}
+
+// UpdateTenantQuotasResponse404Headers the declared response headers of an HTTP 404 response for UpdateTenantQuotas
+type UpdateTenantQuotasResponse404Headers struct {
+	XCorrelationId string
+}
+
+// UpdateTenantQuotasResponse413Headers the declared response headers of an HTTP 413 response for UpdateTenantQuotas
+type UpdateTenantQuotasResponse413Headers struct {
+	XCorrelationId string
+}
+
+// UpdateTenantQuotasResponse422Headers the declared response headers of an HTTP 422 response for UpdateTenantQuotas
+type UpdateTenantQuotasResponse422Headers struct {
+	XCorrelationId string
+}
+
+// UpdateTenantQuotasResponse429Headers the declared response headers of an HTTP 429 response for UpdateTenantQuotas
+type UpdateTenantQuotasResponse429Headers struct {
+	RetryAfter     string
+	XCorrelationId string
+}
+
+// UpdateTenantQuotasResponseDefaultHeaders the declared response headers of an HTTP default response for UpdateTenantQuotas
+type UpdateTenantQuotasResponseDefaultHeaders struct {
+	XCorrelationId string
+}
+
+type UpdateTenantQuotasResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TenantQuotasResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateTenantQuotasResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateTenantQuotasResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UpdateTenantQuotasResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateTenantQuotasResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateTenantQuotasResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateTenantQuotasResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateTenantQuotasResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UpdateTenantQuotasResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateTenantQuotasResponse) GetJSON200() *TenantQuotasResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateTenantQuotasResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateTenantQuotasResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateTenantQuotasResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateTenantQuotasResponse) GetJSON413() *ErrorBody {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateTenantQuotasResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateTenantQuotasResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UpdateTenantQuotasResponse) GetJSONDefault() *ErrorBody {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateTenantQuotasResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateTenantQuotasResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateTenantQuotasResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateTenantQuotasResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTenantUsageResponse200Headers the declared response headers of an HTTP 200 response for GetTenantUsage
+type GetTenantUsageResponse200Headers struct {
+	XCorrelationId string
+}
+
+// GetTenantUsageResponse401Headers the declared response headers of an HTTP 401 response for GetTenantUsage
+type GetTenantUsageResponse401Headers struct {
+	XCorrelationId string
+}
+
+// GetTenantUsageResponse403Headers the declared response headers of an HTTP 403 response for GetTenantUsage
+type GetTenantUsageResponse403Headers struct {
+	XCorrelationId string
+}
+
+// GetTenantUsageResponse404Headers the declared response headers of an HTTP 404 response for GetTenantUsage
+type GetTenantUsageResponse404Headers struct {
+	XCorrelationId string
+}
+
+// GetTenantUsageResponse422Headers the declared response headers of an HTTP 422 response for GetTenantUsage
+type GetTenantUsageResponse422Headers struct {
+	XCorrelationId string
+}
+
+// GetTenantUsageResponse429Headers the declared response headers of an HTTP 429 response for GetTenantUsage
+type GetTenantUsageResponse429Headers struct {
+	RetryAfter     string
+	XCorrelationId string
+}
+
+// GetTenantUsageResponseDefaultHeaders the declared response headers of an HTTP default response for GetTenantUsage
+type GetTenantUsageResponseDefaultHeaders struct {
+	XCorrelationId string
+}
+
+type GetTenantUsageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TenantUsageResult
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetTenantUsageResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTenantUsageResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetTenantUsageResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetTenantUsageResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetTenantUsageResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTenantUsageResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetTenantUsageResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTenantUsageResponse) GetJSON200() *TenantUsageResult {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetTenantUsageResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetTenantUsageResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetTenantUsageResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetTenantUsageResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetTenantUsageResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetTenantUsageResponse) GetJSONDefault() *ErrorBody {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTenantUsageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTenantUsageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTenantUsageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTenantUsageResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetWebhookDeliveryResponse200Headers the declared response headers of an HTTP 200 response for GetWebhookDelivery
 type GetWebhookDeliveryResponse200Headers struct {
 	XCorrelationId string
@@ -18659,6 +19383,11 @@ type CreateWebhookEndpointResponse403Headers struct {
 	XCorrelationId string
 }
 
+// CreateWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse409Headers struct {
+	XCorrelationId string
+}
+
 // CreateWebhookEndpointResponse413Headers the declared response headers of an HTTP 413 response for CreateWebhookEndpoint
 type CreateWebhookEndpointResponse413Headers struct {
 	XCorrelationId string
@@ -18689,6 +19418,8 @@ type CreateWebhookEndpointResponse struct {
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -18703,6 +19434,8 @@ type CreateWebhookEndpointResponse struct {
 	Headers401 *CreateWebhookEndpointResponse401Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *CreateWebhookEndpointResponse403Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateWebhookEndpointResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreateWebhookEndpointResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
@@ -18726,6 +19459,11 @@ func (r CreateWebhookEndpointResponse) GetJSON401() *ErrorBody {
 // GetJSON403 returns the response for an HTTP 403 `application/json` response
 func (r CreateWebhookEndpointResponse) GetJSON403() *ErrorBody {
 	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateWebhookEndpointResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -19056,6 +19794,11 @@ type UpdateWebhookEndpointResponse404Headers struct {
 	XCorrelationId string
 }
 
+// UpdateWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse409Headers struct {
+	XCorrelationId string
+}
+
 // UpdateWebhookEndpointResponse413Headers the declared response headers of an HTTP 413 response for UpdateWebhookEndpoint
 type UpdateWebhookEndpointResponse413Headers struct {
 	XCorrelationId string
@@ -19088,6 +19831,8 @@ type UpdateWebhookEndpointResponse struct {
 	JSON403 *ErrorBody
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *ErrorBody
 	// JSON422 the response for an HTTP 422 `application/json` response
@@ -19104,6 +19849,8 @@ type UpdateWebhookEndpointResponse struct {
 	Headers403 *UpdateWebhookEndpointResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *UpdateWebhookEndpointResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateWebhookEndpointResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *UpdateWebhookEndpointResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
@@ -19132,6 +19879,11 @@ func (r UpdateWebhookEndpointResponse) GetJSON403() *ErrorBody {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r UpdateWebhookEndpointResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateWebhookEndpointResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
 }
 
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
@@ -20197,7 +20949,7 @@ func (c *ClientWithResponses) HealthLiveWithResponse(ctx context.Context, reqEdi
 //
 // **Idempotency:** Read-only; safe to repeat.
 //
-// Each check's failure detail is shown only with the admin bearer token.
+// Each check's failure detail is shown only with the platform token. Credentials are optional; sent ones are checked as on /v1: a wrong token is 401, and 429 once the address's failed credentials are over their rate.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -20356,7 +21108,7 @@ func (c *ClientWithResponses) RetryJobWithResponse(ctx context.Context, jobId op
 
 // EnqueueJobsBatchWithBodyWithResponse Enqueue up to 1000 jobs in one transaction
 //
-// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created.
+// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created. A tenant pays one request per job from its tenant's request budget (its key one request): a batch over the tenant's burst is 422 naming jobs, one the budget cannot hold yet 429 with Retry-After.
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
@@ -20389,7 +21141,7 @@ func (c *ClientWithResponses) EnqueueJobsBatchWithBodyWithResponse(ctx context.C
 
 // EnqueueJobsBatchWithResponse Enqueue up to 1000 jobs in one transaction
 //
-// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created.
+// Enqueues up to 1000 jobs in one transaction: all or none. Each item answers its job and whether it was created. A tenant pays one request per job from its tenant's request budget (its key one request): a batch over the tenant's burst is 422 naming jobs, one the budget cannot hold yet 429 with Retry-After.
 //
 // **Who may call it:** The platform token (with tenant_id), or a tenant writer or admin key for its own tenant; a reader key is 403, another tenant's ids are 404, another tenant's tenant_id 403.
 //
@@ -21299,6 +22051,67 @@ func (c *ClientWithResponses) CreateTenantWithResponse(ctx context.Context, body
 	return ParseCreateTenantResponse(rsp)
 }
 
+// UpdateTenantQuotasWithBodyWithResponse Override a tenant's quotas
+//
+// Overrides a tenant's quotas (SPEC §15): each limit in quotas replaces the service's default for this tenant, each name in reset goes back to the default. An unknown quota name or a limit out of its bounds is 422 naming it. Answers the tenant's effective quotas.
+//
+// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+//
+// **Idempotency:** Idempotent: repeating it leaves the same state.
+//
+// The platform token only.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/tenants/{id} (the `UpdateTenantQuotas` operationId).
+func (c *ClientWithResponses) UpdateTenantQuotasWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateTenantQuotasResponse, error) {
+	rsp, err := c.UpdateTenantQuotasWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateTenantQuotasResponse(rsp)
+}
+
+// UpdateTenantQuotasWithResponse Override a tenant's quotas
+//
+// Overrides a tenant's quotas (SPEC §15): each limit in quotas replaces the service's default for this tenant, each name in reset goes back to the default. An unknown quota name or a limit out of its bounds is 422 naming it. Answers the tenant's effective quotas.
+//
+// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+//
+// **Idempotency:** Idempotent: repeating it leaves the same state.
+//
+// The platform token only.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/tenants/{id} (the `UpdateTenantQuotas` operationId).
+func (c *ClientWithResponses) UpdateTenantQuotasWithResponse(ctx context.Context, id openapi_types.UUID, body UpdateTenantQuotasJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateTenantQuotasResponse, error) {
+	rsp, err := c.UpdateTenantQuotas(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateTenantQuotasResponse(rsp)
+}
+
+// GetTenantUsageWithResponse A tenant's quotas and what it uses of them
+//
+// A tenant's effective quotas and what it uses of them now: queued and running jobs, live webhook endpoints, subscriptions and unrevoked API keys. The platform token, or any key of the tenant; another tenant's id is 403.
+//
+// **Who may call it:** The platform token (with tenant_id), or any tenant API key of the resource's tenant (reader, writer or admin); another tenant's ids are 404, another tenant's tenant_id 403.
+//
+// **Idempotency:** Read-only; safe to repeat.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/tenants/{id}/usage (the `GetTenantUsage` operationId).
+func (c *ClientWithResponses) GetTenantUsageWithResponse(ctx context.Context, id openapi_types.UUID, params *GetTenantUsageParams, reqEditors ...RequestEditorFn) (*GetTenantUsageResponse, error) {
+	rsp, err := c.GetTenantUsage(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTenantUsageResponse(rsp)
+}
+
 // GetWebhookDeliveryWithResponse Get a webhook delivery
 //
 // Reads a webhook delivery: its attempts, last status and next attempt.
@@ -22070,6 +22883,13 @@ func ParseCreateApiKeyResponse(rsp *http.Response) (*CreateApiKeyResponse, error
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22131,6 +22951,16 @@ func ParseCreateApiKeyResponse(rsp *http.Response) (*CreateApiKeyResponse, error
 			headers.XCorrelationId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateApiKeyResponse409Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreateApiKeyResponse413Headers
 		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
@@ -23587,6 +24417,13 @@ func ParseAppendEventResponse(rsp *http.Response) (*AppendEventResponse, error) 
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23655,6 +24492,16 @@ func ParseAppendEventResponse(rsp *http.Response) (*AppendEventResponse, error) 
 			headers.XCorrelationId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers AppendEventResponse409Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers AppendEventResponse413Headers
 		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
@@ -23932,6 +24779,20 @@ func ParseHealthReadyResponse(rsp *http.Response) (*HealthReadyResponse, error) 
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ReadyResult
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23959,6 +24820,33 @@ func ParseHealthReadyResponse(rsp *http.Response) (*HealthReadyResponse, error) 
 			headers.XCorrelationId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers HealthReadyResponse401Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers HealthReadyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers HealthReadyResponse503Headers
 		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
@@ -30101,6 +30989,319 @@ func ParseCreateTenantResponse(rsp *http.Response) (*CreateTenantResponse, error
 	return response, nil
 }
 
+// ParseUpdateTenantQuotasResponse parses an HTTP response from a UpdateTenantQuotasWithResponse call
+func ParseUpdateTenantQuotasResponse(rsp *http.Response) (*UpdateTenantQuotasResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateTenantQuotasResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TenantQuotasResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateTenantQuotasResponse200Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateTenantQuotasResponse401Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UpdateTenantQuotasResponse403Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateTenantQuotasResponse404Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateTenantQuotasResponse413Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateTenantQuotasResponse422Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateTenantQuotasResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UpdateTenantQuotasResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTenantUsageResponse parses an HTTP response from a GetTenantUsageWithResponse call
+func ParseGetTenantUsageResponse(rsp *http.Response) (*GetTenantUsageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTenantUsageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TenantUsageResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetTenantUsageResponse200Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetTenantUsageResponse401Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetTenantUsageResponse403Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetTenantUsageResponse404Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetTenantUsageResponse422Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTenantUsageResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetTenantUsageResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetWebhookDeliveryResponse parses an HTTP response from a GetWebhookDeliveryWithResponse call
 func ParseGetWebhookDeliveryResponse(rsp *http.Response) (*GetWebhookDeliveryResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -30415,6 +31616,13 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30476,6 +31684,16 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 			headers.XCorrelationId = value
 		}
 		response.Headers403 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateWebhookEndpointResponse409Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreateWebhookEndpointResponse413Headers
 		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
@@ -30862,6 +32080,13 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -30933,6 +32158,16 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 			headers.XCorrelationId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateWebhookEndpointResponse409Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers UpdateWebhookEndpointResponse413Headers
 		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
@@ -31798,6 +33033,12 @@ type ServerInterface interface {
 	// CreateTenant Create a tenant
 	// (POST /v1/tenants)
 	CreateTenant(ctx echo.Context) error
+	// UpdateTenantQuotas Override a tenant's quotas
+	// (PATCH /v1/tenants/{id})
+	UpdateTenantQuotas(ctx echo.Context, id openapi_types.UUID) error
+	// GetTenantUsage A tenant's quotas and what it uses of them
+	// (GET /v1/tenants/{id}/usage)
+	GetTenantUsage(ctx echo.Context, id openapi_types.UUID, params GetTenantUsageParams) error
 	// GetWebhookDelivery Get a webhook delivery
 	// (GET /v1/webhook-deliveries/{id})
 	GetWebhookDelivery(ctx echo.Context, id openapi_types.UUID, params GetWebhookDeliveryParams) error
@@ -32981,6 +34222,47 @@ func (w *ServerInterfaceWrapper) CreateTenant(ctx echo.Context) error {
 	return err
 }
 
+// UpdateTenantQuotas converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateTenantQuotas(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateTenantQuotas(ctx, id)
+	return err
+}
+
+// GetTenantUsage converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTenantUsage(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetTenantUsageParams
+	// ------------- Optional query parameter "tenant_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "tenant_id", ctx.QueryParams(), &params.TenantId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tenant_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTenantUsage(ctx, id, params)
+	return err
+}
+
 // GetWebhookDelivery converts echo context to params.
 func (w *ServerInterfaceWrapper) GetWebhookDelivery(ctx echo.Context) error {
 	var err error
@@ -33294,6 +34576,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/snapshots/:id/seal", wrapper.SealSnapshot, options.OperationMiddlewares["seal-snapshot"]...)
 	router.GET(options.BaseURL+"/v1/tenants", wrapper.ListTenants, options.OperationMiddlewares["list-tenants"]...)
 	router.POST(options.BaseURL+"/v1/tenants", wrapper.CreateTenant, options.OperationMiddlewares["create-tenant"]...)
+	router.PATCH(options.BaseURL+"/v1/tenants/:id", wrapper.UpdateTenantQuotas, options.OperationMiddlewares["update-tenant-quotas"]...)
+	router.GET(options.BaseURL+"/v1/tenants/:id/usage", wrapper.GetTenantUsage, options.OperationMiddlewares["get-tenant-usage"]...)
 	router.GET(options.BaseURL+"/v1/webhook-deliveries/:id", wrapper.GetWebhookDelivery, options.OperationMiddlewares["get-webhook-delivery"]...)
 	router.GET(options.BaseURL+"/v1/webhook-endpoints", wrapper.ListWebhookEndpoints, options.OperationMiddlewares["list-webhook-endpoints"]...)
 	router.POST(options.BaseURL+"/v1/webhook-endpoints", wrapper.CreateWebhookEndpoint, options.OperationMiddlewares["create-webhook-endpoint"]...)
@@ -33312,627 +34596,647 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rdpvI1jeK30oN/u8asZ8lFM4CZfR4hizJthJbtmXZjt2dv1YBhUSMQA3IttIrY7wXsj+/+z72vpPn",
-	"SvaoKkCA0NGHZKXpDx1LgjrMmjVr1m+e/mIMbzzxXOSGAVP/iwmMERpD8mfjvPMJzfBf0DTt0PZc6Jz7",
-	"3gT5oY0Cpm5BJ0AVZpL66i8GTuzBPZoNbBN/sjx/DEOmzkyntslUmHA2QUydCULfdofM9wpj+AiGyBzg",
-	"h1KPmzBEbGiPUdE76Gli+yhY/87v8UsVxp06DvPle4VxYBAOpsEmXRa97sIxwq8tDGriI8t+KvzJRw/e",
-	"/a4d+p5DOkTudIyfgObYdpkK8+jbIfIZ3Do0kc98KSBUiFzohpstBRnnn1PbRybpZr6M6XYiAkTDSmad",
-	"WcfMAmVmn6P+fMie/hUZIR4y5bkTOwi35Ds7ROPsH//LRxZTZ/5/7+cM/j7i7vcRa39PRgB9H84WqEDb",
-	"KhynaXbwjx13Mt12qKZnTMfIDQcPyA9szx3YJv0eBYZvT3ArTJ1pRU+B6KkAPI68AAH0gPwZsKARAjsA",
-	"0DSRWWUq82nn19n1wjT/cNF/bMH/4v8KmWkCwxD5eGT//985VoOs1WAPv/ylfmfTH6VtPvLC9/+1wIkV",
-	"5omN+mKzFIEATwkEU2MEYABES9BVQ0IsbwqQlfQaYjWDt1gBirpkyKaCahYe+Bg+dShxeDy5/JJXGEzL",
-	"4jU4hEYYgNDDZC6J/CwiZ2RRtsuzCd04dQABfQw0zjvgHs3eBcB7dOMvH0fIBVAP8KbYg64XjpAf/fYu",
-	"wJtB4sT9CghHCPgo8Ka+gaIGLM8nX08cGOKlA6F3j1y8ouVCZhby+wpR10PB1NlW1hH5lNkxthsq0nwe",
-	"thuiIfJxR4ELJ8GILsAq4X0ZP5cX10kDlajfQsk9sTuuiZ62F9oFAqI/QoRXfWQhH7kGqhBeg0D3vccA",
-	"+VVyGsLxxMGt/M68f+Dfk5aKeGaEoBOOBo79gBZ7OrEfkIuCAEx8T0dF7dLX35PXVzSP9YXZYvs9BE17",
-	"ow5oA0U9jFHo20VkOve9MQpHaBqA6Bmwt7gf94s6jdss6s+bIBdO7OJlOZsgFy9NfNpGciFaJywu9Knt",
-	"hMDyvXFRx1Hj1a+B5xb27tsPyJ8W9N7DP4CrDtg77vfPgQ4D2wBwGo7qALozMA2QD7AaRUUVUegoAfA+",
-	"ncAgePR8c/9DLOoeR8hHIBzZZGkMvEQB8h9QAFwvetv3piEKFmYRjfB94fBxG7ZRwGk3IxgC6AaPyA8A",
-	"7jvfrj4xClrM78Wo+QrdOfPFyvJ5ji3nPFS8dSfINdsPyA130bugEXp+4Ql0M/IANEJk0hUK0VNYcF4A",
-	"Y+R5AQrAHqE6Cyd2+kzar4JGfFTRswvhkQZkrUlz92gG7DBAjgX2IgW7/seU40Rjrm6Tz2j/A3AQfEDA",
-	"DoE3DYHngwC5JkBP0AidGQhHMMTLMoZPJ8gdhiOmLqRO3fkqw+HQR0MYoiW3gL+94jInEO3or8xUGuwd",
-	"ZL99if7lWG1QZb/8xVUUcaux8awiAQfhn4IKMO2hHQYV8G7wrgLeVd/h1X3HvquAIIR+aLtD8GiHIwCj",
-	"N8iVF3PSViPkhdqWQ+QF9VljnMCZ48GC3dVwZ+Dj5VkXPEBninATno9MvEhDfKhV16iHvUiq0B4Xt+WH",
-	"zdXGUuMr0vgy9/7sdsgJkAwjzld8jazeTXFM+o3uvxsqkSbC54qfRwVW6ZMt+sqsh6xFRCCe8ggGo0J0",
-	"h/68C8aSvJnpo1Iw9cy0iqh9AENjhLX0bakchmg8CYM8cUWhkLi7oXV2gAVGini65zkIuuTubbt2MNoV",
-	"HLNNNJ54IXKNGT4+510UPfzV0zdFJQlMhXzf84t1S/w7iGiHz3n8ZAXgnqi0wYoZ/RVY0HYoQpOnfJEa",
-	"glx84s/f2ZIeUafFg45HhHWHqAuwx2NFGMtUy/aDkGjgcfPxuqfaNzyzQGFs4+kD/BvYuzxvN8H/839L",
-	"+xWAqsMquG6cdFqNfuesO2j3eme9Cuh0++1et3ESf242us32yUm7VWUKrxRBAIcFnZ65CDi2i3JakFyg",
-	"BeW2HZnEvOUv8xlH+ymNFiMYoMHzAGfShPfoIn81f47h02DL/bj0yMXr/dXT3wUA+kNy/Qnq9OikbwAq",
-	"+4BnYYUU4JbBXtv9c4qmCJ+3KMB87bnozErxRErgTHzb8+1wtuFAScPF4DgWawMTOWhbwULfLNjVKxAG",
-	"Y4TMqbNlR0Tl2VVEBSEMp0Faw7i4al+1W0yF6V11u53uEVNhLq+azXa7Rb49bHROyB/JxmAqTKvdaA1O",
-	"2v1+u/dspD/+Yj6ig6vOSWtw2W2cXx6f9XHXZ6fnnZP24LxxeXl+1uuTEZx0rtu9wU374Pjs7BNTYdqf",
-	"8U/pZ47a3Xav0W8PLnpMhel0j9qX/UHrrHl12u7i388bvcv24LDR7F/S6Q96VyftQb99Sb647Bx1580V",
-	"TXM6Mbc8f/JHbnwYJcdB1roRKTbRoqXYvDI/KnM7dfEUmu/LmPFznJdhqewZmJUXBQIoczjlNkHODJOi",
-	"1kqd4dWtLXPtZHeDywFReWfnvmdOjW2Hq9OXBxP69msaJ5caCIP7aeH3zzDSFUwry864z8Rkl5rNegK/",
-	"BU+k1/MZjDG1HTOGhBv+MFg77OxReeo9oABAEIPHBBAERCR2ukcg9ECv3WjdVsFefHZ6FshKzP0F7S5u",
-	"bGOJvDsTpLsqok9zhIz7na5gJgqh7RSpqTOiSxi45UiT/ACCEb5ze64zm1/UKTqpI+gjf25z2XzPePfF",
-	"t4b5oZodmYmGPjSRWV8YHxmTNw3BGN7b7pD8HkGUYOoS8JFC0j2o63Z4egFC3x4OkV8BU9dBQQAOzpuD",
-	"43bjpH886LUvrjq99oCc5BS1jk7SeADr8dFoU3r3xYtm+8bUDg98BO+p3rjDpW5gu4NH2zW9xw3VI0yq",
-	"qY8GPgxRVuJ5U91JiTt3OtYzr2zfl4uewgExNeymV3kT5D5HJ8soQM2Ts0uiZ52dt7tMhTlunBwOyN/r",
-	"cW7SVo52laI1KCRWeiJ5ohQyhjee2A7aBf72pw4aTKBxD4co5XpQosIFqPAa+f23p09pzf8PxHbTTF1Z",
-	"Kg5WSJ1zGAQTz99Fy4paIIoWgvhATvStyJAwmeoOuQYBPDIQjSz2fgK2G3r4qWgIyffQNQGiwEVAsIzM",
-	"LTKrteWvtYt6W9z8pnrbFjJ18ULwdjpielqV5/ABuULEnmm7HEL3tmtmoIezU6bCtK7ag1bnpHPU7jbb",
-	"TIU5bx4W7sNYUcybPce2G3/m11GuNC79MAFEFj9axeXs1XbNiWfvxl4BMny0BP8+Pm002cvjhiArILCH",
-	"Lr4G0OexbMBLPzey5FFlXsgymVJy2c+kjkz9gmtqQw88ZxoiMArDyV6wD656J3ilo6PGACMvCMEe/jWg",
-	"91bbBRGUYnvUGykjaCR1jaTJsTseVSVmyeX8/gnNdmH1rFGiwJAUe5wEoTcJwKPn44vvB+CiB+Qv5aiN",
-	"sK0txe+LubDvvKkoDlFuq+cI77Tj/3JmjlXEXTh6M5S2vHuV58xPsSEK2HXFvqAP7bItdpS6kb0h9RZf",
-	"qsr/OXf1ueVmOVP1pvhOTm5ub8hYJYv8RAfyaua4ptf5nYLUAmdAUbfi25Q/dVBQwSrzwXmT7V2dtC9Z",
-	"vspsxy8lVvhT6RVBGKxf83eAPFhdCzqlOCjX+HKmvZzqSac7XYoyftJ5N2TqkE+8nSrA88F/EfagAZXk",
-	"p9yVjxfUUhr+vAz7iPSR590PUAQYlReGDU6NIqJl3LqXb84+YcvnaBrZ6VwSj4HQAxPkTRxEQl5M2x0S",
-	"TD/0oe0QiG4CDRQA6CNg+t5kQh1jt1WGnekwHzlBwyW+RP/SsA5h27AOETjeI/JZAwYoHz1B5mHCYIQP",
-	"yuK4CSyFyMOLCiAe8VoN0CwTNPxdEjRUGHJoFEwgxzn0scoPS+EQhVPcUEGzg63w/OyyT5yP4/PaIx8i",
-	"yQViyRXtJJcA+wTRh+HUR1mTX85tddHit90SxNIzshTMdrLGFTWygpAkLmW7Pb5FqMNuM9r48N2eEpUl",
-	"R1Q0p0JCRQbJLam0i2hLcndsSKaXsXe+pC04PYOsXEib59a6i8Y0f3VH0WRxd3cRjZu4nkeSbcMmnhti",
-	"egUjKMhK4XK8BScVZI3Z6L0lYUyxE2fsR/EIA9Brf2w3++3WBxrKRK7Zj3aAFqOX1gUCLYn+KcQHLBs5",
-	"S0JYktj9MRrryAckcGnqhBV6N8Kngh1sFzdEotvtADz6XqyMhame1l9rtwkfIpllDG/qhiviZAojrcb2",
-	"eB6RXKDLkDwAO/s/2t/QQJ+FaNM4o8Uglqvzk7MGDViJFpmGtEQc9ALazpKwz8IRLhNxqa2SFXVZITgP",
-	"s5yTvZLf9xmypUJE4kiM1FrndKnMaq2STzd2OIpkVFCeZSvZYvvzIxb+646RpIPKSx2VsUPLTk74+twF",
-	"fNUscw7ju55JO4Th2cEAGmGUs2bRVX+71Y0cOV5H24xJuUzDTC8w9d2Yz22DRSY+iJlolFeKRFk4jQvC",
-	"oBfP0gCOqT8IdE3g0xhP4KNw6lNXkTg0Dnz1dLAncNz+BxCB5515++wnNAMjcqPNwzCyXHQO54JaF8eF",
-	"X3kXABORk30p6BlHEozhkz3G8ie2ZkafVp6mqTjZlTFJC6FE+SX66OnziNrFQKBqPjQ2+zYH9gzfDm0D",
-	"Ovt4OUWw53iP+x8IkXelg5iiAreSCvno1xxaPSVx6wj6jo3wukOXJB36AFzvcQt/oSKFY6UQKA0vheaK",
-	"LaTBkjjetbErCd5rhw5+bCEOeJmUy/mD/4f4gpdy85XkZlF4wFrJmXfGL2VnKTtfSnb+QAmThBTmUyhs",
-	"LY0LkjAsk8dZyP1t4fZSqr6SVC2wo6wVqjlzRylTS5n6UjL1+WIipmg+lczWknExF80ywdh+wuJ7Rz31",
-	"xrdDfIa4oNHsd67bi8cBPiRcgEgnwLKdUhq+mjTMruRm0jCXoaiUhqU0fClpuKNsiMmYz521tQhcTL61",
-	"TAQeIRf5MEQXvS3FXw+5JvJpdsCD8yZ70WN5muWPBNFh0Y7MhXmXEvC1JOB8ITeTfqlsbKXkKyXfS0m+",
-	"3cVCTMl0msCtBV82x+AyoddxhygIN/YLyvmlhp5PsAMXPSbinEwu8UdYwAFSqQ1LCfhaEjC7qptJwVwW",
-	"ylISlpLwpSThC8iJmKT5XKlbi8XFZKvLROM59ANEClttixPiF4nKO53g3YrM+TwzuKmFGy+l4GtJwfkC",
-	"biYBMyxXSr9S+r0QHri1OIgpmE4DvbWgy+aQXibkohzmBUGARHCEXiyVP8zzn5vIsE0UpNOkvwuiROl4",
-	"+KaNGxrbLgypQ+0YTiZRYYOc5XwZhlXkI1SQbXv163nj+2Ju7tXv54xFi4m8V7+eg1SzWb9Xv5qCIhbT",
-	"g69+NafQZ3OJr341deAtJB1f/WZv6vamDuqjgLybzU+++tVLe+gmNPqeHIWzLvGCpHz7vcKQDPtM/fc1",
-	"2GcR33yvbPRSnls2fC3HJBu+leONDd9KscWGb+S4YcO3Uoyw4RsZBtjwnezKf0nJpHRjW0JxUxfrmUWm",
-	"6ncBiGqzEZUp5jMapB1pUYbnm1Su+dMSoHs1xSy9wJupZllpVGpnpXb2YijdC0uMmL6583Nr9W2h6Mcy",
-	"DS4jRrfE7+whmbxBj75FMPJdgKeI7ElkrW6bgizz2uJtPQOhl2LzdcRmeqU3E5s5p6tSapZS84UQvdeS",
-	"HDGh15U4WiM9s68XCU/f9/wDz9w2KUQSJLpSwcUPtWhRkIXCSqSBL8uG1EpKiWwVeLtptbkKmDjTAJw2",
-	"Tg7Peqft1oCUG8WLctruH5+1Bt2z/qBxcnJ2024tVJnOB6kWMrrh+T5yYDgPvM2Nyhh5WDR9ZpvzJ9mO",
-	"+QH8OfVCUseXbGcfYXYiSU5IoW0HkeLTa9KX0EosK24Nf31fNGL5UyOc+sgEJJDxKYxicv/6g0bc/sHU",
-	"/5gLiT+Y7x/AX9/j8oW0rt7CWq6qxsc6tovAaDqGLusjaELdQSB6Yeuo2gWCz2lQyGNPu+YcjQVjfkKE",
-	"gfYOzpssRUdYvgIeRzAE+sTAwsC2ZgDPMtjHx/V56xDsWZ6fZLIhxz4JFU0ykJGvIjGSqRmDu2IqzHnr",
-	"kKkwpNp4hZmY1rbpcMtcaj9ryqWIOssZ9xl1FXbxQ8okSMmBf4sJUuY7pGB5orICW6YkeIlKBpnQ7hUU",
-	"PoTGW+QFIdHfG06fPJspV5v/cXng/6qCn/jVdwEwoOu5WN8FcyHWxH+y/JJanrTR5SWOqQIw2CYiv8JQ",
-	"0THYNW3FM3gkXotsRO+csKkVWJhbunZjhi4rJ7Q2Ohhz4atnSiGsvnuWlJx/2Zs4C2ZEUUpnXlGZ5cfK",
-	"miLCFbilvK3DUYaKObvKPrMkn01xIpso54VPU049O2XE6jQmL5bFaN5N0fp89PSfryx6Wfi8LHxeFj4v",
-	"C5+Xhc/LwudvUPj8b1/t/KOnn0fy9NUUcKxoLOjfUVVXY+oHnr8+e+ty/fyjp++UQeorVX/WDnyRYwqH",
-	"cWI/oJ3GsSgQMsWPV9TXnRYTJOcI+arerBkVO7WdF9XrH3DhLeqymGAb2lNzGhtJgbXRfIoOgjcsvr9t",
-	"+c4tk5M9Vwhny3CmJXFhJf9Fum8n8uLlpiDjW4BgCVRYgG1/WbVeFJ7cdCF2xQImMByt0MXWalTFFt7l",
-	"aWGX59lcoqa9BFgxJ2WWxVYipxFt8jku48yXy8/d9Xz36rBXjs13B8DihnZLE0x2K9xZXY5MzoPnsGLU",
-	"hj/Qp7ZjRg28iGC1g2D6yrJ4901NUdpt8tmuRbwnvudZ2zVJ3vA9L1ze6p/+YBiBrDtyyZ/+IHX1XVGU",
-	"gDopLB/KswpXx0k9Vo+BYr67Zigm9XlThSoKR4EfocVc16Ng25bbXlRX6eUwurh2jrrkgkrNbuQqe97u",
-	"XZK7bNFRF0wnyA+QuStF3ix5cvE5UXiS5JInJ/fIzQqMF8mrtKRZMMBkd/rilstu29wmSLPtAn8VclNm",
-	"ty0R0DmFbM7yi5u9kj0h8hyx6kB6Rl7oUnffVXffIdV0XoHYItX0W18NbHe40yWeForakOivXoYk74T2",
-	"kFiEiiuLrKghck42flSm9VUKF2+eET0q3bomm3URX6wpG3rRu0a+bdkGDLdXcHdV0P70B2MYGqOo3s5C",
-	"hvCH3JBW7bDM8Dc7uVLd5/oqolAPQXO2084wRsi431xWNPHjUUcFmOFc+8jCViYa+tBEZp14n82oy3gF",
-	"6NMQQECGQM1cpJ79GN5H8YwB8h9sA4GAVCtL2dli3Ya0RrzsaPvUiYt2sh6ki+ZeWYXW9dDEgbMe2gGL",
-	"IOtXzDxjO0gxV0L5Jcj/nL7PvW2suTmsvges1c4TVWXwAJ2M/ptMfSPep4RbVKQWFKdlqlLUf4bOhYs7",
-	"r0T8BjjTUsGZUTVfH3fNd1dYZm0NWJKi3KsjJelV2h0mSbWyY0GlXSpTBM6qAkzZasWLmzLO9rtjib8d",
-	"2OpZF+yFq2er1zjs52rtnF8dnHQuj1+k2E5Unnc5gfPFgReVZSwodgc2nnFhXX6/TO/Gxb1acHFNcVmO",
-	"Jjn1OjPbHH+t2TNvXOTnh8nKHe5PBZJliyvUS0ljEr/bm7pv4jWM9bANEUbiqDTAr0TQW4EHMH6EaHe2",
-	"OwQGDNAH8NcfscfPH0wU3xHFdca+UJbngxF8wK+Engcs9EheDT6kHLviV7CeUejVZYRT6CwptxbGtcMB",
-	"dINH5NMGFlEDGCyZF/7lXQBs10RPJPDKpiPCW7RaSCz0NEFGiMwVI8Ivg/i5wgHZ7mS6LIAyGRJ+BOx9",
-	"vDzr7lfXVJ6b5SmPp+IR1T29ZtVlEnpJKCf1WcIMXhxns9zLi67mhvz3HMvEc05D8i4Vxv508zMUoY2d",
-	"oxaO2/PG5WXaJ+klaveG0BmQbbXzGZehwYrTLXMGEjqkjrj0QBIGSCRRXspsa/pLy883UWcTYf0cfTaX",
-	"tuEH5ubIuJlk/cQWPU2epWJuvj1e6oK0yJbrVmOXgL54YjkPe4QISYknaGYZPgAfuqY3Xhv8vYYwZTDe",
-	"zxuMt8BkCykHfoYEE5m9n3EJ/Y+KhrmklrRPaHZto8dtzVXOsPCyssIOPLfYDXQYIEVaD50nVj/cXVEL",
-	"6+f16odbjoy7H28bF6N8/nUGD6K43PESCUrg5R09BEhdpx3fje3TWQD2dbwG4op9pDpyo3XLVJjLduMl",
-	"tMq8p2zG6p7WDhcN8xHOm1qwHMCRrEya0qvYqxOi8bax928aM7sMbV8aPLokYDTT3DqKvL6YSJN/dyHR",
-	"J9zyI+GowJkOXzpIMLMHcPubwkCUHLuon6VO+J+qE9I1f/UNG+203bfqFfHsiGuK78KjmYrd+aiIaYDA",
-	"HnmNZDbxUTAdI7AX+lO0DyJvChsFH8DUNUbQHSIzf3OKD9PYVJk6TaPy3tk+u+gRXPVOFlpE40k4y6c7",
-	"4yR1OcSVoRIW0hGKvAuRUlHSi5BbHHBRwSwXoqewujb4uQBBpD28o1GIdQAnEydyTXj/NfDm2/ngvDmP",
-	"TZnnIy6Tw/wKyWHmTJJE3y/Z9imG3slBJR8ltLb+ZPR8yhQThZJBd7ZB1mIaDZec6EQIfP+yLnaJemkV",
-	"kuAZvktbOuekeyKOOsUuJHNFcECrri76p6RcLZY9kva9WPrQ3CNj2RPUtQlt5iySHXl+mItjyg0g1Vsl",
-	"pu26FaN03JJlk7RxmyuSxfTJUSBSA8lUok6Wjx+ZPyQiZEevwp8/VGNJptTQ85FJksfEuBfLx2H7S0Lx",
-	"E2fNlV65Gc/OJUEUi95ZS0ZJE9ngUfbazXbnHA8yeqNwkClP881FJ+G7GYV/imRoEc6waSDC7u6WrxBW",
-	"kHV7LnRpLXDTSMcI5JzqY55IR6XHC5pdjJx7/1rP0Mya/DKoZpTgP0r3P/v58uREV45dhSjJHDCI07es",
-	"ey5lu1/x6DYu8KMwnAzmm3UJkQpt5uu85wtzrsAgjJM17OjrhoKJ5wZooEdZZBdlYFzq+V3sz5Fcg8Be",
-	"JMV1b+qayMyk1VnRF01tvSq/aRFjrBhX3HKUNDuIbX/p/EWRe4uOLM9HALqz5K30qBedJgrcBdrdCOGN",
-	"koW8rO/ALrEru8VTzN+Labmb2TfDQ8uCMdLoXFG3lXQ8R+KAkBwCqZQk6U1WwFUZKZDf6ot7Jidztgus",
-	"ieRpDM+8hWfsDhmEMgjQ4lViS/b0izX0F2GlYsZIsw7uPj2jteBuboleHfHLs8Tu0F/U0uVUT4m+V2cw",
-	"ugtfJInfrkwxfy9Izf1ZDJVvaHN5FIM1G3FZeq3eitMy/LErtxETqzH17XB2iZuPIt0Q9JHfmNI8Gtkj",
-	"+F/4a8+3vxEdug4OyLPgjynHiQZBA8mf6F8V8DhCPqJOmPh7YAcA2RRrTEOImBIw9Px3Ab5wDRqt0053",
-	"0D/71O6CPYQPkgiarAD6yfemIfpAPCGDyMWTopp2OALJ8hJcOw+Dgn/pE2NAxzrxkWU/0cFGXwXI8FEY",
-	"jR9YvjcG52eXffD+gX8PJzZ7j2YB2LPDDJjquc6sAuzxxLGR+QH4noMANMe2WwGPvh0inwLs+JDar4JT",
-	"Owhsd1gBU/fe9R7dCqB5sEz61IN3j0xKrgBAHwGJ46tx/loivwm55/yPD0Xm+3fixmp5MaQdZUOm6Alz",
-	"cN5MAbYIjiN5St8O6u/fD+1wNNWrhjd+r08MNn4YfyhWwnCTXz09jjirAx0a90Mf64P4+wDs9fDZCjwX",
-	"nHtBOPRRsJ9eoKASL0lQAdAFcGraIXC8YQVEm5J6zuHlje6Lc/cb0xtD2wV7MagYVGj6pgqILd9BJeOp",
-	"F1SSl4P9StIwvTuB9J0Qa5CJm//8peof7h9um3JfVN1Fn4ZY7XTCEfX6K2jLgL5vowBsvGXqG2+MIt7e",
-	"24K5MSeisY51ZsxlgQvv0YB6kjs2cVv0EfjXX39QwfEHUwe/V6vVL9//RSbr4o1I9OoqoFQh2hbe4Pgd",
-	"8uEPpv7XHyQZ5R9MJeWcXvkjl/SffBWl/f+D+R51EW31WMFPSJmvvPCvD0ASqMuVzInkuRn4Vw+F/oxt",
-	"WCHy/4W3j2MbyKVu59GewDLZt1EI/dm2uyEu04H3ANnoeAVSEEadeeAJRDlBLpzYTJ0Rq3yVi7LvEAH7",
-	"nrILlisxj7FxjMP7v2zzO35oiAorWy6yZ5LJbC/KDu/5YA4P7VeID1oEmRBKPY4QEcP4+/gqR6oY0JIH",
-	"hNv/679uRh4YwxkwoOMAO6z/13+BhjvzXFQHrgcMH5nIDW3oBGAvPkPq4Pcv+1XQgyECjj22QzxK5APD",
-	"sUl6Y9P0URCAPbxkRBqkFmo/6jZVEAl32UPQZLGM/QACaOGjBPhogmBIHu9mBlKN0+PjSc4pENMnoPGy",
-	"e8TeFYtXab+a3bV2QDz+pnjs5AgI57BlBCRVAEHSKzFOGHsB4m4velGqWOr4Oya7LAq/SApEEGpjSTSE",
-	"thuEaWmEd3I6ltdHQzsISRP4su1HVjnS4buAPG6bVXCDqdkwDDQJ6+SS/n4Ujh3yML2943lBMIFDRIYC",
-	"8boEngseRx4IDOjieeCno/FXQRMao2jclv2AwNh2p5hH9sgPbNNzQ99zqJnQxUdXHCwF9Blo9+EQ7ImY",
-	"ugzZCT4hbsfEW48itbksCnh3+HCMQoIQ/F6ESCzwu22CvdSY3wVg8kA6tPErUa6raMNTB/pEJQr9KYrT",
-	"wm+iXn6Z3zjJDhY4Lmc/zht2CXSQFKD5i6FO4NRyE0zHYyx56kwv+hYTLQ5XCergqN0HK4WEIXKmhgyV",
-	"1XRLZSXVlFlNgSKrGFA3RKNmaaoJ9hzPHQKiEdLjlE4nAMHI80PkInOfRrnR5LVZSwYjcILC8jwr1PqC",
-	"WOeUulyrSqIgK+pdMYpbZwTF4njdVFhZFw1W0gyVVUXIs4ph1ZBp8Jpl6Blkt7CXuxxkXGcUq2ZZpoFY",
-	"WFNFVtJUjdUlpLAQCYJkQE2RNbgk+Vmd2YRUTMZs8Zy5Ydnh2NA1EOFiikkyrdagf9zptQbnjV7/dnDd",
-	"7nUOOwQ/io1fTDiyfZOdQD+cZQWST8zAdWB4LuFSl+ZXRQ4elTlFA9N27CFyDVRN2eu8e8rk3yvJIM6b",
-	"hxv2jMwKMPD9hAwCgfPmIUsWipN4ia3VVB6Q7Q6mbmg7QOAEjeUklpdSIzOgr3vumiE1en110Gs3b5sn",
-	"7dageXbQOOmnh+YjY2Y4pLqRDp0Q8EpVBv8Ae1FdNsAr4B/76U5t35g6EJ9FVfrKIIT+EIWDMQo3GcJJ",
-	"p3/cuTotHINjhyN7OgZKVUiPYcUQoje2HEO30/zUPikcgmsb98gBUpXbcAT0hcUBkHsolmrkJYoakAUj",
-	"wnDqGvTqOpi6NpFu9F/m/mY0lxhMTa5Gnhvk/hEiN4hyZkePD5tnAhpMkD/IvqjwIscVvTu4H9LHH0fk",
-	"sapIdqZxP7A8L5z4EdgWj4a0n2pXkrVaVU6anSCf7hgDDQwHBgFTZ5oUXRyiQTCCfmSAtrFg1Kcx1BI1",
-	"PzHCVNt8VZNrsqoQsMQ1B541cGwLDejaRBXCC98UqpqoiDWV1my03ViurOpN5KuKVFNEmdgq4eNgDEPk",
-	"29AZQOPPqR3YK99WxKokqxLH0xs+ni49VLdZJFHVMotEmsHMuGw0mKG36YDXpMIO8jTaul2hsNnMKm/d",
-	"plrYZjEj4H2VN8BSQwvT/3//r2vQ9XwTNNu9Pjga68f40JjLWiqnc9I2jkUfEHlLT81Y4macQqhcSUsA",
-	"qqUQSUgYfjl/K6mdsyg7I40JOYj48cw3D310s2Yjebicb6tC8iyVXEsflZLVmLe7Zobp1gskczTDSGKu",
-	"bkpK8cKiiI1RvlhsD8ZE9qTkVoZbtWpNllSZi9wS6Cur+xfUao1TVIGIB9rzhovBbbEY3KaLMX8Ur0ZG",
-	"J8HvjOzhaODbwX0iNwJaqYIM9ksl/YAd2kMYzlX09Bt/JZ/wKUffrjDRK/SeENghomhSUAGd/mWzA0If",
-	"GgjqtmOHswqAfmgH0IUOvtDY7hCgJ8OZ0lxIZAQOekAEDbCHIyImUn3GJMt1+oifYKcBAjAIUBBQp9FO",
-	"77RBh5JveoxM3EquceJ4BR0w9OFkZIco34vhjceY+jMw9G30gE81MEbGCLp2MMbXsLkWt02vdGXzZJzi",
-	"2wzyk+JOhudGHheZNh3vkUi7iefYBpE1CTxBpZSMdXuO2MAj2OTac0Lo2wEgfcyAMYK2C8wpAgnPANoc",
-	"uXv68BHMeSAP1TxEjVWjm9Z7c4rYpB02GlYamxGrPA1zD+7xGWPZTsKipConnhH+N6JWXfi+VJb3mpfg",
-	"yMFsCI58bzrBGhuV4FR6C6zAkUsnTYbFtFqRWOc0nlowiXsnk1Lsi4Q5zS/pUBUtREOPXBzb1+TccPDG",
-	"EFSVOOiN8QmHf+yeNlWep2UcXHyyIJ+8csDSX9iaTDyu3akFSflQP7JY+IgoSR3XnOLDEgWhj1ka8EIF",
-	"iKokqeDGc6xAn/rDCmi1mQqDPN/Gc2vzgijJSk3VOPLX/OadLPhBBORezoIQjQN6+H1Pj8N2h4MMCUV6",
-	"p8g+MXGgQerkQufb0MZtRmNZJWYlWUjJs7FnEv5Nxta+BufQuAeEMDSbpwEn0MhqByvUX8KJ1KlkDJ9w",
-	"h4pAQL8xASOIvkvcose2SzYe0X3I6ZUScX8xcRnrQVrNIuLyJLp+7NkuMGA4wjuTWkOTDYJvAafQHUIX",
-	"BWjdg116l1jzVJNevNY8dRTJLOJObqJ9ItThN+ib3jQY6LOBASlswouCxEocK+JbjzENEeh7T1UgfgCX",
-	"97YLmp7vVwHf+AAu+2d90GsDzMUKr7CiyipMnTl04LgKTuw/qwALlZokcaykshLW7KFvVAF/8AH00MSn",
-	"f5FGL5EbVAHZ9vMxmchwYAoKmv8STPUgxNKVHjlk5OmBx88mV4qN5+F4sQzBepQR+p4zI3I+2inxCo/Q",
-	"E7Scqed7k5EXTEZ4R5DbIhlKQo2FgeSIs667lj1G4WjmAHrzy/Yyp+xCN2sJnel6CdfMh0E5jBwjDrGd",
-	"FhM93hiJdpWs2FxVyGz/9O6Xs1eC9fQGeymSgQA64T6zsXbGpXTTglV71kz4mlQ0lcW1zM3Acx6Q+9xJ",
-	"1CRBYzWOldfMIvpmxTS0HAIQTaPhTLFahqVczDeWZzsVMPKmge0Otxi/pBZOQNRYVVu7DOsnwPOqKBfM",
-	"4DJEWKhaPhyjCrBgEOLjO9hi4Aq3bOCayAqZgedE1ybjrqmrdsIaMb/pDJKLVn4CSo51dpiAUriVNz71",
-	"nsX9Eoe1Ou65U5BFvmgOmx3Im7L/sglEMn3FBNbKIEUp4vzNNIUNh5+CDfDBQPMZbarfZaE/6sOJ/OGM",
-	"4DpYZ041ktHoBIWrSryiKDWK8iUv0Z4ZXpGrmjjXEEf45j2AIwIQ1apz3ZG+uqybGp7aou44CCbQJb0I",
-	"kWaYGDQS81Q2cOKHGEqWJiRiVBGiGlI0VpBljpV0TmZ1BZmsYkLRVA1RVaCykJ+gzuiSKSJR4CRoygZn",
-	"KbyJLMUwBU3VdUUyNA1KAo80RZBgTeCRVLOQoSiGqajIUCAv5GoR1Jmawgs8Z0qsInEmK8mGxEIOaiyn",
-	"60ZNr6lQkmDGFay+Nj7RRBGkPI9GeY6VKN7x5DYGajK4vxnhO8jc18W4B3smGnv7Ub7v/PUtF+GCGYP/",
-	"9+Tht00W8d+T0W/Nw8+f+p8OTg6FTqfbPW5e9C5qF52js8u72qdG5/T65rzWEm9uj5uNQ+HTzUn385Vw",
-	"8e+J/1vj5Fi47X06Epvy1aXUODlpHzSlWuu287HX7h1fyLX+6dHx2XmrcSx3r077jcMLpfFvf/TbTbff",
-	"6x91L1qt8+OPF93Dq1u5IV7Uuo2WfHB38fG4ed0/6zVuT6/OLq7Ork+aFzcfG0wmTOe5VrlczRxGnxis",
-	"iR6yCUHrDLJ0SeZMQxM5RdeRaSiGZUqSxnOWIOucZiLe4ixekmoGp6syZ9ZEUVBFCFVkSCbUfnL7Zrzp",
-	"eF5BUIOqoAtI41RFl5CgSgpvqQJnIE2pIcgJvCbrooVE09S5Gs9xOpRlTTF1U5QLEkzXGU4wLGhIsqSY",
-	"qq5LWo3jdFnjBAHVjJoqCYogqRriTcswVUXUNSRyvAVNKAoKJxiikYpJnCM2mSisF5E/88o2zBXP+fDP",
-	"S+ny6p+TayR6Z13V6ouC8Hjyzwb/dMo/nPO6OlW7/+y7zcBRHRS27VvZuJTO9H/++bH1WX567J741uTy",
-	"7ubS/Oenj42PN3qj8dtvmVhKEhnEtFskPdRiXZI6Y6IH9h7NyPT+Y6VjPr8wo0Ce1yTRFFVV1QxeN3lB",
-	"FCRB0BVV1ARO1zjNVGRD1qFWky1FFDWD11DNVE3VUEzJLAqsy1GykIIFUVWM3HxSDm8vzEnvn21ReLoN",
-	"pc93mif+8+7k/fDaOX9E5xz/p/HnkXXK/ZbO8DMPuMuDgHGw8e/zAFYmrolfAQIvgLhCTSTs//TBPBAt",
-	"bQTOvJ5weuxdVCE+Pun5Re3NA96WNnbeOzs7xE3Jmgpcz0RB7ESLPwDMYSQ5IXV3mjdNdvayhjeUN3FT",
-	"D+A3MI/uK2zxBWRR3NsI/AYoA8Z51vaX9foCwiohF/iNuoQBLA2XdaiLSo3XNE3neNVENcngoQwVEXKm",
-	"ISKT4yzIGwYv1HhZUZCqipwBRchLNVlWBFXWhNTS42nGXmdRlqfCLhO2qcTZ6eaNRFsL0DDJ5PUvBTHv",
-	"9EaQi3KnXy7EtUeeVZlIdvrdArKdyHie2I3m3ljro1Xn0dokMUjs8Eacq5Jm8k5cha7M0SAWvSTx58ym",
-	"rzCpCLaMF9zqbitMuw+H657Je7YWR+X5SfXy/PPAtoAdApLUA0buOZ6LKgA5AQIQuOgRXF11Wh+Inxl1",
-	"2EXuA3K8CXoXgKxTbnWls9zYduNULfyiqxyejMhJBSlgvBCMPZOsHtjrWGzXcxF7CkNjtJ8l7i9FC4nS",
-	"Yo2r4GbM38ZDPfDM2bPYvnvWHxyeXXVbxJOXJDaJ87yAPc/HpNOR47nDAIQeyCaIIf6Vv+xSCcJPtlRR",
-	"KYjOWXfQ7vXOemR9IBh7PgLBBBlYOhEj7X4dQBfYLqVg4ksLPB/onjkD1BG5QsJmTGC7IHK5rxIHsF97",
-	"UbVXWdSFtSIpXk86p51+u1UnSfbHNN6YkCmIXMBt6rSN1zHrFr//Afgo9GcAWnjhUq7xIECG55pBbpVS",
-	"TxTlQiav4A38CMmGJgHQpAfbHa4mai7p0pd//q/CiLtfik1MZMEo3dLrs0rDnQEqVems9hYnuF8HEsdV",
-	"gMTJFSDjv2RO/J///X9+2Z2aikVk6r9/qaS85FdGvWwQ0YK5Fw6JFf18MVCLIemqUu720UvLYnBIjqMA",
-	"wCRuIr72Rf712bCOhaCFkIYu/gdH2cyL7dWjmJF3AZiMKmDi03z3IxJckwqcwbcDFHwAEIRwPCHRLBc9",
-	"MLQfUJBqDRDTCWkivivQr6oA644wT+g6kAQBUxMT/U//Az4Bo7hKfO5N3TnXRNTHe0raKlpmWfwKTRRz",
-	"4W8SuDKPT8F91UGM1f7P//4//56M6D8++ccnn+IIlj+niISnJQDCyv31c4Ws0D3033/6v+HZ/qPWnDz8",
-	"Q2xtgh3gZ0f/EFu7INT4Xf8fYmsXlPoftaaP+90Fqd421OZZSG661Gb6Zl1iUyU2VWJTL4JNbYFH5art",
-	"PueydxNpMVFMY7TJ5wHrJRpVolElGlWiUSUaVaJRJRpVolElGvVD0CiC/zwX/tkIknrgl4JQJ7Z7T/cT",
-	"rXRqE+OlgYKApA6JoZnGeQf4yEI+cg1Uoc/N6xrgJ6IkRhPf07GuOUahbxv0DktzOF11/kOgqgWkpjGx",
-	"O66JnpgfgIQ88On7vukZAVPHC/qe/El2jROOBg5Jz0h+oN+8d2h6w+h3UqEp+wD9qsJEKxX9GH9K5x3C",
-	"30efqmRWUaHPKfkx+vM9Kf5Eks1Qpzhmi8tPQuElxnUHc+kvfJqXYvrnFdOEMeuUBbGUoImTUqIwXeEl",
-	"lcotlnopCX1Mf/1jynGCEovIREYnuQFXCGuSU21eY2We/C4uDh2OkO1Hmf+Wy9v+Qu0VsJfLe1jJJIej",
-	"Ccqwimd51DwyT134IU5QSFNVYfYgg4oyY4m7mAoWB7j5eKqgFyVAJBngoryIyYgcOwhJckRvUdJjAjcm",
-	"9ie8CBsA8tFg0gVuUnfMOoj5MUpZuDCnDy9RYAfPAj1NHJICJgoaKYL9M/XNko3xE0+qLAWULQX05Yeo",
-	"H4lU+u+EgX7b0I83UVuifLS/4xHac3dlQZBqqsHprG6iGivxYo2FiNNYWVVU0RBEuWZZ2dy5RX7wSrWm",
-	"yILC39F9YPsoyD2q9jkueVSqqcpdnMh7GkTtulPHSXaKPjGAicYeKOiMON2TrJhMnTEsQRjPHhQo2ch6",
-	"0EkFdCp6lqc+UzS1xhHffd8jiQyo8NwpjuTLNirWeecTmpGswgU6wSdyiLjoEQUhIFXdf2nskn8bTeuq",
-	"27jqH5/1OndtikrStLvxgeZSYzT9jqbmpaecuz6t7y+NbXHi26zP4VnvoNNqtbv1eXrpdwHNvYw1JrxA",
-	"pkduu2Rhkh0aZY3Onl4lhvwCS1JCwyU0XELDJebwt8McsuUSfv/yPQNCYL2t6OJPr+3k4k+u/PsptCF+",
-	"htQhmnhBkQsiUa3xQZakfye3OkjPwL1MAYJKXH4gyvwc37b76coM1O8NKyyugVJZ3gmY/VMDEl0vBHb8",
-	"VVgHCBojOkQjphLhjrlRmUovkgycijDcl+0OEzdSzEJEmabthJ53D5BlISPcfwGUY073vY0z9u/jNbJd",
-	"KpYjH0UKwqSThd8jNAlIf5fHDVaQlUWkhHIOxUqiXYCC8CAqA/Zad9KFMhrpW+aGl7+aQC5xG971nn9J",
-	"2/yKRmn6Cc1oCerv2eorUbBbDgLgfxi5/1ZXedros5mhwpANSwc2yPc5eNrhv+0ZzCR1QhfP6OhXiiWT",
-	"3U8HWwIBJRBQAgElEECXhH+jJTk4a90O+mdng5NG76hN14Vc7NGTgZBJaxmdNj4PyIMHt/32ZQnAlABM",
-	"CcCUAEwJwJQAzEsDMFQ5XjBtf5jryfhmHYxIzKBroGIcJufokdRoo2V5F0lJHRnS+Ex9vruzanpc5jEp",
-	"NobH8VMDLp0U2EJdP2x3iHnDQfAhqslJypwFIQwRBUwgpgaFUAAMKcjkuVm/RRLIa4cj2wUwEmT4GRoU",
-	"RvZA5CFCnCwTbZqUQCMgj8d6k0XEg65FgnjknEOeXyrs7+7eUFnhjBIVZI+htzrwJrSw0Is4m1QyjUcN",
-	"xIX2spvklZxtfqr5lYy5zu9GWiapzRIsKcGSEiwpwZLXDZIsYx9L2KSETUrYpIRNStjk54ZNqFqcwi9W",
-	"4iJRanY2Sp+6LhAmTC5Q74J5yvvo3ReAPtxZ7u6Vv6eRTEzkgT2KesSuMuR1c2y7+x/A4q3MTIrGVxZ/",
-	"nWtLO4TOFAa0RPXSzmOiloEtZWBLGdiyKG1eJMDlWdUlVnvH1KqirKpa7e5FCn+8drxJVuosiztJCaUS",
-	"NylxkxI3KXGT8tZe3trLW3t5ay9v7T9NtEn+bp1OOhR9FSe1iBMVbRR1km8Y7GHZayInjkK5/HQFpq79",
-	"5xSRdD8xYP1yXg256/pS/waYcmuIrnKVV7jZv3EMypKojqzq/gOiOxZwoNRV68fcfLb1sY9o99MFcqyi",
-	"7C99dd314roiUKK8s5Z31vLOWt5Z4yV5o3tQ03MtxzbCOmiedQ9POs0+XRusK6EnOwiDMv6kjD8pIZkS",
-	"kikhmRKSKSGZXyz+JAeZbAjFLHGwSAJQCr0segiaBShN6VmBr51HKFzAScqYkDImpIwJKV1W3sxl5f0m",
-	"8Nwz/FpKSHBDSJCcfMk5UMKCJSxYwoIlLFiGAJXIVYlclchViVyVyNXfFrk6QuFzYau4vg4bVT/bELeK",
-	"X5tXbad1/WE4DcDe1fnJWaPVblVAJLjxn732x3az327tVyICQtcEFjRCYHhTt4S+YuirFZH2Oql6XWJf",
-	"JfZVYl8l9vVq2NfiIVDjkWwZUo1VEYKsJKocq+s1mbXEmsHrUk3RJeUZ4Fc0oQGttY/JJZg1UeAlXeF1",
-	"Q1M5QZMFpCO1JvC6KGucKcuWKhqopvKaIum6YsmSaYmIl1TRkBVzowTINVVStDumwsTzpZCWaPFI4lST",
-	"FWXZwHPVWVUzdFaBvMlJIpQtTU6/FBGJvrwJofBGxidenOsYH3oDcugxdb5WYcb2GA0ixlpYX1I430BB",
-	"sGpqKi+qooqnFtjf0ECfhZgbRIkXKgw9lOeXqHZrt/TK0bSZOr8FvJc/zJbgew/JWVfieyW+V+J7Jb5X",
-	"4nslvlfieyW+V+J7Jb73N8f38lhbCuCL1esE4cNXiwJ0b6t0P8lLJSQX5/lJ6Fxm+Ckz/JSQUVqyvEhq",
-	"nw2wG0Wo8TtjN/e2a5LAk9MFlyjdG1cjoGV7P6fKBkNXFY26YmVHDi2OQyLUWEkVECvJksDqnGSyNYGT",
-	"NEvlLR7x85GfNw8XRj4xrNcduSbKkqQUEL2mSIKCIGtwvMhKliqyqqborIQQFDhVUlRNmQ+9ddUetDon",
-	"naN2t9lemIQ5RQPTduwhcg20+3S+7IBJLUuclBb2JRxVwlElHFXCUSUYUoIhJRhSgiElGPLTZE4yU2ra",
-	"Wjxkfb4kKiQTrMWzAARYgwV7B2enFXDePKyAjCq7TwtURYyDr6jTieNBfGWCQYzVBGVCpddNqBSv+A9I",
-	"pZRmwORO+1o3zW2zJMV0+enSJBVS7T/1/r/9pbNMelReN8vrZnndLLPxlNf88ppfXvPLa355zS+v+UXZ",
-	"eMz5zW5rd4ctg5iScs8veGv/tYKRyiikMgqpjEIqXUrexKXk/SaoznOij/4z0aYkBCfymSljqP6TY6h2",
-	"8Vi5scPRdcwDS0KpUmpTiSaWaGKJJpZoYhlLVeKKJa5Y4oolrljiimUs1RLIb2eY8f38VvbXEi+jK+IY",
-	"FDvERM9TF6NkQHuJI5GbmOD2SY4k5P45RVMUkOFOoB/Y7hDYbujRcf26HkbJxxB4buxoVY/crDARMJ1i",
-	"skWIkoseUZCEygE4hLYLoBs8Ij8A4QjOfyKUEDjuA1mUuJm571L83J7A8XFdvHa0FHh0543eZXtw2Gj2",
-	"LxehU7riZSqnt8GqfpDf10Y4VSIewB5WewH0fTgLyMamJAlAMPL8ELnI3C/IkcPUGfToDTvNj/e60OX1",
-	"m+upeahx6POB0/nqDTv3H8/7l52gaTeGHbf7FR5dh7fXmnD3+eM3eKNN8TOnl4+fOs2GfTs+5Myj6xm6",
-	"7Cid4wB/h9v9BsUr+8xu2L3ru+bJldy9+DZ8Or3kxG7cbrNh6zfa/d3NI3nueqwF5tHhDH4+Hfaub4dX",
-	"R4df4ayRef5WOOTubswHw72P2r61Txp4Ho1hZ9z17m74iSH26FiaH8/6V6fSab+dfmZkHo0e7o7o2PpH",
-	"zhnsN6ZnbX562pSeLgT18eTr4fmpnerzRk6evxM/joyj0cQ8ukq1eR3c3XQ5Y6wF6HMvot/T5Kp9K3SO",
-	"nGmnfd064Xrdi1l63odT8+ZudCv2eGN8PcPv0PWIfh8fhnd0Dje68MTdfv44MWYHzdvPPe7u80e5c9iV",
-	"DbHn6JhWAm9fNpO2Me1Hd0e92d3n7jc6Fmd6d3z9zTz+OLn7jMd5+M0Qroan/U7QaZ1K3daF1Dk0H/Sj",
-	"u2+37vXsbvY47LVT82s27LsbbQbpeNq9fnt2+u2C7341pLN+4+n06ynXvezQdT/mlszRmd7x2qN+dPg1",
-	"mlf/9uZJuRMcwjsnzYN277Kz6t3725i2XzuPp19vw9PWaXjav0itAz8yxK4FBYOsVbd1NTv52ng8baba",
-	"HWshvJFH+qH29fbzwehWcDh0rfmmMKTvfLuanrYaqTblB/3Gmd7ePFkm5U/37loT6DguHk+b0mPHfox5",
-	"Hrdd8NzpwnO3n0dF7Qmndua5r3c3T4Ex6yidVkc6a87f14Uerx9dk/U97WPaH2h0zLjtnmOMnZF+fGqf",
-	"2Qc6nftBrTOWR/pNxPdj5ysUroNOczTR7YOvt597ni70nM7R4VfzyBHuLg/m7TTv7RO69yg/fTW4bqsR",
-	"nrY6IaYt7bP77XNM9/7pE6Fhs2Eb4+uv6KYb3N30LEMYjYzxtWUcdblovtPo/a/G2OHgTRevy+z2s2np",
-	"N4eYzye3RDYccIZ77eD24NGhcvv5470u0rnfjQ8DQ7jW4vVCs4/T2xs+2oPdh9vxYWA2Gx68kYZYdsAj",
-	"7f7u8gDz1cQcXw1T/Uw69iORD4TezY7YbV08nvQvpBPMY5Qnvxm85tKx3wrd/iZzbAsnX68o/cSPE/PI",
-	"+Yp5yRgfip8FfoR5H94cBvhZ8/gjf3eJxzAaofHh7O5I48lYjnsz82bZHPmRPjZH+vj6293lfJ7/87//",
-	"D9gTOVmgF3RjBH1oYP0g1gPjMwqgJ2ME3SHCh8QatPs1HVmpZhNpNFt4F3Mvdk3KjKCHAnwFWwKGB3CM",
-	"AEHywSPy0dxDn95tP4Cvno4VWHfqOL8wnvHmvt2vqxnlrUhlRsG0NYx+s5U9jL6ywuwVJ/R9ttWrwnz1",
-	"dMKAYYjGkzBg6twmhNY0TZEwoS3btYNRZtz2/NY4uEczcqPyA1TfkJBfPZ3ORjVkQ5R4mbVkJLKSBmus",
-	"BnXIKjzP8RayBEPlmQrjwCAcZKjvIBigAbX0BKmB0e+9Rxclj47h02A+dRnfu2ZYJBWx9VbssEMGAGbi",
-	"2x7FToQKQy62mHb2BDm2i7DIsR+QP4jpw1OZY06dzVYqCKEfZhksZqeLq/bVrswU8XTq9s1UmOnE3IyB",
-	"vu960i0/Zy5Dz0dmcpTYYQCygyvNsKUZtjTDlmbY0gxbhtWUYTWl+bs0f5fm71+BTeS30i/IdWFw1W1c",
-	"NzonjYOTNt6jrYP0N/WSE0pHiNIRYhNHCHqtLcgrm3Y2KLjGbuodgR7ihLPFzhCNyQS5xBnCmAahNwbk",
-	"BaqGAjgc+mgIQ0ygEQxGwBhB242x8MR5AE5NOwSON6yQQcdGe89F4BHpI8+7ByZy7AdSFgv5ABqh/YAA",
-	"cs2JZ7shCKY6HpJOroFkrpimVfyc5+OLiU1z4s7DT/bgxB7co1kdT1o0bJP8i/bJGZU4UNyjWZnw5YUS",
-	"vix6XLTaJ53rdm9w0z44Pjv7VCHrjZc3tZzxEi+6ZFC+az/8mGQx0a5IodgxrzF1RkGiqJuixBqCKLNS",
-	"zZJYVeUEtqYKmmbAmqLzClNhks0RIYMCpyJNU9gaD0VWMkXIagavsZBHsiHKNRFBlHkrhs6iKnBMhSGj",
-	"ir+Pq8NVyW6JMpKk8EnXC/FjPsJrNZ/pWfuU+f66NqfU0v10+WwKFjYh+Bz4xocYkUc2op4/Ceos1wRL",
-	"M6Qaq+uWwEom4lgV8SJbMzlVNzUR8kqNqTCRWBvEYo2+bImmpPMSx3KqrrKSziusDmsay/O6qVpI5xRD",
-	"Tb0cbw76ssZpiiopJqspSGGlGoQsrFk8K/JQ1xDiasiwGHx2UC7B4pipM7wp8IIq1URJlgRJUWBNtRAy",
-	"ZMFUrZqJFEOoIc3gLWQKRk01BF3TNKRolsbJqqTLWsJ1tOC5wSNZsGS2ZsgSK8mCyaq8qrCSbuhINKAk",
-	"W/yOnLIcsaUPIfNDkeAIwJDgicn5gcVcieKWKG6J4pYobokhlhhiiSGWGGKJHJUYYskJJYb4d8UQ6Q1q",
-	"DuFRPA49ZNM1tenVOEEGKVC4RSUq8kIlyQ3jkBxKnosWoUvPp6XkCYxXJm+KyHlICF6WrCpLVv3cia/O",
-	"XGdGlbT8xo6FwKa8UeRDuZxLNuu3XL6F5dtkKYhPMhlJ5hSCT8kpxHEFWs2CuSgEYy8I6TIR1T46FSKF",
-	"AfAcx23KHo49tsMcQ0RqB26msmvfCYvYbqhIDPHztceYP2izY9uNPiYztt0QDZH/49Jtkan8N6HIbzI1",
-	"5b1JKbd5niXCIdRh3oCWpNZk1qppPCspis5qZg2xkoxqNcMSzVrNiF+gLt46YehZvX19wNLcWmxNjh+J",
-	"SEwTcKUsGNAlDMIMfTgZ2SHmTAOGaOgRerWv6ecRfejE7tpcVT11uSrf9Lgqfybg35HjBExdUNUKg5nI",
-	"DkLyMh0DZkMHGaHvObOQNnJ+qOCLf7v5vnXaJJzhTvEgpz69NkT3UKbOdFxzivcBCkIfBgECvFABoipJ",
-	"KrjxHCvQp/6wAlpt3Inn20ydabV5QZRkpaZqHPlrzunXnhNC3w7AASUUuJwFeI3A0Vg/xtJnPg7bHQ5M",
-	"SIZL1osTWV5i8k9MHGjgRy6h821o4zajsYxhEAzuh0ydkWShyhG+GMOnwQMewRANHvAvilAl39tu5nuR",
-	"4+j3nomc9Kjb1+AcGveArOnYM6eE03kBS9+x7UJnYMAJNOxwNrh/HDF1piZXSc/xz5neo16C+ylZ5jTH",
-	"fE8YJDZwCBzkarKMBE7jJKSpgqXppiogia8ZOhSkmiUIum5Yushb0FJlaKiybGl6TeBkUZRqiXjJmH+o",
-	"/jF4ax//HfejAhVVNDnEWrpusJIuW6wuyDWWFwzTxBPlZTG7H0fwG/RNbxrUBV4UJFbiWHFxOw6OG3eN",
-	"Xuvs6jK7MQ2IN0DmTdrgwHAg2RwNYxoi0PeeqkD8AC7vbRfgm1QV8I0P4LJ/1ge9NiDhGR4VlEw9sxWT",
-	"jXFihyN7OgYj9AQtZ+r53mTkBZMR3gCLzMBzsilrvCZyqm6JIlIkwVCQZgmWYlqyICq8gf+qaQKnyKoq",
-	"cpDnRcQrGs/xhiihX4EZkKgg3jQMluMNiZUUDbKabImsyskqgpLKI0NYxgwKr7CiyirbskLqvRwjHDpw",
-	"XAUn9p9VIGyw3C17jMLRzAEG9HXPLV5lZMmWJEMDQknna5ZiSkgSJNPQeQ4aumiock1VZRFqpmUqNYVT",
-	"ZZ6XFREKZs3SZUn/FVbZlCxe4CXI8qpSYyXZMFmd13lWrSHJrCnIFCVp2SrXJIljJZWVtl3m9Iu5dW5C",
-	"36gC/uAD6KGJT/8i2/4SuUE1v9WjYzt29BnDEPk2dOZ80PR06IRFay8opsjLHLJUEyqiISgyb8GapsGa",
-	"pHGGYAmiYaqWoCND13ShpmkIcprGi5Ks15DxS6y9JEHeVCyTlQQTsZKqcqyKoMgasiqokiKLSDSzax8T",
-	"eLW0P230271O42StsDd8O7QN6Ax8+DhIFi/W5BNGi0EtonJgjUMW6KG/VrSDvZR0AAF0wn0Clhkzw0Hm",
-	"IBhBHw0mBiYa1hUW2UTmNUPhajUoGZIqSEjUkamKCMoWlA2k6ILG1zjLhDxUBEURVEswBcniJNmSLSRp",
-	"/M/EJtukHj2ExtJCuTG8VLpGlK4RpWtE6RpRmuhLE31poi8Ns6Vh9qcpkmtFKtqmwRsjBJ1w9N6xH9AK",
-	"Q+0DclEQgInv6aieZFcUOA789UeU5eEPpv4H493/wXwHMAA0vwu17kapR0CA/AcUgON+//wDJrUxQsZ9",
-	"gM/Ske0OCZ2XW3Ib7sxzEdGVDB+ZyA1t6ARgLyZUHfz+Zb8Kelj1JxA3MkmkQFaygD1J0Kj5LyUz9p9t",
-	"ez0mVMR0Yn4Mtp9exhRKnyTg8O63carGE1nhTR318qsek6X8+6nkX07cUVFUXyZZUqKPbspY7o1R6NvG",
-	"ouTzEaQRQUsrh9lp2edP3QAgEifgJ78RSQb2TBhCHQaoQu9sSUZZGrOGlZ5Hz79HPrlHUNnYsx8SIUWT",
-	"/6aFK3U4cBwwgUFAlh1rrXEiXAvaDv6b9k6Y6NEOUBU0oq9I9lsSjBU43iPtEJPKNhDlsx7UdTs8vQCh",
-	"bw+HyN8HY3hP8g6Df5lo6EMTmf9K8ub+hwhn/HibRKphIpAj0XamPor0fGCTLGOPLqVM4gpCI+7S9/Bl",
-	"Yr5HOOaHynk/GsI8dyw5S4m2EDtGRMyIJ3EfR0wlv0absfA3kgUq/dOXVCYn2vMWZwmh1vLDJCbmr3qY",
-	"vKS/6xpSxtse8/svXVy8PKB/3gM6OTDrS05JfJShYPNj+qunr3MhxY/EeeBJcHEFS88JHCKw56KncGBM",
-	"/cDz9yvAsp0Q+ZF0nU3wSU0E2zyo3PZcENrj0qc08Sn9iBdgjUvp3K8uGQhelGoRsRyyZpQ5kqcxAb1p",
-	"COxw0QkTQOcRzoLoxWws/LvgJZ1If/A0Sr/DTdxGyW4nO8mOsjhsygF518SNG48W4OCqc9IaXHYb55fH",
-	"Z32mwjTPTs87J+3BeePy8vysh7/KpSxgKkz7M/4p/cxRu9smEOlFj6kwne5R+7I/aJ01r07bXfx7Ng1H",
-	"76o76F2dtAf99iX54rJz1J0396XQpXITekQ6XZoi8UyTfJ29q2630z3CvV41m+02TQl72OickD+ajW6z",
-	"fUL/brUbrcFJu99v95YMKktvLFeiRBImwBcVP8J7Ke3tMQJ7vcMmEEVR29hVPLGGEyx4+WJv3XmyN00Y",
-	"IhY/wGw7xwh4fonp0aY2nd+ajnebWupgjc+1iY8ebG8akKN34ymRJlZMZZOOUk7GwkZOxudYOQjsb2ju",
-	"2iu/hFOxvOBSvLSn5S7E8s/qQYyl48s7EG+TGbpWVWs1QRE2zQxNv05yb5g1A2qKJrCKIVisJCsKCzkJ",
-	"sRonipaoIxnJ+mtmfI4zrmT9PgyRMzVkqKymWyorqabMagoUWcWAuiEaNUtTzbfJ+KxskPK5VlU1RRFr",
-	"r5/yOXtOrkn5PB8W3u3zBeA34ileU2oLPLWkF7HGi/jZtcyGJJ63BMganGKxkqDprK5JkOUQQoakWibk",
-	"hddktkTAfLw86xIN/ocxnzhnPvSExxAs8p60Ge8lS5XmvSWPyrIYPUl5Mq3D7M6WiwrdetZUNUWSXpA1",
-	"NxN3Ci8JmilYrK6IEivpmsFqslRjeSgbks7xJqeoG3JgfnC1DIUznJmcM2wNGQKnc9Hhtp5Rz1uHPz+f",
-	"yq/Pp3Ot+225lA5kByblOVlVN5SfgiQKwibyUxY4nZd0izVkaLBSzdRYHXIaCy1Z1E2TVxGJSfjbHtbi",
-	"ZoyYrM16RuRrnCC9gsTc9iAXRFndhQ9rYk3WNuTDmixLQm0jPtQMU1J1keVVnmMlDdVYHQtVU5a5mgU5",
-	"TjTRa/LhDnQvTh6nQ05BEmewWg3xrFTTRVZHKs8iQ9IVy7AEXdCXysOoyQKBKGzEh/O1WcuHNUkUaq/B",
-	"h4vgzFperEkqV8PM+KWSvoniA2L28Wvnq2effm3Mujb3dHrJzbr8xez0m/fY/erx3Zkknn4z+LP+CHbs",
-	"R5sU6ft6Jd8KF9zZUefbSb8tnfYbYbflON0Zb9+1Po5Pbi74br8h3o3bj6et7v3d5UdtG2PbR0/H981i",
-	"6xABxD2LYFylE3fpxF06cZdO3KUTd+nEXTpxl07cpY/Ez+TEjTW0SsajIeUvQezxX7CaXphtP86fTtJm",
-	"ffV0rPFB4KOhHVDXBzxU6vZmhwGI7hmUINT3MC5qd3l51ge+9wj2IicJCunu/7oJ75OPISUQdEHqCfYT",
-	"FnSUW+ODaJ/qFqTsLLHxu2bMnjE1Cac92UFou0OyILE/5Yfsq7RHYNqWhXw8hLgdMl8NdFrt0/Ozfrvb",
-	"vB00z7qHJ51mvwpuIo8DSNqg7ghkRVDMB5Trv3p6QYJ9PICIR8LMxkrSqvXpE9FXwESGbaIgzTpgL0CI",
-	"vB613IvGTffKO8KJZ9Z+FXz0dNJKUMctsyBrT6+DU++BjDdw4SQYeSGwfG9Mn+p0j7Ds77Ubrdsqfjdv",
-	"eq+Dpjee2A5tAEEHmfN2ItJOprpDUAHgTx0EJtC4x1eiOKWc7YYefiqCfYqqZEQbI22AJ6PJXSxptni6",
-	"BZNiF+laFUldipjNjk8bTRDYQxeGUx+RNnMAXh3c4M2C1VLQaPY71+3FkdKSGhS5BJbt0IZS6Esd9JCL",
-	"hS1Zr4PzJnvRY3micVE5gYeAzIWWSTs5R4U6IIUwYwZLEvNZ6UojC7RL+TaQRlOf6+Ac+gGdYVK3eSHx",
-	"H1klmqoLv5/1jqiD3tTFIypa4HcBiJBpMqyJ702QH86okTPauYbnm5Q4/pTOOrPYdXBpD0kHBuW2RVLh",
-	"GwYykD2JFrdtCrLMa4uUSC3LouNVtJU+evo616uGg3UbSLIghB7IgVlxIRUsq3AvxJxNRdjcnp2TcSts",
-	"8dt1lrbKy/LiIfnl7atyRNhHYoV+Gbj3+0uBo1tAPVlh+9Yl2TFjFiiC7fQ5t0eOthSP5E/I/bIC+4sz",
-	"9JbOFMWGm82si6V95vXsMz/emSIa1nbgc5FMaFImLBHnEnEuEecScS7rYv8sK/BGOHLTcy3HNsJ6IYJR",
-	"j8sugkcYgGmAzKjA4gIOUhYYKgsMlYav0vBVGr5Kw1dZYKjkhNIE+iuZQCM4E0DwlWDeOWtnKhj8/V8U",
-	"Yfm+MmlLQFuiBjKyYQZjktgE6/rsxHOcAEzd0HYSG5iPoDEi5owQ+SSnfBwcvidw3D65r40Q3Xuknvme",
-	"wAlL05X8zQPHj1BYaLsg9ocJDEdz60OEl61itDIwek1gdKr6UY5V6kkxrRepblTJ8yFuwIq2Rpa5X6m6",
-	"0081v5Ix1zDmSSxtwXSC5cW8sM44iC76OWn7ARSJVbp6WflLHGM25bLoBFjBY28y1CTGV+SydYK4nyvK",
-	"971qyIYo8TJryUhkJQ3WWA3qkFV4nuMtZAmGyv/3dtG/NGIYE+U0+I3Mv9hwtT7SQ6nWNE1TpE0iPZSq",
-	"KoiCpBZGeuDjKUD1DROvJ5avTYjzmpavt64ysK3lawPDV3oJ1wSEKFWV5zWNf4WAkGymjTVGsXkphecb",
-	"xSK3KrAXixSi+bn0anca/NqWceG13RAoEQFy4CRI57+gNI8lRnn3Lk2ipUm0NImWJtHSJFpag0prUGkN",
-	"Km0ApQ3gB9oAjlBIUftKAuo5szlgb7vDJDgIueZmRoL3BnQN5BD+L4yXapLfI3MBTZk+gqQqRXJRIPFH",
-	"U9eNHZvtAMCAqokgCL3JrxsQRYlDKJ+jD3JNZII9CCh9HUQ4DMvH/SRgqUvOucFlv9FvL5oIaNullaC0",
-	"EpRWgr8XY74xrp2JlXi/SQrI6ND4792zW75ITsslqeQUTeY3yj9YJrvcNdmlmtB7TWBGOgHy28VmRCzw",
-	"YjB0GZtRApElEFkCkSUQ+feNzUhf1uqJrQxf9aBDij7RK1+J/5b4b4n/lvhvif+W+O9L478UEVyFxG6I",
-	"+ZL9sBzyvYgTIyX90JJ5FRKDmAI0fWAiaLIOCmnqLLzXPRdRQR1de8EedAFFNoneHvqzXzhDVtcL5xk9",
-	"wjpApNAmnl8q61iaPCuSTsEhtN0oSwiB1c39RZSYiMMSJC5B4hIkLkHinwskJrL+R2PEZd2jsu5RXPfo",
-	"peDgCj3MTXpCl+BwCQ6X4HAJDpfgcAkOZ8FhO0jcojwfL5GBkImv0dH9tIcPWZryGAbARA4KSwC5BJBL",
-	"ALkEkMt0MmU6mdKUUJoSXsuU0KMbZY7wm1hX98JYS1lpSKjrMDRGy+0HSYkNmiiA5ziOlOzA5ydxgvah",
-	"G0ADP10H0HFoaK+LqqANjRGwQzSOikPQTPAEDHdN8DhCZMntkBoiKCT06xoTzql2WAHEn5zQlP3q6XVC",
-	"oQA8jrwALRTgSFfYGON1oiUPUnnH4yomIUncQ8FaWhiDUN60zf0Cq0RcLmVCXkXjsvpFWf2irH7xo6tf",
-	"BAdEFP+YQhHROZCC7Em2fXz2vE6Z9e8vWfD5e+Wv1ymy/bKj/JKDraFp2tQKd05Z1MbLGBn9Jqmv4tX4",
-	"iyHHxbb1MojBokPf5ONcPPHnZLjQ9+GMydbW+J12PDe2efpXZLx5CQ6yM/CAT+y4/kdOTSFnHjkRYw8+",
-	"fEz+0qn437LsxqJ4iBjx9+1te3Gx+FiRSTh+F2MfknjeEiBrcIrFSoKms7omQZZDCBmSapmQF17T2PeC",
-	"AvEt6vlLz6jn//K2v53K9tOhZeulvz3fKbwkaKZgsboiSqykawaryVKN5aFsSDrHm5yivgnfPfuEewu2",
-	"k38ZtvuyheF57aHVCAFe9jC5jxll+ZjSCl1aoUsrdGmFLsvHFJSPgS6B694FZRGZsohMafUvrf6l1b+0",
-	"9ZZW/5ITSqv/37aIzHq7/FL7/xiFvm0ES2vLnPveGIUjNA1A9CgNI7IDMPE9AwVBXAU9RE8hsUYGxJ4B",
-	"KDwF9o77/fMKGVfkZx9UYstosGXkINazGq3TTnfQP/vU7u4DWpwlG7oUG+m3LuoSG8BzveJnF012pxHd",
-	"1ho8MFneTxxo402zuAXm7ZRwTwn3lHBPCfeUN6zyhlXesEq9utSrf5heXaD07hWrt/spxfoYQSccAVr2",
-	"KX5xrmnH9lk2ss8G7//apKhj3uOsHhXjqoARDEZYmU4cCYnX2UUvdtUsKzNGlRnPIxJeUwpulFqjTKtR",
-	"ptUo02qUaTV2rCm4KOw3ccR5TnINI7QfYNZhJvJaHmQ9cZTkB3+gT23HpP4z+sRgTfTAbOBGJaoyr5GM",
-	"zEEwXfHgXdoribpMWTXLMg3EwpoqspKmaqwuIYWFSBAkA2qKrMHnujJFp99An4V4AWuKoM6/xGcmU2d4",
-	"XkFQg6qgC0jjVEWXkKBKCm+pAmcgTakhyAm8JuuihUTT1Lkaz3E6lGVNMXVTlBnimutZcSe8zHGKFn/p",
-	"e14Y98QJhgUNSZYUU9V1SatxnC5rnCCgmlFTJUERJFVDvGkZpqqIuoZEjregCUVB4QRDNJgK86c/GCIX",
-	"n2mrFkXiNUVU7ujziZcYc3De5P89efhtE+L9ezL6rXn4+VP/08HJodDpdLvHzYveRe2ic3R2eVf71Oic",
-	"Xt+c11rize1xs3EofLo56X6+Ei7+PfF/a5wcC7e9T0diU766lBonJ+2DplRr3XY+9tq94wu51j89Oj47",
-	"bzWO5e7Vab9xeKE0/u2Pfrvp9nv9o+5Fq3V+/PGie3h1KzfEi1q30ZIP7i4+Hjev+2e9xu3p1dnF1dn1",
-	"SfPi5mODnMzE6T6msi4qNV7TNJ3jVRPVJIOHMlREyJmGiEyOsyBvGLxQ42VFQaoqcgYUIS/VZFkRVFkT",
-	"cItTBw2iGIIs36kiRDWkaKwgyxwr6ZzM6goyWcWEoqkaoqpABZ8UsRrG1JkrnvPhn5fS5dU/J9dI9M66",
-	"qtUXBeHx5J8N/umUfzjndXWqdv/Zd/8/9t5suW1d+xt8FZSqvjp2bVHhAE5Kpf4l20ribE+x7GQnnd0q",
-	"EAAl7lCkQlJxfM4/VX3VD9DXfd39Ht1v8j3JVwBIiZpsyXYSJ1nn4uxYJDEsAAtr/da0n8dezItu9M6m",
-	"PXwa/PHp1cFf9perk6MsHPfev+2xP/581Xn1Nuh0nj0ru7lxH+iW7cl9IN6MkkH/I7+uHGU/ax/5tWbU",
-	"HsooGVpWB7X3vzjP371m4/M/upb55V2B/3rvp9Yf74+eDN7EZ1f8TDc+0U8vwmNdDqWMuCnLcTqGaegM",
-	"aw7WmYZtijWiE1/Tg4C6gesRjMlcRcvDFyfSiy+fjHmWczbHu+7g2lcuWqNtbOGgtygbrskS83kqOgJM",
-	"CzAtwLQA04JXHgDlAJQDUA5AOQDlv3kFw0WIuoaJn2Upm9Air1Dx6tVbcfEnFaCxPi1Fp3wjRwQpZWKG",
-	"kcuTRlMhj0icrOzjXzmS7fK5cH/5RsY/R+lERfH3Ls+6573uQffg101GUVIvSgZy/mWSgRlZqnQdKinm",
-	"Mq5eUR/A9e+DYX7fdAB3wy9nh7aGTG4fWri59n4h2z5MxpMHDEd/VNSbx3VXIz6WaTve+wYAvgD4AuAL",
-	"gO9jBXyViPETAL6VaANB2AD3AtwLcC/AvZAKvJYKfJqbTtXqUtADBFpDoDVYN8C6AdYNsG6AdePXsG5U",
-	"euCSfeFBDBwqU9oGWbdnSX7TsJYPeArV5+hV7/RE8OCzg+dqkf9JA1njMy/zwkxTBg9JUcktqplfuHbn",
-	"9M9Z4uXF5NpqjytBQ9bl/LiQcbvMrS23ZS3n9lPZYjopqqTPWUm5ac5ftan/SYMWKpNqIzrk9GO+6M6d",
-	"F2KHSVfwqEDZJMlXJOteSFe3IoOw3CBgi/n+gQ7H5COvFlXtmXq92LUbK+PFJEuWNpZYWblIamfOlmlh",
-	"594QmfDwAxqRLxVPNW17mav+PPapkufW7CuLyVu/pbVKHdItrFXmz0XLf9Jg+zqf2HIN27pjnU8rNGzD",
-	"M4nmBZRrOLQcLfB0otk2cUwbu0QPdUj9W5HL3ygF62xBHl0K1mpoX7cr/XnOcyFzr5CQX6VBdWUD2A9g",
-	"P4D9APYD2A8ZV+czroq5LiqOkHcVzAFgDgBzAJgDwBwAeVdhJ4Bh6HfMu7oMYTyUWUgLo5ivzQ0liJrw",
-	"K54X9fKPqhijgqSaytrAmQrfyAtphKnwQdR72dFM20E73Qsy2IVEUQuJohRQ+1wsAZhQIFcU5Ir6TTdm",
-	"t2SuJUst72hpbm8ro3uUo5xnnwWfzdHibd2UBvmFB2MWbrq3yvVZv7G+5fjKTVAaNlSJOSmCNBtjFq5Y",
-	"958r1Vb9nv0vRcBnYq7qvt4uDxfaidNkgGTtVFVaWNEkR/kwzQqecLZbt5OprvvT47d3tq8pUUJGaqi8",
-	"jkoQVkFM+ZCYtvOQYUwPHLH00NE5X39gHJkgfCC5ynV/rMQ41YzphLoRMEezA4tq2Kee5lnE0BwaupxR",
-	"ww9pUAbhxRFJKJfyApWnvHFw0L94eXh+0D/rnF+867/pnh8+P5QWNIWJiKtkGGVMG5OsuEafeRaF5VER",
-	"DH0SF21E00TumaSQ1lIeyxifCe+zKI4GPKG8pb6Txqz0Y2VWng7ibP/5hj1z1kSUZ4UaBEdn+881aZHT",
-	"sYE11/WMUlqfJEUUI1M3fU3HmoFrI6MkC9LkliF1zi+8/nl3/93+Ufegv3+61zm6qA8t4/SaxpwhmgYk",
-	"LpDhtGz0P9DOKEqi0WSEDAf9j916p1FGJzERYnxLfdIvSDbgRX/Ei02GcHR48fLw8njlGOKoGEaTEXJa",
-	"Zn0MNwyh/GLLMZwc7v/ZPVo5hCSiH3mMcEvfcATqg+UByHtH8Gz5kWQ3asGkyDpJqJJL+pMkkrxb/bfx",
-	"8W2tAnDDtVulHPBVXGEFT3KpP01fH+yfmrw/5ll//kPHsHR91bf9jwP1+tVQvtay5MmkH/thmhbjLErm",
-	"RiPbr7WLbd9t2dNmxzxTJ4byPo1JnjfajX1l2R5wwVYzxWhZJDh2MFH36rT5Ma35NzSMlm+7tueIhnnC",
-	"+mnYj6OQ99XayGKya740W77lWK6nqnBHScVXburNMloOdh3LFh9l5Ko/IgXPIhL3Cf00iVQW4rVfO1YL",
-	"2x7WDYmUyOlW6svmi2R5/twiyWbEZlw3GrGht+nA8PHKDhZptHW75spm51Z56za9lW2u3gjiXNVZuLxT",
-	"pG9U4+L//7/foJM0Y2i/e36BXoyCl+LSmPFaxacXuK0aSMT6kt8q94iK436t+qo5EtU4gJLBJCeUG379",
-	"/nZqJ2eZd5Z6LY/5iCdF7fCoVzdrtuSH6/dty5y+qzjX2lfxdDVm7d4yw3rrKzhzOcOSY97cFK7thWUW",
-	"W0n1FdvujyTvqfGtud3qt1wbe7ZsbPrJzf2bXsvVHc+U7EH1vOFi6Fsshr7pYsxelWhjXSYR3wyjwbCf",
-	"RfnHKd+QKFk52L+b9ReiIhrI4NtyOepf/Gf6l7jl1NfNRvmJ0onyqOCITFhU5E10eNHbP0RFRignQRRH",
-	"xXUTkayIcpKQGInbMxkg/oXGEyYFFDmCmH8WM5Vjkmyi1mdFsoVOr8Qb2iTniOQ5z3NxQpro8Py4o4ay",
-	"2PSIM9HKQuMympzEaJCR8TCSeSDmeqHpaCSof40GWcQ/i1sNjTgdkiTKR0L3n0lx2/SqVnaRjBOhq/FM",
-	"2vlQGgrhU7DjxTbj9Epyu3EaR1TyGhlgng85U1zK1gxD002hvEdFLPbKmzQuSCY0U9HHNaJDEiWITTia",
-	"7hmkmpPYRUau0GwPNBuTTC5OUYzz9pMnn8vGWqUe+YRNuDZtRyuHVYsVb1gtQ54zMYtxllZAq1ztttGU",
-	"MxL/LanVNr+u5eXn+z30IhbbEL3I0slYSGyKgyvubWqmLrUj5enfODgo2bruG6pylIT8GzXBfhUzV8kg",
-	"YiWiFXyQKhD6jbw3YnEwTM9rNuiQj8QNJx6eHO97hugjYjwRNwvP5Cd7mnqiubZ07E0mIaHFJFM2nNIo",
-	"2Gg3DhM2EZclz4tMbGlkmE1keRh76G0ah3kwyQZNdNBtNBs8zSIxt65hWth2XM/X5b9mOMZ0wfeUWoV6",
-	"13nBR7m6/L7WxxElg/4cCS2lU8y/MY6J4CuNHon/PYhEm+VYbmKz2DZr/GyUMrl/p2PrvkFnhH5EkjAq",
-	"9QYlY0LnpYMbxF+5EwdyL43IF9GhY7Z0ea7kthPigwTZRlEiD56UfeTtVWNx/2nQLCoiSuJ+XcyS7PKo",
-	"VD92ogRRUgzFySzTWVXvCS3gmCQDkvCc3/biidIlbnlrXylet7z1ouRZEpxkfFcydfJvkrF0kveD6z4l",
-	"ChQyLBNrWNcsGWAzKTi6SL+0kPUU9T5GCdpPs6yFjM5T1Ls4vUDnXSR2sWM4muVpTqPdeB6TUQsdRZ9a",
-	"SDAVF2Ndw56GhWRPMtpCxt5TdM7HmfqXbLTHk7yF5LGfjYlxGpMaYD97kk+CvBDcVV05cuT1gVfvTlWK",
-	"jecRpxUPEXIULbI0vpZ8vjwp1QoP+RcSxpM0S8fDNB8PxYmQ2qIcypQaSwNZIM5t3R1EI14Mr2OkNL/5",
-	"XmaUXermVkLPdb1m18yGoXaYvEbiKC/WEb06GFPparpiM1Fh7vjXT789rxLcTm+0UyMZykksa71sKJ3p",
-	"Ndl0xardayaGi1dNZXktF2aQxp95ct9JuNj0NV/X7FtmUf5ywzT8BQSgnEYnngixTHC5at+EaRQ30TCd",
-	"5FEy2GL82Fs5AcvXPP/WZbh9AobhWfaKGfQKLphqmJERb6KQ5IW4vvMtBu7o6wbuW5o5N/AF1rXJuF3v",
-	"ppNwC5vfdAZTRWtxAs7C1rnDBJyVR3njW+9eux/rQqrT7zsF2zJWzWGzC3nT7b9uAiVPv2ECt/Igx1m1",
-	"8zeTFDYcfg02EBdDkRYk7m8q381Df8qoybPBtcR1hMxca2ROojMdvYUNx3FchfJNP1I9NwzHbvnWTEIc",
-	"Cs27T2SKOc9tzWRH9em6blwxtWXZsZ+PSSJ7MUvJcGrQmDMWVQ4n0lz0/Q0l98+cVuURq+xFmFncMnVM",
-	"mE310DEYDx3KTN8LAgdT3yfYNLjvmJi4psGxG3LqOJQ5HqcOMcy7pia7W8RVmoYSI494zPpRwviXGXje",
-	"WkLOG4nlS36hntcgx0ZimN6KJ/MQeGJYePbSIhIuWndrj1fg3YnjzF6YB75F4/7CQ/WzXutzXvltJIZj",
-	"LT6Uyn5imbKnZQtMedIbCbaN1W/UsbNGgl1v4bVF1LGRYOwuvLOAATYS7JlrXpnvztb9hffmIcBGYhvW",
-	"6jcWGsL6wmsLAKB4Ba97Zdabu/jOFOBrJFIdnjf6rUTXGolp3PTmDGZrJKa/9OZcS4a39LzCe8RDZ+np",
-	"PLjSSKzlQS/uKlOSeI01Uzw3xXqXUEirhoMkpsQapk8UItJITNuv/1wDRxLTqT+ag0gSuT7Vo3mARBDK",
-	"Wvm0Blsklr7+nQq4SCzLmXtJbQ5LHo/pryVEkVhO/edFbKKRWG69sSkO0UiwqbCTcilb66AFsS3duTeX",
-	"VfdGgi19zTszVbqR2Pa6lupqtRibN/ee0vxEL/Njrl/8jcR2pA/DjM21li72RmJ7+vqXpi3JbVt/aflK",
-	"T1Sm0OWXqttdnNXFZhbu8sT2pSyRpKzCE4ZRzDKeNNr/298SMJSePZVoUKLaX5UfiBQGGCG247gWCVig",
-	"M9PlRNxiFBuOxYjJTddyHYNgZge27TPLJrZJqeuHBteJvG/lBZcYMweq/dOT3oXS9W8ajOHMhkF1ndsY",
-	"M+xR02OUUh9TRhxOPcMzqWWFto/tkHNKic917oYWpqbhGoGOXYtgOh2GecswxBu1oaTjRrvxqbiuO9Dc",
-	"ZtqoES+0Hd00vMDWDd8OAtf0ObM8yk0f08Akvs9Y4AsZwrNDy/eIgx3iGo7ukNAybXM6ams26tOz5SEL",
-	"2ibW0riVQ1N96KO64WIjO01tNr5JbcPAjmH4OiNeGJom9gKTG77p6gSbnHgkZLbr4dD2fN9xKTG4g4mu",
-	"M0f3TGM6G3zTbFZsysrsMRuKbpgO9kLD93Do2DTk3Dc8EoSW45uWFVqmq3uugz3DoDZ2LJP6usE45kZg",
-	"+5bl4OlQ7K13ZW1Thha2DWyZdhhw6oSWZYeObjvccrmuE9sJmR0EhuPohmMavkdJwBxicYuHnu1zbk1H",
-	"4dy6KZ07bcpVe9I3PB76pm+ajqFjZulcx9xzA9sxLd8ifmA5vhM6RuibtmmbTA9808FG6GPb9G3dng7a",
-	"vXlPSgTe3XBPzgxbxYZGvnI2nmc5vuf62PJ9l+mGZ5tiBgG2LEOwLIO5VHe4q5ssZAYNPEcPHeKbxHat",
-	"MAz96Wy8+dn8XbmqzSw3UvU5Pz19LvWeB3Vh+/pbZdF+CBe39enkWR7PPBZ5GGBbZ9S3dCcIOKMODRnG",
-	"vqGHph3oPuNGqIcGxi7VA8/WmWtZpmcR4nGKGfEfe9L5h84v/40cM+cP0Xl3v3t4puCDnykNuuymT+JB",
-	"o93oHpi2bfi3pj3/WaEG8Ule5LOT5BDD8LHFLM/zfGoEzDAtE5tm4HiWb+qBr/vMsakdEN+1Q8eyfGr4",
-	"3GUe86jDMJNeSzNSSXvvAiVXUnCWML4fkJw7eNu88V9X5YBfm7u9vALS4B9OC3ltLninN9r/WV2jUyib",
-	"W8U9zceyiZ/m4+uWuyBZEQlt7l+5rL7f+vXjEiF1DKSOgdQxkDoGUsdsnSdexuTSIUkGnKE8SigXFLoi",
-	"uYx8LX5xvgTJSiBZCSQrgRQVkKLih6SouD1FxANmq8jXZqo4isS5niYg/1deH02u8nIXQx5llWoGuShY",
-	"Sbb5ZBQ5ZKKATBSQieJ3qvj7k6VSyP9ru6wJdQtUVPBRaRy/NV84di3XeF/fNIvJt8v8CsoWQDnTeRho",
-	"1DBCDfuOqXmGaWgGdV03MDi2/OD+tgBxAzeeFKPxkwueF91yHZ5n6ajzkozH12ekGHo21m3HwN4TXTee",
-	"bEKhjajfKpNyLKf6ngLHhuv5NAxsN9QDm9HQNzgxsOeFoau7LDQ81+dcN9zQC5nt257nmXrIA9vSTYNy",
-	"LCH2f/NZ6VvfNt27OM/9fYcyner2E/fhKimxvBublagTRlleQCJvQGMBjQU0FtBYgAIBCgQoEKBAgAJ/",
-	"ZyhQCM8rILj8QQDAWtK0talqS3cxhuZjl1D5bRMJzUKeePkPopwrOEM7dS8rSFO7mKb2rKQ9IIOADAIy",
-	"CMjg40MGS/79X982nypk64RsnZCtE7J1QrZOyNYJ2TohWydk64RsnZCtE7J1QrZOyNYJ2TohWydk64Rs",
-	"nZCtE7J1QrZOyNYJ2TohWydk6/xNsnXenFliZRKJ0mKlMkS0ZfYI6XwAuSLAOxm8k8E7GbyTwTsZvJPB",
-	"Oxm8k8E7GbyTHyhRwdRBeM4jOJ95Aj+Mq3KVuX+to3ItwSiSb9/kmjyfrhG8k5e8kyW5wTcZfJPBNxl8",
-	"kx+hb7LgT9/YMxlqxECNGKgRAzVioEYM1IiBGjFQIwZqxECNGKgR87PWiLmLOVkMr25MFiMCizJYlMGi",
-	"DBZlsCiDRRksymBRBosyWJTBovygFuWa9fahzcifstZYZQ+40Y78+lwzpuGYgj5lK2I0BJ2dvEDRiAw4",
-	"mI0XzMavM7AZg80YbMZgMy5vWckmnyiWuxpkEcy0BrGUlUQAYAGABQAWAFgAYAGABQAWAFgAYAGABQCW",
-	"hwJY5iEOkgsh/EHglYxTHo2LW/GV8+5+9/DsQjNQ+UUb5dEgEfJhQvkc4hLl5SOlq02S8kVKkjSJKImr",
-	"JspzCpjMAiZzXq4JADMAzAAwA8DM43PmLxn4PUoQ3jeJeBTzrB9MopipT4Mx1Rj/3Gg2WC69xFUxPh4G",
-	"2NYZ9S3dCQLOqENDhrFv6KFpB7rPuBHqoYGxS/XAs3XmWpbpWYR4nGJGpCtUnk9uqJD4/odkGalX6pDp",
-	"lhxOfOKZgcl93XMCzE0PO0bomTrlvuNyopuGbwdWyC3GAt01dD0gtu07LGCWdOCdD7B7CA8umc5G7JMF",
-	"h7GpLPEg6VKigUwNKs7mpaFn5FMP9y7/GL/hVnp64oUXlmleHf3RMb4cG5/PjMCbeCd/XCT7eezFvOhG",
-	"72zaw6fBH59eHfxlf7k6OcrCce/92x77489XnVdvg07n2bN6N30SDxrtRvfAtG3DL59EyaD/kV+rgTP+",
-	"WfvIr+X0ftpkLuKTvMhnJ8khhuFji1me5/nUCJhhWiY2zcDxLN/UA1/3mWNTOyC+a4eOZfnU8LnLPOZR",
-	"h2F2J3++SlCE9DCANQPWDFgzYM2ANQPWDFgzYM2ANQPW/I2w5lLobi4CvBlHUY4ImmlcDwNAj2OiaiOk",
-	"+QoA+pyX6n4+K6qJwiwdSW0gL9JMst3xpFAZAsTbJOM54p95dl3mkUmYlPqRBI+vhqRAV6T6+AHg5ylQ",
-	"Ng8pS34Uyuu8jqc9RQQpEFq+oPCz5rdEn9tIUTlKBogOSTLguZD6hiW/mgeiz+WrFRb9ptTcAYv+NpCf",
-	"5B+Sm31DtO/stHdPuE+e0Rp8d9/ksDcx+AvZ9qE40uqz+S319fsipQ9PuxEp6HCaRzrK5d8yEP3v3wsV",
-	"rDAxy3EN3/cD3fAYdzE1iE0ci+iMWpzpekgMSg3TNWzH4Z5n6ZRYxMCubTump9IBzNA5edOWG2XzLad4",
-	"3rkqRbNCrOiuuEvKZUM7WPfReffsqPOuf3zYO+5c7L9UMshVlPPdX1pdBoQJECZAmABh+qlW4DuhFvtp",
-	"EsYRLdqLl0MbEXWVpJm6SVgUhjzLf2mqG9+JFe2dHrzrX5ye9o865y+6ih9JnI5/oZyzHO2d7fePO3/1",
-	"5Yt77y66PcBTAU8FPBXwVMBTAU99aDx1il5uBV7eDVjN14Oo+xknBc+VL175OkpDIYiUVUdLP6yncmAV",
-	"wiHhx2m28JgUPPt10dKTtEBR9VPRRpzQoZofLamndtlMjFZcME3iihWKcUbJAF0Nuep+yFEYZXmh2inS",
-	"9CPiYcipErHncVe1RhXu2vhx4GD+UH563xIknKfWFmCh8eNoqeq9zSF7ySSOm/dzhpSEWO+f2LIcwzGN",
-	"O7sp3sFzbDJmmw1pi/WenotVmpYiASBtgLQB0gZIGyBtgPkA5gOYD2A+gPkA5gOYz/fGfJQ6gsgMaQkl",
-	"Xyy1uzuCO9Jbbm2Y9jknLK93KZGXOpYDUdYLUdbg0gbh1RBeDeHV3yO8On+yCdp2j3BqgBaXhlRdfJK1",
-	"S/pMv1SkKQ0b/Sz6zLP+P2kgR+LcFl9+O1U82/DfP/bIcZmrt9F2HdP7do6jZSeGreuO/428ST9lfVVn",
-	"68ZFwYbvWM579X45XRWObvz3+POzTYj33+Phs/3nf/158efe0XPz8PDk5OX+6/PX7uvDF6e99+6fncPj",
-	"N2/P3APr7buX+53n5p9vj07+ujRf//c4e9Y5emm+O//zhbVvX/Zw5+iou7eP3YN3h6/Ou+cvX9vuxfGL",
-	"l6dnB52X9snl8UXn+Wun89/Z8Nnbk4vzixcnrw8Ozl6+en3y/PKd3bFeuyedA3vv/etXL/ffXJyed94d",
-	"X56+vjx9c7T/+u2rzjfxsP2Z4vRv3Ae6ZXtyH9wct18+HE+COKLinUa7Ye9/cZ6/e83G5390LfPLuwL/",
-	"9d5PrT/eHz0ZvInPrviZbnyin16Ex/qzuwbq5wUpJrnQkQ9fnHQPxC+TMc9yzuZ41x1Y5zQHg/H17zsY",
-	"Xt5GxfBNxVLXld+ZidZgiQFLDFhiwBIDlhiwCIBFACwCYBEAi8BvaxF4wYsbsfn7mASelGjFeufPbvJp",
-	"wiel96d6W5JAOYAKkk1HNueiSlDOScwZqhQZ6aJKkNSJ8iFnSCiFqFQKq2+folJ3km+LLl+fq6y1YRrH",
-	"6RUiOfonDfISL40ylF4lv65X6fTPctlJgmpvaH/ya6TOhxIjczLickSCeOU5QCTJr0pvUv4lygtB3H/S",
-	"4KlsMZ0U4giU6Q4k5Xi14Gp1/0mDlqTjP2mA6JDTj/kimCy0Tq6A6KhA2WRqLqr2jpjK/unx2eFRt3/W",
-	"6fXOTs8vJBtIkFBUZ7+Jcb/onnTl7fL6fJWfq9qvYIb5jmaYY/KRV4uu9lTd03ntxst4McmSpY0n1lQu",
-	"ktq5s2Va2Nk32E0efkAj8qXi16ZtL3PsH5htYTP0f8rIa7D+/VG375Ischu/bTXJLRy2zZ9krf5JAzm8",
-	"ouCjcZE32vpGFhRXGQLCKJF3ag3ji2anSQGQ6ufKUNEwfdv0XWppOKC6hhlhmm8TX8MmJa5l2TYx7Eaz",
-	"EZO86EtRqGoh5iTnfYUO5bUO1e/pVcKnr47Il/5sRvbUUqDE7jvYLn6WHd1sjLMoVdKd0WzIW1BcS9GY",
-	"x1EiFn7JbCS2OJvEGy13XpBs3ho1BX5fX3YvJfB7l5ytVb38+Zt6M8OZHNrXLc7yqzQ457nQQlboDK/S",
-	"oBJEwDMf8GDAgwEPBjz4982BcXjQPT47veie7L/r75+ePD863L9QJ2VRHb4iOZrknJVekyo5hiBbSVwI",
-	"mYCQCTCQgIEEDCRgILlhm9jfS/CT+lr/8qTzpnN41Nk76oozerBX/6UNOwFMZWAq28RUVhoc0AoIYwsT",
-	"WTaJuVaiTPP5pm+NoFlt04oSGk8Yf6a0h1zw+FyalA56R8rQJa+E8jHE2pSxNueTmJ8pWkIiaYi6gaib",
-	"33xjlvyxXfFTJIv1KURmykXLHzbdMGVTN2yXrXst16v8bsWS/Kh4otX32iaWk3vEFt1qxDKw71vvv0Hp",
-	"xamnSc1OMmdAkrYR3whMP2BECz3H0bAXBJpnhI7mksBxdOxaLqcPYnmqLDSlEn9nI80DF9aTSxXdYt4x",
-	"bew43vv5OIAtEqQvX+RrYgA+T+95MPmAyQdMPmDyAZMPINyAcAPCDbgm4Jq/eQjAKnCxhmye1x5vhGY+",
-	"KTWk9c7/Z6UKVa+edzVMcy7TOeeF1DBRNkkkjMrZ0xmciqapqwckSvKi5vg/TRCdJvH1r+u8XxJPBjOg",
-	"s8u9o8Pey+7BlI7KLz8X21GSaBkCLRsAGPQXrad3dzxmenJ/76J6D0vAx4JUrXawtXzHkgjMI4CwpswM",
-	"IKzV9yX4LAOABQAWAFgAYP3Gdfsuj7r9i27votd/3jk86h6IM3B4IhGufu+ic9GViyQUJqEiVJoUOCiD",
-	"gzLAtwDfAnwL8C3At78GfFuqhUsgqnL7VNDpvYBc0dAGKVyIhGpLp7eyBYll5kWuSCaeRzmKo7zgDE0S",
-	"JsXDvNBqWT0gz8pjzrNyfnnSn4mey6Dy+SQR++tCrDngyJA95RfNnnIPaFgy0xounHPROTa/bWqT+rl8",
-	"dPlNHpCad0p0YrjYsvw7ZjrhLCTcwLpmMUw1HBiu5hPb1wjWddexQsvlzrfMdHJ/3P0eG7CeicScZSIR",
-	"Y8qX0pDYG6UhmS3Gt81DMn+TbZKFpBoZpCEBSB8gfYD0AdIHSB/SkADKDyg/oPyA8gPKD2lIIA0J2HvA",
-	"3vO90pAsIRj3s/BII8zaFCRHkeDnZMGuI80Eyqih8uXTdJKI9xKGwijLCxSSKJ5kHLKOsJKIFQx7PknA",
-	"QgIJRyDhCJT5faRpOWa3wj0SdEQFHynWdqsZZuZDLy4NMU292ZC3SL+8RSo7QOnT0HYdZ4WR4d4WEdmA",
-	"CiPIJlUFW4+b3PGpxgzH0DBlXPM8ZmnEZSY3DM/1zHljyiycodPr3dlWkRYk7lOSq3K4zlbVMacGv/NJ",
-	"Im6elVkxqksc7A9gfwD7A9gfwP4AcCvArQC3AsgGINvvDLIJgXk13LUd0HYbolZMtXchidTbA8isDpmd",
-	"VeRcgszWoiH1idakiDaqdtAUuFyg5oOgJd8I4vnxkwJc59HhOt8JoNFd13Vliopy7yYj6hmGxvgo1QzX",
-	"tz1T9wz3PlkktndB/ftuaRbWASLzLB1AEQBFABQBUARUclDJQSUHlRxU8h+vkq/Wlm/QyptrApf3pbwr",
-	"I2Qlf6y393RFAR2h8hImJHKST7NM/rpRyyfpfOgmJ3So5kdnhONXNbxecTKh15fsTIwzSgZCt1TdD3np",
-	"FiTbKdL0I+JhyKnC8uc1f7U8NZG98WPjPPO61nSbAvRNy9QvEmaLgE7jx5Lt51Qx76Rgroz1UNMHtRLU",
-	"SlArQa38YZFms+gyMs34LS0DUS7Jr1Iw5BBGBmFkAKIAiAIgCoAoAKL8GiCKUkEWyn1s6dJwh2LFEviI",
-	"igfFTX65MsQQDgThQBAOBG4j381t5MkmkNm3rM77GOG+aQmPDb1ioG7Lr1a35Y4uRW+jYvim2jprKhAv",
-	"SF0AAwMMDDAwwMAQcgXQJECTAE0CNAnQJJQhvgE2vAtS+WSmz62rYbE/q4gw7/Ol7sUc7YxJlvMmEjPM",
-	"m2iSREXeRPSaxjxvI2yaCjMphvxayDNCrJFVFnZlW3mRZiop/ggR1U05wn/lKOFfCnRw3nl+Uc0SfMq+",
-	"m08ZlDz+VUsebwZuTXkD2hEiLyJZRq7z8tAKsuQoH6ZZwRPOduvQlgR75B5ttBtPnqC9s33t/PKo29OM",
-	"eRZWIaInx/ueYaBczhHtvEnjgmRRjrpvkNiLyLV3Wx8S0ZJcg+tprXM0yNLJOEdpiLqXyNRN64lhYxPt",
-	"dJKEf0F/HR4e7rbRgCc8I3ETUZIFaSJbCtO0GGdRUqCdTla0kLvbRGzCEYviaMATcbzk79jTbHO3iUak",
-	"4FlEYjX/Ifk3yVg6yWVb+STIC5JQwf1olNFJTARTL1vwUMYlM2SoXOTdJhrzTJ4J1ZEc7OGbcpLPCRUr",
-	"l3OOzrudg+Nua8TQzt7pcRPtnR73jzsX3fPDzpH662Xnfef84PSy10Rn+8+b6OCy2z84PDp80T3Z7zZl",
-	"ewcH0292W6gr6+AEipBazD/zGIWEFkjJabMNVL6Cen9eSob15AnS7vm/aiVEc1IMr35oRYwnRRRGPENt",
-	"dCG4/rMPCUIxL1CQo2dowAtJlr3rs4yH0ZedD4290+MPjSb60CgH2v7Q2H0qPiJ5zrNiJ+bJTpDvomfP",
-	"kCFeE9Ta61xcdM/f9fdPL08u1Ndiqnunx2g0yQukznbAEf9CaBFfy8pBZftV82Eas50gF9+KFnYIpU0U",
-	"7KJnHya6bgk9Xox/p2SGvXTEd9SJfcGLnUB8ln+cfGjsVmN6ftg9OugfH/Z6hycv5maE8o8TNIpklcoP",
-	"jd1d0f8i4UYp4/EyzdAzVB9ASb4Z1WiaUCL+nhGviWTLOx8ay4sie68GvHKo4laPVI0a2YWi1e20kOPf",
-	"jBpqqjV6rCIHSSZiN08yuZMUU9wRl5QiUbNSPqo/eZpFbXQ6LnbE37u7j4+GYiyjhbEsErE265tpOUef",
-	"GSmnHQlyyL6q9kfiK/Fr9ZZ6tPMh+Z//x/+Ddgzfxlhp53RIMkKFkFBNorqoEP9ChyQZ8N17od+1G0Wm",
-	"5sonUcErQ978FTJ3y+zIkiutYEx3m3N3kUxbkF8nBfmiOG+3vGURF3cZKXhZma3WWJogovhlzgu0I/gD",
-	"JTmX0truUzTOhFBVRFzdDFLOlY2IG2E44kVEp23mKOOSxTSVLJ9zLoildk7BGZIXao52TmQXqkXZTwud",
-	"TftBlCRi4wjZTw4sFxKt3IY52jnqnLy47LyQV8j/9/8axm4T5akSLdOEyxYzLqubKdFbXEqTmEzNo2Lq",
-	"UYFoKmQBRaQXC+NrowNOd/LdJ6+L653JLhqRQRIVE8aVPDxJIimRRwn6QzP0/91RCkLZg2wxJoL1RoOo",
-	"QDt5igh6XVyjWMwtSpBmtFpi2IdJof7Udb3VEv+PJknM8xwF6SRhnFWX1LN7/g9VslbZXlmWS2wrltLJ",
-	"iMskrjk665z3uv3nnf2LHhqRcanC7MglaAm5bfdDUjZVft8PJ3HcRv+Rt4jYQuGqa6z7Zk9Tu1lz7Q+N",
-	"XfQM/edDgyQp4x8a7Q+NQUbGw6jgHxrNDw1KCj5IxeXU/tDovql+G1YvH0Unkd7yjhO9Zeyness4NdU7",
-	"PI7zD4226XniryEfRXlRNqM6l6/xmNMiS+Promru7LkjlqG7/+TgeF++M8982mKsisXKLw4TNhHSIs+L",
-	"TFzMyDCbyPIw9tDbNA7zYJINmuigq7qTfKb9oXHQNUwL247r+br8l3ws2Lh8PBUQK3mwd50XfJSjF6Pg",
-	"5YfG17lRRcmgz0g5AWnn0i3NwAtjF2+NY0LVaz0S/3sQibanYxuRPO9/HMjH2DZbuq6Xv3/pfxbjGfD+",
-	"Z/XUMVvlsyhZeGbpevVMXXz12czE3eoNwSU+NNqGKWafjqJEZjwcExoV1/2PV0P5vWu3yrFUryyMZ9qn",
-	"FDzkRpnbYl+fLu7ImVip9uZU3m2bhmViDeuaNd2alKilrj9qVt/0aUzKrdChk4Kji/RLC1lPUe9jlKD9",
-	"NMtayOg8Rb2L0wt03kVq38Wp0n/kd3ObsL4NjqJiGE1GaMi/kDCepFk6Hqb5eCgXW0xKXlGm42Lsb3FH",
-	"3SncqFSWH3e40bdV+x6LN4DKg/oIjP4SuHqcBn9Fo5pd/05W/QohgnAusOODHR/s+GDHh9AuCO0C/wnw",
-	"nwD/CfCfAP+JRxTaJYHYqb/BrW4Gt/tS5NEgiZKB9pFfb5LHtstM2zZ8JFVVKk60+J0UosMorFk0M055",
-	"NC7yptDopccBg3iwKtttTxH9T0HzHxMjMrfsK1OFknjQaDe6B3K9G83GR36tVH/GP4vPNKNCLGhfPAtI",
-	"zh3caDfs/S/O83ev2fj8j65lfnlX4L/e+6n1x/ujJ4M38dkVP9ONT/TTi/BYf7Zdbs8Z2d5E/Gpdes+S",
-	"qqCvg74O+jro66C1gNYCWgtoLaC1/NisnlJVWaM1VMpCTV0pZT35bk1bScg4H6bFTX7elZdxgvhoXFyj",
-	"6hvBRpVNC+1dHh4dHJ68AC/sb+uF3StJ/wPSes52Sk27+ZZ5IS9k24/OcL6SDrcH7evYdN83mlIf7MuK",
-	"z7JUp9gT1zXLa85JPGeKrbrrD0k+XPpREt51DNPQGdYcrDMN2xRrRCe+pgcBdQPXIxiTuvm5OqzfOK/n",
-	"dK+CFRi0StAqQasEGyRo86DNgzYP2jxo86DNr0gvWQnmUw27rr5P1Y5l3X2z3JLV6+1SaW8ioYsgqYsg",
-	"krAmShPKkdJAmlLPFjoHGBnLpJM13RviniHjJGSchIyT386bYMraNwF3vmm2yVXAlWnVkavV35m6ZZni",
-	"wxqktSafpeE4tnxzHutqBJhZ3DJ1TJhN9dAxGA8dykzfCwIHU98n2DS475iYuKbBsRty6jiUOR6nDjHM",
-	"xn2Rsl63c3S31IwPhJMJNlETBgAsA7AMwDIAyyBkAmAzgM0ANgPYDGCz3zz14V2gsifBJIrZeo+XbvJp",
-	"widl5pN/0kC51ozSz9LLYwmlE+frvNs5ePfrer9M/yxUShqSoNob2p/8GqkN2a7SonA5IpKwauMhkuRX",
-	"pdeLLJUXJQNB3KeyxXRSyJxaXGYhk5Tj1SqoHfhPGrQkHcWC0FnuyRq0IfPVKFgkKlA2mVbMqRZUTEUu",
-	"X7930jnrvTy9WEb69sTeAKzvO2J9x+Qjr9ZSbZW6o9Xa/ZTxYpIlS/tJrKhcJLUhZ8u0sGFvAOcefkAj",
-	"8qXie6ZtL3O+v3+gP9dGEFPJMh+r65f5U5DsnzSQgysKPhoXuXQAux2AM2wf++8bzUYYJYvJTKLZnu5/",
-	"5NfVz/+kQZnahLiWiW1bI8zzNWwbXPMtz9Y4YaHDQ0YDbjSajZjkRV9e7FULMSc57yusI691qH5PrxI+",
-	"fXVEvvRnU7IFY7qOU6Joexf4bfud1WyMsyhVUoPZbEhmL9h0NOZxlMgi6NFnnvUrumC1Edkk3ozyeUGy",
-	"+QwpU4jw9WX38s7VWxQXmL+RGs3GZMw22xNftzhTr9LgnOdCul0hi75Kg+q+Bac8wBkBZwScEXDG37fW",
-	"+eFB9/js9KJ7sv+uP6t7Lua6qPVdkRxNcs6kckoQi8KQZ4JsJXHBXxX8VQF4B+AdgHcA3m/YJvb3Evyk",
-	"uta/POm86RwedfaOuuKMHuzVf2nDTgATDJhgNjHBlLg6WkIwNjfFlPlxbsyTNLPy/CtXqezBKXma+aik",
-	"zKGkI5grwDUZXJPBNfnRuCYr/r6lg/K2CeZnOdbE5aAgeIuSEHuurYWub2jYcQLNZy7XsM1dl4YWc10q",
-	"NpX4QFpOVtfZqF6poPrT48bUwFG5KZs60V3b5qbu65j7nhn6AfNMjg2XBsTEbmiaQUDDwDJCEno2oZ5t",
-	"h37gmrptWdhtCB4zG7lDHM9iOtfCIKAaDuxQC0zb1QyTMia+MWxrfuSrqjAsD3xWu2F5CoZuM9s3fEv3",
-	"gtCyuINN6nA/NEOHhbZpOQYV/3J9U3dsz7N0YhgWNxzf0A1qYb4wBW453GCUarpBsYYdn2i+HVqap9se",
-	"J9gzODXXTcExHM3yNGe7CfDQDrFNKCE4MNzQYZhjEzMaGDqhgUU92/U82yI+C5njOrpnG4btWMRkbhjY",
-	"OFiYAMOhYRqYaIbnuGJrMy0wAkPzXI6Z63BmYbxuAi7GuoY9DW85A9NhlmHrPPQYcSxqOrYREtf3iYt9",
-	"nZqhaVHmhWbAaeAHpuv7nOi+b1jYDlxOF2eAMTGYEzINm4xr2PN0zePE0qjtmR52bItbbH4GVSW7mzdR",
-	"VTFueQK24VNHd12CKfZMzK2AM8/ixA6JTbkTmL7h6iEjBnFMxzG90GQmDnVsh3bIsW8sTMAPPUaDMNR8",
-	"HjgatlyiBVbgaQEJPB/rduCZxpoJ3LCFbhq+S10Le6ZOaaAHzPU9cbAJtomuhwyzkPmmruumjj3XYrbv",
-	"ceJapkVCF3vB0ik2aei63LQ02zQsDYeOr/mMMM1yzJBR7ITUttcM38Wmr/m6Zm81fh7qnLouJrbnMct0",
-	"fMPUbWpy1wwtz9U9PTAosVzshTp3xUGmFnEJDszAszzfsBfG71HOMHU8zQmprmEnNMT4ieaZzHQ84vgO",
-	"Xz9+y9c8f0v664bDHd9xTWy71LK5x+3AoSb2bUIs7uuOw5wwCEIfe7odWga1SGiEVsCCwPcCPdgy82VN",
-	"bF6X97ISqcEaCtZQsIaCNRSsoWD8AeMPGH8A8gfI//dOPToHyEelmLwK82+uibDoMFYi+fL6Wo6p+B1C",
-	"KdpVxWASy2D6qvTkLL9qrmRjxoS4exVRvmwD6DAGJoDvgbQ+au/86gxOIdGqInGtUKU8nK7B7ZBiV/M4",
-	"Jxq2PF0LAtfWQsulRoBdJ8BCbce6TrjucI16WGr/oeb71NS4ExKHuYbOnFC8xrBl6Jau+aHDNcwCqhEd",
-	"WxoOdKw7xOJ6yORO+IaxAh3G5MbfIlpA/ymWUB57lWtjGuT2QBk7fppcs1vvgvUu7vVUGtKmMEyvlJio",
-	"7qErnnHFagHyAcgHIB+AfADy+X0d4E8k/NPvXXQuSofreakciYXg2azwAfi5g587QJ0AdQLUCVAnQJ2/",
-	"BNTZYexGjHIrP2ehbK/PONPjJM4RUWlkapmaxZJPCp5LsHLvbF+rfKw1QyZnfiroSkkixHU6JMmAq4N9",
-	"RTKW/7oYqiBXlAwQQSpD55xwhnV/GSYVX0BSl98ZIpUH8LHmL9F/BopBruBHnSu4J2kH4CWAlwBeAngJ",
-	"4OVvC15WOkJfXUnN2Q9ilZSKkWa3Y5xFmdUSoE2ANgHaBGgToE2ANgHa/CWgTaErLsGNN+OZSla7LVVD",
-	"+Va7TORcwoerg7pV/PdS7HhYBx7L6PLfMt+DeL17OxmXY/FRzkvIuEZW0cXqFBIX5cr+mHjyYtr7inju",
-	"WyEn1zCwZb2f4bb7PI7RiHzkGXoxCl42mo08ngwa7QblcazJB5pHXGLoC1CNb+mhZ5uhZgS2rmGDexrx",
-	"XFdzXN3xA4NZvhPKGMmbxmS3db1l2pbrurUxHXB54EeCSaguZ8Ni/POdMKO/t4Yj14U5zpYfgCMAjgA4",
-	"AuAIFDRQ0EBBAwUNFLQfG2Y3E40rvayS1dZH1qli4vlUJ9hOc9o72+93Do4PT/oXp392T3aRUkzm1YtK",
-	"4Vmj0Jyk8/VSOKFD1S+djk1QfWYfUFxBdFWyBqF/RckAXQ25um+HHIVRlheqnSJNPyIehpwWu3IMK6ay",
-	"Wt1R1LmoZPDv7bKwQtfZXm3ZQvCvT3cLbwTjRxHj0al72+pYKw0zalKgX4F+BfoV6FdgeAS9FvRa0GtB",
-	"rwW99vfTa5UwPNVOV6q2pcHxigfDNP2oMR5Hn3kWcRVJsdYAec4JE7pl+R0qv7tuS0tYVaGwiWKSF0i5",
-	"7co8AAn/UlSPIa88U5WV3yoiHpQ0hJAJSCwPieUhsfy3dARYwe8Dojsc61TzXW5o2A0sLeCeoXGKAyek",
-	"oRmYwZa55ecy7Eyr1hobFOJ1LcvUpVm/HOGNL2PXNz3xsrx6+1QeIJVRR/0y4nlOBrMfP/MKmgocTnXs",
-	"Oho1Xaphy8Gab7qG5ttWqIcGNXXLFsJEUYz7VfiJqeu1sr+2Txn2AkszPEPXsM9dLWBmqDHb1t2Q6LrF",
-	"eFX2tyTCJlOpdkU/kIBpo/5TTbTZVxtFq4SGhiD6ASnEln2eRU1kuugk/YxEZ6jqBr04vhCHZhpPc9A9",
-	"OnzTPb9rbd1ba+i62NNdOa1y4/UrgaFchQ32Xu1jnrBxGk3RRd13POwwzXe4o2GXEI24oaFZBgl8znWX",
-	"063QxcXreE1+Iza7rgFrBKwRsEbAGiEICFBHQB0BdQTUEVDH3xZ1fMGLFcBgDXws5esV6GMl198a+DAF",
-	"N/6VT3uafqywwnQiSEczXuS7gDRW4Qcl7btTQi9hjWthpPpka6JFG1XbCinCbRAzcQeY6RthYz9+UgCI",
-	"PSpAbMpF7gF1bRVS4+iuIdO45H1Ci+gzr7jzXXCYLG60JVbVfvLEMN2W3tJbRhubtu4/CcZUk8BXfk8k",
-	"5e/tsZSK36wLi6nzIwBTAEwBMAXAFFDlQZUHVR5UeVDlf3T9qfWq9mqtfl24zDkfRLlQNAUPfXlxcdab",
-	"toSKISlQximPPvMFBT+fBKKVgDOk5NcmyqNBUtfNBtFnnpTq/q+bifU7B/usCehZEOl/QGTPMlxUU77U",
-	"Jmi0G1fDnFOt6k3TDdPCtuN6Pgko42Hjm2pYW8cNVeR8dJFDNxL7l9Rv76zdQkAS6LWg14JeCwFJgCcA",
-	"ngB4AuAJgCcAnjCnaygAoOYfwGdq5Bb+AdPgJMZjXvBl8h3I3yXQMIUYdqKFenKxGAxDSZqhqZc5KtJd",
-	"GakkdPwSeZCN/sIVXiSxVIkXRU82I5rsFS9jAYrAy1gARC5B5BJELv2ejhp4HR8G+APgD4A/AP6AGAkA",
-	"QgAIASAEgBAAQn5rIESJxRvDIM3NkrBMlfapX0RekIILNSoqckSjjE7EUcq4zOG4s3902useNNHpWfek",
-	"iV52jp73xT8hXGIhMQvAGwBvALwBcSg/JA7lySZOK/cIVilvg3qKln6U9K+ihKVXjbbebIQkiicZ72cy",
-	"q8jsh8X3Ev6l6I+zNODSH0ilWknHPCkdhNQP8kpqtBvq8hE75Dd3Iqpul3OeC/ltTbaRmoAASBogaYCk",
-	"AZIGSBogaYCkAZIGSBogaZBtZAUCtgL0WhuwRAo6XFHgZ0iSwbwb0b9ydHl+JOWOMZnkPEc7U60ESWxg",
-	"V0mF+WRUFgadJdn8dX2IDmtxSQpRi5KB2FAxJ1VEV05GJSS5jLZdyhSSALgB4AaA228MuH2fQMLOxf7L",
-	"H4O2bQg+PflsbgMhKeZ5hxBC/Rcl8+OEFMWqPqLQRIAVAVYEWBFgRYAVIUIUIkQBzgU4F+BcgHMBzv2h",
-	"Jesk4LoC0VWwq5SXhbYm2to+YvTJWIxJnIOV+al6PKn7U7bE2yrllDhtRU1daqJimKWTgfKyTNJsROJp",
-	"qms0JsXwd8xClUv6pQlX15ggX9lEN/k04ROey2hTVWuo/7a79/L09M9lKPgsSgYABAMQDEAweF4qmNL8",
-	"MZnONkIp5Z1yD6hy+1p021aeu0fJtS0AR8G117swiqdI3gEQCwxQI0CNADUC1PhoVuA7wSj7aRLGES3a",
-	"6PBEwl/93kXnosQc6wlnokRZ5ABoBKARgEYAGn+SbWJ/L+ni9WX3stu/POm86RwedfaOuuKMHuzVf2nD",
-	"TgDIGSDnTSDnHk/YRqDvRoDzXMrAu5QxnGugOQWmYhlBnyaz4UCU/kJRw94c6aGwIRQ2fNx4+2kSXytx",
-	"rmbkmk85uuHeWOVSuH6XbNYvLN+jygcwtz7fqzalp7vee7EHJUZd0ndM8nycZkVLKullcYs7OM3eww92",
-	"9nGdLKoBy2EGMQNH49hyNKwzrgWm7mim7wWeZ3mezvmdaljWr5d1dSwXryAAugHoBqAbgG4A/ADwA8AP",
-	"YB6AeR5dLct8QWTbop5lrypMOV9nQpoPKwjpesxLBhxGseSuofwx34U6ld+lTmVdJP+BtSoXt9mC/8/j",
-	"0a22rlxZJ/CjrV65lvy/tRZ8Lx0Yql2C5guaL2i+4OIFLl5bu3iRWEh41/Xa7kVaGiWmgjME+EKAL8Bw",
-	"AMMBDAcwHMBwv4i3VXXh3wiZbe9qtXlF2DnE7ymKiTinKkGThL1m9WFnRWEVmPZbVYCtU2mzKrALSBsE",
-	"7ELALgTsQiVYqAQL0CBAgwANAjQIeAjgIYCHAB4CeAjgIWsrwebzWvQqGES2n31eH9gknkaUo2JICvmH",
-	"LMAQ5YildDLiMpRN5ax+0hDDKTtZbGqP0I+DLJ0kDP2TBjnaOY8+C0acoLM0LwYZz3cRSZggaJShXu/0",
-	"Ao0iQdg24irhlwxY+ycNFPYRkIIOmzXXoPhaRSHV0AjtT379FMVRXjQl9FHiKERiMto4jePdZsVdEoYo",
-	"SSiPxQhGrZly+SoN8sYKfVle57m4U4pI4hpc5murJIEWKv0XKm+SqeqnUA+xvffO9vudg+PDk/7F6Z/d",
-	"k91ar2XzazuuFNQc7QRj2v8w0XWLjjMeRl/kv3n5U85pxgv10y4qpy+Ex7YCi+oxeAodaqFjkpDBioEr",
-	"LKqOPE3xptrIq4E1bsIY/pWjIcmHGh2SKOEMkQmLChSngzYi4zEXizHJi3RUYmlPldtXlKOQJOL9dCJx",
-	"vprFbzHHX14bUlcVYVwe0NvFjyqkTW7ChXIvu815/z4xgBnKmMstVKvOMut+etyWB9BTUmN1lHK0s3d6",
-	"3ERn+8+b6OCy2z84PDp80T3Z7ypYIcrQZBynhHGGxJGVwyhPDQoJVfsx5wyFWTpa3MkH017EfjAd9cWq",
-	"USVknA/TIm+jnBc5SsOycckDSMZRMIniAu3sXR4eHRyevED/8//8v9B5t3PwTo0zQTknMWdNda7S0TiK",
-	"pXxVpKhydqpTaNrhisGcT2KOxoR+JAOet9FB7wipE5aj2lpJX62nglkrsoi9wjIhM7CmfCj/K0Y2ngRx",
-	"lA85q/U/18eKMezJm/8ajbOUTWiRV4sxnYucZ/XXdGna1dSbKI8GSRNV/l1SZ04zyZbGMbl+igQXkTSu",
-	"jeqs7K1armlva46WnBlVXEGulNiJ4fVsXBmnPBrPUz4aJFEyWHdiz1STsqHywhe7YUrD2ZiacjXEuaQZ",
-	"ZzwpIhLnT1FGCo7iaBQJTjjmi9JdfbbLXa0Y0FH0mSc8VwRXjp3iL1kpNkc7SVrvXt0oZ1k64sWQT3I0",
-	"4kUW0RztzPO0OuN9yUlcDCuSlx80vv799X8FAAD//w==",
+	"7P3pcttG9y8K30oX3v2UpWcTNGYCdKX+RVGUTEeTqcl24pdPA2iQsECAwSCJyd9V+0LO533u45w72Vdy",
+	"qgeAAAiOkmzHQT7EIgn0sHr16tW/Nf3FWcFkGvjIjyOu/RcXWWM0geTPzkX/VzTDf0HbdmM38KF3EQZT",
+	"FMYuiri2A70INbhp7qu/ODh1h3doNnRt/MkJwgmMuTaXJK7NNbh4NkVcm4vi0PVH3NcGZ4UIxsge4ody",
+	"j9swRnzsTlDVO+hx6oYoWv/Ob+lLDc5PPI/7/LXBeTCKh0m0SZdVr/twgvBrC4OahshxHyt/CtF9cLdr",
+	"h2HgkQ6Rn0zwE9CeuD7X4B5CN0Yhh1uHNgq5zxWEipEP/XizpSDj/CNxQ2STbubLmG+HEYANK5t1YR0L",
+	"C1SYfYn68yEH5hdkxXjIlOdO3Cjeku/cGE2Kf/yPEDlcm/v/vZ4z+GvG3a8Za3/NRgDDEM4WqEDbqhyn",
+	"bffxj31/mmw7VDuwkgny4+E9CiM38IeuTb9HkRW6U9wK1+YO2VOAPRWBh3EQIYDuUTgDDrRi4EYA2jay",
+	"m1xjPu3yOvtBnOcfgf3HV/wv/a+SmaYwjlGIR/b//03gDcg7Hf7o81/6Vz7/Udnmoyh9/R8LnNjgHnnW",
+	"F1+kCAR4SiBKrDGAEZAdydQtBfGiLUFeMVuINyzR4SUom4ql2hpqOXjgE/jYp8QR8eTKS97gMC2r1+AI",
+	"WnEE4gCTuSbyk4hckEXFLs+ndOO0AQT0MdC56IM7NHsVgeDBT798GCMfQDPCm2IP+kE8RiH77VWEN4Mi",
+	"yPsNEI8RCFEUJKGFWANOEJKvpx6M8dKBOLhDPl7ReiELC/l1hagboCjxtpV1RD4Vdozrx5oyn4frx2iE",
+	"QtxR5MNpNKYLsEp4X6bPlcV11kCD9Vspuadu37fR4/ZCu0JAXI0R4dUQOShEvoUahNcgMMPgIUJhk5yG",
+	"cDL1cCu/ca/vxdekpSqeGSPoxeOh596jxZ5O3HvkoygC0zAwUVW79PXX5PUVzWN9YbbY/gBB292oA9pA",
+	"VQ8TFIduFZkuwmCC4jFKIsCeAXuL+3G/qtO0zar+giny4dStXpbzKfLx0qSnLZMLbJ2wuDAT14uBEwaT",
+	"qo5Z480vUeBX9h669yhMKnof4B/AdR/svb26ugAmjFwLwCQetwH0ZyCJUAiwGkVFFVHoKAHwPp3CKHoI",
+	"Qnv/TSrqHsYoRCAeu2RpLLxEEQrvUQT8gL0dBkmMooVZsBG+rhw+bsO1KjjtdgxjAP3oAYURwH2X2zWn",
+	"VkWL5b3Imm/QnTNfrCKfl9hyzkPVW3eKfLt3j/x4F70LWnEQVp5At+MAQCtGNl2hGD3GFecFsMZBEKEI",
+	"7BGq83Dq5s+k/SbopEcVPbsQHmlE1po0d4dmwI0j5DlgjynY7d8TQZCtubpNPqP9N8BD8B4BNwZBEoMg",
+	"BBHybYAeoRV7MxCPYYyXZQIfT5A/isdcW8qduvNVhqNRiEYwRktuAf94xWVOINrRX4WpdPhPkP/zM/tX",
+	"4I1hk//8l9DQ5K3GJvKaAjyEf4oawHZHbhw1wKvhqwZ41XyFV/cV/6oBohiGseuPwIMbjwFkb5ArL+ak",
+	"rUYoSq0thyhK+pPGOIUzL4AVu6vjz8C7y/MzcA+9BOEmghDZeJFG+FBrrlEPB0yq0B4Xt+WbzdXGWuOr",
+	"0vgK9/7idigJkAIjzld8jazeTXHM+mX33w2VSBvhcyUsowKr9MlD+spsgJxFRCCd8hhG40p0h/68C8aS",
+	"vVnoo1Ex9cK0qqh9AGNrjLX0bakcx2gyjaMycWWpkri7oXVuhAVGjnhmEHgI+uTu7fpuNN4VHHNtNJkG",
+	"MfKtGT4+511UPfwlMDdFJQlMhcIwCKt1S/w7YLTD5zx+sgFwT1TaYMWM/goc6HoUoSlTvkoNQT4+8efv",
+	"bEkP1mn1oNMRYd2BdQH2RKwIY5nquGEUEw08bT5d91z7VmBXKIw9PH2AfwN7lxe9Lvh//m9lvwFQc9QE",
+	"N52T/mHnqn9+NuwNBueDBuifXfUGZ52T9HO3c9btnZz0Dptc5ZUiiuCootNzHwHP9VFJC1IrtKDStiOT",
+	"mLf8eT5jtp/yaDGCERo+DXAmTQQPPgpX8+cEPg633I9Lj1y83l8C81UEYDgi15+oTY9O+gagsg8EDlZI",
+	"AW4Z7PX8PxKUIHzeogjzdeCjcyfHEzmBMw3dIHTj2YYDJQ1Xg+NYrA1t5KFtBQt9s2JXr0AYrDGyE2/L",
+	"jojKs6uIimIYJ1Few3h/3bvuHXINbnB9dtY/O+Ya3OV1t9vrHZJvjzr9E/JHtjG4BnfY6xwOT3pXV73B",
+	"k5H+9Iv5iA6u+yeHw8uzzsXl2/Mr3PX56UX/pDe86FxeXpwPrsgITvo3vcHwtnfw9vz8V67B9T7gn/LP",
+	"HPfOeoPOVW/4fsA1uP7Zce/yanh43r0+7Z3h3y86g8ve8KjTvbqk0x8Ork96w6veJfnisn98Nm+uaprJ",
+	"1N7y/CkfuelhlB0HResGU2zYouXYvDE/Kks7dfEUmu/LlPFLnFdgqeIZWJQXFQKocDiVNkHJDJOj1kqd",
+	"4cWtLXPtZHeDywFReWcXYWAn1rbDNenLwyl9+yWNk0sNhNFdUvn9E4x0FdMqsjPuMzPZ5WaznsDfgify",
+	"6/kExkhcz04h4U44itYOu3hUngb3KAIQpOAxAQQBEYn9s2MQB2DQ6xx+bIK99OwMHFCUmPsL2l3a2MYS",
+	"eXcmyHdVRZ/uGFl3O13BbBRD16tSU2dEl7Bwy0yTfAOiMb5zB743W3ZRb261X4K76hvD/EAtjspGoxDa",
+	"yG4vjI2MJ0hiMIF3rj8ivzN4EiQ+AR4pHD2ApunGp+9BHLqjEQobIPE9FEXg4KI7fNvrnFy9HQ5676/7",
+	"g96QnOIUsWanaDqA9dgo25DBXfWCuaGVuPFBiOAd1Rl3uNANXX/44Pp28LChaoRJlYRoGMIYFaVdkJhe",
+	"TtT5ycQsvLJ9Xz56jIfEzLCbThVMkf8Ufayg/HRPzi+JjnV+0TvjGtzbzsnRkPy9HuMmbZVo16hag0pi",
+	"5SdSJkolYwSTqeuhXaDvMPHQcAqtOzhCObeDGhGuQITXyO5/PH1qS/7fENfNM3VjqThYIXUuYBRNg3AX",
+	"DYu1QJQsBPGBnOlazIgwTUyPXIEAHhlgI0s9n4DrxwF+ig0h+x76NkAUtIgIjlG4QRY1tvKVdlFnS5vf",
+	"VGfbQqYuXga+nX6Yn1bjKXxArg+pV9ouh9Cd69sF2OH8lGtwh9e94WH/pH/cO+v2uAZ30T2q3Iepolg2",
+	"eU5cP/0srqNcbVj6bgKILD5bxeXs1fPtaeDuxl4RskK0BPt+e9rp8pdvO5Kqgcgd+fgaQJ/HsgEv/dzA",
+	"UkaURanIZFrNZT+SOpKEFVfUjhkFXhIjMI7j6V60D64HJ3il2VFjgXEQxWAP/xrRO6vrAwajuAH1RCoI",
+	"GkVfI2lK7I5H1UhZcjm//4pmu7B60SBRYURKvU2iOJhG4CEI8cX3DfDRPQqXctRGuNaW4vfZ3Nd33lTU",
+	"Q6reVk8R3nmn/+XMnKqIu3D0Zghtffeqz5kfYkNUsOuKfUEf2mVb7Ch1ma0h95ZYq8p/n7v63GqznKkG",
+	"Cb6Tk5vbN2SsmkV+oAN5NXPc0Ov8TgFqkTekqFv1bSpMPBQ1sMp8cNHlB9cnvUtebHLb8UuNFf5QekUU",
+	"R+vX/BUgDzbXgk45Dio1vpxpLxMz63SnS1HBR7rsgkyd8YmnUwMEIfg3YQ8aTEl+Kl35REmvpeGPy7AP",
+	"yBwHwd0QMcCovjBscGpUEa3g0r18c14RtnyKplGcziXxFogDMEXB1EMk3MV2/RHB9OMQuh6B6KbQQhGA",
+	"IQJ2GEyn1Cl2W2XYS0blqAkaKvGZ/UtDOqRtQzpk4AUPKOQtGKFy5ASZhw2jMT4oq2MmsBQiDy8qgHjE",
+	"azVAu07O8E9JztDgyKFRMYES59DHGt8tfQMLpbilgmYHW+HF+eUVcTxOz+uAfGCSC6SSi+0knwD7BNGH",
+	"cRKiosmv5LK6aPHbbglS6cksBbOdrHFVjawgJIlJ2W6PbxHmsNuMNj58t6dEY8kRxeZUSShmkNySSruI",
+	"tixvx4Zkeh5753PagvMzKMqFvHluratoSvMXdxLNFnd399C0iZt5FNk2bBL4MaZXNIaSqlUux7fgpIqM",
+	"MRu9tySEKXXgTP0oHmAEBr13ve5V7/ANDWMi1+wHN0KLkUvrgoCWRP5U4gOOi7wl4StZ3P4ETUwUAhK0",
+	"lHhxg96N8KngRtvFDJHIdjcCD2GQKmNxrqf119ptQodIVhkrSPx4RYxMZZTVxJ3Mo5ErdBmSA2Bn/0f3",
+	"TzQ0ZzHaNMZoMYDl+uLkvEODVdgi03AWxkHPoO0sCfmsHOEyEZfbKkVRVxSC8xDLOdkb5X1fIFsuPCSN",
+	"wsitdUmXKqzWKvl068ZjJqOi+ixbyRbbnx+p8F93jGQdNJ7rqEwdWnZywDfnLuCrZllyGN/1TNohBM+N",
+	"htCKWb6aRVf97VaXOXK8jLaZknKZhplfYOq7MZ/bBotMfBALkSgvFIWycBpXhEAvnqURnFB/EOjbIKTx",
+	"nSBEcRJSV5E0LA58CUywJwnC/hvAwPP+vH3+VzQDY3KjLcMwqlp1DpcCWhfHhV95FQEbkZN9KeiZRhJM",
+	"4KM7wfIntWayTytP01yM7Mp4pIUwovISvQvMeTTtYhBQsxwWW3xbAHtW6MauBb12VW6ZwPdm+3idZbDn",
+	"BQ/7b8hDuxJIzpFHWEmeckhsCcZOSDA7gqHnIswQ0CeZiN4AP3jYwpGoShNZKR1qi0ylHWMLMbEkuHdt",
+	"UEsGBLuxhx9bCA5eJv5KjuJ/EyfxWqC+kECtihtYK1LLXvq1UK2F6osL1e8oerIgxHLCha3FdEXKhmWC",
+	"ugjSf1uAvha3LyRuKywva6VtyUBSC9ta2L64sH26/EgpWs5Is7XIXExps0xi9h6xXN9Rs70N3RgfLj7o",
+	"dK/6N73FcwKfHj5ApBPguF4tJl9MTBZXcjMxWUp0VIvJWky+uJjcUWikZCzn5tpaNi4m91omG4+Rj0IY",
+	"o/eDLeXiAPk2Cmn2wYOLLv9+wIs0iyAJ1MMyH9kL865F40uJxvlCbiYWc9neapFYi8QXF4m7y4uUkvn8",
+	"hFtLxGJyw2XSsO+PUBRv7JRUcoqNg5DAED56yOQ8mVzmDLEAKeRyKtai8aVEY3FVNxOPpfSXtYisReSL",
+	"i8hnECApScvZW7eWl4vpX5fJzAsYRoiU2toWi8QvEiU5meJtjOz5PAvYrIMbr8XjS4nH+QJuJhoLLFeL",
+	"xVosvjTmuLWcSCmYz1i9tQQsprteJv1YuvWKmEUiUeIgFddv5qnabWS5NoryGd1fRSynOx6+7eKGJq4P",
+	"Y+r/O4HTKavBULLnL8PJqlyaKhKDr3697BKwmEZ89fslS9VizvHVr5dg22KC8tWv5lCNxUzmq18tXQGK",
+	"ac9Xv5o7CRfyo69+c5D4g8RDVygi7xZTqa9+9dId+RmNvmZn5OyMOG1Svv3a4EgxAK792xp8tYpvvjY2",
+	"eqnMLRu+VmKSDd8q8caGb+XYYsM3Styw4Vs5RtjwjQIDbPhOceU/52RSvrEtUb3ExwpolZ38VQRYGTmi",
+	"S6V8RmPKmXplBaFN5VqY1Fjfi2ls+QXeTGcrSqNabavVtpcH/J5ZlKT0LR2sW+t1C4VLlql2Bfm6JRTo",
+	"jsjkLXomLuKaryI8ReROmam8Z0uqKhqL9/sCTF/L05eRp/mV3kyellzBanFai9OXBgdfSqSkhF5Xv2mN",
+	"WC2+XiVVwzAIDwJ726wXWRTsSpUYP3RIK54sVI0iDXxeNqTDrE7KVpHFm5bSa4Cpl0TgtHNydD447R0O",
+	"SS1VvCinvau354fDs/OrYefk5Py2d7hQQrschVvJ6FYQhsiD8TyyuDQqaxxgmfWB786f5Pv2G/BHEsSk",
+	"SDHZziHC7ESyuJAq4h4ilbXX5GehZWZW3DP++rpoKAsTK05CZAMSqfkYs6Djv36nIcW/c+3f50Lid+7r",
+	"G/DX17Q2Iy0auLCWq0oN8p7rIzBOJtDnQwRtaHoIsBe2DhteIPicBpU89rhrUtVUMJYnRBho7+Ciy1M8",
+	"hRcb4GEMY2BOLSwMXGcG8CyjfXyOXxwegT0nCLNUPUQfILGwWYo18hUTI4WiOLgrrsFdHB5xDY6UUm9w",
+	"U9vZNt9vnSzuR80pxaiznHGfUDhiFyeoQgaYEly4mAFmvkMqlofVTdgy58JzlGooxK6voPARtL5F4hMS",
+	"3r7h9MmzhVq85R+XZzZYVc0Uv/oqAhb0Ax8rwmAuxLr4T15cUqiUNrq8fjNVAIbbpBxocFR0DHfNy/EE",
+	"HknXohiyPCdsbgUW5pYvTFmgy8oJrQ1/xlz44qlgCKvvngam5Nz2TTwVC6IopzOvKD3zfWVNFeEqXF++",
+	"rVNTgYolS8w+tyRhT3WmHpbUI6Q5tZ6cE2N1npZnS9M076Zqfd4F5o9X872u6l5Xda+rutdV3euq7nVV",
+	"929Q1f0fX8r9XWBeMHn6Ygo4VjQW9G9WttZKwigI16enXa6fvwvMnVJkfaHqz9qBL3JM5TBO3Hu00zgW",
+	"BUKhuvOKAsJJNUFKPpUv6hhbULFz23lRvf4OF96qLqsJtqGhtaSxkRxfG82n6iDYrG7VsyQN3bY+6ZbZ",
+	"154qhIt1RvOSuIJGjQq6byfy0uWmIOO3AMEyqLAC2/68ar0oPLnpQuyKBUxhPF6hi63VqKotvMvz3i5P",
+	"JLpETXsOsGJOyiKLrUROGW3KSTzT1J7Lz931fPfisFeJzXcHwNKGdsuDTHYr3FldZibn4VNYkbURDs3E",
+	"9WzWwLMIVjeKkheWxbtvaorSbpOwdy3iPQ2DwNmuSfJGGATx8lb/CIcjBrLuyCV/hMPc1XdF1QXqpLB8",
+	"KE+qzJ2mGlk9Bor57pqCmRQgzlXiqBwFfoRWq12Pgm1bT3xRXaWXQ3Zx7R+fkQsqNbuRq+xFb3BJ7rJV",
+	"R12UTFEYIXtXinyz7NDV50TlSVLKDp3dIzeroF4lr/KSZsEAU9zpi1uuuG1LmyDPtgv8VclNhd22RECX",
+	"FLI5yy9u9kbxhChzxKoD6QmJr2vdfVfdfYdc2mUFYotc2t/6auD6o50u8bQS1oZEf/E6K2UntPvMIlRd",
+	"OmVFkZQLsvFZHdoXqcy8ecp3Vpt2TbruKr5YUxf1/eAGha7jWjDeXsHdVUH7IxxOYGyNWUGhhRTo96Uh",
+	"rdphheFvdnLlui/1VUmhJIjh+T0KQ9dG0W61w6pve3nfaqHgXi1U6ZOUl1cqt8VmtZYo6LqmVPltL1gk",
+	"bHyAbTTOTcaKz7ih507ceGgmYRRv1O66ceYaDafRtk1WjrOc1/5ZFiptNMrV5nyO4X5dxp1P4coiBnrt",
+	"s9JlqadgBPYo+G6DwEcRIPU6QOLHrgfYo/uVnvEb829xAAfEQzJwcskOU5gVAgt6HgpBhHw7AnuKKIMp",
+	"jGLgxpsOocTpC9EGEXB9QJVWQG1Tb4irHLUGpr0BNwIhcpII2eBhHHgI7CmSsekYqrZGiQb4a0wDEpCQ",
+	"+mFGY4hXIQ0lMRN7hOLt+2Q7Z7HwKgkCmhLyWoFvA+h5xQEQbiCj2LDXys1V7PjEvUdgzw9iwMye+wtJ",
+	"LaMte1vYdSXHAtZ84bGNulhTFzTilo2hMd9wRRas3hMLy1XBM1UH1QBBe7aTCmeNkXW3uVLbxY+zjiqM",
+	"W/NrcpHyNhqF0EZ2m7hJz2jQUwOYSYy3Nm6T+mMEvjcDE3jHQvUjFN67FgIRqRuacwhJL+GkNeIOTtun",
+	"3sa0k/XWJDb3xiqz0gBNPTgboB1Ac6JoVGs5EzfKaUEZ5ZeYqOf0fSostgbiWg1YrYWRsjv18B56BaAm",
+	"m/pGShol3OKNf+GGv+xOz/ov0LlycRMPXVAs4hsYRJZq+AVM5OUNhOXuKguerkH1c5R7cUg/v0q74/m5",
+	"VnYsbbhLjajIW1UKMVf1vXJTpln0dyy2uwNbPQkJXsBIDwedo6tS1buL64OT/uXbZyl7xwrlLydwuUz/",
+	"IqqDBcXuCPwTkNXlQGh+Ny7u1QqENcdlJZqUcKDCbEv8tWbPfONye99NVu4A9FVIli2wvueSxiQ1xSDx",
+	"v0l4C9bDNjSFEY/aIX6F2YgqQlXwI0S7c/0RsGCE3oC/fk9dU3/nWCAiy0yQOu06QQjG8B6/EgcBcNAD",
+	"eTV6k/NATl/Bekal+7EVJ9BbUviUvkzqnPjRAwppA4vwNoyWzAv/8grfK230SCKEXZ9dq6J87dT8Pflx",
+	"iqwY2StGhF8G6XOVA3L9abIsBUA2JPwI2Ht3eX6231xTA3ZWpjyeSkBU9/yaNZdJ6CXJCKhzLWbw6oDQ",
+	"5e7IdDU35L+nmNCfchqSd6kwDpPNz1CENvbiXThuLzqXl3nn2eeooh9Db0i21c5nXIEGK063whlI6JA7",
+	"4vIDyRggk0RlKbOtj0pefn4TdTYT1k/RZ0sZib5j2qmCP2TRoXnRJfJJKubm2+O5LkiLbLluNXaJPE8n",
+	"VgoFQ8hOwcDiMrwBIfTtYLI2S8kawtRR4z9u1PgCky0kzfkRUiQV9n4hduFvFbZ5SV0+fkWzGxc9bGtU",
+	"8UaVl5UVDktz15KhCSOkKettvJl7Cu6uqoX183rxw61Ext2Pt43LQj/9OoMHwYrRb3a0EHh5R1c2Ui9x",
+	"x3dTR6oiAPsy7m1piVyuwZEKuVyDu+x1nkOrLId0FNzD8trhogcZw3lzC1YCOLKVyVN6FXv1YzTZNknM",
+	"N03usAxtX5rlYElmg0Jz6yjy8mIiT/7dhcQV4ZbvCUdFXjJ67mj2wh7A7W8KA1Fy7KJ+1jrh31UnpGv+",
+	"4huW7bSnblXqsrKTofqPzNtl1TiZT0yjEnBivIgcBxGPSUDM6iwknNma5wkgI6oEY303SF3Ams+4tdmE",
+	"lhPrOtreLrmNe8+LOc5s6pmS+MTLeqOWWZR47X7S/q3kR1IgY2M335Q1TPgP2rANLkm33Xp5eM3SEy6F",
+	"6snJmEQoAn7w0NxEHKT9V63INXHj7rGF3eWcd6MhdRavqvmRRAjskddIGsMQRckEgb04TNA+YK7TLore",
+	"gMS3xtAfERe4AvqUXkhSd4/cjSQJK8wsZ+gBXA9OFlpEk2k8Kyc9FhR9uZlggUr582YXSm3BvXMH4caC",
+	"jJmQvCIBiFDcAOaM5P+ExOhBcw4TNSnCQm6G9YB4jGaAeNkRTolQhfGEzgk8jIMIZYyOFSw7DKZTZLeB",
+	"Ca073GnlLmmyC1ThtveDOLQVkln36SBbFSpHxZrjPpn1dZflzqXBWhREaUR9gywReoyba7NbVVjeaA+v",
+	"aJqZNoDTqcd8z19/iYK5Gnxw0Z0nH5iXqKmzf/4M2T/nTJKlV1si6nMMvdPxW04DsU6UpRnrci4MLFcI",
+	"9GcbFLKh6U6ymzAR/F8/r0tOQcNwKknwhOCULZ1a8z0RB9dq18s5gDIM7qr9OnMuisseyfssLn1o7sm4",
+	"7Akau4I2c7Isjrw8zMUxlQaQ662R0nbdilE6bsmyWV7wzQGYavqUKMDgEzIV1sny8SP7u4T87xg29uPH",
+	"4i+pkREHIbJJdtDUXsSLabzHklxrWTTeyrDLQujekij5Ra/mJaOkmUrxKAe9bq9/gQfJ3qgcZC6UeHPR",
+	"SfhuRs0mVTK0Cp/fNNJ893i6F4gbL8a1VsYsVrg35oPAS1HTKU/k046lC1pcjFL89trQv8Ka/DTWQAZB",
+	"sApwsx8vESq7Zu4qRElquGGan3PdczmftxWPbhPjPI7j6XC+WZcQqdLXbF14dGVSTRjFaTa+HX3EUTQN",
+	"/AgNTVYmZFEGpnfCV6kfZHYNAntMiptB4tssGnCDvmhRo1UFLKoYY8W40pZZuaQo9ZnJJ6hlbqEmcoIQ",
+	"AejPsrfyo150Nqxws+udMcsoywb5vD53uyQn2C1gfhEs3M1dqsBDy6Lt81hXVbeNfMB+5riXHQK5nJP5",
+	"TVbBVQUpUN7qi3umJHO2y5zA5GkKyX2LiJIdUsQWUL/Fq8SW7BlWa+jPwkrVjJFnHdx9fkZrjaKlJXpx",
+	"S1mZJXY3mbGWLnP42zdgMLoLnyVL+65MUY09Pomhyg1tLo9SsGYjLsuv1bfitAJ/7MptxDXJSkI3nl3i",
+	"5lkqEwRDFHYSmiixeAT/B38dhO6fRIdugwPyLPg9EQTZImgg+RP9pwEexihE1CJCyu+5EUAuxRrzECKm",
+	"BIyD8FWEL1zDzuFp/2x4df5r7wzsIXyQMGiyAeinMEhi9IaA6VHe3kKsQNnyEltGGQYF/zGn1pCOdRoi",
+	"x32kg2VfRcgKUczGD5wwmICL88sr8PpefA2nLk+TIxBD0xxMDXxv1gDuZOq5yH4DwsBDANoT12+Ah9CN",
+	"UUiNKviQ2m+CUzeKXH/UAIl/5wcPfgNkuRbCNLsCJVcEYIiAIojNtEAJkd+E3HP+x4ci9/UrCf9wghTS",
+	"ZuVuKHrCHVx0c4AtghMmT+nbUfv165EbjxOzaQWT1+bU4tOH8YdqJQw3+SUwUzMDtT2MQqwP4u8jsDfA",
+	"ZysIfHARRPEoRNF+foGiRmaObgDoA5jYbgy8YNRIrbHU4xwvL7svzt1W7WACXR/spaBi1KD5eRsg9RiL",
+	"GgUP96iRvRztN7KG6d0J5O+EWIPMwuPmLzV/93/3e5T7smQMMVY7vXhMveUr2rJgGLooAhtvmfbGG6OK",
+	"t/e2YG7MiWhiYp0Zc1nkwzs0pBFYnkvc/UME/vPX71Rw/M61wW/NZvPz1/+Qyfp4IxK9ugkoVYi2hTc4",
+	"fod8+J1r//U7qTbwO9fIBXU1fi9VdSNfsbpuv3NfWRdsq6cKfkbKcmm9/7wBikRdlVVBJs/NwH8GKA5n",
+	"fMeJUfgfvH0810I+DddiewLL5NBFMQxn2+6GtA4j3gNko+MVyEEYbe5eJBDlFPlw6nJtTm6KTYGlVyUC",
+	"9jVlFyxXUh7j09jA13+59lf80KjKCtipYM8sVfUeK/8VhGAOD+03iGmcQSaEUg9jRMQw/j69ypEkLLSm",
+	"HeH2f//7dhyACZyRFCzAjdv//jfo+LPAR23gB8AKkY382IVeBPbSM6QNfvu83wQDGDObPR4lCoHluaR+",
+	"jW2HKIpI7hQqDXILtc+6zZXCxV0OELR5LGPfgAg6+CgBIZoiGJPHzwoDaab1z/Ak5xRI6RPRPBN7zPhK",
+	"xauy3yzuWjcinvIJHjs5AuI5bMmApAYgSHojxQlT73nc7fsBqwVCA2YmZJexsMWsAiChNpZEI+j6UZyX",
+	"Rngn53NghGjkRjFpAl+2Q2aVIx3SDC3AtZvgFlOzY1loGrfJJf31OJ7QbC709o7nBcEUjhAZCsTrEgU+",
+	"eBgHILKgj+eBn2bjb4IutMZs3I57j8DE9RPMI3vkB74b+HEYeNRM6OOjKw0yBuYM9K7gCOzJmLoc2Qkh",
+	"IW7fxluPIrWlNHl4d4RwgmKCEPxWhUgs8Ltrg73cmF9FYHpPOnTxKyyZMdvwNPAsU4niMEFp3a9N1MvP",
+	"8xsn2cGSIJTsx2XDLoEOsgqjf3E0eIpabqJkMsGSp80N2LeYaGmYZ9QGx70rsFJImAKUHahpvCkKIq+0",
+	"RJk3TUXmHaelygayDc2xwZ4X+CNANEJ6nNLpRCAaB2GMfGTv0+hwWp2kaMngJEHSeFHkJf1KENuC2paN",
+	"pmK0NFX8VI3itjloWZojiZCXHcXmFcnWeV2TIN/STQWqhi0LllBAdit7+VSCjNucrGu2IimIt3XZ4hVT",
+	"13jYMiGvqpJgSaKDWkprSXbrNrcJqbiC2eIpc8Oyw3OhbyHCxRST5A4Ph1dv+4PD4UVncPVxeNMb9I/6",
+	"BD9KjV9cPHZDm5/CMJ4VBVJIzMBtYAU+4VKfFtBAHh6VnaCh7XruCPkWaubsdcEdZfKvjWwQF92jDXtG",
+	"dgNY+H5CBoHARfeIJwslKKLCt1q6CMh2Z1nBJEEyeEHhRSU3MguGZuCvGVJncKUPB73ux+5J73DYPT/o",
+	"nFzlhxYia2Z5pHytCb0YiFpTBf8CeyxnGhA18K/9fKduaCUexGdRk74yjGE4QvFwguJNhnDSv3rbvz6t",
+	"HIPnxmM3mQCtKeXHsGII7I0tx3DW7/7aO6kcgu9ad8gDSlPYcAT0hcUBkHsolmrkJYoakAUjwjDxLXp1",
+	"HSa+S6Qb/Ze7ux3PJQbXUpvMc4PcP2LkR6woEnt81D2X0HCKwmHxRU2UBaHq3eHdiD7+MCaPNWWyM627",
+	"oRME8TRkYFs6GtJ+rl1FNVpNNWt2ikK6Yyw0tDwYRVyb61J0cYSGJK8ZNUC7WDCaSQq1sOanVpxrW2wa",
+	"akvVNQKW+PYwcIae66AhXRt8Six7U2oasia3dOrg5PqpXFnVmyw2NaWlySrN5fYwnMAYhS70htD6I3Ej",
+	"d+XbmtxUVF0RRHrDx9Olh+o2iyTrRmGRSDOYGZeNBjP0Nh2IhlLZQZlGW7crVTZbWOWt29Qr26xmBLyv",
+	"ygZYamjhrv7f/+sGnAWhDbq9wRU4nphv8aExl7VUTpekbZrDZUjkLT01U4lbcAqhciUvAaiWQiQhYfjl",
+	"/K3lds6i7GQaE/IQ8eOZbx766GbNMnm4nG+bUvYslVxLH1Wy1Zi3u2aG+dYrJDObIZOYq5tScrywKGJT",
+	"lC8V28MJkT05uVXgVqPZUhVdFZhbAn1ldf+S3mwJmi4R8UB73nAxhC0WQ9h0MeaP4tUo6CT4nbE7Gg9D",
+	"N7rL5EZESxGSwX5u5B9wY3cE47mKnn/jr+wTPuXo2w2OvULvCZEbI4omRQ3Qv7rs9kEcQgtB0/XceNYA",
+	"MIzdCPrQwxca1x8B9Gh5Cc0hSEbgoXtE0AB3NCZiItdnSrJSpw/4CT6JEIBRhKKIOo32B6cdOpRy0xNk",
+	"41ZKjRPHK+iBUQinYzdG5V6sYDLB1J+BUeiie3yqgQmyxtB3owm+hs21uG16pStbJmOCbzMozKr3WoHP",
+	"PC4KbXrBA5F208BzLSJrMniCSikV6/YCsYEz2OQm8GIYuhEgfcyANYauD+wEgYxnAG2O3D1D+ADmPFCG",
+	"au5ZY01203ptJ4jP2uHZsPLYjNwUaXqY6A6fMY7rZSxKchDjGeF/GbXa0telsnzQvQTHHmZDcBwGyRRr",
+	"bFSCU+kt8ZJALp00iSR3eMjEumCI1IJJ3Du5nGJfJcxpAQGPqmgxGgXk4ti7IeeGhzeGpOvEQW+CTzj8",
+	"49lpVxdFWqfPxycLCskrBzz9hW+pxMveTxxoxUlIi3MyeIZrc33fTvBhiaI4xCwNRKkBZF1RdHAbeE5k",
+	"JuGoAQ57XINDQejiufVESVZUraUbAvlrfvPOFvyAAbmXsyhGk4gefl/z43D90bBAQpneKYpPTD2I5Qp3",
+	"Cb0/Ry5uk41llZhVVCknzyaBTfg3G1vvBlxA6w4QwtByDRacQquoHaxQfwknUqeSCXzEHWoSAf0mBIwg",
+	"+i5xi564Ptl4RPchp1dOxP3FWaEbuxb0hnk1i4jLE3b92HN9YMF4jHcmtYZmGwTfAk6hP4I+itC6B8/o",
+	"XWLNU1168Vrz1DGTWcSd3Eb7RKjDP2FoB0k0NGdDiwZVSKIsKbwi8DK+9VhJjMBV8NgE8htweef6oBuE",
+	"YROInTfg8ur8Cgx6AHOxJmq8rPMa1+aOPDhpghP3jybAQqWlKAKv6LyCNXsYWk0gHrwBAzQN6V+k0Uvk",
+	"R01Atv18TDayPJiDgua/RIkZxVi60iOHjDw/8PTZ7Eqx8Ty8IJUhWI+y4jDwZkTOs52SrvAYPULHS4Iw",
+	"mI6DaDrGO4LcFslQMmosDKREnHXdHboTFI9nHqA3v2Ivc8oudLOW0IWul3DNfBiUw8gx4hHbaTXR042R",
+	"aVfZis1VhcL2z+9+tXglWE9vsJcjGYigF+9zG2tnQk43rVi1J81EbClVU1lcy9IMAu8e+U+dREuRDN4Q",
+	"eHXNLNg3K6ZhlBAANo2Ol2C1DEu5lG+cwPUaYBwkkeuPthi/oldOQDZ43Vi7DOsnIIq6rFbM4DJGWKg6",
+	"IZygBnBgFOPjO9pi4JqwbOCGzEuFgZdE1ybjbumrdsIaMb/pDLKLVnkCWol1dpiAVrmVNz71nsT9ioC1",
+	"OuGpU1BlsWoOmx3Im7L/sgkwmb5iAmtlkKZVcf5mmsKGw8/BBvhgoHkAN9XvitAf9eFE4WhGcB2sM+ca",
+	"KWh0kiY0FVHTtBZF+bKXaM+cqKlNQ55riGN88x7CMQGIWs257khfXdZNC09tUXccRlPok14kphlmBo3M",
+	"PFUMnPguhpKlifw4SxBMC0otXtUwl8lQ57GQ5C1RMVuartmqLSzk9WlzkoEER9HwA5IFBVMyBMPUDdGy",
+	"BLvlOI6jWIZuGbLjKJqiiMjSkAEFR5HkVksWLbNUbK7NmZqui7Zs8KYNBV5xdJU3RFnlkQwNXVUk2ZHM",
+	"gitYe218oo0YpDyPRnmKlSjd8eQ2BloquLsd4zvI3NfFugN7NpoE+6ygU/n6VopwwYwh/vf0/pdNFvG/",
+	"p+NfPvWVg+tb5d3ZxftTuad2lN519/b25v3t5dHHk+vL9zet3tuL3s3ZiSIdv7vUTqSD285/T8NfOidv",
+	"pY+DX4/lrnp9qXROTnoHXaV1+LH/btAbvH2vtq5Oj9+eXxx23qpn16dXnaP3Wue/w/EvJ+r5be/0fffi",
+	"7FT5VX0vfzp5/67za1++PPp42Xt3fnA2GHw6f3t0enl+e/rh9Oj25ObmPVcI03mqVa5UFJUzpxZvo/ti",
+	"Iu02hxxTUQXbMmRBM01kW5rl2IpiiIIjqaZg2Eh0BEdUlJYlmLoq2C1ZlnQZQh1Zig2NH9y+mW46C8q6",
+	"CFVTNzQTCZZtyFBAoqRLpgpNwVR0U1dtSRWgY+mtliFBW3VkRVMs0zJtQbMqCjO0OUGyHGgpqqLZumkq",
+	"RksQTNUQJAm1rJauSJqk6AYSbceydU02DSQLogNtKEuaIFmylYtJnCM2hSisZ5E/89KlnH3+RzRwvU+6",
+	"FRzriWZdBXfSe6PzQfd672Uvun4cSaOrjn/04fjxywd0fXf+5czoWPF7M5p9+JiI8KY1ODrqXlzH7v/s",
+	"37WSXy9PP5wfPvzySyGWkkQGcb1DklZxsfBkm7PRPX+HZmR6f1vpWM7Lz2lQFA1FtmVd1w1LNG1RkiVF",
+	"kkxNlw1JMA3BsDXVUk1otFRHk2XDEg3UsnVbtzRbsasC60qUrKRgRVQV9+HtoRDchR+vx8j79e5L1x04",
+	"f5qCq58fHb330Ey8uTVOvYluTW57v+Qz480D7sogYBps/Ns8gJWw6vsBLzaAJEogTYXAhP0fIZgHouWN",
+	"wIXXM05PvYsaxMcnPz/W3jzgbWljF4Pz8yPclGrowA9sFKVOtPgDwBxGkvpSd6d502RnL2t4Q3mTNnUP",
+	"fgHz6L7KFp9BFqW9jcEvgDJgmp90f1mvzyCsMnKBX6hLGMDScFmHqqPamiRLgtQyVcNSW5poWhAJhiAZ",
+	"ommILVGSJNUSNUuTjZZoQcuQoWWZpmBqqq2ZuaXH00y9zlh2xMouM7ZppFld542wrQVomGT2+ueKmHd6",
+	"IyhFudMvF+LamWdVIZKdfreAbGcyXiR2o7k31vpo1Xm0NkkMkjq8EeeqrJmyE1elKzMbxKKXJP5c2PQN",
+	"LhfBVvCCW91tg+tdwdG6Z8qerdVRecz9+FUEys8D1wFuDEhSD8jccwIfNQDyIgQg8NEDuL7uH9IENNRh",
+	"F/n3yAum6FUEik65zZXOchPXT9PziIuucngysqBUpP0JYjAJbLJ6YK/v8GeBj/hTGFvj/SJxfypaKJQW",
+	"a1wFN2P+Hh7qQWDPnsT2Z+dXw6Pz67ND4slLEpukeV7AXhBi0pnIC/wRyWFUTBBD/Ct/2qWSpB9sqVgJ",
+	"pf752bA3GJwPyPpAMAlCBKIpsrB0Ikba/TaAPnB9SsHMlxYEITADewaoI3KDhM3YwPUBc7lvEgewn3tR",
+	"jRdZ1IW1IqnRT/qn/aveYZsUp5nQeGNWaZO6gLvEaZseNyyCY48V+jRngPra08qbJIQJE6joPv8GhCgO",
+	"ZwA6eH1zHvSsjGfUBD2Wtb0N3l+fX3WGvQ/dHvGEz6rjZNmeaC4vGrTzECQeDSsgY8il+WIJzPawKCBO",
+	"E7QDuywNcqOpKmtAhodlygMkMobEZJPZuP5o9TqX8kB9/p//ozII8KfiXJa67dtwb8ef0bR0bFZ7ixPc",
+	"bwNFEBpAEdQGUPFfqiD/n//1v39a4ZELj+Tav31u5Bz3VwbibBBkg7kXjohh/2IxdowjGbRyEQDspWVh",
+	"QSTtUgRgFsqR3kSZy38x0mQhjiKm0ZR/48CfeYH3NgtjeRWB6bgBpiEtXTMm8T65WB58YUHRGwBBDCdT",
+	"EmDzfgBG7j2Kcq0BYs0hTaTXF/pVE2B1FpYJ3QaKJGFqYqL/EZJa0izUE0vzxJ9zDaM+3lPKVgE8y0Jq",
+	"aO6a9+EmsTTzkBncVxuk8PH/+V//+7+nY/pPSP4Jyac0qOaPBJGIuQzTWLm/fqwoGrqH/uuP8Bc823+1",
+	"utP7f8mHm8AZ+Nnxv+TDXUBz/G74L/lwF+D8X61uiPvdBTzfNvrnSeDyfMMUL/s1XFbDZTVc9ixw2RYQ",
+	"2ftBMaXbE+6ft0yLYWGWbJPPY+hrgKwGyGqArAbIaoCsBshqgKwGyGqArAbI6J2cQFJPRaQ2QsnuxaW4",
+	"2Inr39H9RIuzuMTEa6EoIglWUrSoc9EHIXJQiHwLNehz8+oP+AmW6mkaBiZWfycoDl2LXqtppqvr/t8E",
+	"PVsAjzpTt+/b6JH7DuDMvZiHIOzAirg2XtDX5E+ya7x4PPRIEkvyA/3mtUeTQLLfSf3H4gP0qwbHVor9",
+	"mH7KZ2fC37NPTTIrVkY8IT+yP1+T0pIkJQ91HeS2uI9lFF7iguBhLv2JFYxaTP+4YpowZpuyYFo8qCAK",
+	"83VwcgnvUqmXk9Bv6a+/J4IgaamIzGR0lkFxhbAmmefmqtc8RSCWekFCDgs3ZPkRl8vbq4UKNWCvlB2y",
+	"UUihR9O43SEaclxM8PgmTeNIE3ph9iCDYvnD5F2sF4sD3Hw8TTBgaSJJnjyWPTIbkedGMUkhGSxKekzg",
+	"ztT9lVZxWmsjYIPJlwHKXXvbIOVHlthxYU5vnqMMEZ4Fepx6JFEOC62pskQUqqdmG+MHnlRdMKlYMOnz",
+	"d1E/Mqn0XxkD/bKht3OmtrCsvb9lZTip6QTPTbYtlZeQaPIKQjKv29DmBVPWFWTJUEZqMcNwVbSA3tQl",
+	"RWl9otvADVG0+KSUPSnrmvYpzXaeRKxZP/G8bKOYUwvYaBKAir5IZAJJHcq1OfvOTtz7JJjJo0kkWwE5",
+	"gYjkWZ4fTtNFQSCDDQOS7YHKzp2CbT5vo2Fd9H9FM5J6uUIl+JWcIT56QFEMHDeM4p8aTRW/jaJ1fda5",
+	"vnp7Puh/6lGclOYmTs8zn5rH6Xc0fzE95Pz1uY9/arRNkL/N+hydDw76h4e9s/Y8B/eriCaoxgoTqYEb",
+	"kMsuWZhsh7LU2sXDq0a1n2FJarC6BqtrsLoGq2sU5PujIMUyF799/lqARbAqWQVFUCCBQBEEhNjP4R/p",
+	"M6R+1DSIqvw0ibKPz9YsbT+5Z0J6LO8VCkc00rIRLGN3ev+/ylfUoM6BWIfyLZTLzk/g9R8aIjkLYuCm",
+	"X8VtgKA1pkO0UioR7phb3qmkJEncqbjEfWEB9pDzUiH6PW0nJlX9SRX5/WfAXeZ039u40sI+XiPXpycF",
+	"c+SksFA+yfsdQlMqpS/fdnhJ1RaxG8o5FL1huwBF8QEr3/ZSt+SF8if5e++G91FRJPfKDa+fT783bn5r",
+	"pDT9Fc1o6fCvxao5LEixBEqI343c/yRwgTb6ZF5ocGS/0oENy30OH3f4b3v+skl518Ujmv1KwW2qQJLB",
+	"1tBEDU3U0EQNTbAl+UbX3W7gO55rxeVLZjtfYm0MqZbCjqL0Ihk4IPHTXUK1ZIZHtOkTDerW0AD41Pi5",
+	"HSTFb7SFDs4PPw6vzs+HJ53BcY+uEoGG0KOFkE1Lhp12PgzJgwcfr3qXYO+i8/HkvHOYfw/6gBQ8TIMt",
+	"svcLuAKtiZg6utM4NrKytbdrjQvWuGCNC9a4YI0L/hNwQXppW/ABeTO/vwGXRFg++ASRq4YHSx5RWclH",
+	"WuV7kZTU4ycPG7bnAqd4fUyrxma1C/E4fmgcsJ/DAKmPFJY9bgw8BO9ZiV9SNTGKYYwojgcxNSiyB2BM",
+	"sc/ALzr4kiB8F0syAJnQxM/QgE6yB5grFfFGBjn9lYZa+wEfTBeBOLoWGRBX8qJ6euXBf7ofUGOF11bg",
+	"FBy32iCY0jplz+KV1Sg0zhpI63YWN8kLeaX9UPOrGXOdg5qyTFLbNYhXg3g1iFeDeC8b4FzHLddITo3k",
+	"1EhOjeTUSE6N5GyJ5FBNPQeprIRqWPEJniWIXhfEVtiyWVEP9u4zoDH+rHQdLF8dX82FFQViUqcy8ro9",
+	"cf39N2DxominWI3SWPx1rsDtEPZWGYzGKkJepEStg9LqoLQ6KG1R2jxLcNqT6ues9iMzmrJmaKL46VlK",
+	"G710sFhR6iwLGssJpRrKqaGcGsqpoZwaSKiBhBpIqIGEGkiogYTloWLl634+hxn7Ks2Rk+Y92yhkrNww",
+	"2MPHgY28NITs8tdrkPjuHwki2cNSWP/5fD9KCMJSLxCYc/5gt8vGC4AN3ziAbElIVvE28R1Csxagqdzt",
+	"7/tcxraNkGG0++GisFZR9qe+Te96l14R5lRfo+trdH2Nrq/R3y2sqXt+dnTS717RtcG6Enp0oziqo5Hq",
+	"aKQaeqqhpxp6qqGnGnqqoae/ZTRSCRraEHJa4tuShSNVOrgMELQr0KjaqQVfr49RvIAH1RFCdYRQHSFU",
+	"ewt9M2+h15vAkE9wKaqhzw2hT3LyZedADX/W8GcNf9bwZx0QVoNpNZhWg2k1mFaDaTWY9uOAaccofiqS",
+	"llZK41kdyw2htPS1tPxlm+zeKIZxEoG964uT885h77AB2FmC/xz03vW6V73D/QYjIPRt4EArBlaQ+DUa",
+	"l6Jxh4y0N5SyNRxXw3E1HFfDcS8Jxy0eArYutkxbV3hTtFu84sg2bwqWwuu6BUVDNgyowyfgcWxCw2gM",
+	"JVXD5JLsliyJiqmJpmXogmSoEjKR3pJEU1YNwVZVR5ct1NJFQ1NMU3NUxXZkJCq6bKmavVHieEWRFOMT",
+	"1+DS+VKUTZZEUVMdjZctKPAKQgZv6IbCm0hHqqirpiGq+ZcYkejLmxAKb2R84qVJ4vGhNySHHtcWWw1u",
+	"4k7QkDHWwvo2OJYdbuXUtHRqkfsnov4lXFtWRKnB0UN5fq/rHe6Wl55Nm2uLWyCO5cNsCeR4n511NeRY",
+	"Q4415FhDjjXkWEOONeRYQ4415FhDjjXk+KNBjmX4L4c5php/Bjri204F4LhVPqrspRolTBNRZXSuU1DV",
+	"KahqFCsvWZ4l99QGcJIo6drOcNKd69skDOl0wXHMDCZNhv1s7w3W2GDohmgILXFx6KbtOJZuW7xkGgKv",
+	"SFDndVtDvGLKtu7AFlJFOB/6RfdoYehTy3nhoRtiS1QWhy5oFpR1ocULUFN4xbI13hRMyJuKJjq6paiK",
+	"Js2HfnjdGx72T/rHvbNub2ESdoKGtuu5I+RbaPfpfN4BJ1uW2isv7WuIrIbIaoishshqgKYGaGqApgZo",
+	"aoCmBmiW5/ayc5rjWoxmfUYvKrcz/CdwAARYqQZ7B+enDXDRPWqAgna9TwvNMcbB1+Zk6gUQX+NglOJH",
+	"UZ3y62VTfqUr/h2SfeUZMLtnv9Ttd9s8XildfrhEXpVU+7tiEtvfg+u0XPUNuL4B1zfgOl9UnS+qhjNq",
+	"OKOGM2o4o4Yz/sn5ouz5DXZrV5MtY9qy8vTPiE78XLFpdVBaHZRWB6XV7jzfxJ3n9Sbo1VOC0f6eqFoW",
+	"kcX8leqQur9zSN0uzkK3bjy+SXlgSWRdTm2qUdMaNa1R0xo1rUPraqizhjprqLOGOmuos4Y6f9jQugUU",
+	"cmfk8/X8ovjXEgeva+KTlfoiseepd1c2oL3Mh8vPrJ/7JIsX28x0009hGOEd7vpxQMf18zp3ZR9jEPip",
+	"j1ubebhhIhDhy8jGQC4fPaAoi5wEcARdH0A/ekBhBOIxnP9EKCEJwhuyKGkzc7ex9Lk9SRDTopmZ4P73",
+	"v8FFZ3DZGx51uleXi2guXfE62di3gc++k8vdRtBZJh7AHtbEAQxDOIvIxqYkiUA0DsIY+cjer8jixLU5",
+	"9BCM+t13d6Z0Jpq3N4l9ZAjow4HX/xKM+nfvLq4u+1HX7Yz6/tkXeHwTf7wxpE8f3v0Jb40EP3N6+fBr",
+	"v9txP06OBPv4ZoYu+1r/bYS/w+3+CeVr99ztuIObT92Ta/Xs/Z+jx9NLQT5L2+12XPPWuPt0+0Ceu5kY",
+	"kX18NIMfTkeDm4+j6+OjL3DWKTz/UToSPt3a95Z/x9r+6J508Dw6o/7kLPh0K04teUDH0n13fnV9qpxe",
+	"9fLPjO3j8f2nYzq2q2PvHF51kvOemJx2lcf3kv5w8uXo4tTN9XmrZs9/kt+NrePx1D6+zrV5E326PROs",
+	"iRGhDwNGv8fpde+j1D/2kn7v5vBEGJy9n+XnfZTYt5/GH+WBaE1uZvgduh7s98lR/InO4daUHoWPH95N",
+	"rdlB9+OHgfDpwzu1f3SmWvLAMzGtJNG97GZtY9qPPx0PZp8+nP1Jx+Iln97e/Gm/fTf99AGP8+hPS7oe",
+	"nV71o/7hqXJ2+F7pH9n35vGnPz/6N7NPs4fRoJebX7fjfro1ZpCOpze46s1O/3wvnn2xlPOrzuPpl1Ph",
+	"7LJP1/2tsGSOXvJJNB7M46MvbF5XH28ftU+SR3jnpHvQG1z2V7179zGl7Zf+w+mXj/Hp4Wl8evU+tw7i",
+	"2JLPHChZZK3ODq9nJ186D6fdXLsTI4a36tg8Mr58/HAw/ih5AroxQlsa0Xf+vE5ODzu5NtV789ZLPt4+",
+	"OjblT//TjSHRcbx/OO0qD333IeV53HbFc6cLz338MK5qTzp1C899+XT7GFmzvtY/7Cvn3fn7pjQQzeMb",
+	"sr6nV5j2BwYdM2574FkTb2y+PXXP3QOTzv2g1Z+oY/OW8f3E+wKlm6jfHU9N9+DLxw+DwJQGXv/46It9",
+	"7EmfLg/m7XTv3BO69yg/fbGEs8NOfHrYjzFtaZ9nf35I6X51+kho2O241uTmC7o9iz7dDhxLGo+tyY1j",
+	"HZ8JbL4Je/+LNfEEeHuG12X28YPtmLdHmM+nH4lsOBAs/8bD7cHjI+3jh3d3pkzn/mlyFFnSjZGuF5q9",
+	"Sz7eimwPnt1/nBxFdrcTwFtlhGUHPDbuPl0eYL6a2pPrUa6fad99IPKB0Lvbl88O3z+cXL1XTjCPUZ78",
+	"0xINn479o3R2tckce9LJl2tKP/nd1D72vmBesiZH8gdJHGPeh7dHEX7WfvtO/HSJxzAeo8nR7NOxIZKx",
+	"vB3M7NtlcxTH5sQem5ObPz9dzuf5f/7X/wZ7sqBKFDOwxjCEFtYPUj0wPaMAerTG0B8hfEisAeBf0oeY",
+	"ajZMo9nCsVt4tmtSYQQDFOEr2BJ8PoITBKh/3wMK0Tw4gt5t3+B7NVZg/cTzfmKI5Zu71b+sZlQ2bNU5",
+	"L/MGOvrNViY6+soKS1yacvrJhrgG9yUwCQPGMZpM44hrC5sQWlVksYUJ7bi+G40L43bnt8bhHZqRG1UY",
+	"ofaGhPwSmHQ2imzClo5avNZCAq9ojs6bYkvnBU1uiSayWoIscg3Og1E8LFDfQzBCQ2p8inIDo98HDz7K",
+	"Hp3Ax+F86iq+dxEn5Cq23ooddsgHwU1DN6DYidTgyMUW086dIs/1ERY57j0Khyl9RCpz7MTbbKWiGIZx",
+	"kcFSdnp/3bvelZkYT+du31yDS6b2Zgz0ddeTbvk5cxkHIbKzo8SNI1AcXG0Zri3DtWW4tgzXluE6oqmO",
+	"aKrN/LWZvzbz12b+vw/nqt9KjyLXouH1Weem0z/pHJz0MOcdHuS/aa/lupoTaoeP2uEjM8FXpFPOO1VU",
+	"XNc39QIhKtcKp4/OdIp84vRhJVEcTJgaR9RtAEejEI1gjAk0htEYWGPo+inmnx0LMLHdGHjBqEEGnTon",
+	"BD4CD8gcB8EdsJHn3pMCdSgE0IrdewSQb08D149BlJh4SCa57tKzbjZFTfxcEOILmEv1yHnkzx6cusM7",
+	"NGvjScuWa5N/0T45NjNHkTs0q3MKPVNOoUXPksPeSf+mNxje9g7enp//2iDrjZc3t5zpEi+6nlC+691/",
+	"n3xEbFfk0PqU17g2J7ZsTRRMg7ehI/GKobZ4A6kSr7Q0TW4pgqqoGtfgss1B31ItW1BFQeFVzXZ4RbUQ",
+	"r6uSyUu6ikSI5BZstQpvpRAhq8fINTh6PWLfp3Uam2S3sKQ3ORzWD2L8WIjwWs1net475b6+rG0tt3Q/",
+	"XMqkioXNCD4H+PEhRuSRi6iHU4auQ8dQREc1eAtqEq9ossNDXYW8obRaULYcS7bx2jOxNkzFGn0ZqTKy",
+	"LMfhJVHXeEUzTN4QNMjLlmPLDjQU3bBzL6ebg1ljTE1rQUnkoQYdXtFEhzdMAfKqiTTHUqDZUiGHzw7K",
+	"JVgcc23OMQXoCLpsaUjUHN2ENmpZFuY4aKqi49gt2VJapilqhuTIZgshXXAcGSFDQ5LaMjKuoyi+aAgi",
+	"NHTehLLMK6LV4k0H6rxp2FC3dSRJtr0jpyxHpulDyH5TJTgiMCK4aXZ+YDFXo9U1Wl2j1TVanS7JN4Js",
+	"uoHveK4Vt0Hvpnd2NbzpDS7752fD7vnZ0Um/e8U0LGh6+MoTQgvrVpDp13FAaEFcPbIjCdyhaQxieJe6",
+	"CbMjqgHicRgkI1qxIkLhPQqZ5ou7cFH0BhPfxotAfIdrLLzGwmssvMbCayy8xsJrBLTGwmtOqLHwvx8W",
+	"TpGAORRNcWV0X8z41qMQT4ZwU8B7i0KC5IVGll7KI2nYAh8tQvBBSB6mcHSd/42R84gQvK44WFcc/LFz",
+	"55373ozqjeWNnQqBTXmjyud5OZds1m+9fAvLt8lSkBgCMpLCKQQfs1NIECq0mgWzZwwmQRTTZSK3DXYq",
+	"MIUBiIIgbMoenjtx4xJDMLUDN9PYte+MRVw/1hSO+OW7E8wftNmJ67OP2YxdP0YjFH6/jH1kKv9FKPKL",
+	"Sk3S36YSZ5aqjXAIMWc4Lc2RoCDytq0ovGLKkDc1W+UtVZINy7SgIkvpCzQkwyQMPWv3bg54mp6Pb6np",
+	"I4zENIdfzhIHfcIg3CiE07EbY860YIxGAaFX74Z+HtOHTtwzV2jqp77QFLuB0BTP8RAs5HkR15Z0vcFh",
+	"JnKjmLxMx4DZ0ENWHAbeLKaNXBxpwPVBr/v68LRLOMNP8CCTkF4b2JWXa3N9304ighnGIYwiBESpAWRd",
+	"UXRwG3hOZCbhqAEOe7iTIHS5NnfYEyVZUbWWbgjkrzmn3wReDEM3AgeUUOByFuE1AscT8y2WPvNxuP5o",
+	"aEMyXLJegsyLCld+YupBCz9yCb0/Ry5uk41lAqNoeDfi2pyiSk2B8MUEPg7v8QhGaHiPf9GkJvne9Qvf",
+	"y4JAvw9s5OVH3bsBF9C6A2RNJ4GdEE4XJSx9J64PvaEFp9By49nw7mHMtbmW2iQ9pz8Xeme9RHcJWeY8",
+	"x3zNGCQ11EkCFFqqiiTBEBRk6JJjmLYuIUVsWSaUlJYjSaZpOaYsOtDRVWjpquoYZksSVFlWWpl4KZgx",
+	"qf4x/NYxObvuR0kQdUVTectuObxiIoc3dBPxgq7AliZIjmM4xf04hn/C0A6SqC2JsqTwisDLi9tx+Lbz",
+	"qTM4PL++LG5MC+INUHiTNji0PEg2R8dKYgSugscmkN+AyzvXB/gm1QRi5w24vDq/AoMeIOFUARWUXLuw",
+	"FbONceLGYzeZgDF6hI6XBGEwHQfRdIw3wCIziIJqq4ZoyIJuOrKMNEWyNGQ4kqPZjirJmmjhv1qGJGiq",
+	"rssCFEUZiZohCqIlK+hnYAYktmzJMDTeFkWBVyRF5U3blHlDtyzTkB1DEe1lzKCJGi/rvLYtK+TeKzHC",
+	"kQcnTXDi/tEE0gbLfehOUDyeecCCoRn41auMHNVRVGhBqJhiy9FsBSmSYlumKEDLlC1dbem6KkPDdmyt",
+	"pQm6KoqqJkPJbjmmqpg/wyq3dMnAE+KhZSJeQSLiTRVZvORohmLblqNq2rJVbimKwCs6r2y7zPkXS+vc",
+	"haHVBOLBGzBA05D+Rbb9JfKjZnmrs2M7dVibwBiFLvTmfNANTOjFVWsvabYsqgJydBtqsiVpqujAlmHA",
+	"lmIIluRIsmXrjmQiyzRMqWUYCAqGIcqKaraQ9VOsveFYiqNaAg9NWeQVwTB4qDkij0zbsg1HVXS1JO5T",
+	"Aq+W9qedq96g3zlZK+yt0I1dC3rDED4Ms8VLNfmM0VJQi6gcWONQJXrorxXtYC8nHUAEvXifgGXWzPKQ",
+	"PSTWieHUwkTDusIim6iiYWlCqwUVS9ElBckmsnUZQdWBqoU0UzLEluDYUISapGmS7ki2pDiCojqqgxRD",
+	"/JHYZJvsxUfQWlrmPIWXahef2sWndvGpXXxqr4Haa6D2Gqi9BmpbcW0rXl7i3GFa46ZxUWMEvXj82nPv",
+	"0Qrb8T3yURSBaRiYqJ0laJUEAfz1O0sU8zvX/p0L7n7nvgIYAZoiihqcWfYi6r8ZgbdXVxdvMKmtMbLu",
+	"IpBtbi9aYVzu+LPAR0R9s0JkIz92oReBvZRQbfDb5/0mGODbCEHdkU2CcIpCDOwpkkEtkjmZsf9kc/Bb",
+	"QkVMJ+77mBvyy5gzHGQ5fIK7beIV8ERWBCqwXn7Wk7uWfz+U/CuJOyqK2sskS0700U2Zyr0JikPXWpR8",
+	"IYI02G5pPUQ3L/vCxCc+y+GMhQ3i34gkA3s2jKEJI9Sg10g4d2OHvk30sIcgvEMhudpQ2Thw7zMhRfOH",
+	"54Ur9YHwPKIckWXHinTqJO9A18N/094JEz24EWqCDvuKJNAmcY6RFzxEmRO9ayHKZwNomm58+h7EoTsa",
+	"oXAfTOAdSV0O/mOjUQhtZP8nS739NxHO+PEeCQLFRCBHouslIWJXD+CSRIUPPqXMEu+UJujmJgJDlKvC",
+	"F9EU54h+T3pBNj7sAh/L4jaA4CHE5x/1gSKuKiLlATzBwLcQ6ZFNm40Q2QXakS7vaTCqG4IQxmjZsTMg",
+	"HPxdz52QDWGeDpuc7UR7SX1H2ObAk7hLgyOzX5lwqPyNJLbL//Q5l5yO9rzF2UaotfxwS4lZo2416lbD",
+	"BjVsUMMG3yPYYI2QThUcem7WV5H6KvIdriLZ1aC95D6ARROKNr+QYNG1xn+fSDdWNIdkKGlgMTyFIwT2",
+	"fPQYD60kjIJwvwEc14sRE9N4Wg1AVaZ5Zho38EHsTmqH/syh/x1egDX+/HOn5mwgeFGaVcTyyJpR5sie",
+	"xgQMkhi48aIHPIDeA5xF7MViQp1X0XN68H/nadRO35v47JPdTnaSy1JBbcoBZb/wjRtnC3Bw3T85HF6e",
+	"dS4u355fcQ2ue3560T/pDS86l5cX5wP8VSnvEdfgeh/wT/lnjntnPaJovh9wDa5/dty7vBoennevT3tn",
+	"+PdiLq/B9dlwcH3SG171LskXl/3js3lznyv92TehB7st5imSzjRLbj64Pjvrnx3jXq+7VAHlGtxRp39C",
+	"/uh2zrq9E/r3Ya9zODzpXV31BksGVaQ3lissG5UNYExkHlGBKe3dCQJ7g6MukGXZ2DhOJ3NFIurr8sXe",
+	"uvNsb9owRjx+gNt2jkxXfo7p0aY2nd+ajnebWu5gTc+1aYju3SCJyNG78ZRIEyumsklHuQgPaaMIjwus",
+	"HETun2geV6E+R0SHuhDPsbSn5fEb6o8avoGlYxq9IewSvsHemU3RL0UpVhnWMS8yIa6tr2E0FUGWBW2h",
+	"vkb1s5Kgqip+drHwRuSO/LYpQNmBmsaboiDySkuUedNUZN5xWqpsINvQHDtfd0M0LcmSkc1DydZ5pWWY",
+	"vClpFt8SDMVqyUJLkOBL1t1I88EVvfk2nMXT6m6IG9TdaG1QdyO/gvm6G0se1QUlfZRinvkDaveaHGW2",
+	"XFOVA4/EEDT103Yeju8CE8uF6ls8ubgEDtFFasy1xlxrT8fa07H2dKxNFrXJojZZ1PB67em40tMRb5tG",
+	"AQzPQe0Eyv2MtffKbO/p/iXpbr4EJq3uH6KRG1HUHA+V+obQMv7k+kEJQh100uJxl5fnVyAMHsAew9cp",
+	"oLT/j6jzT4YNfZB7gv8VzcAe5db0bNxvz3N+EnjYt1P2TKlJOO3RjWIs/PCCzOv9F16lPQLbdRwU4iGk",
+	"7ZD5GqB/2Du9OL/qnXU/ZvlIm+CWgdWQtEGRbLIiKOUDyvVfArMiwTseAOORuLCxsnRIV/QJ9hWwkeXa",
+	"KMqzDtiLEPX6YS0P2LjpXnlFOPHc2W+Cd4FJWonauGUeFKHYNjgN7sl4Ix9Oo3EQAycMJvSp/tkxlv2D",
+	"XufwYxO/W0Zt26AbTKauRxtA0EP2vB1G2mliegRTAGHiITCF1h2+paWpoFw/DvBT7BZeVaWBbYz89ZKM",
+	"pgQY02zldAtmxRbytRKyuggpm7097XRB5I58GCchIm2WIOc2uMWbBWvKoNO96t/0FkdKSzqgR/Kl43q0",
+	"oRxS3QYD5GNhS9br4KLLvx/wIlECqZzAQ0D2QsuknRLG3Qak4GTKYFlCLSdf6WKBdjlYnDSa+9wGFzCM",
+	"6Ayz+sgLCbvIKtEUO/j9IrDeBoPExyOqWuBXEWDgGRnWNAymKIxnFB9jO9cKQpbFNUzorAuL3QaX7oh0",
+	"YFFuWyQVvvQgC7lTtrg9W1JV0VikRG5ZFm12bCu9C8x1VruOh3UbSKKX4wCUoLC0kAeWVbgXgoRSETaH",
+	"QksybgWMu11neUBXVRcPyc/fvioEg2MynPJ50LevTwGr8oakLdCnorD91qXPMWNWKIK9/Dm3R462HI+U",
+	"T8j9utL5szP0NuWsjaYuqLKkbVrOmn6dweVIUFqKjFRetHWdV0xd5aGqWbxmQ8VuGY5lC8pPCpdvVKZa",
+	"3ggvny/By9apLtqr1yLi6bC2w8Mrc+pTJqxB8BoEr0HwGgSv60//Y2uqVCEY7bTsH3iAEUgiZLMCfws4",
+	"SF0ApS6AUhv4agNfbeCrDXy1ga8ugFJzQm3q/fuZepn0BRBL1UWrbi5e6vVfFEn6ujKDQ0RbooZAsmGG",
+	"E5LlAN9p+GngeRFI/Nj1MltfiKA1JmabGIUk53UaP7UnCUJ2rpC9R+oa7kmCtDR3wT88tuoYxZU2GmJn",
+	"mcJ4PLeyMFxwFaPVsUNrYody1VlKrNLOZbF4huorjTIf4gYctjVK+TRepvrMDzW/mjHXMOZJKm1BMqWF",
+	"YNPCH5OIARolafsGVInVuRI+l7/EAWhTLmMnwAoe+yZDzcJgZKFYx0T4sQJhXiuyCVs6avFaCwm8ojk6",
+	"b4otnRc0uSWayGoJsvhfu8THsIX4hRCg2kK3PiBGb+qqIoutTQJi9KbeUmVVrA6ImcIwQu0NM0NnJr5N",
+	"qPOSJr5vnQZ9WxPfBha+/BKuiYjRm7omGJL+AhExxWjUNda/ea73p1v/mP8Y2EtlClH9fHq3O41+bhcA",
+	"6aX9LSgRAfLgNMrHiFKapxKjvnzXtt/a9lvbfmvbb237rS1UtYWqtlDVFqraLlHbJfJ2iWMUU0tCoWp6",
+	"ZkTAuyYNzEK+vZnh4rUFfQt5hP8rY9W65HdmwqA5nceQpM3P7i4k9ivx/dSp3I0AjKjmCqI4mP68wWiU",
+	"OITyJfog30Y22IOA0tdDhMOwyN7PgsXOyNE7vLzqXPUWzRa07dpyUVsuasvFP4sxvzHWXohTeW0Ypmw5",
+	"os7rgmTxiqXrvKkqiDdNUW5ZtuPopsYOjf/avaT4liEwLc2gWaTWZ5zSdYEhuetiYzaZ6T85NkZbjpwb",
+	"Gb3XBMXk8xZ+u7gYxgLPhozXcTE1NlpjozU2WmOj/9y4mPxlrZ2Z7/BVD3qkCgy98tWQdA1J15B0DUnX",
+	"kHQNSf8DIGkKUq4ChzeEocl+WI5Cv0/zZGX90OI7DRKSmsNYQ2AjaPMeimkmNSx+Ah/Rs4PdxMEe9AEF",
+	"W8lVIg5nP3HCtLMgnid4idsAkeKEeH65JHR58qzIQQZH0PVZ0hiC9FNZWASuiTiscesat65x6xq3/rFw",
+	"ayLrvzdsvVnmphqd3hmdzi2BISiG9MMlbmKjejZ8upFeaMj5XKPVNVpdo9U1Wl2j1TVaXUSr3Sjz0wpC",
+	"vEQWQja+RLPb6QAfsTT/NYyAjTwU14h2jWjXiHaNaNeIdp0GqOaE2rbxD7JtDOhGmZscbHx9COJUcVpp",
+	"2WibMLbGyw0aWQkYmuBBFASBCm/Xp47iIfQjaOGn2+Q0IRHZPmqCHrTGwI3RhBUvoUKeoPO+jU8GsuRu",
+	"TC0jFKNqgk56SE3hjEL+aemSKVP5SCGP+WlGaiTQJ8zEHqEY7LEDLf82VlcAmSoI7lkhlex9MwlZaRRJ",
+	"wgoLiw/ANzKfRkCzli3oY7qOA88GMxQDRTIWUln8vAaaC7oADUDCBghb8F8Cs00WOQIP4yBCCzVu8kVs",
+	"JoT+pKpILrV/WigoJjmjqMpAa88Q5rFde7/C0pNWJJqSV9GkLjBTF5ipC8x87wIz0QE5Tb5PLRZ2lOXM",
+	"IKSgBT4+c/aCzBj27vL8jJh+v0+pltKO4b42qod5cXj0I42yXNQY2rZLLZsXlEVdvIzMkDrNfZWuRlbP",
+	"e7uSNMQI1KdvimkaqPRzNlwYhnDGFcvX/EY7nhswA/MLsr55lRuyM/CAT9y0xE5J0yJnHjkRU0dNfEz+",
+	"1NUuvmVlm0XxUFVYfjN7qairyifiOUAVmYzjdzKgSi1BMB0eSbrGK7Zq8YaObF5STc1xHNVWNOMlDajP",
+	"KBCfalCV5wZVqhdEi/ZUZbNKONkSvaxBtSwfN4n6YUPDAv978p2uCkpLFSDfEiWLV6Cp8qZlOLyOBMcR",
+	"TAFCVfomfPfkE+5bsJ3607Dd5y3M+WsPrU4M8LLH2X3Mqis01bb92rZf2/Zr235doamiQhP0CVz3Kqrr",
+	"NNV1mmoHjdpBo3bQqB00arN87aBRc0LtoPGT12la70Kx1FVjguLQtaKl5ZsuwmCC4jFKIsAepSFobgSm",
+	"YWChiPRGBf1jTKyuEbHbAArDgb23V1cXDeb2QA+LRmoBjraMOsX6ZOfwtH82vDr/tXe2D2j9o2LYW+qM",
+	"sHXdpNTQX+oVP7tomjxldFtr2MFkeT31oIs3zeIWmLdTw1o1rFXDWjWsVV/66ktffemrL321ql+r+nNV",
+	"v0IP36vWuPdzuv5bBL14DGixt/TFufKfmsZ5ZhqPXv+1SSnXsrNfm5Xga4AxjMZYv898OInD3/tBiuzW",
+	"9VhZPdYLRsIbSsGNMsXUWWLqLDF1lpg6S8yOlUQXhf0mPlBPyRVjxe49LPoqMYfxYdEJSst+CIdm4no2",
+	"89GaWryN7rkNPNhkQ5UkjSQ9j6JkxZOf8h5hpBdZ12xFUhBv67LFK6au8bBlQl5VJcGSRAe1lNZT3cgK",
+	"Vkuu3dIkff4lPjS5NmdBWRehauqGZiLBsg0ZCkiUdMlUoSmYim7qqi2pAnQsvdUyJGirjqxoimVapi1o",
+	"FkfcogMn7URUBUEz0i/DIIjTngTJcqClqIpm66apGC1BMFVDkCTUslq6ImmSohtItB3L1jXZNJAsiA60",
+	"oSxpgmTJuKc/wuEI+fhQKyzvH+Ewc8Sj37AogLRr1VFtTZIlQWqZqmGpLU00LYgEQ5AM0TTElihJkmqJ",
+	"mqXJRku0oGXI0LJMUzA11dZMfAImHhqyoIbiYliCYFpQavGqpui8IkOd12VV4C3x/2PvXZfb1rVFzVdB",
+	"serUstcWFV7Am1KpXbItJ57Tt/iSzMzObBUIghJjitQiKTuea6eqf/UD9O/+3ec9Tr/JfpJTAEiKutmS",
+	"7SROMtau2jMWQRDXAYxvDAxg37FdO7ACPkDrzYnSUYKTf+VnUfynS9PX7sSmF+mV8dbr/uHGvbdmnF9+",
+	"HhiDi26y/8frz5/+YJdXJ5+OvS4t3vr57R8fJjp555zt7++eXhbRfxxcOZPfz4/+ONm7efWq/MxdQxZr",
+	"nmaL4Eg8ZZQM+lfstrw7ll2rV+xW1RsPxbEdWl6U+8ebPS29yj5cDln8+9Wn3egs/NvXIvdkf/9tzG71",
+	"d++9o3jk0tH7nihKeQSoHLO26+qB6al+QDQVh66lerppqcwknmthg4uxmctdD14fC7fCfDJmWc6CmS5/",
+	"gK9h2WlKR9/AY3B+x7QiGNB1vaECngo8FXgq8FRwEwSiDUQbiDYQbSDaQLSf22We8yy5Aa9PszSY0CKv",
+	"8HWV9F6A/aIiD6ujj3TLFDkiSOo3U5gtZhpN+RZJAK3yG//IkciXzYREECkydh2lExnp4PzytHd2zoXH",
+	"zxuwo2w9Lth4/ctADNNmqaKyyHCsiwC8an2g4N8GNn7bkAkPA43TSdtAiJsfv1wfKFyIvA+S8eQJj+w/",
+	"q9abBbDLIZTn2Jb+pwJk9qcls8v73dRFrzeBrbJzuqv/1/j61TpN91/j4as/D/DO5Xv82/Hp2yOzZ3Vx",
+	"73L3/ft3b9+f7384vDx/+87pvTntvTs+xMbr387tQ2Pnffe/xtmr7uEb48PZ76/NXevyHHcPD3s7u9jZ",
+	"+3Dw21nv7M1by7k4ev3m5HSv+8Y6vjy66O6/tbv/lQ1fHVon73tHb3dPj4/w79Zb88/Dt791fz8wz/c/",
+	"nPd+O9k5Pjv78+TN/tH5yfujP4723x++e/dWAQT9EyBoucP4ARB0tbOBc+oAoAFAA4AGAA0x6Bsx6Ovw",
+	"ffKKOEke4Cw6nEUHIw4YccCIA0YcMOKAEedHMuJU+u6CGeVJ7DgyaN4aMeSn8Z7TsBEaurZI5Oi385Nj",
+	"LllO9/ZlJ4uI73wtKEME1dGjh6So9mcym5/4atz6z2kM7vk463KMyw2VuPb2ai74ehlmXQzLRvj1lyLH",
+	"dFJU8b+zsuXq8M9yUH9K/TYq46sjOmT0Kp93L88LPsKEFI8KlE2SfEnc9rnIhUuCSYsBAianb3/w4ohc",
+	"sapT5ZhpXse8cmBlrJhkycLA4j0rOkmOzGk3zY3cO05KPH2BRuRzJVMNy1qUqj+OGa6UuQ0z0nwc369p",
+	"lJOTdAOjnPFjteWn1N/8Gl1LczTdeeA1ujoLXc+hjmq7lqZiB1uqp+FQ9XDIDBN7zNUgCnRt7/TWisY7",
+	"7ZBnF423KtqXze7WPWM533Mv2SH/lvq14gNGDTBqgFEDjBpg1IDguzPBd3ld5xVHCMELZg8we4DZA8we",
+	"YPYAsweE4IWRAAawnzcE7yKqeSrzlxpGMVsZk4s3asJuWF40bzyV949K9NaSVhUWyNM4eSHkfcVB0fmb",
+	"rmpYNtrqXZDBNgTomgvQJYH0Pu8CMBVBjC6I0fWLDsxeKVxLkVqu0cKtoCOdC6Ic5Sy75nI2R/OrdUs4",
+	"Hsw9GAfhumOr7J/VA+trlq8cBKUBR96qKLYgLWUchEv6/ccKcdZcZ/9TNuArXle5Xm8W/wxtxWkyQOK6",
+	"YHmbtmyTHOXDNCtYwoLtpj1QfrpfT7+d011VbiXEyRsZT1NuhCV0yYfEsOynPJT2xOfPnvq01ZfveCqQ",
+	"N7wvpMptfyy3cTIbQqkdGjpRzRAHKjYCV3Vtg6iO62NieYGpUa08UxlHJKFM7BeomOXK3l7/4s3B2V7/",
+	"tHt28aH/rnd2sH8gLIUS0/ClZBhlgTomWXGLrlkWheVU4QJ9EhcdRNNEjJmkEFZhFoszWxPWD6I4GrCE",
+	"srZ8Txjt0qvKfF4X4nR3f80vs6CFKMsKWQiGTnf3VWF51LCOVcdx9XK3PkmKKEaGZniqhlUdN0pGSean",
+	"yT1F6p5duP2z3u6H3cPeXn/3ZKd7eNEsWsboLY1ZgGjqk7hAut220P9AW6MoiUaTEdJt9D+2mx+NMjqJ",
+	"Cd/Gt+Ur/YJkA1b0R6xYpwiHBxdvDi6PlpYhjophNBkhu200y3BHEco3NizD8cHu773DpUVIInrFYoTb",
+	"2polkC8sFkCsO1xmi5eEuJEdJrask4TKfUl/kkRCdsv/KlfvG5deK47VLvcBX/gSVrAkF/pTnXywe2Kw",
+	"/phl/dkXbd3UtGXv9q8GMvnNUCRrm2Jm0qt+mKbFOIuSmdKI/Bv5Ystz2lad7ZhlcsZQ1qcxyXOlo+xK",
+	"C/6A9QWUEzUPIi6x/YlcV+vsx7Thx6Hobc9yLNfmGbMk6KdhP45C1pd9I+5PXvGm0fZM23RcefF8lFRy",
+	"5a6vmXrbxo5tWvyljNz0R6RgWUTiPqH/mkQy+vPKt22zjS0Xa7ogJaK6lfqyfieZrjfTSSIbPhhXlYYP",
+	"6E0+oHt46Qfm22jjfI2l2c708sZ5ukvzXD4Q+LxqinCxpggfMOXi//9/36HjNAvQbu/sAr0e+W/4ojGV",
+	"tVJOz0lbWZAo6At5K91AKon7pfpWw2GqIQHkHkxIQjHgV49vuzFzFmVnqdeymI1YUjQmj0y6XralPFw9",
+	"bttGnVZKrpVJcd0b03zvqWEz9yWSuaxhKTHvzgo3xsKiiK129ZXY7o+E7GnIrZnR6rUdC7uWyKx+5e7v",
+	"G27b0WzXEOJBfnnNztA26Axt3c6YJhW0sbkn4e8Mo8Gwn0X5VS03BCUrC/tXq5kgKqKBOExddkfzjX/X",
+	"f/FVTr7dUspXpE6URwVDZBJERd5CBxfnuweoyAhlxI/iqLhtIZIVUU4SEiO+eiYDxD7TeBKIDYooQcyu",
+	"eU1FmYSYaHyzarK5j97wFOokZ4jkOctzPkNa6ODsqCuLMp/1iAU8l7nMRXQAEqNBRsbDSIT1mPkKTUcj",
+	"3vq3aJBF7JqvamjE6JAkUT7iuv90F7fJV2XPzjfjhOtqLBOmR5SGfPPJxfF8nnF6I6TdOI0jKmSNCBiQ",
+	"D3kHcillqbquagZX3qMi5mPlXRoXJOOaKf/GLaJDEiUomDBUjxkksxPsIiM3aDoGWsokE51TFOO88+LF",
+	"dZlZu9QjXwQTptb5qGWxGmf/FbOti3nGazHO0gq0it7u6C1RI/7fsrU6xpeVsvxs9xy9jvkwRK+zdDLm",
+	"OzYpwaX0NlRDE9qRPNGg7O2VYl3zdHmJmED+SmNjv0yYy9AesdyiFWyQSgj9TqwbMZ8Yhuu2FDpkI77C",
+	"8YfHR7uuzr8RBSzhKwvLxCs7qnyiOpZwYE4mIaHFJJM2nNL+qHSUgySY8MWS5UXGhzTSjRYyXYxd9D6N",
+	"w9yfZIMW2uspLYWlWcTr1tMNE1u243qa+NeUY9QdviPVKnR+mxdslMvF70uzHFEy6M80oSl1itkU45hw",
+	"uaKck/jvQcTzLMtyl5jFltGQZ6M0EOO3LlvvHTol9AqJhpGBVCgZEzq7O7hj+ytG4kCMpRH5zD9oG21N",
+	"zCsx7Pj2QUC2UZSIiSf2PmL1aoi4fys0i4qIkrjf3GYJcXlYqh9bUYIoKYZ8ZpbRyap0XAs4IsmAJCxn",
+	"9yU8lrrEPal2peJ1T6rXpcwScDJg20Kok79JFqSTvO/f9imRUEg3DaxiTTXFQaJJwdBF+rmNzJfo/CpK",
+	"0G6aZW2kd1+i84uTC3TWQ3wU27qtmq5qKx1lPyajNjqM/tVGXKg4GGsqdlXMd/Yko22k77xEZ2ycyX+J",
+	"TM9ZkreRmPbTMgWMxqQB7KdP8omfF1y6yiVHlLxZ8CptrVKsXY84rWQI30fRIkvjWyHny5lS9fCQfSZh",
+	"PEmzdDxM8/GQzwihLYqi1K2xUJC5xrnvc3vRiBXD2xhJzW/2K9OWXfjMvQ098+kVo2ZaDDnCxDISR3mx",
+	"qtGriVHvruoem24VZqZ/c/ZbsyrB/e2NthpNhnISizt21tydaY296ZJee1RNdAcvq8piX87VII2vWfLY",
+	"SjjY8FRPU617alH+ckc1vDkCUFajG0/4toxLuWrchGkUt9AwneRRMtig/NhdWgHTU13v3m64vwK67prW",
+	"khqcF4wL1TAjI9ZCIckLvnznGxTc1lYV3DNVY6bgc6JrnXI77l0z4R4xv24NakVrvgL23NB5QAXspVN5",
+	"7VXvUaMfa3xXpz22CpapL6vDegvyusN/VQVKmX5HBe6VQba9bOSvt1NYs/gNbMAXhiItSNxfd383i/6k",
+	"UZNlg1vBdfieuZHJzI7OsLU21m3bdiTlq1+SX1Z022p75nSHOOSad58MBSBy2tO9o3x11WccXrXFvWM/",
+	"H5NEfMUod4a1QWPGWFQ5nAhz0bc3lDw+El4VF660Fxke00Js8wQGJZpveJrnu55OqRY4YRiGmHou9cww",
+	"xDbGOqM284gWYsN0HFOn/kNDzT3sZFmahoKRRywO+lESsM9TeN5eIOdKYnpCXsjnDeSoJLrhLnkyi8AT",
+	"3cTTRPMknOfuNB4v4d2JbU8TzIJvnrk391D+rDW+Oav8Kolum/MPhbKfmIb40qIFppzpSoItfXmKJjtT",
+	"Euy4c8nmqaOSYDGOl9lapl9zjRVJZj9nicOQS4wmdU6Wbi5PMZcR1uaSzQFAngSvSjL9mjOfpgZ8SiLU",
+	"4Vmj31K6piSGflfKKWZTEsNbSDmTk+4uPK94D39oLzydhStKYi4Wen5UGaKJV1gz+XOD93eJQtoNDpIY",
+	"gjXUTyQRURLD8po/N+BIYtjNRzOIJBH9Uz2aBSS8ocylTxvYIjG11WkqcJGYpj2TSA4OU0yP+tcSUSSm",
+	"3fx5nk0oiek0M6s5hJJgQ7KTsivbq9ACH5bOTMpF1V1JsKmtSDNVpZXEslbl1FSredncmXRS8+NfmS1z",
+	"c+FXEsvmfd0Qc+2FhV1JLFdbnajOSQzbZqLFJT2xPGNpomp153N1Ppu5tTyxPLGXSNKg4gnDKA4yliid",
+	"/+MvAQyFZ0+1NSip9hfpByI2AwEhlm07JvEDXwsMhxGfOj7Fum0GxGCGYzq2TnBg+ZblBaZFLINSxwt1",
+	"phFiCwgoJurUgWr35Pj8Qur6dxVGt6fFoJrGLIwD7FLDDSilHqYBsRl1ddegphlaHrZCxiglHtOYE5qY",
+	"Grqj+xp2TIJpXQzjnmLwFI2ipGOlo/yruG060Nxn2mg0XmjZmqG7vqXpnuX7juGxwHQpMzxMfYN4XhD4",
+	"nk10w7VC03OJjW3i6LZmk9A0LKMutTkt9cnpYpF52ybmQrmlQ1Oz6KOm4WItO02jNp5BLV3Htq57WkDc",
+	"MDQM7PoG0z3D0Qg2GHFJGFiOi0PL9TzboURnNiaaFtiaa+h1bfBdtVkyKCuzx7Qomm7Y2A11z8WhbdGQ",
+	"MU93iR+atmeYZmgajuY6NnZ1nVrYNg3qaXrAMNN9yzNNG9dFsTYelY1BGZrY0rFpWKHPqB2aphXammUz",
+	"02GaRiw7DCzf121b021D91xK/MAmJjNZ6FoeY2ZdCvveQWk/aFAuG5Oe7rLQMzzDsHUNB6bGNMxcx7ds",
+	"w/RM4vmm7dmhrYeeYRmWEWi+Z9hYDz1sGZ6lWXWhnbvHpCDwzppjcmrYKtY08pW1cV3T9lzHw6bnOYGm",
+	"u5bBa+Bj09S5yNIDh2o2czQjCAOd+q6thTbxDGI5ZhiGXl0bd7Y2f1WualPLjVB9zk5O9oXe86QubF9+",
+	"qajoT+Hitvp2gCCPpx6LLPSxpQXUMzXb91lAbRoGGHu6FhqWr3kB00Mt1DF2qOa7lhY4pmm4JiEuozgg",
+	"3nO/QuCpbwv4So6Zs5PorLfbOziV+OBHCmsvPtMn8UDpKL09w7J0794w9j8qauCv5EU+nUk20XUPm4Hp",
+	"uq5HdT/QDdPAhuHbrukZmu9pXmBb1PKJ51ihbZoe1T3mBG7gUjvAgfBamjaVsPfOteTSFpxeAND3Sc5s",
+	"vOk9AF+WxfRfGYu/XAJS/xOjhVg257zTlc6/l98Cy5XNjc49zZ5l4z/Nnq9b/ATJiohrc//IER9P7Z//",
+	"XCKEyIEQORAiB0LkQIicjeP+izO5dEiSAQtQHiWU8Ra6Ibk4+Vr85HIJ4qdA/BSInwLxUyBqBkTNkOd4",
+	"749a8YQBNPKVwTMOIy5q6tjv/8ibpcllSPRiyKKs0hYhPEZQNttsfIwcgmNAcAwIjvEr3Sn9g0V3yP9z",
+	"s0AOTaNYVLBRaa+/N1S77rhlqPZVcc/LkA8CrrKQBJ7laiolIVYxs4jqMhyqvhMy6jmhabvh480TxXBN",
+	"0rxWg7bL0B+LgdMrPK1Tl1GduLbvYz0kOHRc27YxcSwtNANbc2xsMBaGmIbUDKzQMWyXeU7guaZNbeF1",
+	"k0d/s+l1yZ5lOA9x0fvrAZe7ygWNL3HLNn7lcteqdi9hlOUFhEUH5gvMF5gvMF8AjgAcATgCcATgCMDx",
+	"WQFHvp9fAvryJ8GMjWhxK2P0ln5yAZo9tFXdt9BCXNkRQkj8g0ivEhagraZ7GcTnnY/Pe1q2PfBH4I/A",
+	"H4E/Pj/+WMrv//y6gWQhTCmEKYUwpRCmFMKUQphSCFMKYUohTCmEKYUwpRCmFMKUQphSCFMKYUohTCmE",
+	"KYUwpRCmFMKUQphSCFMKYUohTOkvEqb07pAaS6NnlBYrGRqjI7yNhPMBBMkAh2lwmAaHaXCYBodpcJgG",
+	"h2lwmAaHaXCY/nkjNNQ+yzNOyvnUOflpvKerWxRW+k43gr0ikfoub+nZ0JngML3gMC2aG9ylwV0a3KXB",
+	"XfoZuktz+fSVnaXhvh64rwfu64H7euC+HrivB+7rgft64L4euK8H7uv5Ue/reYiFmxevad/mJQIjNxi5",
+	"wcgNRm4wcoORG4zcYOQGIzcYucHI/bMbuRsG5ae2bP8ra49ljIU7Tdtvz1S9PrTK26fMhZeGoNPj1yga",
+	"kQEDS/acJfttBmZsMGODGRvM2OUqK8TkCylyl3MfLkwb1Ke81QWYDzAfYD7AfID5APMB5gPMB5gPMB9g",
+	"Pj8x85mlLiTnesGTEJ+MURaNi3uRz1lvt3dweqHqqHyjg/JokPAta0LZDASK8vKRVB8nSZmQkiRNIkri",
+	"KotyngImmsNEZ2WfACsCVgSsCFjR8zvyUArwR9xQ+djo71HMsr4/ieKgjEYypmrArpWWEuTCl15e7MhC",
+	"H1taQD1Ts32fBdSmYYCxp2uhYfmaFzA91EIdY4dqvmtpgWOahmsS4jKKAyIcxvJ8cscFmn9+l/AwzStW",
+	"RPg309WJ5bue7TONBp5JNKYbruFbxNd87PquFRiWRkLqOo5nkMAKTWxj6lM/0GyqVP5vT+rnJuIQ8XEy",
+	"51ZX7yWeJM5NNBAxXUXw6ZN/5WdR/KdL09fuxKYX6ZXx1uv+4ca9t2acX34eGIOLbrL/x+vPn/5gl1cn",
+	"n469Li3e+vntHx8mOnnnnO3v755eFtF/HFw5k9/Pj/442bt59ar5mT6JB0pH6e0ZlqV75ZMoGfSv2K0s",
+	"eMCu1St2K6r3w0bh4a/kRT6dSTbRdQ+bgem6rkd1P9AN08CG4duu6Rma72leYFvU8onnWKFtmh7VPeYE",
+	"buBSO8DBg7weq40ixPUB/A34G/A34G/A34C/AX8D/gb8Dfj718HfpR7QmmfOGUNRjgiaKoFPw8THMZH3",
+	"bKT5EiZ+xkoCkU8vaEVhlo7E7M6LNBMrwXhSyNAOPDXJWI7YNctuywBASSAUESR49s2QFOiGVC8/ARGv",
+	"2d0s5RZsPBQ7jCbie4kIklxcJJBIr/U1gXgHyVbmQo8OSTJgOSqF4CIbPxNJKzz+roQJgMe/DoUU8kNI",
+	"s68IIE9Pzh9JIMUcbRDFxwYavkvAX4i8D/iUlq/NDqkv3xbePn3bjUhBh3VM8igXf4sIAn/9WqCyzNEK",
+	"rcA2TEMzHN/yqOXYuk8J0zzN8HTf0x3dMAyL6ja1Tc/RKaGeSSj1fc23rcD2Z4ChWGnLgbL+kJMy70xe",
+	"a7RkW9FbspaU3Ya2sOahs97pYfdD/+jg/Kh7sftG7kFuopxt/9QaPEAvgF4AvQB6/VA98I1Aym6ahHFE",
+	"i8784tBBRC4laSZXkiAKQ5blP3Wr699IFO2c7H3oX5yc9A+7Z697Uh4JdMg+U8aCHO2c7vaPun/0RcKd",
+	"Dxe9c7R12v1weNLda75HEq5AJkV920X1/gx3Ekn61bZLHhIUkAm4MXBj4MbAjYEbAzf+FbhxTWk3grQP",
+	"A8j5ali8mzHC12DhBlkmR2nIN1zlTb2lC9xLUbCK5AjMWoezj0nBsp+XCh+nBYqqn4oOYoQOZf1o2Xpy",
+	"lE3VBSlx0ySuxC4vJxeEN0MmPz9kKIyyvJD5FGl6hVgYMipViVm+LPuo4svK94Og+VO5SH5NGDrbWhtA",
+	"Uf37taW8I3GGYCaTOG49zg9VNMRq19C26RiW5jzYQ/QBTnuTcbBekTbo73peLNMoZRMAUQSiCEQRiCIQ",
+	"RWBbwLaAbQHbArYFbAvYFrCtr8O2pNqFyJQohUJUl1rsAyGW8H5cGQngjJEgb35SEKYms4KD/HMH+cFF",
+	"EU7wwwl+OMH/LU7w5y/WoYqPOLEPCHWhSNXCJ0S7aJ/6Tdk0pQGnn0XXLOObW1ES+74QBve3imcZhv3n",
+	"c49OIDR0pePYhvv1PIHLj+iWptneV3IP/lfWlzfezXbvv7IKRlS/PL0f8Y8UIOGuIYs1T7OtP+8NmFA+",
+	"HE/8OKI8jdJR/nizp6VX2YfLIYt/v/q0G52Ff/ta5J7s77+N2a3+7r13FI9cOnrfe/XQCAl5QYpJzjXH",
+	"g9fHvT3+y2TMspwFM13+AIFSB7/Qv/z1ALPL+6gYvqsEzarboaYbTrDDgB0G7DBghwE7DKB7QPeA7gHd",
+	"A7oHdP980P1rVtwJ0R/D7l+UWGG1N2o146W8EKlFE0iPVN5kdclmfGYJyhmJWYAq3Ur4zBIk1LR8yALE",
+	"9VRU6qnVuy9Rqc6J1PyTb89kBOMwjeP0BpFcShQJNqMMpTfJz+vmWv9ZdjtJUCOF+ju7RXJ+yJ1tTkZM",
+	"lIg3XjkPEEnym9K9lX2O8oI37qfUfylyTCcFnwJlnAnRcqzqcNm7n1K/LdrxU+ojOmT0Kp+nvlwRZnIF",
+	"iAqUTWq7Tr1a/POfaPfk6PTgsNc/7Z6fn56cXQgxkCCuO09/4+V+3TvuiQXv7dkyx1s5XsFe8g3tJUfk",
+	"ilWdLsdU0/V65cDLWDHJkoWBx/tUdJIcudNumhvZdxg4nr5AI/K5kteGZS1K7O8Y5mI9TF8L8gZ/fzwI",
+	"/CaBQzdxJJeV3MCD3PhB+upT6oviFQUbjYtc6WhrmToc0xbEPowSsag2uGM0nU4SisqfK5OCYpt2SGzd",
+	"VA0zxCq2bKz6gR2qvm8ZnuU5lmPxEsYkL/piL1TlEDOSs74kVnnjg/L39CZhddIR+dyfVsmqkb7cdz/A",
+	"yPCjDOmWMs6iVG7v9JYilkG+LkVjFkcJb9cFAw8f48EkXq+/84Jks5aFmka/vexdChr9kAi+UuzNr9Xr",
+	"2bhk2b5sMJ1/S/0zlnNFZIna8Fvq19ogUGqg1ECpgVIDpf5l448c7PWOTk8uese7H/q7J8f7hwe7F3Km",
+	"zGvENyRHk5wFpYejDEzCm61sXDjGAcc4wBYEtiCwBYEtCGxBivWtNrhCMe1fHnffdQ8OuzuHPT7y9naa",
+	"v3TuHXUwEsAqCFbBqV0OLWE1G1gDs0nM1JKnzcY0v/dUz3LzXZTQeBKwV1JLyvlyIuX83vmhtOmJVap8",
+	"DOd/yvM/Z5OYncq2hGDlcBIITgL94gOzlI+dSp4icUelJE+1FC1/WHfAlFndMVw2/mrZX+V7S7rke51x",
+	"Wr6urWMjesR5p3vtdbrjWaY40fDUV47WXjUNi9CMrUxYgSyfYeLZpuoS1+ej0VO9QHNUrDlYt7AdaoH9",
+	"JEa2yhZVgoUHm6Oe+EJJ0VfRPYYsw3Wx6/45ewxjgyj8iyv5iiMY1/VCD7YtsG2BbQtsW2DbAuoO1B2o",
+	"O1B3YK3AWp/bCYxlwLNBW88aj9cirC9KpW312YvTUqtr3hp5M0xzJsJ754XQelE2ScTEZsHLKeJFdSjz",
+	"AYmSvGicu6gDhqdJfPvznp0oG0+cJUGnlzuHB+dvent1O8pjEVwayiZaxLJlBoBmf9J7JB/OiOqZ+2tf",
+	"Jvm0Dfhs6Nly92bbtEwRP+cZYLVamgFWW75ggsM4QDWAagDVAKr9whdWXh72+he984vz/n734LC3x+fA",
+	"wbGgbv3zi+5FT3QS15i4jlCpUuAdDt7hwKmBUwOnBk4NnBo49Y/EqUv1d4EWS59byYgfRax5RmuECiKC",
+	"SZceh2UOAtrmRS6bjD+PchRHecECNEkCsQ3OC7URPQbi+TzneD5nl8f96RZ7kZ6fTRI+vi54nwMwhyg9",
+	"P2mUnkcwcCFMGwA8Z/zj2Pi6IXSa8/LZxdF5wtZ8UEAdQzN0S39gQB0SWLqj6UTFIaEqtoipeo6vqZbL",
+	"AmJboaEHXzWgzuPtC48YgM2AN8Y04A0vU74Q7cZaK9rNtDO+brSb2ZVsnVg3Vckg1g2YLsB0AaYLMF2A",
+	"6QJi3YA1A6wZYM0AawZYM8CaAbFuINYN2LXArvW0sW4WSM3jLFnC2LQyzs1hxJcYMme/EuYQabyR90/Q",
+	"dJLwdEmAwijLCxSSKJ5kDELbBGUjVrj5bJKAJQii2kBUG7jf+pnGfpmuCo+IAhMVbCRF2/3mpvpMBF80",
+	"eDW1liJWkX65ilT2jtJ3o+PY9hJjyqMtPyIDeSwkm5Sv4kBzLaZR1TaYo+Ig8FXXt03V8HxXp47ue3Y4",
+	"YzSaHk/pnp8/2CaTFiTuU5LLa6DtjS7ArQ2bZ5OErzxLI69UizjYWcDOAnYWsLOAnQUIMBBgIMBAgIH7",
+	"Afd7VtyP7+GXE7jN2N99kG9m9jbDvECA6hmKd1o15wLFWwlomhVtbGw6qBpBNUuda80nAThfiTp9/0oB",
+	"anp2qOkbMSPd1E0D/zkdu8mIurquBmyUqrrjWa7heKb3mEAlm3v//vWwSB6rGM2sSAdOA5wGOA1wGqAE",
+	"QAmAEgAlAEoAlGAJJViuwN8BClorjrHvii24OC8tRHYzv5dL7rLiWjgJuJJA8jq46s97hv04nT3Iywgd",
+	"yvrRacOxm4ZVQ0rNNIkr0cnLyYXZzZDJzw9Z6Twl8inS9AqxMGRUWjxmYYTsnoYWoXzfU795U5G7Tyf7",
+	"mid7Fxpmg+O9+vdtth9T632Qzrv05I+sPmi6oOmCpgua7nc7dzg9a0jqQPfCWBHlovllQI4cDhXCoUKA",
+	"RQCLABYBLAJYBLDoR4JFUtWau81nQ2+SB9yPLgAPn61PyId+upvP4XAYHA6Dw2HgsfPNPHZerIMGv+qF",
+	"4M8Qa9YX9KzrkATXMv1s1zI90J3rfVQM31VjZ8Wl53PbLuDdwLuBdwPvhhN4gEsBlwIuBVwKuBRw6bO+",
+	"+XwBZT6Enr6Y6pirbpPZnd5NMutvJ5fqHG2NSZazFuI1zFtokkRF3kL0lsZcRmDDqAXDLd9i8Z2WuO9k",
+	"W+SVF2kmr6cYISI/U5bwHzlK2OcC7Z119y+qWoI/3zfz54Nb1n/WW9bXA261bEBbfBeOSJaR27yctLxZ",
+	"cpQP06xgCQu2m7hN8CcxRpWO8uIF2jndVc8uD3vnqj4rwipKe3y06+o6ykUd0da7NC5IFuWo9w7xsYgc",
+	"a7v9MeE5iT64FbuIcZoVaJClk3GO0hD1LpGhGeYL3cIG2uomCfuM/jg4ONjuoAFLWEbiFqIk89NE5BSm",
+	"aTHOIr4/6mZFGznbLRRMGAqiOBqwhE8v8Tt2VcvYbqERKVgWkVjWf0j+JlmQTnKRVz7x84IklEs/GmV0",
+	"EhMu1MscXJQxIQwDVHbydguNWSbmhPyQKOzBu7KS+4TynssZQ2e97t5Rrz0K0NbOyVEL7Zwc9Y+6F72z",
+	"g+6h/OtN98/u2d7J5XkLne7ut9DeZa+/d3B48Lp3vNtrifz29up3ttuoJ26k8mVDqjG7ZjEKCS2Q3DpO",
+	"B1CZBJ3/fikE1osXSH3k/6qe4NkJzaD6oR0FLCmiMGIZ6qALLvVffUwQilmB/By9QgNWiGbZuT3NWBh9",
+	"3vqo7JwcfVRa6KNSFrTzUdl+yV8iec6yYitmyZafb6NXr5DOk/HW2uleXPTOPvR3Ty6PL+TbvKo7J0do",
+	"NMkLJOe2zxD7TGgR34o7vMr8q+zDNA62/Jy/y3PYIpS2kL+NXn2caJrJUJHy8m+VwvA8HbEtOWNfs2LL",
+	"56/lV5OPynZVpv2D3uFe/+jg/Pzg+PVMjVB+NUGjSNyL+1HZ3ubfn2+4URqweLHN0CvULEDZfNNWo2lC",
+	"Cf972ngtJHLe+qgsdor4elXgpUXlq3okd//iE7Kt7m8LUf71WkNWtdEey5qDJBM+mieZGElSKG7xRUo2",
+	"UavSc6o/WZpFHXQyLrb439vbz68NeVlGc2WZb8RGre9uy5n2mTZl/SHeHOJbVf4j/hb/tUolH219TP77",
+	"//r/0JbuWRhLYECHJCOUbxKqSlQLFWKf6ZAkA7b9KCDfWFFE8Lh8EhWsMi7OLiEzq8yWuPyo7Y/pdmtm",
+	"LRJRLPLbpCCfpeTtlassYnwtIwUr70hsZJYmiEh5mbMCbXH5QEnOxG5t+yUaZ3xTVURMrgxinysy4SvC",
+	"cMSKiNZ55ihjQsS05F4+Z4w3lhw5BQuQWFBztHUsPiFzFN9po9P6O4iShA8cvvcTBcv5jlYMwxxtHXaP",
+	"X192X4sl5H/9T13fbqE8lVvLNGEix4yJewbl1psvSpOY1CZbXvWoQDTlewHZSK/nytdBe4xu5dsv3ha3",
+	"W5NtNCKDJComAZP74UkSiR15lKD/UHXt/7SlglB+QeQYEy56o0FUoK08RQS9LW5RzOsWJUjV221e7IOk",
+	"kH9qmtZu8/+PJknM8hz56SQJWFAtUq8e+T9U7bXK/MoL8viwClI6GTERZjhHp92z815/v7t7cY5GZFyq",
+	"MFuiC9p837b9MSmzKt/vh5M47qB/i1WED6Fw2TLWe7ejytGsOtZHZRu9Qv/+qJAkDdhHpfNRGWRkPIwK",
+	"9lFpfVQoKdgg5YtT56PSe1f9NqwSH0bHkdZ2jxKtre+mWls/MWQaFsf5R6VjuC7/a8hGUV6U2ciPi2Qs",
+	"ZrTI0vi2qLI73bd5N/R2X+wd7Yo0s8Knw8sqRax44yAJJny3yPIi4wsz0o0WMl2MXfQ+jcPcn2SDFtrr",
+	"yc8JOdP5qOz1dMPElu24nib+JR5zMS4e1xvEaj94fpsXbJSj1yP/zUfly0ypomTQD0hZAWF600xVx3Nl",
+	"56nGMaEy2TmJ/x5EPO+6bCOS5/2rgXiMLaOtaVr5++f+NS/PgPWv5VPbaJfPomTumalp1TO58DVrM93u",
+	"Vim4lPiodHSD1z4dRYmIyTkmNCpu+1c3Q/G+Y7XLslRJ5spTf1NsPMRAmRliX17Oj8jptlKOzXq/2zF0",
+	"08Aq1lSzHpqUyK5uPmpV7/RpTMqh0KWTgqGL9HMbmS/R+VWUoN00y9pI775E5xcnF+ish+S4i1Op/4j3",
+	"ZgZhcxgcRsUwmozQkH0mYTxJs3Q8TPPxUHQ2r5RYogzbwdjbYI160FGvUll+3ke9vq7a92w8FGSo3mfg",
+	"iCDI1fN0QpBt1PA1eJCnQYWI4Cwd+BaAbwH4FoBvAZyrg3N14CgCjiLgKAKOIuAoAo4i3/xcnSDOtWPF",
+	"vf4U9zuN5NEgiZKBymXBGvGbe4FhWbqHhEpOhQRBxZAU/INR2DDdZoyyaFzkLS5whGtFAIfxqijP57LR",
+	"f+dt/n0O6Mx0+9IQuSQeKB2ltyf6W2kpV+xWIo6AXfPXVL0iM7TPn/kkZzZWOsofb/a09Cr7cDlk8e9X",
+	"n3ajs/BvX4vck/39tzG71d+9947ikUtH73uvNotpO222dxG7WRXWtmxV4BLAJYBLAJcARQoUKVCkQJEC",
+	"RQoUqblotkJ7WqHIVPpLQ4Mqt58ibUOBSsg4H6bFXT72lYd3gthoXNyi6h0u2aU5Ee1cHhzuHRy/Bg/4",
+	"r+sBf142/XcIZzsdKQ2F62vGQ70QeT87p4Wl7XCve4Fm2dh0/lRaQkftiwvhxU2+fFDcNqzeOSPxjBm8",
+	"+l5/SPLhwo+i5X3bdfXA9FQ/IJqKQ9dSPd20VGYSz7WwYYaG3zT9V7P1Kwe0rQcrWOBB0wVNFzRdsP+C",
+	"/RewBWALwBaALQBb/MJxVSsFpEYJTU5R61eLkGK9oKpV8k5JJ7ggYSMkdC5EkqCF0oQyJDUtKWW4bgUG",
+	"3jLaagMywOF6CLUKoVYh1OrX8+SoRfs6EOtrhlldTugMs4nolr/oYEsT8Vkb7G75GSPDcjxTpJyFeorh",
+	"MS3Etu3agUGJ5hue5vmup1OqBU4YhiGmnks9MwyxjbHOqM08ooXYMB3H1KmvPBYJnve6hw+LSfpEQJDL",
+	"icZuAKggUEGggkAF4VwOoDxAeYDyAOUBygOU99xifj4E373wJ1EcrHY3qmazqO+n1Jd+TaP0WrjYLJBD",
+	"Pr/Oet29Dz+v61H9ZyFjMZEENVKov7NbJAdkp4oHxESJSBJUAw+RJL8pXY7E/ZxcrH1K/Zcix3RSiGBy",
+	"TITfEy3Hql6QI/BT6rdFO/IOodOgqw3cIgI1SZEbFSib1NdX1eL5n/+U3dc/P+6enr85uVikjzt8bAB/",
+	"/Ib88Yhcsaov5VBpermtHE8ZKyZZsjCeeI+KTpIDctpNcwP2DmD49AUakc+V3DMsa1Hy/fUdnenWwl6l",
+	"yHyufnfGD9Fkn1JfFK4o2Ghc5ML57n4oaHu67v2ptJQwSuaD+ETTMd2/YrfVz59Sv+wYi5o0pL6qW0RX",
+	"sW8Q1XdooFoaMWzMfMPQidJSYpIXfbGwVznEjOSsL/FL3vig/D29SViddEQ+96dVsrhgEm4mom0fQgQ3",
+	"H1ktZZxFqdw1GC1FCHsupqMxi6OEcfEcXbOsX7ULlgMxmMTrtXxekGw2MlBNLd9e9i4ffJOSlAKzK5LS",
+	"UibjYL0x8WWDOfVb6p+xnO9ul+xFf0v9WsUA9AnoE9AnoE9An8+lB74RTttNkzCOaNFBB3u9o9OTi97x",
+	"7of+7snx/uHB7oWcKfNa3w3J0SRngVBOCQqiMGQZb7ayccFXGHyFwcAABgYwMICBAQwMivWtNrhCLe1f",
+	"HnffdQ8OuzuHPT7y9naav3TuHXUwEsDUBKamqUEILZCa9U1OZVyoO+ODTa1Z/8jlXRXgEF5H/Cpb5kC0",
+	"I5hlwC0c3MLBLfzZuIVL+b6hc/imN0hMYwvyxUGaGkLHDg2i6WoQYKxi3ySqbweWSi3D9KhPCTYNPqj4",
+	"C8JCtPwinSpJZZI4OVJqQ07tIa4RzbEsZmiehpnnGqHnB67BsO5QnxjYCQ3D92nom3pIQtci1LWs0PMd",
+	"Q7NMEzsKlzGNkhua7mLbUmnghCr2Wah6rs9UzcXEsTUjDL1wtuTLrllZLPj0cpbFKuiaFVie7pma64em",
+	"yWxsUJt5oRHaQWgZpq1T/i/HMzTbcl1TI7puMt32dE2nJmZzVWC6ExieZ6uBrmsqNrCl+oFvqp5Lqe+Z",
+	"oYf1YFUVbN1WTVe1N6sAC60QW4QSgn3dCe0AM2zggPq6RqhvUtdyXNcyiReEge3YmmvpumWbxAic0Lew",
+	"P1cBxzU8/kwl1GcqZjpTfYtR1QhtDwcBDS3bXlUBB2NNxa6KN6yBYQembmksdANim9SwLT0kjucRB3sa",
+	"NULDpIEbGj6jvucbjucxonmebmLLdxidr4EXUhxaVFOJb+oq1jxPJXaoq8wPaOCFFnatuVFUXVV59yCq",
+	"roRcrICle9TWHIdgil0DM9NngWsyYoXEosz2DU93tDAgOrEN2zbc0AgMHGrYCq2QYU+fq4BpmrZFqK0a",
+	"jmOomNmG6mpUUzVCPdvRQ2K6dEUF7hhCdxXfoY6JXUOj1Nf8wPFcPrEJtoimhQEOwsAzNE0zNOw6ZmB5",
+	"LiOOaZgkdLDrL8xiy7ZCPQio6jBqqtgxqUoMR1dN7BtmwLChUW1F8R1seKqnqdZG5WehxqjjYGK5bmAa",
+	"tqcbmkUN5hih6Tqaq/k6JaaD3VBjDp/I1CQOwb7hu6br6dZc+XXbIcz1+ajBTMWmTVXfwYHqhyHzNd81",
+	"SOCvLL/pqa63Yftrus1sz3YMbDnUtJjLLN+mBvYsQkzmabYd2KHvhx52NSs0dWqSUA9NP/B9z/U1f8OI",
+	"r41t86p4r9WWGqy+YPUFqy9YfcHqC/YosEeBPQrsUWCFACvEMwu5O2MjiMqd+zIzRGvF4ZZuEJTGBbGi",
+	"Lh5n+RVOsXSqW8pJLEIrVNfdTuMK53K7HgR8B34TUbZolugGAVglvgX8fdYHI6o5WFPa6hb0xt24YnIG",
+	"ru74gYtVXw8cFYdmoPoaxarrUqJ7pucRlygtRdMdnTjUVG1mair2GFVdj+qqS21dw5YWOr6rtBTHcV2C",
+	"TUvVdN1Xsesz1fdtWzWp53umx5jru2IkfMVjGt0gEAN/g4Ma2g/RhWLay8gr9fnCpwrg8sPEWN54GKw+",
+	"XtCMrCLsHMP0Rm5d5UJ0wzImZS1gKMBQgKEAQwGG+nUPHxwLJNU/v+helM7us9tyxDuCZdMbP+CMAZwx",
+	"AKYLTBeYLjBdYLrAdH8gptsNgjth7EY+5jkj8eqoRueMxDkiMlRRI0I57/IJX4D57N053VUr/3ZVF0HJ",
+	"X/J2pSThagkdkmTApBC5IVmQ/7ywmDcXF1oEycC0M5tQrHmLPJi/AYGDfmUWLCbgc42Ro/0ILQYxsp93",
+	"jOxz0XZAaYHSAqUFSguU9peltJWS0JdLUmv6A+8lqWOk2f0wtyhDpwLDBYYLDBcYLjBcYLjAcIHh/kAM",
+	"l+vEC1z1bnArJ+F98UDKVJ0yKnopM5ZHDpBBBhYCFIRNwlqGMPglg4rw5L37m3Ex4APKWcnGG83KP7E8",
+	"TslF2bPfJ2hBUX99SdCAe9ma7Tm2of85BdS7LI7RiFyxDL0e+W+UlpLHk4HSUSiLY1U8UF3bwQTPISk9",
+	"MOzQ1jSVYOyr2CC6SjzHVx0cYN0wDRM78iDxyjJpHcvt6FrbMXQNu40y7TEx4UdcSMhPTosVsOsHsbG/",
+	"Nuauq87STrsfABkAMgBkAMhAZwSdEXRG0BlBZwSdce4s53S3XqmK1fZx9fHNXbFhzms1ZTNlbud0t9/d",
+	"Ozo47l+c/N473kZSV5rVeCodbIWOdZzO3ofECB3K79K6bLzVp6YZKYH4p0oxxFVCLhhuhkxuAYYMhVGW",
+	"FzKfIk2vEAtDRottUYYlVVmugcnWuajUgm/tLrJE/dpck9pAF2lWdwNPEP17Ncaz00A3VfuW2sRkpUDl",
+	"A5UPVD5Q+cDmC/o76O+gv4P+Dvo76O8/q/4uN/21Fr5UhZ+19YojOuXYpsPFZjq5ZlkWBQ3V/h/lRMzR",
+	"1vlpbxf9r/+pW9ulvh1Ho6jggr1MkbFxTGh5a3HOsutI2GDLMTUVRjLnlsyErw48j4zlrECDlOXIJ/SK",
+	"T1meTflyG3Xr/XUpGcSLYmmS5RC3d4dCjPjphM/6KEfYMHhCLkAikUl+w7L5/YRQ8qNrVtbj29OMZkwo",
+	"aSqWBUYxI9dVe/LqisvFN6MRl+IeVzkg3or6wbGgH/pYUPdi902TbbxY86LfGoDIUS7/VS+3SsfiaVvK",
+	"DfOHaXrVZ0kwTiPhH2Jom0TiWRxwz+Z80BM2HRlHfT6xlY7OW22JTqJ0bMsy7dbSVs5IwfpCbvX9SZYX",
+	"IpvZ37OxaPpVXTL9OZ/49QCWr3xpfYNTX7Jv7463tFLGAqgCUAWgCkAVHN4BVAioEFAhoEJAhYAKARUC",
+	"Kvw6qLACe4tcb11q+GKSkwFbeViku1rXE8F2b4ak4A03yVlentMYoSS96VRznCfKJknCJzCf1C0U8yxK",
+	"JRfVum8Lzei74r1JUmkvFW9rL2F19amRxlGROp7P4imQMqwP3H4bKB3lNSsPlVyKUQAEEa6+hatv4erb",
+	"r3+KbC1EW65NvwaobSn1SjytmzZXel5CuZhOf1hSutWF2wj5N5aG1Tz47XQzUHUXIGBAwICAAQEDAgZq",
+	"CNQQqCFQQ6CGQA2fUWDwBSfAVSjvLopYahhqwOLommURm7ohLkWJZ4wEOSI1+ivfu+2IGcznzGhc5C0U",
+	"k7xAMiqtKFfCPhfVY6B2JbV7Lxtxr2xDIHdA7oDcAbn7muRuibynrmHbTLPV0NMMFbMgVP0AExUT7BNi",
+	"+64W6v9ZD71Xm7plVmuCWPLuPd/rmKbriiDsZQnvTIz5//HEYlXuUzGB5M2Y8pcRyyWPK38UgFHgPGpR",
+	"TI1AU30cWio2NKYS26WqRTVqehb1Q19QsKIY96vo6oIjfkp9mYMbWAa2SKBq1DBVjHVHdT1qqYbja3bg",
+	"h1Zg8IHOV8J+2QjrVKUaFX1fOCsrzZ8au55dOVDUaj+h8EbfIwUfsuekaCHDRcfpNeIfQ9Vn0OujCz5p",
+	"6nDxe73Dg3e9s4dFjG8pE+FOfHcPWSIWf0Uyq/1C2QlrDD1lEY7Kl03fth1i6CqxSahiWw9Vz9eIavnM",
+	"DikmvmORTTxn51fjFW6zwXS1BkQKiBQQKSBSQKSASAGRAiIFRAqIFBDp80Gkr1mxBFU2cGi55V/CQxt+",
+	"GHdH4G5O3AV/SEkv0wlvOpqxIt8G9lnFwS7bvlc39AL9XAm2mpVt7HY6qBpWSDbcGsG7HwC+vhKt+/6V",
+	"AkT3rBBdLUUeAd82iO3uaI6jW+LexLxPhI94JZ0fQoayWOkIetZ58UI3nLbW1tp6BxsG1l/4Y6oKFJc/",
+	"Eu78tTneqeTNqvjsTXkEfAf4DvAd4DtAF4AuAF0AugB0AejCXIR2cof2vxw0rIrbfsYGUc51Xy7W31xc",
+	"nJ7XOaFiSAqUMcqiKuJY/dXyaIjPAhlQIW+hPBokTXVxEF2zpCQQT8Afar1ylikIEhEKC0RT/eTaqaQQ",
+	"IoFUN1tfAT9846jzKyLLz2kZ3yHE/CLBauiDchAoHeVmmDOqVl9TNd0wsWU7rkd8GrBQ+apK38YB7Kvm",
+	"fHYh7O9s7J9S5X6wwg2R8UHVBlUbVO3neFf9rNLUaeyw0JBI3WjhgG6pIaWhjIXRsPmUinZHpmjJELgt",
+	"NMlZsP0S7Z4c7x8e7F50RHDcxpuzYS/Eh+vYspdnh2hLTlvhTj9MxaYkZ606gu84zQrxjCSIjcbFLRqT",
+	"YohIHgUMwqNBeDTgbMDZgLMBZwPOBpzth+JsFRhruPKwKV7ZwJWnPtkYsJgVbLH59sTvAsDVm7KtqEBR",
+	"zhWqOE0GLEMxL0yAkjRD9REVVKTbYu/FZ/dMsJafl7eJxuIiiyDZnsG00cRX8SIjkw28yMjg2CMce4Rj",
+	"j7+mTxVeJYcBCwIWBCwIWBBOWAGbATYDbAbYDLAZYDPPi83InfraZKa1XlCpmiPULkzibsXqBkkaZXTC",
+	"p1LGxL3/W7uHJ+e9vRY6Oe0dt9Cb7uF+n/8TDlvNBZoC4gLEBYgLnGL7LqfYXqzjX/aIo27latAMOdWP",
+	"kv5NlATpjYimHpIonmSsn4koSdMf5tMl7HPRH2epz4TrngwdlY5ZUvryyR/EkqR0FLn48BHyi/v7VavL",
+	"3beONjYIAPcA7gHcA7gHcA/gHsA9gHsA9wDuAdx7ruGTZqHcEg638rgjKehwscl2hyQZzDpb/SNHl2eH",
+	"Yis0JiKC/VatKCGBK7blRjWf8O0RL8M0jvHP62l10DjVKCEfF1hRgWJGqvOg4pSAUEkXAeCliNILDBAY",
+	"IDDAX5gBfptjyN2L3TffBwCuycNeXBubUC0pPB9wAFn7SZv5eVJO3qvP6GAzkE4gnUA6gXQC6YTz5UWn",
+	"eea7bOd1Tn6LVjk7hLPbcHYbTAhgQgATApgQwIQAJoQfyYQgIf8SK4JE/UJHo0V0zfPa/Cz3izEvE58H",
+	"SyMqnrOk6VbcHotJKlbvIpXtVGbXQsUwSycD6WycpNmIxPV9ESKOzq8YNzEX7ZcmTK6svPnKLGpR+s9/",
+	"ovIKwf773s6bk5PfF80Pp1EyAOMDGB/A+AAOyBKNG98nNudaZFysKY/A45tfMbvphbKPuEp1A8jNpfZq",
+	"T17+tNwKA94GvA14G/A24O1fFm8fHAsi1z+/6F6UbLUZCipKpBUY2CewT2CfwD6BfT505FrfasPz9rJ3",
+	"2etfHnffdQ8OuzuHPT7y9naav3TuHXUwEoCCAwUvQfRaHHotBj4TX/Qh1xPPZNCqWVksYlukybQ4ED9j",
+	"7rLi85mmhwuL4cLi520COEniW7nDbNjdZuMTrzk2lnnWrh4l630Xuu9ZReqY6Z9vdOe0rpkW/pOPQYHN",
+	"y/blCsc4zYq24AblDVEP8B1/hDv49OVms8gMdMvSHb5+WJZPVUxwoJLQ9lQLWxozvNB3TPdBd1M3l5dV",
+	"91PPL0HA3oG9A3sH9g4MEhgkMEhgkECegDzdf0d1PreL3OCe6vPqwunZe3KEkbWiWrdjVq4JYRQLgR+K",
+	"H/NtuH/6m9w/3dQSvuMd1PPDbM5L6vmoexvfSN1s4Gd7K/XK5v+lFfNHqeVwizUo46CMgzIOjnDgCLex",
+	"IxyJ+Q7vttp9+0I0lXaSeuP8cpPbyGdW+Eofvuv+cThMDofJAWYCzASYCTATYCbAzB/Kja7aNt0JHjf3",
+	"oVv/XvAZbvoSxYTLBBmATsDD6S3h06vBJZL8pe4Bb7bSeneBz/FKOBwOh8PhcDjcBw73gQNgBcAKgBUA",
+	"KyAaQDSAaADRAKIBRPMj3Qeezyr2y8iMyD+7Xn2Ijj+NKEPFkBTiD3HnTZSjIKWTERPHJuU1AS8UXpzy",
+	"I/NZ7RB6NcjSSVJO9K2z6JqvDQk6TfNikLF8G5Ek4A0aZej8/OQCjSLesJ1qpovDkZ9SX+IYnxR02Gr4",
+	"fMW38sRbA5Cov7PblyiO8qIlaEyJdojAROo4jePtViXJkgBRklAW8xKM2lN997fUz5UlKryQXjlf5opI",
+	"oBYmwhVWm5M2Kh1TKjehWhuVIIYP753T3X537+jguH9x8nvveLvx1TL7lR+udOYcbflj2v840TSTjjMW",
+	"Rp/Fv1n5U85oxgr50zYqq8/3sx3Jr5rnPSWwaqMjkpDBkoJLPNaEYTUCa5S8KphyF/b4R46GJB+qdEii",
+	"hAWITIKoQHE66CAyHjPeGZO8SEcl3nsp/fmiHIUk4enTiUCPDVPufIjLvFGknryKd7FA7+dfquCfGIRz",
+	"N2xtt2YdN3kBpuAzF0OocSHW9PP1dFsswLncyFZTKUdbOydHLXS6u99Ce5e9/t7B4cHr3vFuT5KOKEOT",
+	"cZySgAWIT1lRjHLWoJBQOR5zFqAwS0fzI3mv/gofD4Yt31hWqoSM82Fa5B2UsyJHaVhmLmQAyRjyJ1Fc",
+	"oK2dy4PDvYPj1+i//+//B531unsfZDkTlDMSs6Al51U6Gkex2PIVKaq82JotVH9wSWHOJjFDY0KvyIDv",
+	"JvbOD5GcYTlq9JVwwnvJhbVsFj5WgozvT4KWeCj+y0s2nvhxlA9Z0Pj+zDeWlGFHrPy3aJylwYQWedUZ",
+	"dV1EPau/6q7pVFVvoTwaJC1UOe4JNT7NhFgax+T2JeJSRLRxo1Sn5deq7qq/tmJqiZpRKRVET/GRGN5O",
+	"y5UxyqLxbMtHg4TvplbM2FOZpcioXPD5aKjbcFqmlugNPi9pxgKWFBGJ+T6RFEy6QPDELJvbSDZru/ip",
+	"JQU6jK5ZwnLZ4NJjl/8l7gvP+eaw+Xm5opxm6YgVQzbJ0YgVWURztDUr05qC9w0jcTGsmrx8Qfny15f/",
+	"HQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
