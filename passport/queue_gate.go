@@ -47,6 +47,10 @@ type backlog struct {
 	// refreshing: one enqueue is counting; the others go on with this
 	// reading meanwhile, rather than all counting at once.
 	refreshing bool
+	// sinceCount are the jobs admitted since the running count began: its
+	// snapshot may not hold them, so they are added to what it reads
+	// (counted twice when it does: refused early, for one TTL, never late).
+	sinceCount int
 }
 
 // Admission is a reservation of places in tenants' backlogs; Done ends it.
@@ -94,7 +98,7 @@ func (g *QueueGate) reserve(ctx context.Context, q *store.Queries, defaults Quot
 	b := g.byTenant[tenantID]
 	count := b == nil || (time.Since(b.at) >= ttl && !b.refreshing)
 	if count && b != nil {
-		b.refreshing = true
+		b.refreshing, b.sinceCount = true, 0
 	}
 	g.mu.Unlock()
 	if count {
@@ -120,10 +124,11 @@ func (g *QueueGate) reserve(ctx context.Context, q *store.Queries, defaults Quot
 			b = &backlog{}
 			g.byTenant[tenantID] = b
 		}
-		// The count may include jobs of enqueues still reserved that
+		// Jobs admitted while the count ran are added to it (sinceCount),
+		// and it may include jobs of enqueues still reserved that
 		// committed before it: the gate then refuses a little early, for
-		// one TTL at most, rather than late.
-		b.limit, b.queued, b.at, b.refreshing = quotas.QueuedJobs, queued, time.Now(), false
+		// one TTL at most, never late.
+		b.limit, b.queued, b.at, b.refreshing = quotas.QueuedJobs, queued+b.sinceCount, time.Now(), false
 		g.mu.Unlock()
 	}
 	g.mu.Lock()
@@ -171,6 +176,7 @@ func (a Admission) settle(inserted map[uuid.UUID]int) {
 		b := a.b[t]
 		b.reserved -= n
 		b.queued += inserted[t]
+		b.sinceCount += inserted[t]
 	}
 }
 

@@ -332,6 +332,15 @@ func TestAdminAPIRetryAndCancel(t *testing.T) {
 	require.Equal(t, http.StatusConflict, h.call(http.MethodPost, "/v1/jobs/"+failed.JobID.String()+"/cancel?tenant_id="+devTenant, nil, &env))
 	require.Equal(t, "INVALID_STATE", env.Error.Code)
 
+	// A retry queues the job again: with the tenant's queued_jobs quota
+	// full (one scheduled job, quota 1) it is refused as an enqueue is.
+	require.Equal(t, http.StatusOK, h.call(http.MethodPatch, "/v1/tenants/"+devTenant, map[string]any{"quotas": map[string]any{"queued_jobs": 1}}, nil))
+	h.deliverLater(h.deliverPayload(), time.Now().Add(time.Hour))
+	require.Equal(t, http.StatusTooManyRequests, h.call(http.MethodPost, "/v1/jobs/"+failed.JobID.String()+"/retry?tenant_id="+devTenant, nil, &env))
+	require.Equal(t, "QUOTA_EXCEEDED", env.Error.Code)
+	require.Equal(t, "queued_jobs", env.Error.Details["quota"])
+	require.Equal(t, http.StatusOK, h.call(http.MethodPatch, "/v1/tenants/"+devTenant, map[string]any{"reset": []string{"queued_jobs"}}, nil))
+
 	recv.set(http.StatusAccepted, nil)
 	var retried bpctype.Job
 	require.Equal(t, http.StatusOK, h.call(http.MethodPost, "/v1/jobs/"+failed.JobID.String()+"/retry?tenant_id="+devTenant, nil, &retried))

@@ -236,12 +236,17 @@ func TestDemoAgainstTheService(t *testing.T) {
 	t.Run("wrong token", func(t *testing.T) {
 		t.Parallel()
 		stdout, err := runDemo(t, svc.base, "not-the-admin-token", "--out", filepath.Join(t.TempDir(), "demo-out"))
-		require.ErrorContains(t, err, `stage "tenant key": POST /v1/api-keys: HTTP 401 UNAUTHORIZED`)
+		// Readiness authenticates the token it is sent (SPEC §15): the
+		// first stage already tells the token is wrong, not that the
+		// service is down.
+		require.ErrorContains(t, err, `stage "service ready": GET /v1/health/ready: HTTP 401 UNAUTHORIZED`)
 		require.ErrorContains(t, err, "(is BPC_ADMIN_TOKEN the service's admin token?)")
+		require.NotContains(t, err.Error(), "not running")
+		require.NotContains(t, err.Error(), "make run")
 		require.NotContains(t, err.Error(), "not-the-admin-token")
 		names, results := stageResults(stdout)
-		require.Equal(t, []string{"service ready", "tenant key"}, names)
-		require.Equal(t, "FAILED", results["tenant key"])
+		require.Equal(t, []string{"service ready"}, names)
+		require.Equal(t, "FAILED", results["service ready"])
 	})
 
 	// Artifacts changed on their way from the service are caught: the demo

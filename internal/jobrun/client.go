@@ -108,6 +108,15 @@ func NewClient(pool *pgxpool.Pool, o ClientOptions) (*river.Client[pgx.Tx], erro
 	return client, nil
 }
 
+// CappedQueuePollInterval is how often a queue with a per-tenant cap
+// polls. River fetches again as soon as a job ends only when its last fetch
+// came back full; a fetch that a tenant's cap cut short (its other jobs
+// wait while it holds the cap) looks to River like an empty queue, and the
+// tenant's next job would wait for an insert or the poll: at the default
+// 1 s poll, a capped tenant with a backlog for a fast receiver would run
+// about cap jobs a second instead of cap at a time.
+const CappedQueuePollInterval = 100 * time.Millisecond
+
 // riverConfig is the River configuration of NewClient's client.
 func riverConfig(o ClientOptions) *river.Config {
 	cfg := &river.Config{
@@ -142,6 +151,9 @@ func riverConfig(o ClientOptions) *river.Config {
 				if o.PipelinePollInterval > 0 && o.PipelinePollInterval < o.PollInterval {
 					qc.FetchPollInterval = max(o.PipelinePollInterval, pipelineCooldown)
 				}
+			}
+			if o.TenantCaps[q] > 0 && !o.RiverFetch && CappedQueuePollInterval < o.PollInterval {
+				qc.FetchPollInterval = max(CappedQueuePollInterval, qc.FetchCooldown)
 			}
 			cfg.Queues[q] = qc
 		}

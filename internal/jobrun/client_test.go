@@ -41,3 +41,20 @@ func TestPipelineQueueFetchesWithItsOwnCooldown(t *testing.T) {
 	require.Equal(t, 2*time.Millisecond, cfg.FetchCooldown)
 	require.Empty(t, cfg.Queues)
 }
+
+// A queue with a per-tenant cap polls every CappedQueuePollInterval: a
+// fetch the cap cut short does not make River fetch again when a job ends.
+func TestCappedQueuePollsOften(t *testing.T) {
+	t.Parallel()
+	o := ClientOptions{Work: true, Concurrency: 10, PollInterval: time.Second, FetchCooldown: 10 * time.Millisecond,
+		TenantCaps: map[string]int{jobargs.QueueWebhooks: 4}}
+	cfg := riverConfig(o)
+	require.Equal(t, CappedQueuePollInterval, cfg.Queues[jobargs.QueueWebhooks].FetchPollInterval)
+	require.Zero(t, cfg.Queues[jobargs.QueueExports].FetchPollInterval, "an uncapped queue polls at the client's interval")
+
+	// A client polling faster anyway, or on River's own fetch, keeps its own.
+	o.PollInterval = 50 * time.Millisecond
+	require.Zero(t, riverConfig(o).Queues[jobargs.QueueWebhooks].FetchPollInterval)
+	o.PollInterval, o.RiverFetch = time.Second, true
+	require.Zero(t, riverConfig(o).Queues[jobargs.QueueWebhooks].FetchPollInterval)
+}

@@ -130,16 +130,34 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 // credentials (readiness: probes send none) but trusts a caller more when
 // it sends them: a request without an Authorization header goes through
 // without a principal; one with it is authenticated, and refused, exactly
-// as on /v1, so that it cannot serve to guess tokens.
+// as on /v1, so that it cannot serve to guess tokens. Only a bearer
+// credential counts: another scheme (a browser's Basic credentials for River
+// UI, sent to every URL of the host) is not one /v1 accepts, and the
+// request goes through as an anonymous one, seeing what a probe sees.
 func (s *Server) authenticateIfSent(next http.Handler) http.Handler {
 	auth := s.authenticate(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(r.Header.Values("Authorization")) == 0 {
+		if !sentBearer(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		auth.ServeHTTP(w, r)
 	})
+}
+
+// sentBearer reports whether r carries an Authorization header whose
+// scheme is Bearer (any case, RFC 9110 §11.1), or more than one
+// Authorization header (which authenticate refuses).
+func sentBearer(r *http.Request) bool {
+	values := r.Header.Values("Authorization")
+	if len(values) > 1 {
+		return true
+	}
+	if len(values) == 0 {
+		return false
+	}
+	scheme, _, _ := strings.Cut(strings.TrimSpace(values[0]), " ")
+	return strings.EqualFold(scheme, "Bearer")
 }
 
 // throttled answers 429 when the client's address is over its rate of

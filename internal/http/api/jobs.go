@@ -321,6 +321,16 @@ func (s *Server) logTransition(ctx context.Context, job bpctype.Job, source stri
 }
 
 func (s *Server) handleRetryJob(ctx context.Context, in *jobParams) (*jobOutput, error) {
+	// A retry queues the job again: it takes a place in its tenant's
+	// queued_jobs quota as an enqueue does.
+	tenantID, _, err := s.parseTenantAnd(ctx, "job_id", in.TenantID, in.JobID)
+	if err != nil {
+		return nil, err
+	}
+	admitted, err := s.queued.Admit(ctx, s.Store, s.quotaDefaults(), []uuid.UUID{tenantID})
+	if err != nil {
+		return nil, err
+	}
 	var queue string
 	out, err := s.jobAction(ctx, in, func(job bpctype.Job) error {
 		switch job.Status {
@@ -339,9 +349,12 @@ func (s *Server) handleRetryJob(ctx context.Context, in *jobParams) (*jobOutput,
 		}
 		return err
 	})
+	requeued := 0
 	if err == nil {
+		requeued = 1
 		s.publish(queue)
 	}
+	admitted.DoneInserted(tenantID, requeued)
 	return out, err
 }
 
