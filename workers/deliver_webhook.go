@@ -33,6 +33,10 @@ import (
 	"github.com/bpc-platform/bpc/store"
 )
 
+// responseBodyTimeout bounds the read of a response's body once its
+// headers came: 4 KiB that do not arrive in 2 s are being trickled.
+const responseBodyTimeout = 2 * time.Second
+
 // Bounds on what is kept of an endpoint's response.
 const (
 	maxResponseBodyBytes = 4096
@@ -286,7 +290,12 @@ func (w *DeliverWebhookWorker) send(ctx context.Context, d store.DeliveryToSend,
 		return a, w.transportError(ctx, d, err, connected.Load())
 	}
 	defer resp.Body.Close()
+	// The body is kept for the record only (its first 4 KiB): a receiver
+	// that sends its headers and then trickles the body would otherwise
+	// hold the worker to the POST's total. Closing the body ends the read.
+	bodyDeadline := time.AfterFunc(responseBodyTimeout, func() { _ = resp.Body.Close() })
 	respBody, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBodyBytes))
+	bodyDeadline.Stop()
 	status := resp.StatusCode
 	a.HTTPStatus = &status
 	a.ResponseHeaders = boundedHeaders(resp.Header)
@@ -294,8 +303,9 @@ func (w *DeliverWebhookWorker) send(ctx context.Context, d store.DeliveryToSend,
 
 	switch {
 	case status >= 200 && status < 300:
-		if readErr != nil && errors.Is(readErr, context.DeadlineExceeded) {
-			// The endpoint accepted the event; a slow body does not undo that.
+		if readErr != nil {
+			// The endpoint accepted the event; a slow or broken body does
+			// not undo that, and a part of it is not what it said.
 			a.ResponseBody = nil
 		}
 		return a, nil

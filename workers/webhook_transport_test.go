@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"syscall"
@@ -152,4 +153,37 @@ func TestWebhookClientDefaultsBoundTheTarpit(t *testing.T) {
 
 func newPost(url string) (*http.Request, error) {
 	return http.NewRequest(http.MethodPost, url, strings.NewReader("{}"))
+}
+
+// A receiver that sends its headers at once and then trickles its body
+// holds the worker for the body's read bound, not the POST's total (two
+// minutes here, past Wait's did-not-hang bound): a 200 is delivered, and
+// the part of a body that was cut short is not recorded.
+func TestDeliverWebhookTricklingBodyDoesNotHoldTheWorker(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		for {
+			if _, err := w.Write([]byte("x")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	client := workers.NewWebhookHTTPClient(&destination.Policy{AllowPrivate: true}, workers.DefaultTimeouts)
+	e := newWebhookEnv(t, webhookOptions{maxAttempts: 1, client: client, timeout: 2 * time.Minute})
+
+	_, ref := e.deliverTo(t, srv.URL+"/hook")
+	job := e.Wait(t, ref.JobID)
+	require.Equal(t, bpctype.StatusSucceeded, job.Status)
+	d := e.delivery(t, ref.WebhookDeliveryID)
+	require.Equal(t, bpctype.DeliveryDelivered, d.Status)
+	require.EqualValues(t, http.StatusOK, *d.HTTPStatus)
+	require.Empty(t, d.ResponseBody, "a body cut short is not recorded")
 }
