@@ -122,10 +122,27 @@ func TestTenantQuotasOverHTTP(t *testing.T) {
 	status, hdr, raw := batch(2) // 2 + 2 > 3: refused whole
 	requireQuotaRefusal(t, status, raw, http.StatusTooManyRequests, "queued_jobs", 3, 2)
 	require.NotEmpty(t, hdr.Get("Retry-After"))
-	status, raw = h.as(admin.Token, http.MethodPost, "/v1/jobs", job)
+	keyed := map[string]any{"idempotency_key": "the-third"}
+	for k, v := range job {
+		keyed[k] = v
+	}
+	status, raw = h.as(admin.Token, http.MethodPost, "/v1/jobs", keyed)
 	require.Equal(t, http.StatusCreated, status, "the third job fits: %s", raw)
+	var third struct {
+		JobID string `json:"job_id"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &third))
 	status, raw = h.as(admin.Token, http.MethodPost, "/v1/jobs", job)
 	requireQuotaRefusal(t, status, raw, http.StatusTooManyRequests, "queued_jobs", 3, 3)
+	// A replay (a client retrying an enqueue whose answer it lost) queues
+	// nothing: it is answered its job, not refused.
+	status, raw = h.as(admin.Token, http.MethodPost, "/v1/jobs", keyed)
+	require.Equal(t, http.StatusOK, status, "the replay of a queued job: %s", raw)
+	var replayed struct {
+		JobID string `json:"job_id"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &replayed))
+	require.Equal(t, third.JobID, replayed.JobID)
 	status, raw = h.as(admin.Token, http.MethodPost, "/v1/snapshots/"+sn.SnapshotID+"/build", map[string]any{})
 	requireQuotaRefusal(t, status, raw, http.StatusTooManyRequests, "queued_jobs", 3, 3)
 	var doc struct {

@@ -102,7 +102,7 @@ func (s *Server) enqueue(ctx context.Context, reqs []passport.EnqueueRequest, ba
 		tenants[i] = a.Tenant()
 	}
 	admitted, err := s.queued.Admit(ctx, s.Store, s.quotaDefaults(), tenants)
-	if err != nil {
+	if err != nil && !s.replaysOnly(ctx, reqs, err) {
 		return nil, err
 	}
 	var ins passport.Inserter = s.River
@@ -132,6 +132,40 @@ func (s *Server) enqueue(ctx context.Context, reqs []passport.EnqueueRequest, ba
 		}
 	}
 	return results, nil
+}
+
+// replaysOnly reports whether an enqueue the queued_jobs quota refused
+// (err) only repeats jobs that exist: every request carries an idempotency
+// key already used. A client retrying an enqueue whose answer it lost is
+// answered its jobs (or IDEMPOTENCY_CONFLICT), not 429: nothing new would
+// be queued.
+func (s *Server) replaysOnly(ctx context.Context, reqs []passport.EnqueueRequest, err error) bool {
+	if e := errcode.As(err); e == nil || e.Code != errcode.QuotaExceeded {
+		return false
+	}
+	keys := make([]store.IdempotencyKey, len(reqs))
+	for i, req := range reqs {
+		if req.IdempotencyKey == "" {
+			return false
+		}
+		keys[i] = store.IdempotencyKey{TenantID: req.Args.Tenant(), Type: req.Args.Kind(), Key: req.IdempotencyKey}
+	}
+	jobs, lookupErr := s.Store.JobsByIdempotencyKey(ctx, keys)
+	if lookupErr != nil {
+		return false
+	}
+	found := map[store.IdempotencyKey]bool{}
+	for _, j := range jobs {
+		if j.IdempotencyKey != nil {
+			found[store.IdempotencyKey{TenantID: j.TenantID, Type: j.Type, Key: *j.IdempotencyKey}] = true
+		}
+	}
+	for _, k := range keys {
+		if !found[k] {
+			return false
+		}
+	}
+	return true
 }
 
 type enqueueInput struct {
