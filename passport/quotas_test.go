@@ -137,6 +137,9 @@ func TestNormalizeEndpointURL(t *testing.T) {
 		"http://h.example:443/a":         "http://h.example:443/a",
 		"https://h.example:8443/A?b=C#d": "https://h.example:8443/A?b=C",
 		"https://[::1]:443/x":            "https://[::1]/x",
+		"https://h.example./in":          "https://h.example/in",
+		"https://h.example/%7euser?":     "https://h.example/~user",
+		"https://h.example/a%2Fb":        "https://h.example/a/b",
 	} {
 		require.Equal(t, want, passport.NormalizeEndpointURL(in), in)
 	}

@@ -12,9 +12,11 @@ import (
 )
 
 // NormalizeEndpointURL is the form in which two webhook URLs of a tenant
-// are compared: scheme and host lower-cased, the scheme's default port
-// dropped, an empty path made "/", the fragment (never sent) dropped. The
-// path and query stay as written: a receiver may tell them apart. A URL
+// are compared: scheme and host lower-cased, the host's trailing dot (the
+// same DNS name) and the scheme's default port dropped, the path in its
+// one percent-encoding (%7e and ~ alike) and an empty path made "/", an
+// empty query ("?") and the fragment (never sent) dropped. The path and
+// query stay otherwise as written: a receiver may tell them apart. A URL
 // that does not parse is compared as written.
 func NormalizeEndpointURL(raw string) string {
 	u, err := url.Parse(strings.TrimSpace(raw))
@@ -22,7 +24,7 @@ func NormalizeEndpointURL(raw string) string {
 		return raw
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
-	host, port := strings.ToLower(u.Hostname()), u.Port()
+	host, port := strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), u.Port()
 	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
 		port = ""
 	}
@@ -33,9 +35,11 @@ func NormalizeEndpointURL(raw string) string {
 	if port != "" {
 		u.Host += ":" + port
 	}
-	if u.Path == "" && u.RawPath == "" {
+	u.RawPath = ""
+	if u.Path == "" {
 		u.Path = "/"
 	}
+	u.ForceQuery = false
 	u.Fragment, u.RawFragment = "", ""
 	return u.String()
 }
