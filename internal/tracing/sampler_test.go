@@ -28,6 +28,12 @@ func remote(t *testing.T, traceID string, sampled bool) context.Context {
 		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true}))
 }
 
+// caller is remote marked as a caller's header (tracing.Untrusted).
+func caller(t *testing.T, traceID string, sampled bool) context.Context {
+	t.Helper()
+	return tracing.Untrusted(remote(t, traceID, sampled))
+}
+
 // recorder returns a provider sampling with tracing.Sampler(root) and what
 // it records.
 func recorder(t *testing.T, root sdktrace.Sampler) (trace.Tracer, *tracetest.SpanRecorder) {
@@ -47,15 +53,15 @@ const (
 
 // A caller's traceparent with the sampled flag set does not make a span
 // recorded where the sampler would not sample: not under always_off, not
-// under a ratio whose decision for that trace id is no.
+// under a ratio of 0.
 func TestRemoteSampledFlagDoesNotForceSampling(t *testing.T) {
 	t.Parallel()
 	for name, root := range map[string]sdktrace.Sampler{
-		"always_off":       sdktrace.NeverSample(),
-		"traceidratio 0.5": sdktrace.TraceIDRatioBased(0.5),
+		"always_off":     sdktrace.NeverSample(),
+		"traceidratio 0": sdktrace.TraceIDRatioBased(0),
 	} {
 		tr, spans := recorder(t, root)
-		_, span := tr.Start(remote(t, highTraceID, true), "GET /v1/jobs", trace.WithSpanKind(trace.SpanKindServer))
+		_, span := tr.Start(caller(t, lowTraceID, true), "GET /v1/jobs", trace.WithSpanKind(trace.SpanKindServer))
 		require.False(t, span.IsRecording(), name)
 		require.False(t, span.SpanContext().IsSampled(), name)
 		span.End()
@@ -72,12 +78,12 @@ func TestRemoteParentKeepsItsTraceIDWhenSampled(t *testing.T) {
 		traceID string
 		sampled bool
 	}{
-		"always_on, caller unsampled":        {sdktrace.AlwaysSample(), highTraceID, false},
-		"always_on, caller sampled":          {sdktrace.AlwaysSample(), highTraceID, true},
-		"traceidratio 0.5, caller unsampled": {sdktrace.TraceIDRatioBased(0.5), lowTraceID, false},
+		"always_on, caller unsampled":      {sdktrace.AlwaysSample(), highTraceID, false},
+		"always_on, caller sampled":        {sdktrace.AlwaysSample(), highTraceID, true},
+		"traceidratio 1, caller unsampled": {sdktrace.TraceIDRatioBased(1), highTraceID, false},
 	} {
 		tr, spans := recorder(t, tc.root)
-		ctx, span := tr.Start(remote(t, tc.traceID, tc.sampled), "GET /v1/jobs")
+		ctx, span := tr.Start(caller(t, tc.traceID, tc.sampled), "GET /v1/jobs")
 		require.True(t, span.IsRecording(), name)
 		// Its children in this process follow it.
 		_, child := tr.Start(ctx, "enqueue")
@@ -90,6 +96,45 @@ func TestRemoteParentKeepsItsTraceIDWhenSampled(t *testing.T) {
 		require.True(t, ended[1].Parent().IsRemote(), name)
 		require.Equal(t, tc.traceID, ended[0].SpanContext().TraceID().String(), name)
 	}
+}
+
+// A caller cannot pick trace ids a ratio samples: under a ratio of 0.5 a
+// trace id whose low half every ratio above 0 samples is sampled about
+// half the time, not every time (200 requests: all or none sampled has a
+// chance of 2⁻¹⁹⁹).
+func TestCallerCannotPickSampledTraceIDs(t *testing.T) {
+	t.Parallel()
+	tr, _ := recorder(t, sdktrace.TraceIDRatioBased(0.5))
+	sampled := 0
+	for range 200 {
+		_, span := tr.Start(caller(t, lowTraceID, true), "GET /v1/jobs")
+		if span.SpanContext().IsSampled() {
+			sampled++
+		}
+		require.Equal(t, lowTraceID, span.SpanContext().TraceID().String(), "the caller's trace continues")
+		span.End()
+	}
+	require.Greater(t, sampled, 0)
+	require.Less(t, sampled, 200, "the caller's trace id did not decide")
+}
+
+// A job's traceparent (its metadata, which the service wrote when it
+// enqueued the job) is trusted: its flag is followed, so the job of a
+// sampled request is recorded in whichever worker runs it, and the job of
+// an unsampled one is not, whatever the root sampler would say alone.
+func TestTrustedRemoteParentIsFollowed(t *testing.T) {
+	t.Parallel()
+	tr, spans := recorder(t, sdktrace.NeverSample())
+	_, span := tr.Start(remote(t, highTraceID, true), "BUILD_SNAPSHOT")
+	require.True(t, span.IsRecording())
+	span.End()
+	require.Len(t, spans.Ended(), 1)
+
+	tr, spans = recorder(t, sdktrace.AlwaysSample())
+	_, span = tr.Start(remote(t, lowTraceID, false), "BUILD_SNAPSHOT")
+	require.False(t, span.IsRecording())
+	span.End()
+	require.Empty(t, spans.Ended())
 }
 
 // byName samples the spans named keep: a root sampler whose decision would
@@ -112,7 +157,7 @@ func (byName) Description() string { return "byName" }
 func TestLocalParentDecides(t *testing.T) {
 	t.Parallel()
 	tr, spans := recorder(t, byName{keep: "child"})
-	ctx, parent := tr.Start(remote(t, highTraceID, true), "parent")
+	ctx, parent := tr.Start(caller(t, highTraceID, true), "parent")
 	require.False(t, parent.IsRecording())
 	_, child := tr.Start(ctx, "child")
 	require.False(t, child.IsRecording(), "follows its unsampled local parent")
@@ -121,7 +166,7 @@ func TestLocalParentDecides(t *testing.T) {
 	require.Empty(t, spans.Ended())
 
 	tr, spans = recorder(t, byName{keep: "parent"})
-	ctx, parent = tr.Start(remote(t, highTraceID, false), "parent")
+	ctx, parent = tr.Start(caller(t, highTraceID, false), "parent")
 	_, child = tr.Start(ctx, "child")
 	require.True(t, child.IsRecording(), "follows its sampled local parent")
 	child.End()

@@ -10,6 +10,7 @@ package tracing
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -119,24 +120,61 @@ func ParseSampler(name, arg string) (sdktrace.Sampler, error) {
 	}
 }
 
-// Sampler returns the service's sampler over root (nil: always on): a span
-// whose parent is local (in this process) follows the parent's decision, so
-// a trace is recorded whole or not at all; any other span — a trace's root,
-// or the child of a remote parent — is decided by root. A remote parent is
-// a W3C traceparent from outside this process: a caller's header, which
-// anyone can send with the sampled flag set, or a job's metadata. Its trace
-// id is kept (the work continues the caller's trace) but its sampled flag
-// is not obeyed, so a caller cannot make the service record, and export,
-// every request it sends. With a trace-id ratio the decision for a trace id
-// is the same in every process, so the job that a sampled request enqueued
-// is sampled too, in whichever worker runs it.
+// Sampler returns the service's sampler over root (nil: always on):
+//   - a span whose parent is local (in this process) follows the parent's
+//     decision, so a trace is recorded whole or not at all;
+//   - a trace's root is decided by root;
+//   - the child of an untrusted remote parent (Untrusted: a caller's
+//     traceparent header, which anyone can send) keeps the caller's trace
+//     id, but neither its sampled flag nor its trace id decides: root does,
+//     over a trace id drawn here, so a caller cannot make the service
+//     record and export every request it sends, by the flag or by picking
+//     trace ids a ratio samples;
+//   - the child of a trusted remote parent (a job's metadata, which this
+//     service wrote when the job was enqueued, after its own decision)
+//     follows the parent's flag, so the job a sampled request enqueued is
+//     recorded in whichever worker runs it, and an unsampled one's is not.
 func Sampler(root sdktrace.Sampler) sdktrace.Sampler {
 	if root == nil {
 		root = sdktrace.AlwaysSample()
 	}
-	return sdktrace.ParentBased(root,
-		sdktrace.WithRemoteParentSampled(root),
-		sdktrace.WithRemoteParentNotSampled(root))
+	return sampler{root: root, trusted: sdktrace.ParentBased(root)}
+}
+
+type untrustedKey struct{}
+
+// Untrusted marks ctx as holding a remote span context from outside the
+// service (a caller's traceparent): Sampler does not obey it.
+func Untrusted(ctx context.Context) context.Context {
+	return context.WithValue(ctx, untrustedKey{}, true)
+}
+
+type sampler struct {
+	root, trusted sdktrace.Sampler
+}
+
+func (s sampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	parent := trace.SpanContextFromContext(p.ParentContext)
+	if untrusted, _ := p.ParentContext.Value(untrustedKey{}).(bool); !untrusted || !parent.IsValid() || !parent.IsRemote() {
+		return s.trusted.ShouldSample(p)
+	}
+	q := p
+	q.ParentContext = context.Background()
+	q.TraceID = randomTraceID()
+	r := s.root.ShouldSample(q)
+	r.Tracestate = parent.TraceState()
+	return r
+}
+
+func (s sampler) Description() string {
+	return fmt.Sprintf("bpc{root:%s,untrusted remote parents:root over a drawn trace id}", s.root.Description())
+}
+
+// randomTraceID is a trace id no caller chose, for a ratio's decision.
+func randomTraceID() trace.TraceID {
+	var id trace.TraceID
+	_, _ = rand.Read(id[:])
+	return id
 }
 
 // NewProvider returns the tracer provider that exports the service's spans

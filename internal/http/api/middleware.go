@@ -25,6 +25,7 @@ import (
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/redact"
+	"github.com/bpc-platform/bpc/internal/tracing"
 )
 
 // HeaderCorrelationID carries the request's correlation id in and out.
@@ -206,7 +207,7 @@ func traced(path string) bool {
 // until the route is known (endSpan).
 func (s *Server) startSpan(ctx context.Context, r *http.Request) (context.Context, trace.Span) {
 	if !strings.HasPrefix(r.URL.Path, "/public/") {
-		ctx = propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header))
+		ctx = tracing.Untrusted(propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header)))
 	}
 	return s.Tracer.Start(ctx, methodLabel(r.Method), trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("bpc.correlation_id", correlationID(ctx))))
