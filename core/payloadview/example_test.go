@@ -27,6 +27,6 @@ func ExampleLayout() {
 	//   Manufacturer › Name: Voltaris
 	//   Model: EV Pack 75
 	// Circularity
-	//   Nickel share: 4.0 pct
+	//   Nickel share: 4 %
 	// ART8_RECYCLED_NICKEL false
 }

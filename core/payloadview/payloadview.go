@@ -118,7 +118,37 @@ func quantity(m map[string]any) (string, bool) {
 	if !ok1 || !ok2 {
 		return "", false
 	}
-	return value + " " + unit, true
+	return Decimal(value) + " " + Unit(unit), true
+}
+
+// Decimal writes a decimal as a person reads it: without the trailing
+// zeros of its fixed scale ("452.000000" → "452", "4.50" → "4.5"). It works
+// on the text (no floating point: the digits shown are the payload's);
+// anything but a plain decimal is returned as it is.
+func Decimal(s string) string {
+	digits := strings.TrimPrefix(s, "-")
+	whole, frac, ok := strings.Cut(digits, ".")
+	if !ok || whole == "" || frac == "" || strings.Trim(whole, "0123456789") != "" || strings.Trim(frac, "0123456789") != "" {
+		return s
+	}
+	frac = strings.TrimRight(frac, "0")
+	out := whole
+	if frac != "" {
+		out += "." + frac
+	}
+	if strings.HasPrefix(s, "-") && strings.Trim(out, "0.") != "" {
+		out = "-" + out
+	}
+	return out
+}
+
+// Unit writes a payload's unit as a person reads it: "pct" as "%", "_per_"
+// as "/" ("gCO2e_per_kWh" → "gCO2e/kWh").
+func Unit(u string) string {
+	if u == "pct" {
+		return "%"
+	}
+	return strings.ReplaceAll(u, "_per_", "/")
 }
 
 func scalar(v any) (string, bool) {
@@ -126,7 +156,7 @@ func scalar(v any) (string, bool) {
 	case string:
 		return x, true
 	case json.Number:
-		return x.String(), true
+		return Decimal(x.String()), true
 	case bool:
 		if x {
 			return "yes", true
@@ -145,13 +175,29 @@ func join(prefix, s string) string {
 	return prefix + " › " + s
 }
 
-// Label turns a payload key into words: "rated_capacity" → "Rated capacity".
+// Label turns a payload key into words: "rated_capacity" → "Rated
+// capacity"; abbreviations and units are written as they are spelt
+// ("eori" → "EORI", "rated_charge_ah" → "Rated charge Ah").
 func Label(key string) string {
-	r := []rune(strings.ReplaceAll(key, "_", " "))
+	words := strings.Split(key, "_")
+	for i, w := range words {
+		if spelt, ok := spelling[strings.ToLower(w)]; ok {
+			words[i] = spelt
+		}
+	}
+	r := []rune(strings.Join(words, " "))
 	if len(r) > 0 {
 		r[0] = unicode.ToUpper(r[0])
 	}
 	return string(r)
+}
+
+// spelling is how the abbreviations and units a battery passport's keys
+// use are written.
+var spelling = map[string]string{
+	"ah": "Ah", "wh": "Wh", "kwh": "kWh", "mwh": "MWh", "kg": "kg", "co2e": "CO2e", "pcf": "PCF",
+	"eori": "EORI", "vat": "VAT", "id": "ID", "sku": "SKU", "url": "URL", "eu": "EU", "iso": "ISO",
+	"soh": "SoH", "soc": "SoC", "nmc": "NMC", "lfp": "LFP", "bms": "BMS", "qr": "QR",
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -31,3 +31,25 @@ func TestLayout(t *testing.T) {
 	_, err = payloadview.Layout([]byte(`[`), 10)
 	require.Error(t, err)
 }
+
+func TestDecimalUnitAndLabel(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"452.000000": "452", "4.50": "4.5", "165.93": "165.93", "-0.000": "0", "-1.200": "-1.2",
+		"12": "12", "1.2.3": "1.2.3", "v1.0": "v1.0", ".5": ".5", "5.": "5.", "": "",
+	} {
+		require.Equal(t, want, payloadview.Decimal(in), in)
+	}
+	require.Equal(t, "%", payloadview.Unit("pct"))
+	require.Equal(t, "gCO2e/kWh", payloadview.Unit("gCO2e_per_kWh"))
+	require.Equal(t, "kg", payloadview.Unit("kg"))
+	require.Equal(t, "EORI", payloadview.Label("eori"))
+	require.Equal(t, "Rated charge Ah", payloadview.Label("rated_charge_ah"))
+	require.Equal(t, "Rated capacity", payloadview.Label("rated_capacity"))
+
+	v, err := payloadview.Layout([]byte(`{"fields":{"general":{"mass":{"unit":"kg","value":"452.000000"},`+
+		`"intensity":{"unit":"gCO2e_per_kWh","value":"61300.000000"},"share":{"unit":"pct","value":"4.000000"},"ratio":1.250}}}`), 10)
+	require.NoError(t, err)
+	require.Equal(t, []payloadview.Row{{"Intensity", "61300 gCO2e/kWh"}, {"Mass", "452 kg"}, {"Ratio", "1.25"}, {"Share", "4 %"}},
+		v.Sections[0].Rows)
+}

@@ -106,7 +106,7 @@ func TestRenderReadsWithIndependentTools(t *testing.T) {
 	}
 	for _, s := range []string{"NMC811 75 kWh traction pack", "Version 1 (ACTIVE)", "Issued 2026-11-22 10:00:00 UTC",
 		"met ART8_RECYCLED_COBALT", "not met ART8_RECYCLED_NICKEL", "recycled nickel 4.0 % (minimum 6 %)",
-		"Manufacturer › Name Voltaris Battery Systems GmbH", "Rated capacity 75.000000 kWh", "Pack footprint 4597.500000 kgCO2e"} {
+		"Manufacturer › Name Voltaris Battery Systems GmbH", "Rated capacity 75 kWh", "Pack footprint 4597.5 kgCO2e"} {
 		require.Contains(t, squeeze(text), s)
 	}
 	info := pdftest.Run(t, "pdfinfo", path)

@@ -262,7 +262,7 @@ func TestPageForAPerson(t *testing.T) {
 	require.Contains(t, page, "<h2>General</h2>")
 	require.Contains(t, page, "ART8_RECYCLED_NICKEL")
 	require.Contains(t, page, "not met")
-	require.Contains(t, page, "61300.000000 gCO2e_per_kWh")
+	require.Contains(t, page, "61300 gCO2e/kWh")
 
 	// The error page of an unknown version is a page, not JSON.
 	rec = e.get(t, versionURL(uuid.New()), "text/html")
