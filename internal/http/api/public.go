@@ -34,8 +34,9 @@ func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 			"Check a scanned BPC-QR-1 string against the passport version it names", h.Verify,
 			describe("No credentials. qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives "+
 				"qr_matches false and verified false. Not a BPC-QR-1 string: 422 naming qr; an unknown or unpublished version: 404. "+
-				"With Accept: text/html the answer is a page."),
-			queryParam("qr", "The QR code's text: BPC1|pv=…|ph=…|pr=…|rh=…", true),
+				"With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, "+
+				"and a JSON client gets 422 naming qr."),
+			queryParam("qr", "The QR code's text: BPC1|pv=…|ph=…|pr=…|rh=…", false),
 			respondsOrPage[public.QRVerification]("Whether the QR matches, and the verification"),
 			notModified)
 	})

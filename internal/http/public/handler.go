@@ -63,6 +63,13 @@ func (h *Handler) PassportVersion(w http.ResponseWriter, r *http.Request) {
 // Verify serves GET /public/v1/verify?qr=.
 func (h *Handler) Verify(w http.ResponseWriter, r *http.Request) {
 	scanned := r.URL.Query().Get("qr")
+	if scanned == "" && wantsHTML(r) {
+		// A person who opens the page, or sends the form empty, gets the
+		// form to type or paste a code into: nothing was checked, so
+		// there is no verdict. A program asking for JSON still gets 422.
+		h.answer(w, r, nil, func() page { return page{Title: "Check a battery passport QR code"} })
+		return
+	}
 	if len(scanned) > maxQRChars {
 		h.fail(w, r, errcode.Invalid("qr", "must be at most %d characters", maxQRChars), "")
 		return

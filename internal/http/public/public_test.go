@@ -232,6 +232,18 @@ func TestVerifyQR(t *testing.T) {
 	unknown := strings.Replace(good, id.String(), uuid.NewString(), 1)
 	require.Equal(t, http.StatusNotFound, e.get(t, verifyURL(unknown), "").Code)
 	require.Equal(t, http.StatusNotFound, e.get(t, verifyURL(unknown), "text/html").Code)
+
+	// A person who opens the verify page without a code, or sends the form
+	// empty, gets the form: no verdict before anything was checked.
+	for _, path := range []string{public.VerifyPath, verifyURL("")} {
+		rec := e.get(t, path, "text/html,application/xhtml+xml,*/*;q=0.8")
+		require.Equal(t, http.StatusOK, rec.Code, path)
+		form := rec.Body.String()
+		require.Contains(t, form, `<form method="get" action="/public/v1/verify">`, path)
+		require.Contains(t, form, "<title>Check a battery passport QR code</title>", path)
+		require.NotContains(t, form, "VERIFIED", path)
+		require.Equal(t, http.StatusUnprocessableEntity, e.get(t, path, "").Code, "%s: a program asking for JSON is told qr is missing", path)
+	}
 }
 
 func verifyPassed(v public.Verification, name string) bool {
