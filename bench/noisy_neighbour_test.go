@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/internal/testnet"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -175,31 +174,9 @@ func (s *noisyService) queued(tenant, typ string) int {
 func (s *noisyService) flood(tenant string) {
 	s.b.Helper()
 	ctx := context.Background()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(s.b, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	s.b.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
+	tarpit := testnet.Tarpit(s.b)
 	for i := range 20 {
-		s.endpoint(tenant, fmt.Sprintf("http://%s/tarpit/%d", ln.Addr(), i), "*")
+		s.endpoint(tenant, fmt.Sprintf("http://%s/tarpit/%d", tarpit, i), "*")
 	}
 	tenantID := uuid.MustParse(tenant)
 	snapshots := make([]uuid.UUID, 0, 3000)

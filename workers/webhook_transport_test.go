@@ -3,12 +3,10 @@ package workers_test
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,40 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/bpctype"
+	"github.com/bpc-platform/bpc/internal/testnet"
 	"github.com/bpc-platform/bpc/internal/webhook/destination"
 	"github.com/bpc-platform/bpc/workers"
 )
-
-// tarpit listens on loopback, accepts every connection and reads whatever
-// is sent, and never answers: a receiver that holds webhook workers.
-func tarpit(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go func() { _, _ = io.Copy(io.Discard, c) }()
-		}
-	}()
-	return ln.Addr().String()
-}
 
 // unaccepting returns a loopback address whose connections are never
 // accepted: a listener with a backlog of 0 and its one queued connection
@@ -91,7 +59,7 @@ func TestDeliverWebhookTarpitHitsTheResponseHeaderTimeout(t *testing.T) {
 		workers.Timeouts{Connect: 5 * time.Second, ResponseHeader: 300 * time.Millisecond})
 	e := newWebhookEnv(t, webhookOptions{maxAttempts: 1, client: client, timeout: time.Minute})
 
-	_, ref := e.deliverTo(t, "http://"+tarpit(t)+"/hook")
+	_, ref := e.deliverTo(t, "http://"+testnet.Tarpit(t)+"/hook")
 	job := e.Wait(t, ref.JobID)
 	le := lastJobError(t, job)
 	require.Equal(t, "WEBHOOK_TIMEOUT", le.Code)
@@ -132,7 +100,7 @@ func TestDeliverWebhookUnacceptedConnectionHitsTheConnectTimeout(t *testing.T) {
 func TestWebhookClientDefaultsBoundTheTarpit(t *testing.T) {
 	t.Parallel()
 	client := workers.NewWebhookHTTPClient(&destination.Policy{AllowPrivate: true}, workers.Timeouts{})
-	req, err := newPost("http://" + tarpit(t) + "/hook")
+	req, err := newPost("http://" + testnet.Tarpit(t) + "/hook")
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {

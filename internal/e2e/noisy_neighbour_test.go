@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,46 +14,10 @@ import (
 
 	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/internal/service"
+	"github.com/bpc-platform/bpc/internal/testnet"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
 )
-
-// tarpit is a webhook endpoint that accepts connections and never answers:
-// each delivery to it holds a worker until the webhook timeout.
-type tarpit struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newTarpit(t *testing.T) *tarpit {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	tp := &tarpit{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			tp.mu.Lock()
-			tp.conns = append(tp.conns, c)
-			tp.mu.Unlock()
-		}
-	}()
-	// Closed before the service stops (cleanups run last first): the
-	// deliveries still held end at once instead of at their timeout.
-	t.Cleanup(func() {
-		_ = ln.Close()
-		tp.mu.Lock()
-		defer tp.mu.Unlock()
-		for _, c := range tp.conns {
-			_ = c.Close()
-		}
-	})
-	return tp
-}
 
 // endpointFor creates tenant's endpoint for url subscribed to eventType.
 func (h *harness) endpointFor(tenant, url, eventType string) uuid.UUID {
@@ -119,9 +81,9 @@ func TestNoisyNeighbour(t *testing.T) {
 
 	// A's 20 endpoints (distinct URLs, one tarpit), each subscribed to
 	// every event: one event of A's is 20 deliveries that hang.
-	tp := newTarpit(t)
+	tarpit := testnet.Tarpit(t)
 	for i := range 20 {
-		h.endpointFor(noisy, fmt.Sprintf("http://%s/hook/%d", tp.ln.Addr(), i), "*")
+		h.endpointFor(noisy, fmt.Sprintf("http://%s/hook/%d", tarpit, i), "*")
 	}
 
 	// A's 3000 snapshots to build (set up in the store: the flood is the

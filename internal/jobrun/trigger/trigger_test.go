@@ -382,6 +382,14 @@ func TestTriggerFloodWakesAgainAfterTheCooldown(t *testing.T) {
 	t.Logf("2000 messages, %d notifications in %s", got, elapsed.Round(time.Millisecond))
 }
 
+// checking is a consuming trigger on exchange that checks its exchange
+// and binding every 100 ms and reconnects quickly: what the readiness
+// tests watch.
+func checking(url, exchange string) trigger.Config {
+	return trigger.Config{URL: url, Exchange: exchange, RoutingKey: "jobs.trigger", Name: "test", Consume: true,
+		CheckInterval: 100 * time.Millisecond, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+}
+
 // A deleted exchange takes the trigger's binding with it: the trigger
 // notices (readiness says why, the outage is logged), declares the
 // exchange and binds a queue again, and hears messages again.
@@ -389,8 +397,7 @@ func TestTriggerNoticesADeletedExchange(t *testing.T) {
 	t.Parallel()
 	url := testamqp.URL(t)
 	exchange := testamqp.Exchange(t, url)
-	cfg := trigger.Config{URL: url, Exchange: exchange, RoutingKey: "jobs.trigger", Name: "test", Consume: true,
-		CheckInterval: 100 * time.Millisecond, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	cfg := checking(url, exchange)
 	tr, reg, logs := start(t, cfg)
 	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
 	l := listen(t, tr)
@@ -430,8 +437,7 @@ func TestTriggerReportsAnExchangeOfAnotherType(t *testing.T) {
 	t.Parallel()
 	url := testamqp.URL(t)
 	exchange := testamqp.Exchange(t, url)
-	cfg := trigger.Config{URL: url, Exchange: exchange, RoutingKey: "jobs.trigger", Name: "test", Consume: true,
-		CheckInterval: 100 * time.Millisecond, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	cfg := checking(url, exchange)
 	tr, _, logs := start(t, cfg)
 	require.Eventually(t, tr.Up, 5*time.Second, 10*time.Millisecond)
 	l := listen(t, tr)
