@@ -61,5 +61,9 @@ func (q *Queries) StoreDevSigningKey(ctx context.Context, keyID, publicKeyBase64
 // ListSigningKeys returns every registered public key by id.
 func (q *Queries) ListSigningKeys(ctx context.Context) ([]bpctype.SigningKey, error) {
 	return list[bpctype.SigningKey](ctx, q.db, "signing keys",
-		`SELECT key_id, alg, public_key_base64, created_at FROM signing_keys ORDER BY key_id`)
+		`SELECT `+signingKeyColumns+` FROM signing_keys ORDER BY key_id`)
 }
+
+// signingKeyColumns are bpctype.SigningKey's columns.
+const signingKeyColumns = `key_id, tenant_id, alg, public_key_base64, status, created_at,
+	retired_at, revoked_at, compromised_at, revocation_reason`
