@@ -60,6 +60,10 @@ const (
 	// QuotaExceeded: the tenant reached one of its quotas (SPEC §15); the
 	// details name the quota, its limit and the use counted.
 	QuotaExceeded Code = "QUOTA_EXCEEDED"
+	// KeyRevoked: the signing key was revoked, and what it signed at or
+	// after its compromise time does not verify (SPEC §16); a job asked
+	// to sign with it fails for good.
+	KeyRevoked Code = "KEY_REVOKED"
 
 	Unauthorized        Code = "UNAUTHORIZED"
 	Forbidden           Code = "FORBIDDEN"
