@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/png"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -150,12 +151,20 @@ func Render(p Passport) ([]byte, error) {
 	if view.Omitted > 0 {
 		r.paragraph(fmt.Sprintf("%d further fields are in the passport's payload (the JSON export) but not in this document.", view.Omitted))
 	}
+	if r.hidden {
+		r.paragraph(hiddenNote)
+	}
 	r.verification(p)
 	if r.err != nil {
 		return nil, r.err
 	}
 	return r.pdf.GetBytesPdfReturnErr()
 }
+
+// hiddenNote explains the fallback markers, after the fields when any
+// was drawn.
+const hiddenNote = "Text in square brackets such as [Arabic text not shown] or [U+1F50B not shown] stands for characters " +
+	"this PDF's fonts cannot draw (they draw Latin, Greek and Cyrillic). The online passport and the JSON export show them as written."
 
 // renderer draws top to bottom, starting a new page when the next block
 // does not fit. The first drawing error is kept in err and ends the work
@@ -165,7 +174,9 @@ type renderer struct {
 	versionID string
 	y         float64
 	page      int
-	err       error
+	// hidden is set when text was drawn as a fallback marker.
+	hidden bool
+	err    error
 }
 
 // newPage starts a page with its footer.
@@ -182,11 +193,43 @@ func (r *renderer) newPage() {
 	r.pdf.SetTextColor(0, 0, 0)
 }
 
-// need starts a new page unless h more points fit on this one.
+// need starts a new page unless h more points fit on this one. On a page
+// with nothing drawn yet it draws on: what is taller than a page starts at
+// its top rather than after a blank page.
 func (r *renderer) need(h float64) {
-	if r.y+h > bottom {
+	if r.y+h > bottom && r.y > margin {
 		r.newPage()
 	}
+}
+
+// keepTogether is how a titled list of blocks (a section's rows, the
+// compliance results, the verification values) breaks across pages: the
+// title stays with its first two blocks (a list of up to three is kept
+// whole), and the last block never goes alone to the top of the next page
+// (it takes the one before it along). heights are the blocks' heights;
+// draw draws block i at r.y and moves r.y on.
+func (r *renderer) keepTogether(title string, heights []float64, draw func(i int)) {
+	n := len(heights)
+	first := min(n, 2)
+	if n <= 3 {
+		first = n
+	}
+	r.heading(title, sum(heights[:first]))
+	for i, h := range heights {
+		if i >= first && i == n-2 {
+			h += heights[n-1]
+		}
+		r.need(h)
+		draw(i)
+	}
+}
+
+func sum(hs []float64) float64 {
+	t := 0.0
+	for _, h := range hs {
+		t += h
+	}
+	return t
 }
 
 // font makes f the current font.
@@ -206,22 +249,104 @@ func (r *renderer) text(x, y float64, f face, s string) {
 	r.err = r.pdf.Cell(nil, r.printable(s))
 }
 
-// printable replaces what the current font cannot draw (control
-// characters, scripts the Go fonts lack) with '?', so that any payload
-// text renders.
+// printable makes s drawable in the current font: a control character
+// becomes a space, and a run of characters the font has no glyph for (the
+// Go fonts draw Latin, Greek and Cyrillic; not Arabic, Hebrew, CJK or
+// emoji) becomes a visible marker saying what is not shown (fallback), never
+// a '?' that would read as part of the text. Format characters the font
+// lacks (joiners, variation selectors) are dropped. r.hidden records that
+// a marker was drawn, for the note that explains it.
 func (r *renderer) printable(s string) string {
-	return strings.Map(func(c rune) rune {
-		if unicode.IsControl(c) {
-			return ' '
+	has := func(c rune) bool {
+		ok, err := r.pdf.IsCurrFontContainGlyph(c)
+		return err == nil && ok
+	}
+	rs := []rune(s)
+	var b strings.Builder
+	for i := 0; i < len(rs); {
+		c := rs[i]
+		switch {
+		case unicode.IsControl(c):
+			b.WriteByte(' ')
+			i++
+			continue
+		case c == ' ' || has(c):
+			b.WriteRune(c)
+			i++
+			continue
+		case ignorable(c):
+			i++
+			continue
 		}
-		if ok, err := r.pdf.IsCurrFontContainGlyph(c); err != nil || !ok {
-			if c == ' ' {
-				return c
+		// A run of what the font cannot draw in one script (or of
+		// symbols), with the blanks and format characters inside it.
+		var run []rune
+		j, name := i, script(c)
+		for k := i; k < len(rs); k++ {
+			c := rs[k]
+			if c == ' ' || ignorable(c) {
+				continue
 			}
-			return '?'
+			if unicode.IsControl(c) || has(c) || script(c) != name {
+				break
+			}
+			run = append(run, c)
+			j = k + 1
 		}
-		return c
-	}, s)
+		b.WriteString(fallback(run))
+		r.hidden = true
+		i = j
+	}
+	return b.String()
+}
+
+// ignorable are the characters a font need not draw: format characters
+// (zero-width joiners, direction marks) and variation selectors.
+func ignorable(c rune) bool {
+	return unicode.Is(unicode.Cf, c) || unicode.Is(unicode.Variation_Selector, c)
+}
+
+// fallback is the marker drawn in place of runes the fonts cannot draw:
+// the script they are written in ("[Arabic text not shown]"), or, for
+// symbols and emoji (no script of their own), their code points
+// ("[U+1F50B not shown]", the first three and "..." when there are more).
+func fallback(run []rune) string {
+	if name := script(run[0]); name != "" {
+		return "[" + name + " text not shown]"
+	}
+	var cps []string
+	for i, c := range run {
+		if i == 3 {
+			cps = append(cps, "...")
+			break
+		}
+		cps = append(cps, fmt.Sprintf("U+%04X", c))
+	}
+	return "[" + strings.Join(cps, " ") + " not shown]"
+}
+
+// scriptNames are the names of unicode.Scripts in order, for a
+// deterministic lookup.
+var scriptNames = func() []string {
+	names := make([]string, 0, len(unicode.Scripts))
+	for name := range unicode.Scripts {
+		if name != "Common" && name != "Inherited" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}()
+
+// script names the script c is written in ("Arabic", "Han"), or "" for a
+// symbol or mark common to scripts.
+func script(c rune) string {
+	for _, name := range scriptNames {
+		if unicode.Is(unicode.Scripts[name], c) {
+			return strings.ReplaceAll(name, "_", " ")
+		}
+	}
+	return ""
 }
 
 // wrap breaks s into lines at most width wide in f: at spaces where it
@@ -331,10 +456,13 @@ func (r *renderer) header(p Passport) {
 	r.y = max(r.y, top+qrSize) + 8
 }
 
+// headingH is the height of a heading.
+const headingH = 8 + 16 + 5
+
 // heading starts a section: its title with a rule under it, kept on the
-// page with the room for its first lines.
-func (r *renderer) heading(title string) {
-	r.need(26 + 3*lineText)
+// page with the follow points of what comes first under it.
+func (r *renderer) heading(title string, follow float64) {
+	r.need(headingH + follow)
 	r.y += 8
 	r.text(margin, r.y, headingFace, r.fit(headingFace, title, contentW))
 	r.y += 16
@@ -346,13 +474,19 @@ func (r *renderer) heading(title string) {
 	r.y += 5
 }
 
+// rowLines are a row's label and value, each wrapped to its column, and
+// the row's height.
+func (r *renderer) rowLines(row payloadview.Row, labelWidth, valueW float64) (labels, lines []string, h float64) {
+	lines = r.wrap(textFace, clip(row.Value), valueW)
+	labels = r.wrap(textFace, clip(row.Label), labelWidth-8)
+	return labels, lines, float64(max(len(lines), len(labels))) * lineText
+}
+
 // row draws a label and its value side by side, the value wrapped within
 // valueW.
 func (r *renderer) row(row payloadview.Row, labelWidth, valueW float64) {
-	lines := r.wrap(textFace, clip(row.Value), valueW)
-	labels := r.wrap(textFace, clip(row.Label), labelWidth-8)
-	n := max(len(lines), len(labels))
-	r.need(float64(n) * lineText)
+	labels, lines, h := r.rowLines(row, labelWidth, valueW)
+	r.need(h)
 	r.pdf.SetTextColor(85, 85, 85)
 	for i, l := range labels {
 		r.text(margin, r.y+float64(i)*lineText, textFace, l)
@@ -361,7 +495,7 @@ func (r *renderer) row(row payloadview.Row, labelWidth, valueW float64) {
 	for i, l := range lines {
 		r.text(margin+labelWidth, r.y+float64(i)*lineText, textFace, l)
 	}
-	r.y += float64(n) * lineText
+	r.y += h
 }
 
 // compliance lists the compliance results, met or not met.
@@ -369,10 +503,14 @@ func (r *renderer) compliance(cs []payloadview.Compliance) {
 	if len(cs) == 0 {
 		return
 	}
-	r.heading("Compliance")
-	for _, c := range cs {
-		detail := r.wrap(textFace, clip(c.Detail), contentW-70)
-		r.need(float64(1+len(detail)) * lineText)
+	details := make([][]string, len(cs))
+	heights := make([]float64, len(cs))
+	for i, c := range cs {
+		details[i] = r.wrap(textFace, clip(c.Detail), contentW-70)
+		heights[i] = float64(1+len(details[i]))*lineText + 2
+	}
+	r.keepTogether("Compliance", heights, func(i int) {
+		c, detail := cs[i], details[i]
 		verdict := "met"
 		r.pdf.SetTextColor(29, 107, 53)
 		if !c.OK {
@@ -390,21 +528,22 @@ func (r *renderer) compliance(cs []payloadview.Compliance) {
 		}
 		r.pdf.SetTextColor(0, 0, 0)
 		r.y += 2
-	}
+	})
 }
 
 // section lists a field group's rows.
 func (r *renderer) section(s payloadview.Section) {
-	r.heading(s.Title)
-	for _, row := range s.Rows {
-		r.row(row, labelW, contentW-labelW)
+	heights := make([]float64, len(s.Rows))
+	for i, row := range s.Rows {
+		_, _, heights[i] = r.rowLines(row, labelW, contentW-labelW)
 	}
+	r.keepTogether(s.Title, heights, func(i int) { r.row(s.Rows[i], labelW, contentW-labelW) })
 }
 
 // paragraph draws text wrapped to the page width.
 func (r *renderer) paragraph(s string) {
 	lines := r.wrap(textFace, s, contentW)
-	r.need(float64(len(lines))*lineText + 8)
+	r.need(r.paragraphH(lines))
 	r.y += 8
 	for _, l := range lines {
 		r.text(margin, r.y, textFace, l)
@@ -412,14 +551,23 @@ func (r *renderer) paragraph(s string) {
 	}
 }
 
+// paragraphH is the height of a paragraph of lines.
+func (r *renderer) paragraphH(lines []string) float64 {
+	return float64(len(lines))*lineText + 8
+}
+
+// verificationIntro opens the verification section.
+const verificationIntro = "The passport's payload, proof and receipt are hashed with SHA-256 and the receipt hash is signed with Ed25519. " +
+	"The JSON export carries the signed bytes; `bpc verify` checks them offline, and the QR code leads to the public verification page."
+
 // verification lists what makes the passport verifiable: each value on a
 // line of its own in the monospaced font, where a hash, the key and the
 // signature fit whole (so that copying or extracting the text finds them
 // intact). The QR payload is broken at its separators.
 func (r *renderer) verification(p Passport) {
-	r.heading("Verification")
-	r.paragraph("The passport's payload, proof and receipt are hashed with SHA-256 and the receipt hash is signed with Ed25519. " +
-		"The JSON export carries the signed bytes; `bpc verify` checks them offline, and the QR code leads to the public verification page.")
+	// The title stays with the introduction and the first value.
+	r.heading("Verification", r.paragraphH(r.wrap(textFace, verificationIntro, contentW))+4+lineText+lineMono+4)
+	r.paragraph(verificationIntro)
 	r.y += 4
 	qr := strings.ReplaceAll(p.QRPayload, "|", "|\n")
 	for _, v := range []struct{ label, value string }{

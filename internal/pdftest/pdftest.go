@@ -93,3 +93,36 @@ func Zbar(t testing.TB, image string) string {
 	require.NoError(t, err, "zbarimg %s found no code", image)
 	return strings.TrimSpace(string(out))
 }
+
+// Pages is the number of pages of the file at path, as pdfinfo counts them.
+func Pages(t testing.TB, path string) int {
+	t.Helper()
+	for _, line := range strings.Split(Run(t, "pdfinfo", path), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Pages:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(rest))
+			require.NoError(t, err, line)
+			return n
+		}
+	}
+	t.Fatalf("pdfinfo %s: no page count", path)
+	return 0
+}
+
+// PageLines are the non-blank lines of pdftotext -layout's text of each
+// page of the file at path, trimmed and with runs of blanks squeezed to
+// one space (so that a label and its value read "label value"): element
+// n-1 is page n.
+func PageLines(t testing.TB, path string) [][]string {
+	t.Helper()
+	n := Pages(t, path)
+	pages := make([][]string, n)
+	for i := range n {
+		page := strconv.Itoa(i + 1)
+		for _, line := range strings.Split(Run(t, "pdftotext", "-layout", "-f", page, "-l", page, path, "-"), "\n") {
+			if line = strings.Join(strings.Fields(line), " "); line != "" {
+				pages[i] = append(pages[i], line)
+			}
+		}
+	}
+	return pages
+}
