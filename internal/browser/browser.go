@@ -96,3 +96,54 @@ func Screenshot(t testing.TB, ctx context.Context, name string) string {
 	t.Logf("screenshot: %s", path)
 	return path
 }
+
+// PhoneWidth is the narrowest phone the pages are made for (SPEC §16 "For
+// people"), in CSS pixels.
+const PhoneWidth = 360
+
+// Phone makes the browser a phone PhoneWidth CSS pixels wide: mobile
+// emulation (the page's viewport meta tag applies), at twice the pixel
+// density. It holds for the pages loaded after it.
+func Phone() chromedp.Action[chromedp.Void] {
+	return chromedp.EmulateViewport(PhoneWidth, 780, chromedp.EmulateMobile, chromedp.EmulateScale(2))
+}
+
+// Layout is what the current page measures of itself.
+type Layout struct {
+	// ScrollWidth and ClientWidth are the document element's: wider
+	// content than the viewport scrolls sideways.
+	ScrollWidth int `json:"scrollWidth"`
+	ClientWidth int `json:"clientWidth"`
+	// Text is the page's text as rendered (document.body.innerText).
+	Text string `json:"text"`
+	// Overflowing names the first elements whose right edge is beyond the
+	// viewport, with their width and text, to say what is too wide.
+	Overflowing []string `json:"overflowing"`
+}
+
+const measure = `(() => {
+	const d = document.documentElement, vw = d.clientWidth, wide = [];
+	for (const el of document.body.querySelectorAll('*')) {
+		const r = el.getBoundingClientRect();
+		if (r.right > vw + 0.5 && wide.length < 8) wide.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + ' ' + Math.round(r.width) + 'px: ' + (el.textContent || '').trim().slice(0, 60));
+	}
+	return {scrollWidth: d.scrollWidth, clientWidth: vw, text: document.body.innerText, overflowing: wide};
+})()`
+
+// Measure returns the current page's Layout.
+func Measure(t testing.TB, ctx context.Context) Layout {
+	t.Helper()
+	return Value(t, ctx, chromedp.Evaluate[Layout](measure))
+}
+
+// RequireNoSidewaysScroll fails the test when the current page is wider
+// than the viewport (document.documentElement.scrollWidth > clientWidth),
+// naming what overflows, and returns the page's Layout.
+func RequireNoSidewaysScroll(t testing.TB, ctx context.Context, name string) Layout {
+	t.Helper()
+	l := Measure(t, ctx)
+	if l.ScrollWidth > l.ClientWidth {
+		t.Fatalf("%s scrolls sideways: scrollWidth %d > clientWidth %d; beyond the right edge: %q", name, l.ScrollWidth, l.ClientWidth, l.Overflowing)
+	}
+	return l
+}

@@ -12,10 +12,10 @@ import (
 )
 
 // checkPublicPage opens the public page of a passport in headless Chromium,
-// as whoever scans its QR code would: it must say VERIFIED and name the
-// demo's product. The same QR text with one hash character changed, on the
-// service's verify page, must say NOT VERIFIED. Screenshots are kept in the
-// test's temp dir.
+// as whoever scans its QR code would: it must say VERIFIED, name the
+// demo's product and fit a 360 px phone. The same QR text with one hash
+// character changed, on the service's verify page, must say NOT VERIFIED.
+// Screenshots are kept in the test's temp dir.
 func checkPublicPage(t *testing.T, base, pageURL, qrPayload string) {
 	t.Helper()
 	ctx := browser.New(t)
@@ -24,6 +24,15 @@ func checkPublicPage(t *testing.T, base, pageURL, qrPayload string) {
 	require.True(t, strings.HasPrefix(verdict, "VERIFIED"), verdict)
 	require.Equal(t, "NMC811 75 kWh EV battery pack (demo)", browser.Value(t, ctx, chromedp.Text(chromedp.ID("product"))))
 	browser.Screenshot(t, ctx, "public-page.png")
+
+	// On the narrowest phone the page is made for, nothing scrolls
+	// sideways, and the figures read with their units.
+	browser.Do(t, ctx, browser.Phone(), chromedp.Navigate(pageURL))
+	phone := browser.RequireNoSidewaysScroll(t, ctx, "the public page at 360 px")
+	require.Equal(t, browser.PhoneWidth, phone.ClientWidth)
+	require.Contains(t, phone.Text, "452 kg")
+	require.Contains(t, phone.Text, "75 kWh")
+	browser.Screenshot(t, ctx, "public-page-phone.png")
 
 	i := strings.Index(qrPayload, "|rh=") + 4
 	swap := "A"

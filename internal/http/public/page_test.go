@@ -15,44 +15,16 @@ import (
 	"github.com/bpc-platform/bpc/store"
 )
 
-// phoneWidth is the narrowest phone the pages are made for (SPEC §16 "For
-// people"), in CSS pixels.
-const phoneWidth = 360
-
-// layout is what a page measures of itself in the browser.
-type layout struct {
-	ScrollWidth int    `json:"scrollWidth"`
-	ClientWidth int    `json:"clientWidth"`
-	Text        string `json:"text"`
-	// Widest names the elements whose right edge is beyond the viewport,
-	// to say what overflows when the test fails.
-	Widest []string `json:"widest"`
-}
-
-const measure = `(() => {
-	const d = document.documentElement, vw = d.clientWidth, wide = [];
-	for (const el of document.body.querySelectorAll('*')) {
-		const r = el.getBoundingClientRect();
-		if (r.right > vw + 0.5 && wide.length < 8) wide.push(el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + ' ' + Math.round(r.width) + 'px: ' + (el.textContent || '').trim().slice(0, 60));
-	}
-	return {scrollWidth: d.scrollWidth, clientWidth: vw, text: document.body.innerText, widest: wide};
-})()`
-
 // atPhoneWidth loads url in the browser emulating a 360 px wide phone and
 // requires that the page does not scroll sideways: everything, hashes and
 // long check details included, fits the width. It returns the layout, the
 // page's text among it.
-func atPhoneWidth(t *testing.T, ctx context.Context, url, name string) layout {
+func atPhoneWidth(t *testing.T, ctx context.Context, url, name string) browser.Layout {
 	t.Helper()
-	browser.Do(t, ctx,
-		chromedp.EmulateViewport(phoneWidth, 780, chromedp.EmulateMobile, chromedp.EmulateScale(2)),
-		chromedp.Navigate(url),
-		chromedp.WaitVisible(chromedp.CSS("footer")),
-	)
-	l := browser.Value(t, ctx, chromedp.Evaluate[layout](measure))
+	browser.Do(t, ctx, browser.Phone(), chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("footer")))
 	browser.Screenshot(t, ctx, name+".png")
-	require.Equal(t, phoneWidth, l.ClientWidth, "%s: the viewport is a phone's", name)
-	require.LessOrEqual(t, l.ScrollWidth, l.ClientWidth, "%s scrolls sideways at %d px; beyond the right edge: %q", name, phoneWidth, l.Widest)
+	l := browser.RequireNoSidewaysScroll(t, ctx, name)
+	require.Equal(t, browser.PhoneWidth, l.ClientWidth, "%s: the viewport is a phone's", name)
 	return l
 }
 
