@@ -197,6 +197,19 @@ func TestRenderScripts(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, first, again)
 
+	// Attacker input: a value alternating scripts at every character, as
+	// long as a payload may carry, is cut and drawn as markers; the page
+	// stays bounded and nothing is a '?'.
+	p.Payload, err = json.Marshal(map[string]any{"fields": map[string]any{"general": map[string]any{
+		"noise": strings.Repeat("ب🔋中‍א", 20000)}}})
+	require.NoError(t, err)
+	path = render(t, p)
+	noise := strings.Join(strings.Fields(pdftest.Text(t, path)), " ")
+	require.Contains(t, noise, "[Arabic text not shown] [U+1F50B not shown] [Han text not shown] [Hebrew text not shown] [Arabic text not shown]")
+	require.NotContains(t, noise, "?")
+	require.Contains(t, noise, "… Text in square brackets", "cut, then the note")
+	require.LessOrEqual(t, pdftest.Pages(t, path), 4)
+
 	// Without such text there is no note.
 	require.NotContains(t, strings.Join(strings.Fields(pdftest.Text(t, render(t, sample(t)))), " "), "square brackets")
 }

@@ -263,6 +263,7 @@ func (r *renderer) printable(s string) string {
 	}
 	rs := []rune(s)
 	var b strings.Builder
+	markerEnd := -1 // where the last marker ended in b
 	for i := 0; i < len(rs); {
 		c := rs[i]
 		switch {
@@ -293,7 +294,11 @@ func (r *renderer) printable(s string) string {
 			run = append(run, c)
 			j = k + 1
 		}
+		if markerEnd == b.Len() {
+			b.WriteByte(' ') // markers side by side read as words
+		}
 		b.WriteString(fallback(run))
+		markerEnd = b.Len()
 		r.hidden = true
 		i = j
 	}
@@ -356,7 +361,13 @@ func (r *renderer) wrap(f face, s string, width float64) []string {
 	if r.err != nil {
 		return nil
 	}
-	s = r.printable(s)
+	// Markers are longer than what they stand for: the text drawn is
+	// bounded again.
+	if rs := []rune(r.printable(s)); len(rs) > maxValueRunes+1 {
+		s = string(rs[:maxValueRunes]) + "…"
+	} else {
+		s = string(rs)
+	}
 	measure := func(t string) float64 {
 		w, err := r.pdf.MeasureTextWidth(t)
 		if err != nil && r.err == nil {
