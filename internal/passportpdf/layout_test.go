@@ -128,28 +128,36 @@ func TestRenderKeepsTitlesWithTheirRows(t *testing.T) {
 	require.Greater(t, ps[len(ps)-1].Page, 1, "the sample takes more than a page")
 }
 
-// Constructed so that a page break falls at every line of a section and
-// of the title after it: a first section of k rows pushes the rest down
-// line by line. Every rendering keeps its titles with their rows; among
-// them are one where the title was moved to the next page and one where
-// the section was split with its last two rows on the next page.
+// rowsPayload is a payload of three sections: "A filler" of filler rows,
+// "B target" of six and "C tail" of tail rows.
+func rowsPayload(t *testing.T, filler, tail int) []byte {
+	t.Helper()
+	rows := func(prefix string, n int) map[string]any {
+		m := map[string]any{}
+		for i := range n {
+			m[fmt.Sprintf("%s_%03d", prefix, i)] = "a value"
+		}
+		return m
+	}
+	payload, err := json.Marshal(map[string]any{"fields": map[string]any{
+		"a_filler": rows("row", filler), "b_target": rows("item", 6), "c_tail": rows("tail", tail)}})
+	require.NoError(t, err)
+	return payload
+}
+
+// Constructed so that a page break falls at every line of a section, of
+// the title after it and of the verification values: a first section of k
+// rows pushes the rest down line by line, then a last section of k rows
+// pushes the verification values. Every rendering keeps its titles with
+// their rows; among them are ones where a title was moved to the next
+// page and ones where a list was split with its last two blocks on the
+// next page.
 func TestRenderKeepsTitlesWithTheirRowsAtEveryBreak(t *testing.T) {
 	t.Parallel()
-	movedTitle, split := false, false
+	movedTitle, split, movedVerification, splitVerification := false, false, false, false
 	for k := 25; k <= 55; k++ {
-		filler := map[string]any{}
-		for i := range k {
-			filler[fmt.Sprintf("row_%03d", i)] = "value"
-		}
-		target := map[string]any{}
-		for i := range 6 {
-			target[fmt.Sprintf("item_%d", i)] = "a value"
-		}
-		payload, err := json.Marshal(map[string]any{"fields": map[string]any{
-			"a_filler": filler, "b_target": target, "c_tail": map[string]any{"only": "row", "second": "row"}}})
-		require.NoError(t, err)
 		p := sample(t)
-		p.Payload = payload
+		p.Payload = rowsPayload(t, k, 2)
 		ps := placeLists(t, render(t, p), lists(t, p))
 		requireKeptTogether(t, ps)
 		fill, tgt := ps[0], ps[1]
@@ -161,8 +169,24 @@ func TestRenderKeepsTitlesWithTheirRowsAtEveryBreak(t *testing.T) {
 			split = true
 		}
 	}
-	require.True(t, movedTitle, "a break fell at the title")
-	require.True(t, split, "a break fell inside the section")
+	for k := 20; k <= 60; k++ {
+		p := sample(t)
+		p.Payload = rowsPayload(t, 30, k)
+		ps := placeLists(t, render(t, p), lists(t, p))
+		requireKeptTogether(t, ps)
+		tail, ver := ps[2], ps[3]
+		require.Equal(t, "Verification", ver.Title)
+		if tail.Blocks[k-1] < ver.Page {
+			movedVerification = true
+		}
+		if ver.Page < ver.Blocks[len(ver.Blocks)-1] {
+			splitVerification = true
+		}
+	}
+	require.True(t, movedTitle, "a break fell at a section's title")
+	require.True(t, split, "a break fell inside a section")
+	require.True(t, movedVerification, "a break fell at the verification's title")
+	require.True(t, splitVerification, "a break fell among the verification values")
 }
 
 // Latin, Greek and Cyrillic text is drawn as itself (pdftotext gives it

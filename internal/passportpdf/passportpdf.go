@@ -115,6 +115,9 @@ const (
 // QR image must be a PNG; everything else is rendered as given, a value too
 // wide for the page wrapping onto further lines (hashes, key and signature
 // are set in a monospaced font small enough to stay on one line each).
+// Text the embedded fonts cannot draw is drawn as a marker saying so
+// ("[Arabic text not shown]"; see printable). A section's title stays
+// with its first rows, and its last row does not go alone to a new page.
 func Render(p Passport) ([]byte, error) {
 	view, err := payloadview.Layout(p.Payload, MaxFieldRows)
 	if err != nil {
@@ -554,7 +557,7 @@ func (r *renderer) section(s payloadview.Section) {
 // paragraph draws text wrapped to the page width.
 func (r *renderer) paragraph(s string) {
 	lines := r.wrap(textFace, s, contentW)
-	r.need(r.paragraphH(lines))
+	r.need(paragraphH(lines))
 	r.y += 8
 	for _, l := range lines {
 		r.text(margin, r.y, textFace, l)
@@ -563,7 +566,7 @@ func (r *renderer) paragraph(s string) {
 }
 
 // paragraphH is the height of a paragraph of lines.
-func (r *renderer) paragraphH(lines []string) float64 {
+func paragraphH(lines []string) float64 {
 	return float64(len(lines))*lineText + 8
 }
 
@@ -576,12 +579,8 @@ const verificationIntro = "The passport's payload, proof and receipt are hashed 
 // signature fit whole (so that copying or extracting the text finds them
 // intact). The QR payload is broken at its separators.
 func (r *renderer) verification(p Passport) {
-	// The title stays with the introduction and the first value.
-	r.heading("Verification", r.paragraphH(r.wrap(textFace, verificationIntro, contentW))+4+lineText+lineMono+4)
-	r.paragraph(verificationIntro)
-	r.y += 4
 	qr := strings.ReplaceAll(p.QRPayload, "|", "|\n")
-	for _, v := range []struct{ label, value string }{
+	values := []struct{ label, value string }{
 		{"Payload SHA-256", p.PayloadHash},
 		{"Proof root hash", p.ProofRootHash},
 		{"Receipt hash", p.ReceiptHash},
@@ -589,18 +588,30 @@ func (r *renderer) verification(p Passport) {
 		{"Public key (base64)", p.PublicKeyBase64},
 		{"Receipt signature (base64)", p.Signature},
 		{"QR payload (BPC-QR-1)", qr},
-	} {
-		var lines []string
+	}
+	// The blocks are the introduction and the values, each value's lines
+	// wrapped in the monospaced font.
+	intro := r.wrap(textFace, verificationIntro, contentW)
+	lines := make([][]string, len(values))
+	heights := []float64{paragraphH(intro) + 4}
+	for i, v := range values {
 		for _, part := range strings.Split(v.value, "\n") {
-			lines = append(lines, r.wrap(monoFace, part, contentW)...)
+			lines[i] = append(lines[i], r.wrap(monoFace, part, contentW)...)
 		}
-		r.need(lineText + float64(len(lines))*lineMono + 4)
-		r.text(margin, r.y, strongFace, v.label)
+		heights = append(heights, lineText+float64(len(lines[i]))*lineMono+4)
+	}
+	r.keepTogether("Verification", heights, func(i int) {
+		if i == 0 {
+			r.paragraph(verificationIntro)
+			r.y += 4
+			return
+		}
+		r.text(margin, r.y, strongFace, values[i-1].label)
 		r.y += lineText
-		for _, l := range lines {
+		for _, l := range lines[i-1] {
 			r.text(margin, r.y, monoFace, l)
 			r.y += lineMono
 		}
 		r.y += 4
-	}
+	})
 }
