@@ -85,8 +85,8 @@ type Config struct {
 	// "test-fixed" or "dev-file".
 	KeyEncryptionKeySource string
 	keyEncryptionKeyBase64 string
-	CompilerBuildID    string
-	WebhookTimeout     time.Duration
+	CompilerBuildID        string
+	WebhookTimeout         time.Duration
 	// WebhookConnectTimeout and WebhookResponseHeaderTimeout bound a
 	// webhook POST's phases inside WebhookTimeout
 	// (BPC_WEBHOOK_CONNECT_TIMEOUT_MS, BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS).
