@@ -307,14 +307,15 @@ func TestPipelineEndToEnd(t *testing.T) {
 	var keys struct {
 		Items []bpctype.SigningKey `json:"items"`
 	}
-	require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/signing-keys", nil, &keys))
+	require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/signing-keys?tenant_id="+devTenant, nil, &keys))
 	published := map[string]string{}
 	for _, k := range keys.Items {
 		require.Equal(t, "ED25519", k.Alg)
 		published[k.KeyID] = k.PublicKeyBase64
 	}
-	require.Equal(t, *v.SigningPublicKey, published[env["BPC_SIGNING_KEY_ID"]], "the key is listed for third parties")
-	require.Equal(t, env["BPC_SIGNING_KEY_ID"], v.SigningKeyID)
+	require.Equal(t, "dev-k1", v.SigningKeyID, "signed by the tenant's own key, created on first need")
+	require.Equal(t, *v.SigningPublicKey, published[v.SigningKeyID], "the key is listed for third parties")
+	require.Contains(t, published, env["BPC_SIGNING_KEY_ID"], "with the platform's legacy key, which signs no new compile")
 
 	png := h.bytesOf("/v1/passport-versions/" + v.PassportVersionID.String() + "/qr.png")
 	require.Equal(t, *v.QRPayload, decodeQR(t, png), "the PNG decodes to the stored qr_payload")

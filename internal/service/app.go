@@ -278,6 +278,8 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		Ready:    a.readyChecks(),
 		Admin:    role != RoleWorker,
 		Tracer:   httpTracer,
+
+		SigningKeys: keys,
 	}
 	if role != RoleWorker {
 		a.keys = access.NewKeyring(a.store)
