@@ -471,12 +471,25 @@ func TestPipelineFailures(t *testing.T) {
 
 // Without a signing key outside dev, SIGN_PASSPORT fails with
 // SIGNING_KEY_MISSING and the version stays COMPILING.
-func TestSignWithoutKeyFails(t *testing.T) {
+func TestSignWithAnotherKeyEncryptionKeyFails(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAll, nil)
+	// The dev tenant's key, stored by a service whose BPC_KEY_ENCRYPTION_KEY
+	// was another one (a key changed or lost since).
+	before, err := passport.NewKeyring(bytes.Repeat([]byte{0x17}, passport.KeyEncryptionKeySize), nil)
+	require.NoError(t, err)
+	seed := bytes.Repeat([]byte{0x29}, ed25519.SeedSize)
+	sealed, err := before.Seal(store.DevTenantID, "dev-k1", seed)
+	require.NoError(t, err)
+	_, inserted, err := store.New(h.pool).InsertTenantSigningKey(t.Context(), store.DevTenantID, "dev-k1",
+		sign.PublicKeyBase64(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)), sealed)
+	require.NoError(t, err)
+	require.True(t, inserted)
+
 	pp := h.compiledSample()
 	vs := h.versions(pp.PassportID)
 	require.Len(t, vs, 1)
+	require.Equal(t, "dev-k1", vs[0].SigningKeyID, "the compile names the tenant's active key")
 	var signJob bpctype.Job
 	h.eventually("SIGN_PASSPORT failed", func() bool {
 		var page struct {
@@ -489,11 +502,17 @@ func TestSignWithoutKeyFails(t *testing.T) {
 		}
 		return false
 	})
-	h.failedWith(signJob.JobID, "SIGNING_KEY_MISSING")
+	job := h.failedWith(signJob.JobID, "SIGNING_KEY_MISSING")
+	require.Contains(t, string(job.LastError), "BPC_KEY_ENCRYPTION_KEY")
+	require.EqualValues(t, 1, job.Attempts, "permanent: a retry cannot open the key")
 	var v bpctype.PassportVersion
 	h.get("/v1/passport-versions/"+vs[0].PassportVersionID.String(), &v)
 	require.Equal(t, bpctype.PassportCompiling, v.Status)
 	require.Nil(t, v.Signature)
+	for _, secret := range []string{base64.StdEncoding.EncodeToString(seed), base64.StdEncoding.EncodeToString(sealed)} {
+		require.NotContains(t, h.logs.String(), secret)
+		require.NotContains(t, string(job.LastError), secret)
+	}
 }
 
 // A crash between a handler's effects and its completion — here a panic or

@@ -44,7 +44,7 @@ func (c *Config) loadKeyEncryptionKey(getenv func(string) string, errs []error) 
 		c.KeyEncryptionKey, c.KeyEncryptionKeySource, c.keyEncryptionKeyBase64 = k, "env", strings.TrimSpace(v)
 	case c.Env == "prod":
 		return append(errs, configError(errcode.ConfigMissing, "BPC_KEY_ENCRYPTION_KEY",
-			"is required in prod: 32 bytes in standard base64 (openssl rand -base64 32) that encrypt the tenants' signing keys; keep it in a secret store and never change it without re-encrypting (docs/OPERATIONS.md)"))
+			"is required in prod: 32 bytes in standard base64 (openssl rand -base64 32) that encrypt the tenants' signing keys; every process needs the same one, and the stored keys open only with it (docs/OPERATIONS.md: Signing keys)"))
 	case c.Env == "test":
 		c.KeyEncryptionKey, c.KeyEncryptionKeySource = passport.TestKeyEncryptionKey(), "test-fixed"
 	default:
