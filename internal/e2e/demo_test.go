@@ -20,6 +20,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/verify"
@@ -27,6 +28,7 @@ import (
 	"github.com/bpc-platform/bpc/internal/demo"
 	"github.com/bpc-platform/bpc/internal/pdftest"
 	"github.com/bpc-platform/bpc/internal/service"
+	"github.com/bpc-platform/bpc/store"
 )
 
 // The demo runs as `bpc demo` does (flags and environment through run)
@@ -321,10 +323,15 @@ func tamperingProxy(t *testing.T, base, suffix string, edit func([]byte) []byte)
 }
 
 // A job that fails on the real service stops the demo at its stage, with the
-// job's last_error: a service without a signing key fails SIGN_PASSPORT.
+// job's last_error: a service whose key encryption key does not open the
+// tenant's signing key fails SIGN_PASSPORT.
 func TestDemoStopsAtAFailedJob(t *testing.T) {
 	t.Parallel()
-	svc := startService(t, service.RoleAll, nil) // BPC_ENV=test: no dev key, none configured
+	svc := startService(t, service.RoleAll, nil)
+	pool, err := pgxpool.New(t.Context(), svc.env["DATABASE_URL"])
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	storeKeyUnderAnotherKEK(t, store.New(pool))
 	stdout, err := runDemo(t, svc.base, testToken, "--out", filepath.Join(t.TempDir(), "demo-out"))
 	require.Error(t, err)
 	require.Regexp(t, `^stage "sign \+ QR": job \S+ \(SIGN_PASSPORT\) ended FAILED after 1 attempt\(s\): last_error SIGNING_KEY_MISSING: `, err.Error())

@@ -471,20 +471,27 @@ func TestPipelineFailures(t *testing.T) {
 
 // Without a signing key outside dev, SIGN_PASSPORT fails with
 // SIGNING_KEY_MISSING and the version stays COMPILING.
-func TestSignWithAnotherKeyEncryptionKeyFails(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, service.RoleAll, nil)
-	// The dev tenant's key, stored by a service whose BPC_KEY_ENCRYPTION_KEY
-	// was another one (a key changed or lost since).
+// storeKeyUnderAnotherKEK stores the dev tenant's active key dev-k1 as a
+// service whose BPC_KEY_ENCRYPTION_KEY was another one did (a key changed or
+// lost since); it returns the key's seed and the stored ciphertext.
+func storeKeyUnderAnotherKEK(t *testing.T, st *store.Queries) (seed, sealed []byte) {
+	t.Helper()
 	before, err := passport.NewKeyring(bytes.Repeat([]byte{0x17}, passport.KeyEncryptionKeySize), nil)
 	require.NoError(t, err)
-	seed := bytes.Repeat([]byte{0x29}, ed25519.SeedSize)
-	sealed, err := before.Seal(store.DevTenantID, "dev-k1", seed)
+	seed = bytes.Repeat([]byte{0x29}, ed25519.SeedSize)
+	sealed, err = before.Seal(store.DevTenantID, "dev-k1", seed)
 	require.NoError(t, err)
-	_, inserted, err := store.New(h.pool).InsertTenantSigningKey(t.Context(), store.DevTenantID, "dev-k1",
+	_, inserted, err := st.InsertTenantSigningKey(t.Context(), store.DevTenantID, "dev-k1",
 		sign.PublicKeyBase64(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)), sealed)
 	require.NoError(t, err)
 	require.True(t, inserted)
+	return seed, sealed
+}
+
+func TestSignWithAnotherKeyEncryptionKeyFails(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, service.RoleAll, nil)
+	seed, sealed := storeKeyUnderAnotherKEK(t, store.New(h.pool))
 
 	pp := h.compiledSample()
 	vs := h.versions(pp.PassportID)
