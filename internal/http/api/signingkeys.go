@@ -21,7 +21,7 @@ func (s *Server) signingKeyRoutes(rs routes) {
 			"Public keys, statuses and times only; private keys never leave the service."),
 		responds[items[bpctype.SigningKey]](http.StatusOK, "Keys"))
 	register(rs, http.MethodPost, "/v1/signing-keys:rotate", "rotate-signing-key", "Retire the tenant's active signing key and make a new one", s.handleRotateSigningKey,
-		jsonBody[tenantRequest],
+		jsonBody[rotateSigningKeyRequest],
 		responds[bpctype.SigningKey](http.StatusCreated, "The new active key"))
 	register(rs, http.MethodPost, "/v1/signing-keys/{key_id}/revoke", "revoke-signing-key", "Revoke a signing key of the tenant", s.handleRevokeSigningKey,
 		jsonBody[revokeSigningKeyRequest],
@@ -66,7 +66,11 @@ func (s *Server) signingKeyTenant(ctx context.Context, given ID) (uuid.UUID, err
 	return tenantID, nil
 }
 
-func (s *Server) handleRotateSigningKey(ctx context.Context, in *bodyInput[tenantRequest]) (*out[bpctype.SigningKey], error) {
+type rotateSigningKeyRequest struct {
+	TenantID ID `json:"tenant_id,omitempty" doc:"Required with the platform token; a tenant admin key's own tenant when absent (another tenant's is 403)."`
+}
+
+func (s *Server) handleRotateSigningKey(ctx context.Context, in *bodyInput[rotateSigningKeyRequest]) (*out[bpctype.SigningKey], error) {
 	tenantID, err := s.signingKeyTenant(ctx, in.Body.TenantID)
 	if err != nil {
 		return nil, err
