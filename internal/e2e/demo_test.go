@@ -175,6 +175,11 @@ func TestDemoAgainstTheService(t *testing.T) {
 	}
 	require.Equal(t, http.StatusOK, svc.admin(http.MethodGet, "/v1/signing-keys?tenant_id="+devTenant, nil, &keys))
 	require.Len(t, keys.Items, 1, "the dev tenant's key; no legacy key is generated any more")
+	// The dev service generated its key encryption key and keeps it beside
+	// where it runs, readable by its user only.
+	fi, err := os.Stat(filepath.Join(svc.dir, service.DevKeyEncryptionKeyFile))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	pub, err := base64.StdEncoding.DecodeString(keys.Items[0].PublicKeyBase64)
 	require.NoError(t, err)
 	require.Equal(t, verify.KeyDocument("dev-k1", pub), file(verify.FileSigningKey))
