@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,7 +25,6 @@ import (
 	"github.com/bpc-platform/bpc/internal/fixture"
 	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/testriver"
-	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -116,8 +114,6 @@ func newPipelineBench(b *testing.B, passports int) *pipelineBench {
 		p.passports = append(p.passports, pp.PassportID)
 	}
 
-	_, key, err := ed25519.GenerateKey(nil)
-	require.NoError(b, err)
 	// The service's defaults (service/config.go), role all: one River
 	// client works the jobs and inserts the API's.
 	p.client, _ = testriver.New(b, p.pool, testriver.Options{
@@ -125,7 +121,7 @@ func newPipelineBench(b *testing.B, passports int) *pipelineBench {
 			FetchCooldown: 10 * time.Millisecond, PipelineFetchCooldown: 2 * time.Millisecond,
 			PipelinePollInterval: 100 * time.Millisecond, BackoffUnit: time.Second, ExtraQueues: []string{benchQueue}},
 		Deps: workers.Deps{Store: p.st, Logger: quiet, WebhookTimeout: time.Second, CompilerBuildID: "bpc-bench",
-			Signer: passport.NewSigner("bench-key", key), ExportDir: b.TempDir()},
+			ExportDir: b.TempDir()}, // Keys: testriver's, as BPC_ENV=test has
 		Register: func(w *river.Workers, d workers.Deps) {
 			workers.Register(w, d)
 			river.AddWorker(w, &noopWorker{done: p.noops})

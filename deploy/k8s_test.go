@@ -31,6 +31,8 @@ var secretKeys = map[string]string{
 	"DATABASE_URL":                           "postgres://bpc@postgres:5432/bpc",
 	"BPC_ADMIN_TOKEN":                        strings.Repeat("t", 32),
 	"BPC_SIGNING_ED25519_PRIVATE_KEY_BASE64": base64.StdEncoding.EncodeToString(make([]byte, 32)),
+	"BPC_KEY_ENCRYPTION_KEY":                 base64.StdEncoding.EncodeToString(make([]byte, 32)),
+	"BPC_PUBLIC_BASE_URL":                    "https://passports.example.com",
 }
 
 // httpShutdown is how long the service waits for HTTP requests on SIGTERM,
@@ -69,12 +71,29 @@ func TestKubernetesProd(t *testing.T) {
 	for _, name := range []string{"bpc-api", "bpc-worker"} {
 		d := m.deployment(t, name)
 		c := mainContainer(t, d)
-		cfg, _ := serveConfig(t, m, c)
+		cfg, env := serveConfig(t, m, c)
 		require.Equal(t, "prod", cfg.Env, "%s", name)
+		required := map[string]bool{}
 		for _, e := range c.Env {
 			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				// The platform's legacy key only signs versions compiled
+				// before tenants had keys: a new deployment has none.
+				if e.Name == "BPC_SIGNING_ED25519_PRIVATE_KEY_BASE64" {
+					continue
+				}
 				require.False(t, e.ValueFrom.SecretKeyRef.Optional, "%s: prod requires %s", name, e.Name)
+				required[e.Name] = true
 			}
+		}
+		// Every signing variable a production run needs (SPEC §16).
+		for _, v := range []string{"BPC_KEY_ENCRYPTION_KEY", "BPC_PUBLIC_BASE_URL", "BPC_ADMIN_TOKEN", "DATABASE_URL"} {
+			require.True(t, required[v], "%s: prod requires %s from the Secret", name, v)
+		}
+		// Without them, serve and doctor refuse to start.
+		for _, v := range []string{"BPC_KEY_ENCRYPTION_KEY", "BPC_PUBLIC_BASE_URL"} {
+			without := maps.Clone(env)
+			delete(without, v)
+			require.ErrorContains(t, service.CheckSigningConfig(func(k string) string { return without[k] }), v, "%s", name)
 		}
 		tag := imageTag(c.Image)
 		require.NotContains(t, []string{"", "latest", "dev"}, tag, "%s: prod pins a release image, got %s", name, c.Image)
@@ -402,11 +421,14 @@ func serveConfig(t *testing.T, m manifests, c container) (service.Config, map[st
 	t.Helper()
 	env := containerEnv(t, m, c)
 	read := map[string]bool{}
-	cfg, err := service.LoadConfig(func(k string) string {
+	getenv := func(k string) string {
 		read[k] = true
 		return env[k]
-	})
+	}
+	cfg, err := service.LoadConfig(getenv)
 	require.NoError(t, err, "container %s: its environment is not a valid configuration", c.Name)
+	// What bpc doctor checks of a production run's signing variables.
+	require.NoError(t, service.CheckSigningConfig(getenv), "container %s", c.Name)
 	for k := range env {
 		require.True(t, read[k], "container %s sets %s, which the service does not read", c.Name, k)
 	}

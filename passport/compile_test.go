@@ -89,11 +89,13 @@ func testSigner(t *testing.T) *passport.Signer {
 	return passport.NewSigner("test-key", key)
 }
 
-// sign signs a compiled version as SIGN_PASSPORT does.
+// sign signs a compiled version as SIGN_PASSPORT does, with signer as the
+// platform's legacy key (registered, as at start).
 func (e env) sign(t *testing.T, signer *passport.Signer, id uuid.UUID) {
 	t.Helper()
+	require.NoError(t, e.Store.RegisterSigningKey(e.Ctx, signer.KeyID, signer.PublicKeyBase64()))
 	require.NoError(t, e.run(t, func(tx passport.Tx) error {
-		return passport.SignPassportVersion(e.Ctx, tx, signer, store.DevTenantID, id)
+		return passport.SignPassportVersion(e.Ctx, tx, fixture.Keyring(t, signer), store.DevTenantID, id)
 	}))
 }
 

@@ -15,12 +15,15 @@ import (
 )
 
 // SignPassportVersion signs a COMPILING version's receipt hash (the 32 raw
-// bytes) with Ed25519, stores the signature, the key id and public key and
-// the signed receipt, moves the version to SIGNED, records passport.signed
-// and enqueues its GENERATE_QR. A version signed before only gets its
-// GENERATE_QR made sure of. The receipt must name the signer's key
-// (SIGNING_KEY_MISSING otherwise) and hash to the version's receipt_hash.
-func SignPassportVersion(ctx context.Context, t Tx, signer *Signer, tenantID, versionID uuid.UUID) error {
+// bytes) with Ed25519, with the key the receipt names (Keyring.SigningKeyFor:
+// the tenant's own key, active or retired, or the platform's legacy key for
+// a version compiled before tenants had keys), stores the signature, the
+// key id and public key and the signed receipt, moves the version to
+// SIGNED, records passport.signed and enqueues its GENERATE_QR. A version
+// signed before only gets its GENERATE_QR made sure of. A revoked key is
+// KEY_REVOKED; a key this service cannot use is SIGNING_KEY_MISSING; the
+// receipt must hash to the version's receipt_hash.
+func SignPassportVersion(ctx context.Context, t Tx, keys *Keyring, tenantID, versionID uuid.UUID) error {
 	v, unsigned, err := t.Q.LockPassportVersionReceipt(ctx, tenantID, versionID)
 	if err != nil {
 		return err
@@ -28,18 +31,14 @@ func SignPassportVersion(ctx context.Context, t Tx, signer *Signer, tenantID, ve
 	if v.Status != bpctype.PassportCompiling {
 		return enqueueQR(ctx, t, tenantID, versionID)
 	}
-	key, err := signer.Key()
-	if err != nil {
-		return err
-	}
 	r, err := receipt.Parse(unsigned)
 	if err != nil {
 		return err
 	}
-	keyID := signer.KeyIDOrDefault()
-	if r.SigningKeyID != keyID {
-		return errcode.New(errcode.SigningKeyMissing,
-			"the receipt names signing key %q, but this worker holds key %q", r.SigningKeyID, keyID)
+	keyID := r.SigningKeyID
+	key, publicKey, err := keys.SigningKeyFor(ctx, t.Q, tenantID, keyID)
+	if err != nil {
+		return err
 	}
 	hexHash, raw, err := receipt.Hash(r)
 	if err != nil {
@@ -53,7 +52,7 @@ func SignPassportVersion(ctx context.Context, t Tx, signer *Signer, tenantID, ve
 	if err != nil {
 		return err
 	}
-	if err := t.Q.SetPassportVersionSigned(ctx, tenantID, versionID, r.Signature, keyID, signer.PublicKeyBase64(), signed); err != nil {
+	if err := t.Q.SetPassportVersionSigned(ctx, tenantID, versionID, r.Signature, keyID, publicKey, signed); err != nil {
 		return err
 	}
 	if err := t.Event(ctx, tenantID, AggregatePassportVersion, versionID, EventSigned,

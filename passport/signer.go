@@ -3,8 +3,6 @@ package passport
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 
@@ -13,10 +11,11 @@ import (
 	"github.com/bpc-platform/bpc/store"
 )
 
-// Signer holds the Ed25519 key SIGN_PASSPORT signs receipts with. A Signer
-// without a key makes SIGN_PASSPORT fail with SIGNING_KEY_MISSING.
+// Signer holds the platform's legacy Ed25519 key, which signs the receipts
+// compiled under its id before tenants had keys (Keyring.SigningKeyFor). A
+// Signer without a key signs nothing: such a receipt fails SIGNING_KEY_MISSING.
 type Signer struct {
-	// KeyID is BPC_SIGNING_KEY_ID, the signing_key_id compiled into receipts.
+	// KeyID is BPC_SIGNING_KEY_ID, the signing_key_id such receipts name.
 	KeyID string
 	key   ed25519.PrivateKey
 	// Source says where the key came from: "env", "dev-generated",
@@ -46,14 +45,17 @@ func (s *Signer) PublicKeyBase64() string {
 	return sign.PublicKeyBase64(s.key.Public().(ed25519.PublicKey))
 }
 
-// LoadSigner resolves the signing key at start:
+// LoadSigner resolves the platform's legacy signing key at start (SPEC
+// §16: it signed every tenant's receipts before tenants had keys of their
+// own; it signs only versions compiled under its id, and what it signed
+// keeps verifying):
 //   - keyBase64 set: parse it (a bad key stops the start with an error that
 //     names the variable but never echoes the key) and register its public
-//     key under keyID, refusing a different key under an id already used;
-//   - dev without a key: reuse the key generated for this database earlier,
-//     or generate one and keep its seed in the database, so that restarts
-//     sign with the same key and old signatures stay verifiable;
-//   - otherwise (test, prod): no key; SIGN_PASSPORT fails with
+//     key under keyID (a NULL-tenant row), refusing a different key under an
+//     id already used;
+//   - dev without a key: the key an earlier release generated for this
+//     database under keyID, if there is one; no new one is generated;
+//   - otherwise: no legacy key; a version naming it fails
 //     SIGNING_KEY_MISSING.
 func LoadSigner(ctx context.Context, st *store.Queries, env, keyID, keyBase64 string) (*Signer, error) {
 	if keyBase64 != "" {
@@ -71,15 +73,8 @@ func LoadSigner(ctx context.Context, st *store.Queries, env, keyID, keyBase64 st
 		return &Signer{KeyID: keyID}, nil
 	}
 	seed, err := st.DevSigningSeed(ctx, keyID)
-	source := "dev-database"
 	if errors.Is(err, store.ErrNotFound) {
-		fresh := make([]byte, ed25519.SeedSize)
-		if _, err := rand.Read(fresh); err != nil {
-			return nil, fmt.Errorf("error generating a dev signing key: %w", err)
-		}
-		pub := ed25519.NewKeyFromSeed(fresh).Public().(ed25519.PublicKey)
-		seed, err = st.StoreDevSigningKey(ctx, keyID, sign.PublicKeyBase64(pub), base64.StdEncoding.EncodeToString(fresh))
-		source = "dev-generated"
+		return &Signer{KeyID: keyID}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("BPC_SIGNING_KEY_ID: %w", err)
@@ -88,13 +83,5 @@ func LoadSigner(ctx context.Context, st *store.Queries, env, keyID, keyBase64 st
 	if err != nil {
 		return nil, fmt.Errorf("the dev signing key stored for %s is unreadable: %w", keyID, err)
 	}
-	return &Signer{KeyID: keyID, key: key, Source: source}, nil
-}
-
-// KeyIDOrDefault returns the signer's key id, or dev-key-1 without a signer.
-func (s *Signer) KeyIDOrDefault() string {
-	if s == nil || s.KeyID == "" {
-		return "dev-key-1"
-	}
-	return s.KeyID
+	return &Signer{KeyID: keyID, key: key, Source: "dev-database"}, nil
 }

@@ -42,17 +42,12 @@ func TestNewSigner(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, key, got)
 	require.Equal(t, base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey)), s.PublicKeyBase64())
-	require.Equal(t, "k-1", s.KeyIDOrDefault())
 
 	for name, keyless := range map[string]*passport.Signer{"nil": nil, "no key": {KeyID: "k-2"}} {
 		_, err := keyless.Key()
 		require.Equal(t, errcode.SigningKeyMissing, errcode.CodeOf(err), name)
 		require.Empty(t, keyless.PublicKeyBase64(), name)
 	}
-	var none *passport.Signer
-	require.Equal(t, "dev-key-1", none.KeyIDOrDefault())
-	require.Equal(t, "dev-key-1", (&passport.Signer{}).KeyIDOrDefault())
-	require.Equal(t, "k-2", (&passport.Signer{KeyID: "k-2"}).KeyIDOrDefault())
 }
 
 func TestLoadSignerFromEnv(t *testing.T) {
@@ -93,10 +88,12 @@ func TestLoadSignerFromEnv(t *testing.T) {
 	require.Equal(t, rotated.PublicKeyBase64(), registeredKeys(t, ctx, st)["prod-key-2"])
 
 	// A dev start under an id registered from the environment has no seed
-	// to reuse: it is refused rather than silently signing with a new key.
-	_, err = passport.LoadSigner(ctx, st, "dev", "prod-key-1", "")
-	require.Error(t, err)
-	require.Equal(t, errcode.Conflict, errcode.CodeOf(err))
+	// to reuse: it holds no legacy key (and never makes a new one).
+	keyless, err := passport.LoadSigner(ctx, st, "dev", "prod-key-1", "")
+	require.NoError(t, err)
+	_, err = keyless.Key()
+	require.Equal(t, errcode.SigningKeyMissing, errcode.CodeOf(err))
+	require.Equal(t, pub, registeredKeys(t, ctx, st)["prod-key-1"], "the registered key is kept")
 }
 
 func TestLoadSignerRejectsBadKeysWithoutEchoingThem(t *testing.T) {
@@ -118,40 +115,42 @@ func TestLoadSignerRejectsBadKeysWithoutEchoingThem(t *testing.T) {
 	require.Empty(t, registeredKeys(t, ctx, st), "nothing is registered")
 }
 
-func TestLoadSignerDevKeyIsGeneratedOnceAndKept(t *testing.T) {
+// TestLoadSignerDevKeepsAnExistingKeyAndGeneratesNone: dev no longer
+// generates a platform key (tenants sign with their own); a dev key an
+// earlier release generated into the database is still read, so that the
+// versions compiled under it before the upgrade get signed and verify.
+func TestLoadSignerDevKeepsAnExistingKeyAndGeneratesNone(t *testing.T) {
 	t.Parallel()
 	ctx, st := newSignerStore(t)
 
-	first, err := passport.LoadSigner(ctx, st, "dev", "dev-key-1", "")
+	none, err := passport.LoadSigner(ctx, st, "dev", "dev-key-1", "")
 	require.NoError(t, err)
-	require.Equal(t, "dev-generated", first.Source)
-	require.Equal(t, "dev-key-1", first.KeyID)
-	k1, err := first.Key()
-	require.NoError(t, err)
-	require.Len(t, k1, ed25519.PrivateKeySize)
-	require.Equal(t, map[string]string{"dev-key-1": first.PublicKeyBase64()}, registeredKeys(t, ctx, st))
+	require.Empty(t, none.Source)
+	_, err = none.Key()
+	require.Equal(t, errcode.SigningKeyMissing, errcode.CodeOf(err))
+	require.Empty(t, registeredKeys(t, ctx, st), "no dev key is generated any more")
 
-	// A restart signs with the same key.
-	second, err := passport.LoadSigner(ctx, st, "dev", "dev-key-1", "")
+	// What an earlier release generated and kept.
+	seed := make([]byte, ed25519.SeedSize)
+	copy(seed, "an earlier release's dev seed...")
+	earlier := ed25519.NewKeyFromSeed(seed)
+	_, err = st.StoreDevSigningKey(ctx, "dev-key-1", sign.PublicKeyBase64(earlier.Public().(ed25519.PublicKey)), base64.StdEncoding.EncodeToString(seed))
 	require.NoError(t, err)
-	require.Equal(t, "dev-database", second.Source)
-	require.Equal(t, first.PublicKeyBase64(), second.PublicKeyBase64())
-	k2, err := second.Key()
+
+	kept, err := passport.LoadSigner(ctx, st, "dev", "dev-key-1", "")
 	require.NoError(t, err)
-	require.Equal(t, k1, k2)
+	require.Equal(t, "dev-database", kept.Source)
+	k, err := kept.Key()
+	require.NoError(t, err)
+	require.Equal(t, earlier, k)
+	require.Equal(t, map[string]string{"dev-key-1": kept.PublicKeyBase64()}, registeredKeys(t, ctx, st))
 
 	// A signature made before the restart verifies with the key after it.
 	var digest [32]byte
 	copy(digest[:], "0123456789abcdef0123456789abcdef")
-	pub, err := sign.ParsePublicKey(second.PublicKeyBase64())
+	pub, err := sign.ParsePublicKey(kept.PublicKeyBase64())
 	require.NoError(t, err)
-	require.NoError(t, sign.Verify(pub, digest, sign.SignHash(k1, digest)))
-
-	// Another id gets its own key.
-	other, err := passport.LoadSigner(ctx, st, "dev", "dev-key-2", "")
-	require.NoError(t, err)
-	require.Equal(t, "dev-generated", other.Source)
-	require.NotEqual(t, first.PublicKeyBase64(), other.PublicKeyBase64())
+	require.NoError(t, sign.Verify(pub, digest, sign.SignHash(earlier, digest)))
 }
 
 func TestLoadSignerWithoutKeyOutsideDev(t *testing.T) {
@@ -165,7 +164,6 @@ func TestLoadSignerWithoutKeyOutsideDev(t *testing.T) {
 		_, err = s.Key()
 		require.Equal(t, errcode.SigningKeyMissing, errcode.CodeOf(err), env)
 		require.Empty(t, s.PublicKeyBase64())
-		require.Equal(t, "k-"+env, s.KeyIDOrDefault())
 	}
 	require.Empty(t, registeredKeys(t, ctx, st), "no key is generated outside dev")
 }

@@ -29,6 +29,10 @@ if [ "$BPC_ENV" = dev ] && [ -z "${BPC_ADMIN_TOKEN:-}" ]; then
 	echo "run.sh: the admin token is in $token_file (make demo reads it from there)" >&2
 fi
 
+# In dev without BPC_KEY_ENCRYPTION_KEY the service itself generates the key that encrypts the
+# tenants' signing keys, once, into .bpc-dev/key-encryption-key (0600); keep that file: the
+# signing keys stored in the dev database do not open without it.
+
 if [ -x bin/bpc ]; then
 	echo "run.sh: building bin/bpc" >&2
 else

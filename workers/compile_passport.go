@@ -23,8 +23,9 @@ type CompilePassportWorker struct {
 	Store *store.Queries
 	// CompilerBuildID is recorded in every receipt.
 	CompilerBuildID string
-	// Signer names the key the receipt will be signed with.
-	Signer    *passport.Signer
+	// Keys names the key the receipt will be signed with: the tenant's
+	// active key, created on first need.
+	Keys      *passport.Keyring
 	Limits    compiler.Limits
 	Metrics   *Metrics
 	Completer Completer
@@ -40,6 +41,17 @@ func (w *CompilePassportWorker) Work(ctx context.Context, job *river.Job[jobargs
 	if rerun {
 		return completeInTx(ctx, w.Completer, job, func(t passport.Tx) error { return resume(ctx, t) })
 	}
+	// The tenant's active key, created (and committed) before the compile
+	// when the tenant has none: the receipt names it.
+	var keyID string
+	err = inTx(ctx, w.Completer, job, func(t passport.Tx) (bool, error) {
+		var err error
+		keyID, err = w.Keys.ActiveSigningKeyID(ctx, t, a.TenantID)
+		return false, err
+	})
+	if err != nil {
+		return err
+	}
 	req := passport.CompileRequest{
 		TenantID:             a.TenantID,
 		PassportID:           a.PassportID,
@@ -47,7 +59,7 @@ func (w *CompilePassportWorker) Work(ctx context.Context, job *river.Job[jobargs
 		RulePackageVersionID: a.RulePackageVersionID,
 		PassportVersionID:    uuid.New(),
 		CompilerBuildID:      w.CompilerBuildID,
-		SigningKeyID:         w.Signer.KeyIDOrDefault(),
+		SigningKeyID:         keyID,
 		IssuedAt:             time.Now().UTC().Truncate(time.Second),
 		Limits:               w.Limits,
 	}

@@ -43,8 +43,8 @@ type testBundle struct {
 	// tx is the test's transaction, rolled back when the test ends.
 	tx pgx.Tx
 	// st runs on tx; the handler's store is the same.
-	st     *store.Queries
-	signer *passport.Signer
+	st   *store.Queries
+	keys *passport.Keyring
 }
 
 // setupBundle begins the transaction on a test schema.
@@ -54,7 +54,7 @@ func setupBundle(t *testing.T) *testBundle {
 	tx, err := testdb.New(t).Begin(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	return &testBundle{ctx: ctx, tx: tx, st: store.New(tx), signer: passport.NewSigner(pipeKeyID, newKey(t))}
+	return &testBundle{ctx: ctx, tx: tx, st: store.New(tx), keys: fixture.Keyring(t, nil)}
 }
 
 // newTestWorker wraps w in a rivertest.Worker configured as the service's
@@ -236,8 +236,8 @@ func TestCompileSignQRWorkersTx(t *testing.T) {
 	b := setupBundle(t)
 	completer := workers.Completer{Store: b.st}
 	compile := newTestWorker[jobargs.CompilePassportArgs](t, &workers.CompilePassportWorker{Store: b.st, CompilerBuildID: pipeBuildID,
-		Signer: b.signer, Metrics: workers.NewMetrics(prometheus.NewRegistry()), Completer: completer})
-	sign := newTestWorker[jobargs.SignPassportArgs](t, &workers.SignPassportWorker{Signer: b.signer, Completer: completer})
+		Keys: b.keys, Metrics: workers.NewMetrics(prometheus.NewRegistry()), Completer: completer})
+	sign := newTestWorker[jobargs.SignPassportArgs](t, &workers.SignPassportWorker{Keys: b.keys, Completer: completer})
 	qr := newTestWorker[jobargs.GenerateQRArgs](t, &workers.GenerateQRWorker{Store: b.st, Completer: completer})
 
 	fx := fixture.NMC811(t, b.st, pipeTenant, "rules-"+uuid.NewString()[:8])
@@ -262,7 +262,9 @@ func TestCompileSignQRWorkersTx(t *testing.T) {
 	v, err = b.st.GetPassportVersion(b.ctx, pipeTenant, v.PassportVersionID)
 	require.NoError(t, err)
 	require.Equal(t, bpctype.PassportSigned, v.Status)
-	require.Equal(t, b.signer.PublicKeyBase64(), *v.SigningPublicKey)
+	k, err := b.st.GetSigningKey(b.ctx, pipeKeyID)
+	require.NoError(t, err)
+	require.Equal(t, k.PublicKeyBase64, *v.SigningPublicKey)
 
 	qrJob := rivertest.RequireInsertedTx[*riverpgxv5.Driver](b.ctx, t, b.tx, &jobargs.GenerateQRArgs{}, nil)
 	require.Equal(t, v.PassportVersionID, qrJob.Args.PassportVersionID)

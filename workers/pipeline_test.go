@@ -48,7 +48,9 @@ import (
 var pipeTenant = store.DevTenantID
 
 const (
-	pipeKeyID   = "pipeline-test-key"
+	// pipeKeyID is the first key of pipeTenant (the dev tenant, slug dev),
+	// created by its first compile.
+	pipeKeyID   = "dev-k1"
 	pipeBuildID = "bpc-pipeline-test"
 )
 
@@ -56,8 +58,9 @@ const (
 type pipeOptions struct {
 	// maxAttempts is the client's default (3 when zero).
 	maxAttempts int
-	// signer signs receipts; a fresh key under pipeKeyID when nil.
-	signer *passport.Signer
+	// keys are the workers' signing keys; a keyring under
+	// passport.TestKeyEncryptionKey without a legacy key when nil.
+	keys *passport.Keyring
 	// exportDir is EXPORT_PASSPORT's directory; a temp dir when empty.
 	exportDir string
 	// uploadsDir is INGEST_DOCUMENT's content_ref directory; a temp dir
@@ -69,12 +72,11 @@ type pipeOptions struct {
 }
 
 // pipeEnv is a River client working every queue over a per-test schema,
-// with the pipeline's dependencies (signer, export dir, build id).
+// with the pipeline's dependencies (keys, export dir, build id).
 type pipeEnv struct {
 	env
 	reg        *prometheus.Registry
 	metrics    *workers.Metrics
-	signer     *passport.Signer
 	exportDir  string
 	uploadsDir string
 
@@ -90,9 +92,6 @@ func newPipeEnv(t *testing.T, o pipeOptions) *pipeEnv {
 	if o.maxAttempts == 0 {
 		o.maxAttempts = 3
 	}
-	if o.signer == nil {
-		o.signer = passport.NewSigner(pipeKeyID, newKey(t))
-	}
 	if o.exportDir == "" {
 		o.exportDir = t.TempDir()
 	}
@@ -102,10 +101,10 @@ func newPipeEnv(t *testing.T, o pipeOptions) *pipeEnv {
 	client, d := testriver.Start(t, testdb.New(t), testriver.Options{
 		Client:   jobrun.ClientOptions{ID: "pipeline-test", MaxAttempts: o.maxAttempts},
 		Register: o.register,
-		Deps: workers.Deps{Metrics: workers.NewMetrics(reg), CompilerBuildID: pipeBuildID, Signer: o.signer,
+		Deps: workers.Deps{Metrics: workers.NewMetrics(reg), CompilerBuildID: pipeBuildID, Keys: o.keys,
 			ExportDir: o.exportDir, UploadsDir: o.uploadsDir, BeforeCommit: o.beforeCommit},
 	})
-	e := &pipeEnv{env: env{Ctx: t.Context(), Store: d.Store, Client: client}, reg: reg, metrics: d.Metrics, signer: o.signer, exportDir: o.exportDir,
+	e := &pipeEnv{env: env{Ctx: t.Context(), Store: d.Store, Client: client}, reg: reg, metrics: d.Metrics, exportDir: o.exportDir,
 		uploadsDir: o.uploadsDir, finished: map[[2]int64]bool{}}
 	events, unsubscribe := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled)
 	stop, drained := make(chan struct{}), make(chan struct{})
@@ -143,6 +142,14 @@ func (e *pipeEnv) waitFinalized(t *testing.T, riverJobID int64, attempt int32) {
 		defer e.mu.Unlock()
 		return e.finished[[2]int64{riverJobID, int64(attempt)}]
 	}, 15*time.Second, 5*time.Millisecond, "River job %d attempt %d never finalized", riverJobID, attempt)
+}
+
+// publicKey is the registered public key of keyID.
+func (e *pipeEnv) publicKey(t *testing.T, keyID string) string {
+	t.Helper()
+	k, err := e.Store.GetSigningKey(e.Ctx, keyID)
+	require.NoError(t, err)
+	return k.PublicKeyBase64
 }
 
 func newKey(t *testing.T) ed25519.PrivateKey {
@@ -673,7 +680,7 @@ func TestCompileSignQRChain(t *testing.T) {
 		require.Equal(t, v.ReceiptHash, hexHash)
 		require.NotNil(t, v.Signature)
 		require.NotNil(t, v.SigningPublicKey)
-		require.Equal(t, e.signer.PublicKeyBase64(), *v.SigningPublicKey)
+		require.Equal(t, e.publicKey(t, pipeKeyID), *v.SigningPublicKey)
 		pub, err := sign.ParsePublicKey(*v.SigningPublicKey)
 		require.NoError(t, err)
 		sig, err := sign.ParseSignature(*v.Signature)
@@ -804,10 +811,22 @@ func TestCompilePassportWorkerRejectsUnreadyInputs(t *testing.T) {
 	e.Consistent(t)
 }
 
-func TestSignPassportWorkerWithoutKey(t *testing.T) {
+// TestSignPassportWorkerWrongKeyEncryptionKey: the sign worker's key
+// encryption key is not the one the tenant's key was stored under (a
+// changed BPC_KEY_ENCRYPTION_KEY): the job fails SIGNING_KEY_MISSING naming
+// the variable, permanently, and nothing is signed.
+func TestSignPassportWorkerWrongKeyEncryptionKey(t *testing.T) {
 	t.Parallel()
-	// What LoadSigner gives outside dev without a key: an id, no key.
-	e := newPipeEnv(t, pipeOptions{signer: &passport.Signer{KeyID: pipeKeyID}})
+	wrong, err := passport.NewKeyring(bytes.Repeat([]byte{7}, passport.KeyEncryptionKeySize), nil)
+	require.NoError(t, err)
+	e := newPipeEnv(t, pipeOptions{register: func(w *river.Workers, d workers.Deps) {
+		c := workers.Completer{Store: d.Store, BeforeCommit: d.BeforeCommit}
+		river.AddWorker(w, &workers.CompilePassportWorker{Store: d.Store, CompilerBuildID: d.CompilerBuildID, Keys: d.Keys,
+			Limits: d.Limits, Metrics: d.Metrics, Completer: c})
+		river.AddWorker(w, &workers.SignPassportWorker{Keys: wrong, Completer: c})
+		river.AddWorker(w, &workers.GenerateQRWorker{Store: d.Store, Completer: c})
+		river.AddWorker(w, &workers.ExportPassportWorker{Store: d.Store, ExportDir: d.ExportDir, Completer: c})
+	}})
 	fx := e.fixture(t)
 	pp := e.passport(t)
 
@@ -815,10 +834,12 @@ func TestSignPassportWorkerWithoutKey(t *testing.T) {
 	vs := e.versions(t, pp.PassportID)
 	require.Len(t, vs, 1)
 	id := vs[0].PassportVersionID
-	require.Equal(t, pipeKeyID, vs[0].SigningKeyID, "the receipt names the configured key id")
+	require.Equal(t, pipeKeyID, vs[0].SigningKeyID, "the receipt names the tenant's key")
 
 	sign := e.Wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+id.String()).JobID)
-	requireFailed(t, sign, "SIGNING_KEY_MISSING")
+	le := requireFailed(t, sign, "SIGNING_KEY_MISSING")
+	require.Contains(t, le.Message, "BPC_KEY_ENCRYPTION_KEY")
+	require.Contains(t, le.Message, pipeKeyID)
 	v := e.version(t, id)
 	require.Equal(t, bpctype.PassportCompiling, v.Status)
 	require.Nil(t, v.Signature)
@@ -842,16 +863,16 @@ func TestSignPassportWorkerWithoutKey(t *testing.T) {
 	e.Consistent(t)
 }
 
-func TestSignPassportWorkerKeyIDMismatch(t *testing.T) {
+// TestSignPassportWorkerRevokedKey: a version compiled for a key revoked
+// before its sign job ran fails KEY_REVOKED, permanently (one attempt).
+func TestSignPassportWorkerRevokedKey(t *testing.T) {
 	t.Parallel()
-	// The version is compiled naming key-a, but the signing worker holds key-b.
-	compiling := passport.NewSigner("key-a", newKey(t))
-	signing := passport.NewSigner("key-b", newKey(t))
-	e := newPipeEnv(t, pipeOptions{signer: compiling, register: func(w *river.Workers, d workers.Deps) {
+	release := make(chan struct{})
+	e := newPipeEnv(t, pipeOptions{register: func(w *river.Workers, d workers.Deps) {
 		c := workers.Completer{Store: d.Store, BeforeCommit: d.BeforeCommit}
-		river.AddWorker(w, &workers.CompilePassportWorker{Store: d.Store, CompilerBuildID: d.CompilerBuildID, Signer: d.Signer,
+		river.AddWorker(w, &workers.CompilePassportWorker{Store: d.Store, CompilerBuildID: d.CompilerBuildID, Keys: d.Keys,
 			Limits: d.Limits, Metrics: d.Metrics, Completer: c})
-		river.AddWorker(w, &workers.SignPassportWorker{Signer: signing, Completer: c})
+		river.AddWorker(w, &heldSignWorker{SignPassportWorker: workers.SignPassportWorker{Keys: d.Keys, Completer: c}, release: release})
 		river.AddWorker(w, &workers.GenerateQRWorker{Store: d.Store, Completer: c})
 	}})
 	fx := e.fixture(t)
@@ -859,16 +880,35 @@ func TestSignPassportWorkerKeyIDMismatch(t *testing.T) {
 	requireSucceeded(t, e.run(t, compileArgs(pp.PassportID, fx)))
 	vs := e.versions(t, pp.PassportID)
 	require.Len(t, vs, 1)
-	require.Equal(t, "key-a", vs[0].SigningKeyID)
+	require.Equal(t, pipeKeyID, vs[0].SigningKeyID)
 
+	require.NoError(t, passport.InTx(e.Ctx, e.Store, e.Client, "test", func(tx passport.Tx) error {
+		_, err := passport.RevokeSigningKey(e.Ctx, tx, pipeTenant, pipeKeyID, passport.Revocation{Reason: "test: the key leaked"}, time.Now())
+		return err
+	}))
+	close(release)
 	sign := e.Wait(t, e.jobByKey(t, jobargs.KindSign, "sign:"+vs[0].PassportVersionID.String()).JobID)
-	le := requireFailed(t, sign, "SIGNING_KEY_MISSING")
-	require.Contains(t, le.Message, "key-a")
-	require.Contains(t, le.Message, "key-b")
+	le := requireFailed(t, sign, "KEY_REVOKED")
+	require.Contains(t, le.Message, pipeKeyID)
+	require.Equal(t, int32(1), sign.Attempts, "KEY_REVOKED is permanent: no retry")
 	v := e.version(t, vs[0].PassportVersionID)
 	require.Equal(t, bpctype.PassportCompiling, v.Status)
 	require.Nil(t, v.Signature)
-	require.Equal(t, 0, e.jobsOfType(t, jobargs.KindGenerateQR))
+}
+
+// heldSignWorker waits for release before signing.
+type heldSignWorker struct {
+	workers.SignPassportWorker
+	release chan struct{}
+}
+
+func (w *heldSignWorker) Work(ctx context.Context, job *river.Job[jobargs.SignPassportArgs]) error {
+	select {
+	case <-w.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return w.SignPassportWorker.Work(ctx, job)
 }
 
 func exportArgs(versionID uuid.UUID, format string) *jobargs.ExportPassportArgs {
@@ -938,7 +978,7 @@ func TestExportPassportWorker(t *testing.T) {
 		require.Equal(t, *v.QRPayload, doc.QRPayload)
 		require.Equal(t, art.Payload, []byte(doc.Payload))
 		require.Equal(t, pipeKeyID, doc.SigningKey.KeyID)
-		require.Equal(t, e.signer.PublicKeyBase64(), doc.SigningKey.PublicKey)
+		require.Equal(t, e.publicKey(t, pipeKeyID), doc.SigningKey.PublicKey)
 
 		entries, err := os.ReadDir(filepath.Dir(path))
 		require.NoError(t, err)

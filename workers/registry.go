@@ -34,8 +34,9 @@ type Deps struct {
 	// limits (BPC_RULES_MAX_NODES, BPC_RULES_MAX_CASES) of compiles and
 	// rule test runs.
 	Limits compiler.Limits
-	// Signer signs receipts; its KeyID is compiled into them.
-	Signer *passport.Signer
+	// Keys are the tenants' signing keys (and the platform's legacy key):
+	// a compile names the tenant's active key, a sign uses the key named.
+	Keys *passport.Keyring
 	// ExportDir is where EXPORT_PASSPORT writes files (BPC_EXPORT_DIR).
 	ExportDir string
 	// UploadsDir is where INGEST_DOCUMENT reads content_ref files
@@ -68,12 +69,12 @@ var registry = []registration{
 		}),
 	register("Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.",
 		func(d Deps) river.Worker[jobargs.CompilePassportArgs] {
-			return &CompilePassportWorker{Store: d.Store, CompilerBuildID: d.CompilerBuildID, Signer: d.Signer, Limits: d.Limits,
+			return &CompilePassportWorker{Store: d.Store, CompilerBuildID: d.CompilerBuildID, Keys: d.Keys, Limits: d.Limits,
 				Metrics: d.Metrics, Completer: d.completer()}
 		}),
 	register("Signs a compiled passport version's receipt with Ed25519 and enqueues its GENERATE_QR.",
 		func(d Deps) river.Worker[jobargs.SignPassportArgs] {
-			return &SignPassportWorker{Signer: d.Signer, Completer: d.completer()}
+			return &SignPassportWorker{Keys: d.Keys, Completer: d.completer()}
 		}),
 	register("Renders the BPC-QR-1 code of a signed passport version.",
 		func(d Deps) river.Worker[jobargs.GenerateQRArgs] {

@@ -345,6 +345,11 @@ func cmdDoctor(ctx context.Context, args []string, e env) error {
 	getenv, stdout := e.getenv, e.stdout
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
+	// A production run signs with per-tenant keys and prints links: without
+	// BPC_KEY_ENCRYPTION_KEY or BPC_PUBLIC_BASE_URL it must not start.
+	if err := service.CheckSigningConfig(getenv); err != nil {
+		return err
+	}
 	if strings.TrimSpace(getenv("DATABASE_URL")) == "" && cmp.Or(getenv("BPC_ENV"), "dev") == "dev" {
 		// As `make doctor` (scripts/pg.sh) would, without starting anything.
 		url, how, err := doctor.FindDevDatabase(ctx, devSearch())

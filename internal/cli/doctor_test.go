@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/base64"
 	"net/url"
 	"strings"
 	"testing"
@@ -48,6 +49,41 @@ func TestDoctorFindsTheDevDatabaseWithoutDatabaseURL(t *testing.T) {
 	require.ErrorContains(t, err, "Set DATABASE_URL")
 
 	// Outside dev nothing is guessed.
-	err = Run(t.Context(), []string{"doctor"}, func(k string) string { return map[string]string{"BPC_ENV": "prod"}[k] }, &out, &errOut)
+	prod := map[string]string{"BPC_ENV": "prod", "BPC_KEY_ENCRYPTION_KEY": base64.StdEncoding.EncodeToString(make([]byte, 32)),
+		"BPC_PUBLIC_BASE_URL": "https://passports.example.com"}
+	err = Run(t.Context(), []string{"doctor"}, func(k string) string { return prod[k] }, &out, &errOut)
 	require.Equal(t, errcode.ConfigMissing, errcode.CodeOf(err), "%v", err)
+	require.ErrorContains(t, err, "DATABASE_URL")
+}
+
+// bpc doctor in prod refuses to start without the signing variables a
+// production run needs (SPEC §16), before it touches the database, naming
+// each and never echoing a value.
+func TestDoctorRefusesProdWithoutTheSigningVariables(t *testing.T) {
+	t.Parallel()
+	_, schemaURL := testdb.EmptySchema(t)
+	kek := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	for name, tc := range map[string]struct {
+		vars  map[string]string
+		names []string
+	}{
+		"neither":          {map[string]string{}, []string{"BPC_KEY_ENCRYPTION_KEY", "BPC_PUBLIC_BASE_URL"}},
+		"no key":           {map[string]string{"BPC_PUBLIC_BASE_URL": "https://p.example.com"}, []string{"BPC_KEY_ENCRYPTION_KEY"}},
+		"no base URL":      {map[string]string{"BPC_KEY_ENCRYPTION_KEY": kek}, []string{"BPC_PUBLIC_BASE_URL"}},
+		"a short key":      {map[string]string{"BPC_KEY_ENCRYPTION_KEY": "c2hvcnQtc2VjcmV0", "BPC_PUBLIC_BASE_URL": "https://p.example.com"}, []string{"BPC_KEY_ENCRYPTION_KEY"}},
+		"an http base URL": {map[string]string{"BPC_KEY_ENCRYPTION_KEY": kek, "BPC_PUBLIC_BASE_URL": "http://p.example.com"}, []string{"BPC_PUBLIC_BASE_URL"}},
+	} {
+		vars := map[string]string{"BPC_ENV": "prod", "DATABASE_URL": schemaURL}
+		for k, v := range tc.vars {
+			vars[k] = v
+		}
+		var out, errOut bytes.Buffer
+		err := Run(t.Context(), []string{"doctor"}, func(k string) string { return vars[k] }, &out, &errOut)
+		require.Error(t, err, name)
+		for _, n := range tc.names {
+			require.ErrorContains(t, err, n, name)
+		}
+		require.NotContains(t, err.Error(), "c2hvcnQtc2VjcmV0", name)
+		require.Empty(t, out.String(), "%s: nothing was checked", name)
+	}
 }

@@ -105,6 +105,7 @@ func newVictim(t *testing.T, h *harness) victim {
 		"/v1/webhook-subscriptions/":   subs.Items[0].WebhookSubscriptionID.String(),
 		"/v1/webhook-deliveries/":      delivery.Deliveries[0].WebhookDeliveryID.String(),
 		"/v1/api-keys/":                key.APIKeyID.String(),
+		"/v1/signing-keys/":            v.SigningKeyID, // the dev tenant's key
 		"/v1/tenants/":                 devTenant,
 		"/public/v1/passport-versions": v.PassportVersionID.String(),
 	}}

@@ -105,6 +105,9 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{}, errcode.ConfigMissing, "DATABASE_URL"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": "prod"}, errcode.ConfigMissing, "BPC_ADMIN_TOKEN"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": "staging"}, errcode.Validation, "BPC_ENV"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": "prod", "BPC_ADMIN_TOKEN": testToken}, errcode.ConfigMissing, "BPC_KEY_ENCRYPTION_KEY: is required in prod"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_KEY_ENCRYPTION_KEY": "c2VjcmV0LXNlY3JldA=="}, errcode.Validation, "BPC_KEY_ENCRYPTION_KEY: must be 32 bytes"},
+		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_KEY_ENCRYPTION_KEY": "my secret passphrase"}, errcode.Validation, "BPC_KEY_ENCRYPTION_KEY: must be 32 bytes"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_JOBS_MAX_ATTEMPTS_DEFAULT": "0"}, errcode.Validation, "BPC_JOBS_MAX_ATTEMPTS_DEFAULT"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_JOBS_BACKOFF_UNIT_MS": "soon"}, errcode.Validation, "BPC_JOBS_BACKOFF_UNIT_MS"},
 		{map[string]string{"DATABASE_URL": "postgres://x", "BPC_JOBS_LEASE_RENEW_SECONDS": "60"}, errcode.Validation, "BPC_JOBS_LEASE_RENEW_SECONDS"},
@@ -238,6 +241,15 @@ func TestLoggerRedactsTheProcessSecrets(t *testing.T) {
 	for _, secret := range []string{"collector-key-0123456789", "collector-token-9876543210"} {
 		require.NotContains(t, buf.String(), secret)
 	}
+
+	// The key encryption key of the tenants' signing keys.
+	kek := "a2V5LWVuY3J5cHRpb24ta2V5LW5ldmVyLWxvZ2dlZCE="
+	cfg, err = service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_KEY_ENCRYPTION_KEY": kek}))
+	require.NoError(t, err)
+	buf.Reset()
+	service.NewLogger(cfg, &buf).Warn("oops", slog.String("kek", kek))
+	require.NotEmpty(t, buf.String())
+	require.NotContains(t, buf.String(), kek)
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/verify"
@@ -27,6 +28,7 @@ import (
 	"github.com/bpc-platform/bpc/internal/demo"
 	"github.com/bpc-platform/bpc/internal/pdftest"
 	"github.com/bpc-platform/bpc/internal/service"
+	"github.com/bpc-platform/bpc/store"
 )
 
 // The demo runs as `bpc demo` does (flags and environment through run)
@@ -72,7 +74,9 @@ func stageResults(stdout string) (names []string, results map[string]string) {
 func TestDemoAgainstTheService(t *testing.T) {
 	t.Parallel()
 	svc := startService(t, service.RoleAll, map[string]string{
-		// As make demo runs it: a dev service signs with its dev key.
+		// As make demo runs it: a dev service; the dev tenant's first
+		// compile creates its key (dev-k1), encrypted under the key
+		// encryption key the service keeps in .bpc-dev/ of its directory.
 		"BPC_ENV": "dev",
 	})
 	out := filepath.Join(t.TempDir(), "demo-out")
@@ -87,7 +91,7 @@ func TestDemoAgainstTheService(t *testing.T) {
 	require.Regexp(t, `^document \S+ version \S+ VALIDATED, \d+ facts \(PARSE_FACTS SUCCEEDED\)$`, results["upload BOM"])
 	require.Regexp(t, `^(\d+)/(\d+) cases passed \(\w+\), version VALIDATED$`, results["rule tests"])
 	require.Equal(t, "created (sku "+nmc811.BatterySKU+")", strings.SplitN(results["battery product"], " ", 2)[1])
-	require.Regexp(t, `^SIGNED by key dev-key-1, receipt_hash [0-9a-f]{64}$`, results["sign + QR"])
+	require.Regexp(t, `^SIGNED by key dev-k1, receipt_hash [0-9a-f]{64}$`, results["sign + QR"])
 	require.Equal(t, "recompiled from the sealed snapshot: byte-identical (match: true)", results["replay"])
 	require.Equal(t, "10 checks", results["verify offline"])
 	for _, check := range []string{verify.CheckQRPayload, verify.CheckReceipt, verify.CheckProof, verify.CheckVersion,
@@ -169,11 +173,16 @@ func TestDemoAgainstTheService(t *testing.T) {
 			PublicKeyBase64 string `json:"public_key_base64"`
 		} `json:"items"`
 	}
-	require.Equal(t, http.StatusOK, svc.admin(http.MethodGet, "/v1/signing-keys", nil, &keys))
-	require.Len(t, keys.Items, 1)
+	require.Equal(t, http.StatusOK, svc.admin(http.MethodGet, "/v1/signing-keys?tenant_id="+devTenant, nil, &keys))
+	require.Len(t, keys.Items, 1, "the dev tenant's key; no legacy key is generated any more")
+	// The dev service generated its key encryption key and keeps it beside
+	// where it runs, readable by its user only.
+	fi, err := os.Stat(filepath.Join(svc.dir, service.DevKeyEncryptionKeyFile))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	pub, err := base64.StdEncoding.DecodeString(keys.Items[0].PublicKeyBase64)
 	require.NoError(t, err)
-	require.Equal(t, verify.KeyDocument("dev-key-1", pub), file(verify.FileSigningKey))
+	require.Equal(t, verify.KeyDocument("dev-k1", pub), file(verify.FileSigningKey))
 	a, err := verify.ReadDir(os.DirFS(out))
 	require.NoError(t, err)
 	_, err = verify.Verify(a, verify.Expect{PassportVersionID: versionID[1], PublicKey: ed25519.PublicKey(pub)})
@@ -287,7 +296,7 @@ func TestDemoAgainstTheService(t *testing.T) {
 			return []byte(strings.Replace(string(b), keys.Items[0].PublicKeyBase64, base64.StdEncoding.EncodeToString(other), 1))
 		})
 		_, err = runDemo(t, proxy, testToken, "--out", filepath.Join(t.TempDir(), "demo-out"))
-		require.ErrorContains(t, err, `stage "artifacts": key dev-key-1: /v1/signing-keys lists another public key than the version carries`)
+		require.ErrorContains(t, err, `stage "artifacts": key dev-k1: /v1/signing-keys lists another public key than the version carries`)
 	})
 }
 
@@ -319,10 +328,15 @@ func tamperingProxy(t *testing.T, base, suffix string, edit func([]byte) []byte)
 }
 
 // A job that fails on the real service stops the demo at its stage, with the
-// job's last_error: a service without a signing key fails SIGN_PASSPORT.
+// job's last_error: a service whose key encryption key does not open the
+// tenant's signing key fails SIGN_PASSPORT.
 func TestDemoStopsAtAFailedJob(t *testing.T) {
 	t.Parallel()
-	svc := startService(t, service.RoleAll, nil) // BPC_ENV=test: no dev key, none configured
+	svc := startService(t, service.RoleAll, nil)
+	pool, err := pgxpool.New(t.Context(), svc.env["DATABASE_URL"])
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	storeKeyUnderAnotherKEK(t, store.New(pool))
 	stdout, err := runDemo(t, svc.base, testToken, "--out", filepath.Join(t.TempDir(), "demo-out"))
 	require.Error(t, err)
 	require.Regexp(t, `^stage "sign \+ QR": job \S+ \(SIGN_PASSPORT\) ended FAILED after 1 attempt\(s\): last_error SIGNING_KEY_MISSING: `, err.Error())

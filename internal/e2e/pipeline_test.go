@@ -307,14 +307,15 @@ func TestPipelineEndToEnd(t *testing.T) {
 	var keys struct {
 		Items []bpctype.SigningKey `json:"items"`
 	}
-	require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/signing-keys", nil, &keys))
+	require.Equal(t, http.StatusOK, h.call(http.MethodGet, "/v1/signing-keys?tenant_id="+devTenant, nil, &keys))
 	published := map[string]string{}
 	for _, k := range keys.Items {
 		require.Equal(t, "ED25519", k.Alg)
 		published[k.KeyID] = k.PublicKeyBase64
 	}
-	require.Equal(t, *v.SigningPublicKey, published[env["BPC_SIGNING_KEY_ID"]], "the key is listed for third parties")
-	require.Equal(t, env["BPC_SIGNING_KEY_ID"], v.SigningKeyID)
+	require.Equal(t, "dev-k1", v.SigningKeyID, "signed by the tenant's own key, created on first need")
+	require.Equal(t, *v.SigningPublicKey, published[v.SigningKeyID], "the key is listed for third parties")
+	require.Contains(t, published, env["BPC_SIGNING_KEY_ID"], "with the platform's legacy key, which signs no new compile")
 
 	png := h.bytesOf("/v1/passport-versions/" + v.PassportVersionID.String() + "/qr.png")
 	require.Equal(t, *v.QRPayload, decodeQR(t, png), "the PNG decodes to the stored qr_payload")
@@ -470,12 +471,32 @@ func TestPipelineFailures(t *testing.T) {
 
 // Without a signing key outside dev, SIGN_PASSPORT fails with
 // SIGNING_KEY_MISSING and the version stays COMPILING.
-func TestSignWithoutKeyFails(t *testing.T) {
+// storeKeyUnderAnotherKEK stores the dev tenant's active key dev-k1 as a
+// service whose BPC_KEY_ENCRYPTION_KEY was another one did (a key changed or
+// lost since); it returns the key's seed and the stored ciphertext.
+func storeKeyUnderAnotherKEK(t *testing.T, st *store.Queries) (seed, sealed []byte) {
+	t.Helper()
+	before, err := passport.NewKeyring(bytes.Repeat([]byte{0x17}, passport.KeyEncryptionKeySize), nil)
+	require.NoError(t, err)
+	seed = bytes.Repeat([]byte{0x29}, ed25519.SeedSize)
+	sealed, err = before.Seal(store.DevTenantID, "dev-k1", seed)
+	require.NoError(t, err)
+	_, inserted, err := st.InsertTenantSigningKey(t.Context(), store.DevTenantID, "dev-k1",
+		sign.PublicKeyBase64(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)), sealed)
+	require.NoError(t, err)
+	require.True(t, inserted)
+	return seed, sealed
+}
+
+func TestSignWithAnotherKeyEncryptionKeyFails(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAll, nil)
+	seed, sealed := storeKeyUnderAnotherKEK(t, store.New(h.pool))
+
 	pp := h.compiledSample()
 	vs := h.versions(pp.PassportID)
 	require.Len(t, vs, 1)
+	require.Equal(t, "dev-k1", vs[0].SigningKeyID, "the compile names the tenant's active key")
 	var signJob bpctype.Job
 	h.eventually("SIGN_PASSPORT failed", func() bool {
 		var page struct {
@@ -488,11 +509,17 @@ func TestSignWithoutKeyFails(t *testing.T) {
 		}
 		return false
 	})
-	h.failedWith(signJob.JobID, "SIGNING_KEY_MISSING")
+	job := h.failedWith(signJob.JobID, "SIGNING_KEY_MISSING")
+	require.Contains(t, string(job.LastError), "BPC_KEY_ENCRYPTION_KEY")
+	require.EqualValues(t, 1, job.Attempts, "permanent: a retry cannot open the key")
 	var v bpctype.PassportVersion
 	h.get("/v1/passport-versions/"+vs[0].PassportVersionID.String(), &v)
 	require.Equal(t, bpctype.PassportCompiling, v.Status)
 	require.Nil(t, v.Signature)
+	for _, secret := range []string{base64.StdEncoding.EncodeToString(seed), base64.StdEncoding.EncodeToString(sealed)} {
+		require.NotContains(t, h.logs.String(), secret)
+		require.NotContains(t, string(job.LastError), secret)
+	}
 }
 
 // A crash between a handler's effects and its completion — here a panic or

@@ -133,11 +133,17 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		return nil, err
 	}
 	if signer.Source != "" {
-		logger.Info("signing key loaded", slog.String("key_id", signer.KeyID), slog.String("source", signer.Source),
+		logger.Info("platform legacy signing key loaded: it signs only versions compiled under its id before tenants had keys",
+			slog.String("key_id", signer.KeyID), slog.String("source", signer.Source),
 			slog.String("public_key_base64", signer.PublicKeyBase64()))
-	} else if role != RoleAPI {
-		logger.Warn("no signing key: SIGN_PASSPORT fails with SIGNING_KEY_MISSING until BPC_SIGNING_ED25519_PRIVATE_KEY_BASE64 is set",
-			slog.String("key_id", signer.KeyID))
+	}
+	keys, kekSource, err := cfg.keyring(signer)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("tenant signing keys encrypted under the key encryption key", slog.String("source", kekSource))
+	if kekSource == "test-fixed" {
+		logger.Warn("BPC_KEY_ENCRYPTION_KEY is unset in test: the fixed, public test key encrypts the signing keys")
 	}
 
 	switch state, err := passport.SettleDevTenant(ctx, a.store, cfg.Env); {
@@ -211,7 +217,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		HTTPClient: webhookClient, WebhookTimeout: cfg.WebhookTimeout,
 		CompilerBuildID: cfg.CompilerBuildID,
 		Limits:          cfg.CompileLimits(),
-		Signer:          signer,
+		Keys:            keys,
 		ExportDir:       cfg.ExportDir,
 		UploadsDir:      cfg.UploadsDir,
 		BeforeCommit:    cfg.BeforeCommit,
@@ -272,6 +278,8 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		Ready:    a.readyChecks(),
 		Admin:    role != RoleWorker,
 		Tracer:   httpTracer,
+
+		SigningKeys: keys,
 	}
 	if role != RoleWorker {
 		a.keys = access.NewKeyring(a.store)

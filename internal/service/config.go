@@ -73,8 +73,20 @@ type Config struct {
 	ReceiptMaxBytes    int
 	SigningKeyBase64   string
 	SigningKeyID       string
-	CompilerBuildID    string
-	WebhookTimeout     time.Duration
+	// KeyEncryptionKey encrypts the tenants' private signing keys at rest
+	// (BPC_KEY_ENCRYPTION_KEY, 32 bytes in standard base64): required in
+	// prod; in test, unset, the fixed TestKeyEncryptionKey; in dev, unset,
+	// nil until New reads or generates KeyEncryptionKeyFile.
+	KeyEncryptionKey []byte
+	// KeyEncryptionKeyFile is where dev keeps its generated key encryption
+	// key (.bpc-dev/key-encryption-key) when BPC_KEY_ENCRYPTION_KEY is unset.
+	KeyEncryptionKeyFile string
+	// KeyEncryptionKeySource says where KeyEncryptionKey came from: "env",
+	// "test-fixed" or "dev-file".
+	KeyEncryptionKeySource string
+	keyEncryptionKeyBase64 string
+	CompilerBuildID        string
+	WebhookTimeout         time.Duration
 	// WebhookConnectTimeout and WebhookResponseHeaderTimeout bound a
 	// webhook POST's phases inside WebhookTimeout
 	// (BPC_WEBHOOK_CONNECT_TIMEOUT_MS, BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS).
@@ -353,6 +365,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			errs = append(errs, configError(errcode.Validation, "BPC_SIGNING_ED25519_PRIVATE_KEY_BASE64", "%s", err.Error()))
 		}
 	}
+	errs = c.loadKeyEncryptionKey(getenv, errs)
 	if abs, err := filepath.Abs(c.ExportDir); err == nil {
 		// Export paths are recorded in the database and read back by the
 		// API, which may run in another working directory.
@@ -491,10 +504,10 @@ func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 }
 
 // secrets are the values no log line may hold: the admin token, the
-// signing key and the database password (from DATABASE_URL, or wherever
+// signing key, the key encryption key and the database password (from DATABASE_URL, or wherever
 // pgx would find it: PGPASSWORD, a passfile).
 func (c Config) secrets() []string {
-	out := append([]string{c.AdminToken, c.SigningKeyBase64}, c.otlpHeaderValues...)
+	out := append([]string{c.AdminToken, c.SigningKeyBase64, c.keyEncryptionKeyBase64}, c.otlpHeaderValues...)
 	if c.DatabaseURL != "" {
 		if pc, err := pgconn.ParseConfig(c.DatabaseURL); err == nil {
 			out = append(out, pc.Password)

@@ -22,10 +22,15 @@ import (
 // too), and LoadConfig's result.
 func readVariables(env map[string]string) (map[string]bool, error) {
 	read := map[string]bool{}
-	_, err := LoadConfig(func(k string) string {
+	getenv := func(k string) string {
 		read[k] = true
 		return env[k]
-	})
+	}
+	_, err := LoadConfig(getenv)
+	// What bpc doctor checks besides (the signing variables of prod).
+	if err == nil {
+		err = CheckSigningConfig(getenv)
+	}
 	return read, err
 }
 
@@ -82,6 +87,13 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 // interpolate finds compose's ${VAR:-default}; $1 is the default.
 var interpolate = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]*)\}`)
 
+// required finds compose's ${VAR:?message}, a variable the user must set;
+// requiredStandIns are valid values standing in for them.
+var (
+	required         = regexp.MustCompile(`\$\{([A-Z_]+):\?[^}]*\}`)
+	requiredStandIns = map[string]string{"BPC_KEY_ENCRYPTION_KEY": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}
+)
+
 // TestComposeConfiguresTheService reads docker-compose.yml: every service
 // built from this repository gets a configuration LoadConfig accepts and
 // sets no variable the service does not read (a misspelt name is silently
@@ -122,6 +134,11 @@ func TestComposeConfiguresTheService(t *testing.T) {
 		env := map[string]string{}
 		for k, v := range svc.Environment {
 			env[k] = interpolate.ReplaceAllString(v, "$1") // compose's ${VAR:-default}, unset
+			if m := required.FindStringSubmatch(v); m != nil {
+				standIn, ok := requiredStandIns[m[1]]
+				require.True(t, ok, "service %s requires %s: add a stand-in value", name, m[1])
+				env[k] = required.ReplaceAllString(v, standIn)
+			}
 		}
 		read, err := readVariables(env)
 		require.NoError(t, err, "service %s: its environment is not a valid configuration", name)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/jobrun"
+	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -40,8 +41,9 @@ type Options struct {
 	// Observer.
 	Client jobrun.ClientOptions
 	// Deps are the workers' dependencies; Store, Logger (discarding),
-	// Metrics (on a fresh registry), HTTPClient and WebhookTimeout (5 s)
-	// are filled in when zero.
+	// Metrics (on a fresh registry), HTTPClient, WebhookTimeout (5 s) and
+	// Keys (under passport.TestKeyEncryptionKey, no legacy key) are filled
+	// in when zero.
 	Deps workers.Deps
 	// Register adds the workers; workers.Register when nil.
 	Register func(w *river.Workers, d workers.Deps)
@@ -82,6 +84,11 @@ func New(t testing.TB, pool *pgxpool.Pool, o Options) (*river.Client[pgx.Tx], wo
 	}
 	if d.HTTPClient == nil {
 		d.HTTPClient = workers.NewHTTPClient()
+	}
+	if d.Keys == nil {
+		keys, err := passport.NewKeyring(passport.TestKeyEncryptionKey(), nil)
+		require.NoError(t, err)
+		d.Keys = keys
 	}
 	if d.WebhookTimeout == 0 {
 		d.WebhookTimeout = 5 * time.Second

@@ -86,6 +86,9 @@ type Server struct {
 	Admin bool
 	// Keys authenticate tenant API keys; nil accepts the platform token only.
 	Keys *access.Keyring
+	// SigningKeys are the tenants' signing keys (rotation makes new ones;
+	// nil: rotation is SIGNING_KEY_MISSING).
+	SigningKeys *passport.Keyring
 	// Limits is the per-key and per-address rate limit (nil: none).
 	Limits *access.Limiter
 	// TenantLimits is the request budget each tenant's keys share, on top
@@ -458,8 +461,7 @@ func (s *Server) domainRoutes(rs routes) {
 		jsonBody[tenantRequest],
 		responds[passport.ReplayReport](http.StatusOK, "Every byte and hash matches (409 REPLAY_MISMATCH otherwise)"))
 
-	register(rs, http.MethodGet, "/v1/signing-keys", "list-signing-keys", "List the public keys that verify receipts", s.handleListSigningKeys,
-		responds[items[signingKeyView]](http.StatusOK, "Keys"))
+	s.signingKeyRoutes(rs)
 }
 
 func ptr[T any](v T) *T { return &v }

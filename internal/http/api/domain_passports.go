@@ -286,22 +286,3 @@ func (s *Server) handleReplayPassportVersion(ctx context.Context, req *idBody[te
 	}
 	return reply(http.StatusOK, rep)
 }
-
-type signingKeyView struct {
-	KeyID           string `json:"key_id"`
-	Alg             string `json:"alg"`
-	PublicKeyBase64 string `json:"public_key_base64"`
-}
-
-// handleListSigningKeys lists the service-wide public keys that verify receipts.
-func (s *Server) handleListSigningKeys(ctx context.Context, _ *struct{}) (*out[items[signingKeyView]], error) {
-	keys, err := s.Store.ListSigningKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	views := make([]signingKeyView, len(keys))
-	for i, k := range keys {
-		views[i] = signingKeyView{KeyID: k.KeyID, Alg: k.Alg, PublicKeyBase64: k.PublicKeyBase64}
-	}
-	return reply(http.StatusOK, items[signingKeyView]{Items: views})
-}

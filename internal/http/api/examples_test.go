@@ -411,8 +411,11 @@ func TestExamplesFromAHappyPath(t *testing.T) {
 	ctx := t.Context()
 	pool := testdb.New(t)
 	env := map[string]string{
-		"DATABASE_URL":                            testdb.URL(),
-		"BPC_ENV":                                 "dev", // signs with the dev key, as `make demo` runs
+		"DATABASE_URL": testdb.URL(),
+		"BPC_ENV":      "dev", // as `make demo` runs
+		// Explicit, so that the dev default (.bpc-dev/ in the working
+		// directory) is not written into the package directory.
+		"BPC_KEY_ENCRYPTION_KEY":                  "ZXhhbXBsZXMga2V5IGVuY3J5cHRpb24ga2V5LCAzMmI=",
 		"BPC_ADMIN_TOKEN":                         examplesToken,
 		"BPC_HTTP_ADDR":                           "127.0.0.1:0",
 		"BPC_WORKER_ID":                           "examples-" + uuid.NewString()[:8],
@@ -555,6 +558,15 @@ func TestExamplesFromAHappyPath(t *testing.T) {
 	require.NoError(t, anonymous.Do(ctx, http.MethodGet, "/v1/health/live", nil, nil))
 	require.NoError(t, anonymous.Do(ctx, http.MethodGet, "/v1/health/ready", nil, nil))
 	require.NoError(t, anonymous.Do(ctx, http.MethodGet, "/v1", nil, nil))
+
+	// Signing keys: a rotation, then the new key revoked (the versions of
+	// the walk-through stay signed by the retired one).
+	var rotated struct {
+		KeyID string `json:"key_id"`
+	}
+	do(http.MethodPost, "/v1/signing-keys:rotate", map[string]any{"tenant_id": tenant}, &rotated)
+	do(http.MethodPost, apiclient.Path("/v1/signing-keys", rotated.KeyID, "revoke"),
+		map[string]any{"tenant_id": tenant, "reason": "The laptop holding a copy was stolen"}, nil)
 
 	raw := servedDocument(t)
 	ex := rec.examples(t, operations(t, raw))

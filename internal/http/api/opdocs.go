@@ -263,7 +263,19 @@ var opDocs = map[string]opDoc{
 		idempotent: "Read-only: replaying changes nothing.", conflict: "REPLAY_MISMATCH: a byte or hash differs."},
 
 	// Signing keys
-	"list-signing-keys": {tag: tagSigning, text: "Lists the Ed25519 public keys that verify passport receipts, by key id."},
+	"list-signing-keys": {tag: tagSigning,
+		text: "Lists the tenant's Ed25519 signing keys (active, retired, revoked, with their times) and the platform's legacy keys: " +
+			"the public keys that verify its passport receipts, by key id. Never private material."},
+	"rotate-signing-key": {tag: tagSigning, caller: callerKeyAdmin,
+		text: "Retires the tenant's active signing key (what it signed still verifies) and makes a new active one, which the next compiles name. " +
+			"A tenant without an active key just gets one.",
+		idempotent: "Not idempotent: each call makes a new key and retires the one before."},
+	"revoke-signing-key": {tag: tagSigning, caller: callerKeyAdmin,
+		text: "Revokes one of the tenant's signing keys since compromised_at (default now; never in the future): versions it signed at or after " +
+			"that time no longer verify, versions compiled for it are not signed (KEY_REVOKED). Revoking the active key leaves the tenant " +
+			"without one; the next compile creates a fresh key. Another tenant's key and the platform's legacy keys are 404.",
+		idempotent: "Revoking a revoked key again may only move compromised_at earlier (with the new reason); " +
+			"a time at or after the stored one changes nothing and answers the key as it is."},
 
 	// Public verification
 	"public-passport-version": {tag: tagPublic, caller: callerPublic,
