@@ -34,7 +34,7 @@ import (
 // against a dev service.
 
 // demoStages are the stage lines of a run, in order.
-var demoStages = []string{"service ready", "tenant key", "upload BOM", "upload PCF", "upload DUE_DILIGENCE", "snapshot create+items",
+var demoStages = []string{"service ready", "issuer", "tenant key", "upload BOM", "upload PCF", "upload DUE_DILIGENCE", "snapshot create+items",
 	"snapshot build", "snapshot seal", "rule package", "rule tests", "rule publish", "battery product", "passport",
 	"compile", "sign + QR", "activate", "export JSON", "export PDF", "replay", "artifacts", "public verification", "revoke key", "verify offline"}
 
@@ -197,6 +197,7 @@ func TestDemoAgainstTheService(t *testing.T) {
 	require.Regexp(t, `^writer key [a-z2-7]{16} \(the pipeline runs with it\)$`, results["tenant key"])
 	require.Equal(t, "writer key revoked", results["revoke key"])
 	require.Equal(t, "VERIFIED without credentials (ACTIVE)", results["public verification"])
+	require.Equal(t, "Voltaris Battery Systems GmbH (DE), identity verified by the platform", results["issuer"])
 	logBytes, err := os.ReadFile(svc.stdout)
 	require.NoError(t, err)
 	logs := string(logBytes)
