@@ -36,6 +36,10 @@ func TestIssuerProfilesOverHTTP(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, status, "%s", raw)
 	status, raw = h.as(writer.Token, http.MethodPut, path, profile)
 	require.Equal(t, http.StatusForbidden, status, "a writer key: %s", raw)
+	status, raw = h.as(admin.Token, http.MethodGet, path+"?tenant_id="+other, nil)
+	require.Equal(t, http.StatusForbidden, status, "naming another tenant: %s", raw)
+	status, raw = h.as(testToken, http.MethodGet, path+"?tenant_id="+other, nil)
+	require.Equal(t, http.StatusNotFound, status, "the platform naming another tenant than the path's: %s", raw)
 
 	for field, bad := range map[string]any{"country": "XX", "website": "http://voltaris.example", "legal_name": "a\u0007b"} {
 		body := map[string]any{}

@@ -12,24 +12,31 @@ import (
 	"github.com/bpc-platform/bpc/store"
 )
 
-// tenantIDPath is a tenant's {id} in the path and nothing else.
+// tenantIDPath is a tenant's {id} in the path, and the tenant_id every
+// tenant route takes (SPEC §17).
 type tenantIDPath struct {
-	ID ID `path:"id" doc:"The tenant's id."`
+	ID       ID `path:"id" doc:"The tenant's id."`
+	TenantID ID `query:"tenant_id" doc:"Optional: the tenant of the resource, the path's id. A tenant API key naming another tenant is 403."`
 }
 
 // issuerTenant returns the tenant whose issuer profile a request acts on:
 // any existing tenant but the system tenant for the platform token, the
 // key's own tenant for an admin key of it. Another tenant's id is 404 to a
-// key, as another tenant's ids are everywhere; a writer or reader key of
-// the tenant is 403.
-func (s *Server) issuerTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+// key, as another tenant's ids are everywhere, and a tenant_id naming
+// another tenant 403; a writer or reader key of the tenant is 403.
+func (s *Server) issuerTenant(ctx context.Context, id, given uuid.UUID) (uuid.UUID, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return uuid.Nil, err
 	}
+	if !p.Platform {
+		if _, err := p.Tenant(given); err != nil {
+			return uuid.Nil, err
+		}
+	}
 	notFound := errcode.Wrap(errcode.NotFound, store.ErrNotFound, "tenant %s not found", id)
 	switch {
-	case id == store.SystemTenantID:
+	case id == store.SystemTenantID, given != uuid.Nil && given != id:
 		return uuid.Nil, notFound
 	case p.Platform:
 		return id, s.requireTenantExists(ctx, id)
@@ -42,8 +49,8 @@ func (s *Server) issuerTenant(ctx context.Context, id uuid.UUID) (uuid.UUID, err
 }
 
 // handlePutIssuer creates or changes a tenant's issuer profile.
-func (s *Server) handlePutIssuer(ctx context.Context, in *idBody[passport.IssuerInput]) (*out[bpctype.IssuerProfile], error) {
-	tenantID, err := s.issuerTenant(ctx, in.ID.UUID())
+func (s *Server) handlePutIssuer(ctx context.Context, in *idParamsBody[passport.IssuerInput]) (*out[bpctype.IssuerProfile], error) {
+	tenantID, err := s.issuerTenant(ctx, in.ID.UUID(), in.TenantID.UUID())
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +61,7 @@ func (s *Server) handlePutIssuer(ctx context.Context, in *idBody[passport.Issuer
 
 // handleGetIssuer answers a tenant's issuer profile; none is 404.
 func (s *Server) handleGetIssuer(ctx context.Context, in *tenantIDPath) (*out[bpctype.IssuerProfile], error) {
-	tenantID, err := s.issuerTenant(ctx, in.ID.UUID())
+	tenantID, err := s.issuerTenant(ctx, in.ID.UUID(), in.TenantID.UUID())
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +71,7 @@ func (s *Server) handleGetIssuer(ctx context.Context, in *tenantIDPath) (*out[bp
 // handleVerifyIssuer records that the platform verified the issuer's
 // identity; the platform token only (platformOp).
 func (s *Server) handleVerifyIssuer(ctx context.Context, in *tenantIDPath) (*out[bpctype.IssuerProfile], error) {
-	tenantID, err := s.issuerTenant(ctx, in.ID.UUID())
+	tenantID, err := s.issuerTenant(ctx, in.ID.UUID(), in.TenantID.UUID())
 	if err != nil {
 		return nil, err
 	}
