@@ -79,13 +79,12 @@ func ValidCountry(code string) bool {
 // control or format characters (no line breaks, no bidirectional
 // overrides that would make a page show another name than the one
 // stored), and not blank.
-func printable(field, s string, max int) error {
+func printable(field, example, s string, max int) error {
 	switch {
 	case !utf8.ValidString(s):
 		return errcode.Invalid(field, "must be valid UTF-8")
 	case strings.TrimSpace(s) == "":
-		return errcode.Invalid(field, "is required, e.g. %q", map[string]string{
-			"legal_name": "Voltaris Battery Systems GmbH", "registration_id": "DE123456789012345"}[field])
+		return errcode.Invalid(field, "is required, e.g. %q", example)
 	case utf8.RuneCountInString(s) > max:
 		return errcode.Invalid(field, "must be at most %d characters, got %d", max, utf8.RuneCountInString(s))
 	case s != strings.TrimSpace(s):
@@ -106,7 +105,7 @@ func validWebsite(s string) error {
 	if len(s) > MaxIssuerWebsite {
 		return errcode.Invalid(field, "must be at most %d characters, got %d", MaxIssuerWebsite, len(s))
 	}
-	if err := printable(field, s, MaxIssuerWebsite); err != nil {
+	if err := printable(field, "https://voltaris.example", s, MaxIssuerWebsite); err != nil {
 		return err
 	}
 	u, err := url.Parse(s)
@@ -126,13 +125,13 @@ func validWebsite(s string) error {
 // Validate checks in, naming the first member that is wrong
 // (VALIDATION_ERROR). An empty website is none.
 func (in IssuerInput) Validate() error {
-	if err := printable("legal_name", in.LegalName, MaxIssuerLegalName); err != nil {
+	if err := printable("legal_name", "Voltaris Battery Systems GmbH", in.LegalName, MaxIssuerLegalName); err != nil {
 		return err
 	}
 	if !ValidCountry(in.Country) {
 		return errcode.Invalid("country", "must be an assigned ISO 3166-1 alpha-2 country code in upper case, like DE, got %q", in.Country)
 	}
-	if err := printable("registration_id", in.RegistrationID, MaxIssuerRegistrationID); err != nil {
+	if err := printable("registration_id", "DE123456789012345", in.RegistrationID, MaxIssuerRegistrationID); err != nil {
 		return err
 	}
 	if in.Website != nil && *in.Website != "" {
