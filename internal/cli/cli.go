@@ -72,8 +72,11 @@ readiness probe) is answered 200.`, cmdWebhookEcho},
 HTTP API of a running service (BPC_URL, BPC_ADMIN_TOKEN,
 BPC_DEMO_TENANT, BPC_DEMO_OUT), write the artifacts to the output
 directory and verify them offline.`, cmdDemo},
-		{"verify", "bpc verify PATH", `Verify an export file (BPC-EXPORT-1) or an artifact directory such as
-demo-out/ offline, one line per check: exit 0 verified, 1 not, 2 usage.`, cmdVerify},
+		{"verify", "bpc verify [--keys FILE] PATH", `Verify an export file (BPC-EXPORT-1) or an artifact directory such as
+demo-out/ offline, one line per check: exit 0 verified, 1 not, 2 usage.
+--keys FILE pins the key to a saved issuer key directory and checks the
+key's owner, its revocation and the issuer: 3 when only the issuer's
+identity is not verified (amber).`, cmdVerify},
 		{"version", "bpc version", `Print the version, the Go version, the commit the binary was built
 from (and whether the tree was dirty) and the schema it expects.`, cmdVersion},
 	}

@@ -83,7 +83,7 @@ func (d *walk) run(ctx context.Context) error {
 		{"PCF", nmc811.DocPCF},
 		{"DUE_DILIGENCE", nmc811.DocDueDiligence},
 	}
-	steps := []step{{"service ready", d.ready}, {"tenant key", d.writerKey}}
+	steps := []step{{"service ready", d.ready}, {"issuer", d.issuer}, {"tenant key", d.writerKey}}
 	for _, doc := range docs {
 		steps = append(steps, step{"upload " + doc.kind, func(ctx context.Context) (string, error) {
 			return d.upload(ctx, doc.kind, doc.file)

@@ -179,7 +179,7 @@ func TestTenantKeysCannotReachAnotherTenant(t *testing.T) {
 			token = admin.Token // a writer may not manage keys at all
 		}
 		var body any
-		if method == http.MethodPost || method == http.MethodPatch {
+		if method == http.MethodPost || method == http.MethodPatch || method == http.MethodPut {
 			body = map[string]any{}
 		}
 		platformOnly := route == "/v1/metrics" || (route == "/v1/tenants" && method == http.MethodPost)

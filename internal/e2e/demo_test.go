@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ import (
 // against a dev service.
 
 // demoStages are the stage lines of a run, in order.
-var demoStages = []string{"service ready", "tenant key", "upload BOM", "upload PCF", "upload DUE_DILIGENCE", "snapshot create+items",
+var demoStages = []string{"service ready", "issuer", "tenant key", "upload BOM", "upload PCF", "upload DUE_DILIGENCE", "snapshot create+items",
 	"snapshot build", "snapshot seal", "rule package", "rule tests", "rule publish", "battery product", "passport",
 	"compile", "sign + QR", "activate", "export JSON", "export PDF", "replay", "artifacts", "public verification", "revoke key", "verify offline"}
 
@@ -206,6 +207,7 @@ func TestDemoAgainstTheService(t *testing.T) {
 	require.Regexp(t, `^writer key [a-z2-7]{16} \(the pipeline runs with it\)$`, results["tenant key"])
 	require.Equal(t, "writer key revoked", results["revoke key"])
 	require.Equal(t, "VERIFIED without credentials (ACTIVE)", results["public verification"])
+	require.Equal(t, "Voltaris Battery Systems GmbH (DE), identity verified by the platform", results["issuer"])
 	logBytes, err := os.ReadFile(svc.stdout)
 	require.NoError(t, err)
 	logs := string(logBytes)
@@ -341,7 +343,7 @@ func TestDemoStopsAtAFailedJob(t *testing.T) {
 	require.Error(t, err)
 	require.Regexp(t, `^stage "sign \+ QR": job \S+ \(SIGN_PASSPORT\) ended FAILED after 1 attempt\(s\): last_error SIGNING_KEY_MISSING: `, err.Error())
 	names, results := stageResults(stdout)
-	require.Equal(t, demoStages[:15], names)
+	require.Equal(t, demoStages[:slices.Index(demoStages, "sign + QR")+1], names)
 	require.Equal(t, "FAILED", results["sign + QR"])
 	require.Contains(t, results["compile"], "COMPILE_PASSPORT SUCCEEDED")
 	svc.requireAlive()

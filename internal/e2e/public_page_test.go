@@ -23,6 +23,8 @@ func checkPublicPage(t *testing.T, base, pageURL, qrPayload string) {
 	verdict := browser.Value(t, ctx, chromedp.Text(chromedp.ID("verdict")))
 	require.True(t, strings.HasPrefix(verdict, "VERIFIED"), verdict)
 	require.Equal(t, "NMC811 75 kWh EV battery pack (demo)", browser.Value(t, ctx, chromedp.Text(chromedp.ID("product"))))
+	issuer := browser.Value(t, ctx, chromedp.Text(chromedp.ID("issuer")))
+	require.True(t, strings.HasPrefix(issuer, "Issued by Voltaris Battery Systems GmbH, DE, DE123456789012345"), issuer)
 	browser.Screenshot(t, ctx, "public-page.png")
 
 	// On the narrowest phone the page is made for, nothing scrolls

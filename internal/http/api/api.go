@@ -301,6 +301,14 @@ func (s *Server) adminRoutes(rs routes) {
 		responds[tenantQuotasResponse](http.StatusOK, "The tenant's effective quotas"))
 	register(rs, http.MethodGet, "/v1/tenants/{id}/usage", "get-tenant-usage", "A tenant's quotas and what it uses of them", s.handleGetTenantUsage,
 		responds[tenantUsageResponse](http.StatusOK, "Quotas and usage"))
+	register(rs, http.MethodPut, "/v1/tenants/{id}/issuer", "put-tenant-issuer", "Set a tenant's issuer profile", s.handlePutIssuer,
+		jsonBody[passport.IssuerInput],
+		responds[bpctype.IssuerProfile](http.StatusOK, "The profile as stored"))
+	register(rs, http.MethodGet, "/v1/tenants/{id}/issuer", "get-tenant-issuer", "Get a tenant's issuer profile", s.handleGetIssuer,
+		responds[bpctype.IssuerProfile](http.StatusOK, "The profile"))
+	register(rs, http.MethodPost, "/v1/tenants/{id}/issuer/verify", "verify-tenant-issuer", "Record that the platform verified the issuer's identity", s.handleVerifyIssuer,
+		describe("The platform token only."), platformOp("verifying an issuer's identity"),
+		responds[bpctype.IssuerProfile](http.StatusOK, "The profile, verified"))
 
 	register(rs, http.MethodPost, "/v1/api-keys", "create-api-key", "Create a tenant API key; its token is shown once", s.handleCreateKey,
 		describe("The platform token, or a tenant admin key for its own tenant. The token (bpc_<prefix>_<secret>) is in this answer only; the service keeps its SHA-256."),

@@ -555,6 +555,9 @@ func TestExamplesFromAHappyPath(t *testing.T) {
 	require.NotNil(t, qr.QRPayload)
 	anonymous := client("")
 	require.NoError(t, anonymous.Do(ctx, http.MethodGet, "/public/v1/verify?qr="+url.QueryEscape(*qr.QRPayload), nil, nil))
+	// The issuer the demo declared, as its admin and as anyone reads it.
+	do(http.MethodGet, "/v1/tenants/"+tenant+"/issuer", nil, nil)
+	require.NoError(t, anonymous.Do(ctx, http.MethodGet, "/public/v1/issuers/"+tenant, nil, nil))
 	require.NoError(t, anonymous.Do(ctx, http.MethodGet, "/v1/health/live", nil, nil))
 	require.NoError(t, anonymous.Do(ctx, http.MethodGet, "/v1/health/ready", nil, nil))
 	require.NoError(t, anonymous.Do(ctx, http.MethodGet, "/v1", nil, nil))

@@ -129,6 +129,19 @@ var opDocs = map[string]opDoc{
 	"get-tenant-usage": {tag: tagTenants,
 		text: "A tenant's effective quotas and what it uses of them now: queued and running jobs, live webhook endpoints, " +
 			"subscriptions and unrevoked API keys. The platform token, or any key of the tenant; another tenant's id is 403."},
+	"put-tenant-issuer": {tag: tagTenants, caller: callerKeyAdmin,
+		text: "Creates or replaces the tenant's issuer profile (SPEC §16): legal_name (1-200 printable characters), " +
+			"country (an assigned ISO 3166-1 alpha-2 code in upper case), registration_id (1-100 printable characters) and " +
+			"an optional https website (at most 300 characters). A member that is wrong is 422 naming it. Any change clears " +
+			"identity_verified_at and is audited as issuer.updated (saying whether verification was cleared); the same values " +
+			"again change nothing. The platform token, or an admin key of the tenant; another tenant's id is 404.",
+		idempotent: repeatSame},
+	"get-tenant-issuer": {tag: tagTenants, caller: callerKeyAdmin,
+		text: "The tenant's issuer profile; 404 when it has none. The platform token, or an admin key of the tenant; another tenant's id is 404."},
+	"verify-tenant-issuer": {tag: tagTenants, caller: callerPlatform,
+		text: "Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, " +
+			"audited as issuer.verified. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.",
+		idempotent: repeatSame},
 
 	// API keys
 	"create-api-key": {tag: tagKeys, caller: callerKeyAdmin,
@@ -282,6 +295,9 @@ var opDocs = map[string]opDoc{
 		text: "A published passport version (ACTIVE or SUPERSEDED), its product and whether its stored bytes verify."},
 	"public-verify-qr": {tag: tagPublic, caller: callerPublic,
 		text: "Checks a scanned BPC-QR-1 string against the passport version it names.", notFound: true},
+	"public-issuer": {tag: tagPublic, caller: callerPublic,
+		text: "An issuer's public key directory (SPEC §16): its profile and the public halves of its signing keys with their status. " +
+			"Save it to pin the issuer's keys offline: bpc verify --keys FILE."},
 }
 
 // callerOf is who may call an operation of method.

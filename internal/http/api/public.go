@@ -6,6 +6,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/bpc-platform/bpc/core/verify"
 	"github.com/bpc-platform/bpc/internal/http/public"
 )
 
@@ -39,6 +40,15 @@ func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 			queryParam("qr", "The QR code's text: BPC1|pv=…|ph=…|pr=…|rh=…", false),
 			respondsOrPage[public.QRVerification]("Whether the QR matches, and the verification"),
 			notModified)
+		rs.handle(http.MethodGet, public.IssuerPath, "public-issuer",
+			"An issuer's public key directory", h.Issuer,
+			describe("No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, "+
+				"oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, "+
+				"is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. "+
+				"Cached for five minutes (Cache-Control), then revalidated by ETag (304)."),
+			pathParam("tenant_id", "The issuer's tenant id (a version's verification.issuer.tenant_id)."),
+			respondsJSON[verify.Directory]("The directory"),
+			notModified)
 	})
 }
 
@@ -48,6 +58,18 @@ func respondsOrPage[T any](desc string) opt {
 	return func(reg huma.Registry, o *huma.Operation) {
 		responds[T](http.StatusOK, desc)(reg, o)
 		o.Responses["200"].Content["text/html"] = &huma.MediaType{Schema: &huma.Schema{Type: huma.TypeString}}
+		o.Responses["200"].Headers = map[string]*huma.Header{
+			"ETag":          {Schema: &huma.Schema{Type: huma.TypeString}},
+			"Cache-Control": {Schema: &huma.Schema{Type: huma.TypeString}},
+		}
+	}
+}
+
+// respondsJSON documents a 200 answered as JSON of type T, cached and
+// revalidated by ETag.
+func respondsJSON[T any](desc string) opt {
+	return func(reg huma.Registry, o *huma.Operation) {
+		responds[T](http.StatusOK, desc)(reg, o)
 		o.Responses["200"].Headers = map[string]*huma.Header{
 			"ETag":          {Schema: &huma.Schema{Type: huma.TypeString}},
 			"Cache-Control": {Schema: &huma.Schema{Type: huma.TypeString}},

@@ -22,6 +22,12 @@ import (
 // tampering. Hashing the inputs costs well under a millisecond. At most
 // Max entries are kept; when full, the oldest half is forgotten.
 //
+// Only the checks of the bytes are remembered. The trust checks (who owns
+// the key, whether it is revoked, whether the issuer is verified) read
+// rows that change without a byte of the version changing; they are cheap
+// and run on every request (withTrust), so a revocation or a verification
+// shows at once.
+//
 // A nil *Checks remembers nothing. Checks is safe for concurrent use.
 type Checks struct {
 	max   int

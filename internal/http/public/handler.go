@@ -93,12 +93,12 @@ func wantsHTML(r *http.Request) bool {
 }
 
 // answer writes v as JSON, or the page of a browser, with an ETag over the
-// bytes: a client that has them gets 304.
+// bytes: a client that has them gets 304. A nil p answers JSON only.
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, v any, p func() page) {
 	var body []byte
 	var err error
 	contentType := "application/json"
-	if wantsHTML(r) {
+	if p != nil && wantsHTML(r) {
 		contentType = "text/html; charset=utf-8"
 		body, err = render(p())
 	} else {
@@ -124,6 +124,13 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, v any, p func()
 	hd.Set("Content-Type", contentType)
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+}
+
+// failJSON answers err in the API's JSON envelope, whatever the client
+// accepts: for the routes that have no page. Errors are not cached.
+func (h *Handler) failJSON(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Cache-Control", "no-store")
+	h.WriteError(w, r, err)
 }
 
 // fail answers err: the API's JSON envelope, or a page that says what is

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"html/template"
+	"strings"
 
 	"github.com/bpc-platform/bpc/core/payloadview"
 	"github.com/bpc-platform/bpc/core/verify"
@@ -32,17 +33,58 @@ type page struct {
 	Problem    string
 	// QRInput is the scanned string a form shows again.
 	QRInput string
+	// Manufacturer is the manufacturer the payload declares, when it
+	// differs from the issuer's legal name (empty otherwise).
+	Manufacturer string
 }
 
-// Verified is what the banner says.
-func (p page) Verified() bool {
+// Verified is whether the banner is green.
+func (p page) Verified() bool { return p.Verdict() == verify.VerdictVerified }
+
+// Amber is whether the banner is amber: signed correctly, by the key of
+// the tenant it names, whose identity is not verified.
+func (p page) Amber() bool { return p.Verdict() == verify.VerdictIssuerNotVerified }
+
+// Verdict is the page's verdict: the version's, and NOT_VERIFIED for a
+// scanned QR that does not match it.
+func (p page) Verdict() string {
+	switch {
+	case p.Version == nil:
+		return verify.VerdictNotVerified
+	case p.QR != nil && !p.QR.QRMatches:
+		return verify.VerdictNotVerified
+	case p.QR != nil:
+		return p.QR.Verification.Verdict
+	}
+	return p.Version.Verification.Verdict
+}
+
+// Failed lists the checks that failed, for the red banner.
+func (p page) Failed() []verify.Check {
+	var out []verify.Check
+	for _, c := range p.Checks {
+		if !c.OK {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Issuer is the version's issuer.
+func (p page) Issuer() *IssuerView {
 	if p.Version == nil {
-		return false
+		return nil
 	}
-	if p.QR != nil {
-		return p.QR.QRMatches && p.QR.Verification.Verified
+	return p.Version.Verification.Issuer
+}
+
+// Revoked is the signing key when it is revoked (the page shows the
+// revocation even when this version was signed before it and verifies).
+func (p page) Revoked() *VerifyingKey {
+	if p.Version == nil || p.Version.SigningKey == nil || p.Version.SigningKey.RevokedAt == nil {
+		return nil
 	}
-	return p.Version.Verification.Verified
+	return p.Version.SigningKey
 }
 
 // versionPage lays out v: the payload's field groups in key order, its
@@ -56,6 +98,11 @@ func versionPage(v VerifiedVersion, qrc *QRVerification) page {
 		return p
 	}
 	p.Sections, p.Compliance, p.Omitted = view.Sections, view.Compliance, view.Omitted
+	if m := payloadview.Manufacturer(v.Payload); m != "" {
+		if is := v.Verification.Issuer; is == nil || is.LegalName == nil || !strings.EqualFold(m, *is.LegalName) {
+			p.Manufacturer = m
+		}
+	}
 	return p
 }
 

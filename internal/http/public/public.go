@@ -20,6 +20,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/qr"
+	"github.com/bpc-platform/bpc/core/receipt"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/core/verify"
 	"github.com/bpc-platform/bpc/store"
@@ -48,16 +50,59 @@ type Verification struct {
 	// SignatureOK: the receipt's Ed25519 signature verifies with the key
 	// the service registered under the receipt's key id.
 	SignatureOK bool `json:"signature_ok"`
-	Verified    bool `json:"verified"`
-	// Checks are core/verify's checks, in its order.
+	// KeyOwnerOK: the signing key belongs to the receipt's tenant, which
+	// is the version's (the platform's legacy key counts as every tenant's
+	// for what it signed).
+	KeyOwnerOK bool `json:"key_owner_ok"`
+	// KeyValidOK: the key is not revoked, or the version was signed before
+	// the key's compromise time.
+	KeyValidOK bool `json:"key_valid_ok"`
+	// IssuerVerified: the version's tenant has an issuer profile whose
+	// identity the platform verified.
+	IssuerVerified bool `json:"issuer_verified"`
+	// Verified is every check passing: the bytes, the key's owner and
+	// validity, and the issuer's identity (SPEC §16).
+	Verified bool `json:"verified"`
+	// Verdict is VERIFIED (green), ISSUER_NOT_VERIFIED (amber: signed
+	// correctly by the tenant's key, but the issuer's identity is not
+	// verified) or NOT_VERIFIED (red).
+	Verdict string `json:"verdict" enum:"VERIFIED,ISSUER_NOT_VERIFIED,NOT_VERIFIED"`
+	// FailureReason is why the verdict is not VERIFIED; empty when it is.
+	FailureReason string `json:"failure_reason" enum:",CHECKS_FAILED,KEY_NOT_OWNED,KEY_REVOKED,ISSUER_NOT_VERIFIED"`
+	// Issuer is who issued the version (its tenant's issuer profile).
+	Issuer *IssuerView `json:"issuer"`
+	// Checks are core/verify's checks, in its order, then the trust
+	// checks (key owner, key validity, issuer).
 	Checks []verify.Check `json:"checks"`
 }
 
-// VerifyingKey is the key a version's receipt is verified with.
+// IssuerView is the issuer of a version: its tenant and the tenant's
+// issuer profile (null members when it has none), with the link to its
+// public key directory.
+type IssuerView struct {
+	TenantID           uuid.UUID  `json:"tenant_id"`
+	TenantName         string     `json:"tenant_name" doc:"The tenant's name in this service (not verified by anyone)."`
+	LegalName          *string    `json:"legal_name"`
+	Country            *string    `json:"country"`
+	RegistrationID     *string    `json:"registration_id"`
+	Website            *string    `json:"website"`
+	IdentityVerified   bool       `json:"identity_verified"`
+	IdentityVerifiedAt *time.Time `json:"identity_verified_at"`
+	DirectoryURL       string     `json:"directory_url" doc:"The issuer's public key directory (GET /public/v1/issuers/{tenant_id})."`
+}
+
+// VerifyingKey is the key a version's receipt is verified with, with its
+// owner and status.
 type VerifyingKey struct {
 	KeyID           string `json:"key_id"`
 	Alg             string `json:"alg"`
 	PublicKeyBase64 string `json:"public_key_base64"`
+	// TenantID owns the key; null for the platform's legacy key.
+	TenantID         *uuid.UUID `json:"tenant_id"`
+	Status           string     `json:"status" enum:"active,retired,revoked"`
+	RevokedAt        *time.Time `json:"revoked_at"`
+	CompromisedAt    *time.Time `json:"compromised_at"`
+	RevocationReason *string    `json:"revocation_reason"`
 }
 
 // Product is the battery product a passport describes.
@@ -114,7 +159,7 @@ func (c *Checks) Lookup(ctx context.Context, q *store.Queries, id uuid.UUID) (Ve
 		return VerifiedVersion{}, err
 	}
 	qrPayload := deref(v.QRPayload)
-	return view(v, c.check(v, qrPayload, true)), nil
+	return view(v, withTrust(v, c.check(v, qrPayload, true))), nil
 }
 
 // qrProblem is what qr.Parse found wrong, without its code and field (the
@@ -151,7 +196,7 @@ func (c *Checks) CheckQR(ctx context.Context, q *store.Queries, scanned string) 
 	matches := f.PayloadHash == v.PayloadHash && f.ProofRootHash == v.ProofRootHash && f.ReceiptHash == v.ReceiptHash
 	// The stored image renders the stored payload; it says nothing of a
 	// scanned string, so it is checked only when the two are the same.
-	ver := c.check(v, scanned, scanned == deref(v.QRPayload))
+	ver := withTrust(v, c.check(v, scanned, scanned == deref(v.QRPayload)))
 	return QRVerification{PassportVersionID: id, QRMatches: matches, Verification: ver, Version: view(v, ver)}, nil
 }
 
@@ -164,9 +209,66 @@ func view(v store.PublicPassportVersion, ver Verification) VerifiedVersion {
 		QRPayload: deref(v.QRPayload), Verification: ver,
 	}
 	if v.RegisteredPublicKey != nil {
-		out.SigningKey = &VerifyingKey{KeyID: v.SigningKeyID, Alg: "ED25519", PublicKeyBase64: *v.RegisteredPublicKey}
+		out.SigningKey = &VerifyingKey{KeyID: v.SigningKeyID, Alg: "ED25519", PublicKeyBase64: *v.RegisteredPublicKey,
+			TenantID: v.KeyTenantID, Status: deref(v.KeyStatus), RevokedAt: v.KeyRevokedAt,
+			CompromisedAt: v.KeyCompromisedAt, RevocationReason: v.KeyRevocationReason}
 	}
 	return out
+}
+
+// DirectoryPath is the path of a tenant's public key directory.
+func DirectoryPath(tenantID uuid.UUID) string {
+	return "/public/v1/issuers/" + tenantID.String()
+}
+
+// issuerView is the issuer of v.
+func issuerView(v store.PublicPassportVersion) *IssuerView {
+	iv := &IssuerView{TenantID: v.TenantID, TenantName: v.TenantName, DirectoryURL: DirectoryPath(v.TenantID)}
+	if p := v.Issuer; p != nil {
+		iv.LegalName, iv.Country, iv.RegistrationID = &p.LegalName, &p.Country, &p.RegistrationID
+		iv.Website, iv.IdentityVerifiedAt = p.Website, p.IdentityVerifiedAt
+		iv.IdentityVerified = p.IdentityVerifiedAt != nil
+	}
+	return iv
+}
+
+// withTrust adds the trust checks of SPEC §16 to ver, the checks of v's
+// bytes: who owns the key, whether it was valid when the version was
+// signed, whether the issuer is verified. They read the rows as they are
+// now, on every request, and are never remembered: a revocation or a
+// verification shows at once.
+func withTrust(v store.PublicPassportVersion, ver Verification) Verification {
+	in := verify.TrustInput{
+		VersionTenantID: v.TenantID.String(), KeyID: v.SigningKeyID, KeySource: "the service",
+		SignedAt: v.IssuedAt, SignedAtSource: "issued",
+	}
+	if v.SignedAt != nil {
+		in.SignedAt, in.SignedAtSource = *v.SignedAt, "signed"
+	}
+	// The receipt's tenant is the one it signs for; a receipt that does not
+	// parse has failed its own check, and names no tenant.
+	if r, err := receipt.Parse(v.ReceiptSigned); err == nil {
+		in.ReceiptTenantID = r.TenantID
+	}
+	if v.KeyStatus != nil {
+		in.Key = verify.KeyRecord{Known: true, Status: *v.KeyStatus, RevokedAt: v.KeyRevokedAt,
+			CompromisedAt: v.KeyCompromisedAt, RevocationReason: deref(v.KeyRevocationReason)}
+		if v.KeyTenantID != nil {
+			in.Key.TenantID = v.KeyTenantID.String()
+		}
+	}
+	if p := v.Issuer; p != nil {
+		in.Issuer = &verify.Issuer{TenantID: v.TenantID.String(), LegalName: p.LegalName, Country: p.Country,
+			RegistrationID: p.RegistrationID, Website: p.Website, IdentityVerifiedAt: p.IdentityVerifiedAt}
+	}
+	t := verify.CheckTrust(in)
+	checksOK := ver.Verified
+	ver.Checks = append(slices.Clone(ver.Checks), t.Checks...)
+	ver.KeyOwnerOK, ver.KeyValidOK, ver.IssuerVerified = t.KeyOwnerOK, t.KeyValidOK, t.IssuerVerified
+	ver.Verdict, ver.FailureReason = t.Verdict(checksOK), t.Reason(checksOK)
+	ver.Verified = ver.Verdict == verify.VerdictVerified
+	ver.Issuer = issuerView(v)
+	return ver
 }
 
 // check verifies v's stored bytes with qrPayload as the QR string, and the

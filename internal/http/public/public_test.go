@@ -35,6 +35,7 @@ func newEnv(t testing.TB, productName string) env {
 	t.Helper()
 	e := env{Env: teststore.New(t)}
 	e.active = fixture.ActiveNMC811(t, e.Store, e.River, store.DevTenantID, productName)
+	fixture.Issuer(t, e.Store, e.River, store.DevTenantID, "Voltaris Battery Systems GmbH", true)
 	ph := &public.Handler{Store: e.Store, WriteError: func(w http.ResponseWriter, r *http.Request, err error) {
 		status := http.StatusInternalServerError
 		switch errcode.CodeOf(err) {
@@ -50,6 +51,7 @@ func newEnv(t testing.TB, productName string) env {
 	r := chi.NewRouter()
 	r.Get(public.PassportVersionPath, ph.PassportVersion)
 	r.Get(public.VerifyPath, ph.Verify)
+	r.Get(public.IssuerPath, ph.Issuer)
 	e.h = r
 	return e
 }
@@ -94,7 +96,7 @@ func TestActiveVersionVerifiesFromStoredBytes(t *testing.T) {
 	require.Equal(t, e.active.Version.PassportID, v.PassportID)
 	require.Equal(t, e.active.Product.BatteryProductID, v.BatteryProductID)
 	require.Equal(t, *e.active.Version.QRPayload, v.QRPayload)
-	require.Equal(t, &public.VerifyingKey{KeyID: "fixture-key", Alg: "ED25519", PublicKeyBase64: e.active.Signer.PublicKeyBase64()}, v.SigningKey)
+	require.Equal(t, &public.VerifyingKey{KeyID: "fixture-key", Alg: "ED25519", PublicKeyBase64: e.active.Signer.PublicKeyBase64(), Status: bpctype.KeyActive}, v.SigningKey)
 	require.True(t, json.Valid(v.Payload) && json.Valid(v.Receipt))
 
 	// The same over HTTP, with the shape of SPEC §11.
