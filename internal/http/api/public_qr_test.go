@@ -18,8 +18,8 @@ func TestPublicVerifyBadQR(t *testing.T) {
 	t.Parallel()
 	h := newAdminHandler(t)
 	for bad, want := range map[string]string{
-		"nope":      "qr: is not a BPC-QR-1 payload: must be 212 bytes, got 4",
-		"BPC1|pv=x": "qr: is not a BPC-QR-1 payload: must be 212 bytes, got 9",
+		"nope":      "qr: is not a battery passport QR code (BPC-QR-1 or a BPC-QR-2 link): must be 212 bytes, got 4",
+		"BPC1|pv=x": "qr: is not a battery passport QR code (BPC-QR-1 or a BPC-QR-2 link): must be 212 bytes, got 9",
 	} {
 		rec := serve(h, http.MethodGet, "/public/v1/verify?qr="+url.QueryEscape(bad), "", false)
 		require.Equal(t, http.StatusUnprocessableEntity, rec.Code, rec.Body.String())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	_ "embed"
 	"html/template"
+	"strings"
 
 	"github.com/bpc-platform/bpc/core/payloadview"
 	"github.com/bpc-platform/bpc/core/verify"
@@ -32,11 +33,30 @@ type page struct {
 	Problem    string
 	// QRInput is the scanned string a form shows again.
 	QRInput string
+	// Link is the page of a BPC-QR-2 link (GET /p/{id}): QR, when set,
+	// compares the hashes the link printed.
+	Link bool
+	// Damaged says what is wrong with a link's hashes, which could then not
+	// be compared.
+	Damaged string
+}
+
+// MismatchNames names the link's hashes that differ, in words.
+func (p page) MismatchNames() string {
+	if p.QR == nil {
+		return ""
+	}
+	words := map[string]string{"ph": "the payload hash (ph)", "pr": "the proof root (pr)", "rh": "the receipt hash (rh)"}
+	names := make([]string, len(p.QR.Mismatched))
+	for i, m := range p.QR.Mismatched {
+		names[i] = words[m]
+	}
+	return strings.Join(names, ", ")
 }
 
 // Verified is what the banner says.
 func (p page) Verified() bool {
-	if p.Version == nil {
+	if p.Version == nil || p.Damaged != "" {
 		return false
 	}
 	if p.QR != nil {
