@@ -50,7 +50,8 @@ type Passport struct {
 	PublicKeyBase64 string
 	// Signature is the receipt's Ed25519 signature, standard base64.
 	Signature string
-	// QRPayload is the BPC-QR-1 string and QRPNG its image as stored.
+	// QRPayload is the QR code's text as stored (a BPC-QR-2 link, or the
+	// BPC-QR-1 string of a version issued before links) and QRPNG its image.
 	QRPayload string
 	QRPNG     []byte
 }
@@ -421,7 +422,12 @@ func (r *renderer) verification(p Passport) {
 	r.paragraph("The passport's payload, proof and receipt are hashed with SHA-256 and the receipt hash is signed with Ed25519. " +
 		"The JSON export carries the signed bytes; `bpc verify` checks them offline, and the QR code leads to the public verification page.")
 	r.y += 4
-	qr := strings.ReplaceAll(p.QRPayload, "|", "|\n")
+	// A BPC-QR-1 payload breaks after its separators, a BPC-QR-2 link
+	// before its query's: each hash stays whole on its line.
+	qr, qrLabel := strings.ReplaceAll(p.QRPayload, "|", "|\n"), "QR payload (BPC-QR-1)"
+	if !strings.HasPrefix(p.QRPayload, "BPC1|") {
+		qr, qrLabel = strings.NewReplacer("?", "\n?", "&", "\n&").Replace(p.QRPayload), "QR code (BPC-QR-2 link)"
+	}
 	for _, v := range []struct{ label, value string }{
 		{"Payload SHA-256", p.PayloadHash},
 		{"Proof root hash", p.ProofRootHash},
@@ -429,7 +435,7 @@ func (r *renderer) verification(p Passport) {
 		{"Signing key id (ED25519)", p.SigningKeyID},
 		{"Public key (base64)", p.PublicKeyBase64},
 		{"Receipt signature (base64)", p.Signature},
-		{"QR payload (BPC-QR-1)", qr},
+		{qrLabel, qr},
 	} {
 		var lines []string
 		for _, part := range strings.Split(v.value, "\n") {
