@@ -690,11 +690,13 @@ func TestCompileSignQRChain(t *testing.T) {
 		signed.Signature = ""
 		require.Equal(t, r, signed)
 
-		// The QR payload carries the version and its three hashes.
+		// The QR payload is the link to the version's page, carrying its
+		// three hashes.
 		require.NotNil(t, v.QRPayload)
 		fields, err := qr.Parse(*v.QRPayload)
 		require.NoError(t, err)
-		require.Equal(t, qr.Fields{PassportVersionID: v.PassportVersionID.String(), PayloadHash: v.PayloadHash,
+		require.Equal(t, qr.Fields{Format: qr.FormatQR2, BaseURL: testriver.PublicBaseURL,
+			PassportVersionID: v.PassportVersionID.String(), PayloadHash: v.PayloadHash,
 			ProofRootHash: v.ProofRootHash, ReceiptHash: v.ReceiptHash}, fields)
 		require.True(t, bytes.HasPrefix(art.QRPNG, []byte("\x89PNG")), "qr_png is a PNG")
 

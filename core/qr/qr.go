@@ -290,10 +290,13 @@ func DecodeHash(b32Hash string) (string, error) {
 // path of non-empty segments of letters, digits and -._~ (no . or ..
 // segment), no trailing slash, user info, query or fragment, and at most
 // MaxBaseURLLen bytes. A base breaking a rule is refused, not corrected:
-// each base has one spelling, so each link does.
+// each base has one spelling, so each link does. The error's cause
+// (errors.Unwrap) states the rule without the value.
 func CheckBaseURL(s string) error {
 	if err := checkBaseURL(s); err != nil {
-		return errcode.Invalid(fieldBaseURL, "%s", err)
+		// The cause is the rule alone, for a caller that must not echo
+		// the value (a configuration error).
+		return errcode.InvalidWrap(fieldBaseURL, err, "%s, got %q", err, s)
 	}
 	return nil
 }
@@ -310,23 +313,23 @@ func checkBaseURL(s string) error {
 	rest, ok := strings.CutPrefix(s, "https://")
 	if !ok {
 		if rest, ok = strings.CutPrefix(s, "http://"); !ok {
-			return problem("must start with https:// or http://, got " + strconv.Quote(s))
+			return problem("must start with https:// or http://")
 		}
 	}
 	if strings.ContainsAny(rest, "?#") {
-		return problem("must have no query or fragment (no ? or #), got " + strconv.Quote(s))
+		return problem("must have no query or fragment (no ? or #)")
 	}
 	if strings.Contains(rest, "@") {
-		return problem("must have no user info (no @), got " + strconv.Quote(s))
+		return problem("must have no user info (no @)")
 	}
 	authority, path, hasPath := strings.Cut(rest, "/")
 	if hasPath {
 		if path == "" || strings.HasSuffix(path, "/") {
-			return problem("must not end with a slash, got " + strconv.Quote(s))
+			return problem("must not end with a slash")
 		}
 		for _, seg := range strings.Split(path, "/") {
 			if seg == "" || seg == "." || seg == ".." || strings.ContainsFunc(seg, func(r rune) bool { return !pathChar(r) }) {
-				return problem("path segments must be letters, digits and -._~ (not empty, . or ..), got " + strconv.Quote(s))
+				return problem("path segments must be letters, digits and -._~ (not empty, . or ..)")
 			}
 		}
 	}
@@ -334,11 +337,11 @@ func checkBaseURL(s string) error {
 	if i := strings.LastIndexByte(authority, ':'); i >= 0 && !strings.HasSuffix(authority, "]") {
 		host, port = authority[:i], authority[i+1:]
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || port[0] == '0' || strings.ContainsAny(port, "+-") {
-			return problem("port must be a number from 1 to 65535, got " + strconv.Quote(port))
+			return problem("port must be a number from 1 to 65535")
 		}
 	}
 	if !validHost(host) {
-		return problem("must name a host (a lowercase name such as passports.example.com, an IPv4 address or [IPv6]), got " + strconv.Quote(s))
+		return problem("must name a host (a lowercase name such as passports.example.com, an IPv4 address or [IPv6])")
 	}
 	return nil
 }

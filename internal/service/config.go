@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -410,14 +411,15 @@ func publicBaseURL(v, env, httpAddr string, errs []error) (string, []error) {
 		return base, errs
 	}
 	if err := qr.CheckBaseURL(v); err != nil {
-		msg := err.Error()
-		if e := errcode.As(err); e != nil {
-			msg = strings.TrimPrefix(e.Message, e.Field+": ")
+		// The rule, never the value: a URL may carry a credential.
+		rule := err
+		if cause := errors.Unwrap(err); cause != nil {
+			rule = cause
 		}
-		return "", append(errs, configError(errcode.Validation, name, "%s", msg))
+		return "", append(errs, configError(errcode.Validation, name, "%s", rule.Error()))
 	}
 	if env == "prod" && !strings.HasPrefix(v, "https://") {
-		return "", append(errs, configError(errcode.Validation, name, "must be https in prod, got %q", v))
+		return "", append(errs, configError(errcode.Validation, name, "must be https in prod"))
 	}
 	return v, errs
 }

@@ -288,5 +288,6 @@ func TestPublicBaseURL(t *testing.T) {
 		require.NotNil(t, e, "%v", err)
 		require.Equal(t, tt.code, e.Code, "%v", err)
 		require.Contains(t, err.Error(), tt.msg)
+		require.NotContains(t, err.Error(), "pw@", "a refused value is never echoed: it may hold a credential")
 	}
 }
