@@ -755,6 +755,27 @@ func TestCompileSignQRChain(t *testing.T) {
 		require.Equal(t, 1, e.events(t, passport.EventQRGenerated, v.PassportVersionID))
 	})
 
+	t.Run("a version issued with a BPC-QR-1 code keeps it", func(t *testing.T) {
+		// Printed on batteries before links: re-running GENERATE_QR never
+		// renders it again.
+		one, err := qr.Payload(v.PassportVersionID.String(), v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
+		require.NoError(t, err)
+		onePNG, err := qr.PNG(one)
+		require.NoError(t, err)
+		require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
+			_, err := tx.Exec(e.Ctx, `UPDATE passport_versions SET qr_payload = $1, qr_png = $2 WHERE passport_version_id = $3`,
+				one, onePNG, v.PassportVersionID)
+			return err
+		}))
+		requireSucceeded(t, e.rerun(t, c.qr))
+		got := e.version(t, v.PassportVersionID)
+		require.Equal(t, one, *got.QRPayload)
+		art, err := e.Store.LoadPassportArtifacts(e.Ctx, pipeTenant, v.PassportVersionID)
+		require.NoError(t, err)
+		require.Equal(t, onePNG, art.QRPNG)
+		require.Equal(t, 1, e.events(t, passport.EventQRGenerated, v.PassportVersionID))
+	})
+
 	t.Run("a second compile of the passport is its version 2", func(t *testing.T) {
 		job := e.run(t, compileArgs(v.PassportID, fx))
 		requireSucceeded(t, job)
