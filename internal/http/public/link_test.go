@@ -3,15 +3,18 @@ package public_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/core/qr"
 	"github.com/bpc-platform/bpc/core/verify"
+	"github.com/bpc-platform/bpc/internal/browser"
 	"github.com/bpc-platform/bpc/internal/fixture"
 	"github.com/bpc-platform/bpc/internal/http/public"
 )
@@ -210,4 +213,26 @@ func TestIssuedQR1CodesKeepVerifying(t *testing.T) {
 	rec = e.get(t, verifyURL(link), browserAccept)
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Contains(t, rec.Body.String(), `id="verdict">VERIFIED`)
+}
+
+// A person's view of a scanned link: Chromium opens the link and shows
+// VERIFIED and that the code matches; with a hash changed, NOT VERIFIED
+// and the mismatch.
+func TestLinkPageInABrowser(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "NMC811 pack 75 kWh")
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	ctx := browser.New(t)
+	v := e.active.Version
+
+	browser.Do(t, ctx, chromedp.Navigate(srv.URL+linkPath(t, *v.QRPayload)))
+	require.True(t, strings.HasPrefix(browser.Value(t, ctx, chromedp.Text(chromedp.ID("verdict"))), "VERIFIED"))
+	require.Equal(t, "The code on this battery matches the signed passport.", browser.Value(t, ctx, chromedp.Text(chromedp.ID("qr-match"))))
+	browser.Screenshot(t, ctx, "link.png")
+
+	browser.Do(t, ctx, chromedp.Navigate(srv.URL+withHashes(t, v.PassportVersionID.String(), hash.SHA256Hex(nil), v.ProofRootHash, v.ReceiptHash)))
+	require.True(t, strings.HasPrefix(browser.Value(t, ctx, chromedp.Text(chromedp.ID("verdict"))), "NOT VERIFIED"))
+	require.Contains(t, browser.Value(t, ctx, chromedp.Text(chromedp.ID("qr-match"))), "does not match the signed passport: the payload hash (ph) differs")
+	browser.Screenshot(t, ctx, "link-mismatch.png")
 }
