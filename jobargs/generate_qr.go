@@ -8,7 +8,8 @@ import (
 // KindGenerateQR is the SSOT type name and River kind of GenerateQRArgs.
 const KindGenerateQR = "GENERATE_QR"
 
-// GenerateQRArgs renders the BPC-QR-1 code of a signed passport version.
+// GenerateQRArgs renders the QR code of a signed passport version: the
+// BPC-QR-2 link to its public page.
 type GenerateQRArgs struct {
 	Base
 	PassportVersionID uuid.UUID `json:"passport_version_id"`

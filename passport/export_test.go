@@ -70,7 +70,7 @@ func (e env) active(t *testing.T, jobID int64) (compiled, *passport.Signer) {
 	e.sign(t, signer, id)
 	v, err := e.Store.GetPassportVersion(e.Ctx, store.DevTenantID, id)
 	require.NoError(t, err)
-	code, err := passport.RenderQR(v)
+	code, err := passport.RenderQR("https://passports.example.com", v)
 	require.NoError(t, err)
 	require.NoError(t, e.run(t, func(tx passport.Tx) error {
 		if err := passport.RecordQR(e.Ctx, tx, store.DevTenantID, id, code); err != nil {

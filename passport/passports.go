@@ -68,16 +68,24 @@ func enqueueQR(ctx context.Context, t Tx, tenantID, versionID uuid.UUID) error {
 	return err
 }
 
-// QRCode is a version's BPC-QR-1 payload and its PNG.
+// QRCode is a version's QR payload (a BPC-QR-2 link since links were
+// introduced; versions issued before keep their BPC-QR-1 payload) and its
+// PNG.
 type QRCode struct {
 	Payload string
 	PNG     []byte
 }
 
 // RenderQR renders a version's QR code (error correction M) from its
-// hashes; it holds no transaction.
-func RenderQR(v bpctype.PassportVersion) (QRCode, error) {
-	payload, err := qr.Payload(v.PassportVersionID.String(), v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
+// hashes: the BPC-QR-2 link to its public page under baseURL, the
+// service's public base URL (BPC_PUBLIC_BASE_URL). It holds no
+// transaction. An empty base is CONFIG_MISSING, an invalid one a
+// VALIDATION_ERROR naming base_url.
+func RenderQR(baseURL string, v bpctype.PassportVersion) (QRCode, error) {
+	if baseURL == "" {
+		return QRCode{}, errcode.New(errcode.ConfigMissing, "the public base URL (BPC_PUBLIC_BASE_URL) the QR code links to is not known")
+	}
+	payload, err := qr.Link(baseURL, v.PassportVersionID.String(), v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
 	if err != nil {
 		return QRCode{}, err
 	}

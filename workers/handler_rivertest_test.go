@@ -238,7 +238,9 @@ func TestCompileSignQRWorkersTx(t *testing.T) {
 	compile := newTestWorker[jobargs.CompilePassportArgs](t, &workers.CompilePassportWorker{Store: b.st, CompilerBuildID: pipeBuildID,
 		Keys: b.keys, Metrics: workers.NewMetrics(prometheus.NewRegistry()), Completer: completer})
 	sign := newTestWorker[jobargs.SignPassportArgs](t, &workers.SignPassportWorker{Keys: b.keys, Completer: completer})
-	qr := newTestWorker[jobargs.GenerateQRArgs](t, &workers.GenerateQRWorker{Store: b.st, Completer: completer})
+	base := "https://passports.example.com"
+	qr := newTestWorker[jobargs.GenerateQRArgs](t, &workers.GenerateQRWorker{Store: b.st,
+		PublicBaseURL: func() string { return base }, Completer: completer})
 
 	fx := fixture.NMC811(t, b.st, pipeTenant, "rules-"+uuid.NewString()[:8])
 	p, err := b.st.CreateBatteryProduct(b.ctx, pipeTenant, "SKU-"+uuid.NewString()[:8], "Voltaris EV Pack 75")
@@ -273,5 +275,6 @@ func TestCompileSignQRWorkersTx(t *testing.T) {
 	v, err = b.st.GetPassportVersion(b.ctx, pipeTenant, v.PassportVersionID)
 	require.NoError(t, err)
 	require.NotNil(t, v.QRGeneratedAt)
+	require.Equal(t, base+"/p/"+v.PassportVersionID.String()+"?ph=", (*v.QRPayload)[:len(base)+len("/p/")+36+len("?ph=")])
 	testriver.RequireConsistent(t, b.st)
 }

@@ -697,11 +697,13 @@ func TestCompileSignQRChain(t *testing.T) {
 		signed.Signature = ""
 		require.Equal(t, r, signed)
 
-		// The QR payload carries the version and its three hashes.
+		// The QR payload is the link to the version's page, carrying its
+		// three hashes.
 		require.NotNil(t, v.QRPayload)
 		fields, err := qr.Parse(*v.QRPayload)
 		require.NoError(t, err)
-		require.Equal(t, qr.Fields{PassportVersionID: v.PassportVersionID.String(), PayloadHash: v.PayloadHash,
+		require.Equal(t, qr.Fields{Format: qr.FormatQR2, BaseURL: testriver.PublicBaseURL,
+			PassportVersionID: v.PassportVersionID.String(), PayloadHash: v.PayloadHash,
 			ProofRootHash: v.ProofRootHash, ReceiptHash: v.ReceiptHash}, fields)
 		require.True(t, bytes.HasPrefix(art.QRPNG, []byte("\x89PNG")), "qr_png is a PNG")
 
@@ -757,6 +759,27 @@ func TestCompileSignQRChain(t *testing.T) {
 		got := e.version(t, v.PassportVersionID)
 		require.Equal(t, *v.QRPayload, *got.QRPayload)
 		require.Equal(t, v.QRGeneratedAt, got.QRGeneratedAt)
+		require.Equal(t, 1, e.events(t, passport.EventQRGenerated, v.PassportVersionID))
+	})
+
+	t.Run("a version issued with a BPC-QR-1 code keeps it", func(t *testing.T) {
+		// Printed on batteries before links: re-running GENERATE_QR never
+		// renders it again.
+		one, err := qr.Payload(v.PassportVersionID.String(), v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
+		require.NoError(t, err)
+		onePNG, err := qr.PNG(one)
+		require.NoError(t, err)
+		require.NoError(t, e.Store.InTx(e.Ctx, func(tx pgx.Tx) error {
+			_, err := tx.Exec(e.Ctx, `UPDATE passport_versions SET qr_payload = $1, qr_png = $2 WHERE passport_version_id = $3`,
+				one, onePNG, v.PassportVersionID)
+			return err
+		}))
+		requireSucceeded(t, e.rerun(t, c.qr))
+		got := e.version(t, v.PassportVersionID)
+		require.Equal(t, one, *got.QRPayload)
+		art, err := e.Store.LoadPassportArtifacts(e.Ctx, pipeTenant, v.PassportVersionID)
+		require.NoError(t, err)
+		require.Equal(t, onePNG, art.QRPNG)
 		require.Equal(t, 1, e.events(t, passport.EventQRGenerated, v.PassportVersionID))
 	})
 

@@ -50,6 +50,10 @@ type Deps struct {
 	// Publisher, when set, hears the queues of the jobs a handler's
 	// committed transaction inserted (the RabbitMQ trigger).
 	Publisher passport.Publisher
+	// PublicBaseURL returns the base of the BPC-QR-2 links GENERATE_QR
+	// renders (BPC_PUBLIC_BASE_URL): a function, because in dev it is the
+	// address the HTTP server listens on, known only once it listens.
+	PublicBaseURL func() string
 }
 
 // registry is the one list of job types: adding a job type is its args in
@@ -76,9 +80,9 @@ var registry = []registration{
 		func(d Deps) river.Worker[jobargs.SignPassportArgs] {
 			return &SignPassportWorker{Keys: d.Keys, Completer: d.completer()}
 		}),
-	register("Renders the BPC-QR-1 code of a signed passport version.",
+	register("Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.",
 		func(d Deps) river.Worker[jobargs.GenerateQRArgs] {
-			return &GenerateQRWorker{Store: d.Store, Completer: d.completer()}
+			return &GenerateQRWorker{Store: d.Store, PublicBaseURL: d.PublicBaseURL, Completer: d.completer()}
 		}),
 	register("Writes an ACTIVE passport version to an export file.",
 		func(d Deps) river.Worker[jobargs.ExportPassportArgs] {

@@ -32,13 +32,13 @@ const golden = "BPC1|pv=6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f" +
 	"|rh=4OYMIQUY7QOBJGX36TEJS35ZEQT24QPEMSNZGTFESWMRW6CSXBKQ"
 
 func fixture() qr.Fields {
-	return qr.Fields{PassportVersionID: pvID, PayloadHash: payloadHash, ProofRootHash: proofRoot, ReceiptHash: receiptHash}
+	return qr.Fields{Format: qr.FormatQR1, PassportVersionID: pvID, PayloadHash: payloadHash, ProofRootHash: proofRoot, ReceiptHash: receiptHash}
 }
 
 // uniform returns fields whose three hashes repeat one hex digit.
 func uniform(pv, digit string) qr.Fields {
 	h := strings.Repeat(digit, 64)
-	return qr.Fields{PassportVersionID: pv, PayloadHash: h, ProofRootHash: h, ReceiptHash: h}
+	return qr.Fields{Format: qr.FormatQR1, PassportVersionID: pv, PayloadHash: h, ProofRootHash: h, ReceiptHash: h}
 }
 
 func payloadOf(f qr.Fields) (string, error) {
@@ -76,7 +76,7 @@ func roundTripFields() []namedFields {
 func TestPayloadRoundTrip(t *testing.T) {
 	t.Parallel()
 	tests := append(roundTripFields(),
-		namedFields{"same hashes", qr.Fields{PassportVersionID: pvID, PayloadHash: payloadHash, ProofRootHash: payloadHash, ReceiptHash: payloadHash}})
+		namedFields{"same hashes", qr.Fields{Format: qr.FormatQR1, PassportVersionID: pvID, PayloadHash: payloadHash, ProofRootHash: payloadHash, ReceiptHash: payloadHash}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -320,13 +320,17 @@ func FuzzParse(f *testing.F) {
 	f.Add(strings.Replace(golden, "BPC1", "bpc1", 1))
 	f.Add(golden[:len(golden)-1] + "R")
 	f.Add(strings.Repeat("|", qr.PayloadLen))
+	f.Add(goldenLink)
+	f.Add("https://a/p/" + pvID + "?ph=&pr=&rh=")
+	f.Add(strings.Replace(goldenLink, "https://passports.example.com", "https://passports.example.com/", 1))
+	f.Add("http://[::1]:8080/x" + goldenLink[len("https://passports.example.com"):])
 	f.Fuzz(func(t *testing.T, s string) {
 		fields, err := qr.Parse(s)
 		if err != nil {
 			require.Equal(t, errcode.Validation, errcode.CodeOf(err))
 			return
 		}
-		again, err := payloadOf(fields)
+		again, err := qr.Encode(fields)
 		require.NoError(t, err)
 		require.Equal(t, s, again, "whatever parses re-encodes to the same string")
 	})

@@ -1,7 +1,8 @@
 // Package verify checks the artifacts of a passport version using nothing but
 // their bytes: the BPC-PASSPORT-1 payload, the BPC-PROOF-1 proof, the signed
-// BPC-RECEIPT-1 receipt, the BPC-QR-1 payload (and, when there is one, its PNG
-// rendering) and the Ed25519 key the receipt is verified with. It is what a
+// BPC-RECEIPT-1 receipt, the QR payload — a BPC-QR-1 string or a BPC-QR-2
+// link — (and, when there is one, its PNG rendering) and the Ed25519 key the
+// receipt is verified with. It is what a
 // third party runs on the files `bpc demo` writes, what the public
 // verification page runs on the stored bytes, and what `bpc verify` runs on a
 // directory or an export.
@@ -11,7 +12,8 @@
 // Verify runs every check it can and reports each one by name, so that a
 // reader sees all that is wrong at once, not only the first thing:
 //
-//   - "qr payload": the QR string is a strict BPC-QR-1 payload.
+//   - "qr payload": the QR string is a strict BPC-QR-1 payload or BPC-QR-2
+//     link (core/qr.Parse); the detail names the format, and a link's base.
 //   - "receipt": the receipt is canonical BPC-RECEIPT-1 and signed.
 //   - "proof": the proof is canonical BPC-PROOF-1 with every node hash
 //     recomputed from its content and its children, up to root_hash.

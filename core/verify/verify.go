@@ -38,7 +38,8 @@ type Artifacts struct {
 	Proof []byte
 	// Receipt is the signed BPC-RECEIPT-1 receipt, canonical.
 	Receipt []byte
-	// QRPayload is the BPC-QR-1 string.
+	// QRPayload is the QR code's text: a BPC-QR-1 string or a BPC-QR-2
+	// link.
 	QRPayload string
 	// QRPNG is the QR code image, when there is one.
 	QRPNG []byte
@@ -181,7 +182,7 @@ func Verify(a Artifacts, want Expect) (Report, error) {
 	if qrErr != nil {
 		rep.fail(CheckQRPayload, "%v", qrErr)
 	} else {
-		rep.pass(CheckQRPayload, "BPC-QR-1, %d bytes", len(a.QRPayload))
+		rep.pass(CheckQRPayload, "%s", describeQR(f, len(a.QRPayload)))
 	}
 	// A QR payload that does not parse vouches for nothing: its fields stay
 	// empty, and agree skips empty claims.
@@ -262,12 +263,21 @@ func Verify(a Artifacts, want Expect) (Report, error) {
 		case err != nil:
 			rep.fail(CheckQRPNG, "%v", err)
 		case !ok:
-			rep.fail(CheckQRPNG, "%s is not the BPC-QR-1 rendering of the payload (%d bytes)", FileQRPNG, len(a.QRPNG))
+			rep.fail(CheckQRPNG, "%s is not the %s rendering of the payload (%d bytes)", FileQRPNG, f.Format, len(a.QRPNG))
 		default:
 			rep.pass(CheckQRPNG, "byte-identical to the local rendering of the payload")
 		}
 	}
 	return rep, rep.Err()
+}
+
+// describeQR is the detail of a passing "qr payload" check: the format,
+// the length and, for a link, where it leads.
+func describeQR(f qr.Fields, n int) string {
+	if f.Format == qr.FormatQR2 {
+		return fmt.Sprintf("%s link, %d bytes, to %s%s…", f.Format, n, f.BaseURL, qr.LinkPath)
+	}
+	return fmt.Sprintf("%s, %d bytes", f.Format, n)
 }
 
 // checkKey parses the key document and checks that the PEM copy, when given,

@@ -36,7 +36,16 @@ func checkPublicPage(t *testing.T, base, pageURL, qrPayload string) {
 	require.Contains(t, phone.Text, "75 kWh")
 	browser.Screenshot(t, ctx, "public-page-phone.png")
 
-	i := strings.Index(qrPayload, "|rh=") + 4
+	if strings.HasPrefix(qrPayload, "http") {
+		// The QR code is a link: what a phone camera opens.
+		browser.Do(t, ctx, chromedp.Navigate(qrPayload))
+		verdict = browser.Value(t, ctx, chromedp.Text(chromedp.ID("verdict")))
+		require.True(t, strings.HasPrefix(verdict, "VERIFIED"), verdict)
+		require.Equal(t, "The code on this battery matches the signed passport.", browser.Value(t, ctx, chromedp.Text(chromedp.ID("qr-match"))))
+	}
+
+	// "rh=" in either format: |rh= of BPC-QR-1, &rh= of a link.
+	i := strings.Index(qrPayload, "rh=") + 3
 	swap := "A"
 	if qrPayload[i] == 'A' {
 		swap = "B"

@@ -51,7 +51,8 @@ type Passport struct {
 	PublicKeyBase64 string
 	// Signature is the receipt's Ed25519 signature, standard base64.
 	Signature string
-	// QRPayload is the BPC-QR-1 string and QRPNG its image as stored.
+	// QRPayload is the QR code's text as stored (a BPC-QR-2 link, or the
+	// BPC-QR-1 string of a version issued before links) and QRPNG its image.
 	QRPayload string
 	QRPNG     []byte
 }
@@ -579,7 +580,12 @@ const verificationIntro = "The passport's payload, proof and receipt are hashed 
 // signature fit whole (so that copying or extracting the text finds them
 // intact). The QR payload is broken at its separators.
 func (r *renderer) verification(p Passport) {
-	qr := strings.ReplaceAll(p.QRPayload, "|", "|\n")
+	// A BPC-QR-1 payload breaks after its separators, a BPC-QR-2 link
+	// before its query's: each hash stays whole on its line.
+	qr, qrLabel := strings.ReplaceAll(p.QRPayload, "|", "|\n"), "QR payload (BPC-QR-1)"
+	if !strings.HasPrefix(p.QRPayload, "BPC1|") {
+		qr, qrLabel = strings.NewReplacer("?", "\n?", "&", "\n&").Replace(p.QRPayload), "QR code (BPC-QR-2 link)"
+	}
 	values := []struct{ label, value string }{
 		{"Payload SHA-256", p.PayloadHash},
 		{"Proof root hash", p.ProofRootHash},
@@ -587,7 +593,7 @@ func (r *renderer) verification(p Passport) {
 		{"Signing key id (ED25519)", p.SigningKeyID},
 		{"Public key (base64)", p.PublicKeyBase64},
 		{"Receipt signature (base64)", p.Signature},
-		{"QR payload (BPC-QR-1)", qr},
+		{qrLabel, qr},
 	}
 	// The blocks are the introduction and the values, each value's lines
 	// wrapped in the monospaced font.

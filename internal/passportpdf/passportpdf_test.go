@@ -189,3 +189,31 @@ func TestRenderRefusesUnreadableInput(t *testing.T) {
 func squeeze(s string) string {
 	return regexp.MustCompile(`[ \t]+`).ReplaceAllString(s, " ")
 }
+
+// A passport's QR code is a BPC-QR-2 link, longer than BPC-QR-1: zbarimg
+// reads it exactly from the embedded image and from the page printed at
+// 150 dpi, up to the longest base a link may have.
+func TestRenderPrintsAScannableLink(t *testing.T) {
+	t.Parallel()
+	longest := "https://" + strings.Repeat("a", 40) + "." + strings.Repeat("b", qr.MaxBaseURLLen-len("https://.")-40-len(".example.com")) + ".example.com"
+	require.Len(t, longest, qr.MaxBaseURLLen)
+	for _, base := range []string{"http://localhost:8080", "https://passports.example.com", longest} {
+		p := sample(t)
+		var err error
+		p.QRPayload, err = qr.Link(base, p.PassportVersionID, p.PayloadHash, p.ProofRootHash, p.ReceiptHash)
+		require.NoError(t, err)
+		p.QRPNG, err = qr.PNG(p.QRPayload)
+		require.NoError(t, err)
+		path := render(t, p)
+		require.Equal(t, []string{p.QRPayload}, pdftest.ImageQR(t, path), "the embedded image")
+		require.Equal(t, p.QRPayload, pdftest.PageQR(t, path, 1), "the printed page, %s", base)
+
+		text := squeeze(pdftest.Text(t, path))
+		require.Contains(t, text, "QR code (BPC-QR-2 link)")
+		words := pdftest.Words(t, path)
+		for _, part := range []string{"?ph=", "&pr=", "&rh="} {
+			i := strings.Index(p.QRPayload, part)
+			require.True(t, words[p.QRPayload[i:i+len(part)+52]], "pdftotext finds %s… as one word", part)
+		}
+	}
+}

@@ -85,6 +85,9 @@ type App struct {
 	handler  http.Handler
 	server   *http.Server
 	addr     string
+	// publicBase is the base of the QR codes' links: the configured one,
+	// or, for port 0, the address the server listens on once it does.
+	publicBase atomic.Pointer[string]
 	// riverRunning is true between a successful River start and its stop.
 	riverRunning atomic.Bool
 	serveErr     chan error
@@ -121,6 +124,9 @@ func NewPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 // New wires the service for role without starting anything.
 func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *App, err error) {
 	a := &App{cfg: cfg, role: role, logger: logger, pool: pool, store: store.New(pool), serveErr: make(chan error, 1)}
+	if base := cfg.PublicBaseURL; base != "" {
+		a.publicBase.Store(&base)
+	}
 	a.registry = prometheus.NewRegistry()
 	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.registry.MustRegister(api.NewQueueCollector(pool, logger, append(slices.Clone(jobargs.Queues), jobrun.QueueMaintenance)...), jobrun.NewBreakerCollector(a.store, logger))
@@ -223,6 +229,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		BeforeCommit:    cfg.BeforeCommit,
 		WebhookBreaker:  cfg.Breaker,
 		Publisher:       publisher,
+		PublicBaseURL:   a.PublicBaseURL,
 	})
 	jobrun.RegisterMaintenance(riverWorkers, jobrun.MaintenanceDeps{Store: a.store, Logger: logger,
 		Metrics: jobrun.NewMaintenanceMetrics(a.registry), Config: cfg.Maintenance})
@@ -349,8 +356,27 @@ func (a *App) schemaCurrent(ctx context.Context) error {
 	return a.schemaErr
 }
 
-// Start starts River (unless api role), River UI's services and the HTTP server.
-func (a *App) Start(ctx context.Context) error {
+// Start starts River (unless api role), River UI's services and the HTTP
+// server. It listens first: a port the system picks is then known before
+// any job renders a QR code linking to it.
+func (a *App) Start(ctx context.Context) (err error) {
+	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+	if err != nil {
+		return configError(errcode.Validation, "BPC_HTTP_ADDR", "cannot listen on %s: %s", a.cfg.HTTPAddr, err.Error())
+	}
+	defer func() {
+		if err != nil {
+			_ = ln.Close()
+		}
+	}()
+	a.addr = ln.Addr().String()
+	if a.cfg.PublicBaseURL == "" {
+		base, berr := ListenBaseURL(a.addr)
+		if berr != nil || base == "" {
+			return configError(errcode.Validation, "BPC_PUBLIC_BASE_URL", "is not set and the listen address %s gives none: set it", a.addr)
+		}
+		a.publicBase.Store(&base)
+	}
 	if a.trigger != nil {
 		triggerCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		a.stopTrigger, a.triggerDone = cancel, make(chan struct{})
@@ -394,11 +420,6 @@ func (a *App) Start(ctx context.Context) error {
 			return fmt.Errorf("error starting River UI: %w", err)
 		}
 	}
-	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
-	if err != nil {
-		return configError(errcode.Validation, "BPC_HTTP_ADDR", "cannot listen on %s: %s", a.cfg.HTTPAddr, err.Error())
-	}
-	a.addr = ln.Addr().String()
 	a.server = &http.Server{
 		Handler:           a.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -471,6 +492,16 @@ func (a *App) Stop(ctx context.Context) {
 			cancel()
 		}
 	})
+}
+
+// PublicBaseURL is the base of the BPC-QR-2 links the workers render
+// (Config.PublicBaseURL, or the address the server listens on when that
+// is left to the system); empty before it is known.
+func (a *App) PublicBaseURL() string {
+	if p := a.publicBase.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // Addr is the address the HTTP server listens on, once started.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/core/errcode"
+	"github.com/bpc-platform/bpc/core/qr"
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/internal/http/access"
@@ -102,9 +105,16 @@ type Config struct {
 	// in prod).
 	WebhookAllowPrivate bool
 	ExportDir           string
-	HTTPMaxBodyBytes    int64
-	LogLevel            slog.Level
-	LogJSON             bool
+	// PublicBaseURL is the base of the BPC-QR-2 links GENERATE_QR renders
+	// (BPC_PUBLIC_BASE_URL; core/qr.CheckBaseURL, a trailing slash
+	// dropped): required and https in prod; in dev and test it defaults to
+	// http:// and the address the HTTP server listens on (localhost for a
+	// wildcard address), and is left empty when BPC_HTTP_ADDR's port is 0,
+	// for the service to fill in once it listens.
+	PublicBaseURL    string
+	HTTPMaxBodyBytes int64
+	LogLevel         slog.Level
+	LogJSON          bool
 	// Rules bounds rule sources and test runs (BPC_RULES_MAX_NODES,
 	// BPC_RULES_MAX_CASES).
 	Rules rules.Limits
@@ -366,6 +376,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 	errs = c.loadKeyEncryptionKey(getenv, errs)
+	c.PublicBaseURL, errs = publicBaseURL(getenv("BPC_PUBLIC_BASE_URL"), c.Env, c.HTTPAddr, errs)
 	if abs, err := filepath.Abs(c.ExportDir); err == nil {
 		// Export paths are recorded in the database and read back by the
 		// API, which may run in another working directory.
@@ -391,6 +402,62 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return c, joinConfigErrors(errs)
 	}
 	return c, nil
+}
+
+// publicBaseURL reads BPC_PUBLIC_BASE_URL: a base of BPC-QR-2 links
+// (core/qr's rules; one trailing slash is dropped, anything else that
+// breaks a rule is refused), https and required in prod. Without it, dev
+// and test link to the listen address (ListenBaseURL), or, for port 0, to
+// the address the service will listen on (empty here).
+func publicBaseURL(v, env, httpAddr string, errs []error) (string, []error) {
+	const name = "BPC_PUBLIC_BASE_URL"
+	v = strings.TrimSuffix(strings.TrimSpace(v), "/")
+	if v == "" {
+		if env == "prod" {
+			return "", append(errs, configError(errcode.ConfigMissing, name,
+				"is required in prod: the https address the public passport pages are reached at (https://passports.example.com), which every QR code links to"))
+		}
+		base, err := ListenBaseURL(httpAddr)
+		if err != nil {
+			return "", append(errs, configError(errcode.Validation, name, "is not set and cannot be derived from BPC_HTTP_ADDR (%s): set it", err.Error()))
+		}
+		return base, errs
+	}
+	if err := qr.CheckBaseURL(v); err != nil {
+		// The rule, never the value: a URL may carry a credential.
+		rule := err
+		if cause := errors.Unwrap(err); cause != nil {
+			rule = cause
+		}
+		return "", append(errs, configError(errcode.Validation, name, "%s", rule.Error()))
+	}
+	if env == "prod" && !strings.HasPrefix(v, "https://") {
+		return "", append(errs, configError(errcode.Validation, name, "must be https in prod"))
+	}
+	return v, errs
+}
+
+// ListenBaseURL is the dev base of BPC-QR-2 links for an HTTP listen
+// address: http:// and its host and port, localhost for a wildcard or
+// empty host (":8080" → http://localhost:8080). Port 0 (a port the system
+// picks) gives "" until the address the service listens on is known.
+func ListenBaseURL(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	if port == "0" {
+		return "", nil
+	}
+	switch host {
+	case "", "0.0.0.0", "::":
+		host = "localhost"
+	}
+	base := "http://" + net.JoinHostPort(strings.ToLower(host), port)
+	if err := qr.CheckBaseURL(base); err != nil {
+		return "", fmt.Errorf("%s is not a base URL for QR codes", base)
+	}
+	return base, nil
 }
 
 // tracingConfig reads the OpenTelemetry variables the service itself acts

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/workers"
 )
@@ -243,5 +244,67 @@ func TestWebhookTenantConcurrency(t *testing.T) {
 	for _, v := range []string{"0", "1001", "-1", "four"} {
 		_, err := load(v)
 		require.ErrorContains(t, err, "BPC_WEBHOOK_TENANT_CONCURRENCY", v)
+	}
+}
+
+// BPC_PUBLIC_BASE_URL is the base of the QR codes' links: derived from the
+// listen address in dev and test, required and https in prod, one
+// trailing slash dropped, anything else against core/qr's rules refused
+// naming the variable.
+func TestPublicBaseURL(t *testing.T) {
+	t.Parallel()
+	load := func(extra map[string]string) (Config, error) {
+		env := map[string]string{}
+		for k, v := range everything {
+			env[k] = v
+		}
+		for k, v := range extra {
+			env[k] = v
+		}
+		return LoadConfig(func(k string) string { return env[k] })
+	}
+	for _, tt := range []struct{ addr, base, want string }{
+		{"", "", "http://localhost:8080"},
+		{":9000", "", "http://localhost:9000"},
+		{"0.0.0.0:8080", "", "http://localhost:8080"},
+		{"[::]:8080", "", "http://localhost:8080"},
+		{"127.0.0.1:8081", "", "http://127.0.0.1:8081"},
+		{"[::1]:8080", "", "http://[::1]:8080"},
+		{"Bpc.Local:8080", "", "http://bpc.local:8080"},
+		{"127.0.0.1:0", "", ""}, // the service fills it in once it listens
+		{":8080", "https://passports.example.com", "https://passports.example.com"},
+		{":8080", " https://passports.example.com/ ", "https://passports.example.com"},
+		{":8080", "https://example.com/bpc/", "https://example.com/bpc"},
+	} {
+		c, err := load(map[string]string{"BPC_HTTP_ADDR": tt.addr, "BPC_PUBLIC_BASE_URL": tt.base})
+		require.NoError(t, err, "%q %q", tt.addr, tt.base)
+		require.Equal(t, tt.want, c.PublicBaseURL, "%q %q", tt.addr, tt.base)
+	}
+
+	c, err := load(map[string]string{"BPC_ENV": "prod", "BPC_PUBLIC_BASE_URL": "https://passports.example.com"})
+	require.NoError(t, err)
+	require.Equal(t, "https://passports.example.com", c.PublicBaseURL)
+
+	for _, tt := range []struct {
+		env  map[string]string
+		code errcode.Code
+		msg  string
+	}{
+		{map[string]string{"BPC_ENV": "prod"}, errcode.ConfigMissing, "BPC_PUBLIC_BASE_URL: is required in prod"},
+		{map[string]string{"BPC_ENV": "prod", "BPC_PUBLIC_BASE_URL": "http://passports.example.com"}, errcode.Validation, "BPC_PUBLIC_BASE_URL: must be https in prod"},
+		{map[string]string{"BPC_PUBLIC_BASE_URL": "passports.example.com"}, errcode.Validation, "BPC_PUBLIC_BASE_URL: must start with https:// or http://"},
+		{map[string]string{"BPC_PUBLIC_BASE_URL": "https://passports.example.com//"}, errcode.Validation, "BPC_PUBLIC_BASE_URL: must not end with a slash"},
+		{map[string]string{"BPC_PUBLIC_BASE_URL": "https://user:pw@passports.example.com"}, errcode.Validation, "BPC_PUBLIC_BASE_URL: must have no user info"},
+		{map[string]string{"BPC_PUBLIC_BASE_URL": "https://passports.example.com#x"}, errcode.Validation, "BPC_PUBLIC_BASE_URL: must have no query or fragment"},
+		{map[string]string{"BPC_PUBLIC_BASE_URL": "https://" + strings.Repeat("a", 200) + ".example.com"}, errcode.Validation, "BPC_PUBLIC_BASE_URL: must be at most 100 bytes"},
+		{map[string]string{"BPC_HTTP_ADDR": "localhost"}, errcode.Validation, "BPC_PUBLIC_BASE_URL: is not set and cannot be derived from BPC_HTTP_ADDR"},
+	} {
+		_, err := load(tt.env)
+		require.Error(t, err, "%v", tt.env)
+		e := errcode.As(err)
+		require.NotNil(t, e, "%v", err)
+		require.Equal(t, tt.code, e.Code, "%v", err)
+		require.Contains(t, err.Error(), tt.msg)
+		require.NotContains(t, err.Error(), "pw@", "a refused value is never echoed: it may hold a credential")
 	}
 }

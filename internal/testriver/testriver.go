@@ -42,8 +42,8 @@ type Options struct {
 	Client jobrun.ClientOptions
 	// Deps are the workers' dependencies; Store, Logger (discarding),
 	// Metrics (on a fresh registry), HTTPClient, WebhookTimeout (5 s) and
-	// Keys (under passport.TestKeyEncryptionKey, no legacy key) are filled
-	// in when zero.
+	// Keys (under passport.TestKeyEncryptionKey, no legacy key) and
+	// PublicBaseURL are filled in when zero.
 	Deps workers.Deps
 	// Register adds the workers; workers.Register when nil.
 	Register func(w *river.Workers, d workers.Deps)
@@ -51,6 +51,10 @@ type Options struct {
 	// Logger are filled in when nil. The caller runs it.
 	Leases *jobrun.Leases
 }
+
+// PublicBaseURL is the base of the QR codes' links the workers render in
+// tests that set none.
+const PublicBaseURL = "https://passports.bpc.test"
 
 // Start builds the service's River client working every queue with the
 // registered workers on pool (New), starts it with the test's context and
@@ -92,6 +96,9 @@ func New(t testing.TB, pool *pgxpool.Pool, o Options) (*river.Client[pgx.Tx], wo
 	}
 	if d.WebhookTimeout == 0 {
 		d.WebhookTimeout = 5 * time.Second
+	}
+	if d.PublicBaseURL == nil {
+		d.PublicBaseURL = func() string { return PublicBaseURL }
 	}
 	if o.Leases != nil && o.Leases.Store == nil {
 		o.Leases.Store = d.Store

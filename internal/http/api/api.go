@@ -453,7 +453,7 @@ func (s *Server) domainRoutes(rs routes) {
 		raw("The proof (ETag: its root hash)", "application/json"))
 	register(rs, http.MethodGet, "/v1/passport-versions/{id}/receipt", "get-passport-receipt", "The receipt, signed once there is a signature", s.artifactHandler("application/json", receiptArtifact),
 		raw("The receipt (ETag: its hash)", "application/json"))
-	register(rs, http.MethodGet, "/v1/passport-versions/{id}/qr.png", "get-passport-qr", "The BPC-QR-1 code as PNG", s.artifactHandler("image/png", qrArtifact),
+	register(rs, http.MethodGet, "/v1/passport-versions/{id}/qr.png", "get-passport-qr", "The QR code as PNG", s.artifactHandler("image/png", qrArtifact),
 		raw("The PNG (ETag: its SHA-256)", "image/png"))
 	register(rs, http.MethodPost, "/v1/passport-versions/{id}/activate", "activate-passport-version", "Activate a SIGNED version", s.handleActivatePassportVersion,
 		jsonBody[tenantRequest],

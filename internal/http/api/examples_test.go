@@ -558,6 +558,8 @@ func TestExamplesFromAHappyPath(t *testing.T) {
 	// The issuer the demo declared, as its admin and as anyone reads it.
 	do(http.MethodGet, "/v1/tenants/"+tenant+"/issuer", nil, nil)
 	require.NoError(t, anonymous.Do(ctx, http.MethodGet, "/public/v1/issuers/"+tenant, nil, nil))
+	// The QR code is a BPC-QR-2 link; its path and query are what a phone opens here.
+	require.NoError(t, anonymous.Do(ctx, http.MethodGet, (*qr.QRPayload)[strings.LastIndex(*qr.QRPayload, "/p/"):], nil, nil))
 	require.NoError(t, anonymous.Do(ctx, http.MethodGet, "/v1/health/live", nil, nil))
 	require.NoError(t, anonymous.Do(ctx, http.MethodGet, "/v1/health/ready", nil, nil))
 	require.NoError(t, anonymous.Do(ctx, http.MethodGet, "/v1", nil, nil))

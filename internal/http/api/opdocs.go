@@ -261,7 +261,7 @@ var opDocs = map[string]opDoc{
 	"get-passport-payload": {tag: tagPassports, text: "The compiled BPC-PASSPORT-1 payload, byte for byte as hashed (payload_hash)."},
 	"get-passport-proof":   {tag: tagPassports, text: "The BPC-PROOF-1 proof, byte for byte as hashed (proof_root_hash)."},
 	"get-passport-receipt": {tag: tagPassports, text: "The BPC-RECEIPT-1 receipt: signed once the version is signed, the unsigned canonical receipt before."},
-	"get-passport-qr":      {tag: tagPassports, text: "The BPC-QR-1 code of the version as a PNG image."},
+	"get-passport-qr":      {tag: tagPassports, text: "The QR code of the version as a PNG image: the BPC-QR-2 link to its public page (BPC-QR-1 for versions issued before links)."},
 	"activate-passport-version": {tag: tagPassports,
 		text:       "Activates a SIGNED version: it becomes the passport's active version and the previous one SUPERSEDED.",
 		idempotent: "Activating the ACTIVE version answers it again.", conflict: "INVALID_STATE: the version is not SIGNED."},
@@ -294,10 +294,18 @@ var opDocs = map[string]opDoc{
 	"public-passport-version": {tag: tagPublic, caller: callerPublic,
 		text: "A published passport version (ACTIVE or SUPERSEDED), its product and whether its stored bytes verify."},
 	"public-verify-qr": {tag: tagPublic, caller: callerPublic,
-		text: "Checks a scanned BPC-QR-1 string against the passport version it names.", notFound: true},
+		text: "Checks a scanned QR code (a BPC-QR-1 string or a BPC-QR-2 link) against the passport version it names.", notFound: true},
 	"public-issuer": {tag: tagPublic, caller: callerPublic,
 		text: "An issuer's public key directory (SPEC §16): its profile and the public halves of its signing keys with their status. " +
 			"Save it to pin the issuer's keys offline: bpc verify --keys FILE."},
+	"public-link": {tag: tagPublic, caller: callerPublic,
+		text: "Where a passport's QR code (a BPC-QR-2 link) leads: the version's page, comparing the hashes the link printed with the stored ones."},
+}
+
+// publicPage reports whether path is a public route that answers a
+// browser with a page, errors included: /public/… and the QR links' /p/….
+func publicPage(path string) bool {
+	return strings.HasPrefix(path, "/public/") || strings.HasPrefix(path, "/p/")
 }
 
 // callerOf is who may call an operation of method.
@@ -362,7 +370,7 @@ func (d opDoc) errorStatuses(o *huma.Operation) []int {
 		// parameters, NUL, invalid UTF-8) even without parameters.
 		out = append(out, http.StatusUnprocessableEntity)
 	}
-	if acc != callerPublic || strings.HasPrefix(o.Path, "/public/") || d.credentials {
+	if acc != callerPublic || publicPage(o.Path) || d.credentials {
 		out = append(out, http.StatusTooManyRequests)
 	}
 	if d.enqueues != "" {

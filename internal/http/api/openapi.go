@@ -181,7 +181,7 @@ func (rs routes) operation(method, path, id, summary string, opts ...opt) *huma.
 			continue // the route documents this status itself (ready's 503)
 		}
 		o.Responses[key] = errorResponse(reg, desc, retry)
-		if rs.public && strings.HasPrefix(path, "/public/") && status != http.StatusTooManyRequests {
+		if rs.public && publicPage(path) && status != http.StatusTooManyRequests {
 			// A browser (Accept: text/html) gets the page instead.
 			o.Responses[key].Content["text/html"] = &huma.MediaType{Schema: &huma.Schema{Type: huma.TypeString}}
 		}

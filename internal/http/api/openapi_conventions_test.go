@@ -95,7 +95,7 @@ func TestOpenAPIDocumentsErrorsHeadersAndSecurity(t *testing.T) {
 	for path, item := range doc.Paths {
 		for method, op := range item {
 			where := strings.ToUpper(method) + " " + path
-			public := strings.HasPrefix(path, "/v1/health/") || strings.HasPrefix(path, "/public/") || path == "/v1"
+			public := strings.HasPrefix(path, "/v1/health/") || strings.HasPrefix(path, "/public/") || strings.HasPrefix(path, "/p/") || path == "/v1"
 			require.NotNil(t, op.Security, "%s: security is explicit", where)
 			if public {
 				require.Empty(t, *op.Security, "%s: security []", where)
@@ -113,7 +113,7 @@ func TestOpenAPIDocumentsErrorsHeadersAndSecurity(t *testing.T) {
 			}
 			want := []string{}
 			switch {
-			case strings.HasPrefix(path, "/public/"):
+			case strings.HasPrefix(path, "/public/") || strings.HasPrefix(path, "/p/"):
 				want = append(want, "404", "422", "429")
 			case !public:
 				want = append(want, "401", "403", "422", "429")

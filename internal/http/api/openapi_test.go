@@ -74,7 +74,7 @@ func (d openAPIDoc) schema(t *testing.T, ref string) schemaDoc {
 	return s
 }
 
-// The document lists every /v1 and /public/v1 route chi serves (but the
+// The document lists every /v1, /public/v1 and /p/ route chi serves (but the
 // document and its page), each with its path parameters, a documented
 // success response with a schema (but 204), and the error envelope; admin
 // routes require the bearer token, health, the index and public
@@ -92,7 +92,7 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 	pathParam := regexp.MustCompile(`\{([^}]+)\}`)
 	routes := 0
 	err = chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		api := route == IndexPath || strings.HasPrefix(route, "/v1/") || strings.HasPrefix(route, "/public/v1/")
+		api := route == IndexPath || strings.HasPrefix(route, "/v1/") || strings.HasPrefix(route, "/public/v1/") || strings.HasPrefix(route, "/p/")
 		if !api || route == SpecPath || strings.HasPrefix(route, DocsPath) {
 			return nil
 		}
@@ -122,7 +122,7 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 			}
 		}
 		require.NotZero(t, success, "%s %s documents no success", method, route)
-		public := strings.HasPrefix(route, "/v1/health/") || strings.HasPrefix(route, "/public/") || route == IndexPath
+		public := strings.HasPrefix(route, "/v1/health/") || strings.HasPrefix(route, "/public/") || strings.HasPrefix(route, "/p/") || route == IndexPath
 		require.Equal(t, !public, len(op.Security) > 0, "%s %s: bearer security", method, route)
 		return nil
 	})

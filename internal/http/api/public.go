@@ -32,12 +32,13 @@ func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 			respondsOrPage[public.VerifiedVersion]("The version, its product and its verification"),
 			notModified)
 		rs.handle(http.MethodGet, public.VerifyPath, "public-verify-qr",
-			"Check a scanned BPC-QR-1 string against the passport version it names", h.Verify,
-			describe("No credentials. qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives "+
-				"qr_matches false and verified false. Not a BPC-QR-1 string: 422 naming qr; an unknown or unpublished version: 404. "+
+			"Check a scanned QR code against the passport version it names", h.Verify,
+			describe("No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). "+
+				"qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives "+
+				"qr_matches false and verified false. Neither format: 422 naming qr; an unknown or unpublished version: 404. "+
 				"With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, "+
 				"and a JSON client gets 422 naming qr."),
-			queryParam("qr", "The QR code's text: BPC1|pv=…|ph=…|pr=…|rh=…", false),
+			queryParam("qr", "The QR code's text: https://…/p/<id>?ph=…&pr=…&rh=… or BPC1|pv=…|ph=…|pr=…|rh=…", false),
 			respondsOrPage[public.QRVerification]("Whether the QR matches, and the verification"),
 			notModified)
 		rs.handle(http.MethodGet, public.IssuerPath, "public-issuer",
@@ -48,6 +49,21 @@ func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 				"Cached for five minutes (Cache-Control), then revalidated by ETag (304)."),
 			pathParam("tenant_id", "The issuer's tenant id (a version's verification.issuer.tenant_id)."),
 			respondsJSON[verify.Directory]("The directory"),
+			notModified)
+		rs.handle(http.MethodGet, public.LinkPath, "public-link",
+			"The page a passport's QR code links to", h.Link,
+			describe("No credentials. A BPC-QR-2 link, <BPC_PUBLIC_BASE_URL>/p/{id}?ph=…&pr=…&rh=…. "+
+				"With Accept: text/html: the version's page (as public-passport-version's); with ph, pr and rh, it says whether "+
+				"the code on the battery matches the signed passport, or names the hashes that differ (200 either way). "+
+				"A link with a hash missing, repeated or not in its base32 spelling is damaged: 400 with the page saying so. "+
+				"JSON (the QRVerification of public-verify-qr) needs ph, pr and rh: without them, or with a damaged one, 422 naming it. "+
+				"An unknown or unpublished version: 404. Cached like public-passport-version, errors not."),
+			pathParam("id", "The passport version id."),
+			queryParam("ph", "The payload hash the code printed: base32 of the 32 bytes, upper case, unpadded.", false),
+			queryParam("pr", "The proof root the code printed, as ph.", false),
+			queryParam("rh", "The receipt hash the code printed, as ph.", false),
+			respondsOrPage[public.QRVerification]("Whether the printed hashes match, and the verification"),
+			damagedLink,
 			notModified)
 	})
 }
@@ -75,6 +91,15 @@ func respondsJSON[T any](desc string) opt {
 			"Cache-Control": {Schema: &huma.Schema{Type: huma.TypeString}},
 		}
 	}
+}
+
+// damagedLink documents the 400 page of a QR link whose hashes are
+// damaged.
+func damagedLink(reg huma.Registry, o *huma.Operation) {
+	r := errorResponse(reg, "A damaged link, to a browser: the version's page saying which hash is missing or malformed "+
+		"(a JSON client gets 422 instead).", false)
+	r.Content["text/html"] = &huma.MediaType{Schema: &huma.Schema{Type: huma.TypeString}}
+	o.Responses["400"] = r
 }
 
 // notModified documents the 304 of a request whose If-None-Match is the

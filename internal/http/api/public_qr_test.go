@@ -18,8 +18,8 @@ func TestPublicVerifyBadQR(t *testing.T) {
 	t.Parallel()
 	h := newAdminHandler(t)
 	for bad, want := range map[string]string{
-		"nope":      "qr: is not a BPC-QR-1 payload: must be 212 bytes, got 4",
-		"BPC1|pv=x": "qr: is not a BPC-QR-1 payload: must be 212 bytes, got 9",
+		"nope":      "qr: is not a battery passport QR code (BPC-QR-1 or a BPC-QR-2 link): must be 212 bytes, got 4",
+		"BPC1|pv=x": "qr: is not a battery passport QR code (BPC-QR-1 or a BPC-QR-2 link): must be 212 bytes, got 9",
 	} {
 		rec := serve(h, http.MethodGet, "/public/v1/verify?qr="+url.QueryEscape(bad), "", false)
 		require.Equal(t, http.StatusUnprocessableEntity, rec.Code, rec.Body.String())
@@ -51,6 +51,10 @@ func TestPublicErrorsAreNotCached(t *testing.T) {
 	require.Equal(t, "RATE_LIMITED", readEnvelope(t, limited).Error.Code)
 	require.NotEmpty(t, limited.Header().Get("Retry-After"))
 	require.Equal(t, "no-store", limited.Header().Get("Cache-Control"))
+	// The QR links' pages share the public routes' address limit.
+	link := serve(h, http.MethodGet, "/p/"+uuid.NewString()+"?ph=A", "", false)
+	require.Equal(t, http.StatusTooManyRequests, link.Code, link.Body.String())
+	require.Equal(t, "no-store", link.Header().Get("Cache-Control"))
 
 	for _, tt := range []struct {
 		method, path string
@@ -62,6 +66,8 @@ func TestPublicErrorsAreNotCached(t *testing.T) {
 		{http.MethodHead, "/public/nothing", http.StatusNotFound},
 		{http.MethodGet, "/v1/nothing", http.StatusNotFound},
 		{http.MethodPost, "/public/v1/verify", http.StatusMethodNotAllowed},
+		{http.MethodGet, "/p/", http.StatusNotFound},
+		{http.MethodPost, "/p/" + uuid.NewString(), http.StatusMethodNotAllowed},
 	} {
 		rec := serve(h, tt.method, tt.path, "", false)
 		require.Equal(t, tt.status, rec.Code, "%s %s: %s", tt.method, tt.path, rec.Body.String())

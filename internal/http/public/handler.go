@@ -20,9 +20,12 @@ import (
 const (
 	PassportVersionPath = "/public/v1/passport-versions/{id}"
 	VerifyPath          = "/public/v1/verify"
+	// LinkPath is where a BPC-QR-2 link leads: <base>/p/{id}?ph=&pr=&rh=.
+	LinkPath = "/p/{id}"
 )
 
-// maxQRChars bounds the qr parameter: a BPC-QR-1 payload is 212 bytes.
+// maxQRChars bounds the qr parameter: a BPC-QR-1 payload is 212 bytes, a
+// BPC-QR-2 link at most core/qr.MaxLinkLen.
 const maxQRChars = 1024
 
 // CacheControl is what a public answer may be cached for. The bytes of a
@@ -86,6 +89,77 @@ func (h *Handler) Verify(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// Link serves GET /p/{id}, where a BPC-QR-2 link leads: for a browser,
+// the version's page, and with the link's ph, pr and rh, whether the code
+// on the battery matches the signed passport. A link whose hashes are
+// missing or malformed is damaged: 400 with the page saying so (422
+// naming the parameter for JSON). A JSON client gets the QRVerification
+// and must send the three hashes.
+func (h *Handler) Link(w http.ResponseWriter, r *http.Request) {
+	id, err := uuid.Parse(chi.URLParam(r, "id"))
+	if err != nil {
+		h.fail(w, r, errcode.New(errcode.NotFound, "no public passport version %q", chi.URLParam(r, "id")), "")
+		return
+	}
+	query := r.URL.Query()
+	if !HasPrinted(query) && wantsHTML(r) {
+		v, err := h.Checks.Lookup(r.Context(), h.Store, id)
+		if err != nil {
+			h.fail(w, r, err, "")
+			return
+		}
+		h.answer(w, r, v, func() page { return versionPage(v, nil) })
+		return
+	}
+	printed, damage := ParsePrinted(query)
+	if damage != nil {
+		h.damaged(w, r, id, damage)
+		return
+	}
+	c, err := h.Checks.CheckLink(r.Context(), h.Store, id, printed)
+	if err != nil {
+		h.fail(w, r, err, "")
+		return
+	}
+	h.answer(w, r, c, func() page {
+		p := versionPage(c.Version, &c)
+		p.Link = true
+		return p
+	})
+}
+
+// damaged answers a link whose hashes are missing or malformed: the
+// version's page saying the link is damaged, 400 and not cached (a JSON
+// client: the error, 422). An id that is not public is 404 all the same.
+func (h *Handler) damaged(w http.ResponseWriter, r *http.Request, id uuid.UUID, damage error) {
+	v, err := h.Checks.Lookup(r.Context(), h.Store, id)
+	if err != nil {
+		h.fail(w, r, err, "")
+		return
+	}
+	if !wantsHTML(r) {
+		h.fail(w, r, damage, "")
+		return
+	}
+	p := versionPage(v, nil)
+	p.Link, p.Damaged = true, qrProblem(damage)
+	if e := errcode.As(damage); e != nil {
+		p.Damaged = e.Field + " " + p.Damaged
+	}
+	body, err := render(p)
+	if err != nil {
+		h.fail(w, r, errcode.Wrap(errcode.Internal, err, "error rendering the answer"), "")
+		return
+	}
+	hd := w.Header()
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("Vary", "Accept")
+	hd.Set("Content-Security-Policy", pageCSP)
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(body)
+}
+
 // wantsHTML reports whether the client prefers the page to JSON; a client
 // that names neither (or */*) gets JSON.
 func wantsHTML(r *http.Request) bool {
@@ -147,7 +221,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, scanne
 	case errcode.NotFound:
 		status, problem = http.StatusNotFound, "This service has no published passport with this id."
 	case errcode.Validation:
-		status, problem = http.StatusUnprocessableEntity, "This is not the text of a battery passport QR code (BPC1|pv=…)."
+		status, problem = http.StatusUnprocessableEntity, "This is not the text of a battery passport QR code (a link …/p/… or BPC1|pv=…)."
 	case errcode.DBUnavailable:
 		status = http.StatusServiceUnavailable
 	}

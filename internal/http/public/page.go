@@ -36,6 +36,25 @@ type page struct {
 	// Manufacturer is the manufacturer the payload declares, when it
 	// differs from the issuer's legal name (empty otherwise).
 	Manufacturer string
+	// Link is the page of a BPC-QR-2 link (GET /p/{id}): QR, when set,
+	// compares the hashes the link printed.
+	Link bool
+	// Damaged says what is wrong with a link's hashes, which could then not
+	// be compared.
+	Damaged string
+}
+
+// MismatchNames names the link's hashes that differ, in words.
+func (p page) MismatchNames() string {
+	if p.QR == nil {
+		return ""
+	}
+	words := map[string]string{"ph": "the payload hash (ph)", "pr": "the proof root (pr)", "rh": "the receipt hash (rh)"}
+	names := make([]string, len(p.QR.Mismatched))
+	for i, m := range p.QR.Mismatched {
+		names[i] = words[m]
+	}
+	return strings.Join(names, ", ")
 }
 
 // Verified is whether the banner is green.
@@ -49,7 +68,7 @@ func (p page) Amber() bool { return p.Verdict() == verify.VerdictIssuerNotVerifi
 // scanned QR that does not match it.
 func (p page) Verdict() string {
 	switch {
-	case p.Version == nil:
+	case p.Version == nil, p.Damaged != "":
 		return verify.VerdictNotVerified
 	case p.QR != nil && !p.QR.QRMatches:
 		return verify.VerdictNotVerified

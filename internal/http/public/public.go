@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"net/url"
 	"strings"
 	"time"
 
@@ -134,9 +135,10 @@ type VerifiedVersion struct {
 	Verification Verification `json:"verification"`
 }
 
-// QRVerification is GET /public/v1/verify?qr=: whether a scanned BPC-QR-1 string
-// matches what the service holds for the version it names, and the
-// verification of that version's bytes against the scanned string.
+// QRVerification is GET /public/v1/verify?qr= and GET /p/{id}?ph=&pr=&rh=:
+// whether a scanned QR code (a BPC-QR-1 string or a BPC-QR-2 link) matches
+// what the service holds for the version it names, and the verification of
+// that version's bytes against the scanned code.
 type QRVerification struct {
 	PassportVersionID uuid.UUID `json:"passport_version_id"`
 	// QRMatches is true when the QR's ph, pr and rh equal the stored hashes.
@@ -144,6 +146,9 @@ type QRVerification struct {
 	Verification Verification `json:"verification"`
 	// Version is the version the QR names, for the page; not in the JSON.
 	Version VerifiedVersion `json:"-"`
+	// Mismatched names the QR's hashes that differ from the stored ones
+	// (ph, pr, rh), for the page; the JSON's checks name them too.
+	Mismatched []string `json:"-"`
 }
 
 // Lookup returns a public version with its verification; a version that
@@ -171,10 +176,11 @@ func qrProblem(err error) string {
 	return err.Error()
 }
 
-// CheckQR parses a scanned QR string (not BPC-QR-1: VALIDATION_ERROR
-// naming qr) and verifies the version it names against it. A QR whose
-// hashes were altered still finds its version by id, and then does not
-// match nor verify.
+// CheckQR parses a scanned QR string, a BPC-QR-1 string or a BPC-QR-2
+// link (neither: VALIDATION_ERROR naming qr), and verifies the version it
+// names against it. A QR whose hashes were altered still finds its version
+// by id, and then does not match nor verify. A link's base is not
+// compared: the hashes are what the signature vouches for.
 func CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRVerification, error) {
 	return (*Checks)(nil).CheckQR(ctx, q, scanned)
 }
@@ -183,7 +189,7 @@ func CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRVerificat
 func (c *Checks) CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRVerification, error) {
 	f, err := qr.Parse(scanned)
 	if err != nil {
-		return QRVerification{}, errcode.InvalidWrap("qr", err, "is not a BPC-QR-1 payload: %s", qrProblem(err))
+		return QRVerification{}, errcode.InvalidWrap("qr", err, "is not a battery passport QR code (BPC-QR-1 or a BPC-QR-2 link): %s", qrProblem(err))
 	}
 	id, err := uuid.Parse(f.PassportVersionID)
 	if err != nil {
@@ -193,11 +199,93 @@ func (c *Checks) CheckQR(ctx context.Context, q *store.Queries, scanned string) 
 	if err != nil {
 		return QRVerification{}, err
 	}
-	matches := f.PayloadHash == v.PayloadHash && f.ProofRootHash == v.ProofRootHash && f.ReceiptHash == v.ReceiptHash
+	return c.compare(v, f, scanned), nil
+}
+
+// Printed are the three hashes a BPC-QR-2 link carries in its query,
+// as lowercase hex.
+type Printed struct {
+	PayloadHash, ProofRootHash, ReceiptHash string
+}
+
+// linkParams are a link's query parameters, in the order the link writes them.
+var linkParams = [3]string{"ph", "pr", "rh"}
+
+// ParsePrinted reads ph, pr and rh from a link's query: each exactly once,
+// in the one base32 spelling core/qr writes. Anything else is a
+// VALIDATION_ERROR naming the parameter: a damaged link. Other parameters
+// are ignored.
+func ParsePrinted(query url.Values) (Printed, error) {
+	var p Printed
+	targets := [3]*string{&p.PayloadHash, &p.ProofRootHash, &p.ReceiptHash}
+	for i, name := range linkParams {
+		values := query[name]
+		switch {
+		case len(values) == 0:
+			return Printed{}, errcode.Invalid(name, "is missing: a link carries ph, pr and rh")
+		case len(values) > 1:
+			return Printed{}, errcode.Invalid(name, "is given %d times", len(values))
+		}
+		h, err := qr.DecodeHash(values[0])
+		if err != nil {
+			return Printed{}, errcode.InvalidWrap(name, err, "%s", err)
+		}
+		*targets[i] = h
+	}
+	return p, nil
+}
+
+// HasPrinted reports whether the query carries any of a link's hashes.
+func HasPrinted(query url.Values) bool {
+	for _, name := range linkParams {
+		if query.Has(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckLink verifies the public version id against the hashes a BPC-QR-2
+// link printed: GET /p/{id}?ph=&pr=&rh=. The scanned code it verifies is
+// the link as the version's own QR code spells it (its base), or, for a
+// version issued with a BPC-QR-1 code, that string with the printed
+// hashes, so that a link with the stored hashes is the stored code itself.
+func CheckLink(ctx context.Context, q *store.Queries, id uuid.UUID, p Printed) (QRVerification, error) {
+	return (*Checks)(nil).CheckLink(ctx, q, id, p)
+}
+
+// CheckLink is the package's CheckLink, remembering verifications in c.
+func (c *Checks) CheckLink(ctx context.Context, q *store.Queries, id uuid.UUID, p Printed) (QRVerification, error) {
+	v, err := q.GetPublicPassportVersion(ctx, id)
+	if err != nil {
+		return QRVerification{}, err
+	}
+	f := qr.Fields{Format: qr.FormatQR1, PassportVersionID: id.String(),
+		PayloadHash: p.PayloadHash, ProofRootHash: p.ProofRootHash, ReceiptHash: p.ReceiptHash}
+	if stored, err := qr.Parse(deref(v.QRPayload)); err == nil && stored.Format == qr.FormatQR2 {
+		f.Format, f.BaseURL = qr.FormatQR2, stored.BaseURL
+	}
+	scanned, err := qr.Encode(f)
+	if err != nil {
+		return QRVerification{}, err
+	}
+	return c.compare(v, f, scanned), nil
+}
+
+// compare is the verification of v against a scanned code f (its text
+// scanned).
+func (c *Checks) compare(v store.PublicPassportVersion, f qr.Fields, scanned string) QRVerification {
+	var mismatched []string
+	for i, pair := range [3][2]string{{f.PayloadHash, v.PayloadHash}, {f.ProofRootHash, v.ProofRootHash}, {f.ReceiptHash, v.ReceiptHash}} {
+		if pair[0] != pair[1] {
+			mismatched = append(mismatched, linkParams[i])
+		}
+	}
 	// The stored image renders the stored payload; it says nothing of a
 	// scanned string, so it is checked only when the two are the same.
 	ver := withTrust(v, c.check(v, scanned, scanned == deref(v.QRPayload)))
-	return QRVerification{PassportVersionID: id, QRMatches: matches, Verification: ver, Version: view(v, ver)}, nil
+	return QRVerification{PassportVersionID: v.PassportVersionID, QRMatches: len(mismatched) == 0, Verification: ver,
+		Version: view(v, ver), Mismatched: mismatched}
 }
 
 func view(v store.PublicPassportVersion, ver Verification) VerifiedVersion {

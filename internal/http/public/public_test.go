@@ -52,6 +52,7 @@ func newEnv(t testing.TB, productName string) env {
 	r.Get(public.PassportVersionPath, ph.PassportVersion)
 	r.Get(public.VerifyPath, ph.Verify)
 	r.Get(public.IssuerPath, ph.Issuer)
+	r.Get(public.LinkPath, ph.Link)
 	e.h = r
 	return e
 }
@@ -224,13 +225,13 @@ func TestVerifyQR(t *testing.T) {
 			ee := errcode.As(err)
 			require.NotNil(t, ee, bad)
 			require.Equal(t, map[string]any{"field": "qr"}, ee.Details)
-			require.True(t, strings.HasPrefix(ee.Message, "qr: is not a BPC-QR-1 payload: "), ee.Message)
+			require.True(t, strings.HasPrefix(ee.Message, "qr: is not a battery passport QR code (BPC-QR-1 or a BPC-QR-2 link): "), ee.Message)
 			require.Equal(t, 1, strings.Count(ee.Message, "qr"), ee.Message)
 			require.NotContains(t, ee.Message, "VALIDATION_ERROR")
 		}
 	}
 	_, err = public.CheckQR(e.Ctx, e.Store, "hello")
-	require.EqualError(t, err, fmt.Sprintf("VALIDATION_ERROR: qr: is not a BPC-QR-1 payload: must be %d bytes, got 5", qr.PayloadLen))
+	require.EqualError(t, err, fmt.Sprintf("VALIDATION_ERROR: qr: is not a battery passport QR code (BPC-QR-1 or a BPC-QR-2 link): must be %d bytes, got 5", qr.PayloadLen))
 	unknown := strings.Replace(good, id.String(), uuid.NewString(), 1)
 	require.Equal(t, http.StatusNotFound, e.get(t, verifyURL(unknown), "").Code)
 	require.Equal(t, http.StatusNotFound, e.get(t, verifyURL(unknown), "text/html").Code)
@@ -336,7 +337,7 @@ func TestPageInABrowser(t *testing.T) {
 
 // tamperQR changes one character of the QR's ph (still valid base32).
 func tamperQR(good string) string {
-	i := strings.Index(good, "|ph=") + 4
+	i := strings.Index(good, "ph=") + 3
 	swap := byte('A')
 	if good[i] == 'A' {
 		swap = 'B'
