@@ -213,6 +213,42 @@ func (e CreatedKeyRole) Valid() bool {
 	}
 }
 
+// Defines values for DirectoryKeyAlg.
+const (
+	ED25519 DirectoryKeyAlg = "ED25519"
+)
+
+// Valid indicates whether the value is a known member of the DirectoryKeyAlg enum.
+func (e DirectoryKeyAlg) Valid() bool {
+	switch e {
+	case ED25519:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DirectoryKeyStatus.
+const (
+	DirectoryKeyStatusActive  DirectoryKeyStatus = "active"
+	DirectoryKeyStatusRetired DirectoryKeyStatus = "retired"
+	DirectoryKeyStatusRevoked DirectoryKeyStatus = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the DirectoryKeyStatus enum.
+func (e DirectoryKeyStatus) Valid() bool {
+	switch e {
+	case DirectoryKeyStatusActive:
+		return true
+	case DirectoryKeyStatusRetired:
+		return true
+	case DirectoryKeyStatusRevoked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DocumentKind.
 const (
 	DocumentKindBOM          DocumentKind = "BOM"
@@ -675,6 +711,54 @@ func (e UpdateTenantQuotasInputReset) Valid() bool {
 	}
 }
 
+// Defines values for VerificationFailureReason.
+const (
+	VerificationFailureReasonCHECKSFAILED      VerificationFailureReason = "CHECKS_FAILED"
+	VerificationFailureReasonEmpty             VerificationFailureReason = ""
+	VerificationFailureReasonISSUERNOTVERIFIED VerificationFailureReason = "ISSUER_NOT_VERIFIED"
+	VerificationFailureReasonKEYNOTOWNED       VerificationFailureReason = "KEY_NOT_OWNED"
+	VerificationFailureReasonKEYREVOKED        VerificationFailureReason = "KEY_REVOKED"
+)
+
+// Valid indicates whether the value is a known member of the VerificationFailureReason enum.
+func (e VerificationFailureReason) Valid() bool {
+	switch e {
+	case VerificationFailureReasonCHECKSFAILED:
+		return true
+	case VerificationFailureReasonEmpty:
+		return true
+	case VerificationFailureReasonISSUERNOTVERIFIED:
+		return true
+	case VerificationFailureReasonKEYNOTOWNED:
+		return true
+	case VerificationFailureReasonKEYREVOKED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VerificationVerdict.
+const (
+	VerificationVerdictISSUERNOTVERIFIED VerificationVerdict = "ISSUER_NOT_VERIFIED"
+	VerificationVerdictNOTVERIFIED       VerificationVerdict = "NOT_VERIFIED"
+	VerificationVerdictVERIFIED          VerificationVerdict = "VERIFIED"
+)
+
+// Valid indicates whether the value is a known member of the VerificationVerdict enum.
+func (e VerificationVerdict) Valid() bool {
+	switch e {
+	case VerificationVerdictISSUERNOTVERIFIED:
+		return true
+	case VerificationVerdictNOTVERIFIED:
+		return true
+	case VerificationVerdictVERIFIED:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for VerifiedVersionStatus.
 const (
 	VerifiedVersionStatusACTIVE     VerifiedVersionStatus = "ACTIVE"
@@ -687,6 +771,27 @@ func (e VerifiedVersionStatus) Valid() bool {
 	case VerifiedVersionStatusACTIVE:
 		return true
 	case VerifiedVersionStatusSUPERSEDED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VerifyingKeyStatus.
+const (
+	VerifyingKeyStatusActive  VerifyingKeyStatus = "active"
+	VerifyingKeyStatusRetired VerifyingKeyStatus = "retired"
+	VerifyingKeyStatusRevoked VerifyingKeyStatus = "revoked"
+)
+
+// Valid indicates whether the value is a known member of the VerifyingKeyStatus enum.
+func (e VerifyingKeyStatus) Valid() bool {
+	switch e {
+	case VerifyingKeyStatusActive:
+		return true
+	case VerifyingKeyStatusRetired:
+		return true
+	case VerifyingKeyStatusRevoked:
 		return true
 	default:
 		return false
@@ -1160,6 +1265,42 @@ type DeliveryRef struct {
 	WebhookEndpointId openapi_types.UUID `json:"webhook_endpoint_id"`
 }
 
+// Directory defines model for Directory.
+type Directory struct {
+	Country *string `json:"country"`
+
+	// IdentityVerified The platform verified the issuer's identity (and nothing in the profile changed since).
+	IdentityVerified   bool       `json:"identity_verified"`
+	IdentityVerifiedAt *time.Time `json:"identity_verified_at"`
+
+	// Keys The tenant's signing keys, oldest first; public halves only.
+	Keys           []DirectoryKey     `json:"keys"`
+	LegalName      *string            `json:"legal_name"`
+	RegistrationId *string            `json:"registration_id"`
+	TenantId       openapi_types.UUID `json:"tenant_id"`
+	Website        *string            `json:"website"`
+}
+
+// DirectoryKey defines model for DirectoryKey.
+type DirectoryKey struct {
+	Alg DirectoryKeyAlg `json:"alg"`
+
+	// CompromisedAt Versions signed at or after this time do not verify (KEY_REVOKED).
+	CompromisedAt   *time.Time         `json:"compromised_at"`
+	CreatedAt       time.Time          `json:"created_at"`
+	KeyId           string             `json:"key_id"`
+	PublicKeyBase64 string             `json:"public_key_base64"`
+	RetiredAt       *time.Time         `json:"retired_at"`
+	RevokedAt       *time.Time         `json:"revoked_at"`
+	Status          DirectoryKeyStatus `json:"status"`
+}
+
+// DirectoryKeyAlg defines model for DirectoryKey.Alg.
+type DirectoryKeyAlg string
+
+// DirectoryKeyStatus defines model for DirectoryKey.Status.
+type DirectoryKeyStatus string
+
 // Document defines model for Document.
 type Document struct {
 	CreatedAt  time.Time          `json:"created_at"`
@@ -1331,7 +1472,7 @@ type EnqueueExportPassport struct {
 // EnqueueExportPassportType Writes an ACTIVE passport version to an export file.
 type EnqueueExportPassportType string
 
-// EnqueueGenerateQR Renders the BPC-QR-1 code of a signed passport version.
+// EnqueueGenerateQR Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 type EnqueueGenerateQR struct {
 	// IdempotencyKey The same key and request return the existing job (200); or the Idempotency-Key header.
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
@@ -1349,11 +1490,11 @@ type EnqueueGenerateQR struct {
 	ScheduledAt *time.Time          `json:"scheduled_at,omitempty"`
 	TenantId    *openapi_types.UUID `json:"tenant_id,omitempty"`
 
-	// Type Renders the BPC-QR-1 code of a signed passport version.
+	// Type Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 	Type EnqueueGenerateQRType `json:"type"`
 }
 
-// EnqueueGenerateQRType Renders the BPC-QR-1 code of a signed passport version.
+// EnqueueGenerateQRType Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 type EnqueueGenerateQRType string
 
 // EnqueueIngestDocument Stores a new version of a document and enqueues its PARSE_FACTS.
@@ -1522,7 +1663,7 @@ type FactList struct {
 	Items []Fact `json:"items"`
 }
 
-// GenerateQRArgs Renders the BPC-QR-1 code of a signed passport version. (payload of GENERATE_QR)
+// GenerateQRArgs Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page. (payload of GENERATE_QR)
 type GenerateQRArgs struct {
 	PassportVersionId openapi_types.UUID  `json:"passport_version_id"`
 	TenantId          *openapi_types.UUID `json:"tenant_id,omitempty"`
@@ -1535,6 +1676,49 @@ type IngestDocumentArgs struct {
 	DocumentId openapi_types.UUID  `json:"document_id"`
 	MimeType   string              `json:"mime_type"`
 	TenantId   *openapi_types.UUID `json:"tenant_id,omitempty"`
+}
+
+// IssuerInput defines model for IssuerInput.
+type IssuerInput struct {
+	// Country Country of registration: an assigned ISO 3166-1 alpha-2 code in upper case, e.g. DE.
+	Country string `json:"country"`
+
+	// LegalName The company's registered name, as the public page names the issuer. Printable text, no control characters.
+	LegalName string `json:"legal_name"`
+
+	// RegistrationId The company's registration number, e.g. its EORI or VAT number.
+	RegistrationId string `json:"registration_id"`
+
+	// Website The company's website: an https URL of at most 300 characters.
+	Website *string `json:"website,omitempty"`
+}
+
+// IssuerProfile defines model for IssuerProfile.
+type IssuerProfile struct {
+	Country            string             `json:"country"`
+	IdentityVerifiedAt *time.Time         `json:"identity_verified_at"`
+	LegalName          string             `json:"legal_name"`
+	RegistrationId     string             `json:"registration_id"`
+	TenantId           openapi_types.UUID `json:"tenant_id"`
+	UpdatedAt          time.Time          `json:"updated_at"`
+	Website            *string            `json:"website"`
+}
+
+// IssuerView defines model for IssuerView.
+type IssuerView struct {
+	Country *string `json:"country"`
+
+	// DirectoryUrl The issuer's public key directory (GET /public/v1/issuers/{tenant_id}).
+	DirectoryUrl       string             `json:"directory_url"`
+	IdentityVerified   bool               `json:"identity_verified"`
+	IdentityVerifiedAt *time.Time         `json:"identity_verified_at"`
+	LegalName          *string            `json:"legal_name"`
+	RegistrationId     *string            `json:"registration_id"`
+	TenantId           openapi_types.UUID `json:"tenant_id"`
+
+	// TenantName The tenant's name in this service (not verified by anyone).
+	TenantName string  `json:"tenant_name"`
+	Website    *string `json:"website"`
 }
 
 // Job defines model for Job.
@@ -1759,6 +1943,24 @@ type ReplayReport struct {
 	SignatureValid    bool               `json:"signature_valid"`
 }
 
+// RevokeSigningKeyInput defines model for RevokeSigningKeyInput.
+type RevokeSigningKeyInput struct {
+	// CompromisedAt Since when the key is compromised: what it signed at or after this time no longer verifies. Now when absent; never in the future.
+	CompromisedAt *time.Time `json:"compromised_at,omitempty"`
+
+	// Reason Why the key is revoked (kept with the key and in the audit event).
+	Reason string `json:"reason"`
+
+	// TenantId Optional: a tenant admin key's own tenant when absent (another tenant's is 403); with the platform token, the key's owner when absent.
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
+}
+
+// RotateSigningKeyInput defines model for RotateSigningKeyInput.
+type RotateSigningKeyInput struct {
+	// TenantId Required with the platform token; a tenant admin key's own tenant when absent (another tenant's is 403).
+	TenantId *openapi_types.UUID `json:"tenant_id,omitempty"`
+}
+
 // RulePackage defines model for RulePackage.
 type RulePackage struct {
 	CreatedAt     time.Time          `json:"created_at"`
@@ -1865,16 +2067,23 @@ type SignPassportArgs struct {
 	TenantId          *openapi_types.UUID `json:"tenant_id,omitempty"`
 }
 
-// SigningKeyView defines model for SigningKeyView.
-type SigningKeyView struct {
-	Alg             string `json:"alg"`
-	KeyId           string `json:"key_id"`
-	PublicKeyBase64 string `json:"public_key_base64"`
+// SigningKey defines model for SigningKey.
+type SigningKey struct {
+	Alg              string              `json:"alg"`
+	CompromisedAt    *time.Time          `json:"compromised_at"`
+	CreatedAt        time.Time           `json:"created_at"`
+	KeyId            string              `json:"key_id"`
+	PublicKeyBase64  string              `json:"public_key_base64"`
+	RetiredAt        *time.Time          `json:"retired_at"`
+	RevocationReason *string             `json:"revocation_reason"`
+	RevokedAt        *time.Time          `json:"revoked_at"`
+	Status           string              `json:"status"`
+	TenantId         *openapi_types.UUID `json:"tenant_id"`
 }
 
-// SigningKeyViewList defines model for SigningKeyViewList.
-type SigningKeyViewList struct {
-	Items []SigningKeyView `json:"items"`
+// SigningKeyList defines model for SigningKeyList.
+type SigningKeyList struct {
+	Items []SigningKey `json:"items"`
 }
 
 // Snapshot defines model for Snapshot.
@@ -2000,13 +2209,25 @@ type UploadVersionResult struct {
 
 // Verification defines model for Verification.
 type Verification struct {
-	Checks        []VerificationCheck `json:"checks"`
-	PayloadHashOk bool                `json:"payload_hash_ok"`
-	ProofRootOk   bool                `json:"proof_root_ok"`
-	ReceiptHashOk bool                `json:"receipt_hash_ok"`
-	SignatureOk   bool                `json:"signature_ok"`
-	Verified      bool                `json:"verified"`
+	Checks         []VerificationCheck       `json:"checks"`
+	FailureReason  VerificationFailureReason `json:"failure_reason"`
+	Issuer         *IssuerView               `json:"issuer"`
+	IssuerVerified bool                      `json:"issuer_verified"`
+	KeyOwnerOk     bool                      `json:"key_owner_ok"`
+	KeyValidOk     bool                      `json:"key_valid_ok"`
+	PayloadHashOk  bool                      `json:"payload_hash_ok"`
+	ProofRootOk    bool                      `json:"proof_root_ok"`
+	ReceiptHashOk  bool                      `json:"receipt_hash_ok"`
+	SignatureOk    bool                      `json:"signature_ok"`
+	Verdict        VerificationVerdict       `json:"verdict"`
+	Verified       bool                      `json:"verified"`
 }
+
+// VerificationFailureReason defines model for Verification.FailureReason.
+type VerificationFailureReason string
+
+// VerificationVerdict defines model for Verification.Verdict.
+type VerificationVerdict string
 
 // VerificationCheck defines model for VerificationCheck.
 type VerificationCheck struct {
@@ -2041,10 +2262,18 @@ type VerifiedVersionStatus string
 
 // VerifyingKey defines model for VerifyingKey.
 type VerifyingKey struct {
-	Alg             string `json:"alg"`
-	KeyId           string `json:"key_id"`
-	PublicKeyBase64 string `json:"public_key_base64"`
+	Alg              string              `json:"alg"`
+	CompromisedAt    *time.Time          `json:"compromised_at"`
+	KeyId            string              `json:"key_id"`
+	PublicKeyBase64  string              `json:"public_key_base64"`
+	RevocationReason *string             `json:"revocation_reason"`
+	RevokedAt        *time.Time          `json:"revoked_at"`
+	Status           VerifyingKeyStatus  `json:"status"`
+	TenantId         *openapi_types.UUID `json:"tenant_id"`
 }
+
+// VerifyingKeyStatus defines model for VerifyingKey.Status.
+type VerifyingKeyStatus string
 
 // WebhookDelivery defines model for WebhookDelivery.
 type WebhookDelivery struct {
@@ -2102,9 +2331,21 @@ type WebhookSubscriptionList struct {
 	Items []WebhookSubscription `json:"items"`
 }
 
+// PublicLinkParams defines parameters for PublicLink.
+type PublicLinkParams struct {
+	// Ph The payload hash the code printed: base32 of the 32 bytes, upper case, unpadded.
+	Ph *string `form:"ph,omitempty" json:"ph,omitempty"`
+
+	// Pr The proof root the code printed, as ph.
+	Pr *string `form:"pr,omitempty" json:"pr,omitempty"`
+
+	// Rh The receipt hash the code printed, as ph.
+	Rh *string `form:"rh,omitempty" json:"rh,omitempty"`
+}
+
 // PublicVerifyQrParams defines parameters for PublicVerifyQr.
 type PublicVerifyQrParams struct {
-	// Qr The QR code's text: BPC1|pv=…|ph=…|pr=…|rh=…
+	// Qr The QR code's text: https://…/p/<id>?ph=…&pr=…&rh=… or BPC1|pv=…|ph=…|pr=…|rh=…
 	Qr *string `form:"qr,omitempty" json:"qr,omitempty"`
 }
 
@@ -2325,6 +2566,12 @@ type GetRulePackageParams struct {
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
+// ListSigningKeysParams defines parameters for ListSigningKeys.
+type ListSigningKeysParams struct {
+	// TenantId The tenant whose keys to list: a tenant API key's own tenant when absent (another tenant's is 403); with the platform token, absent lists the legacy keys only.
+	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
+}
+
 // GetSnapshotParams defines parameters for GetSnapshot.
 type GetSnapshotParams struct {
 	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
@@ -2340,6 +2587,24 @@ type BuildSnapshotParams struct {
 // ListSnapshotItemsParams defines parameters for ListSnapshotItems.
 type ListSnapshotItemsParams struct {
 	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
+	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
+}
+
+// GetTenantIssuerParams defines parameters for GetTenantIssuer.
+type GetTenantIssuerParams struct {
+	// TenantId Optional: the tenant of the resource, the path's id. A tenant API key naming another tenant is 403.
+	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
+}
+
+// PutTenantIssuerParams defines parameters for PutTenantIssuer.
+type PutTenantIssuerParams struct {
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
+	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
+}
+
+// VerifyTenantIssuerParams defines parameters for VerifyTenantIssuer.
+type VerifyTenantIssuerParams struct {
+	// TenantId Optional: the tenant of the resource, the path's id. A tenant API key naming another tenant is 403.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
@@ -2448,6 +2713,12 @@ type CreateRulePackageJSONRequestBody = CreateRulePackageInput
 // CreateRulePackageVersionJSONRequestBody defines body for CreateRulePackageVersion for application/json ContentType.
 type CreateRulePackageVersionJSONRequestBody = CreateRuleVersionInput
 
+// RevokeSigningKeyJSONRequestBody defines body for RevokeSigningKey for application/json ContentType.
+type RevokeSigningKeyJSONRequestBody = RevokeSigningKeyInput
+
+// RotateSigningKeyJSONRequestBody defines body for RotateSigningKey for application/json ContentType.
+type RotateSigningKeyJSONRequestBody = RotateSigningKeyInput
+
 // CreateSnapshotJSONRequestBody defines body for CreateSnapshot for application/json ContentType.
 type CreateSnapshotJSONRequestBody = TenantInput
 
@@ -2465,6 +2736,9 @@ type CreateTenantJSONRequestBody = CreateTenantInput
 
 // UpdateTenantQuotasJSONRequestBody defines body for UpdateTenantQuotas for application/json ContentType.
 type UpdateTenantQuotasJSONRequestBody = UpdateTenantQuotasInput
+
+// PutTenantIssuerJSONRequestBody defines body for PutTenantIssuer for application/json ContentType.
+type PutTenantIssuerJSONRequestBody = IssuerInput
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = CreateEndpointInput
@@ -2902,6 +3176,32 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// PublicLink The page a passport's QR code links to
+	//
+	// Where a passport's QR code (a BPC-QR-2 link) leads: the version's page, comparing the hashes the link printed with the stored ones.
+	//
+	// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
+	//
+	// **Idempotency:** Read-only; safe to repeat.
+	//
+	// No credentials. A BPC-QR-2 link, <BPC_PUBLIC_BASE_URL>/p/{id}?ph=…&pr=…&rh=…. With Accept: text/html: the version's page (as public-passport-version's); with ph, pr and rh, it says whether the code on the battery matches the signed passport, or names the hashes that differ (200 either way). A link with a hash missing, repeated or not in its base32 spelling is damaged: 400 with the page saying so. JSON (the QRVerification of public-verify-qr) needs ph, pr and rh: without them, or with a damaged one, 422 naming it. An unknown or unpublished version: 404. Cached like public-passport-version, errors not.
+	//
+	// Corresponds with GET /p/{id} (the `PublicLink` operationId).
+	PublicLink(ctx context.Context, id openapi_types.UUID, params *PublicLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PublicIssuer An issuer's public key directory
+	//
+	// An issuer's public key directory (SPEC §16): its profile and the public halves of its signing keys with their status. Save it to pin the issuer's keys offline: bpc verify --keys FILE.
+	//
+	// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
+	//
+	// **Idempotency:** Read-only; safe to repeat.
+	//
+	// No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. Cached for five minutes (Cache-Control), then revalidated by ETag (304).
+	//
+	// Corresponds with GET /public/v1/issuers/{tenant_id} (the `PublicIssuer` operationId).
+	PublicIssuer(ctx context.Context, tenantId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PublicPassportVersion A published passport version and whether its stored bytes verify
 	//
 	// A published passport version (ACTIVE or SUPERSEDED), its product and whether its stored bytes verify.
@@ -2915,15 +3215,15 @@ type ClientInterface interface {
 	// Corresponds with GET /public/v1/passport-versions/{id} (the `PublicPassportVersion` operationId).
 	PublicPassportVersion(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// PublicVerifyQr Check a scanned BPC-QR-1 string against the passport version it names
+	// PublicVerifyQr Check a scanned QR code against the passport version it names
 	//
-	// Checks a scanned BPC-QR-1 string against the passport version it names.
+	// Checks a scanned QR code (a BPC-QR-1 string or a BPC-QR-2 link) against the passport version it names.
 	//
 	// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
 	//
 	// **Idempotency:** Read-only; safe to repeat.
 	//
-	// No credentials. qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives qr_matches false and verified false. Not a BPC-QR-1 string: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
+	// No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives qr_matches false and verified false. Neither format: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
 	//
 	// Corresponds with GET /public/v1/verify (the `PublicVerifyQr` operationId).
 	PublicVerifyQr(ctx context.Context, params *PublicVerifyQrParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3224,7 +3524,7 @@ type ClientInterface interface {
 	// - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 	// - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 	// - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-	// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+	// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 	// - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 	// - PARSE_FACTS: Parses an uploaded document version into facts.
 	// - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -3251,7 +3551,7 @@ type ClientInterface interface {
 	// - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 	// - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 	// - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-	// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+	// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 	// - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 	// - PARSE_FACTS: Parses an uploaded document version into facts.
 	// - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -3313,7 +3613,7 @@ type ClientInterface interface {
 	// - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 	// - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 	// - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-	// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+	// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 	// - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 	// - PARSE_FACTS: Parses an uploaded document version into facts.
 	// - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -3340,7 +3640,7 @@ type ClientInterface interface {
 	// - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 	// - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 	// - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-	// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+	// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 	// - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 	// - PARSE_FACTS: Parses an uploaded document version into facts.
 	// - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -3475,9 +3775,9 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/passport-versions/{id}/proof (the `GetPassportProof` operationId).
 	GetPassportProof(ctx context.Context, id openapi_types.UUID, params *GetPassportProofParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetPassportQr The BPC-QR-1 code as PNG
+	// GetPassportQr The QR code as PNG
 	//
-	// The BPC-QR-1 code of the version as a PNG image.
+	// The QR code of the version as a PNG image: the BPC-QR-2 link to its public page (BPC-QR-1 for versions issued before links).
 	//
 	// **Who may call it:** The platform token (with tenant_id), or any tenant API key of the resource's tenant (reader, writer or admin); another tenant's ids are 404, another tenant's tenant_id 403.
 	//
@@ -3742,16 +4042,70 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/rule-packages/{id}/versions (the `CreateRulePackageVersion` operationId).
 	CreateRulePackageVersion(ctx context.Context, id openapi_types.UUID, body CreateRulePackageVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListSigningKeys List the public keys that verify receipts
+	// ListSigningKeys List a tenant's signing keys and the platform's legacy keys
 	//
-	// Lists the Ed25519 public keys that verify passport receipts, by key id.
+	// Lists the tenant's Ed25519 signing keys (active, retired, revoked, with their times) and the platform's legacy keys: the public keys that verify its passport receipts, by key id. Never private material.
 	//
 	// **Who may call it:** The platform token (with tenant_id), or any tenant API key of the resource's tenant (reader, writer or admin); another tenant's ids are 404, another tenant's tenant_id 403.
 	//
 	// **Idempotency:** Read-only; safe to repeat.
 	//
+	// A tenant API key (any role) or the platform token with tenant_id: the tenant's keys, oldest first, then the platform's legacy keys (tenant_id null), which signed every tenant's receipts before tenants had keys. The platform token without tenant_id: the legacy keys only. Public keys, statuses and times only; private keys never leave the service.
+	//
 	// Corresponds with GET /v1/signing-keys (the `ListSigningKeys` operationId).
-	ListSigningKeys(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListSigningKeys(ctx context.Context, params *ListSigningKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeSigningKeyWithBody Revoke a signing key of the tenant
+	//
+	// Revokes one of the tenant's signing keys since compromised_at (default now; never in the future): versions it signed at or after that time no longer verify, versions compiled for it are not signed (KEY_REVOKED). Revoking the active key leaves the tenant without one; the next compile creates a fresh key. Another tenant's key and the platform's legacy keys are 404.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Revoking a revoked key again may only move compromised_at earlier (with the new reason); a time at or after the stored one changes nothing and answers the key as it is.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/signing-keys/{key_id}/revoke (the `RevokeSigningKey` operationId).
+	RevokeSigningKeyWithBody(ctx context.Context, keyId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeSigningKey Revoke a signing key of the tenant
+	//
+	// Revokes one of the tenant's signing keys since compromised_at (default now; never in the future): versions it signed at or after that time no longer verify, versions compiled for it are not signed (KEY_REVOKED). Revoking the active key leaves the tenant without one; the next compile creates a fresh key. Another tenant's key and the platform's legacy keys are 404.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Revoking a revoked key again may only move compromised_at earlier (with the new reason); a time at or after the stored one changes nothing and answers the key as it is.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/signing-keys/{key_id}/revoke (the `RevokeSigningKey` operationId).
+	RevokeSigningKey(ctx context.Context, keyId string, body RevokeSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateSigningKeyWithBody Retire the tenant's active signing key and make a new one
+	//
+	// Retires the tenant's active signing key (what it signed still verifies) and makes a new active one, which the next compiles name. A tenant without an active key just gets one.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Not idempotent: each call makes a new key and retires the one before.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/signing-keys:rotate (the `RotateSigningKey` operationId).
+	RotateSigningKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateSigningKey Retire the tenant's active signing key and make a new one
+	//
+	// Retires the tenant's active signing key (what it signed still verifies) and makes a new active one, which the next compiles name. A tenant without an active key just gets one.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Not idempotent: each call makes a new key and retires the one before.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/signing-keys:rotate (the `RotateSigningKey` operationId).
+	RotateSigningKey(ctx context.Context, body RotateSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateSnapshotWithBody Create a BUILDING snapshot
 	//
@@ -3956,6 +4310,56 @@ type ClientInterface interface {
 	// Corresponds with PATCH /v1/tenants/{id} (the `UpdateTenantQuotas` operationId).
 	UpdateTenantQuotas(ctx context.Context, id openapi_types.UUID, body UpdateTenantQuotasJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetTenantIssuer Get a tenant's issuer profile
+	//
+	// The tenant's issuer profile; 404 when it has none. The platform token, or an admin key of the tenant; another tenant's id is 404.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Read-only; safe to repeat.
+	//
+	// Corresponds with GET /v1/tenants/{id}/issuer (the `GetTenantIssuer` operationId).
+	GetTenantIssuer(ctx context.Context, id openapi_types.UUID, params *GetTenantIssuerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutTenantIssuerWithBody Set a tenant's issuer profile
+	//
+	// Creates or replaces the tenant's issuer profile (SPEC §16): legal_name (1-200 printable characters), country (an assigned ISO 3166-1 alpha-2 code in upper case), registration_id (1-100 printable characters) and an optional https website (at most 300 characters). A member that is wrong is 422 naming it. Any change clears identity_verified_at and is audited as issuer.updated (saying whether verification was cleared); the same values again change nothing. The platform token, or an admin key of the tenant; another tenant's id is 404.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/tenants/{id}/issuer (the `PutTenantIssuer` operationId).
+	PutTenantIssuerWithBody(ctx context.Context, id openapi_types.UUID, params *PutTenantIssuerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutTenantIssuer Set a tenant's issuer profile
+	//
+	// Creates or replaces the tenant's issuer profile (SPEC §16): legal_name (1-200 printable characters), country (an assigned ISO 3166-1 alpha-2 code in upper case), registration_id (1-100 printable characters) and an optional https website (at most 300 characters). A member that is wrong is 422 naming it. Any change clears identity_verified_at and is audited as issuer.updated (saying whether verification was cleared); the same values again change nothing. The platform token, or an admin key of the tenant; another tenant's id is 404.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/tenants/{id}/issuer (the `PutTenantIssuer` operationId).
+	PutTenantIssuer(ctx context.Context, id openapi_types.UUID, params *PutTenantIssuerParams, body PutTenantIssuerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// VerifyTenantIssuer Record that the platform verified the issuer's identity
+	//
+	// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
+	//
+	// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+	//
+	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	//
+	// The platform token only.
+	//
+	// Corresponds with POST /v1/tenants/{id}/issuer/verify (the `VerifyTenantIssuer` operationId).
+	VerifyTenantIssuer(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetTenantUsage A tenant's quotas and what it uses of them
 	//
 	// A tenant's effective quotas and what it uses of them now: queued and running jobs, live webhook endpoints, subscriptions and unrevoked API keys. The platform token, or any key of the tenant; another tenant's id is 403.
@@ -4125,6 +4529,52 @@ type ClientInterface interface {
 	DeleteWebhookSubscription(ctx context.Context, id openapi_types.UUID, params *DeleteWebhookSubscriptionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
+// PublicLink The page a passport's QR code links to
+//
+// Where a passport's QR code (a BPC-QR-2 link) leads: the version's page, comparing the hashes the link printed with the stored ones.
+//
+// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
+//
+// **Idempotency:** Read-only; safe to repeat.
+//
+// No credentials. A BPC-QR-2 link, <BPC_PUBLIC_BASE_URL>/p/{id}?ph=…&pr=…&rh=…. With Accept: text/html: the version's page (as public-passport-version's); with ph, pr and rh, it says whether the code on the battery matches the signed passport, or names the hashes that differ (200 either way). A link with a hash missing, repeated or not in its base32 spelling is damaged: 400 with the page saying so. JSON (the QRVerification of public-verify-qr) needs ph, pr and rh: without them, or with a damaged one, 422 naming it. An unknown or unpublished version: 404. Cached like public-passport-version, errors not.
+//
+// Corresponds with GET /p/{id} (the `PublicLink` operationId).
+func (c *Client) PublicLink(ctx context.Context, id openapi_types.UUID, params *PublicLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublicLinkRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PublicIssuer An issuer's public key directory
+//
+// An issuer's public key directory (SPEC §16): its profile and the public halves of its signing keys with their status. Save it to pin the issuer's keys offline: bpc verify --keys FILE.
+//
+// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
+//
+// **Idempotency:** Read-only; safe to repeat.
+//
+// No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. Cached for five minutes (Cache-Control), then revalidated by ETag (304).
+//
+// Corresponds with GET /public/v1/issuers/{tenant_id} (the `PublicIssuer` operationId).
+func (c *Client) PublicIssuer(ctx context.Context, tenantId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPublicIssuerRequest(c.Server, tenantId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // PublicPassportVersion A published passport version and whether its stored bytes verify
 //
 // A published passport version (ACTIVE or SUPERSEDED), its product and whether its stored bytes verify.
@@ -4148,15 +4598,15 @@ func (c *Client) PublicPassportVersion(ctx context.Context, id openapi_types.UUI
 	return c.Client.Do(req)
 }
 
-// PublicVerifyQr Check a scanned BPC-QR-1 string against the passport version it names
+// PublicVerifyQr Check a scanned QR code against the passport version it names
 //
-// Checks a scanned BPC-QR-1 string against the passport version it names.
+// Checks a scanned QR code (a BPC-QR-1 string or a BPC-QR-2 link) against the passport version it names.
 //
 // **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
 //
 // **Idempotency:** Read-only; safe to repeat.
 //
-// No credentials. qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives qr_matches false and verified false. Not a BPC-QR-1 string: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
+// No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives qr_matches false and verified false. Neither format: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
 //
 // Corresponds with GET /public/v1/verify (the `PublicVerifyQr` operationId).
 func (c *Client) PublicVerifyQr(ctx context.Context, params *PublicVerifyQrParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4687,7 +5137,7 @@ func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditor
 // - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 // - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 // - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 // - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 // - PARSE_FACTS: Parses an uploaded document version into facts.
 // - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -4724,7 +5174,7 @@ func (c *Client) EnqueueJobWithBody(ctx context.Context, params *EnqueueJobParam
 // - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 // - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 // - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 // - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 // - PARSE_FACTS: Parses an uploaded document version into facts.
 // - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -4826,7 +5276,7 @@ func (c *Client) RetryJob(ctx context.Context, jobId openapi_types.UUID, params 
 // - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 // - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 // - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 // - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 // - PARSE_FACTS: Parses an uploaded document version into facts.
 // - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -4863,7 +5313,7 @@ func (c *Client) EnqueueJobsBatchWithBody(ctx context.Context, contentType strin
 // - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 // - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 // - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 // - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 // - PARSE_FACTS: Parses an uploaded document version into facts.
 // - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -5108,9 +5558,9 @@ func (c *Client) GetPassportProof(ctx context.Context, id openapi_types.UUID, pa
 	return c.Client.Do(req)
 }
 
-// GetPassportQr The BPC-QR-1 code as PNG
+// GetPassportQr The QR code as PNG
 //
-// The BPC-QR-1 code of the version as a PNG image.
+// The QR code of the version as a PNG image: the BPC-QR-2 link to its public page (BPC-QR-1 for versions issued before links).
 //
 // **Who may call it:** The platform token (with tenant_id), or any tenant API key of the resource's tenant (reader, writer or admin); another tenant's ids are 404, another tenant's tenant_id 403.
 //
@@ -5585,17 +6035,111 @@ func (c *Client) CreateRulePackageVersion(ctx context.Context, id openapi_types.
 	return c.Client.Do(req)
 }
 
-// ListSigningKeys List the public keys that verify receipts
+// ListSigningKeys List a tenant's signing keys and the platform's legacy keys
 //
-// Lists the Ed25519 public keys that verify passport receipts, by key id.
+// Lists the tenant's Ed25519 signing keys (active, retired, revoked, with their times) and the platform's legacy keys: the public keys that verify its passport receipts, by key id. Never private material.
 //
 // **Who may call it:** The platform token (with tenant_id), or any tenant API key of the resource's tenant (reader, writer or admin); another tenant's ids are 404, another tenant's tenant_id 403.
 //
 // **Idempotency:** Read-only; safe to repeat.
 //
+// A tenant API key (any role) or the platform token with tenant_id: the tenant's keys, oldest first, then the platform's legacy keys (tenant_id null), which signed every tenant's receipts before tenants had keys. The platform token without tenant_id: the legacy keys only. Public keys, statuses and times only; private keys never leave the service.
+//
 // Corresponds with GET /v1/signing-keys (the `ListSigningKeys` operationId).
-func (c *Client) ListSigningKeys(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListSigningKeysRequest(c.Server)
+func (c *Client) ListSigningKeys(ctx context.Context, params *ListSigningKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSigningKeysRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeSigningKeyWithBody Revoke a signing key of the tenant
+//
+// Revokes one of the tenant's signing keys since compromised_at (default now; never in the future): versions it signed at or after that time no longer verify, versions compiled for it are not signed (KEY_REVOKED). Revoking the active key leaves the tenant without one; the next compile creates a fresh key. Another tenant's key and the platform's legacy keys are 404.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Revoking a revoked key again may only move compromised_at earlier (with the new reason); a time at or after the stored one changes nothing and answers the key as it is.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/signing-keys/{key_id}/revoke (the `RevokeSigningKey` operationId).
+func (c *Client) RevokeSigningKeyWithBody(ctx context.Context, keyId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeSigningKeyRequestWithBody(c.Server, keyId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RevokeSigningKey Revoke a signing key of the tenant
+//
+// Revokes one of the tenant's signing keys since compromised_at (default now; never in the future): versions it signed at or after that time no longer verify, versions compiled for it are not signed (KEY_REVOKED). Revoking the active key leaves the tenant without one; the next compile creates a fresh key. Another tenant's key and the platform's legacy keys are 404.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Revoking a revoked key again may only move compromised_at earlier (with the new reason); a time at or after the stored one changes nothing and answers the key as it is.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/signing-keys/{key_id}/revoke (the `RevokeSigningKey` operationId).
+func (c *Client) RevokeSigningKey(ctx context.Context, keyId string, body RevokeSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeSigningKeyRequest(c.Server, keyId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateSigningKeyWithBody Retire the tenant's active signing key and make a new one
+//
+// Retires the tenant's active signing key (what it signed still verifies) and makes a new active one, which the next compiles name. A tenant without an active key just gets one.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Not idempotent: each call makes a new key and retires the one before.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/signing-keys:rotate (the `RotateSigningKey` operationId).
+func (c *Client) RotateSigningKeyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateSigningKeyRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateSigningKey Retire the tenant's active signing key and make a new one
+//
+// Retires the tenant's active signing key (what it signed still verifies) and makes a new active one, which the next compiles name. A tenant without an active key just gets one.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Not idempotent: each call makes a new key and retires the one before.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/signing-keys:rotate (the `RotateSigningKey` operationId).
+func (c *Client) RotateSigningKey(ctx context.Context, body RotateSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateSigningKeyRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5959,6 +6503,96 @@ func (c *Client) UpdateTenantQuotas(ctx context.Context, id openapi_types.UUID, 
 	return c.Client.Do(req)
 }
 
+// GetTenantIssuer Get a tenant's issuer profile
+//
+// The tenant's issuer profile; 404 when it has none. The platform token, or an admin key of the tenant; another tenant's id is 404.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Read-only; safe to repeat.
+//
+// Corresponds with GET /v1/tenants/{id}/issuer (the `GetTenantIssuer` operationId).
+func (c *Client) GetTenantIssuer(ctx context.Context, id openapi_types.UUID, params *GetTenantIssuerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTenantIssuerRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutTenantIssuerWithBody Set a tenant's issuer profile
+//
+// Creates or replaces the tenant's issuer profile (SPEC §16): legal_name (1-200 printable characters), country (an assigned ISO 3166-1 alpha-2 code in upper case), registration_id (1-100 printable characters) and an optional https website (at most 300 characters). A member that is wrong is 422 naming it. Any change clears identity_verified_at and is audited as issuer.updated (saying whether verification was cleared); the same values again change nothing. The platform token, or an admin key of the tenant; another tenant's id is 404.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Idempotent: repeating it leaves the same state.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/tenants/{id}/issuer (the `PutTenantIssuer` operationId).
+func (c *Client) PutTenantIssuerWithBody(ctx context.Context, id openapi_types.UUID, params *PutTenantIssuerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutTenantIssuerRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PutTenantIssuer Set a tenant's issuer profile
+//
+// Creates or replaces the tenant's issuer profile (SPEC §16): legal_name (1-200 printable characters), country (an assigned ISO 3166-1 alpha-2 code in upper case), registration_id (1-100 printable characters) and an optional https website (at most 300 characters). A member that is wrong is 422 naming it. Any change clears identity_verified_at and is audited as issuer.updated (saying whether verification was cleared); the same values again change nothing. The platform token, or an admin key of the tenant; another tenant's id is 404.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Idempotent: repeating it leaves the same state.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/tenants/{id}/issuer (the `PutTenantIssuer` operationId).
+func (c *Client) PutTenantIssuer(ctx context.Context, id openapi_types.UUID, params *PutTenantIssuerParams, body PutTenantIssuerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutTenantIssuerRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// VerifyTenantIssuer Record that the platform verified the issuer's identity
+//
+// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
+//
+// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+//
+// **Idempotency:** Idempotent: repeating it leaves the same state.
+//
+// The platform token only.
+//
+// Corresponds with POST /v1/tenants/{id}/issuer/verify (the `VerifyTenantIssuer` operationId).
+func (c *Client) VerifyTenantIssuer(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewVerifyTenantIssuerRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetTenantUsage A tenant's quotas and what it uses of them
 //
 // A tenant's effective quotas and what it uses of them now: queued and running jobs, live webhook endpoints, subscriptions and unrevoked API keys. The platform token, or any key of the tenant; another tenant's id is 403.
@@ -6265,6 +6899,125 @@ func (c *Client) DeleteWebhookSubscription(ctx context.Context, id openapi_types
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewPublicLinkRequest constructs an http.Request for the PublicLink method
+func NewPublicLinkRequest(server string, id openapi_types.UUID, params *PublicLinkParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/p/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Ph != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "ph", *params.Ph, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Pr != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pr", *params.Pr, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Rh != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "rh", *params.Rh, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPublicIssuerRequest constructs an http.Request for the PublicIssuer method
+func NewPublicIssuerRequest(server string, tenantId openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tenant_id", tenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/issuers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewPublicPassportVersionRequest constructs an http.Request for the PublicPassportVersion method
@@ -8786,7 +9539,7 @@ func NewCreateRulePackageVersionRequestWithBody(server string, id openapi_types.
 }
 
 // NewListSigningKeysRequest constructs an http.Request for the ListSigningKeys method
-func NewListSigningKeysRequest(server string) (*http.Request, error) {
+func NewListSigningKeysRequest(server string, params *ListSigningKeysParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -8804,10 +9557,124 @@ func NewListSigningKeysRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.TenantId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "tenant_id", *params.TenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewRevokeSigningKeyRequest calls the generic RevokeSigningKey builder with application/json body
+func NewRevokeSigningKeyRequest(server string, keyId string, body RevokeSigningKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRevokeSigningKeyRequestWithBody(server, keyId, "application/json", bodyReader)
+}
+
+// NewRevokeSigningKeyRequestWithBody constructs an http.Request for the RevokeSigningKey method, with any body, and a specified content type
+func NewRevokeSigningKeyRequestWithBody(server string, keyId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key_id", keyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/signing-keys/%s/revoke", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRotateSigningKeyRequest calls the generic RotateSigningKey builder with application/json body
+func NewRotateSigningKeyRequest(server string, body RotateSigningKeyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRotateSigningKeyRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewRotateSigningKeyRequestWithBody constructs an http.Request for the RotateSigningKey method, with any body, and a specified content type
+func NewRotateSigningKeyRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/signing-keys:rotate")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -9240,6 +10107,202 @@ func NewUpdateTenantQuotasRequestWithBody(server string, id openapi_types.UUID, 
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetTenantIssuerRequest constructs an http.Request for the GetTenantIssuer method
+func NewGetTenantIssuerRequest(server string, id openapi_types.UUID, params *GetTenantIssuerParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tenants/%s/issuer", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.TenantId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "tenant_id", *params.TenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutTenantIssuerRequest calls the generic PutTenantIssuer builder with application/json body
+func NewPutTenantIssuerRequest(server string, id openapi_types.UUID, params *PutTenantIssuerParams, body PutTenantIssuerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutTenantIssuerRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewPutTenantIssuerRequestWithBody constructs an http.Request for the PutTenantIssuer method, with any body, and a specified content type
+func NewPutTenantIssuerRequestWithBody(server string, id openapi_types.UUID, params *PutTenantIssuerParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tenants/%s/issuer", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.TenantId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "tenant_id", *params.TenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewVerifyTenantIssuerRequest constructs an http.Request for the VerifyTenantIssuer method
+func NewVerifyTenantIssuerRequest(server string, id openapi_types.UUID, params *VerifyTenantIssuerParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tenants/%s/issuer/verify", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.TenantId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "tenant_id", *params.TenantId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -9928,6 +10991,36 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// PublicLinkWithResponse The page a passport's QR code links to
+	//
+	// Where a passport's QR code (a BPC-QR-2 link) leads: the version's page, comparing the hashes the link printed with the stored ones.
+	//
+	// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
+	//
+	// **Idempotency:** Read-only; safe to repeat.
+	//
+	// No credentials. A BPC-QR-2 link, <BPC_PUBLIC_BASE_URL>/p/{id}?ph=…&pr=…&rh=…. With Accept: text/html: the version's page (as public-passport-version's); with ph, pr and rh, it says whether the code on the battery matches the signed passport, or names the hashes that differ (200 either way). A link with a hash missing, repeated or not in its base32 spelling is damaged: 400 with the page saying so. JSON (the QRVerification of public-verify-qr) needs ph, pr and rh: without them, or with a damaged one, 422 naming it. An unknown or unpublished version: 404. Cached like public-passport-version, errors not.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /p/{id} (the `PublicLink` operationId).
+	PublicLinkWithResponse(ctx context.Context, id openapi_types.UUID, params *PublicLinkParams, reqEditors ...RequestEditorFn) (*PublicLinkResponse, error)
+
+	// PublicIssuerWithResponse An issuer's public key directory
+	//
+	// An issuer's public key directory (SPEC §16): its profile and the public halves of its signing keys with their status. Save it to pin the issuer's keys offline: bpc verify --keys FILE.
+	//
+	// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
+	//
+	// **Idempotency:** Read-only; safe to repeat.
+	//
+	// No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. Cached for five minutes (Cache-Control), then revalidated by ETag (304).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /public/v1/issuers/{tenant_id} (the `PublicIssuer` operationId).
+	PublicIssuerWithResponse(ctx context.Context, tenantId openapi_types.UUID, reqEditors ...RequestEditorFn) (*PublicIssuerResponse, error)
+
 	// PublicPassportVersionWithResponse A published passport version and whether its stored bytes verify
 	//
 	// A published passport version (ACTIVE or SUPERSEDED), its product and whether its stored bytes verify.
@@ -9943,15 +11036,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /public/v1/passport-versions/{id} (the `PublicPassportVersion` operationId).
 	PublicPassportVersionWithResponse(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*PublicPassportVersionResponse, error)
 
-	// PublicVerifyQrWithResponse Check a scanned BPC-QR-1 string against the passport version it names
+	// PublicVerifyQrWithResponse Check a scanned QR code against the passport version it names
 	//
-	// Checks a scanned BPC-QR-1 string against the passport version it names.
+	// Checks a scanned QR code (a BPC-QR-1 string or a BPC-QR-2 link) against the passport version it names.
 	//
 	// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
 	//
 	// **Idempotency:** Read-only; safe to repeat.
 	//
-	// No credentials. qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives qr_matches false and verified false. Not a BPC-QR-1 string: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
+	// No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives qr_matches false and verified false. Neither format: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10278,7 +11371,7 @@ type ClientWithResponsesInterface interface {
 	// - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 	// - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 	// - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-	// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+	// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 	// - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 	// - PARSE_FACTS: Parses an uploaded document version into facts.
 	// - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -10305,7 +11398,7 @@ type ClientWithResponsesInterface interface {
 	// - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 	// - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 	// - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-	// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+	// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 	// - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 	// - PARSE_FACTS: Parses an uploaded document version into facts.
 	// - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -10373,7 +11466,7 @@ type ClientWithResponsesInterface interface {
 	// - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 	// - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 	// - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-	// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+	// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 	// - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 	// - PARSE_FACTS: Parses an uploaded document version into facts.
 	// - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -10400,7 +11493,7 @@ type ClientWithResponsesInterface interface {
 	// - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 	// - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 	// - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-	// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+	// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 	// - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 	// - PARSE_FACTS: Parses an uploaded document version into facts.
 	// - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -10547,9 +11640,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/passport-versions/{id}/proof (the `GetPassportProof` operationId).
 	GetPassportProofWithResponse(ctx context.Context, id openapi_types.UUID, params *GetPassportProofParams, reqEditors ...RequestEditorFn) (*GetPassportProofResponse, error)
 
-	// GetPassportQrWithResponse The BPC-QR-1 code as PNG
+	// GetPassportQrWithResponse The QR code as PNG
 	//
-	// The BPC-QR-1 code of the version as a PNG image.
+	// The QR code of the version as a PNG image: the BPC-QR-2 link to its public page (BPC-QR-1 for versions issued before links).
 	//
 	// **Who may call it:** The platform token (with tenant_id), or any tenant API key of the resource's tenant (reader, writer or admin); another tenant's ids are 404, another tenant's tenant_id 403.
 	//
@@ -10828,18 +11921,72 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/rule-packages/{id}/versions (the `CreateRulePackageVersion` operationId).
 	CreateRulePackageVersionWithResponse(ctx context.Context, id openapi_types.UUID, body CreateRulePackageVersionJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateRulePackageVersionResponse, error)
 
-	// ListSigningKeysWithResponse List the public keys that verify receipts
+	// ListSigningKeysWithResponse List a tenant's signing keys and the platform's legacy keys
 	//
-	// Lists the Ed25519 public keys that verify passport receipts, by key id.
+	// Lists the tenant's Ed25519 signing keys (active, retired, revoked, with their times) and the platform's legacy keys: the public keys that verify its passport receipts, by key id. Never private material.
 	//
 	// **Who may call it:** The platform token (with tenant_id), or any tenant API key of the resource's tenant (reader, writer or admin); another tenant's ids are 404, another tenant's tenant_id 403.
 	//
 	// **Idempotency:** Read-only; safe to repeat.
 	//
+	// A tenant API key (any role) or the platform token with tenant_id: the tenant's keys, oldest first, then the platform's legacy keys (tenant_id null), which signed every tenant's receipts before tenants had keys. The platform token without tenant_id: the legacy keys only. Public keys, statuses and times only; private keys never leave the service.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/signing-keys (the `ListSigningKeys` operationId).
-	ListSigningKeysWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSigningKeysResponse, error)
+	ListSigningKeysWithResponse(ctx context.Context, params *ListSigningKeysParams, reqEditors ...RequestEditorFn) (*ListSigningKeysResponse, error)
+
+	// RevokeSigningKeyWithBodyWithResponse Revoke a signing key of the tenant
+	//
+	// Revokes one of the tenant's signing keys since compromised_at (default now; never in the future): versions it signed at or after that time no longer verify, versions compiled for it are not signed (KEY_REVOKED). Revoking the active key leaves the tenant without one; the next compile creates a fresh key. Another tenant's key and the platform's legacy keys are 404.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Revoking a revoked key again may only move compromised_at earlier (with the new reason); a time at or after the stored one changes nothing and answers the key as it is.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/signing-keys/{key_id}/revoke (the `RevokeSigningKey` operationId).
+	RevokeSigningKeyWithBodyWithResponse(ctx context.Context, keyId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevokeSigningKeyResponse, error)
+
+	// RevokeSigningKeyWithResponse Revoke a signing key of the tenant
+	//
+	// Revokes one of the tenant's signing keys since compromised_at (default now; never in the future): versions it signed at or after that time no longer verify, versions compiled for it are not signed (KEY_REVOKED). Revoking the active key leaves the tenant without one; the next compile creates a fresh key. Another tenant's key and the platform's legacy keys are 404.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Revoking a revoked key again may only move compromised_at earlier (with the new reason); a time at or after the stored one changes nothing and answers the key as it is.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/signing-keys/{key_id}/revoke (the `RevokeSigningKey` operationId).
+	RevokeSigningKeyWithResponse(ctx context.Context, keyId string, body RevokeSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeSigningKeyResponse, error)
+
+	// RotateSigningKeyWithBodyWithResponse Retire the tenant's active signing key and make a new one
+	//
+	// Retires the tenant's active signing key (what it signed still verifies) and makes a new active one, which the next compiles name. A tenant without an active key just gets one.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Not idempotent: each call makes a new key and retires the one before.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/signing-keys:rotate (the `RotateSigningKey` operationId).
+	RotateSigningKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateSigningKeyResponse, error)
+
+	// RotateSigningKeyWithResponse Retire the tenant's active signing key and make a new one
+	//
+	// Retires the tenant's active signing key (what it signed still verifies) and makes a new active one, which the next compiles name. A tenant without an active key just gets one.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Not idempotent: each call makes a new key and retires the one before.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/signing-keys:rotate (the `RotateSigningKey` operationId).
+	RotateSigningKeyWithResponse(ctx context.Context, body RotateSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateSigningKeyResponse, error)
 
 	// CreateSnapshotWithBodyWithResponse Create a BUILDING snapshot
 	//
@@ -11050,6 +12197,60 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /v1/tenants/{id} (the `UpdateTenantQuotas` operationId).
 	UpdateTenantQuotasWithResponse(ctx context.Context, id openapi_types.UUID, body UpdateTenantQuotasJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateTenantQuotasResponse, error)
 
+	// GetTenantIssuerWithResponse Get a tenant's issuer profile
+	//
+	// The tenant's issuer profile; 404 when it has none. The platform token, or an admin key of the tenant; another tenant's id is 404.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Read-only; safe to repeat.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/tenants/{id}/issuer (the `GetTenantIssuer` operationId).
+	GetTenantIssuerWithResponse(ctx context.Context, id openapi_types.UUID, params *GetTenantIssuerParams, reqEditors ...RequestEditorFn) (*GetTenantIssuerResponse, error)
+
+	// PutTenantIssuerWithBodyWithResponse Set a tenant's issuer profile
+	//
+	// Creates or replaces the tenant's issuer profile (SPEC §16): legal_name (1-200 printable characters), country (an assigned ISO 3166-1 alpha-2 code in upper case), registration_id (1-100 printable characters) and an optional https website (at most 300 characters). A member that is wrong is 422 naming it. Any change clears identity_verified_at and is audited as issuer.updated (saying whether verification was cleared); the same values again change nothing. The platform token, or an admin key of the tenant; another tenant's id is 404.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/tenants/{id}/issuer (the `PutTenantIssuer` operationId).
+	PutTenantIssuerWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *PutTenantIssuerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutTenantIssuerResponse, error)
+
+	// PutTenantIssuerWithResponse Set a tenant's issuer profile
+	//
+	// Creates or replaces the tenant's issuer profile (SPEC §16): legal_name (1-200 printable characters), country (an assigned ISO 3166-1 alpha-2 code in upper case), registration_id (1-100 printable characters) and an optional https website (at most 300 characters). A member that is wrong is 422 naming it. Any change clears identity_verified_at and is audited as issuer.updated (saying whether verification was cleared); the same values again change nothing. The platform token, or an admin key of the tenant; another tenant's id is 404.
+	//
+	// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+	//
+	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/tenants/{id}/issuer (the `PutTenantIssuer` operationId).
+	PutTenantIssuerWithResponse(ctx context.Context, id openapi_types.UUID, params *PutTenantIssuerParams, body PutTenantIssuerJSONRequestBody, reqEditors ...RequestEditorFn) (*PutTenantIssuerResponse, error)
+
+	// VerifyTenantIssuerWithResponse Record that the platform verified the issuer's identity
+	//
+	// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
+	//
+	// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+	//
+	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	//
+	// The platform token only.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tenants/{id}/issuer/verify (the `VerifyTenantIssuer` operationId).
+	VerifyTenantIssuerWithResponse(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, reqEditors ...RequestEditorFn) (*VerifyTenantIssuerResponse, error)
+
 	// GetTenantUsageWithResponse A tenant's quotas and what it uses of them
 	//
 	// A tenant's effective quotas and what it uses of them now: queued and running jobs, live webhook endpoints, subscriptions and unrevoked API keys. The platform token, or any key of the tenant; another tenant's id is 403.
@@ -11233,6 +12434,248 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /v1/webhook-subscriptions/{id} (the `DeleteWebhookSubscription` operationId).
 	DeleteWebhookSubscriptionWithResponse(ctx context.Context, id openapi_types.UUID, params *DeleteWebhookSubscriptionParams, reqEditors ...RequestEditorFn) (*DeleteWebhookSubscriptionResponse, error)
+}
+
+// PublicLinkResponse200Headers the declared response headers of an HTTP 200 response for PublicLink
+type PublicLinkResponse200Headers struct {
+	CacheControl   *string
+	ETag           *string
+	XCorrelationId string
+}
+
+// PublicLinkResponse304Headers the declared response headers of an HTTP 304 response for PublicLink
+type PublicLinkResponse304Headers struct {
+	XCorrelationId string
+}
+
+// PublicLinkResponse400Headers the declared response headers of an HTTP 400 response for PublicLink
+type PublicLinkResponse400Headers struct {
+	XCorrelationId string
+}
+
+// PublicLinkResponse404Headers the declared response headers of an HTTP 404 response for PublicLink
+type PublicLinkResponse404Headers struct {
+	XCorrelationId string
+}
+
+// PublicLinkResponse422Headers the declared response headers of an HTTP 422 response for PublicLink
+type PublicLinkResponse422Headers struct {
+	XCorrelationId string
+}
+
+// PublicLinkResponse429Headers the declared response headers of an HTTP 429 response for PublicLink
+type PublicLinkResponse429Headers struct {
+	RetryAfter     string
+	XCorrelationId string
+}
+
+// PublicLinkResponseDefaultHeaders the declared response headers of an HTTP default response for PublicLink
+type PublicLinkResponseDefaultHeaders struct {
+	XCorrelationId string
+}
+
+type PublicLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QRVerification
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PublicLinkResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *PublicLinkResponse304Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PublicLinkResponse400Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PublicLinkResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PublicLinkResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PublicLinkResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PublicLinkResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PublicLinkResponse) GetJSON200() *QRVerification {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PublicLinkResponse) GetJSON400() *ErrorBody {
+	return r.JSON400
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PublicLinkResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PublicLinkResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PublicLinkResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PublicLinkResponse) GetJSONDefault() *ErrorBody {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PublicLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PublicLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PublicLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PublicLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PublicIssuerResponse200Headers the declared response headers of an HTTP 200 response for PublicIssuer
+type PublicIssuerResponse200Headers struct {
+	CacheControl   *string
+	ETag           *string
+	XCorrelationId string
+}
+
+// PublicIssuerResponse304Headers the declared response headers of an HTTP 304 response for PublicIssuer
+type PublicIssuerResponse304Headers struct {
+	XCorrelationId string
+}
+
+// PublicIssuerResponse404Headers the declared response headers of an HTTP 404 response for PublicIssuer
+type PublicIssuerResponse404Headers struct {
+	XCorrelationId string
+}
+
+// PublicIssuerResponse422Headers the declared response headers of an HTTP 422 response for PublicIssuer
+type PublicIssuerResponse422Headers struct {
+	XCorrelationId string
+}
+
+// PublicIssuerResponse429Headers the declared response headers of an HTTP 429 response for PublicIssuer
+type PublicIssuerResponse429Headers struct {
+	RetryAfter     string
+	XCorrelationId string
+}
+
+// PublicIssuerResponseDefaultHeaders the declared response headers of an HTTP default response for PublicIssuer
+type PublicIssuerResponseDefaultHeaders struct {
+	XCorrelationId string
+}
+
+type PublicIssuerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Directory
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PublicIssuerResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *PublicIssuerResponse304Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PublicIssuerResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PublicIssuerResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PublicIssuerResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PublicIssuerResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PublicIssuerResponse) GetJSON200() *Directory {
+	return r.JSON200
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PublicIssuerResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PublicIssuerResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PublicIssuerResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PublicIssuerResponse) GetJSONDefault() *ErrorBody {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PublicIssuerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PublicIssuerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PublicIssuerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PublicIssuerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // PublicPassportVersionResponse200Headers the declared response headers of an HTTP 200 response for PublicPassportVersion
@@ -17607,7 +19050,7 @@ type ListSigningKeysResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *SigningKeyViewList
+	JSON200 *SigningKeyList
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *ErrorBody
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -17633,7 +19076,7 @@ type ListSigningKeysResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListSigningKeysResponse) GetJSON200() *SigningKeyViewList {
+func (r ListSigningKeysResponse) GetJSON200() *SigningKeyList {
 	return r.JSON200
 }
 
@@ -17685,6 +19128,286 @@ func (r ListSigningKeysResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListSigningKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RevokeSigningKeyResponse200Headers the declared response headers of an HTTP 200 response for RevokeSigningKey
+type RevokeSigningKeyResponse200Headers struct {
+	XCorrelationId string
+}
+
+// RevokeSigningKeyResponse401Headers the declared response headers of an HTTP 401 response for RevokeSigningKey
+type RevokeSigningKeyResponse401Headers struct {
+	XCorrelationId string
+}
+
+// RevokeSigningKeyResponse403Headers the declared response headers of an HTTP 403 response for RevokeSigningKey
+type RevokeSigningKeyResponse403Headers struct {
+	XCorrelationId string
+}
+
+// RevokeSigningKeyResponse404Headers the declared response headers of an HTTP 404 response for RevokeSigningKey
+type RevokeSigningKeyResponse404Headers struct {
+	XCorrelationId string
+}
+
+// RevokeSigningKeyResponse413Headers the declared response headers of an HTTP 413 response for RevokeSigningKey
+type RevokeSigningKeyResponse413Headers struct {
+	XCorrelationId string
+}
+
+// RevokeSigningKeyResponse422Headers the declared response headers of an HTTP 422 response for RevokeSigningKey
+type RevokeSigningKeyResponse422Headers struct {
+	XCorrelationId string
+}
+
+// RevokeSigningKeyResponse429Headers the declared response headers of an HTTP 429 response for RevokeSigningKey
+type RevokeSigningKeyResponse429Headers struct {
+	RetryAfter     string
+	XCorrelationId string
+}
+
+// RevokeSigningKeyResponseDefaultHeaders the declared response headers of an HTTP default response for RevokeSigningKey
+type RevokeSigningKeyResponseDefaultHeaders struct {
+	XCorrelationId string
+}
+
+type RevokeSigningKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SigningKey
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RevokeSigningKeyResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RevokeSigningKeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RevokeSigningKeyResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RevokeSigningKeyResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RevokeSigningKeyResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RevokeSigningKeyResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RevokeSigningKeyResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RevokeSigningKeyResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RevokeSigningKeyResponse) GetJSON200() *SigningKey {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RevokeSigningKeyResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RevokeSigningKeyResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RevokeSigningKeyResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RevokeSigningKeyResponse) GetJSON413() *ErrorBody {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RevokeSigningKeyResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RevokeSigningKeyResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RevokeSigningKeyResponse) GetJSONDefault() *ErrorBody {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RevokeSigningKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeSigningKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeSigningKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RevokeSigningKeyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RotateSigningKeyResponse201Headers the declared response headers of an HTTP 201 response for RotateSigningKey
+type RotateSigningKeyResponse201Headers struct {
+	XCorrelationId string
+}
+
+// RotateSigningKeyResponse401Headers the declared response headers of an HTTP 401 response for RotateSigningKey
+type RotateSigningKeyResponse401Headers struct {
+	XCorrelationId string
+}
+
+// RotateSigningKeyResponse403Headers the declared response headers of an HTTP 403 response for RotateSigningKey
+type RotateSigningKeyResponse403Headers struct {
+	XCorrelationId string
+}
+
+// RotateSigningKeyResponse413Headers the declared response headers of an HTTP 413 response for RotateSigningKey
+type RotateSigningKeyResponse413Headers struct {
+	XCorrelationId string
+}
+
+// RotateSigningKeyResponse422Headers the declared response headers of an HTTP 422 response for RotateSigningKey
+type RotateSigningKeyResponse422Headers struct {
+	XCorrelationId string
+}
+
+// RotateSigningKeyResponse429Headers the declared response headers of an HTTP 429 response for RotateSigningKey
+type RotateSigningKeyResponse429Headers struct {
+	RetryAfter     string
+	XCorrelationId string
+}
+
+// RotateSigningKeyResponseDefaultHeaders the declared response headers of an HTTP default response for RotateSigningKey
+type RotateSigningKeyResponseDefaultHeaders struct {
+	XCorrelationId string
+}
+
+type RotateSigningKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *SigningKey
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorBody
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *RotateSigningKeyResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RotateSigningKeyResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RotateSigningKeyResponse403Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RotateSigningKeyResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RotateSigningKeyResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RotateSigningKeyResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *RotateSigningKeyResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RotateSigningKeyResponse) GetJSON201() *SigningKey {
+	return r.JSON201
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RotateSigningKeyResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RotateSigningKeyResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r RotateSigningKeyResponse) GetJSON413() *ErrorBody {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RotateSigningKeyResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RotateSigningKeyResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r RotateSigningKeyResponse) GetJSONDefault() *ErrorBody {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RotateSigningKeyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RotateSigningKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RotateSigningKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RotateSigningKeyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18981,6 +20704,419 @@ func (r UpdateTenantQuotasResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r UpdateTenantQuotasResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetTenantIssuerResponse200Headers the declared response headers of an HTTP 200 response for GetTenantIssuer
+type GetTenantIssuerResponse200Headers struct {
+	XCorrelationId string
+}
+
+// GetTenantIssuerResponse401Headers the declared response headers of an HTTP 401 response for GetTenantIssuer
+type GetTenantIssuerResponse401Headers struct {
+	XCorrelationId string
+}
+
+// GetTenantIssuerResponse403Headers the declared response headers of an HTTP 403 response for GetTenantIssuer
+type GetTenantIssuerResponse403Headers struct {
+	XCorrelationId string
+}
+
+// GetTenantIssuerResponse404Headers the declared response headers of an HTTP 404 response for GetTenantIssuer
+type GetTenantIssuerResponse404Headers struct {
+	XCorrelationId string
+}
+
+// GetTenantIssuerResponse422Headers the declared response headers of an HTTP 422 response for GetTenantIssuer
+type GetTenantIssuerResponse422Headers struct {
+	XCorrelationId string
+}
+
+// GetTenantIssuerResponse429Headers the declared response headers of an HTTP 429 response for GetTenantIssuer
+type GetTenantIssuerResponse429Headers struct {
+	RetryAfter     string
+	XCorrelationId string
+}
+
+// GetTenantIssuerResponseDefaultHeaders the declared response headers of an HTTP default response for GetTenantIssuer
+type GetTenantIssuerResponseDefaultHeaders struct {
+	XCorrelationId string
+}
+
+type GetTenantIssuerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *IssuerProfile
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetTenantIssuerResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTenantIssuerResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetTenantIssuerResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetTenantIssuerResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *GetTenantIssuerResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetTenantIssuerResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *GetTenantIssuerResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTenantIssuerResponse) GetJSON200() *IssuerProfile {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetTenantIssuerResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetTenantIssuerResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetTenantIssuerResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r GetTenantIssuerResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetTenantIssuerResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r GetTenantIssuerResponse) GetJSONDefault() *ErrorBody {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTenantIssuerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTenantIssuerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTenantIssuerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTenantIssuerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PutTenantIssuerResponse200Headers the declared response headers of an HTTP 200 response for PutTenantIssuer
+type PutTenantIssuerResponse200Headers struct {
+	XCorrelationId string
+}
+
+// PutTenantIssuerResponse401Headers the declared response headers of an HTTP 401 response for PutTenantIssuer
+type PutTenantIssuerResponse401Headers struct {
+	XCorrelationId string
+}
+
+// PutTenantIssuerResponse403Headers the declared response headers of an HTTP 403 response for PutTenantIssuer
+type PutTenantIssuerResponse403Headers struct {
+	XCorrelationId string
+}
+
+// PutTenantIssuerResponse404Headers the declared response headers of an HTTP 404 response for PutTenantIssuer
+type PutTenantIssuerResponse404Headers struct {
+	XCorrelationId string
+}
+
+// PutTenantIssuerResponse413Headers the declared response headers of an HTTP 413 response for PutTenantIssuer
+type PutTenantIssuerResponse413Headers struct {
+	XCorrelationId string
+}
+
+// PutTenantIssuerResponse422Headers the declared response headers of an HTTP 422 response for PutTenantIssuer
+type PutTenantIssuerResponse422Headers struct {
+	XCorrelationId string
+}
+
+// PutTenantIssuerResponse429Headers the declared response headers of an HTTP 429 response for PutTenantIssuer
+type PutTenantIssuerResponse429Headers struct {
+	RetryAfter     string
+	XCorrelationId string
+}
+
+// PutTenantIssuerResponseDefaultHeaders the declared response headers of an HTTP default response for PutTenantIssuer
+type PutTenantIssuerResponseDefaultHeaders struct {
+	XCorrelationId string
+}
+
+type PutTenantIssuerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *IssuerProfile
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PutTenantIssuerResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PutTenantIssuerResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PutTenantIssuerResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PutTenantIssuerResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *PutTenantIssuerResponse413Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *PutTenantIssuerResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutTenantIssuerResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *PutTenantIssuerResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PutTenantIssuerResponse) GetJSON200() *IssuerProfile {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PutTenantIssuerResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutTenantIssuerResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PutTenantIssuerResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PutTenantIssuerResponse) GetJSON413() *ErrorBody {
+	return r.JSON413
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PutTenantIssuerResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PutTenantIssuerResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r PutTenantIssuerResponse) GetJSONDefault() *ErrorBody {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PutTenantIssuerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PutTenantIssuerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutTenantIssuerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PutTenantIssuerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// VerifyTenantIssuerResponse200Headers the declared response headers of an HTTP 200 response for VerifyTenantIssuer
+type VerifyTenantIssuerResponse200Headers struct {
+	XCorrelationId string
+}
+
+// VerifyTenantIssuerResponse401Headers the declared response headers of an HTTP 401 response for VerifyTenantIssuer
+type VerifyTenantIssuerResponse401Headers struct {
+	XCorrelationId string
+}
+
+// VerifyTenantIssuerResponse403Headers the declared response headers of an HTTP 403 response for VerifyTenantIssuer
+type VerifyTenantIssuerResponse403Headers struct {
+	XCorrelationId string
+}
+
+// VerifyTenantIssuerResponse404Headers the declared response headers of an HTTP 404 response for VerifyTenantIssuer
+type VerifyTenantIssuerResponse404Headers struct {
+	XCorrelationId string
+}
+
+// VerifyTenantIssuerResponse422Headers the declared response headers of an HTTP 422 response for VerifyTenantIssuer
+type VerifyTenantIssuerResponse422Headers struct {
+	XCorrelationId string
+}
+
+// VerifyTenantIssuerResponse429Headers the declared response headers of an HTTP 429 response for VerifyTenantIssuer
+type VerifyTenantIssuerResponse429Headers struct {
+	RetryAfter     string
+	XCorrelationId string
+}
+
+// VerifyTenantIssuerResponseDefaultHeaders the declared response headers of an HTTP default response for VerifyTenantIssuer
+type VerifyTenantIssuerResponseDefaultHeaders struct {
+	XCorrelationId string
+}
+
+type VerifyTenantIssuerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *IssuerProfile
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ErrorBody
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ErrorBody
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ErrorBody
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *ErrorBody
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *ErrorBody
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorBody
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *VerifyTenantIssuerResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *VerifyTenantIssuerResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *VerifyTenantIssuerResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *VerifyTenantIssuerResponse404Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *VerifyTenantIssuerResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *VerifyTenantIssuerResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *VerifyTenantIssuerResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r VerifyTenantIssuerResponse) GetJSON200() *IssuerProfile {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r VerifyTenantIssuerResponse) GetJSON401() *ErrorBody {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r VerifyTenantIssuerResponse) GetJSON403() *ErrorBody {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r VerifyTenantIssuerResponse) GetJSON404() *ErrorBody {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r VerifyTenantIssuerResponse) GetJSON422() *ErrorBody {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r VerifyTenantIssuerResponse) GetJSON429() *ErrorBody {
+	return r.JSON429
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r VerifyTenantIssuerResponse) GetJSONDefault() *ErrorBody {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r VerifyTenantIssuerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r VerifyTenantIssuerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r VerifyTenantIssuerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r VerifyTenantIssuerResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -20507,6 +22643,48 @@ func (r DeleteWebhookSubscriptionResponse) ContentType() string {
 	return ""
 }
 
+// PublicLinkWithResponse The page a passport's QR code links to
+//
+// Where a passport's QR code (a BPC-QR-2 link) leads: the version's page, comparing the hashes the link printed with the stored ones.
+//
+// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
+//
+// **Idempotency:** Read-only; safe to repeat.
+//
+// No credentials. A BPC-QR-2 link, <BPC_PUBLIC_BASE_URL>/p/{id}?ph=…&pr=…&rh=…. With Accept: text/html: the version's page (as public-passport-version's); with ph, pr and rh, it says whether the code on the battery matches the signed passport, or names the hashes that differ (200 either way). A link with a hash missing, repeated or not in its base32 spelling is damaged: 400 with the page saying so. JSON (the QRVerification of public-verify-qr) needs ph, pr and rh: without them, or with a damaged one, 422 naming it. An unknown or unpublished version: 404. Cached like public-passport-version, errors not.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /p/{id} (the `PublicLink` operationId).
+func (c *ClientWithResponses) PublicLinkWithResponse(ctx context.Context, id openapi_types.UUID, params *PublicLinkParams, reqEditors ...RequestEditorFn) (*PublicLinkResponse, error) {
+	rsp, err := c.PublicLink(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublicLinkResponse(rsp)
+}
+
+// PublicIssuerWithResponse An issuer's public key directory
+//
+// An issuer's public key directory (SPEC §16): its profile and the public halves of its signing keys with their status. Save it to pin the issuer's keys offline: bpc verify --keys FILE.
+//
+// **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
+//
+// **Idempotency:** Read-only; safe to repeat.
+//
+// No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. Cached for five minutes (Cache-Control), then revalidated by ETag (304).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /public/v1/issuers/{tenant_id} (the `PublicIssuer` operationId).
+func (c *ClientWithResponses) PublicIssuerWithResponse(ctx context.Context, tenantId openapi_types.UUID, reqEditors ...RequestEditorFn) (*PublicIssuerResponse, error) {
+	rsp, err := c.PublicIssuer(ctx, tenantId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePublicIssuerResponse(rsp)
+}
+
 // PublicPassportVersionWithResponse A published passport version and whether its stored bytes verify
 //
 // A published passport version (ACTIVE or SUPERSEDED), its product and whether its stored bytes verify.
@@ -20528,15 +22706,15 @@ func (c *ClientWithResponses) PublicPassportVersionWithResponse(ctx context.Cont
 	return ParsePublicPassportVersionResponse(rsp)
 }
 
-// PublicVerifyQrWithResponse Check a scanned BPC-QR-1 string against the passport version it names
+// PublicVerifyQrWithResponse Check a scanned QR code against the passport version it names
 //
-// Checks a scanned BPC-QR-1 string against the passport version it names.
+// Checks a scanned QR code (a BPC-QR-1 string or a BPC-QR-2 link) against the passport version it names.
 //
 // **Who may call it:** Anyone: no credentials (security: []). Rate limited per client address (429 with Retry-After).
 //
 // **Idempotency:** Read-only; safe to repeat.
 //
-// No credentials. qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives qr_matches false and verified false. Not a BPC-QR-1 string: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
+// No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives qr_matches false and verified false. Neither format: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21001,7 +23179,7 @@ func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, params *
 // - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 // - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 // - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 // - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 // - PARSE_FACTS: Parses an uploaded document version into facts.
 // - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -21034,7 +23212,7 @@ func (c *ClientWithResponses) EnqueueJobWithBodyWithResponse(ctx context.Context
 // - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 // - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 // - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 // - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 // - PARSE_FACTS: Parses an uploaded document version into facts.
 // - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -21126,7 +23304,7 @@ func (c *ClientWithResponses) RetryJobWithResponse(ctx context.Context, jobId op
 // - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 // - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 // - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 // - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 // - PARSE_FACTS: Parses an uploaded document version into facts.
 // - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -21159,7 +23337,7 @@ func (c *ClientWithResponses) EnqueueJobsBatchWithBodyWithResponse(ctx context.C
 // - COMPILE_PASSPORT: Compiles a sealed snapshot with a published rule package version into a passport version and enqueues its SIGN_PASSPORT.
 // - DELIVER_WEBHOOK: POSTs one event to one webhook endpoint with an HMAC signature.
 // - EXPORT_PASSPORT: Writes an ACTIVE passport version to an export file.
-// - GENERATE_QR: Renders the BPC-QR-1 code of a signed passport version.
+// - GENERATE_QR: Renders the QR code of a signed passport version: the BPC-QR-2 link to its public page.
 // - INGEST_DOCUMENT: Stores a new version of a document and enqueues its PARSE_FACTS.
 // - PARSE_FACTS: Parses an uploaded document version into facts.
 // - RUN_RULE_TESTS: Runs a rule package version's example and property tests and records the run.
@@ -21372,9 +23550,9 @@ func (c *ClientWithResponses) GetPassportProofWithResponse(ctx context.Context, 
 	return ParseGetPassportProofResponse(rsp)
 }
 
-// GetPassportQrWithResponse The BPC-QR-1 code as PNG
+// GetPassportQrWithResponse The QR code as PNG
 //
-// The BPC-QR-1 code of the version as a PNG image.
+// The QR code of the version as a PNG image: the BPC-QR-2 link to its public page (BPC-QR-1 for versions issued before links).
 //
 // **Who may call it:** The platform token (with tenant_id), or any tenant API key of the resource's tenant (reader, writer or admin); another tenant's ids are 404, another tenant's tenant_id 403.
 //
@@ -21779,23 +23957,101 @@ func (c *ClientWithResponses) CreateRulePackageVersionWithResponse(ctx context.C
 	return ParseCreateRulePackageVersionResponse(rsp)
 }
 
-// ListSigningKeysWithResponse List the public keys that verify receipts
+// ListSigningKeysWithResponse List a tenant's signing keys and the platform's legacy keys
 //
-// Lists the Ed25519 public keys that verify passport receipts, by key id.
+// Lists the tenant's Ed25519 signing keys (active, retired, revoked, with their times) and the platform's legacy keys: the public keys that verify its passport receipts, by key id. Never private material.
 //
 // **Who may call it:** The platform token (with tenant_id), or any tenant API key of the resource's tenant (reader, writer or admin); another tenant's ids are 404, another tenant's tenant_id 403.
 //
 // **Idempotency:** Read-only; safe to repeat.
 //
+// A tenant API key (any role) or the platform token with tenant_id: the tenant's keys, oldest first, then the platform's legacy keys (tenant_id null), which signed every tenant's receipts before tenants had keys. The platform token without tenant_id: the legacy keys only. Public keys, statuses and times only; private keys never leave the service.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/signing-keys (the `ListSigningKeys` operationId).
-func (c *ClientWithResponses) ListSigningKeysWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSigningKeysResponse, error) {
-	rsp, err := c.ListSigningKeys(ctx, reqEditors...)
+func (c *ClientWithResponses) ListSigningKeysWithResponse(ctx context.Context, params *ListSigningKeysParams, reqEditors ...RequestEditorFn) (*ListSigningKeysResponse, error) {
+	rsp, err := c.ListSigningKeys(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseListSigningKeysResponse(rsp)
+}
+
+// RevokeSigningKeyWithBodyWithResponse Revoke a signing key of the tenant
+//
+// Revokes one of the tenant's signing keys since compromised_at (default now; never in the future): versions it signed at or after that time no longer verify, versions compiled for it are not signed (KEY_REVOKED). Revoking the active key leaves the tenant without one; the next compile creates a fresh key. Another tenant's key and the platform's legacy keys are 404.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Revoking a revoked key again may only move compromised_at earlier (with the new reason); a time at or after the stored one changes nothing and answers the key as it is.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/signing-keys/{key_id}/revoke (the `RevokeSigningKey` operationId).
+func (c *ClientWithResponses) RevokeSigningKeyWithBodyWithResponse(ctx context.Context, keyId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RevokeSigningKeyResponse, error) {
+	rsp, err := c.RevokeSigningKeyWithBody(ctx, keyId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeSigningKeyResponse(rsp)
+}
+
+// RevokeSigningKeyWithResponse Revoke a signing key of the tenant
+//
+// Revokes one of the tenant's signing keys since compromised_at (default now; never in the future): versions it signed at or after that time no longer verify, versions compiled for it are not signed (KEY_REVOKED). Revoking the active key leaves the tenant without one; the next compile creates a fresh key. Another tenant's key and the platform's legacy keys are 404.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Revoking a revoked key again may only move compromised_at earlier (with the new reason); a time at or after the stored one changes nothing and answers the key as it is.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/signing-keys/{key_id}/revoke (the `RevokeSigningKey` operationId).
+func (c *ClientWithResponses) RevokeSigningKeyWithResponse(ctx context.Context, keyId string, body RevokeSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RevokeSigningKeyResponse, error) {
+	rsp, err := c.RevokeSigningKey(ctx, keyId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeSigningKeyResponse(rsp)
+}
+
+// RotateSigningKeyWithBodyWithResponse Retire the tenant's active signing key and make a new one
+//
+// Retires the tenant's active signing key (what it signed still verifies) and makes a new active one, which the next compiles name. A tenant without an active key just gets one.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Not idempotent: each call makes a new key and retires the one before.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/signing-keys:rotate (the `RotateSigningKey` operationId).
+func (c *ClientWithResponses) RotateSigningKeyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RotateSigningKeyResponse, error) {
+	rsp, err := c.RotateSigningKeyWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateSigningKeyResponse(rsp)
+}
+
+// RotateSigningKeyWithResponse Retire the tenant's active signing key and make a new one
+//
+// Retires the tenant's active signing key (what it signed still verifies) and makes a new active one, which the next compiles name. A tenant without an active key just gets one.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Not idempotent: each call makes a new key and retires the one before.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/signing-keys:rotate (the `RotateSigningKey` operationId).
+func (c *ClientWithResponses) RotateSigningKeyWithResponse(ctx context.Context, body RotateSigningKeyJSONRequestBody, reqEditors ...RequestEditorFn) (*RotateSigningKeyResponse, error) {
+	rsp, err := c.RotateSigningKey(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateSigningKeyResponse(rsp)
 }
 
 // CreateSnapshotWithBodyWithResponse Create a BUILDING snapshot
@@ -22097,6 +24353,84 @@ func (c *ClientWithResponses) UpdateTenantQuotasWithResponse(ctx context.Context
 	return ParseUpdateTenantQuotasResponse(rsp)
 }
 
+// GetTenantIssuerWithResponse Get a tenant's issuer profile
+//
+// The tenant's issuer profile; 404 when it has none. The platform token, or an admin key of the tenant; another tenant's id is 404.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Read-only; safe to repeat.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/tenants/{id}/issuer (the `GetTenantIssuer` operationId).
+func (c *ClientWithResponses) GetTenantIssuerWithResponse(ctx context.Context, id openapi_types.UUID, params *GetTenantIssuerParams, reqEditors ...RequestEditorFn) (*GetTenantIssuerResponse, error) {
+	rsp, err := c.GetTenantIssuer(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTenantIssuerResponse(rsp)
+}
+
+// PutTenantIssuerWithBodyWithResponse Set a tenant's issuer profile
+//
+// Creates or replaces the tenant's issuer profile (SPEC §16): legal_name (1-200 printable characters), country (an assigned ISO 3166-1 alpha-2 code in upper case), registration_id (1-100 printable characters) and an optional https website (at most 300 characters). A member that is wrong is 422 naming it. Any change clears identity_verified_at and is audited as issuer.updated (saying whether verification was cleared); the same values again change nothing. The platform token, or an admin key of the tenant; another tenant's id is 404.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Idempotent: repeating it leaves the same state.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/tenants/{id}/issuer (the `PutTenantIssuer` operationId).
+func (c *ClientWithResponses) PutTenantIssuerWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *PutTenantIssuerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutTenantIssuerResponse, error) {
+	rsp, err := c.PutTenantIssuerWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutTenantIssuerResponse(rsp)
+}
+
+// PutTenantIssuerWithResponse Set a tenant's issuer profile
+//
+// Creates or replaces the tenant's issuer profile (SPEC §16): legal_name (1-200 printable characters), country (an assigned ISO 3166-1 alpha-2 code in upper case), registration_id (1-100 printable characters) and an optional https website (at most 300 characters). A member that is wrong is 422 naming it. Any change clears identity_verified_at and is audited as issuer.updated (saying whether verification was cleared); the same values again change nothing. The platform token, or an admin key of the tenant; another tenant's id is 404.
+//
+// **Who may call it:** The platform token (with tenant_id), or a tenant admin key for its own tenant; writer and reader keys are 403.
+//
+// **Idempotency:** Idempotent: repeating it leaves the same state.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/tenants/{id}/issuer (the `PutTenantIssuer` operationId).
+func (c *ClientWithResponses) PutTenantIssuerWithResponse(ctx context.Context, id openapi_types.UUID, params *PutTenantIssuerParams, body PutTenantIssuerJSONRequestBody, reqEditors ...RequestEditorFn) (*PutTenantIssuerResponse, error) {
+	rsp, err := c.PutTenantIssuer(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutTenantIssuerResponse(rsp)
+}
+
+// VerifyTenantIssuerWithResponse Record that the platform verified the issuer's identity
+//
+// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
+//
+// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+//
+// **Idempotency:** Idempotent: repeating it leaves the same state.
+//
+// The platform token only.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tenants/{id}/issuer/verify (the `VerifyTenantIssuer` operationId).
+func (c *ClientWithResponses) VerifyTenantIssuerWithResponse(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, reqEditors ...RequestEditorFn) (*VerifyTenantIssuerResponse, error) {
+	rsp, err := c.VerifyTenantIssuer(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseVerifyTenantIssuerResponse(rsp)
+}
+
 // GetTenantUsageWithResponse A tenant's quotas and what it uses of them
 //
 // A tenant's effective quotas and what it uses of them now: queued and running jobs, live webhook endpoints, subscriptions and unrevoked API keys. The platform token, or any key of the tenant; another tenant's id is 403.
@@ -22363,6 +24697,323 @@ func (c *ClientWithResponses) DeleteWebhookSubscriptionWithResponse(ctx context.
 		return nil, err
 	}
 	return ParseDeleteWebhookSubscriptionResponse(rsp)
+}
+
+// ParsePublicLinkResponse parses an HTTP response from a PublicLinkWithResponse call
+func ParsePublicLinkResponse(rsp *http.Response) (*PublicLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PublicLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QRVerification
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	case rsp.StatusCode == 200:
+	// Content-type (text/html) unsupported
+
+	case rsp.StatusCode == 400:
+	// Content-type (text/html) unsupported
+
+	case rsp.StatusCode == 404:
+	// Content-type (text/html) unsupported
+
+	case rsp.StatusCode == 422:
+		// Content-type (text/html) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PublicLinkResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers PublicLinkResponse304Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 400:
+		var headers PublicLinkResponse400Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 404:
+		var headers PublicLinkResponse404Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers PublicLinkResponse422Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PublicLinkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers PublicLinkResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePublicIssuerResponse parses an HTTP response from a PublicIssuerWithResponse call
+func ParsePublicIssuerResponse(rsp *http.Response) (*PublicIssuerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PublicIssuerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Directory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	case rsp.StatusCode == 404:
+	// Content-type (text/html) unsupported
+
+	case rsp.StatusCode == 422:
+		// Content-type (text/html) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PublicIssuerResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers PublicIssuerResponse304Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 404:
+		var headers PublicIssuerResponse404Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers PublicIssuerResponse422Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PublicIssuerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers PublicIssuerResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
 }
 
 // ParsePublicPassportVersionResponse parses an HTTP response from a PublicPassportVersionWithResponse call
@@ -29584,7 +32235,7 @@ func ParseListSigningKeysResponse(rsp *http.Response) (*ListSigningKeysResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest SigningKeyViewList
+		var dest SigningKeyList
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -29687,6 +32338,319 @@ func ParseListSigningKeysResponse(rsp *http.Response) (*ListSigningKeysResponse,
 		response.Headers429 = &headers
 	case true:
 		var headers ListSigningKeysResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRevokeSigningKeyResponse parses an HTTP response from a RevokeSigningKeyWithResponse call
+func ParseRevokeSigningKeyResponse(rsp *http.Response) (*RevokeSigningKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeSigningKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SigningKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RevokeSigningKeyResponse200Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers RevokeSigningKeyResponse401Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RevokeSigningKeyResponse403Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RevokeSigningKeyResponse404Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers RevokeSigningKeyResponse413Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers RevokeSigningKeyResponse422Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers RevokeSigningKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers RevokeSigningKeyResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRotateSigningKeyResponse parses an HTTP response from a RotateSigningKeyWithResponse call
+func ParseRotateSigningKeyResponse(rsp *http.Response) (*RotateSigningKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RotateSigningKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SigningKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers RotateSigningKeyResponse201Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers RotateSigningKeyResponse401Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RotateSigningKeyResponse403Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 413:
+		var headers RotateSigningKeyResponse413Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers RotateSigningKeyResponse422Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers RotateSigningKeyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers RotateSigningKeyResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -31145,6 +34109,467 @@ func ParseUpdateTenantQuotasResponse(rsp *http.Response) (*UpdateTenantQuotasRes
 		response.Headers429 = &headers
 	case true:
 		var headers UpdateTenantQuotasResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTenantIssuerResponse parses an HTTP response from a GetTenantIssuerWithResponse call
+func ParseGetTenantIssuerResponse(rsp *http.Response) (*GetTenantIssuerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTenantIssuerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest IssuerProfile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetTenantIssuerResponse200Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetTenantIssuerResponse401Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetTenantIssuerResponse403Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetTenantIssuerResponse404Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers GetTenantIssuerResponse422Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetTenantIssuerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers GetTenantIssuerResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePutTenantIssuerResponse parses an HTTP response from a PutTenantIssuerWithResponse call
+func ParsePutTenantIssuerResponse(rsp *http.Response) (*PutTenantIssuerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutTenantIssuerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest IssuerProfile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PutTenantIssuerResponse200Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers PutTenantIssuerResponse401Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PutTenantIssuerResponse403Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers PutTenantIssuerResponse404Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers PutTenantIssuerResponse413Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 422:
+		var headers PutTenantIssuerResponse422Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers PutTenantIssuerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers PutTenantIssuerResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseVerifyTenantIssuerResponse parses an HTTP response from a VerifyTenantIssuerWithResponse call
+func ParseVerifyTenantIssuerResponse(rsp *http.Response) (*VerifyTenantIssuerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &VerifyTenantIssuerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest IssuerProfile
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers VerifyTenantIssuerResponse200Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers VerifyTenantIssuerResponse401Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers VerifyTenantIssuerResponse403Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers VerifyTenantIssuerResponse404Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 422:
+		var headers VerifyTenantIssuerResponse422Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers VerifyTenantIssuerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers VerifyTenantIssuerResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -32872,10 +36297,16 @@ func ParseDeleteWebhookSubscriptionResponse(rsp *http.Response) (*DeleteWebhookS
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// PublicLink The page a passport's QR code links to
+	// (GET /p/{id})
+	PublicLink(ctx echo.Context, id openapi_types.UUID, params PublicLinkParams) error
+	// PublicIssuer An issuer's public key directory
+	// (GET /public/v1/issuers/{tenant_id})
+	PublicIssuer(ctx echo.Context, tenantId openapi_types.UUID) error
 	// PublicPassportVersion A published passport version and whether its stored bytes verify
 	// (GET /public/v1/passport-versions/{id})
 	PublicPassportVersion(ctx echo.Context, id openapi_types.UUID) error
-	// PublicVerifyQr Check a scanned BPC-QR-1 string against the passport version it names
+	// PublicVerifyQr Check a scanned QR code against the passport version it names
 	// (GET /public/v1/verify)
 	PublicVerifyQr(ctx echo.Context, params PublicVerifyQrParams) error
 	// ApiIndex Index: links to the reference, the document, health and River UI
@@ -32968,7 +36399,7 @@ type ServerInterface interface {
 	// GetPassportProof The proof, bytes as hashed
 	// (GET /v1/passport-versions/{id}/proof)
 	GetPassportProof(ctx echo.Context, id openapi_types.UUID, params GetPassportProofParams) error
-	// GetPassportQr The BPC-QR-1 code as PNG
+	// GetPassportQr The QR code as PNG
 	// (GET /v1/passport-versions/{id}/qr.png)
 	GetPassportQr(ctx echo.Context, id openapi_types.UUID, params GetPassportQrParams) error
 	// GetPassportReceipt The receipt, signed once there is a signature
@@ -33010,9 +36441,15 @@ type ServerInterface interface {
 	// CreateRulePackageVersion Check and store the package's next DRAFT version
 	// (POST /v1/rule-packages/{id}/versions)
 	CreateRulePackageVersion(ctx echo.Context, id openapi_types.UUID) error
-	// ListSigningKeys List the public keys that verify receipts
+	// ListSigningKeys List a tenant's signing keys and the platform's legacy keys
 	// (GET /v1/signing-keys)
-	ListSigningKeys(ctx echo.Context) error
+	ListSigningKeys(ctx echo.Context, params ListSigningKeysParams) error
+	// RevokeSigningKey Revoke a signing key of the tenant
+	// (POST /v1/signing-keys/{key_id}/revoke)
+	RevokeSigningKey(ctx echo.Context, keyId string) error
+	// RotateSigningKey Retire the tenant's active signing key and make a new one
+	// (POST /v1/signing-keys:rotate)
+	RotateSigningKey(ctx echo.Context) error
 	// CreateSnapshot Create a BUILDING snapshot
 	// (POST /v1/snapshots)
 	CreateSnapshot(ctx echo.Context) error
@@ -33040,6 +36477,15 @@ type ServerInterface interface {
 	// UpdateTenantQuotas Override a tenant's quotas
 	// (PATCH /v1/tenants/{id})
 	UpdateTenantQuotas(ctx echo.Context, id openapi_types.UUID) error
+	// GetTenantIssuer Get a tenant's issuer profile
+	// (GET /v1/tenants/{id}/issuer)
+	GetTenantIssuer(ctx echo.Context, id openapi_types.UUID, params GetTenantIssuerParams) error
+	// PutTenantIssuer Set a tenant's issuer profile
+	// (PUT /v1/tenants/{id}/issuer)
+	PutTenantIssuer(ctx echo.Context, id openapi_types.UUID, params PutTenantIssuerParams) error
+	// VerifyTenantIssuer Record that the platform verified the issuer's identity
+	// (POST /v1/tenants/{id}/issuer/verify)
+	VerifyTenantIssuer(ctx echo.Context, id openapi_types.UUID, params VerifyTenantIssuerParams) error
 	// GetTenantUsage A tenant's quotas and what it uses of them
 	// (GET /v1/tenants/{id}/usage)
 	GetTenantUsage(ctx echo.Context, id openapi_types.UUID, params GetTenantUsageParams) error
@@ -33078,6 +36524,61 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// PublicLink converts echo context to params.
+func (w *ServerInterfaceWrapper) PublicLink(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PublicLinkParams
+	// ------------- Optional query parameter "ph" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "ph", ctx.QueryParams(), &params.Ph, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter ph: %s", err))
+	}
+
+	// ------------- Optional query parameter "pr" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "pr", ctx.QueryParams(), &params.Pr, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter pr: %s", err))
+	}
+
+	// ------------- Optional query parameter "rh" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "rh", ctx.QueryParams(), &params.Rh, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter rh: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PublicLink(ctx, id, params)
+	return err
+}
+
+// PublicIssuer converts echo context to params.
+func (w *ServerInterfaceWrapper) PublicIssuer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "tenant_id" -------------
+	var tenantId openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "tenant_id", ctx.Param("tenant_id"), &tenantId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tenant_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PublicIssuer(ctx, tenantId)
+	return err
 }
 
 // PublicPassportVersion converts echo context to params.
@@ -34076,8 +37577,42 @@ func (w *ServerInterfaceWrapper) CreateRulePackageVersion(ctx echo.Context) erro
 func (w *ServerInterfaceWrapper) ListSigningKeys(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSigningKeysParams
+	// ------------- Optional query parameter "tenant_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "tenant_id", ctx.QueryParams(), &params.TenantId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tenant_id: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ListSigningKeys(ctx)
+	err = w.Handler.ListSigningKeys(ctx, params)
+	return err
+}
+
+// RevokeSigningKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeSigningKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "key_id" -------------
+	var keyId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "key_id", ctx.Param("key_id"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter key_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeSigningKey(ctx, keyId)
+	return err
+}
+
+// RotateSigningKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RotateSigningKey(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RotateSigningKey(ctx)
 	return err
 }
 
@@ -34239,6 +37774,81 @@ func (w *ServerInterfaceWrapper) UpdateTenantQuotas(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateTenantQuotas(ctx, id)
+	return err
+}
+
+// GetTenantIssuer converts echo context to params.
+func (w *ServerInterfaceWrapper) GetTenantIssuer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetTenantIssuerParams
+	// ------------- Optional query parameter "tenant_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "tenant_id", ctx.QueryParams(), &params.TenantId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tenant_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetTenantIssuer(ctx, id, params)
+	return err
+}
+
+// PutTenantIssuer converts echo context to params.
+func (w *ServerInterfaceWrapper) PutTenantIssuer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params PutTenantIssuerParams
+	// ------------- Optional query parameter "tenant_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "tenant_id", ctx.QueryParams(), &params.TenantId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tenant_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.PutTenantIssuer(ctx, id, params)
+	return err
+}
+
+// VerifyTenantIssuer converts echo context to params.
+func (w *ServerInterfaceWrapper) VerifyTenantIssuer(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id openapi_types.UUID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "uuid", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params VerifyTenantIssuerParams
+	// ------------- Optional query parameter "tenant_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", false, false, "tenant_id", ctx.QueryParams(), &params.TenantId, runtime.BindQueryParameterOptions{Type: "string", Format: "uuid"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tenant_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.VerifyTenantIssuer(ctx, id, params)
 	return err
 }
 
@@ -34525,6 +38135,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 		Handler: si,
 	}
 
+	router.GET(options.BaseURL+"/p/:id", wrapper.PublicLink, options.OperationMiddlewares["public-link"]...)
+	router.GET(options.BaseURL+"/public/v1/issuers/:tenant_id", wrapper.PublicIssuer, options.OperationMiddlewares["public-issuer"]...)
 	router.GET(options.BaseURL+"/public/v1/passport-versions/:id", wrapper.PublicPassportVersion, options.OperationMiddlewares["public-passport-version"]...)
 	router.GET(options.BaseURL+"/public/v1/verify", wrapper.PublicVerifyQr, options.OperationMiddlewares["public-verify-qr"]...)
 	router.GET(options.BaseURL+"/v1", wrapper.ApiIndex, options.OperationMiddlewares["api-index"]...)
@@ -34572,6 +38184,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/rule-packages/:id", wrapper.GetRulePackage, options.OperationMiddlewares["get-rule-package"]...)
 	router.POST(options.BaseURL+"/v1/rule-packages/:id/versions", wrapper.CreateRulePackageVersion, options.OperationMiddlewares["create-rule-package-version"]...)
 	router.GET(options.BaseURL+"/v1/signing-keys", wrapper.ListSigningKeys, options.OperationMiddlewares["list-signing-keys"]...)
+	router.POST(options.BaseURL+"/v1/signing-keys/:key_id/revoke", wrapper.RevokeSigningKey, options.OperationMiddlewares["revoke-signing-key"]...)
+	router.POST(options.BaseURL+"/v1/signing-keys\\:rotate", wrapper.RotateSigningKey, options.OperationMiddlewares["rotate-signing-key"]...)
 	router.POST(options.BaseURL+"/v1/snapshots", wrapper.CreateSnapshot, options.OperationMiddlewares["create-snapshot"]...)
 	router.GET(options.BaseURL+"/v1/snapshots/:id", wrapper.GetSnapshot, options.OperationMiddlewares["get-snapshot"]...)
 	router.POST(options.BaseURL+"/v1/snapshots/:id/build", wrapper.BuildSnapshot, options.OperationMiddlewares["build-snapshot"]...)
@@ -34581,6 +38195,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/tenants", wrapper.ListTenants, options.OperationMiddlewares["list-tenants"]...)
 	router.POST(options.BaseURL+"/v1/tenants", wrapper.CreateTenant, options.OperationMiddlewares["create-tenant"]...)
 	router.PATCH(options.BaseURL+"/v1/tenants/:id", wrapper.UpdateTenantQuotas, options.OperationMiddlewares["update-tenant-quotas"]...)
+	router.GET(options.BaseURL+"/v1/tenants/:id/issuer", wrapper.GetTenantIssuer, options.OperationMiddlewares["get-tenant-issuer"]...)
+	router.PUT(options.BaseURL+"/v1/tenants/:id/issuer", wrapper.PutTenantIssuer, options.OperationMiddlewares["put-tenant-issuer"]...)
+	router.POST(options.BaseURL+"/v1/tenants/:id/issuer/verify", wrapper.VerifyTenantIssuer, options.OperationMiddlewares["verify-tenant-issuer"]...)
 	router.GET(options.BaseURL+"/v1/tenants/:id/usage", wrapper.GetTenantUsage, options.OperationMiddlewares["get-tenant-usage"]...)
 	router.GET(options.BaseURL+"/v1/webhook-deliveries/:id", wrapper.GetWebhookDelivery, options.OperationMiddlewares["get-webhook-delivery"]...)
 	router.GET(options.BaseURL+"/v1/webhook-endpoints", wrapper.ListWebhookEndpoints, options.OperationMiddlewares["list-webhook-endpoints"]...)
@@ -34600,647 +38217,732 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3pcttG9y8K30oX3v2UpWcTNGYCdKX+RVGUTEeTqcl24pdPA2iQsECAwSCJyd9V+0LO533u45w72Vdy",
-	"qgeAAAiOkmzHQT7EIgn0sHr16tW/Nf3FWcFkGvjIjyOu/RcXWWM0geTPzkX/VzTDf0HbdmM38KF3EQZT",
-	"FMYuiri2A70INbhp7qu/ODh1h3doNnRt/MkJwgmMuTaXJK7NNbh4NkVcm4vi0PVH3NcGZ4UIxsge4ody",
-	"j9swRnzsTlDVO+hx6oYoWv/Ob+lLDc5PPI/7/LXBeTCKh0m0SZdVr/twgvBrC4OahshxHyt/CtF9cLdr",
-	"h2HgkQ6Rn0zwE9CeuD7X4B5CN0Yhh1uHNgq5zxWEipEP/XizpSDj/CNxQ2STbubLmG+HEYANK5t1YR0L",
-	"C1SYfYn68yEH5hdkxXjIlOdO3Cjeku/cGE2Kf/yPEDlcm/v/vZ4z+GvG3a8Za3/NRgDDEM4WqEDbqhyn",
-	"bffxj31/mmw7VDuwkgny4+E9CiM38IeuTb9HkRW6U9wK1+YO2VOAPRWBh3EQIYDuUTgDDrRi4EYA2jay",
-	"m1xjPu3yOvtBnOcfgf3HV/wv/a+SmaYwjlGIR/b//03gDcg7Hf7o81/6Vz7/Udnmoyh9/R8LnNjgHnnW",
-	"F1+kCAR4SiBKrDGAEZAdydQtBfGiLUFeMVuINyzR4SUom4ql2hpqOXjgE/jYp8QR8eTKS97gMC2r1+AI",
-	"WnEE4gCTuSbyk4hckEXFLs+ndOO0AQT0MdC56IM7NHsVgeDBT798GCMfQDPCm2IP+kE8RiH77VWEN4Mi",
-	"yPsNEI8RCFEUJKGFWANOEJKvpx6M8dKBOLhDPl7ReiELC/l1hagboCjxtpV1RD4Vdozrx5oyn4frx2iE",
-	"QtxR5MNpNKYLsEp4X6bPlcV11kCD9Vspuadu37fR4/ZCu0JAXI0R4dUQOShEvoUahNcgMMPgIUJhk5yG",
-	"cDL1cCu/ca/vxdekpSqeGSPoxeOh596jxZ5O3HvkoygC0zAwUVW79PXX5PUVzWN9YbbY/gBB292oA9pA",
-	"VQ8TFIduFZkuwmCC4jFKIsCeAXuL+3G/qtO0zar+giny4dStXpbzKfLx0qSnLZMLbJ2wuDAT14uBEwaT",
-	"qo5Z480vUeBX9h669yhMKnof4B/AdR/svb26ugAmjFwLwCQetwH0ZyCJUAiwGkVFFVHoKAHwPp3CKHoI",
-	"Qnv/TSrqHsYoRCAeu2RpLLxEEQrvUQT8gL0dBkmMooVZsBG+rhw+bsO1KjjtdgxjAP3oAYURwH2X2zWn",
-	"VkWL5b3Imm/QnTNfrCKfl9hyzkPVW3eKfLt3j/x4F70LWnEQVp5At+MAQCtGNl2hGD3GFecFsMZBEKEI",
-	"7BGq83Dq5s+k/SbopEcVPbsQHmlE1po0d4dmwI0j5DlgjynY7d8TQZCtubpNPqP9N8BD8B4BNwZBEoMg",
-	"BBHybYAeoRV7MxCPYYyXZQIfT5A/isdcW8qduvNVhqNRiEYwRktuAf94xWVOINrRX4WpdPhPkP/zM/tX",
-	"4I1hk//8l9DQ5K3GJvKaAjyEf4oawHZHbhw1wKvhqwZ41XyFV/cV/6oBohiGseuPwIMbjwFkb5ArL+ak",
-	"rUYoSq0thyhK+pPGOIUzL4AVu6vjz8C7y/MzcA+9BOEmghDZeJFG+FBrrlEPB0yq0B4Xt+WbzdXGWuOr",
-	"0vgK9/7idigJkAIjzld8jazeTXHM+mX33w2VSBvhcyUsowKr9MlD+spsgJxFRCCd8hhG40p0h/68C8aS",
-	"vVnoo1Ex9cK0qqh9AGNrjLX0bakcx2gyjaMycWWpkri7oXVuhAVGjnhmEHgI+uTu7fpuNN4VHHNtNJkG",
-	"MfKtGT4+511UPfwlMDdFJQlMhcIwCKt1S/w7YLTD5zx+sgFwT1TaYMWM/goc6HoUoSlTvkoNQT4+8efv",
-	"bEkP1mn1oNMRYd2BdQH2RKwIY5nquGEUEw08bT5d91z7VmBXKIw9PH2AfwN7lxe9Lvh//m9lvwFQc9QE",
-	"N52T/mHnqn9+NuwNBueDBuifXfUGZ52T9HO3c9btnZz0Dptc5ZUiiuCootNzHwHP9VFJC1IrtKDStiOT",
-	"mLf8eT5jtp/yaDGCERo+DXAmTQQPPgpX8+cEPg633I9Lj1y83l8C81UEYDgi15+oTY9O+gagsg8EDlZI",
-	"AW4Z7PX8PxKUIHzeogjzdeCjcyfHEzmBMw3dIHTj2YYDJQ1Xg+NYrA1t5KFtBQt9s2JXr0AYrDGyE2/L",
-	"jojKs6uIimIYJ1Few3h/3bvuHXINbnB9dtY/O+Ya3OV1t9vrHZJvjzr9E/JHtjG4BnfY6xwOT3pXV73B",
-	"k5H+9Iv5iA6u+yeHw8uzzsXl2/Mr3PX56UX/pDe86FxeXpwPrsgITvo3vcHwtnfw9vz8V67B9T7gn/LP",
-	"HPfOeoPOVW/4fsA1uP7Zce/yanh43r0+7Z3h3y86g8ve8KjTvbqk0x8Ork96w6veJfnisn98Nm+uaprJ",
-	"1N7y/CkfuelhlB0HResGU2zYouXYvDE/Kks7dfEUmu/LlPFLnFdgqeIZWJQXFQKocDiVNkHJDJOj1kqd",
-	"4cWtLXPtZHeDywFReWcXYWAn1rbDNenLwyl9+yWNk0sNhNFdUvn9E4x0FdMqsjPuMzPZ5WaznsDfgify",
-	"6/kExkhcz04h4U44itYOu3hUngb3KAIQpOAxAQQBEYn9s2MQB2DQ6xx+bIK99OwMHFCUmPsL2l3a2MYS",
-	"eXcmyHdVRZ/uGFl3O13BbBRD16tSU2dEl7Bwy0yTfAOiMb5zB743W3ZRb261X4K76hvD/EAtjspGoxDa",
-	"yG4vjI2MJ0hiMIF3rj8ivzN4EiQ+AR4pHD2ApunGp+9BHLqjEQobIPE9FEXg4KI7fNvrnFy9HQ5676/7",
-	"g96QnOIUsWanaDqA9dgo25DBXfWCuaGVuPFBiOAd1Rl3uNANXX/44Pp28LChaoRJlYRoGMIYFaVdkJhe",
-	"TtT5ycQsvLJ9Xz56jIfEzLCbThVMkf8Ufayg/HRPzi+JjnV+0TvjGtzbzsnRkPy9HuMmbZVo16hag0pi",
-	"5SdSJkolYwSTqeuhXaDvMPHQcAqtOzhCObeDGhGuQITXyO5/PH1qS/7fENfNM3VjqThYIXUuYBRNg3AX",
-	"DYu1QJQsBPGBnOlazIgwTUyPXIEAHhlgI0s9n4DrxwF+ig0h+x76NkAUtIgIjlG4QRY1tvKVdlFnS5vf",
-	"VGfbQqYuXga+nX6Yn1bjKXxArg+pV9ouh9Cd69sF2OH8lGtwh9e94WH/pH/cO+v2uAZ30T2q3Iepolg2",
-	"eU5cP/0srqNcbVj6bgKILD5bxeXs1fPtaeDuxl4RskK0BPt+e9rp8pdvO5Kqgcgd+fgaQJ/HsgEv/dzA",
-	"UkaURanIZFrNZT+SOpKEFVfUjhkFXhIjMI7j6V60D64HJ3il2VFjgXEQxWAP/xrRO6vrAwajuAH1RCoI",
-	"GkVfI2lK7I5H1UhZcjm//4pmu7B60SBRYURKvU2iOJhG4CEI8cX3DfDRPQqXctRGuNaW4vfZ3Nd33lTU",
-	"Q6reVk8R3nmn/+XMnKqIu3D0Zghtffeqz5kfYkNUsOuKfUEf2mVb7Ch1ma0h95ZYq8p/n7v63GqznKkG",
-	"Cb6Tk5vbN2SsmkV+oAN5NXPc0Ov8TgFqkTekqFv1bSpMPBQ1sMp8cNHlB9cnvUtebHLb8UuNFf5QekUU",
-	"R+vX/BUgDzbXgk45Dio1vpxpLxMz63SnS1HBR7rsgkyd8YmnUwMEIfg3YQ8aTEl+Kl35REmvpeGPy7AP",
-	"yBwHwd0QMcCovjBscGpUEa3g0r18c14RtnyKplGcziXxFogDMEXB1EMk3MV2/RHB9OMQuh6B6KbQQhGA",
-	"IQJ2GEyn1Cl2W2XYS0blqAkaKvGZ/UtDOqRtQzpk4AUPKOQtGKFy5ASZhw2jMT4oq2MmsBQiDy8qgHjE",
-	"azVAu07O8E9JztDgyKFRMYES59DHGt8tfQMLpbilgmYHW+HF+eUVcTxOz+uAfGCSC6SSi+0knwD7BNGH",
-	"cRKiosmv5LK6aPHbbglS6cksBbOdrHFVjawgJIlJ2W6PbxHmsNuMNj58t6dEY8kRxeZUSShmkNySSruI",
-	"tixvx4Zkeh5753PagvMzKMqFvHluratoSvMXdxLNFnd399C0iZt5FNk2bBL4MaZXNIaSqlUux7fgpIqM",
-	"MRu9tySEKXXgTP0oHmAEBr13ve5V7/ANDWMi1+wHN0KLkUvrgoCWRP5U4gOOi7wl4StZ3P4ETUwUAhK0",
-	"lHhxg96N8KngRtvFDJHIdjcCD2GQKmNxrqf119ptQodIVhkrSPx4RYxMZZTVxJ3Mo5ErdBmSA2Bn/0f3",
-	"TzQ0ZzHaNMZoMYDl+uLkvEODVdgi03AWxkHPoO0sCfmsHOEyEZfbKkVRVxSC8xDLOdkb5X1fIFsuPCSN",
-	"wsitdUmXKqzWKvl068ZjJqOi+ixbyRbbnx+p8F93jGQdNJ7rqEwdWnZywDfnLuCrZllyGN/1TNohBM+N",
-	"htCKWb6aRVf97VaXOXK8jLaZknKZhplfYOq7MZ/bBotMfBALkSgvFIWycBpXhEAvnqURnFB/EOjbIKTx",
-	"nSBEcRJSV5E0LA58CUywJwnC/hvAwPP+vH3+VzQDY3KjLcMwqlp1DpcCWhfHhV95FQEbkZN9KeiZRhJM",
-	"4KM7wfIntWayTytP01yM7Mp4pIUwovISvQvMeTTtYhBQsxwWW3xbAHtW6MauBb12VW6ZwPdm+3idZbDn",
-	"BQ/7b8hDuxJIzpFHWEmeckhsCcZOSDA7gqHnIswQ0CeZiN4AP3jYwpGoShNZKR1qi0ylHWMLMbEkuHdt",
-	"UEsGBLuxhx9bCA5eJv5KjuJ/EyfxWqC+kECtihtYK1LLXvq1UK2F6osL1e8oerIgxHLCha3FdEXKhmWC",
-	"ugjSf1uAvha3LyRuKywva6VtyUBSC9ta2L64sH26/EgpWs5Is7XIXExps0xi9h6xXN9Rs70N3RgfLj7o",
-	"dK/6N73FcwKfHj5ApBPguF4tJl9MTBZXcjMxWUp0VIvJWky+uJjcUWikZCzn5tpaNi4m91omG4+Rj0IY",
-	"o/eDLeXiAPk2Cmn2wYOLLv9+wIs0iyAJ1MMyH9kL865F40uJxvlCbiYWc9neapFYi8QXF4m7y4uUkvn8",
-	"hFtLxGJyw2XSsO+PUBRv7JRUcoqNg5DAED56yOQ8mVzmDLEAKeRyKtai8aVEY3FVNxOPpfSXtYisReSL",
-	"i8hnECApScvZW7eWl4vpX5fJzAsYRoiU2toWi8QvEiU5meJtjOz5PAvYrIMbr8XjS4nH+QJuJhoLLFeL",
-	"xVosvjTmuLWcSCmYz1i9tQQsprteJv1YuvWKmEUiUeIgFddv5qnabWS5NoryGd1fRSynOx6+7eKGJq4P",
-	"Y+r/O4HTKavBULLnL8PJqlyaKhKDr3697BKwmEZ89fslS9VizvHVr5dg22KC8tWv5lCNxUzmq18tXQGK",
-	"ac9Xv5o7CRfyo69+c5D4g8RDVygi7xZTqa9+9dId+RmNvmZn5OyMOG1Svv3a4EgxAK792xp8tYpvvjY2",
-	"eqnMLRu+VmKSDd8q8caGb+XYYsM3Styw4Vs5RtjwjQIDbPhOceU/52RSvrEtUb3ExwpolZ38VQRYGTmi",
-	"S6V8RmPKmXplBaFN5VqY1Fjfi2ls+QXeTGcrSqNabavVtpcH/J5ZlKT0LR2sW+t1C4VLlql2Bfm6JRTo",
-	"jsjkLXomLuKaryI8ReROmam8Z0uqKhqL9/sCTF/L05eRp/mV3kyellzBanFai9OXBgdfSqSkhF5Xv2mN",
-	"WC2+XiVVwzAIDwJ726wXWRTsSpUYP3RIK54sVI0iDXxeNqTDrE7KVpHFm5bSa4Cpl0TgtHNydD447R0O",
-	"SS1VvCinvau354fDs/OrYefk5Py2d7hQQrschVvJ6FYQhsiD8TyyuDQqaxxgmfWB786f5Pv2G/BHEsSk",
-	"SDHZziHC7ESyuJAq4h4ilbXX5GehZWZW3DP++rpoKAsTK05CZAMSqfkYs6Djv36nIcW/c+3f50Lid+7r",
-	"G/DX17Q2Iy0auLCWq0oN8p7rIzBOJtDnQwRtaHoIsBe2DhteIPicBpU89rhrUtVUMJYnRBho7+Ciy1M8",
-	"hRcb4GEMY2BOLSwMXGcG8CyjfXyOXxwegT0nCLNUPUQfILGwWYo18hUTI4WiOLgrrsFdHB5xDY6UUm9w",
-	"U9vZNt9vnSzuR80pxaiznHGfUDhiFyeoQgaYEly4mAFmvkMqlofVTdgy58JzlGooxK6voPARtL5F4hMS",
-	"3r7h9MmzhVq85R+XZzZYVc0Uv/oqAhb0Ax8rwmAuxLr4T15cUqiUNrq8fjNVAIbbpBxocFR0DHfNy/EE",
-	"HknXohiyPCdsbgUW5pYvTFmgy8oJrQ1/xlz44qlgCKvvngam5Nz2TTwVC6IopzOvKD3zfWVNFeEqXF++",
-	"rVNTgYolS8w+tyRhT3WmHpbUI6Q5tZ6cE2N1npZnS9M076Zqfd4F5o9X872u6l5Xda+rutdV3euq7nVV",
-	"929Q1f0fX8r9XWBeMHn6Ygo4VjQW9G9WttZKwigI16enXa6fvwvMnVJkfaHqz9qBL3JM5TBO3Hu00zgW",
-	"BUKhuvOKAsJJNUFKPpUv6hhbULFz23lRvf4OF96qLqsJtqGhtaSxkRxfG82n6iDYrG7VsyQN3bY+6ZbZ",
-	"154qhIt1RvOSuIJGjQq6byfy0uWmIOO3AMEyqLAC2/68ar0oPLnpQuyKBUxhPF6hi63VqKotvMvz3i5P",
-	"JLpETXsOsGJOyiKLrUROGW3KSTzT1J7Lz931fPfisFeJzXcHwNKGdsuDTHYr3FldZibn4VNYkbURDs3E",
-	"9WzWwLMIVjeKkheWxbtvaorSbpOwdy3iPQ2DwNmuSfJGGATx8lb/CIcjBrLuyCV/hMPc1XdF1QXqpLB8",
-	"KE+qzJ2mGlk9Bor57pqCmRQgzlXiqBwFfoRWq12Pgm1bT3xRXaWXQ3Zx7R+fkQsqNbuRq+xFb3BJ7rJV",
-	"R12UTFEYIXtXinyz7NDV50TlSVLKDp3dIzeroF4lr/KSZsEAU9zpi1uuuG1LmyDPtgv8VclNhd22RECX",
-	"FLI5yy9u9kbxhChzxKoD6QmJr2vdfVfdfYdc2mUFYotc2t/6auD6o50u8bQS1oZEf/E6K2UntPvMIlRd",
-	"OmVFkZQLsvFZHdoXqcy8ecp3Vpt2TbruKr5YUxf1/eAGha7jWjDeXsHdVUH7IxxOYGyNWUGhhRTo96Uh",
-	"rdphheFvdnLlui/1VUmhJIjh+T0KQ9dG0W61w6pve3nfaqHgXi1U6ZOUl1cqt8VmtZYo6LqmVPltL1gk",
-	"bHyAbTTOTcaKz7ih507ceGgmYRRv1O66ceYaDafRtk1WjrOc1/5ZFiptNMrV5nyO4X5dxp1P4coiBnrt",
-	"s9JlqadgBPYo+G6DwEcRIPU6QOLHrgfYo/uVnvEb829xAAfEQzJwcskOU5gVAgt6HgpBhHw7AnuKKIMp",
-	"jGLgxpsOocTpC9EGEXB9QJVWQG1Tb4irHLUGpr0BNwIhcpII2eBhHHgI7CmSsekYqrZGiQb4a0wDEpCQ",
-	"+mFGY4hXIQ0lMRN7hOLt+2Q7Z7HwKgkCmhLyWoFvA+h5xQEQbiCj2LDXys1V7PjEvUdgzw9iwMye+wtJ",
-	"LaMte1vYdSXHAtZ84bGNulhTFzTilo2hMd9wRRas3hMLy1XBM1UH1QBBe7aTCmeNkXW3uVLbxY+zjiqM",
-	"W/NrcpHyNhqF0EZ2m7hJz2jQUwOYSYy3Nm6T+mMEvjcDE3jHQvUjFN67FgIRqRuacwhJL+GkNeIOTtun",
-	"3sa0k/XWJDb3xiqz0gBNPTgboB1Ac6JoVGs5EzfKaUEZ5ZeYqOf0fSostgbiWg1YrYWRsjv18B56BaAm",
-	"m/pGShol3OKNf+GGv+xOz/ov0LlycRMPXVAs4hsYRJZq+AVM5OUNhOXuKguerkH1c5R7cUg/v0q74/m5",
-	"VnYsbbhLjajIW1UKMVf1vXJTpln0dyy2uwNbPQkJXsBIDwedo6tS1buL64OT/uXbZyl7xwrlLydwuUz/",
-	"IqqDBcXuCPwTkNXlQGh+Ny7u1QqENcdlJZqUcKDCbEv8tWbPfONye99NVu4A9FVIli2wvueSxiQ1xSDx",
-	"v0l4C9bDNjSFEY/aIX6F2YgqQlXwI0S7c/0RsGCE3oC/fk9dU3/nWCAiy0yQOu06QQjG8B6/EgcBcNAD",
-	"eTV6k/NATl/Bekal+7EVJ9BbUviUvkzqnPjRAwppA4vwNoyWzAv/8grfK230SCKEXZ9dq6J87dT8Pflx",
-	"iqwY2StGhF8G6XOVA3L9abIsBUA2JPwI2Ht3eX6231xTA3ZWpjyeSkBU9/yaNZdJ6CXJCKhzLWbw6oDQ",
-	"5e7IdDU35L+nmNCfchqSd6kwDpPNz1CENvbiXThuLzqXl3nn2eeooh9Db0i21c5nXIEGK063whlI6JA7",
-	"4vIDyRggk0RlKbOtj0pefn4TdTYT1k/RZ0sZib5j2qmCP2TRoXnRJfJJKubm2+O5LkiLbLluNXaJPE8n",
-	"VgoFQ8hOwcDiMrwBIfTtYLI2S8kawtRR4z9u1PgCky0kzfkRUiQV9n4hduFvFbZ5SV0+fkWzGxc9bGtU",
-	"8UaVl5UVDktz15KhCSOkKettvJl7Cu6uqoX183rxw61Ext2Pt43LQj/9OoMHwYrRb3a0EHh5R1c2Ui9x",
-	"x3dTR6oiAPsy7m1piVyuwZEKuVyDu+x1nkOrLId0FNzD8trhogcZw3lzC1YCOLKVyVN6FXv1YzTZNknM",
-	"N03usAxtX5rlYElmg0Jz6yjy8mIiT/7dhcQV4ZbvCUdFXjJ67mj2wh7A7W8KA1Fy7KJ+1jrh31UnpGv+",
-	"4huW7bSnblXqsrKTofqPzNtl1TiZT0yjEnBivIgcBxGPSUDM6iwknNma5wkgI6oEY303SF3Ams+4tdmE",
-	"lhPrOtreLrmNe8+LOc5s6pmS+MTLeqOWWZR47X7S/q3kR1IgY2M335Q1TPgP2rANLkm33Xp5eM3SEy6F",
-	"6snJmEQoAn7w0NxEHKT9V63INXHj7rGF3eWcd6MhdRavqvmRRAjskddIGsMQRckEgb04TNA+YK7TLore",
-	"gMS3xtAfERe4AvqUXkhSd4/cjSQJK8wsZ+gBXA9OFlpEk2k8Kyc9FhR9uZlggUr582YXSm3BvXMH4caC",
-	"jJmQvCIBiFDcAOaM5P+ExOhBcw4TNSnCQm6G9YB4jGaAeNkRTolQhfGEzgk8jIMIZYyOFSw7DKZTZLeB",
-	"Ca073GnlLmmyC1ThtveDOLQVkln36SBbFSpHxZrjPpn1dZflzqXBWhREaUR9gywReoyba7NbVVjeaA+v",
-	"aJqZNoDTqcd8z19/iYK5Gnxw0Z0nH5iXqKmzf/4M2T/nTJKlV1si6nMMvdPxW04DsU6UpRnrci4MLFcI",
-	"9GcbFLKh6U6ymzAR/F8/r0tOQcNwKknwhOCULZ1a8z0RB9dq18s5gDIM7qr9OnMuisseyfssLn1o7sm4",
-	"7Akau4I2c7Isjrw8zMUxlQaQ662R0nbdilE6bsmyWV7wzQGYavqUKMDgEzIV1sny8SP7u4T87xg29uPH",
-	"4i+pkREHIbJJdtDUXsSLabzHklxrWTTeyrDLQujekij5Ra/mJaOkmUrxKAe9bq9/gQfJ3qgcZC6UeHPR",
-	"SfhuRs0mVTK0Cp/fNNJ893i6F4gbL8a1VsYsVrg35oPAS1HTKU/k046lC1pcjFL89trQv8Ka/DTWQAZB",
-	"sApwsx8vESq7Zu4qRElquGGan3PdczmftxWPbhPjPI7j6XC+WZcQqdLXbF14dGVSTRjFaTa+HX3EUTQN",
-	"/AgNTVYmZFEGpnfCV6kfZHYNAntMiptB4tssGnCDvmhRo1UFLKoYY8W40pZZuaQo9ZnJJ6hlbqEmcoIQ",
-	"AejPsrfyo150Nqxws+udMcsoywb5vD53uyQn2C1gfhEs3M1dqsBDy6Lt81hXVbeNfMB+5riXHQK5nJP5",
-	"TVbBVQUpUN7qi3umJHO2y5zA5GkKyX2LiJIdUsQWUL/Fq8SW7BlWa+jPwkrVjJFnHdx9fkZrjaKlJXpx",
-	"S1mZJXY3mbGWLnP42zdgMLoLnyVL+65MUY09Pomhyg1tLo9SsGYjLsuv1bfitAJ/7MptxDXJSkI3nl3i",
-	"5lkqEwRDFHYSmiixeAT/B38dhO6fRIdugwPyLPg9EQTZImgg+RP9pwEexihE1CJCyu+5EUAuxRrzECKm",
-	"BIyD8FWEL1zDzuFp/2x4df5r7wzsIXyQMGiyAeinMEhi9IaA6VHe3kKsQNnyEltGGQYF/zGn1pCOdRoi",
-	"x32kg2VfRcgKUczGD5wwmICL88sr8PpefA2nLk+TIxBD0xxMDXxv1gDuZOq5yH4DwsBDANoT12+Ah9CN",
-	"UUiNKviQ2m+CUzeKXH/UAIl/5wcPfgNkuRbCNLsCJVcEYIiAIojNtEAJkd+E3HP+x4ci9/UrCf9wghTS",
-	"ZuVuKHrCHVx0c4AtghMmT+nbUfv165EbjxOzaQWT1+bU4tOH8YdqJQw3+SUwUzMDtT2MQqwP4u8jsDfA",
-	"ZysIfHARRPEoRNF+foGiRmaObgDoA5jYbgy8YNRIrbHU4xwvL7svzt1W7WACXR/spaBi1KD5eRsg9RiL",
-	"GgUP96iRvRztN7KG6d0J5O+EWIPMwuPmLzV/93/3e5T7smQMMVY7vXhMveUr2rJgGLooAhtvmfbGG6OK",
-	"t/e2YG7MiWhiYp0Zc1nkwzs0pBFYnkvc/UME/vPX71Rw/M61wW/NZvPz1/+Qyfp4IxK9ugkoVYi2hTc4",
-	"fod8+J1r//U7qTbwO9fIBXU1fi9VdSNfsbpuv3NfWRdsq6cKfkbKcmm9/7wBikRdlVVBJs/NwH8GKA5n",
-	"fMeJUfgfvH0810I+DddiewLL5NBFMQxn2+6GtA4j3gNko+MVyEEYbe5eJBDlFPlw6nJtTm6KTYGlVyUC",
-	"9jVlFyxXUh7j09jA13+59lf80KjKCtipYM8sVfUeK/8VhGAOD+03iGmcQSaEUg9jRMQw/j69ypEkLLSm",
-	"HeH2f//7dhyACZyRFCzAjdv//jfo+LPAR23gB8AKkY382IVeBPbSM6QNfvu83wQDGDObPR4lCoHluaR+",
-	"jW2HKIpI7hQqDXILtc+6zZXCxV0OELR5LGPfgAg6+CgBIZoiGJPHzwoDaab1z/Ak5xRI6RPRPBN7zPhK",
-	"xauy3yzuWjcinvIJHjs5AuI5bMmApAYgSHojxQlT73nc7fsBqwVCA2YmZJexsMWsAiChNpZEI+j6UZyX",
-	"Rngn53NghGjkRjFpAl+2Q2aVIx3SDC3AtZvgFlOzY1loGrfJJf31OJ7QbC709o7nBcEUjhAZCsTrEgU+",
-	"eBgHILKgj+eBn2bjb4IutMZs3I57j8DE9RPMI3vkB74b+HEYeNRM6OOjKw0yBuYM9K7gCOzJmLoc2Qkh",
-	"IW7fxluPIrWlNHl4d4RwgmKCEPxWhUgs8Ltrg73cmF9FYHpPOnTxKyyZMdvwNPAsU4niMEFp3a9N1MvP",
-	"8xsn2cGSIJTsx2XDLoEOsgqjf3E0eIpabqJkMsGSp80N2LeYaGmYZ9QGx70rsFJImAKUHahpvCkKIq+0",
-	"RJk3TUXmHaelygayDc2xwZ4X+CNANEJ6nNLpRCAaB2GMfGTv0+hwWp2kaMngJEHSeFHkJf1KENuC2paN",
-	"pmK0NFX8VI3itjloWZojiZCXHcXmFcnWeV2TIN/STQWqhi0LllBAdit7+VSCjNucrGu2IimIt3XZ4hVT",
-	"13jYMiGvqpJgSaKDWkprSXbrNrcJqbiC2eIpc8Oyw3OhbyHCxRST5A4Ph1dv+4PD4UVncPVxeNMb9I/6",
-	"BD9KjV9cPHZDm5/CMJ4VBVJIzMBtYAU+4VKfFtBAHh6VnaCh7XruCPkWaubsdcEdZfKvjWwQF92jDXtG",
-	"dgNY+H5CBoHARfeIJwslKKLCt1q6CMh2Z1nBJEEyeEHhRSU3MguGZuCvGVJncKUPB73ux+5J73DYPT/o",
-	"nFzlhxYia2Z5pHytCb0YiFpTBf8CeyxnGhA18K/9fKduaCUexGdRk74yjGE4QvFwguJNhnDSv3rbvz6t",
-	"HIPnxmM3mQCtKeXHsGII7I0tx3DW7/7aO6kcgu9ad8gDSlPYcAT0hcUBkHsolmrkJYoakAUjwjDxLXp1",
-	"HSa+S6Qb/Ze7ux3PJQbXUpvMc4PcP2LkR6woEnt81D2X0HCKwmHxRU2UBaHq3eHdiD7+MCaPNWWyM627",
-	"oRME8TRkYFs6GtJ+rl1FNVpNNWt2ikK6Yyw0tDwYRVyb61J0cYSGJK8ZNUC7WDCaSQq1sOanVpxrW2wa",
-	"akvVNQKW+PYwcIae66AhXRt8Six7U2oasia3dOrg5PqpXFnVmyw2NaWlySrN5fYwnMAYhS70htD6I3Ej",
-	"d+XbmtxUVF0RRHrDx9Olh+o2iyTrRmGRSDOYGZeNBjP0Nh2IhlLZQZlGW7crVTZbWOWt29Qr26xmBLyv",
-	"ygZYamjhrv7f/+sGnAWhDbq9wRU4nphv8aExl7VUTpekbZrDZUjkLT01U4lbcAqhciUvAaiWQiQhYfjl",
-	"/K3lds6i7GQaE/IQ8eOZbx766GbNMnm4nG+bUvYslVxLH1Wy1Zi3u2aG+dYrJDObIZOYq5tScrywKGJT",
-	"lC8V28MJkT05uVXgVqPZUhVdFZhbAn1ldf+S3mwJmi4R8UB73nAxhC0WQ9h0MeaP4tUo6CT4nbE7Gg9D",
-	"N7rL5EZESxGSwX5u5B9wY3cE47mKnn/jr+wTPuXo2w2OvULvCZEbI4omRQ3Qv7rs9kEcQgtB0/XceNYA",
-	"MIzdCPrQwxca1x8B9Gh5Cc0hSEbgoXtE0AB3NCZiItdnSrJSpw/4CT6JEIBRhKKIOo32B6cdOpRy0xNk",
-	"41ZKjRPHK+iBUQinYzdG5V6sYDLB1J+BUeiie3yqgQmyxtB3owm+hs21uG16pStbJmOCbzMozKr3WoHP",
-	"PC4KbXrBA5F208BzLSJrMniCSikV6/YCsYEz2OQm8GIYuhEgfcyANYauD+wEgYxnAG2O3D1D+ADmPFCG",
-	"au5ZY01203ptJ4jP2uHZsPLYjNwUaXqY6A6fMY7rZSxKchDjGeF/GbXa0telsnzQvQTHHmZDcBwGyRRr",
-	"bFSCU+kt8ZJALp00iSR3eMjEumCI1IJJ3Du5nGJfJcxpAQGPqmgxGgXk4ti7IeeGhzeGpOvEQW+CTzj8",
-	"49lpVxdFWqfPxycLCskrBzz9hW+pxMveTxxoxUlIi3MyeIZrc33fTvBhiaI4xCwNRKkBZF1RdHAbeE5k",
-	"JuGoAQ57XINDQejiufVESVZUraUbAvlrfvPOFvyAAbmXsyhGk4gefl/z43D90bBAQpneKYpPTD2I5Qp3",
-	"Cb0/Ry5uk41llZhVVCknzyaBTfg3G1vvBlxA6w4QwtByDRacQquoHaxQfwknUqeSCXzEHWoSAf0mBIwg",
-	"+i5xi564Ptl4RPchp1dOxP3FWaEbuxb0hnk1i4jLE3b92HN9YMF4jHcmtYZmGwTfAk6hP4I+itC6B8/o",
-	"XWLNU1168Vrz1DGTWcSd3Eb7RKjDP2FoB0k0NGdDiwZVSKIsKbwi8DK+9VhJjMBV8NgE8htweef6oBuE",
-	"YROInTfg8ur8Cgx6AHOxJmq8rPMa1+aOPDhpghP3jybAQqWlKAKv6LyCNXsYWk0gHrwBAzQN6V+k0Uvk",
-	"R01Atv18TDayPJiDgua/RIkZxVi60iOHjDw/8PTZ7Eqx8Ty8IJUhWI+y4jDwZkTOs52SrvAYPULHS4Iw",
-	"mI6DaDrGO4LcFslQMmosDKREnHXdHboTFI9nHqA3v2Ivc8oudLOW0IWul3DNfBiUw8gx4hHbaTXR042R",
-	"aVfZis1VhcL2z+9+tXglWE9vsJcjGYigF+9zG2tnQk43rVi1J81EbClVU1lcy9IMAu8e+U+dREuRDN4Q",
-	"eHXNLNg3K6ZhlBAANo2Ol2C1DEu5lG+cwPUaYBwkkeuPthi/oldOQDZ43Vi7DOsnIIq6rFbM4DJGWKg6",
-	"IZygBnBgFOPjO9pi4JqwbOCGzEuFgZdE1ybjbumrdsIaMb/pDLKLVnkCWol1dpiAVrmVNz71nsT9ioC1",
-	"OuGpU1BlsWoOmx3Im7L/sgkwmb5iAmtlkKZVcf5mmsKGw8/BBvhgoHkAN9XvitAf9eFE4WhGcB2sM+ca",
-	"KWh0kiY0FVHTtBZF+bKXaM+cqKlNQ55riGN88x7CMQGIWs257khfXdZNC09tUXccRlPok14kphlmBo3M",
-	"PFUMnPguhpKlifw4SxBMC0otXtUwl8lQ57GQ5C1RMVuartmqLSzk9WlzkoEER9HwA5IFBVMyBMPUDdGy",
-	"BLvlOI6jWIZuGbLjKJqiiMjSkAEFR5HkVksWLbNUbK7NmZqui7Zs8KYNBV5xdJU3RFnlkQwNXVUk2ZHM",
-	"gitYe218oo0YpDyPRnmKlSjd8eQ2BloquLsd4zvI3NfFugN7NpoE+6ygU/n6VopwwYwh/vf0/pdNFvG/",
-	"p+NfPvWVg+tb5d3ZxftTuad2lN519/b25v3t5dHHk+vL9zet3tuL3s3ZiSIdv7vUTqSD285/T8NfOidv",
-	"pY+DX4/lrnp9qXROTnoHXaV1+LH/btAbvH2vtq5Oj9+eXxx23qpn16dXnaP3Wue/w/EvJ+r5be/0fffi",
-	"7FT5VX0vfzp5/67za1++PPp42Xt3fnA2GHw6f3t0enl+e/rh9Oj25ObmPVcI03mqVa5UFJUzpxZvo/ti",
-	"Iu02hxxTUQXbMmRBM01kW5rl2IpiiIIjqaZg2Eh0BEdUlJYlmLoq2C1ZlnQZQh1Zig2NH9y+mW46C8q6",
-	"CFVTNzQTCZZtyFBAoqRLpgpNwVR0U1dtSRWgY+mtliFBW3VkRVMs0zJtQbMqCjO0OUGyHGgpqqLZumkq",
-	"RksQTNUQJAm1rJauSJqk6AYSbceydU02DSQLogNtKEuaIFmylYtJnCM2hSisZ5E/89KlnH3+RzRwvU+6",
-	"FRzriWZdBXfSe6PzQfd672Uvun4cSaOrjn/04fjxywd0fXf+5czoWPF7M5p9+JiI8KY1ODrqXlzH7v/s",
-	"37WSXy9PP5wfPvzySyGWkkQGcb1DklZxsfBkm7PRPX+HZmR6f1vpWM7Lz2lQFA1FtmVd1w1LNG1RkiVF",
-	"kkxNlw1JMA3BsDXVUk1otFRHk2XDEg3UsnVbtzRbsasC60qUrKRgRVQV9+HtoRDchR+vx8j79e5L1x04",
-	"f5qCq58fHb330Ey8uTVOvYluTW57v+Qz480D7sogYBps/Ns8gJWw6vsBLzaAJEogTYXAhP0fIZgHouWN",
-	"wIXXM05PvYsaxMcnPz/W3jzgbWljF4Pz8yPclGrowA9sFKVOtPgDwBxGkvpSd6d502RnL2t4Q3mTNnUP",
-	"fgHz6L7KFp9BFqW9jcEvgDJgmp90f1mvzyCsMnKBX6hLGMDScFmHqqPamiRLgtQyVcNSW5poWhAJhiAZ",
-	"ommILVGSJNUSNUuTjZZoQcuQoWWZpmBqqq2ZuaXH00y9zlh2xMouM7ZppFld542wrQVomGT2+ueKmHd6",
-	"IyhFudMvF+LamWdVIZKdfreAbGcyXiR2o7k31vpo1Xm0NkkMkjq8EeeqrJmyE1elKzMbxKKXJP5c2PQN",
-	"LhfBVvCCW91tg+tdwdG6Z8qerdVRecz9+FUEys8D1wFuDEhSD8jccwIfNQDyIgQg8NEDuL7uH9IENNRh",
-	"F/n3yAum6FUEik65zZXOchPXT9PziIuucngysqBUpP0JYjAJbLJ6YK/v8GeBj/hTGFvj/SJxfypaKJQW",
-	"a1wFN2P+Hh7qQWDPnsT2Z+dXw6Pz67ND4slLEpukeV7AXhBi0pnIC/wRyWFUTBBD/Ct/2qWSpB9sqVgJ",
-	"pf752bA3GJwPyPpAMAlCBKIpsrB0Ikba/TaAPnB9SsHMlxYEITADewaoI3KDhM3YwPUBc7lvEgewn3tR",
-	"jRdZ1IW1IqnRT/qn/aveYZsUp5nQeGNWaZO6gLvEaZseNyyCY48V+jRngPra08qbJIQJE6joPv8GhCgO",
-	"ZwA6eH1zHvSsjGfUBD2Wtb0N3l+fX3WGvQ/dHvGEz6rjZNmeaC4vGrTzECQeDSsgY8il+WIJzPawKCBO",
-	"E7QDuywNcqOpKmtAhodlygMkMobEZJPZuP5o9TqX8kB9/p//ozII8KfiXJa67dtwb8ef0bR0bFZ7ixPc",
-	"bwNFEBpAEdQGUPFfqiD/n//1v39a4ZELj+Tav31u5Bz3VwbibBBkg7kXjohh/2IxdowjGbRyEQDspWVh",
-	"QSTtUgRgFsqR3kSZy38x0mQhjiKm0ZR/48CfeYH3NgtjeRWB6bgBpiEtXTMm8T65WB58YUHRGwBBDCdT",
-	"EmDzfgBG7j2Kcq0BYs0hTaTXF/pVE2B1FpYJ3QaKJGFqYqL/EZJa0izUE0vzxJ9zDaM+3lPKVgE8b7JK",
-	"XH+ERB9g+U9p/kyWuI9E+rg0QJZ8D1i+PlLSGpF6IDYCrh8HNCISgneX52fpio1QHBWnsiyQh2bMeR9u",
-	"EsEzD9TBM2yDFLT+P//rf//3dEz/Cck/IfmUhvL8kSASp5chKVxjhRL1fWN16E79rz/CX/Ds/tXqTu//",
-	"JR9uAprgZ8f/kg93gebxu+G/5MNd4Pl/tboh7ncXiH7bGKMnQdjzbVmEFGpQrgblalDuWUC5LYC494Ni",
-	"4rgn3HJvma7EgjnZJp9H6tcwXA3D1TBcDcPVMFwNw9UwXA3D1TBcDcPROzkBvp6Ke22Exd2LS9G3E9e/",
-	"o/uJloBxiSHZQlFE0rikmFTnog9C5KAQ+RZq0OfmNSbwEyyh1DQMTKz+TlAcuha9VtN8Wtf9vwlGtwAW",
-	"daZu37fRI/cdwJl7MQ9B2IEVcW28oK/Jn2TXePF46JFUmeQH+s1rj6aaZL+TKpPFB+hXDY6tFPsx/ZTP",
-	"AYW/Z5+aZFasWHlCfmR/viYFLEniH+qgyG1xH8sovMTRwcNc+hMrGLWY/nHFNGHMNmXBtERRQRTmq+3k",
-	"0uqlUi8nod/SX39PBEHSUhGZyegsT+MKYU3y281Vr3kiwhRWj8fIDVkWxuXy9mqhDg7YK+WgbBQS9dFk",
-	"cXeIBjYX00i+SZNF0rRhmD3IoFiWMnkXG8niADcfTxMMWDJKko2P5ajMRuS5UUwSVQaLkh4TuDN1f6W1",
-	"otbaBNhg8sWGctfeNkj5kaWPXJjTm+codoRngR6nHknHwwJ4qiwPhRqt2cb4gSdVl2UqlmX6/F3Uj0wq",
-	"/VfGQL9s6FOdqS0sN/BvWbFPajrBc5NtS+UlJJq8gpDM6za0ecGUdQVZMpSRWsxjXBWToDd1SVFan+g2",
-	"cEMULT4pZU/KuqZ9SnOqJxFr1k88L9so5tQCNpoEoKIvEv9AEpRybc6+sxP3Pglm8mgSyVZATiAieZZn",
-	"odN0URDIYMOA5JSgsnOnkJ7P22hYF/1f0YwkeK5QCX4lZ4iPHlAUA8cNo/inRlPFb6NoXZ91rq/eng/6",
-	"n3oUJ6UZkNPzzKdGePodzZJMDzl/fYblnxptE+Rvsz5H54OD/uFh76w9z/T9KqJpsLHCRCrtBuSySxYm",
-	"26EsgXfx8KpR7WdYkhqsrsHqGqyuweoaBfn+KEixmMZvn78WYBGsSlZBERRIIFAEASH2c/hH+gypUjUN",
-	"oipvUKLs47M1Kw5A7pmQHst7hfIUjbQ4BcsLnt7/r/J1O6gLItahfAvlagAQeP2HhkjOghi46VdxGyBo",
-	"jekQrZRKhDvmlncqKUmqeCoucV9YgD3kvFSIfk/biYPgjtWq338G3GVO972N6zns4zVyfXpSMHdRCgvl",
-	"U8nfITSlUvrybYeXVG0Ru6GcQ9EbtgtQFB+wInEvdUteKLKSv/dueB8VRXKv3PD6+fR74+a3RkrTX9GM",
-	"Fij/WqzNw0IhS6CE+N3I/U8CF2ijT+aFBkf2Kx3YsNzn8HGH/7bnL5sUkV08otmvjdRJPKLCpYYmamii",
-	"hiZqaCJdkm903e0GvuO5Vly+ZLbzhdzGkGop7ChKL5KBAxI/3SVUS2Z4RJs+0aBuDQ2AT42f20FS/EZb",
-	"6OD88OPw6vx8eNIZHPfoKhFoCD1aCNm0MNlp58OQPHjw8ap3CfYuOh9PzjuH+fegD0hZxTTYInu/gCvQ",
-	"youpozuNliMrW3u71rhgjQvWuGCNC9a44D8BF6SXtgUfkDfz+xtwSYTlg08QuWp4sOQRlRWWpLXEF0lJ",
-	"PX7ysGF7LnCK18e0Nm1WIRGP44fGAfs5DJD6SGHZ48bAQ/CeFRImtRmjGMaI4ngQU4MiewDGFPsM/KKD",
-	"Lwn1d7EkA5AJTfwMDegke4C5UhFvZJDTX2lAtx/wwXQRiKNrkQFxJS+qp9c3/Kf7ATVWeG0FTsFxqw2C",
-	"Ka2G9ixeWY1C46yBtDpocZO8kFfaDzW/mjHXOagpyyS1XYN4NYhXg3g1iPeyAc513HKN5NRITo3k1EhO",
-	"jeTUSM6WSA7V1HOQykqohpW44Fka6nVBbIUtm5UOYe8+Axrjz0rXwfLV8dVcWFEgJnUqI6/bE9fffwMW",
-	"L4p2itUojcVf5wrcDmFvlcForO7kRUrUOiitDkqrg9IWpc2zBKc9qUrPaj8yoylrhiaKn56lgNJLB4sV",
-	"pc6yoLGcUKqhnBrKqaGcGsqpgYQaSKiBhBpIqIGEGkhYHipWvu7nc5ixr9IcOWnes41CxsoNgz18HNjI",
-	"S0PILn+9Bonv/pEgkj0shfWfz/ejhCAs9QKBOecPdrtsvADY8I0DyJaEZBVvE98hNGsBmsrd/r7PZWzb",
-	"CBlGux8uCmsVZX/q2/Sud+kVYU71Nbq+RtfX6Poa/d3CmrrnZ0cn/e4VXRusK6FHN4qjOhqpjkaqoaca",
-	"eqqhpxp6qqGnGnr6W0YjlaChDSGnJb4tWThSpYPLAEG7Ao2qnVrw9foYxQt4UB0hVEcI1RFCtbfQN/MW",
-	"er0JDPkEl6Ia+twQ+iQnX3YO1PBnDX/W8GcNf9YBYTWYVoNpNZhWg2k1mFaDaT8OmHaM4qciaWmlNJ7V",
-	"sdwQSktfS8tftsnujWIYJxHYu744Oe8c9g4bgJ0l+M9B712ve9U73G8wAkLfBg60YmAFiV+jcSkad8hI",
-	"e0MpW8NxNRxXw3E1HPeScNziIWDrYsu0dYU3RbvFK45s86ZgKbyuW1A0ZMOAOnwCHscmNIzGUFI1TC7J",
-	"bsmSqJiaaFqGLkiGKiET6S1JNGXVEGxVdXTZQi1dNDTFNDVHVWxHRqKiy5aq2RsljlcUSTE+cQ0unS9F",
-	"2WRJFDXV0XjZggKvIGTwhm4ovIl0pIq6ahqimn+JEYm+vAmh8EbGJ16aJB4fekNy6HFtsdXgJu4EDRlj",
-	"Laxvg2PZ4VZOTUunFrl/IupfwrVlRZQaHD2U5/e63uFueenZtLm2uAXiWD7MlkCO99lZV0OONeRYQ441",
-	"5FhDjjXkWEOONeRYQ4415FhDjj8a5FiG/3KYY6rxZ6Ajvu1UAI5b5aPKXqpRwjQRVUbnOgVVnYKqRrHy",
-	"kuVZck9tACeJkq7tDCfdub5NwpBOFxzHzGDSZNjP9t5gjQ2GboiG0BIXh27ajmPptsVLpiHwigR1Xrc1",
-	"xCumbOsObCFVhPOhX3SPFoY+tZwXHrohtkRlceiCZkFZF1q8ADWFVyxb403BhLypaKKjW4qqaNJ86IfX",
-	"veFh/6R/3Dvr9hYmYSdoaLueO0K+hXafzucdcLJlqb3y0r6GyGqIrIbIaoisBmhqgKYGaGqApgZoaoBm",
-	"eW4vO6c5rsVo1mf0onI7w38CB0CAlWqwd3B+2gAX3aMGKGjX+7TQHGMcfG1Opl4A8TUORil+FNUpv142",
-	"5Ve64t8h2VeeAbN79kvdfrfN45XS5YdL5FVJtb8rJrH9PbhOy1XfgOsbcH0DrvNF1fmiajijhjNqOKOG",
-	"M2o445+cL8qe32C3djXZMqYtK0//jOjEzxWbVgel1UFpdVBa7c7zTdx5Xm+CXj0lGO3viaplEVnMX6kO",
-	"qfs7h9Tt4ix068bjm5QHlkTW5dSmGjWtUdMaNa1R0zq0roY6a6izhjprqLOGOmuo84cNrVtAIXdGPl/P",
-	"L4p/LXHwuiY+WakvEnueendlA9rLfLj8zPq5T7J4sc1MN/0UhhHe4a4fB3RcP69zV/YxBoGf+ri1mYcb",
-	"JgIRvoxsDOTy0QOKsshJAEfQ9QH0owcURiAew/lPhBKSILwhi5I2M3cbS5/bkwQxLZqZCe5//xtcdAaX",
-	"veFRp3t1uYjm0hWvk419G/jsO7ncbQSdZeIB7GFNHMAwhLOIbGxKkghE4yCMkY/s/YosTlybQw/BqN99",
-	"d2dKZ6J5e5PYR4aAPhx4/S/BqH/37uLqsh913c6o7599gcc38ccbQ/r04d2f8NZI8DOnlw+/9rsd9+Pk",
-	"SLCPb2bosq/130b4O9zun1C+ds/djju4+dQ9uVbP3v85ejy9FOSztN1uxzVvjbtPtw/kuZuJEdnHRzP4",
-	"4XQ0uPk4uj4++gJnncLzH6Uj4dOtfW/5d6ztj+5JB8+jM+pPzoJPt+LUkgd0LN1351fXp8rpVS//zNg+",
-	"Ht9/OqZjuzr2zuFVJznviclpV3l8L+kPJ1+OLk7dXJ+3avb8J/nd2DoeT+3j61ybN9Gn2zPBmhgR+jBg",
-	"9HucXvc+Sv1jL+n3bg5PhMHZ+1l+3keJfftp/FEeiNbkZobfoevBfp8cxZ/oHG5N6VH4+OHd1JoddD9+",
-	"GAifPrxT+0dnqiUPPBPTShLdy27WNqb9+NPxYPbpw9mfdCxe8untzZ/223fTTx/wOI/+tKTr0elVP+of",
-	"nipnh++V/pF9bx5/+vOjfzP7NHsYDXq5+XU77qdbYwbpeHqDq97s9M/34tkXSzm/6jyefjkVzi77dN3f",
-	"Ckvm6CWfROPBPD76wuZ19fH2UfskeYR3TroHvcFlf9W7dx9T2n7pP5x++RifHp7Gp1fvc+sgji35zIGS",
-	"Rdbq7PB6dvKl83DazbU7MWJ4q47NI+PLxw8H44+SJ6AbI7SlEX3nz+vk9LCTa1O9N2+95OPto2NT/vQ/",
-	"3RgSHcf7h9Ou8tB3H1Kex21XPHe68NzHD+Oq9qRTt/Dcl0+3j5E162v9w75y3p2/b0oD0Ty+Iet7eoVp",
-	"f2DQMeO2B5418cbm21P33D0w6dwPWv2JOjZvGd9PvC9Quon63fHUdA++fPwwCExp4PWPj77Yx5706fJg",
-	"3k73zj2he4/y0xdLODvsxKeH/RjTlvZ59ueHlO5Xp4+Eht2Oa01uvqDbs+jT7cCxpPHYmtw41vGZwOab",
-	"sPe/WBNPgLdneF1mHz/Yjnl7hPl8+pHIhgPB8m883B48PtI+fnh3Z8p07p8mR5El3RjpeqHZu+Tjrcj2",
-	"4Nn9x8lRZHc7AbxVRlh2wGPj7tPlAearqT25HuX6mfbdByIfCL27ffns8P3DydV75QTzGOXJPy3R8OnY",
-	"P0pnV5vMsSedfLmm9JPfTe1j7wvmJWtyJH+QxDHmfXh7FOFn7bfvxE+XeAzjMZoczT4dGyIZy9vBzL5d",
-	"NkdxbE7ssTm5+fPT5Xye/+d//W+wJwuqRDEDawxDaGH9INUD0zMKoEdrDP0RwofEGgD+JX2IqWbDNJot",
-	"HLuFZ7smFUYwQBG+gi3B5yM4QYD69z2gEM2DI+jd9g2+V2MF1k887yeGWL65W/3LakZlw1ad8zJvoKPf",
-	"bGWio6+ssMSlKaefbIhrcF8CkzBgHKPJNI64trAJoVVFFluY0I7ru9G4MG53fmsc3qEZuVGFEWpvSMgv",
-	"gUlno8gmbOmoxWstJPCK5ui8KbZ0XtDklmgiqyXIItfgPBjFwwL1PQQjNKTGpyg3MPp98OCj7NEJfBzO",
-	"p67iexdxQq5i663YYYd8ENw0dAOKnUgNjlxsMe3cKfJcH2GR496jcJjSR6Qyx068zVYqimEYFxksZaf3",
-	"173rXZmJ8XTu9s01uGRqb8ZAX3c96ZafM5dxECI7O0rcOALFwdWW4doyXFuGa8twbRmuI5rqiKbazF+b",
-	"+Wszf23m//twrvqt9ChyLRpen3VuOv2TzsFJD3Pe4UH+m/Zarqs5oXb4qB0+MhN8RTrlvFNFxXV9Uy8Q",
-	"onKtcProTKfIJ04fVhLFwYSpcUTdBnA0CtEIxphAYxiNgTWGrp9i/tmxABPbjYEXjBpk0KlzQuAj8IDM",
-	"cRDcARt57j0pUIdCAK3YvUcA+fY0cP0YRImJh2SS6y4962ZT1MTPBSG+gLlUj5xH/uzBqTu8Q7M2nrRs",
-	"uTb5F+2TYzNzFLlDszqn0DPlFFr0LDnsnfRveoPhbe/g7fn5rw2y3nh5c8uZLvGi6wnlu97998lHxHZF",
-	"Dq1PeY1rc2LL1kTBNHgbOhKvGGqLN5Aq8UpL0+SWIqiKqnENLtsc9C3VsgVVFBRe1WyHV1QL8boqmbyk",
-	"q0iESG7BVqvwVgoRsnqMXIOj1yP2fVqnsUl2C0t6k8Nh/SDGj4UIr9V8pue9U+7ry9rWckv3w6VMqljY",
-	"jOBzgB8fYkQeuYh6OGXoOnQMRXRUg7egJvGKJjs81FXIG0qrBWXLsWQbrz0Ta8NUrNGXkSojy3IcXhJ1",
-	"jVc0w+QNQYO8bDm27EBD0Q0793K6OZg1xtS0FpREHmrQ4RVNdHjDFCCvmkhzLAWaLRVy+OygXILFMdfm",
-	"HFOAjqDLloZEzdFNaKOWZWGOg6YqOo7dki2lZZqiZkiObLYQ0gXHkREyNCSpLSPjOorii4YgQkPnTSjL",
-	"vCJaLd50oM6bhg11W0eSZNs7cspyZJo+hOw3VYIjAiOCm2bnBxZzNVpdo9U1Wl2j1emSfCPIphv4juda",
-	"cRv0bnpnV8Ob3uCyf3427J6fHZ30u1dMw4Kmh688IbSwbgWZfh0HhBbE1SM7ksAdmsYghnepmzA7ohog",
-	"HodBMqIVKyIU3qOQab64CxdFbzDxbbwIxHe4xsJrLLzGwmssvMbCayy8RkBrLLzmhBoL//th4RQJmEPR",
-	"FFdG98WMbz0K8WQINwW8tygkSF5oZOmlPJKGLfDRIgQfhORhCkfX+d8YOY8IweuKg3XFwR87d965782o",
-	"3lje2KkQ2JQ3qnyel3PJZv3Wy7ewfJssBYkhICMpnELwMTuFBKFCq1kwe8ZgEkQxXSZy22CnAlMYgCgI",
-	"wqbs4bkTNy4xBFM7cDONXfvOWMT1Y03hiF++O8H8QZuduD77mM3Y9WM0QuH3y9hHpvJfhCK/qNQk/W0q",
-	"cWap2giHEHOG09IcCQoib9uKwiumDHlTs1XeUiXZsEwLKrKUvkBDMkzC0LN27+aAp+n5+JaaPsJITHP4",
-	"5Sxx0CcMwo1COB27MeZMC8ZoFBB69W7o5zF96MQ9c4WmfuoLTbEbCE3xHA/BQp4XcW1J1xscZiI3isnL",
-	"dAyYDT1kxWHgzWLayMWRBlwf9LqvD0+7hDP8BA8yCem1gV15uTbX9+0kIphhHMIoQkCUGkDWFUUHt4Hn",
-	"RGYSjhrgsIc7CUKXa3OHPVGSFVVr6YZA/ppz+k3gxTB0I3BACQUuZxFeI3A8Md9i6TMfh+uPhjYkwyXr",
-	"Jci8qHDlJ6YetPAjl9D7c+TiNtlYJjCKhncjrs0pqtQUCF9M4OPwHo9ghIb3+BdNapLvXb/wvSwI9PvA",
-	"Rl5+1L0bcAGtO0DWdBLYCeF0UcLSd+L60BtacAotN54N7x7GXJtrqU3Sc/pzoXfWS3SXkGXOc8zXjEFS",
-	"Q50kQKGlqkgSDEFBhi45hmnrElLElmVCSWk5kmSalmPKogMdXYWWrqqOYbYkQZVlpZWJl4IZk+ofw28d",
-	"k7PrfpQEUVc0lbfslsMrJnJ4QzcRL+gKbGmC5DiGU9yPY/gnDO0gidqSKEsKrwi8vLgdh287nzqDw/Pr",
-	"y+LGtCDeAIU3aYNDy4Nkc3SsJEbgKnhsAvkNuLxzfYBvUk0gdt6Ay6vzKzDoARJOFVBBybULWzHbGCdu",
-	"PHaTCRijR+h4SRAG03EQTcd4AywygyiotmqIhizopiPLSFMkS0OGIzma7aiSrIkW/qtlSIKm6rosQFGU",
-	"kagZoiBasoJ+BmZAYsuWDEPjbVEUeEVSVN60TZk3dMsyDdkxFNFexgyaqPGyzmvbskLuvRIjHHlw0gQn",
-	"7h9NIG2w3IfuBMXjmQcsGJqBX73KyFEdRYUWhIopthzNVpAiKbZligK0TNnS1ZauqzI0bMfWWpqgq6Ko",
-	"ajKU7JZjqor5M6xyS5cMPCEeWibiFSQi3lSRxUuOZii2bTmqpi1b5ZaiCLyi88q2y5x/sbTOXRhaTSAe",
-	"vAEDNA3pX2TbXyI/apa3Oju2U4e1CYxR6EJvzgfdwIReXLX2kmbLoiogR7ehJluSpooObBkGbCmGYEmO",
-	"JFu27kgmskzDlFqGgaBgGKKsqGYLWT/F2huOpTiqJfDQlEVeEQyDh5oj8si0LdtwVEVXS+I+JfBqaX/a",
-	"ueoN+p2TtcLeCt3YtaA3DOHDMFu8VJPPGC0FtYjKgTUOVaKH/lrRDvZy0gFE0Iv3CVhmzSwP2UNinRhO",
-	"LUw0rCsssokqGpYmtFpQsRRdUpBsIluXEVQdqFpIMyVDbAmODUWoSZom6Y5kS4ojKKqjOkgxxB+JTbbJ",
-	"XnwEraVlzlN4qXbxqV18ahef2sWn9hqovQZqr4Haa6C2Fde24uUlzh2mNW4aFzVG0IvHrz33Hq2wHd8j",
-	"H0URmIaBidpZglZJEMBfv7NEMb9z7d+54O537iuAEaApoqjBmWUvov6bEXh7dXXxBpPaGiPrLgLZ5vai",
-	"Fcbljj8LfETUNytENvJjF3oR2EsJ1Qa/fd5vggG+jRDUHdkkCKcoxMCeIhnUIpmTGftPNge/JVTEdOK+",
-	"j7khv4w5w0GWwye42yZeAU9kRaAC6+VnPblr+fdDyb+SuKOiqL1MsuREH92UqdyboDh0rUXJFyJIg+2W",
-	"1kN087IvTHzisxzOWNgg/o1IMrBnwxiaMEINeo2Eczd26NtED3sIwjsUkqsNlY0D9z4TUjR/eF64Uh8I",
-	"zyPKEVl2rEinTvIOdD38N+2dMNGDG6Em6LCvSAJtEucYecFDlDnRuxaifDaApunGp+9BHLqjEQr3wQTe",
-	"kdTl4D82GoXQRvZ/stTbfxPhjB/vkSBQTARyJLpeEiJ29QAuSVT44FPKLPFOaYJubiIwRLkqfBFNcY7o",
-	"96QXZOPDLvCxLG4DCB5CfP5RHyjiqiJSHsATDHwLkR7ZtNkIkV2gHenyngajuiEIYYyWHTsDwsHf9dwJ",
-	"2RDm6bDJ2U60l9R3hG0OPIm7NDgy+5UJh8rfSGK7/E+fc8npaM9bnG2EWssPt5SYNepWo241bFDDBjVs",
-	"8D2CDdYI6VTBoedmfRWpryLf4SqSXQ3aS+4DWDShaPMLCRZda/z3iXRjRXNIhpIGFsNTOEJgz0eP8dBK",
-	"wigI9xvAcb0YMTGNp9UAVGWaZ6ZxAx/E7qR26M8c+t/hBVjjzz93as4GghelWUUsj6wZZY7saUzAIImB",
-	"Gy96wAPoPcBZxF4sJtR5FT2nB/93nkbt9L2Jzz7Z7WQnuSwV1KYcUPYL37hxtgAH1/2Tw+HlWefi8u35",
-	"FdfguuenF/2T3vCic3l5cT7AX5XyHnENrvcB/5R/5rh31iOK5vsB1+D6Z8e9y6vh4Xn3+rR3hn8v5vIa",
-	"XJ8NB9cnveFV75J8cdk/Pps397nSn30TerDbYp4i6Uyz5OaD67Oz/tkx7vW6SxVQrsEddfon5I9u56zb",
-	"O6F/H/Y6h8OT3tVVb7BkUEV6Y7nCslHZAMZE5hEVmNLenSCwNzjqAlmWjY3jdDJXJKK+Ll/srTvP9qYN",
-	"Y8TjB7ht58h05eeYHm1q0/mt6Xi3qeUO1vRcm4bo3g2SiBy9G0+JNLFiKpt0lIvwkDaK8LjAykHk/onm",
-	"cRXqc0R0qAvxHEt7Wh6/of6o4RtYOqbRG8Iu4RvsndkU/VKUYpVhHfMiE+La+hpGUxFkWdAW6mtUPysJ",
-	"qqriZxcLb0TuyG+bApQdqGm8KQoir7REmTdNReYdp6XKBrINzbHzdTdE05IsGdk8lGydV1qGyZuSZvEt",
-	"wVCsliy0BAm+ZN2NNB9c0Ztvw1k8re6GuEHdjdYGdTfyK5ivu7HkUV1Q0kcp5pk/oHavyVFmyzVVOfBI",
-	"DEFTP23n4fguMLFcqL7Fk4tL4BBdpMZca8y19nSsPR1rT8faZFGbLGqTRQ2v156OKz0d8bZpFMDwHNRO",
-	"oNzPWHuvzPae7l+S7uZLYNLq/iEauRFFzfFQqW8ILeNPrh+UINRBJy0ed3l5fgXC4AHsMXydAkr7/4g6",
-	"/2TY0Ae5J/hf0QzsUW5Nz8b99jznJ4GHfTtlz5SahNMe3SjGwg8vyLzef+FV2iOwXcdBIR5C2g6ZrwH6",
-	"h73Ti/Or3ln3Y5aPtAluGVgNSRsUySYrglI+oFz/JTArErzjATAeiQsbK0uHdEWfYF8BG1mujaI864C9",
-	"CFGvH9bygI2b7pVXhBPPnf0meBeYpJWojVvmQRGKbYPT4J6MN/LhNBoHMXDCYEKf6p8dY9k/6HUOPzbx",
-	"u2XUtg26wWTqerQBBD1kz9thpJ0mpkcwBRAmHgJTaN3hW1qaCsr14wA/xW7hVVUa2MbIXy/JaEqAMc1W",
-	"TrdgVmwhXyshq4uQstnb004XRO7Ih3ESItJmCXJug1u8WbCmDDrdq/5Nb3GktKQDeiRfOq5HG8oh1W0w",
-	"QD4WtmS9Di66/PsBLxIlkMoJPARkL7RM2ilh3G1ACk6mDJYl1HLylS4WaJeDxUmjuc9tcAHDiM4wq4+8",
-	"kLCLrBJNsYPfLwLrbTBIfDyiqgV+FQEGnpFhTcNgisJ4RvExtnOtIGRZXMOEzrqw2G1w6Y5IBxbltkVS",
-	"4UsPspA7ZYvbsyVVFY1FSuSWZdFmx7bSu8BcZ7XreFi3gSR6OQ5ACQpLC3lgWYV7IUgoFWFzKLQk41bA",
-	"uNt1lgd0VXXxkPz87atCMDgmwymfB337+hSwKm9I2gJ9Kgrbb136HDNmhSLYy59ze+Roy/FI+YTcryud",
-	"PztDb1PO2mjqgipL2qblrOnXGVyOBKWlyEjlRVvXecXUVR6qmsVrNlTsluFYtqD8pHD5RmWq5Y3w8vkS",
-	"vGyd6qK9ei0ing5rOzy8Mqc+ZcIaBK9B8BoEr0Hwuv70P7amShWC0U7L/oEHGIEkQjYr8LeAg9QFUOoC",
-	"KLWBrzbw1Qa+2sBXG/jqAig1J9Sm3r+fqZdJXwCxVF206ubipV7/RZGkryszOES0JWoIJBtmOCFZDvCd",
-	"hp8GnheBxI9dL7P1hQhaY2K2iVFIcl6n8VN7kiBk5wrZe6Su4Z4kSEtzF/zDY6uOUVxpoyF2limMx3Mr",
-	"C8MFVzFaHTu0JnYoV52lxCrtXBaLZ6i+0ijzIW7AYVujlE/jZarP/FDzqxlzDWOepNIWJFNaCDYt/DGJ",
-	"GKBRkrZvQJVYnSvhc/lLHIA25TJ2AqzgsW8y1CwMRhaKdUyEHysQ5rUim7CloxavtZDAK5qj86bY0nlB",
-	"k1uiiayWIIv/tUt8DFuIXwgBqi106wNi9KauKrLY2iQgRm/qLVVWxeqAmCkMI9TeMDN0ZuLbhDovaeL7",
-	"1mnQtzXxbWDhyy/hmogYvalrgiHpLxARU4xGXWP9m+d6f7r1j/mPgb1UphDVz6d3u9Po53YBkF7a34IS",
-	"ESAPTqN8jCileSox6st3bfutbb+17be2/da239pCVVuoagtVbaGq7RK1XSJvlzhGMbUkFKqmZ0YEvGvS",
-	"wCzk25sZLl5b0LeQR/i/MlatS35nJgya03kMSdr87O5CYr8S30+dyt0IwIhqriCKg+nPG4xGiUMoX6IP",
-	"8m1kgz0IKH09RDgMi+z9LFjsjBy9w8urzlVv0WxB264tF7XlorZc/LMY8xtj7YU4ldeGYcqWI+q8LkgW",
-	"r1i6zpuqgnjTFOWWZTuObmrs0Piv3UuKbxkC09IMmkVqfcYpXRcYkrsuNmaTmf6TY2O05ci5kdF7TVBM",
-	"Pm/ht4uLYSzwbMh4HRdTY6M1NlpjozU2+s+Ni8lf1tqZ+Q5f9aBHqsDQK18NSdeQdA1J15B0DUnXkPQ/",
-	"AJKmIOUqcHhDGJrsh+Uo9Ps0T1bWDy2+0yAhqTmMNQQ2gjbvoZhmUsPiJ/ARPTvYTRzsQR9QsJVcJeJw",
-	"9hMnTDsL4nmCl7gNEClOiOeXS0KXJ8+KHGRwBF2fJY0hSD+VhUXgmojDGreucesat65x6x8Ltyay/nvD",
-	"1ptlbqrR6Z3R6dwSGIJiSD9c4iY2qmfDpxvphYaczzVaXaPVNVpdo9U1Wl2j1UW02o0yP60gxEtkIWTj",
-	"SzS7nQ7wEUvzX8MI2MhDcY1o14h2jWjXiHaNaNdpgGpOqG0b/yDbxoBulLnJwcbXhyBOFaeVlo22CWNr",
-	"vNygkZWAoQkeREEQqPB2feooHkI/ghZ+uk1OExKR7aMm6EFrDNwYTVjxEirkCTrv2/hkIEvuxtQyQjGq",
-	"Juikh9QUzijkn5YumTKVjxTymJ9mpEYCfcJM7BGKwR470PJvY3UFkKmC4J4VUsneN5OQlUaRJKywsPgA",
-	"fCPzaQQ0a9mCPqbrOPBsMEMxUCRjIZXFz2uguaAL0AAkbICwBf8lMNtkkSPwMA4itFDjJl/EZkLoT6qK",
-	"5FL7p4WCYpIziqoMtPYMYR7btfcrLD1pRaIpeRVN6gIzdYGZusDM9y4wEx2Q0+T71GJhR1nODEIKWuDj",
-	"M2cvyIxh7y7Pz4jp9/uUaintGO5ro3qYF4dHP9Ioy0WNoW271LJ5QVnUxcvIDKnT3FfpamT1vLcrSUOM",
-	"QH36ppimgUo/Z8OFYQhnXLF8zW+047kBMzC/IOubV7khOwMP+MRNS+yUNC1y5pETMXXUxMfkT13t4ltW",
-	"tlkUD1WF5Tezl4q6qnwingNUkck4ficDqtQSBNPhkaRrvGKrFm/oyOYl1dQcx1FtRTNe0oD6jALxqQZV",
-	"eW5QpXpBtGhPVTarhJMt0csaVMvycZOoHzY0LPC/J9/pqqC0VAHyLVGyeAWaKm9ahsPrSHAcwRQgVKVv",
-	"wndPPuG+BdupPw3bfd7CnL/20OrEAC97nN3HrLpCU23br237tW2/tu3XFZoqKjRBn8B1r6K6TlNdp6l2",
-	"0KgdNGoHjdpBozbL1w4aNSfUDho/eZ2m9S4US101JigOXStaWr7pIgwmKB6jJALsURqC5kZgGgYWikhv",
-	"VNA/xsTqGhG7DaAwHNh7e3V10WBuD/SwaKQW4GjLqFOsT3YOT/tnw6vzX3tn+4DWPyqGvaXOCFvXTUoN",
-	"/aVe8bOLpslTRre1hh1MltdTD7p40yxugXk7NaxVw1o1rFXDWvWlr7701Ze++tJXq/q1qj9X9Sv08L1q",
-	"jXs/p+u/RdCLx4AWe0tfnCv/qWmcZ6bx6PVfm5RyLTv7tVkJvgYYw2iM9fvMh5M4/L0fpMhuXY+V1WO9",
-	"YCS8oRTcKFNMnSWmzhJTZ4mps8TsWEl0Udhv4gP1lFwxVuzew6KvEnMYHxadoLTsh3BoJq5nMx+tqcXb",
-	"6J7bwINNNlRJ0kjS8yhKVjz5Ke8RRnqRdc1WJAXxti5bvGLqGg9bJuRVVRIsSXRQS2k91Y2sYLXk2i1N",
-	"0udf4kOTa3MWlHURqqZuaCYSLNuQoYBESZdMFZqCqeimrtqSKkDH0lstQ4K26siKplimZdqCZnHELTpw",
-	"0k5EVRA0I/0yDII47UmQLAdaiqpotm6aitESBFM1BElCLaulK5ImKbqBRNuxbF2TTQPJguhAG8qSJkiW",
-	"jHv6IxyOkI8PtcLy/hEOM0c8+g2LAki7Vh3V1iRZEqSWqRqW2tJE04JIMATJEE1DbImSJKmWqFmabLRE",
-	"C1qGDC3r/2PvXZfb1rVFzVdBserUstcWFV7Am1KpXbItJ57Tt/iSzMzObBUIghJjitQiKTuea6eqf/UD",
-	"9O/+3ec9Tr/JfpJTAEiKutmS7SROMtau2jMWQRDXAYxvDAz4vubbVmD7fAWcxKxfHmqY7QyqaT4lhqNa",
-	"NnZVbBJXdU1LU6mOfcd27cAK+ACtNydKRwlO/pWfRfGfLk1fuxObXqRXxluv+4cb996acX75eWAMLrrJ",
-	"/h+vP3/6g11enXw69rq0eOvnt398mOjknXO2v797ellE/3Fw5Ux+Pz/642Tv5tWr8jN3DVmseZotgiPx",
-	"lFEy6F+x2/LuWHatXrFbVW88FMd2aHlR7h9v9rT0KvtwOWTx71efdqOz8G9fi9yT/f23MbvV3733juKR",
-	"S0fve6Io5RGgcszarqsHpqf6AdFUHLqW6ummpTKTeK6FDS7GZi53PXh9LNwK88mYZTkLZrr8Ab6GZacp",
-	"HX0Dj8H5HdOKYEDX9YYKeCrwVOCpwFPBTRCINhBtINpAtIFoA9F+bpd5zrPkBrw+zdJgQou8wtdV0nsB",
-	"9ouKPKyOPtItU+SIIKnfTGG2mGk05VskAbTKb/wjRyJfNhMSQaTI2HWUTmSkg/PL097ZORceP2/AjrL1",
-	"uGDj9S8DMUybpYrKIsOxLgLwqvWBgn8b2PhtQyY8DDROJ20DIW5+/HJ9oHAh8j5IxpMnPLL/rFpvFsAu",
-	"h1CeY1v6nwqQ2Z+WzC7vd1MXvd4EtsrO6a7+X+PrV+s03X+Nh6/+PMA7l+/xb8enb4/MntXFvcvd9+/f",
-	"vX1/vv/h8PL87Tun9+a09+74EBuvfzu3D42d993/GmevuodvjA9nv782d63Lc9w9POzt7GJn78PBb2e9",
-	"szdvLefi6PWbk9O97hvr+PLoorv/1u7+VzZ8dWidvO8dvd09PT7Cv1tvzT8P3/7W/f3APN//cN777WTn",
-	"+Ozsz5M3+0fnJ++P/jjaf3/47t1bBRD0T4Cg5Q7jB0DQ1c4GzqkDgAYADQAaADTEoG/EoK/D98kr4iR5",
-	"gLPocBYdjDhgxAEjDhhxwIgDRpwfyYhT6bsLZpQnsePIoHlrxJCfxntOw0Zo6NoikaPfzk+OuWQ53duX",
-	"nSwivvO1oAwRVEePHpKi2p/JbH7iq3HrP6cxuOfjrMsxLjdU4trbq7ng62WYdTEsG+HXX4oc00lRxf/O",
-	"yparwz/LQf0p9duojK+O6JDRq3zevTwv+AgTUjwqUDZJ8iVx2+ciFy4JJi0GCJicvv3BiyNyxapOlWOm",
-	"eR3zyoGVsWKSJQsDi/es6CQ5MqfdNDdy7zgp8fQFGpHPlUw1LGtRqv44ZrhS5jbMSPNxfL+mUU5O0g2M",
-	"csaP1ZafUn/za3QtzdF054HX6OosdD2HOqrtWpqKHWypnoZD1cMhM0zsMVeDKNC1vdNbKxrvtEOeXTTe",
-	"qmhfNrtb94zlfM+9ZIf8W+rXig8YNcCoAUYNMGqAUQOC784E3+V1nVccIQQvmD3A7AFmDzB7gNkDzB4Q",
-	"ghdGAhjAft4QvIuo5qnMX2oYxWxlTC7eqAm7YXnRvPFU3j8q0VtLWlVYIE/j5IWQ9xUHRedvuqph2Wir",
-	"d0EG2xCgay5AlwTS+7wLwFQEMbogRtcvOjB7pXAtRWq5Rgu3go50LohylLPsmsvZHM2v1i3heDD3YByE",
-	"646tsn9WD6yvWb5yEJQGHHmrotiCtJRxEC7p9x8rxFlznf1P2YCveF3ler1Z/DO0FafJAInrguVt2rJN",
-	"cpQP06xgCQu2m/ZA+el+Pf12TndVuZUQJ29kPE25EZbQJR8Sw7Kf8lDaE58/e+rTVl++46lA3vC+kCq3",
-	"/bHcxslsCKV2aOhENUMcqNgIXNW1DaI6ro+J5QWmRrXyTGUckYQysV+gYpYre3v9izcHZ3v90+7ZxYf+",
-	"u97Zwf6BsBRKTMOXkmGUBeqYZMUtumZZFJZThQv0SVx0EE0TMWaSQliFWSzObE1YP4jiaMASytryPWG0",
-	"S68q83ldiNPd/TW/zIIWoiwrZCEYOt3dV4XlUcM6Vh3H1cvd+iQpohgZmuGpGlZ13CgZJZmfJvcUqXt2",
-	"4fbPersfdg97e/3dk53u4UWzaBmjtzRmAaKpT+IC6XbbQv8DbY2iJBpNRki30f/Ybn40yugkJnwb35av",
-	"9AuSDVjRH7FinSIcHly8Obg8WlqGOCqG0WSE7LbRLMMdRSjf2LAMxwe7v/cOlxYhiegVixFua2uWQL6w",
-	"WACx7nCZLV4S4kZ2mNiyThIq9yX9SRIJ2S3/q1y9b1x6rThWu9wHfOFLWMGSXOhPdfLB7onB+mOW9Wdf",
-	"tHVT05a9278ayOQ3Q5GsbYqZSa/6YZoW4yxKZkoj8m/kiy3PaVt1tmOWyRlDWZ/GJM+VjrIrLfgD1hdQ",
-	"TtQ8iLjE9idyXa2zH9OGH4eitz3LsVybZ8ySoJ+G/TgKWV/2jbg/ecWbRtszbdNx5cXzUVLJlbu+Zupt",
-	"Gzu2afGXMnLTH5GCZRGJ+4T+axLJ6M8r37bNNrZcrOmClIjqVurL+p1kut5MJ4ls+GBcVRo+oDf5gO7h",
-	"pR+Yb6ON8zWWZjvTyxvn6S7Nc/lA4POqKcLFmiJ8wJSL////fYeO0yxAu72zC/R65L/hi8ZU1ko5PSdt",
-	"ZUGioC/krXQDqSTul+pbDYephgSQezAhCcWAXz2+7cbMWZSdpV7LYjZiSdGYPDLpetmW8nD1uG0bdVop",
-	"uVYmxXVvTPO9p4bN3JdI5rKGpcS8OyvcGAuLIrba1Vdiuz8Ssqcht2ZGq9d2LOxaIrP6lbu/b7htR7Nd",
-	"Q4gH+eU1O0PboDO0dTtjmlTQxuaehL8zjAbDfhblV7XcEJSsLOxfrWaCqIgG4jB12R3NN/5d/8VXOfl2",
-	"SylfkTpRHhUMkUkQFXkLHVyc7x6gIiOUET+Ko+K2hUhWRDlJSIz46pkMEPtM40kgNiiiBDG75jUVZRJi",
-	"ovHNqsnmPnrDU6iTnCGS5yzP+QxpoYOzo64synzWIxbwXOYyF9EBSIwGGRkPIxHWY+YrNB2NeOvfokEW",
-	"sWu+qqERo0OSRPmI6/7TXdwmX5U9O9+ME66rsUyYHlEa8s0nF8fzecbpjZB24zSOqJA1ImBAPuQdyKWU",
-	"peq6qhlceY+KmI+Vd2lckIxrpvwbt4gOSZSgYMJQPWaQzE6wi4zcoOkYaCmTTHROUYzzzosX12Vm7VKP",
-	"fBFMmFrno5bFapz9V8y2LuYZr8U4SyvQKnq7o7dEjfh/y9bqGF9WyvKz3XP0OubDEL3O0smY79ikBJfS",
-	"21ANTWhH8kSDsrdXinXN0+UlYgL5K42N/TJhLkN7xHKLVrBBKiH0O7FuxHxiGK7bUuiQjfgKxx8eH+26",
-	"Ov9GFLCErywsE6/sqPKJ6ljCgTmZhIQWk0zacEr7o9JRDpJgwhdLlhcZH9JIN1rIdDF20fs0DnN/kg1a",
-	"aK+ntBSWZhGvW083TGzZjutp4l9TjlF3+I5Uq9D5bV6wUS4Xvy/NckTJoD/ThKbUKWZTjGPC5YpyTuK/",
-	"BxHPsyzLXWIWW0ZDno3SQIzfumy9d+iU0CskGkYGUqFkTOjs7uCO7a8YiQMxlkbkM/+gbbQ1Ma/EsOPb",
-	"BwHZRlEiJp7Y+4jVqyHi/q3QLCoiSuJ+c5slxOVhqX5sRQmipBjymVlGJ6vScS3giCQDkrCc3ZfwWOoS",
-	"96TalYrXPalelzJLwMmAbQuhTv4mWZBO8r5/26dEQiHdNLCKNdUUB4kmBUMX6ec2Ml+i86soQbtplrWR",
-	"3n2Jzi9OLtBZD/FRbOu2arqqrXSU/ZiM2ugw+lcbcaHiYKyp2FUx39mTjLaRvvMSnbFxJv8lMj1nSd5G",
-	"YtpPyxQwGpMGsJ8+ySd+XnDpKpccUfJmwau0tUqxdj3itJIhfB9FiyyNb4WcL2dK1cND9pmE8STN0vEw",
-	"zcdDPiOEtiiKUrfGQkHmGue+z+1FI1YMb2MkNb/Zr0xbduEz9zb0zKdXjJppMeQIE8tIHOXFqkavJka9",
-	"u6p7bLpVmJn+zdlvzaoE97c32mo0GcpJLO7YWXN3pjX2pkt67VE10R28rCqLfTlXgzS+ZsljK+Fgw1M9",
-	"TbXuqUX5yx3V8OYIQFmNbjzh2zIu5apxE6ZR3ELDdJJHyWCD8mN3aQVMT3W9e7vh/groumtaS2pwXjAu",
-	"VMOMjFgLhSQv+PKdb1BwW1tVcM9UjZmCz4mudcrtuHfNhHvE/Lo1qBWt+QrYc0PnARWwl07ltVe9R41+",
-	"rPFdnfbYKlimvqwO6y3I6w7/VRUoZfodFbhXBtn2spG/3k5hzeI3sAFfGIq0IHF/3f3dLPqTRk2WDW4F",
-	"1+F75kYmMzs6w9baWLdt25GUr35JflnRbavtmdMd4pBr3n0yFIDIaU/3jvLVVZ9xeNUW9479fEwS8RWj",
-	"3BnWBo0ZY1HlcCLMRd/eUPL4SHhVXLjSXmR4TAuxzRMYlGi+4Wme73o6pVrghGEYYuq51DPDENsY64za",
-	"zCNaiA3TcUyd+g8NNfewk2VpGgpGHrE46EdJwD5P4Xl7gZwriekJeSGfN5CjkuiGu+TJLAJPdBNPE82T",
-	"cJ6703i8hHcntj1NMAu+eebe3EP5s9b45qzyqyS6bc4/FMp+YhriS4sWmHKmKwm29OUpmuxMSbDjziWb",
-	"p45KgsU4XmZrmX7NNVYkmf2cJQ5DLjGa1DlZurk8xVxGWJtLNgcAeRK8Ksn0a858mhrwKYlQh2eNfkvp",
-	"mpIY+l0pp5hNSQxvIeVMTrq78LziPfyhvfB0Fq4oiblY6PlRZYgmXmHN5M8N3t8lCmk3OEhiCNZQP5FE",
-	"REkMy2v+3IAjiWE3H80gkkT0T/VoFpDwhjKXPm1gi8TUVqepwEVimvZMIjk4TDE96l9LRJGYdvPneTah",
-	"JKbTzKzmEEqCDclOyq5sr0ILfFg6MykXVXclwaa2Is1UlVYSy1qVU1Ot5mVzZ9JJzY9/ZbbMzYVfSSyb",
-	"93VDzLUXFnYlsVxtdaI6JzFsm4kWl/TE8oyliarVnc/V+Wzm1vLE8sReIkmDiicMozjIWKJ0/o+/BDAU",
-	"nj3V1qCk2l+kH4jYDASEWLbtmMQPfC0wHEZ86vgU67YZEIMZjunYOsGB5VuWF5gWsQxKHS/UmUaILSCg",
-	"mKhTB6rdk+PzC6nr31UY3Z4Wg2oaszAOsEsNN6CUepgGxGbU1V2DmmZoedgKGaOUeExjTmhiauiO7mvY",
-	"MQmmdTGMe4rBUzSKko6VjvKv4rbpQHOfaaPReKFla4bu+pame5bvO4bHAtOlzPAw9Q3ieUHgezbRDdcK",
-	"Tc8lNraJo9uaTULTsIy61Oa01Ceni0XmbZuYC+WWDk3Noo+ahou17DSN2ngGtXQd27ruaQFxw9AwsOsb",
-	"TPcMRyPYYMQlYWA5Lg4t1/NshxKd2ZhoWmBrrqHXtcF31WbJoKzMHtOiaLphYzfUPReHtkVDxjzdJX5o",
-	"2p5hmqFpOJrr2NjVdWph2zSop+kBw0z3Lc80bVwXxdp4VDYGZWhiS8emYYU+o3ZomlZoa5bNTIdpGrHs",
-	"MLB8X7dtTbcN3XMp8QObmMxkoWt5jJl1Kex7B6X9oEG5bEx6ustCz/AMw9Y1HJga0zBzHd+yDdMzieeb",
-	"tmeHth56hmVYRqD5nmFjPfSwZXiWZtWFdu4ek4LAO2uOyalhq1jTyFfWxnVN23MdD5ue5wSa7loGr4GP",
-	"TVPnIksPHKrZzNGMIAx06ru2FtrEM4jlmGEYenVt3Nna/FW5qk0tN0L1OTs52Rd6z5O6sH35paKiP4WL",
-	"2+rbAYI8nnosstDHlhZQz9Rs32cBtWkYYOzpWmhYvuYFTA+1UMfYoZrvWlrgmKbhmoS4jOKAeM/9CoGn",
-	"vi3gKzlmzk6is95u7+BU4oMfKay9+EyfxAOlo/T2DMvSvXvD2P+oqIG/khf5dCbZRNc9bAam67oe1f1A",
-	"N0wDG4Zvu6ZnaL6neYFtUcsnnmOFtml6VPeYE7iBS+0AB8JradpUwt4715JLW3B6AUDfJzmz8ab3AHxZ",
-	"FtN/ZSz+cglI/U+MFmLZnPNOVzr/Xn4LLFc2Nzr3NHuWjf80e75u8RMkKyKuzf0jR3w8tX/+c4kQIgdC",
-	"5ECIHAiRAyFyNo77L87k0iFJBixAeZRQxlvohuTi5Gvxk8sliJ8C8VMgfgrET4GoGRA1Q57jvT9qxRMG",
-	"0MhXBs84jLioqWO//yNvliaXIdGLIYuySluE8BhB2Wyz8TFyCI4BwTEgOMavdKf0DxbdIf/PzQI5NI1i",
-	"UcFGpb3+3lDtuuOWodpXxT0vQz4IuMpCEniWq6mUhFjFzCKqy3Co+k7IqOeEpu2GjzdPFMM1SfNaDdou",
-	"Q38sBk6v8LROXUZ14tq+j/WQ4NBxbdvGxLG00AxszbGxwVgYYhpSM7BCx7Bd5jmB55o2tYXXTR79zabX",
-	"JXuW4TzERe+vB1zuKhc0vsQt2/iVy12r2r2EUZYXEBYdmC8wX2C+wHwBOAJwBOAIwBGAIwDHZwUc+X5+",
-	"CejLnwQzNqLFrYzRW/rJBWj20FZ130ILcWVHCCHxDyK9SliAtpruZRCfdz4+72nZ9sAfgT8CfwT++Pz4",
-	"Yym///PrBpKFMKUQphTClEKYUghTCmFKIUwphCmFMKUQphTClEKYUghTCmFKIUwphCmFMKUQphTClEKY",
-	"UghTCmFKIUwphCmFMKW/SJjSu0NqLI2eUVqsZGiMjvA2Es4HECQDHKbBYRocpsFhGhymwWEaHKbBYRoc",
-	"psFh+ueN0FD7LM84KedT5+Sn8Z6ublFY6TvdCPaKROq7vKVnQ2eCw/SCw7RobnCXBndpcJcGd+ln6C7N",
-	"5dNXdpaG+3rgvh64rwfu64H7euC+HrivB+7rgft64L4euK/nR72v5yEWbl68pn2blwiM3GDkBiM3GLnB",
-	"yA1GbjByg5EbjNxg5AYj989u5G4YlJ/asv2vrD2WMRbuNG2/PVP1+tAqb58yF14agk6PX6NoRAYMLNlz",
-	"luy3GZixwYwNZmwwY5errBCTL6TIXc59uDBtUJ/yVhdgPsB8gPkA8wHmA8wHmA8wH2A+wHyA+fzEzGeW",
-	"upCc6wVPQnwyRlk0Lu5FPme93d7B6YWqo/KNDsqjQcK3rAllMxAoystHUn2cJGVCSpI0iSiJqyzKeQqY",
-	"aA4TnZV9AqwIWBGwImBFz+/IQynAH3FD5WOjv0cxy/r+JIqDMhrJmKoBu1ZaSpALX3p5sSMLfWxpAfVM",
-	"zfZ9FlCbhgHGnq6FhuVrXsD0UAt1jB2q+a6lBY5pGq5JiMsoDohwGMvzyR0XaP75XcLDNK9YEeHfTFcn",
-	"lu96ts80Gngm0ZhuuIZvEV/zseu7VmBYGgmp6zieQQIrNLGNqU/9QLOpUvm/Pamfm4hDxMfJnFtdvZd4",
-	"kjg30UDEdBXBp0/+lZ9F8Z8uTV+7E5tepFfGW6/7hxv33ppxfvl5YAwuusn+H68/f/qDXV6dfDr2urR4",
-	"6+e3f3yY6OSdc7a/v3t6WUT/cXDlTH4/P/rjZO/m1avmZ/okHigdpbdnWJbulU+iZNC/Yrey4AG7Vq/Y",
-	"rajeDxuFh7+SF/l0JtlE1z1sBqbruh7V/UA3TAMbhm+7pmdovqd5gW1RyyeeY4W2aXpU95gTuIFL7QAH",
-	"D/J6rDaKENcH8Dfgb8DfgL8BfwP+BvwN+BvwN+DvXwd/l3pAa545ZwxFOSJoqgQ+DRMfx0Tes5HmS5j4",
-	"GSsJRD69oBWFWToSszsv0kysBONJIUM78NQkYzli1yy7LQMAJYFQRJDg2TdDUqAbUr38BES8ZnezlFuw",
-	"8VDsMJqI7yUiSHJxkUAivdbXBOIdJFuZCz06JMmA5agUgots/EwkrfD4uxImAB7/OhRSyA8hzb4igDw9",
-	"OX8kgRRztEEUHxto+C4BfyHyPuBTWr42O6S+fFt4+/RtNyIFHdYxyaNc/C0iCPz1a4HKMkcrtALbMA3N",
-	"cHzLo5Zj6z4lTPM0w9N9T3d0wzAsqtvUNj1Hp4R6JqHU9zXftgLbnwGGYqUtB8r6Q07KvDN5rdGSbUVv",
-	"yVpSdhvawpqHznqnh90P/aOD86Puxe4buQe5iXK2/VNr8AC9AHoB9ALo9UP1wDcCKbtpEsYRLTrzi0MH",
-	"EbmUpJlcSYIoDFmW/9Strn8jUbRzsvehf3Fy0j/snr3uSXkk0CH7TBkLcrRzuts/6v7RFwl3Plz0ztHW",
-	"affD4Ul3r/keSbgCmRT1bRfV+zPcSSTpV9sueUhQQCbgxsCNgRsDNwZuDNz4V+DGNaXdCNI+DCDnq2Hx",
-	"bsYIX4OFG2SZHKUh33CVN/WWLnAvRcEqkiMwax3OPiYFy35eKnycFiiqfio6iBE6lPWjZevJUTZVF6TE",
-	"TZO4Eru8nFwQ3gyZ/PyQoTDK8kLmU6TpFWJhyKhUJWb5suyjii8r3w+C5k/lIvk1Yehsa20ARfXv15by",
-	"jsQZgplM4rj1OD9U0RCrXUPbpmNYmvNgD9EHOO1NxsF6Rdqgv+t5sUyjlE0ARBGIIhBFIIpAFIFtAdsC",
-	"tgVsC9gWsC1gW8C2vg7bkmoXIlOiFApRXWqxD4RYwvtxZSSAM0aCvPlJQZiazAoO8s8d5AcXRTjBDyf4",
-	"4QT/tzjBn79Yhyo+4sQ+INSFIlULnxDton3qN2XTlAacfhZds4xvbkVJ7PtCGNzfKp5lGPafzz06gdDQ",
-	"lY5jG+7X8wQuP6JbmmZ7X8k9+F9ZX954N9u9/8oqGFH98vR+xD9SgIS7hizWPM22/rw3YEL5cDzx44jy",
-	"NEpH+ePNnpZeZR8uhyz+/erTbnQW/u1rkXuyv/82Zrf6u/feUTxy6eh979VDIyTkBSkmOdccD14f9/b4",
-	"L5Mxy3IWzHT5AwRKHfxC//LXA8wu76Ni+K4SNKtuh5puOMEOA3YYsMOAHQbsMIDuAd0Dugd0D+ge0P3z",
-	"QfevWXEnRH8Mu39RYoXV3qjVjJfyQqQWTSA9UnmT1SWb8ZklKGckZgGqdCvhM0uQUNPyIQsQ11NRqadW",
-	"775EpTonUvNPvj2TEYzDNI7TG0RyKVEk2IwylN4kP6+ba/1n2e0kQY0U6u/sFsn5IXe2ORkxUSLeeOU8",
-	"QCTJb0r3VvY5ygveuJ9S/6XIMZ0UfAqUcSZEy7Gqw2Xvfkr9tmjHT6mP6JDRq3ye+nJFmMkVICpQNqnt",
-	"OvVq8c9/ot2To9ODw17/tHt+fnpydiHEQIK47jz9jZf7de+4Jxa8t2fLHG/leAV7yTe0lxyRK1Z1uhxT",
-	"TdfrlQMvY8UkSxYGHu9T0Uly5E67aW5k32HgePoCjcjnSl4blrUosb9jmIv1MH0tyBv8/fEg8JsEDt3E",
-	"kVxWcgMPcuMH6atPqS+KVxRsNC5ypaOtZepwTFsQ+zBKxKLa4I7RdDpJKCp/rkwKim3aIbF1UzXMEKvY",
-	"srHqB3ao+r5leJbnWI7FSxiTvOiLvVCVQ8xIzvqSWOWND8rf05uE1UlH5HN/WiWrRvpy3/0AI8OPMqRb",
-	"yjiLUrm901uKWAb5uhSNWRwlvF0XDDx8jAeTeL3+zguSzVoWahr99rJ3KWj0QyL4SrE3v1avZ+OSZfuy",
-	"wXT+LfXPWM4VkSVqw2+pX2uDQKmBUgOlBkoNlPqXjT9ysNc7Oj256B3vfujvnhzvHx7sXsiZMq8R35Ac",
-	"TXIWlB6OMjAJb7ayceEYBxzjAFsQ2ILAFgS2ILAFKda32uAKxbR/edx91z047O4c9vjI29tp/tK5d9TB",
-	"SACrIFgFp3Y5tITVbGANzCYxU0ueNhvT/N5TPcvNd1FC40nAXkktKefLiZTze+eH0qYnVqnyMZz/Kc//",
-	"nE1idirbEoKVw0kgOAn0iw/MUj52KnmKxB2VkjzVUrT8Yd0BU2Z1x3DZ+Ktlf5XvLemS73XGafm6to6N",
-	"6BHnne611+mOZ5niRMNTXzlae9U0LEIztjJhBbJ8holnm6pLXJ+PRk/1As1RseZg3cJ2qAX2kxjZKltU",
-	"CRYebI564gslRV9F9xiyDNfFrvvn7DGMDaLwL67kK45gXNcLPdi2wLYFti2wbYFtC6g7UHeg7kDdgbUC",
-	"a31uJzCWAc8GbT1rPF6LsL4olbbVZy9OS62ueWvkzTDNmQjvnRdC60XZJBETmwUvp4gX1aHMByRK8qJx",
-	"7qIOGJ4m8e3Pe3aibDxxlgSdXu4cHpy/6e3V7SiPRXBpKJtoEcuWGQCa/UnvkXw4I6pn7q99meTTNuCz",
-	"oWfL3Ztt0zJF/JxngNVqaQZYbfmCCQ7jANUAqgFUA6j2C19YeXnY61/0zi/O+/vdg8PeHp8DB8eCuvXP",
-	"L7oXPdFJXGPiOkKlSoF3OHiHA6cGTg2cGjg1cGrg1D8Spy7V3wVaLH1uJSN+FLHmGa0RKogIJl16HJY5",
-	"CGibF7lsMv48ylEc5QUL0CQJxDY4L9RG9BiI5/Oc4/mcXR73p1vsRXp+Nkn4+LrgfQ7AHKL0/KRReh7B",
-	"wIUwbQDwnPGPY+PrhtBpzstnF0fnCVvzQQF1DM3QLf2BAXVIYOmOphMVh4Sq2CKm6jm+plouC4hthYYe",
-	"fNWAOo+3LzxiADYD3hjTgDe8TPlCtBtrrWg30874utFuZleydWLdVCWDWDdgugDTBZguwHQBpguIdQPW",
-	"DLBmgDUDrBlgzQBrBsS6gVg3YNcCu9bTxrpZIDWPs2QJY9PKODeHEV9iyJz9SphDpPFG3j9B00nC0yUB",
-	"CqMsL1BIoniSMQhtE5SNWOHms0kCliCIagNRbeB+62ca+2W6KjwiCkxUsJEUbfebm+ozEXzR4NXUWopY",
-	"RfrlKlLZO0rfjY5j20uMKY+2/IgM5LGQbFK+igPNtZhGVdtgjoqDwFdd3zZVw/NdnTq679nhjNFoejyl",
-	"e37+YJtMWpC4T0kur4G2N7oAtzZsnk0SvvIsjbxSLeJgZwE7C9hZwM4CdhYgwECAgQADAQbuB9zvWXE/",
-	"vodfTuA2Y3/3Qb6Z2dsM8wIBqmco3mnVnAsUbyWgaVa0sbHpoGoE1Sx1rjWfBOB8Jer0/SsFqOnZoaZv",
-	"xIx0UzcN/Od07CYj6uq6GrBRquqOZ7mG45neYwKVbO79+9fDInmsYjSzIh04DXAa4DTAaYASACUASgCU",
-	"ACgBUIIllGC5An8HKGitOMa+K7bg4ry0ENnN/F4uucuKa+Ek4EoCyevgqj/vGfbjdPYgLyN0KOtHpw3H",
-	"bhpWDSk10ySuRCcvJxdmN0MmPz9kpfOUyKdI0yvEwpBRafGYhRGyexpahPJ9T/3mTUXuPp3sa57sXWiY",
-	"DY736t+32X5MrfdBOu/Skz+y+qDpgqYLmi5out/t3OH0rCGpA90LY0WUi+aXATlyOFQIhwoBFgEsAlgE",
-	"sAhgEcCiHwkWSVVr7jafDb1JHnA/ugA8fLY+IR/66W4+h8NhcDgMDoeBx84389h5sQ4a/KoXgj9DrFlf",
-	"0LOuQxJcy/SzXcv0QHeu91ExfFeNnRWXns9tu4B3A+8G3g28G07gAS4FXAq4FHAp4FLApc/65vMFlPkQ",
-	"evpiqmOuuk1md3o3yay/nVyqc7Q1JlnOWojXMG+hSRIVeQvRWxpzGYENoxYMt3yLxXda4r6TbZFXXqSZ",
-	"vJ5ihIj8TFnCf+QoYZ8LtHfW3b+oagn+fN/Mnw9uWf9Zb1lfD7jVsgFt8V04IllGbvNy0vJmyVE+TLOC",
-	"JSzYbuI2wZ/EGFU6yosXaOd0Vz27POydq/qsCKso7fHRrqvrKBd1RFvv0rggWZSj3jvExyJyrO32x4Tn",
-	"JPrgVuwixmlWoEGWTsY5SkPUu0SGZpgvdAsbaKubJOwz+uPg4GC7gwYsYRmJW4iSzE8TkVOYpsU4i/j+",
-	"qJsVbeRst1AwYSiI4mjAEj69xO/YVS1ju4VGpGBZRGJZ/yH5m2RBOslFXvnEzwuSUC79aJTRSUy4UC9z",
-	"cFHGhDAMUNnJ2y00ZpmYE/JDorAH78pK7hPKey5nDJ31untHvfYoQFs7J0cttHNy1D/qXvTODrqH8q83",
-	"3T+7Z3snl+ctdLq730J7l73+3sHhweve8W6vJfLb26vf2W6jnriRypcNqcbsmsUoJLRAcus4HUBlEnT+",
-	"+6UQWC9eIPWR/6t6gmcnNIPqh3YUsKSIwohlqIMuuNR/9TFBKGYF8nP0Cg1YIZpl5/Y0Y2H0eeujsnNy",
-	"9FFpoY9KWdDOR2X7JX+J5DnLiq2YJVt+vo1evUI6T8Zba6d7cdE7+9DfPbk8vpBv86runByh0SQvkJzb",
-	"PkPsM6FFfCvu8Crzr7IP0zjY8nP+Ls9hi1DaQv42evVxomkmQ0XKy79VCsPzdMS25Ix9zYotn7+WX00+",
-	"KttVmfYPeod7/aOD8/OD49czNUL51QSNInEv7kdle5t/f77hRmnA4sU2Q69QswBl801bjaYJJfzvaeO1",
-	"kMh566Oy2Cni61WBlxaVr+qR3P2LT8i2ur8tRPnXaw1Z1UZ7LGsOkkz4aJ5kYiRJobjFFynZRK1Kz6n+",
-	"ZGkWddDJuNjif29vP7825GUZzZVlvhEbtb67LWfaZ9qU9Yd4c4hvVfmP+Fv81yqVfLT1Mfnv/+v/Q1u6",
-	"Z2EsgQEdkoxQvkmoKlEtVIh9pkOSDNj2o4B8Y0URwePySVSwyrg4u4TMrDJb4vKjtj+m262ZtUhEschv",
-	"k4J8lpK3V66yiPG1jBSsvCOxkVmaICLlZc4KtMXlAyU5E7u17ZdonPFNVRExuTKIfa7IhK8IwxErIlrn",
-	"maOMCRHTknv5nDHeWHLkFCxAYkHN0dax+ITMUXynjU7r7yBKEj5w+N5PFCznO1oxDHO0ddg9fn3ZfS2W",
-	"kP/1P3V9u4XyVG4t04SJHDMm7hmUW2++KE1iUptsedWjAtGU7wVkI72eK18H7TG6lW+/eFvcbk220YgM",
-	"kqiYBEzuhydJJHbkUYL+Q9W1/9OWCkL5BZFjTLjojQZRgbbyFBH0trhFMa9blCBVb7d5sQ+SQv6paVq7",
-	"zf8/miQxy3Pkp5MkYEG1SL165P9Qtdcq8ysvyOPDKkjpZMREmOEcnXbPznv9/e7uxTkakXGpwmyJLmjz",
-	"fdv2x6TMqny/H07iuIP+LVYRPoTCZctY792OKkez6lgflW30Cv37o0KSNGAflc5HZZCR8TAq2Eel9VGh",
-	"pGCDlC9OnY9K713127BKfBgdR1rbPUq0tr6bam39xJBpWBznH5WO4br8ryEbRXlRZiM/LpKxmNEiS+Pb",
-	"osrudN/m3dDbfbF3tCvSzAqfDi+rFLHijYMkmPDdIsuLjC/MSDdayHQxdtH7NA5zf5INWmivJz8n5Ezn",
-	"o7LX0w0TW7bjepr4l3jMxbh4XG8Qq/3g+W1esFGOXo/8Nx+VLzOlipJBPyBlBYTpTTNVHc+Vnacax4TK",
-	"ZOck/nsQ8bzrso1InvevBuIxtoy2pmnl75/717w8A9a/lk9to10+i5K5Z6amVc/kwteszXS7W6XgUuKj",
-	"0tENXvt0FCUiJueY0Ki47V/dDMX7jtUuy1IlmStP/U2x8RADZWaIfXk5PyKn20o5Nuv9bsfQTQOrWFPN",
-	"emhSIru6+ahVvdOnMSmHQpdOCoYu0s9tZL5E51dRgnbTLGsjvfsSnV+cXKCzHpLjLk6l/iPemxmEzWFw",
-	"GBXDaDJCQ/aZhPEkzdLxMM3HQ9HZvFJiiTJsB2NvgzXqQUe9SmX5eR/1+rpq37PxUJChep+BI4IgV8/T",
-	"CUG2UcPX4EGeBhUigrN04FsAvgXgWwC+BXCuDs7VgaMIOIqAowg4ioCjCDiKfPNzdYI4144V9/pT3O80",
-	"kkeDJEoGKpcFa8Rv7gWGZekeEio5FRIEFUNS8A9GYcN0mzHKonGRt7jAEa4VARzGq6I8n8tG/523+fc5",
-	"oDPT7UtD5JJ4oHSU3p7ob6WlXLFbiTgCds1fU/WKzNA+f+aTnNlY6Sh/vNnT0qvsw+WQxb9ffdqNzsK/",
-	"fS1yT/b338bsVn/33juKRy4dve+92iym7bTZ3kXsZlVY27JVgUsAlwAuAVwCFClQpECRAkUKFClQpOai",
-	"2QrtaYUiU+kvDQ2q3H6KtA0FKiHjfJgWd/nYVx7eCWKjcXGLqne4ZJfmRLRzeXC4d3D8Gjzgv64H/HnZ",
-	"9N8hnO10pDQUrq8ZD/VC5P3snBaWtsO97gWaZWPT+VNpCR21Ly6EFzf58kFx27B654zEM2bw6nv9IcmH",
-	"Cz+Klvdt19UD01P9gGgqDl1L9XTTUplJPNfChhkaftP0X83WrxzQth6sYIEHTRc0XdB0wf4L9l/AFoAt",
-	"AFsAtgBs8QvHVa0UkBolNDlFrV8tQor1gqpWyTslneCChI2Q0LkQSYIWShPKkNS0pJThuhUYeMtoqw3I",
-	"AIfrIdQqhFqFUKtfz5OjFu3rQKyvGWZ1OaEzzCaiW/6igy1NxGdtsLvlZ4wMy/FMkXIW6imGx7QQ27Zr",
-	"BwYlmm94mue7nk6pFjhhGIaYei71zDDENsY6ozbziBZiw3QcU6e+8lgkeN7rHj4sJukTAUEuJxq7AaCC",
-	"QAWBCgIVhHM5gPIA5QHKA5QHKA9Q3nOL+fkQfPfCn0RxsNrdqJrNor6fUl/6NY3Sa+Fis0AO+fw663X3",
-	"Pvy8rkf1n4WMxUQS1Eih/s5ukRyQnSoeEBMlIklQDTxEkvymdDkS93NysfYp9V+KHNNJIYLJMRF+T7Qc",
-	"q3pBjsBPqd8W7cg7hE6DrjZwiwjUJEVuVKBsUl9fVYvnf/5Tdl///Lh7ev7m5GKRPu7wsQH88RvyxyNy",
-	"xaq+lEOl6eW2cjxlrJhkycJ44j0qOkkOyGk3zQ3YO4Dh0xdoRD5Xcs+wrEXJ99d3dKZbC3uVIvO5+t0Z",
-	"P0STfUp9UbiiYKNxkQvnu/uhoO3puven0lLCKJkP4hNNx3T/it1WP39K/bJjLGrSkPqqbhFdxb5BVN+h",
-	"gWppxLAx8w1DJ0pLiUle9MXCXuUQM5KzvsQveeOD8vf0JmF10hH53J9WyeKCSbiZiLZ9CBHcfGS1lHEW",
-	"pXLXYLQUIey5mI7GLI4SxsVzdM2yftUuWA7EYBKv1/J5QbLZyEA1tXx72bt88E1KUgrMrkhKS5mMg/XG",
-	"xJcN5tRvqX/Gcr67XbIX/S31axUD0CegT0CfgD4BfT6XHvhGOG03TcI4okUHHez1jk5PLnrHux/6uyfH",
-	"+4cHuxdypsxrfTckR5OcBUI5JSiIwpBlvNnKxgVfYfAVBgMDGBjAwAAGBjAwKNa32uAKtbR/edx91z04",
-	"7O4c9vjI29tp/tK5d9TBSABTE5iapgYhtEBq1jc5lXGh7owPNrVm/SOXd1WAQ3gd8atsmQPRjmCWAbdw",
-	"cAsHt/Bn4xYu5fuGzuGb3iAxjS3IFwdpaggdOzSIpqtBgLGKfZOovh1YKrUM06M+Jdg0+KDiLwgL0fKL",
-	"dKoklUni5EipDTm1h7hGNMeymKF5Gmaea4SeH7gGw7pDfWJgJzQM36ehb+ohCV2LUNeyQs93DM0yTewo",
-	"XMY0Sm5ouottS6WBE6rYZ6HquT5TNRcTx9aMMPTC2ZIvu2ZlseDTy1kWq6BrVmB5umdqrh+aJrOxQW3m",
-	"hUZoB6FlmLZO+b8cz9Bsy3VNjei6yXTb0zWdmpjNVYHpTmB4nq0Guq6p2MCW6ge+qXoupb5nhh7Wg1VV",
-	"sHVbNV3V3qwCLLRCbBFKCPZ1J7QDzLCBA+rrGqG+SV3LcV3LJF4QBrZja66l65ZtEiNwQt/C/lwFHNfw",
-	"+DOVUJ+pmOlM9S1GVSO0PRwENLRse1UFHIw1Fbsq3rAGhh2YuqWx0A2IbVLDtvSQOJ5HHOxp1AgNkwZu",
-	"aPiM+p5vOJ7HiOZ5uokt32F0vgZeSHFoUU0lvqmrWPM8ldihrjI/oIEXWti15kZRdVXl3YOouhJysQKW",
-	"7lFbcxyCKXYNzEyfBa7JiBUSizLbNzzd0cKA6MQ2bNtwQyMwcKhhK7RChj19rgKmadoWobZqOI6hYmYb",
-	"qqtRTdUI9WxHD4np0hUVuGMI3VV8hzomdg2NUl/zA8dz+cQm2CKaFgY4CAPP0DTN0LDrmIHluYw4pmGS",
-	"0MGuvzCLLdsK9SCgqsOoqWLHpCoxHF01sW+YAcOGRrUVxXew4ameploblZ+FGqOOg4nluoFp2J5uaBY1",
-	"mGOEputorubrlJgOdkONOXwiU5M4BPuG75qup1tz5ddthzDX56MGMxWbNlV9BweqH4bM13zXIIG/svym",
-	"p7rehu2v6TazPdsxsOVQ02Ius3ybGtizCDGZp9l2YIe+H3rY1azQ1KlJQj00/cD3PdfX/A0jvja2zavi",
-	"vVZbarD6gtUXrL5g9QWrL9ijwB4F9iiwR4EVAqwQzyzk7oyNICp37svMEK0Vh1u6QVAaF8SKunic5Vc4",
-	"xdKpbiknsQitUF13O40rnMvtehDwHfhNRNmiWaIbBGCV+Bbw91kfjKjmYE1pq1vQG3fjiskZuLrjBy5W",
-	"fT1wVByageprFKuuS4numZ5HXKK0FE13dOJQU7WZqanYY1R1PaqrLrV1DVta6Piu0lIcx3UJNi1V03Vf",
-	"xa7PVN+3bdWknu+ZHmOu74qR8BWPaXSDQAz8DQ5qaD9EF4ppLyOv1OcLnyqAyw8TY3njYbD6eEEzsoqw",
-	"cwzTG7l1lQvRDcuYlLWAoQBDAYYCDAUY6tc9fHAskFT//KJ7UTq7z27LEe8Ilk1v/IAzBnDGAJguMF1g",
-	"usB0gekC0/2BmG43CO6EsRv5mOeMxKujGp0zEueIyFBFjQjlvMsnfAHms3fndFet/NtVXQQlf8nblZKE",
-	"qyV0SJIBk0LkhmRB/vPCYt5cXGgRJAPTzmxCseYt8mD+BgQO+pVZsJiAzzVGjvYjtBjEyH7eMbLPRdsB",
-	"pQVKC5QWKC1Q2l+W0lZKQl8uSa3pD7yXpI6RZvfD3KIMnQoMFxguMFxguMBwgeECwwWG+wMxXK4TL3DV",
-	"u8GtnIT3xQMpU3XKqOilzFgeOUAGGVgIUBA2CWsZwuCXDCrCk/fub8bFgA8oZyUbbzQr/8TyOCUXZc9+",
-	"n6AFRf31JUED7mVrtufYhv7nFFDvsjhGI3LFMvR65L9RWkoeTwZKR6EsjlXxQHVtBxM8h6T0wLBDW9NU",
-	"grGvYoPoKvEcX3VwgHXDNEzsyIPEK8ukdSy3o2ttx9A17DbKtMfEhB9xISE/OS1WwK4fxMb+2pi7rjpL",
-	"O+1+AGQAyACQASADnRF0RtAZQWcEnRF0xrmznNPdeqUqVtvH1cc3d8WGOa/VlM2UuZ3T3X537+jguH9x",
-	"8nvveBtJXWlW46l0sBU61nE6ex8SI3Qov0vrsvFWn5pmpATinyrFEFcJuWC4GTK5BRgyFEZZXsh8ijS9",
-	"QiwMGS22RRmWVGW5BiZb56JSC761u8gS9WtzTWoDXaRZ3Q08QfTv1RjPTgPdVO1bahOTlQKVD1Q+UPlA",
-	"5QObL+jvoL+D/g76O+jvoL//rPq73PTXWvhSFX7W1iuO6JRjmw4Xm+nkmmVZFDRU+3+UEzFHW+envV30",
-	"v/6nbm2X+nYcjaKCC/YyRcbGMaHlrcU5y64jYYMtx9RUGMmcWzITvjrwPDKWswINUpYjn9ArPmV5NuXL",
-	"bdSt99elZBAviqVJlkPc3h0KMeKnEz7roxxhw+AJuQCJRCb5Dcvm9xNCyY+uWVmPb08zmjGhpKlYFhjF",
-	"jFxX7cmrKy4X34xGXIp7XOWAeCvqB8eCfuhjQd2L3TdNtvFizYt+awAiR7n8V73cKh2Lp20pN8wfpulV",
-	"nyXBOI2Ef4ihbRKJZ3HAPZvzQU/YdGQc9fnEVjo6b7UlOonSsS3LtFtLWzkjBesLudX3J1leiGxmf8/G",
-	"oulXdcn053zi1wNYvvKl9Q1Ofcm+vTve0koZC6AKQBWAKgBVcHgHUCGgQkCFgAoBFQIqBFQIqPDroMIK",
-	"7C1yvXWp4YtJTgZs5WGR7mpdTwTbvRmSgjfcJGd5eU5jhJL0plPNcZ4omyQJn8B8UrdQzLMolVxU674t",
-	"NKPvivcmSaW9VLytvYTV1adGGkdF6ng+i6dAyrA+cPttoHSU16w8VHIpRgEQRLj6Fq6+hatvv/4psrUQ",
-	"bbk2/RqgtqXUK/G0btpc6XkJ5WI6/WFJ6VYXbiPk31gaVvPgt9PNQNVdgIABAQMCBgQMCBioIVBDoIZA",
-	"DYEaAjV8RoHBF5wAV6G8uyhiqWGoAYuja5ZFbOqGuBQlnjES5IjU6K9877YjZjCfM6NxkbdQTPICyai0",
-	"olwJ+1xUj4HaldTuvWzEvbINgdwBuQNyB+Tua5K7JfKeuoZtM81WQ08zVMyCUPUDTFRMsE+I7btaqP9n",
-	"PfRebeqWWa0JYsm793yvY5quK4KwlyW8MzHm/8cTi1W5T8UEkjdjyl9GLJc8rvxRAEaB86hFMTUCTfVx",
-	"aKnY0JhKbJeqFtWo6VnUD31BwYpi3K+iqwuO+Cn1ZQ5uYBnYIoGqUcNUMdYd1fWopRqOr9mBH1qBwQc6",
-	"Xwn7ZSOsU5VqVPR94aysNH9q7Hp25UBRq/2Ewht9jxR8yJ6TooUMFx2n14h/DFWfQa+PLvikqcPF7/UO",
-	"D971zh4WMb6lTIQ78d09ZIlY/BXJrPYLZSesMfSURTgqXzZ923aIoavEJqGKbT1UPV8jquUzO6SY+I5F",
-	"NvGcnV+NV7jNBtPVGhApIFJApIBIAZECIgVECogUECkgUkCkzweRvmbFElTZwKHlln8JD234Ydwdgbs5",
-	"cRf8ISW9TCe86WjGinwb2GcVB7ts+17d0Av0cyXYala2sdvpoGpYIdlwawTvfgD4+kq07vtXChDds0J0",
-	"tRR5BHzbILa7ozmObol7E/M+ET7ilXR+CBnKYqUj6FnnxQvdcNpaW2vrHWwYWH/hj6kqUFz+SLjz1+Z4",
-	"p5I3q+KzN+UR8B3gO8B3gO8AXQC6AHQB6ALQBaALcxHayR3a/3LQsCpu+xkbRDnXfblYf3NxcXpe54SK",
-	"ISlQxiiLqohj9VfLoyE+C2RAhbyF8miQNNXFQXTNkpJAPAF/qPXKWaYgSEQoLBBN9ZNrp5JCiARS3Wx9",
-	"BfzwjaPOr4gsP6dlfIcQ84sEq6EPykGgdJSbYc6oWn1N1XTDxJbtuB7xacBC5asqfRsHsK+a89mFsL+z",
-	"sX9KlfvBCjdExgdVG1RtULWf4131s0pTp7HDQkMidaOFA7qlhpSGMhZGw+ZTKtodmaIlQ+C20CRnwfZL",
-	"tHtyvH94sHvREcFxG2/Ohr0QH65jy16eHaItOW2FO/0wFZuSnLXqCL7jNCvEM5IgNhoXt2hMiiEieRQw",
-	"CI8G4dGAswFnA84GnA04G3C2H4qzVWCs4crDpnhlA1ee+mRjwGJWsMXm2xO/CwBXb8q2ogJFOVeo4jQZ",
-	"sAzFvDABStIM1UdUUJFui70Xn90zwVp+Xt4mGouLLIJkewbTRhNfxYuMTDbwIiODY49w7BGOPf6aPlV4",
-	"lRwGLAhYELAgYEE4YQVsBtgMsBlgM8BmgM08LzYjd+prk5nWekGlao5QuzCJuxWrGyRplNEJn0oZE/f+",
-	"b+0enpz39lro5LR33EJvuof7ff5POGw1F2gKiAsQFyAucIrtu5xie7GOf9kjjrqVq0Ez5FQ/Svo3URKk",
-	"NyKaekiieJKxfiaiJE1/mE+XsM9Ff5ylPhOuezJ0VDpmSenLJ38QS5LSUeTiw0fIL+7vV60ud9862tgg",
-	"ANwDuAdwD+AewD2AewD3AO4B3AO4B3DvuYZPmoVySzjcyuOOpKDDxSbbHZJkMOts9Y8cXZ4diq3QmIgI",
-	"9lu1ooQErtiWG9V8wrdHvAzTOMY/r6fVQeNUo4R8XGBFBYoZqc6DilMCQiVdBICXIkovMEBggMAAf2EG",
-	"+G2OIXcvdt98HwC4Jg97cW1sQrWk8HzAAWTtJ23m50k5ea8+o4PNQDqBdALpBNIJpBPOlxed5pnvsp3X",
-	"OfktWuXsEM5uw9ltMCGACQFMCGBCABMCmBB+JBOChPxLrAgS9QsdjRbRNc9r87PcL8a8THweLI2oeM6S",
-	"pltxeywmqVi9i1S2U5ldCxXDLJ0MpLNxkmYjEtf3RYg4Or9i3MRctF+aMLmy8uYrs6hF6T//icorBPvv",
-	"eztvTk5+XzQ/nEbJAIwPYHwA4wM4IEs0bnyf2JxrkXGxpjwCj29+xeymF8o+4irVDSA3l9qrPXn503Ir",
-	"DHgb8DbgbcDbgLd/Wbx9cCyIXP/8ontRstVmKKgokVZgYJ/APoF9AvsE9vnQkWt9qw3P28veZa9/edx9",
-	"1z047O4c9vjI29tp/tK5d9TBSAAKDhS8BNFrcei1GPhMfNGHXE88k0GrZmWxiG2RJtPiQPyMucuKz2ea",
-	"Hi4shguLn7cJ4CSJb+UOs2F3m41PvObYWOZZu3qUrPdd6L5nFaljpn++0Z3TumZa+E8+BgU2L9uXKxzj",
-	"NCvaghuUN0Q9wHf8Ee7g05ebzSIz0C1Ld/j6YVk+VTHBgUpC21MtbGnM8ELfMd0H3U3dXF5W3U89vwQB",
-	"ewf2Duwd2DswSGCQwCCBQQJ5AvJ0/x3V+dwucoN7qs+rC6dn78kRRtaKat2OWbkmhFEsBH4ofsy34f7p",
-	"b3L/dFNL+I53UM8Pszkvqeej7m18I3WzgZ/trdQrm/+XVswfpZbDLdagjIMyDso4OMKBI9zGjnAk5ju8",
-	"22r37QvRVNpJ6o3zy01uI59Z4St9+K77x+EwORwmB5gJMBNgJsBMgJkAM38oN7pq23QneNzch279e8Fn",
-	"uOlLFBMuE2QAOgEPp7eET68Gl0jyl7oHvNlK690FPscr4XA4HA6Hw+FwHzjcBw6AFQArAFYArIBoANEA",
-	"ogFEA4gGEM2PdB94PqvYLyMzIv/sevUhOv40ogwVQ1KIP8SdN1GOgpRORkwcm5TXBLxQeHHKj8xntUPo",
-	"1SBLJ0k50bfOomu+NiToNM2LQcbybUSSgDdolKHz85MLNIp4w3aqmS4OR35KfYljfFLQYavh8xXfyhNv",
-	"DUCi/s5uX6I4youWoDEl2iECE6njNI63W5UkSwJESUJZzEswak/13d9SP1eWqPBCeuV8mSsigVqYCFdY",
-	"bU7aqHRMqdyEam1Ughg+vHdOd/vdvaOD4/7Fye+94+3GV8vsV3640plztOWPaf/jRNNMOs5YGH0W/2bl",
-	"TzmjGSvkT9uorD7fz3Ykv2qe95TAqo2OSEIGSwou8VgThtUIrFHyqmDKXdjjHzkaknyo0iGJEhYgMgmi",
-	"AsXpoIPIeMx4Z0zyIh2VeO+l9OeLchSShKdPJwI9Nky58yEu80aRevIq3sUCvZ9/qYJ/YhDO3bC13Zp1",
-	"3OQFmILPXAyhxoVY08/X022xAOdyI1tNpRxt7ZwctdDp7n4L7V32+nsHhweve8e7PUk6ogxNxnFKAhYg",
-	"PmVFMcpZg0JC5XjMWYDCLB3Nj+S9+it8PBi2fGNZqRIyzodpkXdQzoocpWGZuZABJGPIn0RxgbZ2Lg8O",
-	"9w6OX6P//r//H3TW6+59kOVMUM5IzIKWnFfpaBzFYstXpKjyYmu2UP3BJYU5m8QMjQm9IgO+m9g7P0Ry",
-	"huWo0VfCCe8lF9ayWfhYCTK+Pwla4qH4Ly/ZeOLHUT5kQeP7M99YUoYdsfLfonGWBhNa5FVn1HUR9az+",
-	"qrumU1W9hfJokLRQ5bgn1Pg0E2JpHJPbl4hLEdHGjVKdll+ruqv+2oqpJWpGpVQQPcVHYng7LVfGKIvG",
-	"sy0fDRK+m1oxY09lliKjcsHno6Fuw2mZWqI3+LykGQtYUkQk5vtEUjDpAsETs2xuI9ms7eKnlhToMLpm",
-	"Cctlg0uPXf6XuC8855vD5uflinKapSNWDNkkRyNWZBHN0dasTGsK3jeMxMWwavLyBeXLX1/+dwAAAP//",
+	"7P3pctvIsi+Kv0oF/qfD0joEjYkD6Fixg6IombZEydRkq9t/rgJQIGGBAI0CJNG9HbEf5H7e5z3OfZP9",
+	"JDdqAAiA4CjJdvdCf2iLJFBDVlZW5q9y+FMw/cnU95AXYqH1p4DNMZpA+mf7vPcezchf0LKc0PE96J4H",
+	"/hQFoYOw0LKhi1FFmKa++lOAU2d4h2ZDxyKfbD+YwFBoCVHkWEJFCGdTJLQEHAaONxK+VwQzQDBE1pA8",
+	"lHrcgiESQ2eCit5Bj1MnQHj9O7/HL1UEL3Jd4fP3iuBCHA4jvEmXRa97cILIawuDmgbIdh4LfwrQvX+3",
+	"a4eB79IOkRdNyBPQmjieUBEeAidEgUBahxYKhM8FhAqRB71ws6Wg4/waOQGyaDfzZUy3wwnAh5XMOrOO",
+	"mQXKzD5H/fmQfeMLMkMyZMZzJw4Ot+Q7J0ST7B//K0C20BL+f6/nDP6ac/drztrfkxHAIICzBSqwtgrH",
+	"aVk98mPPm0bbDtXyzWiCvHB4jwLs+N7Qsdj3CJuBMyWtCC3hkD8F+FMYPIx9jAC6R8EM2NAMgYMBtCxk",
+	"VYXKfNr5dfb8MM0/Ev9PLPhf/F8hM01hGKKAjOz//7sk6lC02+LR5z+b38X0R22bj7Ly/X8tcGJFeBR5",
+	"X2KWIhCQKQEcmWMAMVBtxWiaGhJlS4GiZjSQqJuyLSpQNTSzZtVRwyYDn8DHHiOOTCaXX/KKQGhZvAZH",
+	"0AwxCH1C5pLITyJyRhZluzybso3TAhCwx0D7vAfu0OwVBv6DF3/5MEYegAYmm2IPen44RgH/7RUmm0GT",
+	"1P0KCMcIBAj7UWAi3oDtB/TrqQtDsnQg9O+QR1a0XMjMQn5fIeoGCEfutrKOyqfMjnG8sK7N5+F4IRqh",
+	"gHSEPTjFY7YAq4T3RfxcXlwnDVR4v4WSe+r0PAs9bi+0CwTE5RhRXg2QjQLkmahCeQ0CI/AfMAqq9DSE",
+	"k6lLWvldeH0vv6YtFfHMGEE3HA9d5x4t9nTi3CMPYQymgW+gonbZ66/p6yuaJ/rCbLH9AYKWs1EHrIGi",
+	"HiYoDJwiMp0H/gSFYxRhwJ8Be4v7cb+o07jNov78KfLg1ClelrMp8sjSxKctlwt8nYi4MCLHDYEd+JOi",
+	"jnnj1S/Y9wp7D5x7FEQFvQ/ID+CqB/beXl6eAwNixwQwCsctAL0ZiDAKAFGjmKiiCh0jANmnU4jxgx9Y",
+	"+29iUfcwRgEC4dihS2OSJcIouEcYeD5/O/CjEOGFWfARvi4cPmnDMQs47WYMQwA9/IACDEjf+XaNqVnQ",
+	"Yn4v8uYrbOfMFyvL5zm2nPNQ8dadIs/q3iMv3EXvgmboB4Un0M3YB9AMkcVWKESPYcF5Acyx72OEwR6l",
+	"uginTvpM2q+CdnxUsbMLkZFiuta0uTs0A06IkWuDPa5gt/6IJEk15+o2/Yz23wAXwXsEnBD4UQj8AGDk",
+	"WQA9QjN0ZyAcw5AsywQ+niBvFI6FlpI6deerDEejAI1giJZYAf/2isucQKyjPzNTaYu3UPz2mf8rifqw",
+	"Kn7+U6rU1a3GJot1DbiI/IQrwHJGTogr4NXwVQW8qr4iq/tKfFUBOIRB6Hgj8OCEYwD5G9TkJZy01Qhl",
+	"pbHlEGWl+aQxTuHM9WHB7mp7M/Du4qwP7qEbIdKEHyCLLNKIHGrVNerhgEsV1uPitnyzudpYanxFGl/G",
+	"7s9uh5wAyTDifMXXyOrdFMekX27/bqhEWoicK0EeFVilTx6yV2YDZC8iAvGUxxCPC9Ed9vMuGEvyZqaP",
+	"SsHUM9MqovYBDM0x0dK3pXIYosk0xHniqkohcXdD6xxMBEaKeIbvuwh61PZ2PAePdwXHHAtNpn6IPHNG",
+	"js95F0UPf/GNTVFJClOhIPCDYt2S/A447cg5T56sANITkzZEMWO/Ahs6LkNo8pQvUkOQR078+Ttb0oN3",
+	"WjzoeEREd+BdgD2ZKMJEptpOgEOqgcfNx+ueat/0rQKFsUumD8hvYO/ivNsB//f/aPsVgKqjKrhun/QO",
+	"25e9s/6wOxicDSqg17/sDvrtk/hzp93vdE9OuodVodCkwBiOCjo98xBwHQ/ltKBagRaU23Z0EvOWP89n",
+	"zPdTGi1GEKPh0wBn2oT/4KFgNX9O4ONwy/249Mgl6/3FN15hAIMRNX9wix2d7A3AZB/wbaKQAtIy2Ot6",
+	"XyMUIXLeIkz42vfQmZ3iiZTAmQaOHzjhbMOB0oaLwXEi1oYWctG2goW9WbCrVyAM5hhZkbtlR1Tl2VVE",
+	"4RCGEU5rGB+uulfdQ6EiDK76/V7/WKgIF1edTrd7SL89avdO6B/JxhAqwmG3fTg86V5edgdPRvrjL+Yj",
+	"OrjqnRwOL/rt84u3Z5ek67PT895Jd3jevrg4Pxtc0hGc9K67g+FN9+Dt2dl7oSJ0P5Kf0s8cd/vdQfuy",
+	"O/wwECpCr3/cvbgcHp51rk67ffL7eXtw0R0etTuXF2z6w8HVSXd42b2gX1z0jvvz5oqmGU2tLc+f/JEb",
+	"H0bJcZC93eCKDV+0FJtX5kdlbqcunkLzfRkzfo7zMiyVPQOz8qJAAGUOp9wmyF3DpKi1Umd48duWuXay",
+	"+4XLAVV5Z+eBb0XmtsM12MvDKXv7JS8nl14Q4ruo8PsnXNIVTCvLzqTP5MouNZv1BP4RPJFezycwRuS4",
+	"VgwJt4MRXjvs7FF56t8jDCCIwWMKCAIqEnv9YxD6YNBtH36qgr347PRtkJWY+wvaXdzYxhJ5dyZId1VE",
+	"n84YmXc7mWAWCqHjFqmpM6pLmKRlrkm+AXhMbG7fc2fLDPXqVvvFvyu2GOYHanZUFhoF0EJWa2FsdDx+",
+	"FIIJvHO8Ef2dw5Mg8ijwyODoATQMJzz9AMLAGY1QUAGR5yKMwcF5Z/i22z65fDscdD9c9QbdIT3FGWLN",
+	"T9F4AOuxUb4h/bviBXMCM3LCgwDBO6Yz7mDQDR1v+OB4lv+woWpESBUFaBjAEGWlnR8ZbkrUedHEyLyy",
+	"fV8eegyH9JphN53KnyLvKfpYRvnpnJxdUB3r7LzbFyrC2/bJ0ZD+vR7jpm3laFcpWoNCYqUnkidKIWP4",
+	"k6njol2g7yBy0XAKzTs4Qim3gxIRLkCE18juf3v6lDf5f0FcN83UlaXiYIXUOYcYT/1gFw2Lt0CVLATJ",
+	"gZzoWvwSYRoZLjWBABkZ4COLPZ+A44U+eYoPIfkeehZADLTAFMfIWJBZjS1v0i7qbHHzm+psW8jURWPg",
+	"x+mH6WlVnsIH1HyIvdJ2OYTuHM/KwA5np0JFOLzqDg97J73jbr/TFSrCeeeocB/GimL+ynPiePFneR3l",
+	"youlnyaA6OLzVVzOXl3PmvrObuyFkRmgJdj329N2R7x421ZqdYCdkUfMAPY8kQ1k6ecXLHlEWVayTFYv",
+	"uexXUkeioMBEbRvYd6MQgXEYTvfwPrganJCV5keNCcY+DsEe+RUzm9XxAIdRHJ95ImUEjdZcI2ly7E5G",
+	"VYlZcjm/v0ezXVg9eyFRcIkUe5vg0J9i8OAHxPB9Azx0j4KlHLURrrWl+H029/WdNxXzkCq31VOEd9rp",
+	"fzkzxyriLhy9GUJb2l7lOfNLbIgCdl2xL9hDu2yLHaUuv2tIvSWXqvJfx1af39osZ6pBRGxyarn9QMYq",
+	"WeQXOpBXM8c1M+d3ClDD7pChbsXWVBC5CFeIynxw3hEHVyfdC1GuCtvxS4kV/lJ6BQ7x+jV/BeiD1bWg",
+	"U4qDco0vZ9qLyEg63ckoyvhI512QmTM+9XSqAD8A/6DswYIp6U85k09WmqU0/HUZ9gEZY9+/GyIOGJUG",
+	"wwanRhHRMi7dyzfnJWXLp2ga2elcUG+B0AdT5E9dRMNdLMcbUUw/DKDjUohuCk2EAQwQsAJ/OmVOsdsq",
+	"w240ykdNsFCJz/xfFtKhbBvSoQLXf0CBaEKM8pETdB4WxGNyUBbHTBApRB9eVADJiNdqgFaZnOHfJTlD",
+	"RaCHRsEEcpzDHqv8tPQNPJTihgmaHe4Kz88uLqnjcXxe+/QDl1wgllx8J3kU2KeIPgyjAGWv/HIuq4s3",
+	"ftstQSw9+U3BbKfbuKJGVhCSxqRst8e3CHPYbUYbH77bU6Ky5IjicyoklBMgM/SDbUWh6UdeGKwJGXEs",
+	"5IVOOBveo8CxHbTE0z5R7eLHqMLnYByhgNgovBVivliAWDDkLHAYSj8NfNtxETDH0BshC2DHM1Ha5z7l",
+	"+rYwnN2k1h2aLQllT8yq+I6MPFoBvmshHLIQkTfJDQp07xG7PMmkxlgZaRUvVmHylYrgohF0h1kxXih3",
+	"0cjBYQDD+ZX78oe33uXYCVf2n5e5KfGamkAlYbHF8c67KeKxJQvNF27lJthBJXBH6ROse6jUarJeeGKR",
+	"BQ38iTM/n7McdB0nqiHcgywAadwytImuQ8PXCWcCyydbgG2VGdh73/00HHSvz953D/d3iHjaRUWZa0CL",
+	"igLlbXp0GhCjurZEZwjJ4u+oMzxF4ViMJoFmyOLo+aDmR/Z6/8VEQyBMUDT5VCRERkNIESCnIeR4pJBZ",
+	"uQvJtgJ7h5VOMi1tuPmfx0PlOb130jPIanJph4q1zv0xzV/crT9Z3N0d+uMmrudxv1ud615I6IXHUKnV",
+	"C5fjR3BSQY6vjd5bEnQau9zHnm8PEINB9123c9k9fMMCTykw+uBgtBhrui5sc0msZiGiazvIXaIGJZlW",
+	"JmhioADQMNPIDSsMzSJ6vIO3i/KkuUgcDB4CPzafw1RP64HIbYI9aR4wemiviGosjIudOJN5/ogC65Nm",
+	"bdlZ5jvf0NCYhWjTqNDFQ+Lq/OSszcIL+SKzAETOQc9gny4J0i8c4TIRl9oqWVGXFYLzoPg52Sv5fZ8h",
+	"W+oYi+PmUmudO9syq7VKPt044ThWecqzbCVbbH9+xMJ/3TGSdFB5rqMydkHcKWTKmAftrJplLsRn1zNp",
+	"h6BpBw+5xlgYXLXd6nLXu5fBB2JSLsME0gvMvO3mc9tgkanXeCZ28IXiBhdO44KkFYtnKYYT5sEHPQsE",
+	"LCIfBCiMAgYbxIHM4ItvgD1FkvbfAH7d2Zu3L75HMzCmGGQeOK/Vis7hXAqCAoRgNkWvMLAQPdmXXlPF",
+	"sV8T+OhMiPyJ/U/4p5WnaSqrwcoI0oXAz/wSvfONef6DxbDNaj6RQfZtCeyZgRM6JnRbRdnAfM+d7ZN1",
+	"VsGe6z/sv6EP7UogNUUeaSV58kkMchePEU0/gmDgOtTuhh41vt8Az3/YwvVzaySlvEMvvHneQkwsScew",
+	"1oxPru6c0CWPLaRzWCb+cqE9f5GwnlKgvpBALYr0WitS83FVpVAtheqLC9WfKHqSsPF8ipytxXRBkp1l",
+	"gjp7rfpjr1RLcftC4rbgrnyttM1daZfCthS2Ly5sny4/Yormc4htLTIXk5Atk5jdRyLXd9RsbwInJIeL",
+	"B9qdy951d/GcIKeHBxDtBNiOW4rJFxOT2ZXcTEzmUtOVYrIUky8uJncUGonjRS6b4taycTEd4zLZeIw8",
+	"FMAQfRhsKRcHyLNQwPLFfhiwjK80qJo7fORnzHbTwXlH/DAQFeA63h0hAtGruRPRFI5K0flionO+0JuJ",
+	"zVT+zlJkliLzxUXmy8mTmNLpjLRbS9RsOttl0rTnjRAON3ZqyoVBhH5AYQwPPSTnBCVB4kyxAEmksuiW",
+	"ovOlRGd2VTcTn7mEx6UILUXoi4vQZxAgMUnz+bq3lpeLCb+XycxzGGBEiytui2WSF6mSHU3JNkbWfJ4Z",
+	"bNcmjZfi8aXE43wBNxONGZYrxWIpFl8as9xaTsQUTNco2FoCZgscLJN+vMBGQZQ6lSihH4vrN/PiHBYy",
+	"HQvhdA2PV5hX8SDDtxzS0MTxYMj8hydwOuVVd3L+AMtwtiKXqIJSEKtfz7sULBaOWP1+7qZrscrE6tdz",
+	"sG+2JMXqV1OoyGLtitWv5kyAbKGL1a+mTsKFihir3xxE3iBy0SXC9N1s8YzVr144Iy+h0ffkjJz1qdMn",
+	"49vvFYGWfxFav6/BZ4v45ntlo5fy3LLhazkm2fCtHG9s+FaKLTZ8I8cNG76VYoQN38gwwIbvZFf+c0om",
+	"pRvbEhWMPKKAFt2zv8KAFw6lulTMZyyLCFevTD+wmFwLIq/U2F5KY0sv8GY6W1YalWpbqba9PCD4zKIk",
+	"pm/uYN1ar1soVbVMtcvI1y2hQGdEJ2+yM3ER/XyFyRSRM+VX7V2Lhuou2vcZGL+Upy8jT9MrvZk8zbmS",
+	"leK0FKcvDQ6+lEiJCb2uYt8asZp9vUiqBoEfHPjWtkkNkijalSoxeeiQ1bhaqBNIG/i8bEiHSWWsrSKT",
+	"Ny2eWgFTN8LgtH1ydDY47R4OafVssiin3cu3Z4fD/tnlsH1ycnbDkyakq/Pno3iXpHIIAuSm82fkRmWO",
+	"fSKzPoqd+ZNiz3oDvkZ+SMvS0+0cIMJONG8XOZINF02oqF+dkYsVFlthZ/z5ffGiLIjMMAqQBWik52PI",
+	"g5b//IOFJP8htP6YC4k/hO9vwJ/f42q8rEzswlquKi4ruo6HwDiaQE8MELSg4SLAX9g67HiB4HMaFPLY",
+	"465ptGPBmJ8QZaC9g/OOyPAUUa6AhzEMgTE141QcZJZ4n5zj54dHYM/2gyQ5G9UHaCxtklSTfsXFSKYM",
+	"GulKqAjnh0dCRfiCaaDu1LK3zfBepgf9VbMIcuosZ9wnlAraxYkqk/MrBxcu5vya75CC5eGVcrbM2fAc",
+	"xXkyse8rKHwEzR+ROIWGx284ffpspvp6/sflmRFW1a8mr77CwISe7xFFGMyFWIf8KcpLSlOzRpdX7GcK",
+	"wHCblAUVgYmO4a55PZ7AI/FaZEOe54RNrcDC3NKliDN0WTmhteHThAtfPJUMZfXd08jknN9+CU/HjKhK",
+	"6dQripH9XFlURNgC15gf6/SUoWLupmZfWJIQqDgTEE8aErAsi0/OubE6D8yzpYGad1O4PjTv4C7aYyon",
+	"Yj7ejv5A6J1OZdciRzHEfE/0Ls6AKtfrogygOx1DUWH7xvFANJ2iAJgQx6mGDrsUmUrpQ23x9vOfRcrM",
+	"QlrAxZOCCA/ozag1S0aHiJlAHq8QJYfqePNNSH/AqQyNVXAeOF5IFXxmWHg+NTIC3wXmGAbQDFGAd8g8",
+	"XJCmcP3g2eOAldnl5CI7oHs26BHl/Lp9yX/MZyzfYESp7IarRsIfo+vLamTF9bNCMPFxCFRJWk4aVZLW",
+	"8fOGeRKXs/c5S5v51KSf6cwoz5NcsyiF5WqWeGKKnVSV/43Vu5+f5JLlWkqNfflSXzvo4SWSu1px0sxh",
+	"YQm5y3QKVy4/7tAMJK+BvePuJXjNfnp9L79mT+PXfybE+r5fmO6sMK3si6V7/QWSqvKnl0vwxGAnj7DU",
+	"uA5OirTvJQlDHWQBYwagN/M9VEzcp/F2eqQvnc41y4BFG+Cdb+xY/31Dq2Yn29DxaGT9btxYcP+0/OEt",
+	"clnT1ORLsicSDiO/A06dVxjQJysscyIHCeNfgQ0dl1UayNN2SbVFJ/3OlvTgnRYPOh5ROIZxF2BPBg5T",
+	"X2g+5tQmKLyx2Rx13l+SBrICev3L7qDfPok/d9r9TvfkpHu4XTLHMw8RywjlC6yuVxe2yeLoIojR8Gll",
+	"CGgT/oPHMrktfzB/Y7nBjlsJeXzxjVd4fmvYSrv7cWc/ooUlXoF7WY/CVzRM+8xegoukbhs3GChtuFiH",
+	"ce5RMNwl+xx7s2BXx1eSBbhL7sZxs45oxY3nS7L84ap7xTJmXvX7vf6xUBEurjqdbpfl1Dxq907oH8nG",
+	"oH6P7cPhSffysjt4jvoP3KhckiOqUpRNZDFafjFGNBvjtOjBn/VoXfCDWHcBuIt6mtv7nFuy6BcHvpK0",
+	"nglvV+YnYG57Lh49aXCMcXuO3TJ8lD34skKiQOpkTqQc5+cyjq7Rgt/5xjmXpy+GtRFFoyAfv4cew6EZ",
+	"BdgP1tceWQ7FvfONnbJpfmHqz9qBL3JM4TBOnHu00zgWBYJ/t/62m79VNJJc+MSLxsBk0LLUdl5Eyn4C",
+	"tl3UZTHBNvSpymlsNB3oRvMpOgg2K0r8LPnFE/D1BWj+DEI4PbysJC6gUaWA7tuJvHi52X3ij7jvSm4F",
+	"C66xP69aL3YTuelC7ArrT2E4XqGLrdWoip25lqfIX55zfIma9hz3DnNSZlls5SUpp00+33ecBXz5ubue",
+	"7178hivH5rvfdcUN7VYyge5WuLO6zL3Lhk9hRd5GMDQix7WWAaO77GwKyr2sLN59U7ML2W1y+6+93J4G",
+	"vm9v1yR9I/D9cHmrX4PhiN+n7sglX4NhyvRdhUJSf8TlQwkiFw25c/i2FE+ykq0eA7vQ2rVaA62cNVxR",
+	"ZCh+ZF5vZ81weFTVxrNcUFeZccgN195xnxqozMOGmrLn3cEFtWWLjjocTVGAkbUrRX5YIYnic6LwJMkV",
+	"kkjsyDSpl7NakbxKS5oFX4vsTl/cctltm9sEabZd4K9CbsrstiUCOqeQzVl+cbNXsidEniNWHUhPqJFR",
+	"6u673+9tXXYjr0BsUXbjR5sGjjfayYhnZY43JPqLF9HM+5vfJ84dxXUxV1TAPKcb/5wRedt6JbvtkqXX",
+	"2/guWg8UFfIFeXNFyeMPg2t6d2bCcHsFd1cF7WswnMDQHPNqsQsXtPe5Ia3aYZnhb3ZypbrP9VVIocgP",
+	"4dk9CgLHQni3wtDF1l46jErKRFJJRfok4+WVym222XpDlprNulYUorVwI2GRA2yjcW4yVnLGDV1n4oRD",
+	"IwpwuFG768aZajSY4m2bLBxnvgTOsyxU3CiOjARffI7hfl/GnU/hyiwGeuXxqpNxUAAGewx8t4DvIQzo",
+	"ZT2IvNBxAX90vzAIbmP+zQ7ggAZD+HYqL3IMs0JgQtdFAcDIszDY02QVTCEOgRNuOoQcpy8EFmLgeIAp",
+	"rYDdTb2hXvHsNjDuDTgYBMiOMLLAw9h3EdjTFH3TMRRtjRwNyNeEBmGmdPAYklWIo0aNyBqhcPs++c7J",
+	"u+XSRjGYUvKavmcB6LrZAVBuoKPYsNfCzZXt+MS5524o/NpzfyH/Nd6yt4Vdl3Ms4M1nHtuoiyV1tuez",
+	"WzaGynzDZVmweE8sLFcBzxQdVAMErdlOKpw5Rubd5kpthzzOOyq43JqbyVnKW2gUQAtZLRoRNWPxzRVg",
+	"RCHZ2qRN5o/he+4MTOAddyaNnZWw6z+gIOUQEhvhtDUa+cXaZ4FFrJP1t0l87pVV10oDNHXhbIB2AM2p",
+	"olGs5UwcnNKCEsovuaKe0/epsNgaiGs1YLUWRkps6uE9dJ1CD7yNlDRGuEWLf8HCX2bT8/4zdC5eXHKK",
+	"XTBr/z2a7ebgvbqC94XjmYj5QxGWvkMzcoak3mqxqEEnXF3j2/OB63sjFMRee7gK+tkQ8DfAQ/coiMvg",
+	"21FcLGBDTxIEMVO6iwvl8qHHWsLeHYpjnONfoWfFncPIckJ2iu8XOSetcareLooRWhPH2zGO8c18Ctmo",
+	"xUo8LdYoCpZG25chjQUhjZybCredH8LwidtuBYMM+CiWLeyb52GckgWKWGBxsSMXnTO89wdcOi8PEkjj",
+	"zi/vhJHvLovibVY1N0W5F782Ta/S7nemqVZ2rDS/S8le7K6qTE9/pnGZxYpPXNRst4uYXdjqSbdtC/dQ",
+	"h4P20WWuCPn51cFJ7+Lts1Qhp8mgVhGYP7CcxFQZ2/2W8wm3V8svm9K7cXGvFtxipbgsR5Mc1p6ZbY6/",
+	"1uyZH1z9/KfJyh0uUwokyxb3Kc8ljWmmv0Hk/ZBsAcTW3dDdgEYtDMkr/B6+IPKfPEItaMcb0bDRN+DP",
+	"P2L3/z+E73MTJYi8ODDC9gMwhvfkldD3gY0e6Kv4TSrKI36F2HKFIR5mGEG3yKyAIX+Zlp308AMKWAOL",
+	"V4gQLwuwhBgRncyz0CNV+Lj9QbZotRiLfJwiM0TWihGRl0H8XHG4GVFZ8ZohkUfA3ruLs/5+dWUUR2xh",
+	"pShPpuJTeCS9ZtVlEnpZCBiOA8CK8+ssD/lgq7kh/z3FTekppyF9lwnjINr8DEVo40iJheP2vH1xkQ5Q",
+	"eIYD1g+hO6TbauczLkODFadb5gykdEgdcemBJAyQSKK8lNnWDzAtP3+IOpsI66fos7kErz8xi2/G5zwb",
+	"NLLodv4kFXPz7fFcBtIiW65bjV0gg3hiOXwOISu+cMkuwxsQQM/yJ2uTPq4hTJmE6y8EVyzkIP0VMs5m",
+	"9n4mPuwvleVmjvhte2ntjpbkmslj79v6We+gma/wQp37Cw4NiFFdW3KPEhLK7Qg4oHufeawM53j96sfv",
+	"nh60uQu3rM0RkLhbptUVstRFhEzpKRlzO0XMzGwXmKOIdKuZ9MW1lNR+2F1HSepDvLxNSgYxpF4gG+oH",
+	"9B52R95D0N2Zb2OP4+xN5cv4gdOoYeYGPui2Dz8JFeGi234O0yAf+5jxo07vmUVXa34hmlqwhW3DVyZN",
+	"6VXs1QvRZNvEqT804eGya+mlmf+WZPvLNLeOIi8vItLk311IXFJu+ZmYInaj0XNncMvsAdL+plgeI8cz",
+	"XzuWiv0vrdizNX/xDct32lO3KvPt3Mmj62viFrpqnNx5tLIqcRSybURDCwD1P+O5U7hT1rwoAmaWDDFa",
+	"/NhXuvqMW5tPaDmxrvD2l8vb+MG+mIfppi6ckUfDkTZqmadTKf00W7/nHC4zZKzs5sS5hgn/jTZsRYji",
+	"bbdeHl7xlP1L71voyRhhhIHnP1Q3EQdx/0UrckXjnbp8YXc55x08ZFFVRXUwI4zAHn2NpvYPEI4mCOyF",
+	"QYT2AY8xchB+AyLPHENvRH3FMxBibJDEfpEpi6QwcWIfPYCrwclCi2gyDWcLWVS15vK7ngUqpc+bXSi1",
+	"BffOI2kqCzJmQhNw+QCjsAKMGa2JAenNFavDQ9UkTITcjCegnQHqjk45BaOCGzA2J/Aw9jFKGJ0oWFbg",
+	"T6fIagEDmjSndOEuqXIDKmPt/SKe35kCTz02yEaBylGw5qRPfoW+m7trkvp5URDFqWdYjmD0GFbXZnQu",
+	"SplLe3jF8rG1AJxOXR6k9foL9udq8MF5Z56lZ162tayI8XdwH50zSZJSfImoTzH0TsdvPl/SOlEWZ2lP",
+	"+aHwpFrQm21Q3JXlBUssYSr4v39el8WJxasWkuAJUZxbRn+ke6KRIEUxCvyCOAVPxywtVITO227n/cUw",
+	"ye73vvuJVl46u+knnwfd67P39FPv4uKqO6APXHcHvaPeElSNZQnefAlSSZALViJub00q4Ts0Y6nqhv7d",
+	"8ieoO9jSJ9Jg0/KH5nEPyx5JB0IsfWgeHrHsiXsUWI6ZEUMJ3YtXoyKsXZxVVFy4SMqSIz/3xYnmZpVb",
+	"ldwSLC5sanTz2S+wcMJglXjDrNuGbHNsKYeSAmibo2rFC5mjKsfEKAF4J8vHj6yfkvBox6D5Xz8T0ZJi",
+	"oKEfIIsWN4lvckU5jnZdkmk2yUWwMulEJnHBkhxBizFdS0bJ4pHIKAfdTrd3TgbJ3ygcZCqRyubCmPLd",
+	"LLkHKxDHi5cum+bZ2T2bwAtkzclm9SjM2FDgeJxOgZPLGRPzRDrparyg2cXIZa9Zm/ggsya/yF39M9y7",
+	"/4yr85hlOZyQ3FjPr6t3vSjc/IJ9+aV64TXic1yjcwzvkGdc+fVS7nOcZtcFpkmIh3Em+HXPpTx/Vzy6",
+	"TTadcRhOh3MuW0KkQo/bdYl4CtO3QxzGeZ93dVzBU9/DaGjw2rOL500MqryKvcETHAHs8RPT8CPP4nkn",
+	"NuiLVcpeVRW1iDFWjCtumdfgxrHnYLoUAneON5DtBwhAb5a8lR71ost1gbNxt89dC3je8ef1PN6xzM0O",
+	"qZkW0fbdnEYzPLQsr1NaphV1W0mnhkrclxPpl8punt5kBVyVkQL5rb64Z3IyZ7scXVyexpj2j4ir26EY",
+	"QQY2X7Qvt2TPoNgaehZWKmaMNOuQ7tMzWutVkFuiF79qzrPE7nfOvKWLFID9AxiM7cJnKe23K1MUg/dP",
+	"Yqh8Q5vLoxjt3IjL0mv1ozgtwx+7chv17TOjwAlnF6R5njQPwQAF7Yil5M4ewf8iX/uB840XSDygz4I/",
+	"IklSTQqn0z/RvyrgYYwCxK4UyffAwQA5DKxPY/CEEjD0g1eYGLfD9uFprz+8PHvf7YM9RA4Sju1XAPsU",
+	"+FGI3qSqHMbXAjTBQLy89DIwf48A/mVMzSEb6zRAtvPIBsu/wsgMUMjHD+zAn4Dzs4tL8Ppefg2njsjS",
+	"cNGb2vlthO+5swpwJlPXQdYbEPguYpkMKuAhcEIUsFtJckjtV8Gpg7HjjSog8u48/8GrgCSrV5Ak86Dk",
+	"wgAGCGiSXI2r3lL5Tck9539yKArfv9MgONuP74R4DWWGVAkH553UjQeCEy5P2du49fr1yAnHkVE1/clr",
+	"Y2qK8cPkQ7ESRpr84hvxPR27vBsFRB8k32OwNyBnK/A9cO7jcBQgvJ9eIFxJ/DkqtMYmTVDi+qNK7M7A",
+	"4m7I8nLbfO68b/kT6HhgL0blcYVVgqiA2OUSVzJxPriSvIz3K0nDvOZd2v4mGmQSJDx/qfqH94fXZdyX",
+	"pP0KidrphmMWM1TQlgmDwEEYbLxlWhtvjCLe3tuCuQknoolBdGbCZdiDd2jI4lBdhwY9BQj8688/mOD4",
+	"Q2iB36vV6ufv/6KTZYltiKpcBYwqVNsiG5y8Qz/8IbT+/IPWtfpDqKRCWyvkyyBAblxcjn7FkFD8h/Cd",
+	"d8G3eqzgJ6T8KHbmb4s9619vgKawgI2apNLnZuBfAxQGM7Fthyj4F9k+rmMijwWt8j1BZHLgoBDSendb",
+	"7YbQCd14W7GUJe3zXgouagn3MoWDp8iDU0doCWpVrko8kT8VsK+nr/90rO/kzxEqLrpGjJWEAV/hpEjz",
+	"HsxWYd4HLoIWdy6Zh7VM4QhVWMHTgAYMjxEYQzzmIpPWb54GxB5NZWbhZp3vIcbx//jHzdgHEzijCf+A",
+	"E7b+8Q/QpqUJW7SGbIBo4T/oYrAXnyMt8Pvn/SoYwJA7vpCNhAJgug4tfGxZAcKYZupjPacWa59325sX",
+	"MiJdDhC0RCJn3wAMbXKcgABNEQzp4/3MQKqgnSVQhW80soVoKobO8KB90R1eDU7YZuCL8R/T8T//57/+",
+	"m3yn1KfB/O+Afl8FN2SwbdNE07BF7eDX43DiFhEe7MG4oqYYL6GYPBInOZqOK2AasPDCcYWmnIIzTE7N",
+	"5IxkZbm9jBjkKbTYgmWLdVeIXJifi8l6wxBYjm2jgKZ6iw/hBzjbJ9SivEBHBOkrYBKfUYzI7Gzy/BA4",
+	"HnVTMiBGqgLwFLk0FtrBwIITOEJWC2iSlMr0Q2iB4Yw8hP0qr2/PSo5fF0ldU6QCdCZ+DfaBh5CFs1Rq",
+	"JZHY4RhN6HT5wPkACO9WgKYohAx0bGEVtL34tCUvRN5cwCfFzTVJq4IONMmXrnOHlq1ehUk6TMhBBAsT",
+	"0Y7v9SwiVOhLJ45HL8tgACcopIDH70UASz4YDTj0ssEhv/OSH1xYsdDhRJ0LgwjFhfA3Uo2Le2cxbHTF",
+	"E17jIqEVrzEHVFQFUMeYSqbQdeRNoWWh+ai/RoiKUz7s6VhID3OzYQW+b4PA98OFQVH8aTpe2luwfW9x",
+	"8F8hEdb0F6ye3ec5REFFviJJOY+dvCsNxZpYGDILG6Yxx+yqFkeTCTmqWsKAfwuMWZIdAbcAq9T72rJs",
+	"y0JNW9SRYYmarpiiblqaqEp6A5r1GrJqDSLoTt6dN959Or9t9Acf+/2ri961Vn97dHBef6ecDOrvz3u3",
+	"59cnnevLg9p1u6MoJ93j9+1EMrZP3iqfBu+P1U7t6kJrn5x0Dzpa4/BT792gO3j7oda4PD1+e3Z+2H5b",
+	"61+dXraPPtTbiSi96t6+7b9rv/tw3nirDBqHZx8OuoP+p0b3beN2cFk/Oeketm+73cbpgXZ2XWvf9i7O",
+	"22DP9b0RoKYN0wsZmTHAYz8IkYesfZbshRV0LLwlFDahTTYpNd9p+Xur2E/j9/k1sZA7chRFj3dM6NMK",
+	"463Xr2WlUZWqUlVuqXVdV19PX//Pf/33nKG+BmB+KeTfsd4Z36Y6Se7+Klz6V1jRZnQv3skp7kxunpa2",
+	"dD44Ozsi7dT0JvB8iwyWqV3kA9sThAcn0yhEVnqj+b69rOENiRw3dQ/+CebXbIUt1mDNtjUk27pt1NVG",
+	"3ajrilZr6EjVNcW2lYZmNG1ds7V6za7VmtBQJbsOJbluaIYi61paHoF/ApYnKA7h3V/Wq6SYNjS1mla3",
+	"moah6Q1JMmq6pCioYTaamlJXtKaOZMs2rWZdNXSkSrINLagqdUkxVTNNLvDPlFhb1iGUVaVRh5qkN1Ub",
+	"NSytgdSGJila02jItiLbtt40bZMMoi6ZuqTbdanRRNDWZF3TdJQWTOCfGcm2dK0oz1TiqOd5C/yyErDL",
+	"yuTdz4vuRIKQ9vdJqpILh92F8s8toaCS+Dq/OgtJUmHNab41iyuIC4qk1EVZFpXmpaS2NL0lSdWaLNVV",
+	"5TZb9LolXPtuCAMHgwOuX13MMLF5wPHEeFtQCpvMTVZUrVZvNHWJ/pVBlVrChnPKlAwXDtE9cv0p9Z5k",
+	"v6SKbs9Nk3s+2io/KIQi/yhGmqxH1Py7uQ8U+27B64l/nfVzYl8ueDZxVSTjy5QITea9lHZayo7xO8Ut",
+	"5kfoSpflwUJ9gUQFpwfk0oP4+6Kj+1zBjk0gripTwT8HCDKCvyKk7q+oqih2fC8M/DX9V4TuJRyteyZv",
+	"1xbfyQVJGeT888CxqQVBTSxA15jpwsjFxJL00AO4uuodMv9tZq4jj/IceoVB1iSvrlQ3VyaLpfRWJa3A",
+	"a94PwcS3WIn7vZ4t9n0PiaeE4vtZ4v6taKFtpPdttgloUfMD35o9if/bibHEdJXQBxAYgf+AUVBozXIL",
+	"7mHsmGOmFjg4NhKJRTWBLjFByLJCZuNxW3+EQkyNMcfDIYLsovjvu9DaL7bQ/bPL4dHZVf+QgjXUATz2",
+	"hwd7fkBIZyCiWdNYj6wj/d97qRTlF1sqni+0d9YfdgeDswFdHwgmfoAAniKTHEPUON1vAegBx2MUTDAG",
+	"sg0N35qBCUV1KxQFoum/ObJatR3kWn/vRdVfZFEX1ormATrpnfYuu4ctmolxwtxKeOkOFmTi0DodFQqY",
+	"caB+j1cOMWaAwamslAe9qaLgQwYhfQMCFAYznno+BZLyuiC4Cro8RVELfLg6u2wPux9Zxf55KsgkKobF",
+	"PLG7mQc/chloSMeQCofigV57RBQQ4c5zIC0I7tRoinJ40eERmfIAqYyhrjd0No43Wr3OuXiZz//7fxXe",
+	"9f6tOJeHuP0Y7m17Mxa+x2e1tzjBfQrjVoAm1SqgRv6qSSqDKv6ewiN1Cy60fv9cScFtlzGMXXgZQxQo",
+	"wuiER+EIUy+xxYtA5gtaYP3+mZiNy6+C2h5gj7+KrxQY3hPb1mDv4rzbAf/3/8j1/Rbdz9PAtx2eyjB1",
+	"zTmG7j2r6EQeSpn4OAHsnYDHrVfBBbxHZHlCH0x5EtdkGPQd37Zdx0MtYEz5bGdAZDfkR72T7l/4/ohq",
+	"sOTpKsjEc7P5J+Tdo36FE36LSiWuQ/EW4Pke2mflN7irQJraFeC7FsIhSwJcyS8PHWX6GvgVBi4aQXPG",
+	"zhOmhecufnAsZPntOhhDK14mvrDU18ChuQk8fz6phI8y1ySxwwW9Y6J4SPJV+uaZkt/j10kwoYxHn7lD",
+	"s+y9CjkXbecegYnjRSHCYC9jRbOITQ8EKEnaTU5KYjyDPVXS9pfdt/TicKC1Ny4JB/PxO9RimVs76U1b",
+	"ZQ9X5w4lSy5nMuldd76j+SnXBbvCcQnQngP8nhemYwlBfudBDEL3MEYp88ELZCNm3c4LW9YbzZqq8Zb5",
+	"lUCMmhfELAhtHd+9Ph94dx319fuT88bsw5eeeup97Z80/7f87uxBss+/3g/ubfUG/zOb+46PKB2zwL6J",
+	"nYrj+AOy7L8GGrkJ1Lg5WncYS5UiDYTGpicPlLBaCauVaEuJtpRoS4m2lGhLibaUaMu/MdqyDuzYEmfJ",
+	"e+/h1V637QLX78Q5b49FuRPpMQ9z36/EiIsVmSE1+WP3TQqy8DBJWkqbYSR/Zb9aRgAyyTkFYvow5ALs",
+	"8cxgLHRB269mPeJ5rdWIjJ2GV6S8jrkfQoX5ysTeTYkjC+l27gNNS3Kw05cjC7QlOEGM2vsVAEfQ8XCY",
+	"hsAIL6UrGTNrijYReRZ3CeAdMpwLONYyx19WWJVGxpJ5QQYT2lSTmKIA+x54GPsAm9Aj82Ber3T8L46I",
+	"xCUTrhPPql2cUWNPXTpmsiHv91/GP/XnYh+LQmITH7ZtXRKzGVkK8Am5Kim6VqvfFmejaAlGo2lC3a6L",
+	"Sk0yRE02FbHZsFURSZolI9WyTVPPZKgoREFuc6kvWoJkqU0bKqpoNaSmqDWtuqhrNhRN3dRqsIGQZUpC",
+	"5Wk+lamkJ0+ZG5EdrgM9E1EuZvH+wuHh8PJtb3A4PG8PLj+lsyElnm7h2AkscQqDcJYVSAHNUdYCpu9R",
+	"LqVuV1R5J5OL0NByXGeEPBNVU7mJ0t50fBDnnaMNe0ZWBZgoCNkgEDjvHIl0oSRN1sRGoynz4znyQscF",
+	"iqTooqSJspYamQkDw/fWDKk9uGwOB93Op85J93DYOTton1ymhxYgc2a6yAKmb0A3BHK9WgO/gb2J4zmT",
+	"aALkOvhtP92pE5iRC8lZVGWvDEMYjFA4nKBwkyGc9C7f9q5OC8fgOuHYiSagXlXSY1gxBP7GlmPo9zrv",
+	"uyeFQ/Ac8w65QKtKG46AvbA4ABrjSb0lyUssIpcuGBWGkWeysNBh5DlUurF/hbub8VxiCI1alacVpLF9",
+	"IfIwVZiSx0edMwUNpygYZl+sy6okFb07vBuxxx/G9LGqSnemeTe0fT+knnDp0dD2U+1qNb1RrSXNTlHA",
+	"doyJhqYLMRZaQodF7o/QkNpeLJGWQwSjEcXO07z5qRmm2pareq1Ra9ZpILJnDX176Do2GrK1IafEsjeV",
+	"qq7W1UaTZd90vFiurOpNlat1rVFXazQPDXwYTmCIAge6Q2h+jRzsrHy7rla1WlOTZBY9S6bLDtVtFklt",
+	"6plFos0QZlw2GsLQ23Qg61phB3kabd2uUthsZpW3brNZ2GYxI5B9lXfIZ0lMhMv/9/+5Bn0/sECnO7iM",
+	"IfOUrGVyOidt4yqxQypv2akZS9zvCy6rlbQEYFoKlYSU4Zfzdz21cxZlJ9eYkItoksn55mGPbtYsl4fL",
+	"+baqJM8yybX0US1ZjXm7a2aYbr1AMvMZcom5uiktxQuLIjaOoI/F9nBCZU9KbmW4Va82alqzJvH0auyV",
+	"1f0rzWpDqjcVKh5YzxsuhrTFYkibLsb8UQovpHUS8s7YGY2HgYPvErlBzWM+2M+V9ANO6IxgOFfR02/8",
+	"mXwipxx7uyLwV5idgJ0QsUhtXAG9y4tOD4QBNBE0HNcJZxUAg9DB0IMuMWgoovVoupHF0muREbjoHtFI",
+	"W2c0pmIi1WdMslynD+QJMcIIQIwRxiyjcW9w2mZDyTc9QRZpJdc4dU+HLhgFcDp2QpTvxfQnE0L9GRgF",
+	"DronpxqYIHMMPQdPiBk21+K26ZWtbJ6MEbFmiOVOozttonzyzHGZNl3/gUq7qe86JpU1CTzBpFSN6PYS",
+	"zS/FQ5KT60PaxwyYY+h4wIoQSHgGsOao7RnABzDngXwYdP4C8LUVITFpR+TDSsc9q1WZFaDFd0PuDBCz",
+	"KMWCyIzIv5xaLeX7Ulk+6FyAY5ewITgO/GhKNDYmwZn0VkRFokYnsUmoEcDFuqTLLDsQxfiElGJfJMxH",
+	"yEMBq4dMDoiRTw3H7jU9N1yyMZRmkyYanZATjvzYP+00ZTm57bYdFNBXDkT2i9io0RTwXmRDM4wCngqX",
+	"wTNCS+h5VkQOS4TDgLA0kJUKUJua1gQ3vmtjIwpGFUDv05EfOEuueDe6L/6eHofjjYYZEqrMpsg+MXUh",
+	"kSvCBXS/jRzSJh/LKjGr1ZSUPJv4FuXfZGzda3AOzTtACRNQI9iEU2hmtYMV6i/lRJawbQIfSYd1hQbU",
+	"TygYQfVdmrN74nh041Hdh55eKRH3p2AGTuiY0B2m1SwqLk+4+bHneMCE4ZjsTHZHn2wQYgWcQm8EPYTR",
+	"ugf7zJZY81SHGV5rnjrmMovmOrfQPhXq8BsMLD/CQ2M2NFnGf0VWFU3UJFElVo8ZhQhc+o9VoL4BF3eO",
+	"Bzp+EFSB3H4DLi7PLsGgCwgX1+W6qDbFutASjlw4qYIT52sVEKHS0DRJ1JqiRjR7GJhVIB+8AQM0Ddhf",
+	"tNEL5OEqoNt+PiYLmS5MQUHzX3Bk4JBIV3bk0JGnBx4/m5gUG8/D9WMZQvQoMwx8dxamouLiFR6jR2i7",
+	"kR/407GPp2OyI6i1SIeSUGNhIDnirOvu0JmgcDxzAbP8sr3MKbvQzVpCZ7pewjXzYTAOY34mNC9RMdHj",
+	"jZFoV8mKzVWFzPZP7/5a1iRYT2+wlyIZwNAN94WNtTMppZsWrNqTZiI3tKKpLK5lbga+e4+8p06ioSm6",
+	"qEtibc0s+DcrpqHnEAA+jbYbEbWMSLmYb2zfcStg7EfY8UZbjF9rFk5A1cWmvnYZ1k9AlptqrWAGFyEi",
+	"QtUO4ARVgA1xSI5vvMXA69KygeuqqGQGnhNdm4y70Vy1E9aI+U1nkBha+QnUc6yzwwTqhVt541PvSdyv",
+	"SUSrk546hZoqF81hswN5U/ZfNgEu01dMYK0MqteLOH8zTWHD4adgA3IwhH4I3eGm+l0W+mP5UVEwmlFc",
+	"h+jMqUYyGp1Sl6qaXK/XGwzlS15iPQtyvVbV1bmGOCaW9xCOKUDUqM51R/bqsm4aZGqLuuMQT6FHe1G4",
+	"ZphcaCTXU9kE8D/lomRZIf6WoCpNJEl1TVSbBhI1RdbFJkSWaNTrttSEdVOyGgtFZ1uCZDSbTaighqrB",
+	"GmwYhlSv1WW1YSiNesNuImQiKBmWpJmqaiBYM2FTI2OyIKw3ZVUSclV5BbUBoQzrtlhXTEvUZAuKTd3W",
+	"xWatUZPrat025fouLqjZrPpPuSWKdzy1xkCjBu5uxsQGmeeRM+/AnoUmPtkz+C5aMN9ymfqFpfk7/p7p",
+	"VoRMJYKnXtg5LgqGRuS4Fn91aooWuicGPaZQoFIjxgeyDa0mWaauSnXDQJZZN21L03RZspWaIekWkm3J",
+	"ljWtYUpGsyZZDVVVmiqETWRqFvzVrz7j/fgM2UxSmRniTf70ZCVxZoc5mJNJNvMsoinOEiG0hCYONO2m",
+	"fmhNjAPzKuz3tYfR+bfXNyfG1bt2dKXrH2ev1Q9HjejLrYcbr6dfR8cfvLOHt/7rUHqPGrPw8vD948Hr",
+	"szMJP9be3rffNSfNzsM//5kpQZOPG0jVYMi5//9lpSZ5BYd4vo3qUJZ1TbXUZrOpm7JhyYqqaIpi1Juq",
+	"rkiGLulWvWbWDKg3anZdVXVT1lHDalpNs25pVlHhkI3CL14opmKhSMSmoRW7HUFJK0lNkzL5U5n8qUz+",
+	"VCZ/KpM/PXPyp9TFkbxFaFm+MNpT4kAu57luFh15yecyAVQZqVZGqpWRamWkWhmpVkaqlZFqZaRaGanG",
+	"I9VWxYptEAe2ZSQbf2lZ5BqtcIwBTKKNFqtFyDxAhSVwyZWQyMRKLUQChaymwF84dO0rD9FaTwuwdzU4",
+	"EZFHqGftkzfjbOAtHsL1KleTgMa6peLYWCrZNwCCEE6mNLjswwCMnHuEU60BepNJm4jtIvZVFfR5Qh12",
+	"L9VKVzP4Grwhx/xG1Qy2iFp7k5RV+BpQDYMughMCNJmGMxaGxsLbHFZZgn4PWD0hn3BMSHYm5TjHC32W",
+	"QXdJLtBkKsui11i52w8bZfSZR6eRGbZAbCr/z3/99+vpa1b4w7FYnY81BT4INQ/OO/J/Tu/Jx/9kT/8n",
+	"e/A/2TNLSgF8DX69UgA50fEfX4N/EuL8prZ/U45+U44SPPI3tU0Ryd+Uo+lvytEmGN5v6tF0/Jt6uMu1",
+	"1m+E9r+ph7vcav1G1uo39bCsIVDCyCWMXMLIJYxcwsg/v4bAh0Fck6usHFACxyVwXALHJXBcAsclcFwC",
+	"xyVwXALHeeCYQrUFSO1GEOxGqPG9vBQnPuH56sHDGIZMpkwD30QY05xYMcjZPu+BANkoQJ6JKuy5uNg2",
+	"AwN55etp4BtE7Z2gMHBMBquwwt9Xvb8IXLwAQranTs+z0KPwE1C7ezkNQVm+iYnJey+/pn/S3eKG46Hr",
+	"3CP+A/vmtctcHvnvAYI0iDr1APuqIvCV4j/Gn9LFqsn3/FOVzqoiBGRJI/oj//O1QDicZlFjLt3bZIdO",
+	"KLzEJYdWVfgbKxaleP51xTNlzFZS2INnBEyJQpSShKn6/7HUS0not+xXdscQi8hERr+GU0dkKe6XCmta",
+	"iH+ucvFC/7iSroLtBCD075C34nruMlVNgj0M9ljJj6S2QbauA6tqf4dYloi4iAX78Q14CByiNLIcjIQ9",
+	"WKUJlvJR3eW6bnGAm4+nCgbMF5wOCD1OCUvMR+Q6mBwfoe8vSnpC4PbUeU8WYYO7Jj4YxhHc6p2buy0Q",
+	"82Oq/nlmTm/mE+Ir+So9EaZjQ4NukL2s8UyrjxDqUr0ZPU5dmtuMR0MWXUmlq1LMN8YvPKl8kkjPD1lw",
+	"YTQhm2kdIErD/T4vbPZKXv+Hot0Wjz7/2fwupj9q23yUle+LRkRFeBR5X2KWzBCQKTG4BGKg2orRNDUk",
+	"ypYCRc1oIFE3ZVtUoGpoZs2qo4b9ky4NU1LpPxIG+ue2RUGcEE144Y6pMw+2sfWGKjXqumgbEIlaQzZE",
+	"CJtN0WxArSnLkmzVaXTJujIeNVmRpOYt2wdOgPDio1ryqNxo1ChcD3E4jLIRK3ynGFMTWGjig2UhYwGy",
+	"nUfy4LdpYN+NLKdRH0++Tm0hG4ZSmNNTbmhKTSXNBD7N0MOE507RKZ+3UbHOe+/RjAi4Ip3gPT1EPPSQ",
+	"lCH6W8Oo8o/RtK767avLt2eD3m2XAaQGggEK4gPN8wkxDth3tEHETrnEn6OSHF9+ADhrsbf/3nVT1R+z",
+	"Pkdng4Pe4WG3z4xcSthXGJCNSTUmskCWT61dujDJDmW2dw7PLuHsZ1iSEqUuUeoSpS5R6hIG+fkwyJ8C",
+	"01faEXnh98/fM7gIUSWLsAiGJFAsgqIQ+ykAJH5G+EzsMB8XOS5TbZ+crXGLzNCE7Fjeo5Z/hUMOFY43",
+	"7PMqCzEAcBmf5tSjlfq2Eh3KM5l/rYfuUcDw9V8aI+n7IXDir8IWQNAcsyGaMZUod8yv3JmkpIU3mLgk",
+	"fbFS/XP3FKrfs3ZC378DyLaRGe4/A/Ayp/ueMTWHzNuWmUvM45Z/hZEZoJB9tc9rkNKTgvshz2uexoU5",
+	"7hCaMil98bYtKrX6InjDOIfBN3wXIBzS7f+CZvL52UXWTk4bvhvaow35VtjY+ny62bi50chI+h7Net40",
+	"4oZjVrp8XwAl5J9G7X8rcIFnvXgqM1QEul/ZwIb5PoePO/y3PYNZZMcWHNH810ocfYCZcCmhiRKaKKGJ",
+	"EpqIl+QHmbsd37NdxwzzRmYrZWDSau9EUPGzKDYkfRtEXrxLmJbM8YgWe6LC/BoqgJwaf2/PSPkHbaGD",
+	"s8NPw8uzs+FJe3DcZatEoSH0aCJkYXBw3hmetj8O6YMHny67F2DvvP3p5Kx9mH4PegDdE9Jxn/bk/Qyu",
+	"QB+JMwQOWWAnXdnSzbXEBUtcsMQFS1ywxAX/HXBBZrQtOIG8mdtvwKEhtg8eReSK4cGcS1RSptdCLgrR",
+	"IimZy08aNmzNBU7WfOSYm5zUmyXj+KVxwF4KA2ROUkT2OCFwEbxHeF7pFocwRAzHg4QaDNkDMGTYp+9l",
+	"PXxpVgqHSDIAudAkz7BwXboHuC8V6Q6ClP7KMgV4vuhPF4E4thYJEJdzo3p6tdh/d0egygq3Ld/OeG61",
+	"gD9ltSWfxS2rkmmcNxDXWs5ukhdyS/ul5lcy5joPNW2ZpLZKEK8E8UoQrwTxXjayuQxYLpGcEskpkZwS",
+	"ySmRnBLJ2RLJYZp6ClJZCdXwqkAiz5i+Loots2WTQkz83WdAY7xZzhzMm46v5sKKATGxUxl93Zo43v4b",
+	"sGgoWjFWo1UWf50rcDvEvRVGo/H8UecxUcuotDIqrYxKW5Q2zxKd9qTCZuscyfSGIiu3z1KN7qVjxbJC",
+	"Z1nMWEomlUhOieSUSE6J5JQ4QokjlDhCiSOUOEKJIyyPFMtb++kcZvyrOEdOnPdso4ixfMNgjxwHFnLj",
+	"CLKL91cg8pyvEaLZw2JU//lcP3IAwlInEJjy/eDGZeUFsIYfHD+2JCIra038hMisBWQqZfz9HGNs2wAZ",
+	"TrtfLgprFWX/zsb0rqb0iiCn0oourejSii6t6J8W1NQ56x+d9DqXbG2IqoQeHRziMhapjEUqkacSeSqR",
+	"pxJ5KpGnEnn6S8Yi5ZChDRGnJZ4tSTBSoXvLAEGrAIwqXVqIeX2MwgU4qIwPKuODyvig0lfoh/kKvd4E",
+	"hXyCQ1GJfG6GfNKDLzkGSvSzRD9L9LNEP8tosBJLK7G0EksrsbQSSyuxtF8HSztG4VOBtLhOmsirWG6I",
+	"pMWvxcUvW3T34hCGEQZ7V+cnZ+3D7mEF8LOE/Dnovut2LruH+xVOQOhZwIZmCEw/8kowLgbjDjlprxll",
+	"SzSuRONKNK5E414SjVs8BJDSrJl2UxZ1wzZErd5AYtNSLFHSVBPWFBuqTekJcByf0BCPoVKrE3IpVkNV",
+	"ZM2oy4apNyVFrynIQM2GIhtqTZesWs1uqiZqNGW9rhlG3a5plq0iWWuqZq1ubZY2Xlck/VaoCPF8Ocpm",
+	"NZoQmoaowVpD1JrQFGFTaoj1mt1sQEupq7KdfokTib28CaHIRiYnXpwhnhx6Q3roCS25UREmzgQNOWMt",
+	"rG9F4KnhVk5NrTVrDTI17HxDzL1EaKmarFQEdijP7bru4W5J6fm0hZa8BeKYP8yWQI73yVlXQo4l5FhC",
+	"jiXkWEKOJeRYQo4l5FhCjiXkWEKOvxrkmIf/UphjrPEnoCOxdgoAx62SUSUvlShhnIUqoXOZf6rMP1Wi",
+	"WGnJ8iyJpzaAkxoqc/vaCU66czyLRiGdLjiOGf6kyrGf7b3BKpsMvdlsNpqLQ29ASYeS3RSbNRuKWqNW",
+	"E5uGrouaBDUd6k1oNRrzoZ93jhaGPjXtlx16XdOlWgHRVcOQ7XpdNKGqipppmqJu1KFY0wyo12BTViRt",
+	"PvLDq+7wsHfSO+72O92FOVgRGlqO64yQZ6LdZ/N5B5hsWV6vtLAvEbISISsRshIhK/GZEp8p8ZkSnynx",
+	"mRKfWZ7Yy0ppjmshmvXpvJjcTuAf3wYQEKUa7B2cnVbAeeeoAjLa9T4rMscZh1jN0dT1IbHiII7hI1zm",
+	"+3rZfF/xiv+ETF9pBkzM7JcyfrdN4hXT5ZfL4lVItb8qJLG9HVwm5Sot4NICLi3gMltUmS2qhDNKOKOE",
+	"M0o4o4Qz/p2zRVlzC3ZrT5MtQ9qS0vTPiE78vULTypi0MiatjEkrvXl+iDfP603Qq6fEov01UbUkIIu7",
+	"K5URdX/liLpdnIVunHB8HfPAksC6lNpUoqYlalqipiVqWkbWlVBnCXWWUGcJdZZQZwl1/rKRdQso5M7I",
+	"5+u5ofjnEgevK+qTFfsi8eeZd1cyoL3Eh8tLbj/3aRIvvpnZpp/CAJMd7nihz8b193XuSj6GwPdiH7cW",
+	"93AjRKDCl5ONg1weekA4CZwEcAQdD0APP6AAg3AM5z9RSiiS9IYuStzM3G0sfm5PkeS4YmYiuP/xD3De",
+	"Hlx0h0ftzuXFIprLVrzMNfZj4LOf5HK3EXSWiAewRzRxAIMAzjDd2IwkGOCxH4TIQ9Z+QRInoSWgB3/U",
+	"67y7M5S+bNxcR9aRLqGPB27viz/q3b07v7zo4Y7THvW8/hd4fB1+utaV24/vvsEbPSLPnF48vO912s6n",
+	"yZFkHV/P0EWv3nuLyXek3W9QvXLOnLYzuL7tnFzV+h++jR5PLyS1H7fbaTvGjX53e/NAn7ue6Ng6PprB",
+	"j6ejwfWn0dXx0Rc4a2ee/6QcSbc31r3p3fG2PzknbTKP9qg36fu3N/LUVAdsLJ13Z5dXp9rpZTf9zNg6",
+	"Ht/fHrOxXR67Z/CyHZ115ei0oz1+UJoPJ1+Ozk+dVJ83teT5W/Xd2DweT63jq1Sb1/j2pi+ZEx2jjwNO",
+	"v8fpVfeT0jt2o173+vBEGvQ/zNLzPoqsm9vxJ3Ugm5PrGXmHrQf/fXIU3rI53BjKo/Tp47upOTvofPo4",
+	"kG4/vqv1jvo1Ux24BqGVIjsXnaRtQvvx7fFgdvux/42NxY1u315/s96+m95+JOM8+mYqV6PTyx7uHZ5q",
+	"/cMPWu/IujeOb7998q5nt7OH0aCbml+n7dze6DPIxtMdXHZnp98+yP0vpnZ22X48/XIq9S96bN3fSkvm",
+	"6Ea3sv5gHB994fO6/HTzWL9VXMo7J52D7uCit+rdu08xbb/0Hk6/fApPD0/D08sPqXWQx6bat6Fi0rXq",
+	"H17NTr60H047qXYneghvamPjSP/y6ePB+JPiSuhaDyxlxN75dhWdHrZTbdbujRs3+nTzaFuMP73ba11h",
+	"4/jwcNrRHnrOQ8zzpO2C504Xnvv0cVzUnnLqZJ77cnvziM1Zr9477Glnnfn7hjKQjeNrur6nl4T2Bzob",
+	"M2l74JoTd2y8PXXOnAODzf2g0ZvUxsYN5/uJ+wUq17jXGU8N5+DLp48D31AGbu/46It17Cq3Fwfzdjp3",
+	"zgnbe4yfvphS/7Adnh72QkJb1mf/28eY7penj5SGnbZjTq6/oJs+vr0Z2KYyHpuTa9s87kt8vhF//4s5",
+	"cSV40yfrMvv00bKNmyPC59NPVDYcSKZ37ZL24PFR/dPHd3eGyuZ+OznCpnKtx+uFZu+iTzcy34P9+0+T",
+	"I2x12j680UZEdsBj/e724oDw1dSaXI1S/Ux7zgOVD5TenZ7aP/zwcHL5QTshPMZ48psp6x4b+yelf7nJ",
+	"HLvKyZcrRj/13dQ6dr8QXjInR+pHRR4T3oc3R5g8a719J99ekDGMx2hyNLs91mU6lreDmXWzbI7y2JhY",
+	"Y2Ny/e32Yj7P//mv/wZ7qlRTGGZgjmEATaIfxHpgfEYB9GiOoTdC5JBYA8C/pA8x02y4RrOFY7f0bGZS",
+	"ZgQDhIkJtgSfx3CCAPPve0ABmgdHMNv2DbGriQLrRa77N4ZYfrhb/ctqRvmLrTLlZfqCjn2z1RUde2XF",
+	"TVyccfrJF3EV4YtvUAYMQzSZhlhoSZsQWmlqMs2oYDueg8eZcTtzq3F4h2bUogowam1IyC++wWYDm42a",
+	"YqOG2DQNS9SIsaGbhiQqNUm3pbqlqgYSKoILcTjMUN9FEKMhu3zCqYGx7/0HDyWPTuDjcD71GrG7qBNy",
+	"EVtvxQ47pIMQpoHjM+xEqQjUsCW0c6bIdTwy08C5R8Ewpo/MZI4VuZutFA5hEGYZLGanD1fdq12ZifN0",
+	"yvoWKkI0tTZjoO+7nnTLz5mL0A+QlRwlTohBdnDlzXB5M1zeDJc3w+XNcBnRVEY0ldf85TV/ec1fXvP/",
+	"dTi39qP0KGoWDa/67et276R9cNIlnHd4kP6mtZbrSk4oHT5Kh4/kCr4gm3LaqaLAXN/UC4SqXCucPtrT",
+	"KfKo04cZ4dCfcDWOqtsAjkYBGsGQEGgM8RiYY+h4MeafHAswspwQuP6oQgcdOyf4HgIPyBj7/h2wkOvc",
+	"0/p0KADQDJ17BJBnTX3HCwGODDIkg5q77KybTVGVPOcHxABzmB45j/zZg1NneIdmLTJp1XQs+i/ap8dm",
+	"4ihyh2ZlTqFnyim06Fly2D3pXXcHw5vuwduzs/cVut5keVPLGS/xousJ47vu/c/JR8R3RQqtj3lNaAkq",
+	"MhVFr1miipqmqJk1W4S6oYlN1LCQZSmWbDWEipBsDvaWYipKA9qG2GhohqjJel2E0KyLDVlHhqQZimzU",
+	"Mm/FECEvxyhUBGYe8e/jMo1Vult40psUDuv5IXksQGSt5jM9654K31/2bi21dL9cyqSChU0IPgf4ySFG",
+	"5ZGDmIdTgq6rlqQZlqaKNdM2RE1t2mJTkXWxbmumimqwbulQqAhcrA1jscZZwIAmtJu6qEPUEDVbq4lQ",
+	"hbpYsw1bakBbsRtW6uV4c7CX7ZqsI81SRKWpS6IGJSTqUK2JSGlKSLGhLilNgZwdjEuIOBZaQl3XbGTa",
+	"SJcbSr3esJu2LimGDGVFq0lGTYXINOoNWzIbimxYUkOVm3UVGfW6KkHNbKgJ17ExGEpTtSUoItUiszck",
+	"UbdVTazVNNmWawayLXVHTlmOTLOHkPWmSHBgMKK4aXJ+EDFXotUlWl2i1SVaHS/JD4JsOr5nu44ZtkD3",
+	"utu/HF53Bxe9s/6wc9Y/Oul1LrmGBQ2XmDwBNIluBbl+HfqUFtTVIzmSwB2ahiCEd7GbMD+iKiAcB340",
+	"YgUrMAruUcA1X9KFg/AbQnyLLAL1HS6x8BILL7HwEgsvsfASCy8R0BILLzmhxML/elg4QwLmUDTDldF9",
+	"NuNbl0E8CcLNAO8t6gjSFypJeimXpmHzPbQIwfsBfZjB0WX+N07OI0rwsuBgWXDw186dd+a5M6Y35jd2",
+	"LAQ25Y0in+flXLJZv+XyLSzfJktBYwjoSDKnEHxMTiFJKtBqFq49QzDxcciWiVob/FTgCgOQJUnalD1c",
+	"Z+KEOYbgagdpprJr3wmLOF5Y1wTql+9MCH+wZieOxz8mM3a8EI1Q8PMy9tGp/AelyD9r7Er6xxTiTFK1",
+	"UQ5hoRJQMpqyVBeRYdZETdNlsVmHSJSbWtOQoKbVzFr8AgvJMChDz1rd6wORpecTG8kjnMQsh1/qJg56",
+	"lEGEUQCnYycknGnCEI18Sq/uNfs8Zg+dOH1HqjZPPakqd3ypKp8p5HfkulhoKc1mRSBM5OCQvszGQNjQ",
+	"RWYY+O4sZI2cH9WB44Fu5/XhaYdyhheRQUYBMxu4ySu0hJ5nRZhihmEAMUZAVipAbWpaE9z4ro2NKBhV",
+	"wGGXdOIHjtASDruyomq1eqOpS/SvOadf+24IAweDA0YocDHDZI3A8cR4S6TPfByONxpakA6XrpekirIm",
+	"5J+YutAkj1xA99vIIW3ysUwgxsO7kdAStJpSlShfTODj8J6MYISG9+SXulKl3zte5ntVktj3voXc9Ki7",
+	"1+AcmneArunEtyLK6bJCpO/E8aA7NOEUmk44G949jIWW0KhVac/xz5neeS/4LqLLnOaY7wmDxBd1igSl",
+	"Rq2GFEmXNKQ3FVs3rKaCNLlhGlDRGraiGIZpG6psQ7tZg2azVrN1o6FINVXVGol4yVxjMv1j+KNjcnbc",
+	"jyYyTRkhQ6zXTU3UbFkSddmEolKHsiFBVLN0O7sfx/AbDCw/wi1FVhVN1CRRXdyOw7ft2/bg8OzqIrsx",
+	"TUg2QOZN1uDQdCHdHG0zChG49B+rQH0DLu4cDxBLqgrk9htwcXl2CQZdQPaf6zNBScia2orJxjhxwrET",
+	"TcAYPULbjfzAn459PB2TDbDIDLJUs2q6rKtS07BVFdU1xawj3VbsumXXFLUum+Svhq5I9VqzqUpQllUk",
+	"13VZkk1VQ38HZmgqmtaEdUPU6w1J1NS6LOoNpIpKTWtqhqLZWl1axgx1uS6qTbG+LSuk3ssxwpELJ1Vw",
+	"4nytAmWD5T50Jigcz1xgwsDwveJVRnbN1mrQhFAz5IZdtzSkKZplGrIETUM1m7VGs1lToW7ZVr1Rl5o1",
+	"Wa7VVahYDduoacbfYZVrTdVAsKGIZhNaolZr1EVYh5JYQ6gpmU1N1WkMa+EqNzRNErWmqG27zOkXc+vc",
+	"gYFZBfLBGzBA04D9Rbf9BfJwNb/V+bEdO6xNYIgCB7pzPuj4BnTDorVX6pYq1yRkNy1YV02lXpNt2NB1",
+	"2NB0yVRsRTWtpq0YyDR0Q2noOoKSrsuqVjMayPxbrL1mW6YiNS1R0y1D1HRdEXXVlkSkqQ1TUZBmaTC7",
+	"9jGBV0v70/Zld9Brn6wV9mbghI4J3WEAH4bJ4sWafMJoMahFVQ6icdQUduivFe1gLyUdAIZuuE/BMnNm",
+	"usga0tuJ4dQkRCO6wiKb1GTdrEuNBtRMraloSDWQ1VQRrNmwZqK6oehyQ7ItKMO6Uq8rTVuxFM2WtJpd",
+	"s5Gmy78Sm2yTvfgImkvLnMfwUuniU7r4lC4+pYtP6TVQeg2UXgOl10B5V1zeFS8vcW5zrXHTuKgxgm44",
+	"fu0692jF3fE98hDGYBr4BmolCVoVSQJ//sETxfwhtP4Q/Ls/hO8AYsBSRLELZ569iPlvYvD28vL8DSG1",
+	"OUbmHQbJ5nbxisvltjfzPUTVNzNAFvJCB7oY7MWEaoHfP+9XwYBYIxR1RxYNwskKMbCnKTq7kUzJjP0n",
+	"Xwe/pVQkdBJ+znVDehlTFwdJDh//bpt4BTKRFYEKvJe/68ldyr9fSv7lxB0TRa1lkiUl+timjOXeBIWB",
+	"Yy5KvgBBFmy3tB6ik5Z9QeRRn+VgxsMGyW9UkoE9C4bQgBhVmBkJ527s0LOoHvbgB3cooKYNk40D5z4R",
+	"Uix/eFq4Mh8I16XKEV12okjHTvI2dFzyN+udMtGDg1EVtPlXNIE2jXPErv+AEyd6x0SMzwbQMJzw9AMI",
+	"A2c0QsE+mMA7mroc/MtCowBayPpXknr7LyKcyeNdGgRKiECPRMeNAsRND+DQRIUPHqPMEu+UKuikJgID",
+	"lKrCh1mKc8S+p70gixx2vkdkcQtA8BCQ84/5QFFXFZnxAJmg75mI9sinzUeIrAztaJf3LBjVCUAAQ7Ts",
+	"2BlQDv6p507AhzBPh03Pdqq9xL4jfHOQSdzFwZHJr1w4FP5GE9ulf/qcSk7Het7ibKPUWn64xcQsUbcS",
+	"dSthgxI2KGGDnxFssEZIxwoOOzdLU6Q0RX6CKZKYBq0l9gARTQhvbpAQ0bXGf59KN140h2YoqRAxPIUj",
+	"BPY89BgOzSjAfrBfAbbjhoiLaTKtCmAq0zwzjeN7IHQmpUN/4tD/jizAGn/+uVNzMhCyKNUiYrl0zRhz",
+	"JE8TAvpRCJxw0QMeQPcBzjB/MZtQ5xV+Tg/+nzyN0ul7E599utvpTnJ4KqhNOSDvF75x43wBDq56J4fD",
+	"i377/OLt2aVQETpnp+e9k+7wvH1xcX42IF/l8h4JFaH7kfyUfua42+9SRfPDQKgIvf5x9+JyeHjWuTrt",
+	"9snv2Vxeg6v+cHB10h1edi/oFxe94/68uc+F/uyb0INbi2mKxDNNkpsPrvr9Xv+Y9HrVYQqoUBGO2r0T",
+	"+ken3e90T9jfh9324fCke3nZHSwZVJbeRK7wbFQWgCGVeVQFZrR3JgjsDY46QFVVfeM4ncQViaqvyxd7",
+	"686TvWnBEInkAWHbOXJd+Tmmx5radH5rOt5taqmDNT7XpgG6d/wI06N34ynRJlZMZZOOUhEeykYRHudE",
+	"OcDONzSPq6g9R0RHbSGeY2lPy+M3ar9q+AaRjs8fvbFNGQ25qso1XVI3LaPBvk4SeDUMq24gWRJlzdRF",
+	"rWHXRB1piiirdUnRkapJRuMly2PEaduyTneWZVsWatqijgxL1HTFFHXT0kRV0hvQrNeQVWv8mPIY9Q3q",
+	"Y8hVVa01G7WXr4+RPSfX1MeYD4vs9vkCyBvxlNSsL5ZmKX5W0RWNPruO2WDd0HRVN0UdmXVRM/WG2GzI",
+	"tqiZ0NAadbspKfWXZLZEwLy7OOtTDf6nMZ86Zz70SMaAF3lP24z3kqVK896SR9W6qvBHGVOmlZjd+XJR",
+	"o1vPm3JTU5vPyJsbyjuka9C2LFGtK7qooboiQqMGRVuSFM2oSzVVqm3IgrnB1aQsiTO8mZw0IoISNFUD",
+	"Chuy6vnh0a/PqbUfwKlzxfsH8ykbyfZ8qtTqclPZTIYqNb1W0zaRoZKOmg0J1kTTlOuiJluWqOtqUzSb",
+	"UFI1DdZku/nvfGCrG7HifG3WsqJSa+hN7QWE5paHuVLTZbmxCyPKenNjPpSluqpuwodNvWbUkWSIil6r",
+	"ixqyGmLT1KAoS00ZmU1VsnTjJflwB7oXZ6HVdMM2bMUS5cb/x967LbetYw+fr4JS1Vfb7r8o8wCelEp1",
+	"ybaSOPEpsp3dyT97VCAJSowpUpug7Li7UjVX8wBzPdfzvcc3b/I9yRQAkqJOtuTYjpOsvugdiyQI4rCA",
+	"9VsLa9m2gkPHUEgQ2ErgWQbxdc10yGqJWBS5RCTqa43DqmvuHoaq7VqPMAoX8czdI1F1sW18EtF1a7oo",
+	"XyBu3n45+JJGR186N8eR+vXoTL05efX++ujfqXpynl4fneGvJ+cDfBSn0eHe2zG/92T/Uvv45VN89Pog",
+	"P/pyqR1Hqvrpz/fG4fnwy/Hrbn503sFHf374crJ/dP1pP44Oko2iL79NPa5wLjcPCSKehgJygTEfjPlw",
+	"hAaO0MARGvCFAV8Y8IUBvw04QnPrERo+bZozXhY1Hw7hI/AXVxuWphEq56+Io/gl9fgmlKCMDiIm3TF4",
+	"VaXTMZ+ohd4jG0R6fpdZic/OTs5Rll6jrcJxQ2Lm7V83k0/1Zy4biCSodofyjt6gLTlay7Vxuz0NJi/8",
+	"DpKgHJ5la4qR9jViORd+vENKb/YXs4/KN6IgCkOa8SqU5YjvddHBfvfo9OS8e7z3sQp030J/Fl4QRJQh",
+	"XSREj9ByHMhR/yX1lmQO4hUoxkg+M7GqOJvn8o7iJxRQPwooqw8dtMWodCcvSu4V9ZZz5Q8xEk/C7RZ6",
+	"m3qiFNbmJSto1sbfRkfplagvS8iYDdMchVk6kncdHL/msr/X7ex/bPFn590B2mgvHY2jWBZASUyDaTlF",
+	"044nXiwoBcomMUVj4l9yLa2MMRolecrvKjDUsvRfxcSoOwWI2sypujINjpyCVRavehKuKuFWOczeHHX2",
+	"EIsGCcknGRVlzhHFNvqTTxa+U0advfODD93FmspcYZKlojCKZUE1GtRGPZpwYSv6631PbP+khOAvp8FC",
+	"mXJ8757uKe97io7iKLksU4OJ5vSlXZi/Z865oo1EpvNyAFaRXMN6irWFtq35Y4hCa3+30SnJmGyBiUjW",
+	"RoPFSLGiF2VsR/78rEdHG/UmCa/RsgHwB0MFSxfVGmfpmGb5jTTMFjPbT7MifUA2ScQLZgZDG51FA/EC",
+	"X47GxQblShH1aTQuOr8b6KapuYstUeu2RWexYqq9Tb273MU6Md/7EBE2h3fcLHwrM8hxWcbfIkzwUsRN",
+	"bfBzMvAW/4HNXlb3JDDNxUX0r6dPR1bgmspy/jB4+ttDwdwN6NSsMF4vM5j6YNtFPjCXbBS79XVwSyx9",
+	"tTEyv4Ju/8Ka5VOlYZsf0Js5gKwwNK1nEAV70uPZk364A0hZrc14+dJkTnIQAiQHSA6QHCB52SX4abrk",
+	"+OS8/+rk4ljOF+E0P83TK0hELafAXAdsQzK/B03mt4xwtMt80+iaMDRhNCgySy9wEsi8B5n3wAAIBkAw",
+	"AIIBEAyAkHkPRgKYgn8+U3AhfRHhUnXR6ls7qL/zH0mSvt0aOozJkqShUEyY/kiE1+I6jTJO45ihSZJH",
+	"cWULzCjxh8Jsk9NMJFspD+5v6aparSti7omE2lu6qq8MmvWbH+p/TfOlNhphZxmTfDi1shRc8LaBBofW",
+	"7zi0XksLODdU2rXwaQ+Q9q85Pw55AWExNeYCuT1O2sNn9X0wMO8YmIeltEWTMZcX04xzI1YAjTlp+wIt",
+	"E6vTTfhU/goHoXVHWbEC3DLGnqSq1flrQ51NoKc+rxPYO8SxTT2ktuL4XqBg3teu76mKbqpuqFqBYXj0",
+	"n5udzJanuYuOeCkaYLmF7u4TOGrL1B2srXWcVm2ZWNcsbekRHL4+MdpeMyXJ9NjtGq3zmCa+p86/s6mJ",
+	"bw0LX70L7ziqo7ZMw1DNRziqMxsF5Q7j3zTH0Pcb/wr3MrRVihSx80ukanfEfm0PAP2x3S1kIyIakzGr",
+	"xyaRbV4KDNC9wfQLpl8w/YLpF0y/YKACAxUYqMBABWYJMEvUzRKvaS4NCc2KM8Y3UxsCnzXluS2aBOvZ",
+	"LXZ8kvg0FuN/6VG2PXG9sGDIXCJDItI1VbqLOBo2SZLSpzxiiDC5c0UsT8e/7lk12Tii5efahyYBDdAW",
+	"QbJ9YypGGBfZ29VZsmOx9PbPzjvn3UWrhSwbDBdguADDxe81MJ8Ytc8cU9lZJ2JosWj88/7BUB8kBOqK",
+	"oJiq4brrhLiC2Kj3jo3qVu19x5mYerzsJ4yLKofAg5FxOBYDbBTYKLBRYKO/77GYurLWrsx3XNUjscg+",
+	"KFU+QNKApAFJA5IGJA1I+jdA0hJS3gaH18TQYj6sptDvyzBa1Xtk0semOJFaY6wZCigJlJjmMtAaFz9p",
+	"QuXaUWjiaIskSMJWoUrk2c0vHE/tOM2n8V3yNqIiKTb/vlqMunrz3BKijAxIlBQxYwTpl7JwFlwLcQjc",
+	"Grg1cGvg1s+LWwtZ/6OxNWTugsxdZeauhyLUzVKlESs08Grg1cCrgVcDrwZePcurI1Z5aqUZ7yKf0oCr",
+	"0YV+2uOLrAyQTRgKaExzYNrAtIFpA9MGpg1xgGAkgHXjN7Ju9OREmRodAq4+pHm5cbrVttH2SO4PV5s0",
+	"qhwxMsKDpqqqFN5RIl3FM5Iw4uci/wNfTcSZ7IS2UJf4QxTldFRkN5FCXvD5JOArg+jyKJe2EUmpWqhT",
+	"LlJjciOhf5nbZFxs+USmj+lqJpIkyDu8STCgOdoqFrT603y7gsSnovSqyLRSPe9NsiJ3iq7zDUtxQoBr",
+	"ZIk8A12U7JOEt+swjQN0Q3OEdXchlsWva6I5lR3QROLggBgWypfUa4tOZuh6mDK6kASnnuVmJNpfpB2p",
+	"xfYvMwnlImiU3DLI5DRi8ARRsL3E1lOmLBqLR+kIMtBABhrIQPPcM9CwXbHa/JhkLcVSVzOUiIwXfHld",
+	"lvP+7dnJ8fclvf/2kFnivzX/8zip+R+2ln/NGQtIEETS9nkqh2jEu7EwtY5rP5W98Z+GWE42zVkjzEQH",
+	"8kmtjBNV/l1Vl2QZuWnM5rf5b/niqYkz9b5Q/8nT4IiZwSt8GJU5eOZ2YmJNFCtm6crJl9FfOh3GU6a+",
+	"WRQPxUD8780tqqpjiShN5UanGvH3MLESy8Ou4fqKS31Lwb5rK46thQr2iYdtK3RU3XpME+sDCsTvNbnW",
+	"ct7LfcOSlPd4PYtr1UWPa3Gdl4/rWF2LqnGB/yPHnU1dTMIgUAxLdxVMLV0hnkmUUFV17Fmqaajmk4y7",
+	"717hnmLYmb/MsPtrA3P/nYtWJ0e82/NKX/MhhRPY/sH2D7Z/sP1DCqclKZxIInDeHwwSOUEiJ3DgAAcO",
+	"cOAABw4w24MDB4wEcOD4xRM53e1isdKVY0TzLPLZyvxOp1k6ovmQThgqbpWH1CKGxlnqUybeJgX911xY",
+	"ZZmw2yCJ4dDWm/Pz02bhFiEXi2ZpIWYbnkvl+8nO/tHBcf/85F33eBvJBEmzB+NKZ4WNEyuVjgBzb+X3",
+	"Lpomj4p2u9Oww5tlZxyTiE+axSkwLQewFmAtwFqAtUDpA6UPlD5Q+mCrD1v96VZ/yT58a/mOe7u2139D",
+	"SZwPkcwGVz443fyXpnGlMI2znf+sk+t10XtSmqCbaEjYkO/vKx9P4fD3vleSXUjYWiRsPS2a8INswbVi",
+	"yUAcGYgjA3FkII7MPVONLgr7dXygvieajJ9HV2TWV6lwGO/POkFZ1YWs702iOJCuS97YVwJ61VgjRanr",
+	"mLotYtFEjE1uufNT3SNMOkgFhhMS3VACW3UU7ASW4uKQKL7rY5PYlAa++r1uZDNWy0bbtnRn+iNfNBvt",
+	"hknMMMRUC93Qswzb8ixXx6btUsPFehjqNvac0MUhtszQNB3iGWpoEVWzPOzpmosbwi06DcuXaKaqWm75",
+	"Y5amefkmVfdD4mMTW4Hjedi1VdUzXVXXqe3bDtYtHTsu1YLQDxzL8FxqqFpIAmLolqr7ht9oNv7O+gOa",
+	"8EXt1l5xXUvFn+T9lYdeY5jn4/bOjqbbLbWltrS2YbmusTNeb0COhy8P357abz+efrKPe/86Pr44O/iA",
+	"rTevdk+tt/phz3p3evDp9MPh3ofzXfNDZ0/XD7uv33XkHmicvewcvtE/9t69NvbMizPcOTzs7u5he//j",
+	"wdtet/fmvWmfH71+c3K633ljHl8cnXdevbeKh7Phy4vupzfHbztv35/ab/SevX/yfrfbO/5od9/Yn3rn",
+	"1uFhd7/zqdu1j3bxyQez8+ng7LQjVm1xFqLsAKIZum0RrLqOEVI7wDY1bKzq2PFsLdS1MHQdP/R5p1iq",
+	"76puaKm2Q0mINRdjV4QLmsS0XxztmB2Shu5QVbWwYjgeVbCuuYpDaKB4lhWqDrF8NeBDstqiNdoNh2UY",
+	"/2ntByNv17/Ij4/x9eD03zt/HnoXbzuTC9f9182O8f6VPfnyKWH2zvjvwev3ycn1m3QnV99R+yY/33/3",
+	"dXfn5ERlX803V523zsjZu375snjN7UNEc7CYuPzOKBn0L+lNMbfolXKp1a7IozhFMuGOyy53TnvJ5Z6x",
+	"8+7w1L55/+XAOEr+Pj50/kt7e3Kthqd/X/WuQuNPJupRnJIq2sgmRCNWqFi6HyhYC4jiuKGrOKZtapZh",
+	"hb5mzWTAPXh9LDwr2WRMM0aDGaF2D3fLoscabW0Dp8n5TeOKeElX1Z4SkDIgZUDKgJTBUxKgPkB9gPoA",
+	"9QHqA9R/bhlP53F6jd+fZmkw8XNWEvzy1jsZ/k4JX1YHaOkUdzBEkNRvpjxfzDQ/5VskwfSKd/zBkCiX",
+	"zkSNEHdk9CpKJzIYxNnFabd3xoXHrxvTpGg9Ltj49xexKqbNUgaukRFrF20AZeuDIeBpeOvTRo24H2ud",
+	"TtoaRd38BOr6QOFclH2QjCcPGLXgWbXeLINeen5V1V1sWp8aAKcBTgOcBjj908Fpuff4CeB0ueeBQ/yA",
+	"pgFNA5oGNA0B/GsB/KvYhjLDnmQScFAfDuqDeQfMO2DeAfMOmHfAvPMzmXdKfXfBwPIgFh4ZUXCNAPzT",
+	"YNlpWIurXdkqGHp7dnLMJcvp/ivZySJcPl8LivhJVejtIcnL/Zks5hfOLFz9OQ1gPh+kXo5xuaESWYMv",
+	"5yLXFzHqxbCsxa5/IUpMJ3kZPD0rWq6KjS0H9ZfUa6EiOD3yh9S/ZPO+9yznI0xI8ShH2SRhS4Lez4V1",
+	"XBJpWwwQMEY9/amUI3JJy06VY6aezXrlwMpoPsmShYHFe1Z0khyZ026aG7m3HCN5+AqNyNdSpuqmuShV",
+	"fx4DXSFzawam+SDHj2muk5N0A3Od/nO15ZfU2zwLsWromureMwuxabqhGRqBohlUVbAaGorrUltRsWNi",
+	"VVX10PEgRHbZXO5aoYqnHfLsQhWXVfu2WWLiHmV8z71kh/w29SrFB4waYNQAowYYNcCoAZGJZyIT82+d",
+	"VxwhPjGYPcDsAWYPMHuA2QPMHhCfGEYCGMB+3fjEi6jmocxfShjFdGXAMt6oCb2mLK+ni5XJWSV6a0qr",
+	"Cg3kOR2WC3lfclB09qaj6KaFtrrnZLAN0cvmopdJIP2KdwGYiiCAGQQw+00HZrcQroVILdZo4VbQls4F",
+	"EUOMZldczjI0v1o3hePB3IVxEK47tor+WT2wHrN+xSAoDDgy5aTYgjQb4yBc0u8/V/y3+jr7T9mAL/m3",
+	"yvV6s+BwaCtOkwESuZRlqnHZJgyxYZrlNKHBdt0eKF/dr6bf7umeIrcSisb3VyLYqNwIS+jChkQ3rYc8",
+	"rvbAJ9Me+qjVtx94XpA3vCekyk1/LLdxxclI2/GJG1qKbqqegjVfVxw7NBSq4kCjRhD6vluctowjkvhU",
+	"7Bd8Mcsb+/v98zcHvf3+aad3/rH/ods7eHUgLIUS0/ClZBhlgTImWX6DrmgWhcVU4QJ9Eudt5KeJGDNJ",
+	"LqzCNBYfN6H9IIqjAU182pLPCaNdelmaz6tKnO69WvPNNGgin2a5rARFp3uvFGF5VLGGFdt2tGK3Pkny",
+	"KEa6qruKihUN12rmk8xLkzuq1OmdO/1ed+/j3mF3v793sts5PK9XLaP+jR/TAPmpR+IcaVbLRP8DbY2i",
+	"JBpNRkiz0P/Yrr80yvxJTPg2viUf6eckG9C8P6L5OlU4PDh/c3BxtLQOcZQPo8kIWS29XodbqlA8sWEd",
+	"jg/23nUPl1YhifxLGiPcUtesgXxgsQJi3eEyWzwkxI3sMLFlnSS+3Jf0J0kkZLf8b+Pyz1pG8IZttop9",
+	"wDe+hOU0YUJ/qm4f7J3otD+mWX/2QUszVHXZs/3Lgbz9eihuaxliZvqX/TBN83EWJTO1EeXXysWma7fM",
+	"qtgxzeSM8WnfjwljjXZjT1rwB7QvoJz48iDiEtubyHW1Kn7s1/w4GlrLNW3TsXjBNAn6adiPo5D2Zd+I",
+	"5NIrntRbrmEZtiOz8kdJKVdue5uhtSxsW4bJH8rIdX9EcppFJO4T/+9JJENjr3zaMlrYdLCqCVIiPrdU",
+	"X9bvJMNxZzpJFMMH46ra8AG9yQs0Fy99wXwbbVyuvrTYmV7euExnaZnLBwKfV3URLtYU4QPWOP///p8P",
+	"6DjNArTX7Z2j1yPvDV80prJWyuk5aSsrEgV9IW+lG0gpcb+V76o5TNUkgNyDCUkoBvzq8W3VZs6i7Cz0",
+	"WhrTEU3y2uSRt65XbCEPV4/bll7dKyXXyltx1RvTcu/4wnrpSyRz8YWFxLy9KFwbC4sittzVl2K7PxKy",
+	"pya3Zkar27JN7JiisOqR29+vOy1btRxdiAf55jU7Q92gM9R1O2N6q6CN9T0Jf2YYDYb9LGKXldwQlKyo",
+	"7F/N+g1RHg3EYeqiO+pP/Kf6i69y8ulmo3hE6kQsyikikyDKWRMdnJ/tHaA8Iz4lXhRH+U0TkSyPGElI",
+	"jPjqmQwQ/erHk0BsUEQNYnrFv1TUSYiJ2jvLJpt76TW/Q5kwighjlDE+Q5rooHfUkVWZL3pEA17KXOEi",
+	"NACJ0SAj42EkAn7MvMVPRyPe+jdokEX0iq9qaET9IUkiNuK6/3QXt8lbZc/ON+OE62o0E6ZHlIZ888nF",
+	"8XyZcXotpN04jSNfyBoRMIANeQdyKWUqmqaoOlfeozzmY+VDGuck45opf8cN8ockSlAwoagaM0gWJ9hF",
+	"Rq7RdAw0G5MsLsJZsPbOzlVRWKvQI3eCCVWqcpSiWrWz/w2jpYl5xr9inKUlaBW93daa4ov4f4vWauvf",
+	"Vsry3t4Zeh3zYYheZ+lkzHdsUoJL6a0ruiq0I3miobG/X4h11dVkhjWB/Bu1jf0yYS6DfsRyi5bTQSoh",
+	"9AexbsR8YuiO02z4QzriKxy/eHy052j8HVFAE76y0Ew8sqvIK4ptCgfmZBISP59k0oZT2B8b7cZBEkz4",
+	"YklZnvEhjTS9iQwHYwf9mcYh8ybZoIn2u41mg6ZZxL+tq+kGNi3bcVXxrynHqDp8V6pV6OyG5XTE5OL3",
+	"rV6PKBn0Z5rQkDrF7B3jmHC50jgj8b8HES+zqMttYhabek2ejdJAjN+qbt0P6JT4l0g0jAyx4pMx8Wd3",
+	"B7dsf8VIHIixNCJf+QstvaWKeSWGHd8+CMg2ihIx8cTeR6xeNRH3n4afRXnkk7hf32YJcXlYqB9bUYJ8",
+	"kg/5zCzilpX3cS3giCQDklBG77rxWOoSd9y1JxWvO+56XcgsAScDui2EOvk3yYJ0wvreTd8nEgppho4V",
+	"rCqGOEg0ySk6T7+2kPECnV1GCdpLs6yFtM4LdHZ+co56XcRHsaVZiuEoVqPdeBWTUQsdRn+3EBcqNsaq",
+	"gh0F8509yfwW0nZfoB4dZ/JfotAzmrAWEtN+WqeA+jGpAfvpFTbxWM6lq1xyRM3rFS/vrVSKtb8jTksZ",
+	"wvdRfp6l8Y2Q88VMKXt4SL+SMJ6kWToepmw85DNCaIuiKlVrLFRkrnHuet1+NKL58CZGUvObfcu0ZRde",
+	"c2dDz7x6xaiZVkOOMLGMxBHLVzV6OTGq3VXVY9Otwsz0r89+c1YluLu90VatyRAjsUhAtObuTK3tTZf0",
+	"2nd9iWbjZZ+y2JdzX5DGVzT53o+wse4qrqqYd3xF8cstn+HOEYDiMzrxhG/LuJQrx02YRnETDdMJi5LB",
+	"BvXHztIPMFzFce/shrs/QNMcw1zyBWc55UI1zMiINlFIWM6Xb7ZBxS11VcVdQ9FnKj4nutapt+3cNhPu",
+	"EPPrfkGlaM1/gDU3dO7xAdbSqbz2qvddox+rfFenfu8nmIa27BvWW5DXHf6rPqCQ6bd8wJ0yyLKWjfz1",
+	"dgprVr+GDfjCkKc5ifvr7u9m0Z80atJscCO4Dt8z1wqZ2dHpltrCmmVZtqR81UPyzQ3NMluuMd0hDrnm",
+	"3SdDAYjs1nTvKB9d9Rqbf9ri3rHPxiQRb9GLnWFl0JgxFpUOJ8Jc9PSGku8Pg1fGhSstUJ7jOESntoGJ",
+	"SWzPUy3T0gzb023LDh1KfUpUL1CxbxgeJaZPHMzrFBBiOZqh3jfU3P1OlqVpKBh5ROOgHyUB/TqF560F",
+	"ct5IDFfIC3m9hhwbiaY7S67MIvBEM/D0pnkSzku3a5eX8O7EsqY3zIJvXrg7d1H+rNbeOav8NhLNMuYv",
+	"CmU/MXTxpkULTDHTGwk2teV31NlZI8G2M3fbPHVsJBjbc/fMMcBGgh19xS2zrzNVd+6+WQTYSEzNWH7H",
+	"XEFYnbttDgDyW/CqW6Zvs+fvqQBfIxHq8KzRbyldayS6dtudU8zWSHR34c6ZkjRn4XrJe/hFa+HqLFxp",
+	"JMZipedHlS6aeIU1k1/XeX8XKKRV4yCJLlhDdUUSkUaim2795xocSXSrfmkGkSSif8pLs4CEN5Sx9GoN",
+	"WySGuvqeElwkhmHN3CQHhyGmR/VrgSgSw6r/PM8mGolh1wurOEQjwbpkJ0VXtlahBT4s7Zk7F1X3RoKF",
+	"oF12z1SVbiSmuaqkulrN6+bM3Cc1P/6W2TrXF/5GYlq8r2tirrWwsDcS01FX31SVJIZt/abFJT0xXX3p",
+	"TeXqzufqfDFza3liumIvkaRByROGURxkNGm0//svAQyFZ0+5NSio9jfpByI2AwEhpmXZBvECTw10mxLP",
+	"tz0fa5YREJ3qtmFbGsGB6ZmmGxgmMXXft91QoyohloCAYqJOHaj2To7PzqWuf1tlNGtaDV9VqYlxgB1f",
+	"dwLf913sB8SivqM5um8YoeliM6TU94lLVWqHBvZ1zdY8FdsGwX5VDf2OavA7alVJx4124+/8pu5Ac5dp",
+	"o9Z4oWmpuuZ4pqq5pufZuksDw/Gp7mLf04nrBoHnWkTTHTM0XIdY2CK2ZqkWCQ3d1KtaG9Nan5wuVpm3",
+	"bWIs1Fs6NNWrPqobLtay09S+xtV9U9OwpWmuGhAnDHUdO55ONVe3VYJ1ShwSBqbt4NB0XNeyfaJRCxNV",
+	"DSzV0bXqa/BtX7NkUJZmj2lVVE23sBNqroNDy/RDSl3NIV5oWK5uGKGh26pjW9jRNN/ElqH7rqoFFFPN",
+	"M13DsHBVFXPjUVkblKGBTQ0buhl61LdCwzBDSzUtathUVYlphYHpeZplqZqla67jEy+wiEENGjqmS6lR",
+	"1cK6c1Ba9xqUy8akqzk0dHVX1y1NxYGhUhVTx/ZMSzdcg7ieYblWaGmhq5u6qQeq5+oW1kIXm7prqmZV",
+	"afv2MSkIvL3mmJwatvI1jXzF1ziOYbmO7WLDde1A1RxT51/gYcPQuMjSAttXLWqrehAGmu85lhpaxNWJ",
+	"aRthGLrV1zizX/NX6ao2tdwI1ad3cvJK6D0P6sL2DaKlSxe+h/B+W51SIGDx1JmRhh421cB3DdXyPBr4",
+	"lh8GGLuaGuqmp7oB1UI11DC2fdVzTDWwDUN3DEIc6uOAuM8978BDpxh4JJ/N2fnV6+51D04lWfiZwt2L",
+	"1/RJPGi0G9193TQ19/bw9j8rguCPsJxNp5FFNM3FRmA4juP6mhdouqFjXfcsx3B11XNVN7BM3/SIa5uh",
+	"ZRiur7nUDpzA8a0AB8KbadpOwg4814yLzTfNCtD3CKMW3jQ5wLdlgf5XBugv1oXU+0L9XKylcy7rjfZ/",
+	"lieN5RroRoehZg+48Z9mD90tvoJkecRVvD8Y4oOp9esfVoS4ORA3B+LmQNwciJuzcTIAcVDXH5JkQAPE",
+	"osSnvIWuCRPHYfNfXC5BUBUIqgJBVSCoCoTSgFAa8nDv3aEsHjCqBlsZUeMw4qKmCgj/B6vXhsk46fmQ",
+	"RlmpLULMjKBottmgGQwiZkDEDIiY8TuloP7JQj6wf24W3aFuKYtyOiqM+HfHb3cs1/xUHzTzwdCLOBCS",
+	"/Tqqj72QKKruWAr2NUdxbddVqBfYjmWqXqjp32+YyIdrYua1GrRVxANZjKZesmkVO5ppeaFtqdjQTSPw",
+	"PdPSPMunQWhZgWHbWHU0LwhVV9d8TTUx9bFpBFao6SqlWCD8f9NpdmXXNJz7+O39dY+Mr3JB40vcso1f",
+	"sdw1y91LGGUsh1jpwHyB+QLzBeYLwBGAIwBHAI4AHAE4PivgyPfzS0AfexDMWAshtzJwb+EhF6DZk1xl",
+	"EoYm4sqOEELiH0R6ldAAbdUdyyBo73zQ3tOi7YE/An8E/gj88fnxx0J+//Nxo8tC7FKIXQqxSyF2KcQu",
+	"hdilELsUYpdC7FKIXQqxSyF2KcQuhdilELsUYpdC7FKIXQqxSyF2KcQuhdilELsUYpdC7NLfJHbp7SE1",
+	"lkbPKCxWMjRGW3gbCecDCJIBDtPgMA0O0+AwDQ7T4DANDtPgMA0O0+Aw/etGaKh8lmeclNnUOflhvKfL",
+	"1AorfadrEWCRuPs2b+nZoJngML3gMC2aG9ylwV0a3KXBXfoZuktz+fTIztKQxAeS+EASH0jiA0l8IIkP",
+	"JPGBJD6QxAeS+EASn581ic99LNy8enX7Nq8RGLnByA1GbjByg5EbjNxg5AYjNxi5wcgNRu5f3chdMyg/",
+	"tGX776w1ljEWVpq23/eq46q8ZYrneT0IOj1+jaIRGVC5ueIq1PueoqM4Si75hOTzXWbkQ2MyoGiruEMT",
+	"UqusCpLZMsuZyx9mYBWft4q/z8AkDiZxMImDSbxYsYXg3ZHiezlD4uK5RpCKDDHAj4AfAT8CfgT8CPgR",
+	"8CPgR8CPgB8BP/qF+VFJcAjjGsGDcKOM+jQa53eeieh197oHp+eKhoon2ohFg4RvVhOfzgCliBWXpOI4",
+	"SYobfZKkSeSTuCyimKEAiOYAUa/oE6BEQImAEgElen4HJwoB/h15Lr83hnwU06zvTaI4KB4d+0pArxrN",
+	"RsCER75MD0lDD5tq4LuGankeDXzLDwOMXU0NddNT3YBqoRpqGNu+6jmmGtiGoTsGIQ71cUCE25mwaaxK",
+	"w6l++iFBZuqJWhrthknMMMRUC93Qswzb8ixXx6btUsPFehjqNvac0MUhtszQNB3iGWpoEVWzPOzpmosb",
+	"pRfdg3rLiWhGfJzMOedVe4kHiZYTDURkWD43HZZh/Ke1H4y8Xf8iPz7G14PTf+/8eehdvO1MLlz3Xzc7",
+	"xvtX9uTLp4TZO+O/B6/fJyfXb9KdXH1H7Zv8fP/d192dkxOVfTXfXHXeOiNn7/rly/pr+iQeNNqN7r5u",
+	"mppbXImSQf+S3hRdSK+US+1nDuTDH2E5m04ji2iai43AcBzH9TUv0HRDx7ruWY7h6qrnqm5gmb7pEdc2",
+	"Q8swXF9zqR04geNbAQ7u5ThZ7hIhNBBQb6DeQL2BegP1BuoN1BuoN1BvoN6/D/Uu9IDmPHDOKIoYImiq",
+	"AT4MEB/HRKbqSNkSIN6jBX5g0xyvKMzSkZjdLE8zsRKMJ7mMDsHvJhlliF7R7KaIIZQEQhFBAmZfD0mO",
+	"rkn58APg8ArczSJuAcZDscOo870XiCAJxcUNkuc1H5OGt5FsZS70/CFJBpShQggugvGeuLVk4x8KkgBs",
+	"/HEQpJAfQpo9In08PTn7Tvwo5mgNJ35vrOLbBPy5KPuAT2n52OyQ+va05Pbh225Ecn9YhTWPmPhbBCH4",
+	"6/eilEWJRDN02yJYdR0jpHaAbWrYWNWx49laqGth6Dp+6PO3WKrvqm5oqbZDSYg1F2OXztBCsdIWA2X9",
+	"ISdlXk9mRlqyreguWUuKbkNbWHVRr3t62PnYPzo4O+qc772Re5DriNHtX1qDB+gF0AugF0Cvn6oHngik",
+	"7KVJGEd+3p5fHNqIyKUkzeRKEkRhSDP2S7e69kSiaPdk/2P//OSkf9jpve5KeSTQIf3qUxowtHu61z/q",
+	"/Ksvbtz9eN49Q1unnY+HJ539+nMk4QpkklcJM8rnZ7iTuKVfbrvkOUMBmYAbAzcGbgzcGLgxcOPfgRtX",
+	"lHYjSHs/gMxWw+K9jBK+BgsfyOJ2lIZ8w1Uk+y38316IilXn6ElWi4gfk5xmvy4VPk5zFJU/5W1EiT+U",
+	"3+cXrSdH2VRdkBI3TeJS7PJ6ckF4PaTy9UOKwihjuSwnT9NLRMOQ+lKVmOXLso9Kvtz4cRCUPZR/5GPC",
+	"0NnW2gCKaj+uLWWaxRmCmUziuPl9TqiiIVb7hbZc29BVfG/30Hs47U3GwXpV2qC/q3mxTKOUTQBEEYgi",
+	"EEUgikAUgW0B2wK2BWwL2BawLWBbwLYeh21JtQuRKVEKhagutNh7Qizh/bgyDECPkoDVXykIU51ZwSn+",
+	"uVP84KIIx/fh+D4c33+K4/tsZx2q+B3H9QGhLlSpXPiEaBftUz0pm6Yw4PSz6IpmfHMramLdFb/g7lZx",
+	"TN02Pj330ARCQ2+0bUt3Hs8TuHiJZqqq5T6Se/DfWV8mzbu9V1zXkgPj76ykFI12Y5jn4/bOjqbbLbWl",
+	"trS2YbmusTNey1n7n+Phy8O3p/bbj6ef7OPev46PL84OPmDrzavdU+utftiz3p0efDr9cLj34XzX/NDZ",
+	"0/XD7ut3HbndG2cvO4dv9I+9d6+NPfPiDHcOD7u7e9je/3jwttftvXlv2udHr9+cnO533pjHF0fnnVfv",
+	"reLhbPjyovvpzfHbztv3p/YbvWfvn7zf7faOP9rdN/an3rl1eNjd73zqdu2jXXzywex8Ojg77TyKN/XP",
+	"FCPi9iGiOVhM3FtiRhRXZLB1fgPXmFx2uXPaSy73jJ13h6f2zfsvB8ZR8vfxofNf2tuTazU8/fuqdxUa",
+	"f7KX9w0SwXKSTxhXng9eH3f3+S+TMc0YDWaE2j1kahX8Q/v21z0sT39G+fBDKWtX5dia7rnBFAWmKDBF",
+	"gSkKTFFgvQDrBVgvwHoB1guwXjwf68Vrmt9qR/ge88VOQVZWO+SWM17KC3G3aALplMubrKrZjNswQYyS",
+	"mAao1K2E2zCRObHYkAaIK6moUFLLZ1+gQp0Td+e1CM5hGsfpNSJMShTJdqMMpdfJr+vpW/1ZdDtJUO0O",
+	"5R29QXJ+yJ0tIyMqasQbr5gHiCTsuvDwpV8jlvPG/ZJ6L0SJ6STnU6AItSFajpYdLnv3S+q1RDt+ST3k",
+	"D6l/yebBN1eEqVwBohxlk8q0Va0W//gH2js5Oj047PZPO2dnpye9cyEGEsR15+lvvN6vu8ddseC97y3z",
+	"PZbjFUxGT2gyOiKXtOx0Oabq3ucrB15G80mWLAw83qeik+TInXbT3Mi+xcbz8BUaka+lvNZNc1Fi/8BI",
+	"H+tZKipBXjNBfD8FfJLYqZv40suP3MCJXv9J+upL6onq5TkdjXPWaKtrWXtMw7I/NZqNMErEolrjjtF0",
+	"OkkoKn8urSoN3Q5M1yaB4hFVV3Co2QqxPU+xTJPqPglCk/LujAnL+2IvVJYQU8JoXxIrVnuh/D29Tmh1",
+	"64h87U8/yaysGnLffQ87y88ypJuNcRalcnunNRtiGeTrUjSmcZQIRD9v4+JjPJjE6/U3y0k2azuraPT7",
+	"i+6FoNH3CWIsxd78Wr2emU/W7dsG0/lt6vUo44rIErXhbepV2iBQaqDUQKmBUgOl/m1DsBzsd49OT867",
+	"x3sf+3snx68OD/bO5UyZ14ivCUMTRoPCyVPGZuHNVjQunGSBkyxgCwJbENiCwBYEtqCG+VQbXKGY9i+O",
+	"Ox86B4ed3cMuH3n7u/Vf2neOOhgJYBUEq+DULoeWsJoNrIHZJKZKwdNmw7rfebBpufkuSvx4EtCXUkti",
+	"fDmRcn7/7FDa9MQqVVyGI1DFEajeJKansi0hXjschoLDUL/5wCzkY7uUp0jk6JTkqZKixQ/rDpiiqFuG",
+	"y8ZvLfqreG5Jl/yoY17L17V1bETfceTrTnudo+qWPM7w0ClXK6+amkVoxlYmrEC+6ziWQ3XFUwNLwQHV",
+	"FAdjW6GG5Ziea1jEDh/EyFbaogqwcG9z1APn1BR9Fd1hyHIsQ3XtT7PHMDZIRLC4kq84gnFVLfRg2wLb",
+	"Fti2wLYFti2g7kDdgboDdQfWCqz1uZ3AWAY8a7S1V7u8FmHdKZS21WcvTgutrp4483qYMioinLNcaL0o",
+	"myRiYtPgxRTxoiqa+4BECctr5y6qmOlpEt/8umcnisYTZ0nQ6cXu4cHZm+5+1Y7yWASXhrKJFrFsUQCg",
+	"2V80leb9GVE1c3/vfJoP24DPhp4td2+2HNu2PjWeBVarpBlgteULJjiMA1QDqAZQDaDab5yz8+Kw2z/v",
+	"np2f9V91Dg67+3wOHBwL6tY/O++cd0UncY2J6wilKgXe4eAdDpwaODVwauDUwKmBU/9MnLpQfxdosfS5",
+	"lYz4u4g1L2iNUEFEMOnC47AoQUBbljPZZPx6xFAcsZwGaJIEYhvMcqUWPQbi+TzneD69i+P+dIu9SM97",
+	"k4SPr3Pe5wDMIUrPLxql5zsYuBCmNQDOKH851h83hE59Xj67ODoP2Jr3CqjjaAZ2jHsG1PF0Yhm2ihXH",
+	"cAIF246tECNUFRoY2HA9k2BhBni0gDrfb1/4jgFYD3ijTwPe8DqxhWg35lrRbqad8bjRbmZXsnVi3ZQ1",
+	"g1g3YLoA0wWYLsB0AaYLiHUD1gywZoA1A6wZYM0AawbEuoFYN2DXArvWw8a6WSA132fJEsamlXFuDiO+",
+	"xJA5+5Uwh0jjjcw/4aeThN+XBCiMMpajkETxJKMQ2iYoGrHEzb1JApYgiGoDUW0gxfczjf0yXRW+IwpM",
+	"lNORFG13m5uqMxF80eCfqTYbYhXpF6tIae8ofDfatmUtMaZ8t+VHFCCPhWST4tHQtGxL1xyFBI6r4ED3",
+	"FY9quoJdwzGx5TiBqc8YjabHUzpnZ/e2yaQ5ifs+YTITtrVRAtzKsNmbJHzlWRp5pVzEwc4Cdhaws4Cd",
+	"BewsQICBAAMBBgIM3A+437PifnwPv5zAbcb+7oJ8M7O3HuYFAlTPULzTsjkXKN5KQFP/0NrGpo3KEVSx",
+	"1LnWfBCA80jU6cd/FKCmZ4eanogZ2bZjucIrthi7ych3NE0J6ChVNNs1HcO2sfo9gUo29/79636RPFYx",
+	"mlmRDpwGOA1wGuA0QAmAEgAlAEoAlAAowRJKsFyBvwUUNFccY98TW3BxXlqI7Hp5L5bksuJaOAm4kkBY",
+	"FVz11z3DfpzOHuSlxB/K7/OnDUeva1YNKTXTJC5FJ68nF2bXQypfP6SF85QoJ0/TS0TDkPrS4jELI2T3",
+	"1LSIxo899cvqitxdOtljnuxdaJgNjvdqP7bZfk6t914679KTP/LzQdMFTRc0XdB0f9i5w+lZQ1IFuhfG",
+	"ioiJ5pcBORgcKoRDhQCLABYBLAJYBLAIYNHPBIukqjWXzWdDb5J75EcXgIfP1gfkQ79c5nM4HAaHw+Bw",
+	"GHjsPJnHzs46aPAxE4I/R6xZJehZ9xAbpGX61dIy3dOd688oH34ox86KpOdz2y7g3cC7gXcD74YTeIBL",
+	"AZcCLgVcCrgUcOmzzny+gDLvQ093pjrmqmwye9PcJLP+dnKpZmhrTDJGm4h/IWuiSRLlrIn8Gz/mMgLr",
+	"eiUYbvgWi++0RL6TbVEWy9NMpqcYISJfU9TwD4YS+jVH+73Oq/PyK8Gf78n8+SDL+q+aZX094FbJBrTF",
+	"d+GIZBm5YcWk5c3CEBumWU4TGmzXcZvgT2KMNtqNnR20e7qn9C4Ou2eKNivCSkp7fLTnaBpi4hvR1oc0",
+	"zkkWMdT9gPhYRLa53fqc8JJEH9yIXcQ4zXI0yNLJmKE0RN0LpKu6saOZWEdbnSShX9G/Dg4OtttoQBOa",
+	"kbiJfJJ5aSJKCtM0H2cR3x91sryF7O0mCiYUBVEcDWjCp5f4HTuKqW830YjkNItILL9/SP5NsiCdMFEW",
+	"m3gsJ4nPpZ8fZf4kJlyoFyU4KKNCGAao6OTtJhrTTMwJ+SJR2YMPxUe+Ij7vOUYp6nU7+0fd1ihAW7sn",
+	"R020e3LUP+qcd3sHnUP515vOp05v/+TirIlO91410f5Ft79/cHjwunu8122K8vb3q2e2W6grMlJ5siGV",
+	"mF7RGIXEz5HcOk4HUHELOnt3IQTWzg5SvvN/ZU/w4oRmUP7QigKa5FEY0Qy10TmX+i8/JwjFNEceQy/R",
+	"gOaiWXZvTjMaRl+3Pjd2T44+N5roc6OoaPtzY/sFf4gwRrN8K6bJlse20cuXSOO38dba7Zyfd3sf+3sn",
+	"F8fn8mn+qbsnR2g0YTmSc9ujiH4lfh7fiBxeRfll8WEaB1se48/yEraI7zeRt41efp6oqkFRnvL6bxXC",
+	"8Cwd0S05Y1/TfMvjj7HLyefGdlmnVwfdw/3+0cHZ2cHx65kvQuxygkaRyIv7ubG9zd8/33CjNKDxYpuh",
+	"l6hegaL5pq3mp4lP+N/TxmsiUfLW58Zip4i3lxVeWlW+qkdy9y9eIdvq7rYQ9V+vNeSn1tpjWXOQZMJH",
+	"8yQTI0kKxS2+SMkmapZ6TvknTbOojU7G+Rb/e3v7+bUhr8tori7zjVj76tvbcqZ9pk1ZvYg3h3hXWf6I",
+	"P8V/Le+Sl7Y+J//7//x/0ZbmmhhLYOAPSUZ8vkkoP6JcqBD96g9JMqDb3wXkayuKCB7HJlFOS+Pi7BIy",
+	"s8psieRHLW/sbzdn1iIRxYLdJDn5KiVvt1hlEeVrGclpkSOxVliaICLlJaM52uLywSeMit3a9gs0zvim",
+	"Ko+oXBnEPlcUwleE4YjmkV+VyVBGhYhpyr08o5Q3lhw5OQ2QWFAZ2joWr5Alive00Gn1HuSThA8cvvcT",
+	"FWN8RyuGIUNbh53j1xed12IJ+V//U9O2m4ilcmuZJlSUmFGRZ1BuvfmiNIlJZbLlnx7lyE/5XkA20uu5",
+	"+rXRPvW32PbO+/xma7KNRmSQRPkkoHI/PEkisSOPEvRfiqb+H5ZUEIo3iBJjwkVvNIhytMVSRND7/AbF",
+	"/NuiBClaq8WrfZDk8k9VVVst/v9oksSUMeSlkySgQblIvfzO/6Fyr1WUVyTI48MqSP3JiIowwwyddnpn",
+	"3f6rzt75GRqRcaHCbIkuaPF92/bnpCiqeL4fTuK4jf4jVhE+hMJly1j3w64iR7Nim58b2+gl+s/nBknS",
+	"gH5utD83BhkZD6Ocfm40Pzd8ktNByhen9udG90P527C8+TA6jtSWc5SoLW0vVVvaiS7voXHMPjfauuPw",
+	"v4Z0FLG8KEa+XNxGY+rnWRrf5GVxp68s3g3dvZ39oz1xz6zwafO6ShErnjhIggnfLVKWZ3xhRpreRIaD",
+	"sYP+TOOQeZNs0ET7Xfk6IWfanxv7XU03sGnZjquKf4nLXIyLy9UGsdwPnt2wnI4Yej3y3nxufJupVZQM",
+	"+gEpPkCY3lRD0fBc3fld45j48rYzEv97EPGyq7qNCGP9y4G4jE29papq8fvX/hWvz4D2r+RVS28V16Jk",
+	"7pqhquU1ufDVv2a63S3v4FLic6Ot6fzr01GUiJicY+JH+U3/8noonrfNVlGX8pa5+lTvFBsPMVBmhti3",
+	"F/MjcrqtlGOz2u+2dc3QsYJVxaiGpk9kV9cvNctn+n5MiqHQ8Sc5Refp1xYyXqCzyyhBe2mWtZDWeYHO",
+	"zk/OUa+L5LiLU6n/iOdmBmF9GBxG+TCajNCQfiVhPEmzdDxM2XgoOpt/lFiidMvG2N1gjbrXUa9CWX7e",
+	"R70eV+17Nh4KMlTvM3BEEOTqeTohyDaq+Rrcy9OgRERwlg58C8C3AHwLwLcAztXBuTpwFAFHEXAUAUcR",
+	"cBQBR5EnP1cniHPlWHGnP8XdTiMsGiRRMlC4LNgkfnM30E1Tc1HxvJAlaIv4eXRFm3y68cZolupIs57L",
+	"LY9GlEn3kPohnj8YiumA+DeiLLmlEJq/LwvPhyTn3xWFN0JyVFbijPo0GuesyWWb8OIIWuiYXtEMjbPo",
+	"iuS0su/+lucB+e2d+UpviVUjjWm1AMx9/ezHt2d7n3dIE6VxQFkufVDEOa3klg5FWzXFaBLH2010PYz8",
+	"oRhBNOB7vOymFl6s6NRSgMsLDA1JIIprLesxXud0ks9Xu14L3kItdDodV00kgQ6VEEwMTiTbsRw94sFE",
+	"DKiYkis57RjNriKfLg/jfSZnxTs+qdaP4n09TFnxtjxFccTy9kMcoXuxKk52s3w0rub3QlM9zpnBZ/ql",
+	"4Mj0LE4PzqxJS+N3k3jQaDe6+2INajQbfB+SpaOIzfDPO5G1azumgT81mo1LeiMBbkCvlEuthM5+n1/w",
+	"CKMW5tsXl13unPaSyz1j593hqX3z/suBcZT8fXzo/Jf29uRaDU//vupdhcaf7KXYE4hVsE6t6VVh++hn",
+	"lIj2ml64nLm1wsxyTX30gOFTkbUqXnghzQD4AvAF4AvAFwgVECogVECogFABoVodJnyGD92OfGqw6qz2",
+	"1HJWtfMfuWX/tiM3QKtPOPXEdSacvQtUs7x2LEp8imZVCbRVjD6UpNcvCghQOBeFk3yS8dFQudTw/pI0",
+	"g+RiyybkkQBXeTSifK8Xp8mAZgXHak4f5a+NYhoUZ5QEC+IbjaK8rXfdj/1e98PJu+7+dguJb+IVF86n",
+	"QkEQVEfgiTqpq5BImlA5UgQkLN5WO3sUZpQNeRkt1JnXrnnJt3ddia4e8PzW7ae2CqLGazU9vlVWYyUh",
+	"KxqNVJtm8WUDEiWiuuKs1Si9WhgElGRxRLOyxqIVr5HU4LZFmCPeu7N9TiWiFZMWSeczhsqFg9ebJOya",
+	"ZrKzRD3E+InYIlGSI3iqoK2DlCRAiYJmeeyuAmoixGwk9qVLjnoVivBt4uKeLxuRr5WUUdXmHVLnB5yh",
+	"mhEvggPopXCpQYhSbxcfHpNxno7RMI0DObD8dHyDrgnjnR/T5LEDns8NjA38E9Vn1KR30Zwl7EZrGaap",
+	"y5A6d2AefquhO/Yi5tFXYB4teueP/pX4yVA7iw+/Xl6l2aF1dNBx9i7e7ne0wana2zn5+uW/bOf92phn",
+	"3eFSB0F3fHdFiIpnHnmw1eTPqqhDU6kKnAg4EXAi4ETgGAiOgeAYCNgVsCtgV8CugF0Buz4OdpUkAJE6",
+	"0ZylnRvR1XaW5iS/FapynXduNS5AZL0KW9dDkte4KMujOJb0MyqdAEfksgp/VBQhWly6h80zS8mUWqgz",
+	"TzhJUiehXyYsRwOaC+77rLHk6shQ9YYpGWxWa3gRvkSIsSXMUHTgDDP8kTytHFA16vOoYGzu65/dwd07",
+	"2uZB/JueB/h6TP+mh4RXNekD/Ar4FfAr4FdAT4CeAD0BegL0BOgJ0JNfmp5wReZOmFHCiuJD0oTeDVUS",
+	"MmbDNL8tAnfpg5UgOhrnN6h8hkt6qSWh3YuDw/2D49cQH/tx42OfFU3/I2hJNVKeiJGci7KfHxlZ1g53",
+	"p3jTdNNyPjWa4pBY308nvI4q/wYS3NSxAyXxLIco3tcfEjZc+FEGBrMJ0YgVKpbuBwrWAqI4bugqjmmb",
+	"mmVYoa9ZdX+ccrY+NtMoByvE5wKMARgDMAZgDMAYgDEAYwDGAIwBGOM3jA4lNv18N1ooIBVKqHOKSr9a",
+	"hBQiadjKKFA9SriWXxXaLugEFyR0hITOhUgSNFGa+BRJTUtKGa5b/ZaxlxY4w2ua1yADpN564Ig1zVuC",
+	"Ds2NlTZKxU0kfvEQsYea8wORFxAuja31SEGVntX3wcB8HqGUKtG+DsT6ZzXiXq4ZyP57CZ1u1BHd8gd1",
+	"bGARpKnG7pbfaVtYF6+Yg3oN1XMch+jUNjAxie15qmVammF7um3ZoUOpT4nqBSr2DcOjxPSJgw3VtQNC",
+	"LEcz1Mb3IsGzbuewu/8DgSCXE7XdAFBBoIJABYEKwuE8QHmA8gDlAcoDlAco7/mgvNc0r5G2TfDdjjeJ",
+	"4mC1u1E5m8X3fkk9GZ5qlF4JF5sFcsjnV6/b2f/467oeVX/Ks2R85avdobyjN0gOyHaZLZTWjmOJgVcE",
+	"c5Jj6GvEci7WvqTei3r8rSLEuWg5WvaCHIFfUk8GNOcdItLKsnncItK4SpEb5SibJKz4mko8/+Mfsvv6",
+	"Z8ed07M3J+eL9HGXjw3gj0/IH4/EGb58KqNmvNxWjqeM5pMsWRhPVdAuOSCn3TQ3YG8Bhg9foVpgL900",
+	"n0cor42wVyEyn6vfnf5TNNmX1BOVy3M6GudMON/dDQV11bXNT41mI4yS+RSf0XRM9y/pTfnzl9STHRM6",
+	"FDs+cRVN9x0FG2qguF7gKRZxiGs6jhfqWqPZiAnL+2JhL0uIKWG0L/ELq71Q/p5eJ7S6dUS+9qefZHLB",
+	"JNxMRNvehwhuPrKajXEWpXLXoDcbQthzMR2NaRwJF+QsuqJZv2wXLAdiMInXa3mWkyxffjTz/UX34n7U",
+	"spICsytSo9mYjIP1xsS3DebU29TrUcZ3t0v2om9Tr1IxAH0C+gT0CegT0Odz6YEnwml7aRLGkZ+30cF+",
+	"9+j05Lx7vPexv3dy/OrwYO9czpR5re+aMDRhRUxmgoIoDGnGm61oXPAVBl9hMDCAgQEMDGBgAANDw3yq",
+	"Da5QS/sXx50PnYPDzu5hl4+8/d36L+07Rx2MBDA1galpahBCC6RmfZNTkZjx1uzBU2vWHwyFxM8ZOIRX",
+	"6WKLljkQ7QhmGXALB7dwcAt/Nm7hUr5v6ByOtuI0GSCSZaTI/CWbkCE2TLOcJjTYXp7cly8O0tRAiOo5",
+	"mmop1PNNBWNXUxyLUEVzsOOpBGPTN/mg4g8IC1HDE31z0+5+2FWOj/YcTVPs6pbSJHFy1KgMOaWHuK4S",
+	"1TZNqquuiqnr6KHrBY5OsWb7HtGxHeq65/mhZ2ghCR2T+I5phq5n66ppGNhucBkzrblPfV+j1FMsy8cK",
+	"DjVVcTWfKLpFNE8l1AzccLbmQ/JvkgXphLV1zdCxglXFWKx4/03nU6e3f3JxtvgJmmoGpqu5hup4oWFQ",
+	"C+u+Rd1QD60gNHXD0nz+L9vVVct0HEMlmmZQzXI1VfMNTOc+wdExdojlKa5lqwo2LE1xbWoouokd7Ok4",
+	"xJa66hMszVIMR7E2+wAamiE2iU8I9jQ7tAJMsY4D39NU4nuG75i245gGcYMwsGxLdUxNMy2D6IEdeib2",
+	"5j7AdAyPEltXfIcECjZtSyEWURWTUkf1HWy4VrDqA2yMVQU7Ct7wC3QrMDRTpaETEMvwdcvUQmK7LrGx",
+	"q/p6qBt+4IS6R33P9XTbdSlRXVczsOnZ1J//AhwGvq46gYLdwFOw6+qKa4SqQrFh+7pOcYDJ7BeMSE6z",
+	"iMS3D6Kjznm3d9A5XPwAU3N9S7Vtgn3s6JgaHg0cgxIzJKZPLU93NVsNAy4ydMvSnVAPdByq2AzNkGJX",
+	"m/uA0PAxpp6mmK5GFOxavuIYjqkQTw896liO6VkrPuCWIXRb9W3fNrCjq77vqV5guw6f2ASbRFXDAAdh",
+	"4OqqquoqdmwjMF2HEtvQDRLa2PEWZnGIzUBXCVEsjWoKVgNXcSwXK6ZrO3ZITZcY2orq21h3FVdVzI3q",
+	"T0OV+raNiek4gaFbrqarpq9TWw8Nx1Yd1dN8YtjYCVVq84nsG8Qm2NM9x3BczZyfwp5u+ZRaioFtXn/N",
+	"UrzApAo2DExt23SwTlfW33AVx92w/VXNopZr2To2bd8wqUNNz/J17JqEGNRVLSuwQs8LXeyoZmhovkFC",
+	"LTS8wPNcx1O9DVOW17bNq5KWl1tqsPqC1ResvmD1Basv2KPAHgX2KLBHgRUCrBDPLm98zUYQFTv3ZWaI",
+	"5orDLZ0gKIwLYkVdPM7yO5xiaSMi2gCRWIRWKPPVT+MKM7ldDwK+A7+O/CX5gzpBAFaJp4C/z/pgRDkH",
+	"K0obpP5kRJO8f0UzJmWEmJxUd0w/dDTF9UJPwZZNFSfQA0XFhk9MPSSGozaaDdUxdWp4VKFa6CjY0R2F",
+	"2BpWLKqbmo8N3cFmo9nQsOMT33GUULcDBasaVTzdDBQ1CLBpYc+kqiNGwiMe0+gEgRj4zy+n+nd2oZj2",
+	"MvJKdb7woQK4/DQxljceBquPF9Qjqwg7xzC9lltXuRBd04xKWQsYCjAUYCjAUIChft/DB8cCSfXPzjvn",
+	"hbP77LYc8Y6g2TTjB5wxgDMGwHSB6QLTBaYLTBeY7k/EdDtBcCuM3cjHnFESr45qdEZJzBCRoYpqEcp5",
+	"l0/4Asxn7+7pnlL6tyuaCEr+grerTxKulvhDkgyoFCLXJAvYrwuLeXNxoUWQDEw7swnFqrvIg/kTEDjo",
+	"d2bBYgI+1xg56s/QYhAj+3nHyD4TbQeUFigtUFqgtEBpf1tKWyoJfbkkNac/8F6SOkaa3Q1z8yJ0KjBc",
+	"YLjAcIHhAsMFhgsMFxjuT8RwuU68wFVvB7dyEt4VD6S4q11ERS9kxvLIATLIwEKAgrBOWIsQBr9lUBF+",
+	"e/fuZlwM+IAYLdh4rVn5K5bHKTkvevbHBC3Iq7cvCRpwB1vTWpqDVU3/NAXUezSO0Yhc0gy9HnlvGs0G",
+	"iycDcXY/jhVxQTEs1/G0OSQV6KGpuYGqqKaKFaw7nuIEvqpYHtFoqBkBJYE4iHtLnQyjbeKWbmq2hmt1",
+	"2qdiwo+4kJCvnFYroFf3YmN/bcxdV52lnXY/ADIAZADIAJCBzgg6I+iMoDOCzgg649xZzuluvVQVy+3j",
+	"6uObe2LDzCo1ZTNlbvd0r9/ZPzo47p+fvOsebyOpK81qPKUOtkLHOk5n8yFR4g/le/2qbrzVp6YZKYH4",
+	"qwoxxFVCLhiuh1RuAYYUhVHGcllOnqaXiIYh9fNtUYcln7JcA5Otc16qBU/tLrJE/dpck9pAF6l/7gae",
+	"INqPaoxnp4FuqvYttYnJjwKVD1Q+UPlA5QObL+jvoL+D/g76O+jvoL//qvq73PRXWvhSFX7W1iuO6BRj",
+	"2x8uNtPJFc2yKKip9n8UE5GhrbPT7h76X/9TM7cLfTuORlHOBXtxR0bHMfGLrMWMZleRsMEWY2oqjGTJ",
+	"TVkIXx14GRllNEeDlDLkEf+ST1leTPFwC3Wq/XUhGcSDYmmS9RDZu0MhRrx0wmd9xBDWdX4jFyCRKIRd",
+	"02x+PyGU/OiKFt/x9DSjHhNKmoplhVFMyVXZnvxzRXLxzWjEhcjjKgfEe/F9cCzopz4W1Dnfe1NnGztr",
+	"JvqtAIgc5fJf1XLbaJv83mbjmnrDNL3s0yQYp5HwD9HVTSLxLA64Z3M+6AGbjoyjPp/YjbbGW22JTtJo",
+	"W6ZpWM2lrZyRnPaF3Op7k4zlopjZ37OxaPpVXTL9mU28agDLR741n+DUl+zb2+MtrZSxAKoAVAGoAlAF",
+	"h3cAFQIqBFQIqBBQIaBCQIWACh8HFZZgb5HrrUsNdyLGJnLiLD0tMqPuyXvROEvDKKYvEFaxnN1RjoaE",
+	"oSRNaGsJTisVlGnwneJIRxV3Z/G0hgyFgx8wCNDtoX+KIyQkCWoxgO4AfBvkmX1Ni+MbB7K9F2Ddbc0u",
+	"RtTmNO/OIgH33ZGn9qTI1dqujdb540jydBTvGNmuqDN/yqcg1bODvAgv9ZBZZ5+mtjBonkUO2U1YZynk",
+	"6+5y6STJxXv2u1y4BDTJo/ymf0WzKIxuC2FkaqplCD+6mA5I3C8G6Ic0zkkWMbQrc8CisxuW0xErfesy",
+	"OohYnpVrpHixphvYtGzHVcW/7nO+qtmYCDB9W4VVyzRcXuFr6rEo57Ud5vmYtXd2ropat4r+2ISXSkl+",
+	"KhfDVai0WCsBjAIYBTAKYBTAKLA0YGnA0oClAUsDlvasWNprmtcx2izrWnWObnLLMTqxyay5zq0oeuqB",
+	"Z2230VSnQluaoqsqGmdRkhMvpsgfkoz4Oc3YdhMVChzaIgkijEWDhAbo4OwEGZplKRoi8XhIFF2sLXy5",
+	"mIzHNEM+YXS7ieaUMf4qbdWrBBIjCUoLuoCE7oQKXQptkRyNUpYjQ1Xrj7VQp1izUD4kAiBcZ2kyWOq+",
+	"d1NG//ZjSjKGlqmjoh4RQ2QSRDkNuIYuG7JVaIBoi5Gb+tE/+bCcaeiaMFk6DbZfTF3vhELMEBmQKCkr",
+	"UQjJ34lkbuiquIA3Tyd34E3wRXxwOHm+EvK1q8m6GHNoNoaT2E8QT8jqrcWxK6DfdnM+/BIvYHmMo4fE",
+	"mc/1+2Bg/jAn2YvHYJ+PgDEfAzQ+G3fbi6cD0DJVKXDmtTkzn7YsTzM4Mw7EGYgzEGcgzuCKC664YD4A",
+	"8wGYD8B8AOYDMB88XqT2Tc0Hq71xd4QSfLM636ZUzZkk6zOUyh9SXygZXG6ko7EIp36L8UFshNvLgbtH",
+	"/ZRvk5P0urkEu5e3ttBJEou3JHK3XXsbFybjNMsZYsP0GhE0yChN0Idu7+DVQXe/NXUhrrksSlfisoq/",
+	"1rn9D6JnwRUYXIHBFRhcgR82HOYmKLZcYsAl+Eeh2iYqGxZQLaBaQLWAagHVAt0Dugd0D+ge0D2ge8+K",
+	"7kkNbAlvK/fw4lepWv0x9V9dm/tNGBnQlYfwO6sjrgk3z2vhYJujCaOs0PJHKEmv26UAEL6gkyThs5vP",
+	"+CaKeRFFqDlURaBropmoc+K5SVLuhkt6dotj7M1GPrHGb5kucnVsgAsxCsB3FnxnwXcWiOFzCR4wKaTS",
+	"7xAutdmoVuLpt6lztec1lIvp9IcltVtduY0C79aWhtVRWd9PNwNldwFSBKQISBGQIiBFQIqAFAEpAlIE",
+	"pAhI8fkgxc5CKp5VKO82ilhoGEpA4+iKZhGdJgNaihJ7lAQMkQr9Fc/dtMUM5nNmNM5ZE8WE5cK/bSLr",
+	"ldCveXkZqF1B7f6UjbhftCGQOyB3QO6A3D0muVsi77HrhV6oB4pm27aCQ8dQSBDYSuBZBvF1zXSI+s9q",
+	"6L3cNDlSuSaIJe/uLNuurbnapwbfLYga3nazrrrYtPjNYlXu+2ICyUPf8pcRZZLHFT8KwCiTcKsGJp6J",
+	"FdVyHAVbQah4uuMpAXV0XTNVors632fk+bgv17GCI35JPVmC45qeRVVP0V3TUjANbMXxMVE01dGo7xhq",
+	"4HqNZoOvhP2iEdb5lHJU9D0RDaFR/6m269mTA0Up9xMN3uj7RLginpG8iXQHHadXiL8Mla9Br4/O+aQp",
+	"P6ix3z08+NDtdfcfxVFSfpZtFI6SAmWWGwb5nnXGXmORjsqHQ1NzKQ50RXdcVcFEpYpLDFOhuqNSPSSu",
+	"qjubeF/OL8cr/C+D6XINjBQYKTBSYKTASIGRAiMFRgqMFBgpMNLnFpN1nlXWeGix5V8CRGuOGCtQ6GHE",
+	"BcjMxF1wiJT4Mp3wpvMzmrNtgJ9B0XZF23erhl77IPPMx9Z2O21UDiskG26hRR+EfD0SrvvxHwWM7lkx",
+	"ukqKfAd9i3I6kpNpDfSmqo5AbxHrE+EkXkrn+6ChLC4OxbZ3djTdbqkttaW1MdYcd8cb+4pgcew74c5f",
+	"m+OdUt5wEbRsza3LI+A7wHeA7wDfAboAdAHoAtAFoAtAF6bbeL6DrMdsW9D+l4OG5sqgbIOIcd2Xi/U3",
+	"5+enZ1VJ8uBoRn0aXc1ngynOhng0kMFUWRMV2VwqdXEQXdGkIBAPmEZkjimsTChCanlECnWz+Qj44TjN",
+	"UVQLvUaJP5Tf5xcZdeRImlpLpFRNk7gUrbye9QwwvPHCKGO5LCcXvStO0G4vMg2Zt2dOy2g8XXKDMprT",
+	"IsGq6YNyEDTajesho75Svk1Rq8BJxPMDGjYeVenbQGuTrVo25wZJDLQf39i/pMp9b4V72RIkexciWIGq",
+	"Dao2qNpVlzyR+raXJmEc+fm80tSejybLdzQLJ3QLDSkNZTCMms2nULTb8o4mEkeRm2jCRO64vZPjV4cH",
+	"e+dtRGafnI17IV5chYq96B2iLTlthT/9MBWbEkabqNAZ0DjN8jLZHh2N8xsRmxMRFgUUUiNAagTgbMDZ",
+	"gLMBZwPOBpztJwueJsFYzZWHTvHKBq481dHGgMY0p4vNty9+FwCu2pRtRSJkeZKiOE0GNEMxr0yAkjRD",
+	"1RkVlKcy0TGf3TPRWn5d3iYaS8R3R7I9g2mjFSmLFxiZbOBFRgbnHuHcI5x7/D19qvAqOQxYELAgYEHA",
+	"gnDCCtgMsBlgM8BmgM0Am3lebEbu1NcmM831okpVHKFyYRKpErlmx6eoH2X+hE+ljJJLmqGtvcOTs+5+",
+	"E52cdo+b6E3n8FWf/xMOW81FmgLiAsQFiAucYvshp9h21vEv+46jbsVqUI851Y+S/nWUBOm1CKcekiie",
+	"ZLSfiTBJ0x/m70vo17w/zlKPCtc9GTsqHdOk8OWTP4glqdFuyMWHj5Df3N+vXF1Wh5nnIqO2QQC4B3AP",
+	"4B7APYB7APcA7gHcA7gHcA/g3nMNnzQL5ZZwuJXHHUnuDxebbG9IksGss9UfDF30DsVWaExECPutSlFC",
+	"Aldsy40qm/DtEa/DNJDxr+tpdVA71SghHxdYUY5iSsrzoOKUgFBJFwHghQjTCwwQGCAwwN+YAT7NMeTO",
+	"+d6bHwMA1+RhO1f6JlRLCs97HEBWf9Fmfp6Uk/fqMzrYDKQTSCeQTiCdQDrhfHnerp/5Ltp5nZPfolV6",
+	"h3B2G85ugwkBTAhgQgATApgQwITwM5kQJORfYkWQqF/oaH4eXfGyNj/LvTPmdeLzYGlExTOa1N2KW2Mx",
+	"ScXqnaeynYrimigfZulkIJ2NkzQbkbjKFyHi6PyOcROZaL80oXJl5c1XFFGJ0n/8AxU5BPt/dnffnJy8",
+	"WzQ/nEbJAIwPYHwA4wM4IEs0rv+Y2JxrkXGxpnwHHt88x+ymGWW/I5XqBpCbS+3Vnrz8arEVBrwNeBvw",
+	"NuBtwNu/Ld4+OBZErn923jkv2Go9FFSUSCswsE9gn8A+gX0C+7zvyDWfasPz/qJ70e1fHHc+dA4OO7uH",
+	"XT7y9nfrv7TvHHUwEoCCAwUvQPRaHHotBj4TX/Q+6YlnCmhWrCwWsS3SZFodiJ8xl6z4bKbpIWExJCx+",
+	"3iaAkyS+kTvMmt1tNj7xmmNjmWft6lGy3nuh+55VpI6Z/nmqnNOa6tqf+BgU2LxoX65wjNMsbwluUGSI",
+	"uofv+He4g08frjeLLEAjxAkpNhWVhq6CKbEVV/McRdNJ6GHVIm6I75Wbur68rMpPPb8EAXsH9g7sHdg7",
+	"MEhgkMAggUECeQLydHeOaja3i9wgT/VZmXB6Nk+OMLKWVOtmTIs1IYxiIfBD8SPbhvzTT5J/uq4l/MAc",
+	"1PPDbM5L6vmoextnpK438LPNSr2y+X9rxfy71HLIYg3KOCjjoIyDIxw4wm3sCEdivsO7KXffnhBNhZ2k",
+	"2ji/2CQb+cwKX+rDt+Ufh8PkcJgcYCbATICZADMBZgLM/Knc6Mpt063gcXMfuvXzgs9w0xcoJlwmyAB0",
+	"Ah5Os4RPU4NLJPlb5QGvt9J6ucDneCUcDofD4XA4HPKBQz5wAKwAWAGwAmAFRAOIBhANIBpANIBofqZ8",
+	"4GxWsV9GZkT52dXqQ3T8auRTlA9JLv4QOW8ihoLUn4yoODYp0wTsNHh1ipfMF7VL/MtBlk6SYqJv9aIr",
+	"vjYk6DRl+SCjbBuRJOANGmXo7OzkHI0i3rDtcqaLw5FfUk/iGI/k/rBZ8/mKb+SJtxogUd7Rmxcojlje",
+	"FDSmQDtEYCJlnMbxdrOUZEmAfJL4NOY1GLWm+u7b1GONJSq8kF6ML3N5JFALFeEKy81JCxWOKaWbUKWN",
+	"ShDDh/fu6V6/s390cNw/P3nXPd6uvbUofuWLS52ZoS1v7Pc/T1TV8McZDaOv4t+0+IlRP6O5/GkbFZ/P",
+	"97Ntya/q5z0lsGqhI5KQwZKKSzxWh2EVAqvVvKxY4zbs8QdDQ8KGij8kUUIDRCZBlKM4HbQRGY8p74wJ",
+	"y9NRgfdeSH++iKGQJPz+dCLQY82UOx/iktWq1JWpeBcr9Of8QyX8E4NwLsPWdnPWcZNXYAo+mRhCtYRY",
+	"09dX022xAmdyI1tOJYa2dk+Omuh071UT7V90+/sHhwevu8d7XUk6ogxNxnFKAhogPmVFNYpZg0Liy/HI",
+	"aIDCLB3Nj+T96i18POiWfGJZrRIyZsM0Z23EaM5QGhaFCxlAMoq8SRTnaGv34uBw/+D4Nfrf/9f/jXrd",
+	"zv5HWc8EMUpiGjTlvEpH4ygWW748RaUXW72FqhcuqUxvElM0Jv4lGfDdxP7ZIZIzjKFaXwknvBdcWMtm",
+	"4WMlyPj+JGiKi+K/vGbjiRdHbEiD2vtn3rGkDrti5b9B4ywNJn7Oys6ovkV8Z/lX1TXt8tObiEWDpIlK",
+	"xz2hxqeZEEvjmNy8QFyKiDau1eq0eFvZXdXbVkwt8WW+lAqip/hIDG+m9cqoT6PxbMtHg4TvplbM2FNZ",
+	"pCioWPD5aKjacFqnpugNPi/9jAY0ySMS830iyal0geA302xuI1n/2sVXLanQYXRFE8pkg0uPXf6XyBfO",
+	"+Oaw/nq5opxm6YjmQzphaETzLPIZ2pqVaXXB+4aSOB+WTV480Pj217f/PwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
