@@ -847,7 +847,7 @@ func TestSignPassportWorkerWrongKeyEncryptionKey(t *testing.T) {
 		river.AddWorker(w, &workers.CompilePassportWorker{Store: d.Store, CompilerBuildID: d.CompilerBuildID, Keys: d.Keys,
 			Limits: d.Limits, Metrics: d.Metrics, Completer: c})
 		river.AddWorker(w, &workers.SignPassportWorker{Keys: wrong, Completer: c})
-		river.AddWorker(w, &workers.GenerateQRWorker{Store: d.Store, Completer: c})
+		river.AddWorker(w, &workers.GenerateQRWorker{Store: d.Store, PublicBaseURL: func() string { return "https://passports.example.com" }, Completer: c})
 		river.AddWorker(w, &workers.ExportPassportWorker{Store: d.Store, ExportDir: d.ExportDir, Completer: c})
 	}})
 	fx := e.fixture(t)
@@ -896,7 +896,7 @@ func TestSignPassportWorkerRevokedKey(t *testing.T) {
 		river.AddWorker(w, &workers.CompilePassportWorker{Store: d.Store, CompilerBuildID: d.CompilerBuildID, Keys: d.Keys,
 			Limits: d.Limits, Metrics: d.Metrics, Completer: c})
 		river.AddWorker(w, &heldSignWorker{SignPassportWorker: workers.SignPassportWorker{Keys: d.Keys, Completer: c}, release: release})
-		river.AddWorker(w, &workers.GenerateQRWorker{Store: d.Store, Completer: c})
+		river.AddWorker(w, &workers.GenerateQRWorker{Store: d.Store, PublicBaseURL: func() string { return "https://passports.example.com" }, Completer: c})
 	}})
 	fx := e.fixture(t)
 	pp := e.passport(t)

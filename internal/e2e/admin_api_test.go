@@ -419,7 +419,7 @@ func TestProdRequiresHTTPSWebhooks(t *testing.T) {
 	// example.com would resolve it, and tests send no DNS query off the
 	// machine (webhook_destination_test.go covers the refusal).
 	h := newHarness(t, service.RoleAPI, map[string]string{"BPC_ENV": "prod", "BPC_WEBHOOK_ALLOW_PRIVATE": "true",
-		"BPC_PUBLIC_BASE_URL": "https://passports.example.com"})
+		"BPC_PUBLIC_BASE_URL": "https://passports.example.com", "BPC_KEY_ENCRYPTION_KEY": "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE="})
 	// Prod seeds no tenant: the dev tenant of the first migration is gone.
 	var tenants struct {
 		Items []bpctype.Tenant `json:"items"`

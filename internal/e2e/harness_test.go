@@ -46,6 +46,25 @@ type harness struct {
 	pool *pgxpool.Pool
 	base string
 	logs *syncBuffer // the service's JSON log, shown when a test fails
+	// tenant is the tenant the platform token acts for in the pipeline
+	// helpers (post, get, job, waitJob); empty: the dev tenant.
+	tenant string
+}
+
+// forTenant returns the harness acting for tenant (as the platform, naming
+// it) in the pipeline helpers.
+func (h *harness) forTenant(tenant string) *harness {
+	c := *h
+	c.tenant = tenant
+	return &c
+}
+
+// actingTenant is the tenant the pipeline helpers act for.
+func (h *harness) actingTenant() string {
+	if h.tenant != "" {
+		return h.tenant
+	}
+	return devTenant
 }
 
 func newHarness(t *testing.T, role string, env map[string]string) *harness {
@@ -224,7 +243,7 @@ func jsonString(v any) string {
 func (h *harness) job(jobID uuid.UUID) bpctype.Job {
 	h.t.Helper()
 	var job bpctype.Job
-	require.Equal(h.t, http.StatusOK, h.call(http.MethodGet, "/v1/jobs/"+jobID.String()+"?tenant_id="+devTenant, nil, &job))
+	require.Equal(h.t, http.StatusOK, h.call(http.MethodGet, "/v1/jobs/"+jobID.String()+"?tenant_id="+h.actingTenant(), nil, &job))
 	return job
 }
 
@@ -234,7 +253,7 @@ func (h *harness) waitJob(jobID uuid.UUID) bpctype.Job {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var job bpctype.Job
-		status := h.call(http.MethodGet, "/v1/jobs/"+jobID.String()+"?tenant_id="+devTenant+"&waitMs=10000", nil, &job)
+		status := h.call(http.MethodGet, "/v1/jobs/"+jobID.String()+"?tenant_id="+h.actingTenant()+"&waitMs=10000", nil, &job)
 		if status == http.StatusOK {
 			return job
 		}

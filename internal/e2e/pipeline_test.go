@@ -56,7 +56,7 @@ type jobEnvelope struct {
 // post sends a JSON body for the dev tenant and expects status.
 func (h *harness) post(path string, body map[string]any, want int, out any) {
 	h.t.Helper()
-	body["tenant_id"] = devTenant
+	body["tenant_id"] = h.actingTenant()
 	var raw json.RawMessage
 	status := h.call(http.MethodPost, path, body, &raw)
 	require.Equal(h.t, want, status, "POST %s: %s", path, raw)
@@ -69,7 +69,7 @@ func (h *harness) post(path string, body map[string]any, want int, out any) {
 func (h *harness) get(path string, out any) {
 	h.t.Helper()
 	var raw json.RawMessage
-	status := h.call(http.MethodGet, path+"?tenant_id="+devTenant, nil, &raw)
+	status := h.call(http.MethodGet, path+"?tenant_id="+h.actingTenant(), nil, &raw)
 	require.Equal(h.t, http.StatusOK, status, "GET %s: %s", path, raw)
 	require.NoError(h.t, json.Unmarshal(raw, out))
 }
@@ -77,7 +77,7 @@ func (h *harness) get(path string, out any) {
 // bytesOf reads a binary resource of the dev tenant.
 func (h *harness) bytesOf(path string) []byte {
 	h.t.Helper()
-	status, b := h.raw(http.MethodGet, path+"?tenant_id="+devTenant, nil, map[string]string{"Authorization": "Bearer " + testToken})
+	status, b := h.raw(http.MethodGet, path+"?tenant_id="+h.actingTenant(), nil, map[string]string{"Authorization": "Bearer " + testToken})
 	require.Equal(h.t, http.StatusOK, status, "GET %s: %s", path, b)
 	return b
 }

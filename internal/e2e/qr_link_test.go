@@ -28,6 +28,9 @@ func TestQRCodeIsALinkAPhoneOpens(t *testing.T) {
 	t.Parallel()
 	env := pipelineEnv(t)
 	h := newHarness(t, service.RoleAll, env)
+	// A tenant of its own whose identity the platform verified: the page
+	// can then say VERIFIED.
+	h = h.forTenant(h.verifiedIssuer("Voltaris Battery Systems GmbH"))
 	pp := h.compiledSample()
 	v := h.signedWithQR(pp.PassportID)
 	id := v.PassportVersionID.String()

@@ -249,7 +249,8 @@ func TestWebhookAllowPrivateConfig(t *testing.T) {
 		{"dev", " FALSE ", false},
 	} {
 		cfg, err := service.LoadConfig(envOf(map[string]string{"DATABASE_URL": "postgres://x", "BPC_ENV": tc.env,
-			"BPC_ADMIN_TOKEN": token, "BPC_WEBHOOK_ALLOW_PRIVATE": tc.value}))
+			"BPC_ADMIN_TOKEN": token, "BPC_WEBHOOK_ALLOW_PRIVATE": tc.value,
+			"BPC_PUBLIC_BASE_URL": "https://passports.example.com", "BPC_KEY_ENCRYPTION_KEY": "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE="}))
 		require.NoError(t, err)
 		require.Equal(t, tc.want, cfg.WebhookAllowPrivate, "%s %q", tc.env, tc.value)
 		require.Equal(t, tc.want, cfg.WebhookDestinations().AllowPrivate)

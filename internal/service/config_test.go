@@ -281,7 +281,7 @@ func TestPublicBaseURL(t *testing.T) {
 		require.Equal(t, tt.want, c.PublicBaseURL, "%q %q", tt.addr, tt.base)
 	}
 
-	c, err := load(map[string]string{"BPC_ENV": "prod", "BPC_PUBLIC_BASE_URL": "https://passports.example.com"})
+	c, err := load(map[string]string{"BPC_ENV": "prod", "BPC_PUBLIC_BASE_URL": "https://passports.example.com", "BPC_KEY_ENCRYPTION_KEY": "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE="})
 	require.NoError(t, err)
 	require.Equal(t, "https://passports.example.com", c.PublicBaseURL)
 
@@ -290,8 +290,8 @@ func TestPublicBaseURL(t *testing.T) {
 		code errcode.Code
 		msg  string
 	}{
-		{map[string]string{"BPC_ENV": "prod"}, errcode.ConfigMissing, "BPC_PUBLIC_BASE_URL: is required in prod"},
-		{map[string]string{"BPC_ENV": "prod", "BPC_PUBLIC_BASE_URL": "http://passports.example.com"}, errcode.Validation, "BPC_PUBLIC_BASE_URL: must be https in prod"},
+		{map[string]string{"BPC_ENV": "prod", "BPC_KEY_ENCRYPTION_KEY": "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE="}, errcode.ConfigMissing, "BPC_PUBLIC_BASE_URL: is required in prod"},
+		{map[string]string{"BPC_ENV": "prod", "BPC_KEY_ENCRYPTION_KEY": "YWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWFhYWE=", "BPC_PUBLIC_BASE_URL": "http://passports.example.com"}, errcode.Validation, "BPC_PUBLIC_BASE_URL: must be https in prod"},
 		{map[string]string{"BPC_PUBLIC_BASE_URL": "passports.example.com"}, errcode.Validation, "BPC_PUBLIC_BASE_URL: must start with https:// or http://"},
 		{map[string]string{"BPC_PUBLIC_BASE_URL": "https://passports.example.com//"}, errcode.Validation, "BPC_PUBLIC_BASE_URL: must not end with a slash"},
 		{map[string]string{"BPC_PUBLIC_BASE_URL": "https://user:pw@passports.example.com"}, errcode.Validation, "BPC_PUBLIC_BASE_URL: must have no user info"},

@@ -23,6 +23,8 @@ func kekEnv(vars map[string]string) func(string) string {
 			return "postgres://x"
 		case k == "BPC_ADMIN_TOKEN":
 			return "0123456789abcdef0123"
+		case k == "BPC_PUBLIC_BASE_URL":
+			return "https://passports.example.com"
 		}
 		return ""
 	}
