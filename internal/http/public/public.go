@@ -20,8 +20,8 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
-	"slices"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
