@@ -119,8 +119,10 @@ func (d Directory) Issuer() *Issuer {
 
 // PinnedTrust runs the trust checks of a receipt against a saved
 // directory: the receipt's key must be one of the directory's keys, the
-// directory must be the receipt's tenant's, and the key not revoked for the
-// receipt's issued_at. It also returns the directory's public key for the
+// directory must be the receipt's tenant's, and the key not revoked: the
+// receipt's issued_at is the signer's own claim, so a revoked key fails
+// whatever it says (only the service's record of when it signed, online,
+// can tell a version signed before the compromise). It also returns the directory's public key for the
 // receipt's key (nil when it lists none), which the signature is then
 // checked with.
 func PinnedTrust(d Directory, receiptBytes []byte) (Trust, ed25519.PublicKey, error) {
@@ -133,7 +135,7 @@ func PinnedTrust(d Directory, receiptBytes []byte) (Trust, ed25519.PublicKey, er
 		return Trust{}, nil, fmt.Errorf("%s: issued_at: %w", FileReceipt, err)
 	}
 	in := TrustInput{
-		ReceiptTenantID: r.TenantID, SignedAt: issued, SignedAtSource: "issued (receipt's issued_at)",
+		ReceiptTenantID: r.TenantID, SignedAt: issued, SignedAtSource: "issued (receipt's issued_at)", SignedAtClaimed: true,
 		KeyID: r.SigningKeyID, KeySource: "the key directory", Issuer: d.Issuer(),
 	}
 	var pub ed25519.PublicKey

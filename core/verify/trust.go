@@ -76,8 +76,13 @@ type TrustInput struct {
 	// for the detail ("signed", "issued_at").
 	SignedAt       time.Time
 	SignedAtSource string
-	KeyID          string
-	Key            KeyRecord
+	// SignedAtClaimed says SignedAt is the signer's own claim (offline:
+	// the receipt's issued_at), not a record a trusted party kept. Whoever
+	// holds a compromised key can write any issued_at, so a revoked key
+	// then vouches for nothing, whatever the time says.
+	SignedAtClaimed bool
+	KeyID           string
+	Key             KeyRecord
 	// Issuer is the receipt's tenant's profile; nil when it has none.
 	Issuer *Issuer
 	// KeySource names where Key comes from in details ("the service",
@@ -133,6 +138,11 @@ func CheckTrust(in TrustInput) Trust {
 	case k.CompromisedAt == nil:
 		t.KeyValidOK = true
 		add(CheckKeyValid, true, "key %s is %s, not revoked", in.KeyID, statusOr(k.Status))
+	case in.SignedAtClaimed:
+		add(CheckKeyValid, false, "%s: key %s was revoked%s (%s), compromised from %s; the receipt says it was issued at %s, "+
+			"but whoever holds a compromised key can write any time there: check the passport online, where the service's own "+
+			"record of when it signed decides",
+			ReasonKeyRevoked, in.KeyID, at(k.RevokedAt), reasonOr(k.RevocationReason), stamp(*k.CompromisedAt), stamp(in.SignedAt))
 	case in.SignedAt.Before(*k.CompromisedAt):
 		t.KeyValidOK = true
 		add(CheckKeyValid, true, "key %s was revoked%s (%s), compromised from %s; this version was %s at %s, before",

@@ -39,6 +39,7 @@ func TestCheckTrust(t *testing.T) {
 		{"compromised before signing", TrustInput{Key: revoked(before), Issuer: issuer}, true, VerdictNotVerified, ReasonKeyRevoked, "KEY_REVOKED"},
 		{"compromised at signing", TrustInput{Key: revoked(signed), Issuer: issuer}, true, VerdictNotVerified, ReasonKeyRevoked, "at or after"},
 		{"compromised after signing", TrustInput{Key: revoked(after), Issuer: issuer}, true, VerdictVerified, "", "before"},
+		{"compromised after a claimed time", TrustInput{Key: revoked(after), Issuer: issuer, SignedAtClaimed: true}, true, VerdictNotVerified, ReasonKeyRevoked, "whoever holds a compromised key"},
 		{"revoked and unverified", TrustInput{Key: revoked(before), Issuer: unverified}, true, VerdictNotVerified, ReasonKeyRevoked, ""},
 	} {
 		in := tc.in

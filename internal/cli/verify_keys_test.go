@@ -109,11 +109,15 @@ func TestVerifyPinnedToAKeyDirectory(t *testing.T) {
 	require.Equal(t, 1, code, out)
 	require.Contains(t, out, "FAIL key validity")
 	require.Contains(t, out, "KEY_REVOKED")
-	// Compromised after it: still verified.
+	// Compromised after it: offline, the receipt's issued_at is only the
+	// signer's claim (a thief of the key writes an early one), so a revoked
+	// key fails all the same; online, the service's record decides.
 	_, err = e.Pool.Exec(e.Ctx, `UPDATE signing_keys SET compromised_at = $1 WHERE key_id = 'fixture-key'`, time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
 	require.NoError(t, err)
 	out, code = verifyKeys(t, save("revoked-later.json", tenant), export)
-	require.Equal(t, 0, code, out)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "KEY_REVOKED")
+	require.Contains(t, out, "check the passport online")
 
 	// A keys file that is not a directory: a usage error saying why.
 	for name, tc := range map[string]struct{ body, says string }{

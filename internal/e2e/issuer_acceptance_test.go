@@ -179,11 +179,26 @@ func TestTwoIssuersOneManufacturer(t *testing.T) {
 	require.Equal(t, "VERIFIED", p.Verification.Verdict, "an old passport verifies after the rotation")
 	require.Equal(t, "VERIFIED", h.publicJSON(vm2.PassportVersionID.String()).Verification.Verdict)
 
+	// A cache may keep the green answer but must ask again before showing
+	// it (the revocation below changes it).
+	jsonAccept := map[string]string{"Accept": "application/json"}
+	status, hdr, _ := h.headers(http.MethodGet, "/public/v1/passport-versions/"+vm2.PassportVersionID.String(), nil, jsonAccept)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "public, no-cache", hdr.Get("Cache-Control"))
+	greenETag := hdr.Get("ETag")
+	require.NotEmpty(t, greenETag)
+	status, _, _ = h.headers(http.MethodGet, "/public/v1/passport-versions/"+vm2.PassportVersionID.String(), nil,
+		map[string]string{"Accept": "application/json", "If-None-Match": greenETag})
+	require.Equal(t, http.StatusNotModified, status, "unchanged: revalidated without the body")
+
 	// The new key is revoked as compromised since before it signed vm2:
 	// vm2 no longer verifies, and the page says why.
 	status, raw = h.as(testToken, http.MethodPost, "/v1/signing-keys/"+rotated.KeyID+"/revoke", map[string]any{
 		"tenant_id": maker, "reason": "key material leaked", "compromised_at": compromised.Format(time.RFC3339)})
 	require.Equal(t, http.StatusOK, status, "%s", raw)
+	status, _, raw = h.headers(http.MethodGet, "/public/v1/passport-versions/"+vm2.PassportVersionID.String(), nil,
+		map[string]string{"Accept": "application/json", "If-None-Match": greenETag})
+	require.Equal(t, http.StatusOK, status, "a cache revalidating the green answer gets the new one: %s", raw)
 	p = h.publicJSON(vm2.PassportVersionID.String())
 	require.False(t, p.Verification.Verified)
 	require.Equal(t, "NOT_VERIFIED", p.Verification.Verdict)

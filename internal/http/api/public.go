@@ -27,7 +27,7 @@ func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 				"verification is computed from the stored payload, proof, signed receipt and QR code (and remembered for the same bytes), "+
 				"against the public key the service registered under the receipt's key id. "+
 				"With Accept: text/html the answer is a page for a person who scanned the QR code. "+
-				"Cached for five minutes (Cache-Control), then revalidated by ETag (304)."),
+				"May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): a revocation or an issuer's verification changes the answer at once."),
 			pathParam("id", "The passport version id (the QR code's pv)."),
 			respondsOrPage[public.VerifiedVersion]("The version, its product and its verification"),
 			notModified)
@@ -46,7 +46,7 @@ func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 			describe("No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, "+
 				"oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, "+
 				"is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. "+
-				"Cached for five minutes (Cache-Control), then revalidated by ETag (304)."),
+				"May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): a revocation or an issuer's verification changes the answer at once."),
 			pathParam("tenant_id", "The issuer's tenant id (a version's verification.issuer.tenant_id)."),
 			respondsJSON[verify.Directory]("The directory"),
 			notModified)

@@ -28,10 +28,14 @@ const (
 // BPC-QR-2 link at most core/qr.MaxLinkLen.
 const maxQRChars = 1024
 
-// CacheControl is what a public answer may be cached for. The bytes of a
-// public version never change; its status may (ACTIVE → SUPERSEDED), so
-// caches keep an answer for five minutes and then revalidate it by ETag.
-const CacheControl = "public, max-age=300, must-revalidate"
+// CacheControl is how a public answer may be cached. The bytes of a public
+// version never change, but its verdict can, at any time: its signing key
+// revoked, its issuer's verification granted or cleared (SPEC §16), its
+// status ACTIVE → SUPERSEDED. So a cache (a CDN, a browser) may keep an
+// answer but must revalidate it on every use: the ETag is over the answer,
+// and an unchanged one costs a 304 without the body. A longer lifetime
+// would keep a green VERIFIED on screens after the key was revoked.
+const CacheControl = "public, no-cache"
 
 // pageCSP lets a page use its own inline styles and nothing else: no
 // script, image, frame or outside resource; its form submits to this site.
