@@ -160,3 +160,16 @@ func (q *Queries) ListPlatformSigningKeys(ctx context.Context) ([]bpctype.Signin
 	return list[bpctype.SigningKey](ctx, q.db, "signing keys",
 		`SELECT `+signingKeyColumns+` FROM signing_keys WHERE tenant_id IS NULL ORDER BY created_at, key_id`)
 }
+
+// Now is the database's clock as this transaction reads it (now(): the
+// transaction's start), the clock signed_at is written with: a
+// revocation's default compromise time is taken from it, so that an
+// application clock ahead of the database cannot let versions signed just
+// after a revocation verify.
+func (q *Queries) Now(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := q.db.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("error reading the database's clock: %w", err)
+	}
+	return now, nil
+}

@@ -117,7 +117,12 @@ func (s *Server) handleRevokeSigningKey(ctx context.Context, in *revokeSigningKe
 		return nil, err
 	}
 	return ok(inTxValue(ctx, s, func(t passport.Tx) (bpctype.SigningKey, error) {
+		// The database's clock, which signed_at is written with.
+		now, err := t.Q.Now(ctx)
+		if err != nil {
+			return bpctype.SigningKey{}, err
+		}
 		return passport.RevokeSigningKey(ctx, t, tenantID, in.KeyID,
-			passport.Revocation{CompromisedAt: in.Body.CompromisedAt, Reason: in.Body.Reason}, time.Now())
+			passport.Revocation{CompromisedAt: in.Body.CompromisedAt, Reason: in.Body.Reason}, now)
 	}))
 }
