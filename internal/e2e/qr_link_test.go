@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -122,4 +123,37 @@ func TestQRCodeIsALinkAPhoneOpens(t *testing.T) {
 	rep, err := verify.Verify(a, want)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(rep.Checks[0].Detail, "BPC-QR-2 link"), rep.Checks[0].Detail)
+
+	// Pasted into the verify form, a link to another site that copies the
+	// hashes is not this service's code. The service's own base
+	// (BPC_PUBLIC_BASE_URL, here the listen address) matches also for a
+	// version whose stored link has an earlier base.
+	scan := func(code string) (matches, baseOK bool) {
+		status, _, body := send(t, http.DefaultClient, http.MethodGet, h.base+"/public/v1/verify?qr="+url.QueryEscape(code), nil,
+			map[string]string{"Accept": "application/json"})
+		require.Equal(t, http.StatusOK, status, "%s", body)
+		var got struct {
+			QRMatches  bool `json:"qr_matches"`
+			LinkBaseOK bool `json:"link_base_ok"`
+		}
+		require.NoError(t, json.Unmarshal(body, &got))
+		return got.QRMatches, got.LinkBaseOK
+	}
+	foreign, err := qr.Link("https://evil.example", id, v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
+	require.NoError(t, err)
+	matches, baseOK := scan(foreign)
+	require.False(t, matches)
+	require.False(t, baseOK)
+	earlier, err := qr.Link("https://earlier.example", id, v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
+	require.NoError(t, err)
+	earlierPNG, err := qr.PNG(earlier)
+	require.NoError(t, err)
+	_, err = h.pool.Exec(context.Background(), `UPDATE passport_versions SET qr_payload = $1, qr_png = $2 WHERE passport_version_id = $3`,
+		earlier, earlierPNG, id)
+	require.NoError(t, err)
+	for _, code := range []string{earlier, link} {
+		matches, baseOK = scan(code)
+		require.True(t, matches, code)
+		require.True(t, baseOK, code)
+	}
 }

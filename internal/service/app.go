@@ -286,6 +286,8 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		Admin:    role != RoleWorker,
 		Tracer:   httpTracer,
 
+		PublicBaseURL: a.PublicBaseURL,
+
 		SigningKeys: keys,
 	}
 	if role != RoleWorker {

@@ -55,7 +55,7 @@ func (c *Config) loadKeyEncryptionKey(getenv func(string) string, errs []error) 
 
 // CheckSigningConfig checks the variables a production run signs with:
 // BPC_KEY_ENCRYPTION_KEY (present and 32 bytes) and BPC_PUBLIC_BASE_URL
-// (present, https). Outside prod it checks only what is set. bpc doctor
+// (present, https, and a base core/qr accepts: LoadConfig's rules). Outside prod it checks only what is set. bpc doctor
 // runs it before anything else, so that a prod deployment missing them is
 // refused before it serves.
 func CheckSigningConfig(getenv func(string) string) error {
@@ -68,10 +68,11 @@ func CheckSigningConfig(getenv func(string) string) error {
 	} else if prod {
 		errs = append(errs, configError(errcode.ConfigMissing, "BPC_KEY_ENCRYPTION_KEY", "is required in prod (32 bytes, standard base64)"))
 	}
-	if v := strings.TrimSpace(getenv("BPC_PUBLIC_BASE_URL")); v == "" && prod {
-		errs = append(errs, configError(errcode.ConfigMissing, "BPC_PUBLIC_BASE_URL", "is required in prod (https://…, the origin the QR code links to)"))
-	} else if v != "" && prod && !strings.HasPrefix(v, "https://") {
-		errs = append(errs, configError(errcode.Validation, "BPC_PUBLIC_BASE_URL", "must be an https URL in prod"))
+	// The base is checked as LoadConfig checks it (core/qr's rules, https
+	// and required in prod), so that doctor passes no base the service
+	// would refuse.
+	if v := getenv("BPC_PUBLIC_BASE_URL"); strings.TrimSpace(v) != "" || prod {
+		_, errs = publicBaseURL(v, getenv("BPC_ENV"), "", errs)
 	}
 	if len(errs) > 0 {
 		return joinConfigErrors(errs)

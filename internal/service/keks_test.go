@@ -119,7 +119,23 @@ func TestCheckSigningConfig(t *testing.T) {
 	require.Contains(t, err.Error(), "BPC_PUBLIC_BASE_URL")
 	require.NoError(t, check(map[string]string{"BPC_ENV": "prod", "BPC_KEY_ENCRYPTION_KEY": good, "BPC_PUBLIC_BASE_URL": "https://p.example.com"}))
 	err = check(map[string]string{"BPC_ENV": "prod", "BPC_KEY_ENCRYPTION_KEY": good, "BPC_PUBLIC_BASE_URL": "http://p.example.com"})
-	require.ErrorContains(t, err, "BPC_PUBLIC_BASE_URL: must be an https URL")
+	require.ErrorContains(t, err, "BPC_PUBLIC_BASE_URL: must be https in prod")
+	// The base URL's rules are LoadConfig's (core/qr.CheckBaseURL): an
+	// https URL that breaks one is refused by doctor too, in prod or not,
+	// without echoing the value.
+	for _, bad := range []string{"https://p.example.com/a?b=1", "https://user:pw@p.example.com", "https://P.Example.com",
+		"https://p.example.com/a//b", "https://p.example.com:0", "https://" + strings.Repeat("a", 100) + ".example.com"} {
+		for _, env := range []string{"prod", "dev"} {
+			err = check(map[string]string{"BPC_ENV": env, "BPC_KEY_ENCRYPTION_KEY": good, "BPC_PUBLIC_BASE_URL": bad})
+			require.Equal(t, errcode.Validation, errcode.CodeOf(err), bad)
+			require.ErrorContains(t, err, "BPC_PUBLIC_BASE_URL", bad)
+			require.NotContains(t, err.Error(), bad)
+			_, lerr := publicBaseURL(bad, env, "", nil)
+			require.Len(t, lerr, 1, "LoadConfig refuses %s too", bad)
+		}
+	}
+	require.NoError(t, check(map[string]string{"BPC_ENV": "prod", "BPC_KEY_ENCRYPTION_KEY": good, "BPC_PUBLIC_BASE_URL": "https://p.example.com/passports/"}),
+		"one trailing slash is dropped, as LoadConfig drops it")
 	err = check(map[string]string{"BPC_ENV": "prod", "BPC_KEY_ENCRYPTION_KEY": "c2VjcmV0", "BPC_PUBLIC_BASE_URL": "https://p.example.com"})
 	require.ErrorContains(t, err, "BPC_KEY_ENCRYPTION_KEY")
 	require.False(t, strings.Contains(err.Error(), "c2VjcmV0"))

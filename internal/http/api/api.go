@@ -101,6 +101,10 @@ type Server struct {
 	Ready []ReadyCheck
 	// Tracer, when set, makes each request a server span (tracing off: nil).
 	Tracer trace.Tracer
+	// PublicBaseURL is the base of the service's QR links (App.PublicBaseURL):
+	// a link scanned into /public/v1/verify must lead there or to its
+	// version's stored base. Nil: only the stored base.
+	PublicBaseURL func() string
 	// depth caches queue depths for BPC_QUEUE_MAX_DEPTH.
 	depth depthGate
 	// queued admits enqueues within each tenant's queued_jobs quota.

@@ -17,7 +17,8 @@ const publicChecks = 4096
 // publicRoutes serves public verification (package public) without
 // credentials, rate-limited per client address, and documents its JSON.
 func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
-	h := &public.Handler{Store: s.Store, WriteError: s.writeError, Logger: s.Logger, Checks: public.NewChecks(publicChecks)}
+	h := &public.Handler{Store: s.Store, WriteError: s.writeError, Logger: s.Logger, Checks: public.NewChecks(publicChecks),
+		PublicBaseURL: s.PublicBaseURL}
 	r.Group(func(g chi.Router) {
 		g.Use(s.limitAddress, canonicalQuery)
 		rs := routes{r: g, doc: doc, public: true}
@@ -34,8 +35,11 @@ func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 		rs.handle(http.MethodGet, public.VerifyPath, "public-verify-qr",
 			"Check a scanned QR code against the passport version it names", h.Verify,
 			describe("No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). "+
-				"qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives "+
-				"qr_matches false and verified false. Neither format: 422 naming qr; an unknown or unpublished version: 404. "+
+				"qr_matches: the QR's ph, pr and rh are the stored hashes and, for a link, link_base_ok: its base is this service's "+
+				"BPC_PUBLIC_BASE_URL or the base of the version's own QR link (a link to another site copying the hashes: "+
+				"link_base_ok false, the qr payload check names the host). A tampered QR gives "+
+				"qr_matches false and verified false. The version's stored bytes are verified once and remembered; "+
+				"a scanned code is compared with them as text. Neither format: 422 naming qr; an unknown or unpublished version: 404. "+
 				"With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, "+
 				"and a JSON client gets 422 naming qr."),
 			queryParam("qr", "The QR code's text: https://…/p/<id>?ph=…&pr=…&rh=… or BPC1|pv=…|ph=…|pr=…|rh=…", false),

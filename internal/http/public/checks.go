@@ -34,6 +34,7 @@ type Checks struct {
 	mu    sync.Mutex
 	m     map[[32]byte]Verification
 	order [][32]byte // insertion order, for forgetting the oldest
+	runs  int        // verifications run (misses), for tests
 }
 
 // NewChecks returns Checks remembering at most max verifications.
@@ -56,6 +57,7 @@ func (c *Checks) check(v store.PublicPassportVersion, qrPayload string, withPNG 
 	ver = check(v, qrPayload, withPNG)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.runs++
 	if _, ok := c.m[key]; !ok {
 		if len(c.order) >= c.max {
 			half := len(c.order) / 2

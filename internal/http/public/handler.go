@@ -50,6 +50,20 @@ type Handler struct {
 	Logger     *slog.Logger
 	// Checks remembers verifications (nil: each request verifies afresh).
 	Checks *Checks
+	// PublicBaseURL is the base of the links this service's QR codes
+	// carry (BPC_PUBLIC_BASE_URL, or the listen address when that is left
+	// to the system; a func because port 0 is known only once listening).
+	// A scanned link must lead here, or to its version's stored base. Nil
+	// or empty: only the stored base.
+	PublicBaseURL func() string
+}
+
+// publicBase is h.PublicBaseURL's value, "" without one.
+func (h *Handler) publicBase() string {
+	if h.PublicBaseURL == nil {
+		return ""
+	}
+	return h.PublicBaseURL()
 }
 
 // PassportVersion serves GET /public/v1/passport-versions/{id}.
@@ -81,7 +95,7 @@ func (h *Handler) Verify(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, errcode.Invalid("qr", "must be at most %d characters", maxQRChars), "")
 		return
 	}
-	c, err := h.Checks.CheckQR(r.Context(), h.Store, scanned)
+	c, err := h.Checks.CheckQR(r.Context(), h.Store, scanned, h.publicBase())
 	if err != nil {
 		h.fail(w, r, err, scanned)
 		return

@@ -2,8 +2,10 @@ package public_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -74,7 +76,7 @@ func TestLinkPageComparesThePrintedHashes(t *testing.T) {
 	require.Equal(t, id.String(), m["passport_version_id"])
 	require.Equal(t, true, m["qr_matches"])
 	require.Equal(t, true, m["verification"].(map[string]any)["verified"])
-	c, err := public.CheckQR(e.Ctx, e.Store, good)
+	c, err := public.CheckQR(e.Ctx, e.Store, good, "")
 	require.NoError(t, err)
 	require.True(t, verifyPassed(c.Verification, verify.CheckQRPNG))
 
@@ -190,7 +192,7 @@ func TestIssuedQR1CodesKeepVerifying(t *testing.T) {
 	allTrue(t, got.Verification)
 	require.True(t, verifyPassed(got.Verification, verify.CheckQRPNG))
 
-	c, err := public.CheckQR(e.Ctx, e.Store, one)
+	c, err := public.CheckQR(e.Ctx, e.Store, one, "")
 	require.NoError(t, err)
 	require.True(t, c.QRMatches)
 	allTrue(t, c.Verification)
@@ -201,18 +203,31 @@ func TestIssuedQR1CodesKeepVerifying(t *testing.T) {
 	require.Contains(t, rec.Body.String(), `id="verdict">VERIFIED`)
 	require.Contains(t, rec.Body.String(), "The code on this battery matches the signed passport.")
 
-	// A link under another base, scanned into the verify form: the hashes
-	// match; the stored image is another code's and is not compared.
-	link, err := qr.Link("https://elsewhere.example", v.PassportVersionID.String(), v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
+	// A link under the service's base, scanned into the verify form: the
+	// hashes match; the checks are the stored code's (its image too).
+	link, err := qr.Link(serviceBase, v.PassportVersionID.String(), v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
 	require.NoError(t, err)
-	c, err = public.CheckQR(e.Ctx, e.Store, link)
+	c, err = public.CheckQR(e.Ctx, e.Store, link, serviceBase)
 	require.NoError(t, err)
 	require.True(t, c.QRMatches)
+	require.True(t, c.LinkBaseOK)
 	allTrue(t, c.Verification)
-	require.False(t, verifyPassed(c.Verification, verify.CheckQRPNG))
+	require.True(t, verifyPassed(c.Verification, verify.CheckQRPNG))
 	rec = e.get(t, verifyURL(link), browserAccept)
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Contains(t, rec.Body.String(), `id="verdict">VERIFIED`)
+
+	// Under another base, it is not this service's code.
+	link, err = qr.Link("https://elsewhere.example", v.PassportVersionID.String(), v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
+	require.NoError(t, err)
+	c, err = public.CheckQR(e.Ctx, e.Store, link, serviceBase)
+	require.NoError(t, err)
+	require.False(t, c.QRMatches)
+	require.False(t, c.LinkBaseOK)
+	require.Equal(t, []string{verify.CheckQRPayload}, failedNames(c.Verification))
+	rec = e.get(t, verifyURL(link), browserAccept)
+	require.Contains(t, rec.Body.String(), `id="verdict">NOT VERIFIED`)
+	require.Contains(t, rec.Body.String(), "leads to elsewhere.example, not this service")
 }
 
 // A person's view of a scanned link: Chromium opens the link and shows
@@ -235,4 +250,135 @@ func TestLinkPageInABrowser(t *testing.T) {
 	require.True(t, strings.HasPrefix(browser.Value(t, ctx, chromedp.Text(chromedp.ID("verdict"))), "NOT VERIFIED"))
 	require.Contains(t, browser.Value(t, ctx, chromedp.Text(chromedp.ID("qr-match"))), "does not match the signed passport: the payload hash (ph) differs")
 	browser.Screenshot(t, ctx, "link-mismatch.png")
+}
+
+// A link is this service's code only under its base: BPC_PUBLIC_BASE_URL,
+// or the base of the version's stored link (versions issued under an
+// earlier base keep matching). A link to another site that copies a real
+// passport's id and hashes — a counterfeit label leading to a look-alike
+// site — does not match, and the answer names where it leads.
+func TestVerifyQRLinkBase(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "Pack")
+	v := e.active.Version
+	id := v.PassportVersionID.String()
+	stored := *v.QRPayload
+	require.True(t, strings.HasPrefix(stored, fixture.PublicBaseURL+"/"), "issued under the fixture's base, not the service's")
+	under := func(base string) string {
+		link, err := qr.Link(base, id, v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
+		require.NoError(t, err)
+		return link
+	}
+
+	for _, link := range []string{stored, under(serviceBase)} {
+		c, err := public.CheckQR(e.Ctx, e.Store, link, serviceBase)
+		require.NoError(t, err)
+		require.True(t, c.QRMatches, link)
+		require.True(t, c.LinkBaseOK, link)
+		require.True(t, c.Verification.Verified, link)
+		rec := e.get(t, verifyURL(link), "")
+		require.Equal(t, http.StatusOK, rec.Code)
+		m := qrVerification(t, rec.Body.Bytes())
+		require.Equal(t, true, m["qr_matches"], link)
+		require.Equal(t, true, m["link_base_ok"], link)
+		require.Equal(t, "VERIFIED", m["verification"].(map[string]any)["verdict"], link)
+		require.Contains(t, e.get(t, verifyURL(link), browserAccept).Body.String(), `id="verdict">VERIFIED`)
+	}
+
+	// Without a service base, the stored base still matches.
+	c, err := public.CheckQR(e.Ctx, e.Store, stored, "")
+	require.NoError(t, err)
+	require.True(t, c.QRMatches)
+
+	for _, base := range []string{"https://evil.example", "http://fixture.bpc.test", "https://fixture.bpc.test/x", "https://passports.bpc.test:8443"} {
+		link := under(base)
+		c, err := public.CheckQR(e.Ctx, e.Store, link, serviceBase)
+		require.NoError(t, err)
+		require.False(t, c.QRMatches, base)
+		require.False(t, c.LinkBaseOK, base)
+		require.False(t, c.Verification.Verified, base)
+		require.Equal(t, verify.VerdictNotVerified, c.Verification.Verdict, base)
+		require.Equal(t, []string{verify.CheckQRPayload}, failedNames(c.Verification), base)
+
+		rec := e.get(t, verifyURL(link), "")
+		require.Equal(t, http.StatusOK, rec.Code)
+		m := qrVerification(t, rec.Body.Bytes())
+		require.Equal(t, false, m["qr_matches"], base)
+		require.Equal(t, false, m["link_base_ok"], base)
+		ver := m["verification"].(map[string]any)
+		require.Equal(t, false, ver["verified"], base)
+		require.Equal(t, "NOT_VERIFIED", ver["verdict"], base)
+		require.Contains(t, rec.Body.String(), "not this service", base)
+
+		u, err := url.Parse(base)
+		require.NoError(t, err)
+		page := e.get(t, verifyURL(link), browserAccept).Body.String()
+		require.Contains(t, page, `id="verdict">NOT VERIFIED`, base)
+		require.Contains(t, page, "This QR code's link leads to "+u.Host+", not this service", base)
+	}
+
+	// A BPC-QR-1 string names no site: it matches by its hashes.
+	one, err := qr.Payload(id, v.PayloadHash, v.ProofRootHash, v.ReceiptHash)
+	require.NoError(t, err)
+	c, err = public.CheckQR(e.Ctx, e.Store, one, serviceBase)
+	require.NoError(t, err)
+	require.True(t, c.QRMatches)
+	require.True(t, c.LinkBaseOK)
+	require.True(t, c.Verification.Verified)
+}
+
+// Distinct scanned codes of one version cost no verification each: the
+// stored bytes are verified once (remembered), and a scanned code is
+// compared with them as text, so a client sending ever new hashes neither
+// keeps a core busy nor evicts the remembered verifications. The answers
+// stay right: a scanned hash that differs fails its check.
+func TestScannedCodesDoNotReverify(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "Pack")
+	v := e.active.Version
+	id := v.PassportVersionID
+	checks := public.NewChecks(16)
+
+	got, err := checks.Lookup(e.Ctx, e.Store, id)
+	require.NoError(t, err)
+	require.True(t, got.Verification.Verified)
+	require.Equal(t, 1, checks.Runs())
+
+	for i := range 40 {
+		other := hash.SHA256Hex([]byte(fmt.Sprint("scan ", i)))
+		hashes := [3]string{v.PayloadHash, v.ProofRootHash, v.ReceiptHash}
+		hashes[i%3] = other
+		link, err := qr.Link(fixture.PublicBaseURL, id.String(), hashes[0], hashes[1], hashes[2])
+		require.NoError(t, err)
+		c, err := checks.CheckQR(e.Ctx, e.Store, link, serviceBase)
+		require.NoError(t, err)
+		require.False(t, c.QRMatches)
+		require.False(t, c.Verification.Verified)
+		require.Equal(t, verify.VerdictNotVerified, c.Verification.Verdict)
+		failed := []string{verify.CheckPayloadHash, verify.CheckProofRoot, verify.CheckReceiptHash}[i%3]
+		require.Equal(t, []string{failed}, failedNames(c.Verification))
+		require.Contains(t, failedDetail(c.Verification, failed), "the scanned QR code says "+other)
+		require.Equal(t, []bool{i%3 != 0, i%3 != 1, i%3 != 2},
+			[]bool{c.Verification.PayloadHashOK, c.Verification.ProofRootOK, c.Verification.ReceiptHashOK})
+
+		c, err = checks.CheckLink(e.Ctx, e.Store, id, mustPrinted(t, linkPath(t, link)))
+		require.NoError(t, err)
+		require.False(t, c.QRMatches)
+		require.Equal(t, []string{failed}, failedNames(c.Verification))
+	}
+	c, err := checks.CheckQR(e.Ctx, e.Store, *v.QRPayload, serviceBase)
+	require.NoError(t, err)
+	require.True(t, c.QRMatches)
+	require.True(t, c.Verification.Verified)
+	require.True(t, verifyPassed(c.Verification, verify.CheckQRPNG))
+	require.Equal(t, 1, checks.Runs(), "the stored bytes were verified once")
+}
+
+func failedDetail(v public.Verification, name string) string {
+	for _, c := range v.Checks {
+		if c.Name == name && !c.OK {
+			return c.Detail
+		}
+	}
+	return ""
 }

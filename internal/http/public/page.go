@@ -49,7 +49,8 @@ func (p page) MismatchNames() string {
 	if p.QR == nil {
 		return ""
 	}
-	words := map[string]string{"ph": "the payload hash (ph)", "pr": "the proof root (pr)", "rh": "the receipt hash (rh)"}
+	words := map[string]string{"ph": "the payload hash (ph)", "pr": "the proof root (pr)", "rh": "the receipt hash (rh)",
+		"base": "the site the link leads to"}
 	names := make([]string, len(p.QR.Mismatched))
 	for i, m := range p.QR.Mismatched {
 		names[i] = words[m]

@@ -20,6 +20,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -141,14 +142,24 @@ type VerifiedVersion struct {
 // that version's bytes against the scanned code.
 type QRVerification struct {
 	PassportVersionID uuid.UUID `json:"passport_version_id"`
-	// QRMatches is true when the QR's ph, pr and rh equal the stored hashes.
-	QRMatches    bool         `json:"qr_matches"`
+	// QRMatches is true when the QR's ph, pr and rh equal the stored hashes
+	// and, for a link, LinkBaseOK.
+	QRMatches bool `json:"qr_matches"`
+	// LinkBaseOK: the scanned code is BPC-QR-1, or a BPC-QR-2 link whose
+	// base is this service's (BPC_PUBLIC_BASE_URL, or the base of the
+	// version's stored link). A link to another site is not this
+	// passport's code, whatever hashes it copies.
+	LinkBaseOK   bool         `json:"link_base_ok"`
 	Verification Verification `json:"verification"`
 	// Version is the version the QR names, for the page; not in the JSON.
 	Version VerifiedVersion `json:"-"`
 	// Mismatched names the QR's hashes that differ from the stored ones
-	// (ph, pr, rh), for the page; the JSON's checks name them too.
+	// (ph, pr, rh), and base for a link to another site, for the page;
+	// the JSON's checks name them too.
 	Mismatched []string `json:"-"`
+	// LinkHost is the host a link whose base is not this service's leads
+	// to, for the page; empty otherwise.
+	LinkHost string `json:"-"`
 }
 
 // Lookup returns a public version with its verification; a version that
@@ -179,14 +190,18 @@ func qrProblem(err error) string {
 // CheckQR parses a scanned QR string, a BPC-QR-1 string or a BPC-QR-2
 // link (neither: VALIDATION_ERROR naming qr), and verifies the version it
 // names against it. A QR whose hashes were altered still finds its version
-// by id, and then does not match nor verify. A link's base is not
-// compared: the hashes are what the signature vouches for.
-func CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRVerification, error) {
-	return (*Checks)(nil).CheckQR(ctx, q, scanned)
+// by id, and then does not match nor verify. A link's base must be
+// serviceBase (BPC_PUBLIC_BASE_URL; empty: none) or the base of the
+// version's stored link, so that versions issued under an earlier base
+// keep matching: a link to another site copying a real passport's hashes
+// (a counterfeit label leading to a look-alike site) does not match, and
+// the answer names the host it leads to.
+func CheckQR(ctx context.Context, q *store.Queries, scanned, serviceBase string) (QRVerification, error) {
+	return (*Checks)(nil).CheckQR(ctx, q, scanned, serviceBase)
 }
 
 // CheckQR is the package's CheckQR, remembering verifications in c.
-func (c *Checks) CheckQR(ctx context.Context, q *store.Queries, scanned string) (QRVerification, error) {
+func (c *Checks) CheckQR(ctx context.Context, q *store.Queries, scanned, serviceBase string) (QRVerification, error) {
 	f, err := qr.Parse(scanned)
 	if err != nil {
 		return QRVerification{}, errcode.InvalidWrap("qr", err, "is not a battery passport QR code (BPC-QR-1 or a BPC-QR-2 link): %s", qrProblem(err))
@@ -199,7 +214,24 @@ func (c *Checks) CheckQR(ctx context.Context, q *store.Queries, scanned string) 
 	if err != nil {
 		return QRVerification{}, err
 	}
-	return c.compare(v, f, scanned), nil
+	return c.compare(v, f, linkHost(f, deref(v.QRPayload), serviceBase)), nil
+}
+
+// linkHost is "" when f is BPC-QR-1 or a link whose base is serviceBase or
+// the base of storedQR (the version's own code), and otherwise the host
+// the link leads to. Bases have one spelling (core/qr), so they compare
+// as strings.
+func linkHost(f qr.Fields, storedQR, serviceBase string) string {
+	if f.Format != qr.FormatQR2 || serviceBase != "" && f.BaseURL == serviceBase {
+		return ""
+	}
+	if stored, err := qr.Parse(storedQR); err == nil && stored.Format == qr.FormatQR2 && stored.BaseURL == f.BaseURL {
+		return ""
+	}
+	if u, err := url.Parse(f.BaseURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return f.BaseURL
 }
 
 // Printed are the three hashes a BPC-QR-2 link carries in its query,
@@ -246,10 +278,11 @@ func HasPrinted(query url.Values) bool {
 }
 
 // CheckLink verifies the public version id against the hashes a BPC-QR-2
-// link printed: GET /p/{id}?ph=&pr=&rh=. The scanned code it verifies is
+// link printed: GET /p/{id}?ph=&pr=&rh=. The scanned code it compares is
 // the link as the version's own QR code spells it (its base), or, for a
 // version issued with a BPC-QR-1 code, that string with the printed
 // hashes, so that a link with the stored hashes is the stored code itself.
+// The link was opened on this service, so its base is not compared.
 func CheckLink(ctx context.Context, q *store.Queries, id uuid.UUID, p Printed) (QRVerification, error) {
 	return (*Checks)(nil).CheckLink(ctx, q, id, p)
 }
@@ -265,27 +298,80 @@ func (c *Checks) CheckLink(ctx context.Context, q *store.Queries, id uuid.UUID, 
 	if stored, err := qr.Parse(deref(v.QRPayload)); err == nil && stored.Format == qr.FormatQR2 {
 		f.Format, f.BaseURL = qr.FormatQR2, stored.BaseURL
 	}
-	scanned, err := qr.Encode(f)
-	if err != nil {
+	if _, err := qr.Encode(f); err != nil {
 		return QRVerification{}, err
 	}
-	return c.compare(v, f, scanned), nil
+	return c.compare(v, f, ""), nil
 }
 
-// compare is the verification of v against a scanned code f (its text
-// scanned).
-func (c *Checks) compare(v store.PublicPassportVersion, f qr.Fields, scanned string) QRVerification {
+// hashChecks are core/verify's checks of the three hashes a QR code
+// carries, in linkParams' order.
+var hashChecks = [3]string{verify.CheckPayloadHash, verify.CheckProofRoot, verify.CheckReceiptHash}
+
+// compare is the verification of v against a scanned code f, whose link
+// leads to foreignHost when that is not empty (linkHost).
+//
+// The bytes are verified once, as Lookup verifies them: the stored QR
+// code's check, remembered by c. The scanned code is then compared with
+// the stored hashes as strings, and each difference fails the check of
+// that hash (and a foreign base the check of the QR code): a scanned
+// string never causes a verification of its own, so distinct scanned
+// codes cost no CPU and evict nothing, and one that does not match still
+// says NOT_VERIFIED and which hash differs.
+func (c *Checks) compare(v store.PublicPassportVersion, f qr.Fields, foreignHost string) QRVerification {
+	ver := c.check(v, deref(v.QRPayload), true)
 	var mismatched []string
 	for i, pair := range [3][2]string{{f.PayloadHash, v.PayloadHash}, {f.ProofRootHash, v.ProofRootHash}, {f.ReceiptHash, v.ReceiptHash}} {
 		if pair[0] != pair[1] {
 			mismatched = append(mismatched, linkParams[i])
+			ver.failCheck(hashChecks[i], fmt.Sprintf("%s, but the scanned QR code says %s", pair[1], pair[0]))
 		}
 	}
-	// The stored image renders the stored payload; it says nothing of a
-	// scanned string, so it is checked only when the two are the same.
-	ver := withTrust(v, c.check(v, scanned, scanned == deref(v.QRPayload)))
-	return QRVerification{PassportVersionID: v.PassportVersionID, QRMatches: len(mismatched) == 0, Verification: ver,
-		Version: view(v, ver), Mismatched: mismatched}
+	if foreignHost != "" {
+		mismatched = append(mismatched, "base")
+		ver.failCheck(verify.CheckQRPayload, fmt.Sprintf("the scanned link leads to %s (%s%s…), not this service", foreignHost, f.BaseURL, qr.LinkPath))
+	} else if scanned, err := qr.Encode(f); err == nil && scanned != deref(v.QRPayload) {
+		// The checks are of the stored code (its image too); say what
+		// was scanned when it is another string.
+		what := f.Format
+		if f.Format == qr.FormatQR2 {
+			what += " link to " + f.BaseURL + qr.LinkPath + "…"
+		}
+		ver.scanned("scanned: " + what)
+	}
+	ver.PayloadHashOK = ver.PayloadHashOK && f.PayloadHash == v.PayloadHash
+	ver.ProofRootOK = ver.ProofRootOK && f.ProofRootHash == v.ProofRootHash
+	ver.ReceiptHashOK = ver.ReceiptHashOK && f.ReceiptHash == v.ReceiptHash
+	ver.Verified = ver.Verified && len(mismatched) == 0
+	ver = withTrust(v, ver)
+	return QRVerification{PassportVersionID: v.PassportVersionID, QRMatches: len(mismatched) == 0, LinkBaseOK: foreignHost == "",
+		Verification: ver, Version: view(v, ver), Mismatched: mismatched, LinkHost: foreignHost}
+}
+
+// failCheck fails ver's check name with detail (after the detail of a
+// check that failed already); a check core/verify did not run (its
+// inputs failed earlier) is added.
+func (ver *Verification) failCheck(name, detail string) {
+	ver.Verified = false
+	for i, c := range ver.Checks {
+		if c.Name == name {
+			if !c.OK {
+				detail = c.Detail + "; " + detail
+			}
+			ver.Checks[i] = verify.Check{Name: name, Detail: detail}
+			return
+		}
+	}
+	ver.Checks = append(ver.Checks, verify.Check{Name: name, Detail: detail})
+}
+
+// scanned adds what was scanned to the passing QR code check.
+func (ver *Verification) scanned(detail string) {
+	for i, c := range ver.Checks {
+		if c.Name == verify.CheckQRPayload && c.OK {
+			ver.Checks[i].Detail = c.Detail + "; " + detail
+		}
+	}
 }
 
 func view(v store.PublicPassportVersion, ver Verification) VerifiedVersion {

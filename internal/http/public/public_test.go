@@ -25,6 +25,10 @@ import (
 	"github.com/bpc-platform/bpc/store"
 )
 
+// serviceBase is the test service's BPC_PUBLIC_BASE_URL: not the
+// fixture's, under which its versions were issued (an earlier base).
+const serviceBase = "https://passports.bpc.test"
+
 type env struct {
 	teststore.Env
 	active fixture.Active
@@ -47,7 +51,7 @@ func newEnv(t testing.TB, productName string) env {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": errcode.CodeOf(err), "message": err.Error()}})
-	}, Checks: public.NewChecks(16)}
+	}, Checks: public.NewChecks(16), PublicBaseURL: func() string { return serviceBase }}
 	r := chi.NewRouter()
 	r.Get(public.PassportVersionPath, ph.PassportVersion)
 	r.Get(public.VerifyPath, ph.Verify)
@@ -186,7 +190,7 @@ func TestVerifyQR(t *testing.T) {
 	id := e.active.Version.PassportVersionID
 	good := *e.active.Version.QRPayload
 
-	c, err := public.CheckQR(e.Ctx, e.Store, good)
+	c, err := public.CheckQR(e.Ctx, e.Store, good, "")
 	require.NoError(t, err)
 	require.Equal(t, id, c.PassportVersionID)
 	require.True(t, c.QRMatches)
@@ -194,7 +198,7 @@ func TestVerifyQR(t *testing.T) {
 	require.True(t, verifyPassed(c.Verification, verify.CheckQRPNG), "the stored image renders the scanned payload")
 
 	tampered := tamperQR(good)
-	c, err = public.CheckQR(e.Ctx, e.Store, tampered)
+	c, err = public.CheckQR(e.Ctx, e.Store, tampered, "")
 	require.NoError(t, err)
 	require.False(t, c.QRMatches)
 	require.False(t, c.Verification.Verified)
@@ -211,7 +215,7 @@ func TestVerifyQR(t *testing.T) {
 	// Not BPC-QR-1 → 422 naming qr; a well-formed one naming an unknown
 	// version → 404.
 	for _, bad := range []string{"", "hello", "BPC1|pv=x", good + "|", strings.Repeat("A", 5000)} {
-		_, err := public.CheckQR(e.Ctx, e.Store, bad)
+		_, err := public.CheckQR(e.Ctx, e.Store, bad, "")
 		if len(bad) <= 1024 {
 			require.Equal(t, errcode.Validation, errcode.CodeOf(err), bad)
 		}
@@ -221,7 +225,7 @@ func TestVerifyQR(t *testing.T) {
 		// it, not another error's code nested inside (the API's envelope
 		// shows Message and Details: api's TestPublicVerifyBadQR).
 		if len(bad) <= 1024 {
-			_, err := public.CheckQR(e.Ctx, e.Store, bad)
+			_, err := public.CheckQR(e.Ctx, e.Store, bad, "")
 			ee := errcode.As(err)
 			require.NotNil(t, ee, bad)
 			require.Equal(t, map[string]any{"field": "qr"}, ee.Details)
@@ -230,7 +234,7 @@ func TestVerifyQR(t *testing.T) {
 			require.NotContains(t, ee.Message, "VALIDATION_ERROR")
 		}
 	}
-	_, err = public.CheckQR(e.Ctx, e.Store, "hello")
+	_, err = public.CheckQR(e.Ctx, e.Store, "hello", "")
 	require.EqualError(t, err, fmt.Sprintf("VALIDATION_ERROR: qr: is not a battery passport QR code (BPC-QR-1 or a BPC-QR-2 link): must be %d bytes, got 5", qr.PayloadLen))
 	unknown := strings.Replace(good, id.String(), uuid.NewString(), 1)
 	require.Equal(t, http.StatusNotFound, e.get(t, verifyURL(unknown), "").Code)
