@@ -23,7 +23,7 @@ const (
 	// is IssuerUpdated.
 	EventIssuerUpdated = "issuer.updated"
 	// EventIssuerVerified: the platform verified the issuer's identity; its
-	// payload is the profile as verified.
+	// payload is IssuerVerified.
 	EventIssuerVerified = "issuer.verified"
 )
 
@@ -192,19 +192,39 @@ func SetIssuerProfile(ctx context.Context, t Tx, tenantID uuid.UUID, in IssuerIn
 	return p, nil
 }
 
+// IssuerVerified is the payload of issuer.verified: the profile as
+// verified, and the values the platform said it checked (equal to the
+// profile's, or there is no event).
+type IssuerVerified struct {
+	bpctype.IssuerProfile
+	Checked IssuerInput `json:"checked"`
+}
+
 // VerifyIssuer records that the platform checked the company the tenant's
 // profile names, at now (again, if it was verified before), audited as
-// issuer.verified. A tenant without a profile is NOT_FOUND. Only the
-// platform may call it; the API holds it to that.
-func VerifyIssuer(ctx context.Context, t Tx, tenantID uuid.UUID, now time.Time) (bpctype.IssuerProfile, error) {
-	if _, err := t.Q.LockIssuerProfile(ctx, tenantID); err != nil {
+// issuer.verified. checked is what the platform checked: it must equal the
+// stored profile member for member (no website and an empty one are the
+// same), or the profile changed since the platform read it and nothing is
+// verified (CONFLICT) — a tenant cannot swap in another company's name
+// between the operator's GET and its verify. A tenant without a profile is
+// NOT_FOUND. Only the platform may call it; the API holds it to that.
+func VerifyIssuer(ctx context.Context, t Tx, tenantID uuid.UUID, checked IssuerInput, now time.Time) (bpctype.IssuerProfile, error) {
+	cur, err := t.Q.LockIssuerProfile(ctx, tenantID)
+	if err != nil {
 		return bpctype.IssuerProfile{}, err
+	}
+	if !checked.sameProfile(cur) {
+		return bpctype.IssuerProfile{}, errcode.New(errcode.Conflict,
+			"the issuer profile changed since it was read: the values checked are not the stored ones; read the profile again (GET /v1/tenants/%s/issuer), check the company it names, and verify those values", tenantID)
 	}
 	p, err := t.Q.SetIssuerVerified(ctx, tenantID, now)
 	if err != nil {
 		return bpctype.IssuerProfile{}, err
 	}
-	if err := t.Event(ctx, tenantID, AggregateTenant, tenantID, EventIssuerVerified, p); err != nil {
+	if checked.Website != nil && *checked.Website == "" {
+		checked.Website = nil
+	}
+	if err := t.Event(ctx, tenantID, AggregateTenant, tenantID, EventIssuerVerified, IssuerVerified{IssuerProfile: p, Checked: checked}); err != nil {
 		return bpctype.IssuerProfile{}, err
 	}
 	return p, nil

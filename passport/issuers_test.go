@@ -80,17 +80,26 @@ func TestIssuerProfileVerificationIsClearedByAChange(t *testing.T) {
 		})
 		return p, err
 	}
-	verifyIt := func() (bpctype.IssuerProfile, error) {
+	verifyWith := func(checked passport.IssuerInput) (bpctype.IssuerProfile, error) {
 		var p bpctype.IssuerProfile
 		err := e.run(t, func(tx passport.Tx) error {
 			var err error
-			p, err = passport.VerifyIssuer(e.Ctx, tx, tenant, time.Now())
+			p, err = passport.VerifyIssuer(e.Ctx, tx, tenant, checked, time.Now())
 			return err
 		})
 		return p, err
 	}
+	// verifyIt verifies what the stored profile says, as an operator who
+	// read it.
+	verifyIt := func() (bpctype.IssuerProfile, error) {
+		cur, err := e.Store.GetIssuerProfile(e.Ctx, tenant)
+		if err != nil {
+			return cur, err
+		}
+		return verifyWith(passport.IssuerInput{LegalName: cur.LegalName, Country: cur.Country, RegistrationID: cur.RegistrationID, Website: cur.Website})
+	}
 
-	_, err := verifyIt()
+	_, err := verifyWith(validIssuer())
 	require.Equal(t, errcode.NotFound, errcode.CodeOf(err), "no profile to verify")
 	_, err = put(passport.IssuerInput{LegalName: "X", Country: "XX", RegistrationID: "1"})
 	require.Equal(t, errcode.Validation, errcode.CodeOf(err))
@@ -143,4 +152,76 @@ func TestIssuerProfileVerificationIsClearedByAChange(t *testing.T) {
 		return err
 	})
 	require.Equal(t, errcode.NotFound, errcode.CodeOf(err))
+}
+
+// TestVerifyIssuerTakesWhatWasChecked: the platform verifies the values it
+// checked; a profile changed after the operator read it is not verified
+// (CONFLICT), and the event records the values checked.
+func TestVerifyIssuerTakesWhatWasChecked(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tenant := e.tenant(t)
+	put := func(in passport.IssuerInput) {
+		require.NoError(t, e.run(t, func(tx passport.Tx) error {
+			_, err := passport.SetIssuerProfile(e.Ctx, tx, tenant, in)
+			return err
+		}))
+	}
+	verify := func(checked passport.IssuerInput) (bpctype.IssuerProfile, error) {
+		var p bpctype.IssuerProfile
+		err := e.run(t, func(tx passport.Tx) error {
+			var err error
+			p, err = passport.VerifyIssuer(e.Ctx, tx, tenant, checked, time.Now())
+			return err
+		})
+		return p, err
+	}
+
+	put(validIssuer())
+	checked := validIssuer() // what the operator read and checked
+	// The tenant swaps in another company before the operator verifies.
+	other := validIssuer()
+	other.LegalName, other.RegistrationID = "Other Battery Corp", "DE999999999999999"
+	put(other)
+	_, err := verify(checked)
+	require.Equal(t, errcode.Conflict, errcode.CodeOf(err), "%v", err)
+	cur, err := e.Store.GetIssuerProfile(e.Ctx, tenant)
+	require.NoError(t, err)
+	require.Nil(t, cur.IdentityVerifiedAt, "nothing verified")
+	require.Zero(t, e.events(t, passport.EventIssuerVerified, tenant))
+
+	// Each member must match.
+	for i, change := range []func(*passport.IssuerInput){
+		func(in *passport.IssuerInput) { in.LegalName += " " },
+		func(in *passport.IssuerInput) { in.Country = "AT" },
+		func(in *passport.IssuerInput) { in.RegistrationID = "x" },
+		func(in *passport.IssuerInput) { w := "https://other.example"; in.Website = &w },
+		func(in *passport.IssuerInput) { in.Website = nil },
+	} {
+		in := other
+		change(&in)
+		_, err := verify(in)
+		require.Equal(t, errcode.Conflict, errcode.CodeOf(err), "change %d", i)
+	}
+	require.Zero(t, e.events(t, passport.EventIssuerVerified, tenant))
+
+	// What is stored verifies, and the event records it.
+	p, err := verify(other)
+	require.NoError(t, err)
+	require.NotNil(t, p.IdentityVerifiedAt)
+	var payload []byte
+	require.NoError(t, e.Store.DB().QueryRow(e.Ctx, `SELECT payload FROM events WHERE event_type = $1 AND aggregate_id = $2`,
+		passport.EventIssuerVerified, tenant).Scan(&payload))
+	var ev passport.IssuerVerified
+	require.NoError(t, json.Unmarshal(payload, &ev))
+	require.Equal(t, other, ev.Checked)
+	require.Equal(t, other.LegalName, ev.LegalName)
+
+	// No website and an empty one are the same.
+	noSite := other
+	noSite.Website = nil
+	put(noSite)
+	noSite.Website = new(string)
+	_, err = verify(noSite)
+	require.NoError(t, err)
 }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -247,7 +246,8 @@ const MaxRevocationReason = 500
 // a version compiled for it is not signed any more (KEY_REVOKED). Revoking
 // the active key leaves the tenant without one: the next compile creates a
 // fresh one. The compromise time may not be after now (VALIDATION_ERROR
-// naming compromised_at); the reason is 1 to 500 characters. Revoking a
+// naming compromised_at); the reason is 1 to 500 printable characters (no
+// control or format characters, no leading or trailing spaces). Revoking a
 // revoked key may only move its compromise time earlier (with the new
 // reason, another event); a time at or after the stored one changes
 // nothing and answers the key as it is. Another tenant's key and the
@@ -261,8 +261,11 @@ func RevokeSigningKey(ctx context.Context, t Tx, tenantID uuid.UUID, keyID strin
 			return bpctype.SigningKey{}, errcode.Invalid("compromised_at", "must not be in the future (now is %s)", now.Format(time.RFC3339))
 		}
 	}
-	if n := utf8.RuneCountInString(r.Reason); n < 1 || n > MaxRevocationReason || !utf8.ValidString(r.Reason) {
-		return bpctype.SigningKey{}, errcode.Invalid("reason", "must be 1 to %d characters", MaxRevocationReason)
+	// The reason is shown on the public pages of what the key signed: no
+	// control or format characters (a bidi override would make the page
+	// read otherwise than the stored text), as an issuer's name.
+	if err := printable("reason", "laptop stolen", r.Reason, MaxRevocationReason); err != nil {
+		return bpctype.SigningKey{}, err
 	}
 	if _, err := t.Q.LockTenantSigningKeys(ctx, tenantID); err != nil {
 		return bpctype.SigningKey{}, err

@@ -270,7 +270,10 @@ func TestSigningKeyLifecycle(t *testing.T) {
 		_, err := revoke(rotated.KeyID, passport.Revocation{CompromisedAt: ptr(now.Add(time.Hour)), Reason: "x"}, now)
 		require.Equal(t, errcode.Validation, errcode.CodeOf(err))
 		require.Equal(t, "compromised_at", errcode.As(err).Field)
-		for _, reason := range []string{"", strings.Repeat("é", passport.MaxRevocationReason+1), "\xff"} {
+		// Shown on public pages: no control or format characters (a bidi
+		// override would reorder the page's text), not blank, not padded.
+		for _, reason := range []string{"", strings.Repeat("é", passport.MaxRevocationReason+1), "\xff",
+			"laptop \u202estolen", "laptop\nstolen", "zero\u200bwidth", "   ", " laptop stolen"} {
 			_, err = revoke(rotated.KeyID, passport.Revocation{Reason: reason}, now)
 			require.Equal(t, errcode.Validation, errcode.CodeOf(err))
 			require.Equal(t, "reason", errcode.As(err).Field)

@@ -54,21 +54,60 @@ const (
 	demoIssuerWebsite        = "https://voltaris.example"
 )
 
-// issuer sets the tenant's issuer profile and verifies it, both with the
+// demoIssuerEnvs are the environments whose tenant the demo may give its
+// made-up issuer: nowhere else does it write or verify a profile.
+var demoIssuerEnvs = map[string]bool{"dev": true, "test": true}
+
+// issuer, in dev or test (the environment readiness tells the platform
+// token), sets the tenant's issuer profile and verifies it, both with the
 // platform token: the demo plays the platform operator who checked the
 // company, so that its passport can be green (SPEC §16). A real tenant's
-// admin sets the profile; only the platform verifies it.
+// admin sets the profile; only the platform verifies it, after checking
+// the company — which the demo cannot do, so in any other environment
+// (prod, or a service that does not say) it leaves the tenant's profile
+// as it is and goes on only if the platform verified it.
 func (d *walk) issuer(ctx context.Context) (string, error) {
 	path := apiclient.Path("/v1/tenants", d.platform.TenantID) + "/issuer"
+	if !demoIssuerEnvs[d.env] {
+		return d.existingIssuer(ctx, path)
+	}
 	body := map[string]any{"legal_name": demoIssuerName, "country": demoIssuerCountry,
 		"registration_id": demoIssuerRegistrationID, "website": demoIssuerWebsite}
 	if err := d.platform.Do(ctx, http.MethodPut, path, body, nil); err != nil {
 		return "", err
 	}
-	if err := d.platform.Do(ctx, http.MethodPost, path+"/verify", nil, nil); err != nil {
+	// The verify names the values checked: those just set.
+	if err := d.platform.Do(ctx, http.MethodPost, path+"/verify", body, nil); err != nil {
 		return "", err
 	}
-	return demoIssuerName + " (" + demoIssuerCountry + "), identity verified by the platform", nil
+	return demoIssuerName + " (" + demoIssuerCountry + "), identity verified by the platform (BPC_ENV=" + d.env + ")", nil
+}
+
+// existingIssuer reads the tenant's issuer profile without changing it:
+// outside dev and test the demo runs only for a tenant the platform
+// already verified.
+func (d *walk) existingIssuer(ctx context.Context, path string) (string, error) {
+	env := d.env
+	if env == "" {
+		env = "not said by the service"
+	}
+	var p struct {
+		LegalName          string  `json:"legal_name"`
+		Country            string  `json:"country"`
+		IdentityVerifiedAt *string `json:"identity_verified_at"`
+	}
+	err := d.platform.Do(ctx, http.MethodGet, path, nil, &p)
+	switch {
+	case apiclient.IsStatus(err, http.StatusNotFound):
+		return "", fmt.Errorf("the service's environment is %s: the demo sets and verifies its sample issuer only in dev or test, "+
+			"and tenant %s has no issuer profile (its admin sets it; the platform verifies it after checking the company)", env, d.platform.TenantID)
+	case err != nil:
+		return "", err
+	case p.IdentityVerifiedAt == nil:
+		return "", fmt.Errorf("the service's environment is %s: the demo sets and verifies its sample issuer only in dev or test, "+
+			"and the issuer profile of tenant %s (%s) is not verified, so its passports cannot be VERIFIED", env, d.platform.TenantID, p.LegalName)
+	}
+	return p.LegalName + " (" + p.Country + "), verified by the platform, left as it is (environment " + env + ")", nil
 }
 
 // publicPage reads the version's public verification, without credentials.

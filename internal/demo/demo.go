@@ -37,8 +37,11 @@ type walk struct {
 	c        *apiclient.Client
 	platform *apiclient.Client
 	keyID    string
-	out      string
-	w        io.Writer
+	// env is the service's environment (BPC_ENV) as readiness tells the
+	// platform token; "" when it does not.
+	env string
+	out string
+	w   io.Writer
 
 	total time.Duration
 

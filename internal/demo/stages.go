@@ -73,7 +73,12 @@ func jobSummary(j *apiclient.Job) string {
 }
 
 func (d *walk) ready(ctx context.Context) (string, error) {
-	if err := d.c.Do(ctx, http.MethodGet, "/v1/health/ready", nil, nil); err != nil {
+	// The platform token also learns the service's environment, which
+	// decides whether the demo may set up its issuer.
+	var ready struct {
+		Environment string `json:"environment"`
+	}
+	if err := d.c.Do(ctx, http.MethodGet, "/v1/health/ready", nil, &ready); err != nil {
 		if apiclient.IsStatus(err, http.StatusUnauthorized) || apiclient.IsStatus(err, http.StatusTooManyRequests) {
 			// Readiness authenticates the token it is sent: the service
 			// is up, the token is not its own.
@@ -81,7 +86,11 @@ func (d *walk) ready(ctx context.Context) (string, error) {
 		}
 		return "", fmt.Errorf("the service is not ready at %s (start it with `make run`): %w", d.c.BaseURL, err)
 	}
-	return "ready", nil
+	d.env = ready.Environment
+	if d.env == "" {
+		return "ready", nil
+	}
+	return "ready (" + d.env + ")", nil
 }
 
 func (d *walk) upload(ctx context.Context, kind, file string) (string, error) {

@@ -61,10 +61,10 @@ func (h *harness) publicPage(id string) string {
 func (h *harness) verifiedIssuer(legalName string) string {
 	h.t.Helper()
 	tenant := h.newTenant()
-	status, raw := h.as(testToken, http.MethodPut, "/v1/tenants/"+tenant+"/issuer", map[string]any{
-		"legal_name": legalName, "country": "DE", "registration_id": "DE123456789012345"})
+	profile := map[string]any{"legal_name": legalName, "country": "DE", "registration_id": "DE123456789012345"}
+	status, raw := h.as(testToken, http.MethodPut, "/v1/tenants/"+tenant+"/issuer", profile)
 	require.Equal(h.t, http.StatusOK, status, "%s", raw)
-	status, raw = h.as(testToken, http.MethodPost, "/v1/tenants/"+tenant+"/issuer/verify", nil)
+	status, raw = h.as(testToken, http.MethodPost, "/v1/tenants/"+tenant+"/issuer/verify", profile)
 	require.Equal(h.t, http.StatusOK, status, "%s", raw)
 	return tenant
 }
@@ -106,7 +106,8 @@ func TestTwoIssuersOneManufacturer(t *testing.T) {
 	}
 	setProfile(maker, "Voltaris Battery Systems GmbH", "DE123456789012345")
 	setProfile(impostor, "Northwind Cells GmbH", "DE999999999999999")
-	status, raw := h.as(testToken, http.MethodPost, "/v1/tenants/"+maker+"/issuer/verify", nil)
+	status, raw := h.as(testToken, http.MethodPost, "/v1/tenants/"+maker+"/issuer/verify", map[string]any{
+		"legal_name": "Voltaris Battery Systems GmbH", "country": "DE", "registration_id": "DE123456789012345"})
 	require.Equal(t, http.StatusOK, status, "%s", raw)
 
 	hm, hi := h.forTenant(maker), h.forTenant(impostor)
@@ -150,14 +151,14 @@ func TestTwoIssuersOneManufacturer(t *testing.T) {
 		require.Equal(t, *c.v.SigningPublicKey, dir.Keys[0].PublicKeyBase64)
 
 		page := h.publicPage(id)
-		require.Contains(t, page, "Issued by <strong>"+c.issuer+"</strong>, DE")
+		require.Contains(t, page, "Issued by <strong><bdi>"+c.issuer+"</bdi></strong>, DE")
 		if c.verdict == "VERIFIED" {
 			require.Contains(t, page, `id="verdict">VERIFIED<`)
 			require.NotContains(t, page, "Declared manufacturer")
 		} else {
 			require.Contains(t, page, `id="verdict">SIGNED — ISSUER NOT VERIFIED<`)
 			require.NotContains(t, page, `id="verdict">VERIFIED`)
-			require.Contains(t, page, `Declared manufacturer: <strong id="manufacturer">Voltaris Battery Systems GmbH</strong>`,
+			require.Contains(t, page, `Declared manufacturer: <strong id="manufacturer"><bdi>Voltaris Battery Systems GmbH</bdi></strong>`,
 				"the payload's manufacturer is shown beside an issuer that is someone else")
 		}
 	}

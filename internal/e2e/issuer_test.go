@@ -13,8 +13,9 @@ import (
 
 // TestIssuerProfilesOverHTTP: a tenant's admin sets its own profile (another
 // tenant's is 404, a writer key 403), the platform alone verifies it (a
-// tenant key is 403), a change clears the verification, and the public
-// key directory shows the profile.
+// tenant key is 403) and only the values it checked (a profile changed
+// since is 409, nothing verified), a change clears the verification, and
+// the public key directory shows the profile.
 func TestIssuerProfilesOverHTTP(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, service.RoleAPI, map[string]string{"BPC_RATE_LIMIT_RPS": "0"})
@@ -58,18 +59,54 @@ func TestIssuerProfilesOverHTTP(t *testing.T) {
 	status, raw = h.as(admin.Token, http.MethodPut, path, profile)
 	require.Equal(t, http.StatusOK, status, "%s", raw)
 
-	status, raw = h.as(admin.Token, http.MethodPost, path+"/verify", nil)
+	status, raw = h.as(admin.Token, http.MethodPost, path+"/verify", profile)
 	require.Equal(t, http.StatusForbidden, status, "a tenant cannot verify itself: %s", raw)
-	status, raw = h.as(otherAdmin.Token, http.MethodPost, path+"/verify", nil)
+	status, raw = h.as(otherAdmin.Token, http.MethodPost, path+"/verify", profile)
 	require.Equal(t, http.StatusForbidden, status, "%s", raw)
-	status, raw = h.as(testToken, http.MethodPost, "/v1/tenants/"+other+"/issuer/verify", nil)
+	status, raw = h.as(testToken, http.MethodPost, "/v1/tenants/"+other+"/issuer/verify", profile)
 	require.Equal(t, http.StatusNotFound, status, "no profile to verify: %s", raw)
 
 	var p struct {
 		IdentityVerifiedAt *string `json:"identity_verified_at"`
 	}
+	// The verify names what the operator checked: none at all is 400
+	// MALFORMED_JSON, a malformed body 422, and nothing is verified.
 	status, raw = h.as(testToken, http.MethodPost, path+"/verify", nil)
+	require.Equal(t, http.StatusBadRequest, status, "no body: %s", raw)
+	require.Equal(t, "MALFORMED_JSON", errorCode(t, raw))
+	for name, bad := range map[string]any{
+		"no legal_name":   map[string]any{"country": "DE", "registration_id": "DE123456789012345"},
+		"a bad country":   map[string]any{"legal_name": "Voltaris Battery Systems GmbH", "country": "de", "registration_id": "DE123456789012345"},
+		"an unknown name": map[string]any{"legal_name": "Voltaris Battery Systems GmbH", "country": "DE", "registration_id": "DE123456789012345", "verified": true},
+	} {
+		status, raw = h.as(testToken, http.MethodPost, path+"/verify", bad)
+		require.Equal(t, http.StatusUnprocessableEntity, status, "%s: %s", name, raw)
+		require.Equal(t, "VALIDATION_ERROR", errorCode(t, raw), "%s", name)
+	}
+	// The operator read the profile; the tenant then swaps in another
+	// company: the verify of what the operator checked is refused, and
+	// the new values stay unverified.
+	status, raw = h.as(testToken, http.MethodGet, path, nil)
 	require.Equal(t, http.StatusOK, status, "%s", raw)
+	var read map[string]any
+	require.NoError(t, json.Unmarshal(raw, &read))
+	checked := map[string]any{"legal_name": read["legal_name"], "country": read["country"],
+		"registration_id": read["registration_id"], "website": read["website"]}
+	swapped := map[string]any{"legal_name": "Northwind Cells GmbH", "country": "DE", "registration_id": "DE999999999999999"}
+	status, raw = h.as(admin.Token, http.MethodPut, path, swapped)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	status, raw = h.as(testToken, http.MethodPost, path+"/verify", checked)
+	require.Equal(t, http.StatusConflict, status, "the profile changed since the GET: %s", raw)
+	require.Contains(t, string(raw), `"CONFLICT"`)
+	status, raw = h.as(testToken, http.MethodGet, path, nil)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	require.Contains(t, string(raw), `"identity_verified_at":null`, "nothing verified")
+	require.Contains(t, string(raw), `"legal_name":"Northwind Cells GmbH"`)
+
+	status, raw = h.as(admin.Token, http.MethodPut, path, profile)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	status, raw = h.as(testToken, http.MethodPost, path+"/verify", checked)
+	require.Equal(t, http.StatusOK, status, "the values checked are the stored ones again: %s", raw)
 	require.NoError(t, json.Unmarshal(raw, &p))
 	require.NotNil(t, p.IdentityVerifiedAt)
 

@@ -251,10 +251,10 @@ func TestTypedClientExample(t *testing.T) {
 	s.call(t, http.MethodPost, "/v1/tenants", s.token, map[string]any{"name": slug, "slug": slug}, &tenant, http.StatusCreated)
 	// The tenant's issuer, verified by the platform: without it the
 	// passport is SIGNED — ISSUER NOT VERIFIED, not VERIFIED (SPEC §16).
-	s.call(t, http.MethodPut, "/v1/tenants/"+tenant.TenantID+"/issuer", s.token, map[string]any{
-		"legal_name": "Voltaris Battery Systems GmbH", "country": "DE", "registration_id": "DE123456789012345",
-	}, nil, http.StatusOK)
-	s.call(t, http.MethodPost, "/v1/tenants/"+tenant.TenantID+"/issuer/verify", s.token, nil, nil, http.StatusOK)
+	issuer := map[string]any{"legal_name": "Voltaris Battery Systems GmbH", "country": "DE", "registration_id": "DE123456789012345"}
+	s.call(t, http.MethodPut, "/v1/tenants/"+tenant.TenantID+"/issuer", s.token, issuer, nil, http.StatusOK)
+	// The verify names the values the platform checked (SPEC §16).
+	s.call(t, http.MethodPost, "/v1/tenants/"+tenant.TenantID+"/issuer/verify", s.token, issuer, nil, http.StatusOK)
 	var key struct {
 		Token string `json:"token"`
 	}

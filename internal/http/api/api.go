@@ -311,7 +311,8 @@ func (s *Server) adminRoutes(rs routes) {
 	register(rs, http.MethodGet, "/v1/tenants/{id}/issuer", "get-tenant-issuer", "Get a tenant's issuer profile", s.handleGetIssuer,
 		responds[bpctype.IssuerProfile](http.StatusOK, "The profile"))
 	register(rs, http.MethodPost, "/v1/tenants/{id}/issuer/verify", "verify-tenant-issuer", "Record that the platform verified the issuer's identity", s.handleVerifyIssuer,
-		describe("The platform token only."), platformOp("verifying an issuer's identity"),
+		describe("The platform token only."),
+		platformOp(verifyIssuerWhat), jsonBody[passport.IssuerInput],
 		responds[bpctype.IssuerProfile](http.StatusOK, "The profile, verified"))
 
 	register(rs, http.MethodPost, "/v1/api-keys", "create-api-key", "Create a tenant API key; its token is shown once", s.handleCreateKey,

@@ -30,8 +30,9 @@ type liveResponse struct {
 
 // readyResponse is the answer of the readiness probe.
 type readyResponse struct {
-	Checks []checkResult `json:"checks"`
-	Status string        `json:"status" enum:"ready,degraded,not ready" doc:"degraded: ready (200), but a check that only makes the service slower failed."`
+	Checks      []checkResult `json:"checks"`
+	Environment string        `json:"environment,omitempty" enum:"dev,test,prod" doc:"BPC_ENV, the service's environment; shown only with the platform token (bpc demo sets up its made-up issuer only in dev or test)."`
+	Status      string        `json:"status" enum:"ready,degraded,not ready" doc:"degraded: ready (200), but a check that only makes the service slower failed."`
 }
 
 type checkResult struct {
@@ -76,6 +77,9 @@ func (s *Server) handleReady(rctx context.Context, _ *struct{}) (*readyOutput, e
 		results = append(results, res)
 	}
 	body := readyResponse{Status: "ready", Checks: results}
+	if showDetail {
+		body.Environment = s.Config.Env
+	}
 	switch {
 	case status != http.StatusOK:
 		body.Status = "not ready"

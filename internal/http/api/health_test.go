@@ -24,6 +24,7 @@ import (
 func TestReadyDetailOnlyPastAuthentication(t *testing.T) {
 	t.Parallel()
 	s := newTestServer()
+	s.Config.Env = "test"
 	s.Gatherer = prometheus.NewRegistry()
 	// Burst 100 at 1/s: the guesses meet the limit however slowly they
 	// are sent (the limit, not the machine's speed, decides).
@@ -64,6 +65,7 @@ func TestReadyDetailOnlyPastAuthentication(t *testing.T) {
 	rec = ready("198.51.100.3", "Bearer "+testAdminToken)
 	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	require.Contains(t, rec.Body.String(), `"detail":"`+secret+`"`, "the platform token sees why")
+	require.Contains(t, rec.Body.String(), `"environment":"test"`, "and the environment")
 
 	// 300 wrong tokens from one address: 401 until the address is over its
 	// rate, then 429 with Retry-After; never the detail.

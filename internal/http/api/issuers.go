@@ -69,13 +69,23 @@ func (s *Server) handleGetIssuer(ctx context.Context, in *tenantIDPath) (*out[bp
 }
 
 // handleVerifyIssuer records that the platform verified the issuer's
-// identity; the platform token only (platformOp).
-func (s *Server) handleVerifyIssuer(ctx context.Context, in *tenantIDPath) (*out[bpctype.IssuerProfile], error) {
+// identity: the values the operator checked, which must be the stored
+// profile's (409 CONFLICT when the profile changed since it was read). The
+// platform token only: platformOp refuses any other before the body is
+// read, and the handler checks again, so that the route stays closed if
+// its registration loses the option.
+func (s *Server) handleVerifyIssuer(ctx context.Context, in *idParamsBody[passport.IssuerInput]) (*out[bpctype.IssuerProfile], error) {
+	if err := requirePlatform(ctx, verifyIssuerWhat); err != nil {
+		return nil, err
+	}
 	tenantID, err := s.issuerTenant(ctx, in.ID.UUID(), in.TenantID.UUID())
 	if err != nil {
 		return nil, err
 	}
 	return ok(inTxValue(ctx, s, func(t passport.Tx) (bpctype.IssuerProfile, error) {
-		return passport.VerifyIssuer(ctx, t, tenantID, time.Now())
+		return passport.VerifyIssuer(ctx, t, tenantID, in.Body, time.Now())
 	}))
 }
+
+// verifyIssuerWhat names the verify route in its 403.
+const verifyIssuerWhat = "verifying an issuer's identity"

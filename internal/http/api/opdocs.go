@@ -140,8 +140,12 @@ var opDocs = map[string]opDoc{
 		text: "The tenant's issuer profile; 404 when it has none. The platform token, or an admin key of the tenant; another tenant's id is 404."},
 	"verify-tenant-issuer": {tag: tagTenants, caller: callerPlatform,
 		text: "Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, " +
-			"audited as issuer.verified. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.",
-		idempotent: repeatSame},
+			"audited as issuer.verified with the values checked. The body is what the operator checked — legal_name, country, " +
+			"registration_id and website as read with GET /v1/tenants/{id}/issuer — and must equal the stored profile exactly " +
+			"(no website and an empty one are the same); a malformed body is 422. Only then do the tenant's passports show a green " +
+			"VERIFIED. 404 when the tenant has no profile.",
+		idempotent: repeatSame,
+		conflict:   "CONFLICT: the profile changed since it was read (the body is not the stored profile); nothing is verified. Read it again, check the company it names, verify those values."},
 
 	// API keys
 	"create-api-key": {tag: tagKeys, caller: callerKeyAdmin,

@@ -86,7 +86,7 @@ func (s *Server) handleRotateSigningKey(ctx context.Context, in *bodyInput[rotat
 type revokeSigningKeyRequest struct {
 	TenantID      ID         `json:"tenant_id,omitempty" doc:"Optional: a tenant admin key's own tenant when absent (another tenant's is 403); with the platform token, the key's owner when absent."`
 	CompromisedAt *time.Time `json:"compromised_at,omitempty" doc:"Since when the key is compromised: what it signed at or after this time no longer verifies. Now when absent; never in the future."`
-	Reason        string     `json:"reason" minLength:"1" maxLength:"500" doc:"Why the key is revoked (kept with the key and in the audit event)."`
+	Reason        string     `json:"reason" minLength:"1" maxLength:"500" doc:"Why the key is revoked (kept with the key and in the audit event, and shown on the public pages of what it signed): printable text, no control or format characters, no leading or trailing spaces."`
 }
 
 type revokeSigningKeyInput struct {

@@ -70,20 +70,20 @@ func TestOnlyTheVerifiedIssuerIsGreen(t *testing.T) {
 
 	realPage, fakePage := e.page(t, e.active.Version.PassportVersionID), e.page(t, copied.Version.PassportVersionID)
 	require.Contains(t, realPage, `class="banner ok" id="verdict">VERIFIED`)
-	require.Contains(t, realPage, "Issued by <strong>Voltaris Battery Systems GmbH</strong>, DE, ")
+	require.Contains(t, realPage, "Issued by <strong><bdi>Voltaris Battery Systems GmbH</bdi></strong>, DE, ")
 	require.NotContains(t, realPage, `id="manufacturer"`, "the declared manufacturer is the issuer")
 	require.Contains(t, fakePage, `class="banner amber" id="verdict">SIGNED — ISSUER NOT VERIFIED`)
 	require.NotContains(t, fakePage, `banner ok`)
-	require.Contains(t, fakePage, "Issued by <strong>Copycat Cells Ltd</strong>, DE, ")
+	require.Contains(t, fakePage, "Issued by <strong><bdi>Copycat Cells Ltd</bdi></strong>, DE, ")
 	require.Contains(t, fakePage, "(identity NOT verified)")
-	require.Contains(t, fakePage, `Declared manufacturer: <strong id="manufacturer">Voltaris Battery Systems GmbH</strong> (not the issuer)`)
+	require.Contains(t, fakePage, `Declared manufacturer: <strong id="manufacturer"><bdi>Voltaris Battery Systems GmbH</bdi></strong> (not the issuer)`)
 	require.Contains(t, fakePage, `href="/public/v1/issuers/`+other.TenantID.String()+`"`)
 
 	// Without a profile the page names the tenant and says it has not
 	// identified itself; never green.
 	e.Exec(t, `DELETE FROM issuer_profiles WHERE tenant_id = $1`, other.TenantID)
 	require.Equal(t, verify.VerdictIssuerNotVerified, e.version(t, copied.Version.PassportVersionID).Verification.Verdict)
-	require.Contains(t, e.page(t, copied.Version.PassportVersionID), "Issued by tenant <strong>Copycat tenant</strong>, which has not identified itself as an issuer")
+	require.Contains(t, e.page(t, copied.Version.PassportVersionID), "Issued by tenant <strong><bdi>Copycat tenant</bdi></strong>, which has not identified itself as an issuer")
 
 	// A tenant's key signing another tenant's version: not the owner, red.
 	e.ownKey(t, store.DevTenantID)
@@ -118,7 +118,7 @@ func TestRevocationAndVerificationShowAtOnce(t *testing.T) {
 	require.Contains(t, page, `class="banner bad" id="verdict">NOT VERIFIED`)
 	require.Contains(t, page, "key validity: KEY_REVOKED")
 	require.Contains(t, page, `id="revocation"`)
-	require.Contains(t, page, "laptop stolen")
+	require.Contains(t, page, "(<bdi>laptop stolen</bdi>)", "the reason is isolated from the sentence around it")
 
 	// Compromised only after this version was signed: it verifies, and
 	// the page still shows the revocation.
