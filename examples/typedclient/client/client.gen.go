@@ -597,6 +597,27 @@ func (e PassportVersionStatus) Valid() bool {
 	}
 }
 
+// Defines values for ReadyResultEnvironment.
+const (
+	Dev  ReadyResultEnvironment = "dev"
+	Prod ReadyResultEnvironment = "prod"
+	Test ReadyResultEnvironment = "test"
+)
+
+// Valid indicates whether the value is a known member of the ReadyResultEnvironment enum.
+func (e ReadyResultEnvironment) Valid() bool {
+	switch e {
+	case Dev:
+		return true
+	case Prod:
+		return true
+	case Test:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReadyResultStatus.
 const (
 	ReadyResultStatusDegraded ReadyResultStatus = "degraded"
@@ -1881,6 +1902,7 @@ type PublicProduct struct {
 
 // QRVerification defines model for QRVerification.
 type QRVerification struct {
+	LinkBaseOk        bool               `json:"link_base_ok"`
 	PassportVersionId openapi_types.UUID `json:"passport_version_id"`
 	QrMatches         bool               `json:"qr_matches"`
 	Verification      Verification       `json:"verification"`
@@ -1925,9 +1947,15 @@ type Quotas struct {
 type ReadyResult struct {
 	Checks []CheckResult `json:"checks"`
 
+	// Environment BPC_ENV, the service's environment; shown only with the platform token (bpc demo sets up its made-up issuer only in dev or test).
+	Environment *ReadyResultEnvironment `json:"environment,omitempty"`
+
 	// Status degraded: ready (200), but a check that only makes the service slower failed.
 	Status ReadyResultStatus `json:"status"`
 }
+
+// ReadyResultEnvironment BPC_ENV, the service's environment; shown only with the platform token (bpc demo sets up its made-up issuer only in dev or test).
+type ReadyResultEnvironment string
 
 // ReadyResultStatus degraded: ready (200), but a check that only makes the service slower failed.
 type ReadyResultStatus string
@@ -1948,7 +1976,7 @@ type RevokeSigningKeyInput struct {
 	// CompromisedAt Since when the key is compromised: what it signed at or after this time no longer verifies. Now when absent; never in the future.
 	CompromisedAt *time.Time `json:"compromised_at,omitempty"`
 
-	// Reason Why the key is revoked (kept with the key and in the audit event).
+	// Reason Why the key is revoked (kept with the key and in the audit event, and shown on the public pages of what it signed): printable text, no control or format characters, no leading or trailing spaces.
 	Reason string `json:"reason"`
 
 	// TenantId Optional: a tenant admin key's own tenant when absent (another tenant's is 403); with the platform token, the key's owner when absent.
@@ -2604,7 +2632,7 @@ type PutTenantIssuerParams struct {
 
 // VerifyTenantIssuerParams defines parameters for VerifyTenantIssuer.
 type VerifyTenantIssuerParams struct {
-	// TenantId Optional: the tenant of the resource, the path's id. A tenant API key naming another tenant is 403.
+	// TenantId The tenant of the resource: optional; a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token.
 	TenantId *openapi_types.UUID `form:"tenant_id,omitempty" json:"tenant_id,omitempty"`
 }
 
@@ -2739,6 +2767,9 @@ type UpdateTenantQuotasJSONRequestBody = UpdateTenantQuotasInput
 
 // PutTenantIssuerJSONRequestBody defines body for PutTenantIssuer for application/json ContentType.
 type PutTenantIssuerJSONRequestBody = IssuerInput
+
+// VerifyTenantIssuerJSONRequestBody defines body for VerifyTenantIssuer for application/json ContentType.
+type VerifyTenantIssuerJSONRequestBody = IssuerInput
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = CreateEndpointInput
@@ -3197,7 +3228,7 @@ type ClientInterface interface {
 	//
 	// **Idempotency:** Read-only; safe to repeat.
 	//
-	// No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. Cached for five minutes (Cache-Control), then revalidated by ETag (304).
+	// No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): a revocation or an issuer's verification changes the answer at once.
 	//
 	// Corresponds with GET /public/v1/issuers/{tenant_id} (the `PublicIssuer` operationId).
 	PublicIssuer(ctx context.Context, tenantId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3210,7 +3241,7 @@ type ClientInterface interface {
 	//
 	// **Idempotency:** Read-only; safe to repeat.
 	//
-	// No credentials. ACTIVE and SUPERSEDED versions only (others are 404). verification is computed from the stored payload, proof, signed receipt and QR code (and remembered for the same bytes), against the public key the service registered under the receipt's key id. With Accept: text/html the answer is a page for a person who scanned the QR code. Cached for five minutes (Cache-Control), then revalidated by ETag (304).
+	// No credentials. ACTIVE and SUPERSEDED versions only (others are 404). verification is computed from the stored payload, proof, signed receipt and QR code (and remembered for the same bytes), against the public key the service registered under the receipt's key id. With Accept: text/html the answer is a page for a person who scanned the QR code. May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): a revocation or an issuer's verification changes the answer at once.
 	//
 	// Corresponds with GET /public/v1/passport-versions/{id} (the `PublicPassportVersion` operationId).
 	PublicPassportVersion(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3223,7 +3254,7 @@ type ClientInterface interface {
 	//
 	// **Idempotency:** Read-only; safe to repeat.
 	//
-	// No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives qr_matches false and verified false. Neither format: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
+	// No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). qr_matches: the QR's ph, pr and rh are the stored hashes and, for a link, link_base_ok: its base is this service's BPC_PUBLIC_BASE_URL or the base of the version's own QR link (a link to another site copying the hashes: link_base_ok false, the qr payload check names the host). A tampered QR gives qr_matches false and verified false. The version's stored bytes are verified once and remembered; a scanned code is compared with them as text. Neither format: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
 	//
 	// Corresponds with GET /public/v1/verify (the `PublicVerifyQr` operationId).
 	PublicVerifyQr(ctx context.Context, params *PublicVerifyQrParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4347,9 +4378,9 @@ type ClientInterface interface {
 	// Corresponds with PUT /v1/tenants/{id}/issuer (the `PutTenantIssuer` operationId).
 	PutTenantIssuer(ctx context.Context, id openapi_types.UUID, params *PutTenantIssuerParams, body PutTenantIssuerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// VerifyTenantIssuer Record that the platform verified the issuer's identity
+	// VerifyTenantIssuerWithBody Record that the platform verified the issuer's identity
 	//
-	// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
+	// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified with the values checked. The body is what the operator checked — legal_name, country, registration_id and website as read with GET /v1/tenants/{id}/issuer — and must equal the stored profile exactly (no website and an empty one are the same); a malformed body is 422. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
 	//
 	// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
 	//
@@ -4357,8 +4388,25 @@ type ClientInterface interface {
 	//
 	// The platform token only.
 	//
+	// Takes any type of body and a specified content type.
+	//
 	// Corresponds with POST /v1/tenants/{id}/issuer/verify (the `VerifyTenantIssuer` operationId).
-	VerifyTenantIssuer(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	VerifyTenantIssuerWithBody(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// VerifyTenantIssuer Record that the platform verified the issuer's identity
+	//
+	// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified with the values checked. The body is what the operator checked — legal_name, country, registration_id and website as read with GET /v1/tenants/{id}/issuer — and must equal the stored profile exactly (no website and an empty one are the same); a malformed body is 422. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
+	//
+	// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+	//
+	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	//
+	// The platform token only.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/tenants/{id}/issuer/verify (the `VerifyTenantIssuer` operationId).
+	VerifyTenantIssuer(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, body VerifyTenantIssuerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetTenantUsage A tenant's quotas and what it uses of them
 	//
@@ -4560,7 +4608,7 @@ func (c *Client) PublicLink(ctx context.Context, id openapi_types.UUID, params *
 //
 // **Idempotency:** Read-only; safe to repeat.
 //
-// No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. Cached for five minutes (Cache-Control), then revalidated by ETag (304).
+// No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): a revocation or an issuer's verification changes the answer at once.
 //
 // Corresponds with GET /public/v1/issuers/{tenant_id} (the `PublicIssuer` operationId).
 func (c *Client) PublicIssuer(ctx context.Context, tenantId openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4583,7 +4631,7 @@ func (c *Client) PublicIssuer(ctx context.Context, tenantId openapi_types.UUID, 
 //
 // **Idempotency:** Read-only; safe to repeat.
 //
-// No credentials. ACTIVE and SUPERSEDED versions only (others are 404). verification is computed from the stored payload, proof, signed receipt and QR code (and remembered for the same bytes), against the public key the service registered under the receipt's key id. With Accept: text/html the answer is a page for a person who scanned the QR code. Cached for five minutes (Cache-Control), then revalidated by ETag (304).
+// No credentials. ACTIVE and SUPERSEDED versions only (others are 404). verification is computed from the stored payload, proof, signed receipt and QR code (and remembered for the same bytes), against the public key the service registered under the receipt's key id. With Accept: text/html the answer is a page for a person who scanned the QR code. May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): a revocation or an issuer's verification changes the answer at once.
 //
 // Corresponds with GET /public/v1/passport-versions/{id} (the `PublicPassportVersion` operationId).
 func (c *Client) PublicPassportVersion(ctx context.Context, id openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4606,7 +4654,7 @@ func (c *Client) PublicPassportVersion(ctx context.Context, id openapi_types.UUI
 //
 // **Idempotency:** Read-only; safe to repeat.
 //
-// No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives qr_matches false and verified false. Neither format: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
+// No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). qr_matches: the QR's ph, pr and rh are the stored hashes and, for a link, link_base_ok: its base is this service's BPC_PUBLIC_BASE_URL or the base of the version's own QR link (a link to another site copying the hashes: link_base_ok false, the qr payload check names the host). A tampered QR gives qr_matches false and verified false. The version's stored bytes are verified once and remembered; a scanned code is compared with them as text. Neither format: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
 //
 // Corresponds with GET /public/v1/verify (the `PublicVerifyQr` operationId).
 func (c *Client) PublicVerifyQr(ctx context.Context, params *PublicVerifyQrParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6570,9 +6618,9 @@ func (c *Client) PutTenantIssuer(ctx context.Context, id openapi_types.UUID, par
 	return c.Client.Do(req)
 }
 
-// VerifyTenantIssuer Record that the platform verified the issuer's identity
+// VerifyTenantIssuerWithBody Record that the platform verified the issuer's identity
 //
-// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
+// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified with the values checked. The body is what the operator checked — legal_name, country, registration_id and website as read with GET /v1/tenants/{id}/issuer — and must equal the stored profile exactly (no website and an empty one are the same); a malformed body is 422. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
 //
 // **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
 //
@@ -6580,9 +6628,36 @@ func (c *Client) PutTenantIssuer(ctx context.Context, id openapi_types.UUID, par
 //
 // The platform token only.
 //
+// Takes any type of body and a specified content type.
+//
 // Corresponds with POST /v1/tenants/{id}/issuer/verify (the `VerifyTenantIssuer` operationId).
-func (c *Client) VerifyTenantIssuer(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewVerifyTenantIssuerRequest(c.Server, id, params)
+func (c *Client) VerifyTenantIssuerWithBody(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewVerifyTenantIssuerRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// VerifyTenantIssuer Record that the platform verified the issuer's identity
+//
+// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified with the values checked. The body is what the operator checked — legal_name, country, registration_id and website as read with GET /v1/tenants/{id}/issuer — and must equal the stored profile exactly (no website and an empty one are the same); a malformed body is 422. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
+//
+// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+//
+// **Idempotency:** Idempotent: repeating it leaves the same state.
+//
+// The platform token only.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/tenants/{id}/issuer/verify (the `VerifyTenantIssuer` operationId).
+func (c *Client) VerifyTenantIssuer(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, body VerifyTenantIssuerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewVerifyTenantIssuerRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -10246,8 +10321,19 @@ func NewPutTenantIssuerRequestWithBody(server string, id openapi_types.UUID, par
 	return req, nil
 }
 
-// NewVerifyTenantIssuerRequest constructs an http.Request for the VerifyTenantIssuer method
-func NewVerifyTenantIssuerRequest(server string, id openapi_types.UUID, params *VerifyTenantIssuerParams) (*http.Request, error) {
+// NewVerifyTenantIssuerRequest calls the generic VerifyTenantIssuer builder with application/json body
+func NewVerifyTenantIssuerRequest(server string, id openapi_types.UUID, params *VerifyTenantIssuerParams, body VerifyTenantIssuerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewVerifyTenantIssuerRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewVerifyTenantIssuerRequestWithBody constructs an http.Request for the VerifyTenantIssuer method, with any body, and a specified content type
+func NewVerifyTenantIssuerRequestWithBody(server string, id openapi_types.UUID, params *VerifyTenantIssuerParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -10299,10 +10385,12 @@ func NewVerifyTenantIssuerRequest(server string, id openapi_types.UUID, params *
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -11014,7 +11102,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Idempotency:** Read-only; safe to repeat.
 	//
-	// No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. Cached for five minutes (Cache-Control), then revalidated by ETag (304).
+	// No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): a revocation or an issuer's verification changes the answer at once.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11029,7 +11117,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Idempotency:** Read-only; safe to repeat.
 	//
-	// No credentials. ACTIVE and SUPERSEDED versions only (others are 404). verification is computed from the stored payload, proof, signed receipt and QR code (and remembered for the same bytes), against the public key the service registered under the receipt's key id. With Accept: text/html the answer is a page for a person who scanned the QR code. Cached for five minutes (Cache-Control), then revalidated by ETag (304).
+	// No credentials. ACTIVE and SUPERSEDED versions only (others are 404). verification is computed from the stored payload, proof, signed receipt and QR code (and remembered for the same bytes), against the public key the service registered under the receipt's key id. With Accept: text/html the answer is a page for a person who scanned the QR code. May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): a revocation or an issuer's verification changes the answer at once.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11044,7 +11132,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// **Idempotency:** Read-only; safe to repeat.
 	//
-	// No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives qr_matches false and verified false. Neither format: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
+	// No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). qr_matches: the QR's ph, pr and rh are the stored hashes and, for a link, link_base_ok: its base is this service's BPC_PUBLIC_BASE_URL or the base of the version's own QR link (a link to another site copying the hashes: link_base_ok false, the qr payload check names the host). A tampered QR gives qr_matches false and verified false. The version's stored bytes are verified once and remembered; a scanned code is compared with them as text. Neither format: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12236,9 +12324,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PUT /v1/tenants/{id}/issuer (the `PutTenantIssuer` operationId).
 	PutTenantIssuerWithResponse(ctx context.Context, id openapi_types.UUID, params *PutTenantIssuerParams, body PutTenantIssuerJSONRequestBody, reqEditors ...RequestEditorFn) (*PutTenantIssuerResponse, error)
 
-	// VerifyTenantIssuerWithResponse Record that the platform verified the issuer's identity
+	// VerifyTenantIssuerWithBodyWithResponse Record that the platform verified the issuer's identity
 	//
-	// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
+	// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified with the values checked. The body is what the operator checked — legal_name, country, registration_id and website as read with GET /v1/tenants/{id}/issuer — and must equal the stored profile exactly (no website and an empty one are the same); a malformed body is 422. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
 	//
 	// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
 	//
@@ -12246,10 +12334,25 @@ type ClientWithResponsesInterface interface {
 	//
 	// The platform token only.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/tenants/{id}/issuer/verify (the `VerifyTenantIssuer` operationId).
-	VerifyTenantIssuerWithResponse(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, reqEditors ...RequestEditorFn) (*VerifyTenantIssuerResponse, error)
+	VerifyTenantIssuerWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*VerifyTenantIssuerResponse, error)
+
+	// VerifyTenantIssuerWithResponse Record that the platform verified the issuer's identity
+	//
+	// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified with the values checked. The body is what the operator checked — legal_name, country, registration_id and website as read with GET /v1/tenants/{id}/issuer — and must equal the stored profile exactly (no website and an empty one are the same); a malformed body is 422. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
+	//
+	// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+	//
+	// **Idempotency:** Idempotent: repeating it leaves the same state.
+	//
+	// The platform token only.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tenants/{id}/issuer/verify (the `VerifyTenantIssuer` operationId).
+	VerifyTenantIssuerWithResponse(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, body VerifyTenantIssuerJSONRequestBody, reqEditors ...RequestEditorFn) (*VerifyTenantIssuerResponse, error)
 
 	// GetTenantUsageWithResponse A tenant's quotas and what it uses of them
 	//
@@ -21010,6 +21113,16 @@ type VerifyTenantIssuerResponse404Headers struct {
 	XCorrelationId string
 }
 
+// VerifyTenantIssuerResponse409Headers the declared response headers of an HTTP 409 response for VerifyTenantIssuer
+type VerifyTenantIssuerResponse409Headers struct {
+	XCorrelationId string
+}
+
+// VerifyTenantIssuerResponse413Headers the declared response headers of an HTTP 413 response for VerifyTenantIssuer
+type VerifyTenantIssuerResponse413Headers struct {
+	XCorrelationId string
+}
+
 // VerifyTenantIssuerResponse422Headers the declared response headers of an HTTP 422 response for VerifyTenantIssuer
 type VerifyTenantIssuerResponse422Headers struct {
 	XCorrelationId string
@@ -21037,6 +21150,10 @@ type VerifyTenantIssuerResponse struct {
 	JSON403 *ErrorBody
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *ErrorBody
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorBody
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *ErrorBody
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *ErrorBody
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -21051,6 +21168,10 @@ type VerifyTenantIssuerResponse struct {
 	Headers403 *VerifyTenantIssuerResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *VerifyTenantIssuerResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *VerifyTenantIssuerResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *VerifyTenantIssuerResponse413Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *VerifyTenantIssuerResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -21077,6 +21198,16 @@ func (r VerifyTenantIssuerResponse) GetJSON403() *ErrorBody {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r VerifyTenantIssuerResponse) GetJSON404() *ErrorBody {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r VerifyTenantIssuerResponse) GetJSON409() *ErrorBody {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r VerifyTenantIssuerResponse) GetJSON413() *ErrorBody {
+	return r.JSON413
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -22672,7 +22803,7 @@ func (c *ClientWithResponses) PublicLinkWithResponse(ctx context.Context, id ope
 //
 // **Idempotency:** Read-only; safe to repeat.
 //
-// No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. Cached for five minutes (Cache-Control), then revalidated by ETag (304).
+// No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): a revocation or an issuer's verification changes the answer at once.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -22693,7 +22824,7 @@ func (c *ClientWithResponses) PublicIssuerWithResponse(ctx context.Context, tena
 //
 // **Idempotency:** Read-only; safe to repeat.
 //
-// No credentials. ACTIVE and SUPERSEDED versions only (others are 404). verification is computed from the stored payload, proof, signed receipt and QR code (and remembered for the same bytes), against the public key the service registered under the receipt's key id. With Accept: text/html the answer is a page for a person who scanned the QR code. Cached for five minutes (Cache-Control), then revalidated by ETag (304).
+// No credentials. ACTIVE and SUPERSEDED versions only (others are 404). verification is computed from the stored payload, proof, signed receipt and QR code (and remembered for the same bytes), against the public key the service registered under the receipt's key id. With Accept: text/html the answer is a page for a person who scanned the QR code. May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): a revocation or an issuer's verification changes the answer at once.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -22714,7 +22845,7 @@ func (c *ClientWithResponses) PublicPassportVersionWithResponse(ctx context.Cont
 //
 // **Idempotency:** Read-only; safe to repeat.
 //
-// No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). qr_matches: the QR's ph, pr and rh are the stored hashes; a tampered QR gives qr_matches false and verified false. Neither format: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
+// No credentials. qr is a BPC-QR-1 string or a BPC-QR-2 link (URL-encoded). qr_matches: the QR's ph, pr and rh are the stored hashes and, for a link, link_base_ok: its base is this service's BPC_PUBLIC_BASE_URL or the base of the version's own QR link (a link to another site copying the hashes: link_base_ok false, the qr payload check names the host). A tampered QR gives qr_matches false and verified false. The version's stored bytes are verified once and remembered; a scanned code is compared with them as text. Neither format: 422 naming qr; an unknown or unpublished version: 404. With Accept: text/html the answer is a page; without qr (or with it empty), the page is the empty form to paste a code into, and a JSON client gets 422 naming qr.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -24410,9 +24541,9 @@ func (c *ClientWithResponses) PutTenantIssuerWithResponse(ctx context.Context, i
 	return ParsePutTenantIssuerResponse(rsp)
 }
 
-// VerifyTenantIssuerWithResponse Record that the platform verified the issuer's identity
+// VerifyTenantIssuerWithBodyWithResponse Record that the platform verified the issuer's identity
 //
-// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
+// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified with the values checked. The body is what the operator checked — legal_name, country, registration_id and website as read with GET /v1/tenants/{id}/issuer — and must equal the stored profile exactly (no website and an empty one are the same); a malformed body is 422. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
 //
 // **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
 //
@@ -24420,11 +24551,32 @@ func (c *ClientWithResponses) PutTenantIssuerWithResponse(ctx context.Context, i
 //
 // The platform token only.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/tenants/{id}/issuer/verify (the `VerifyTenantIssuer` operationId).
-func (c *ClientWithResponses) VerifyTenantIssuerWithResponse(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, reqEditors ...RequestEditorFn) (*VerifyTenantIssuerResponse, error) {
-	rsp, err := c.VerifyTenantIssuer(ctx, id, params, reqEditors...)
+func (c *ClientWithResponses) VerifyTenantIssuerWithBodyWithResponse(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*VerifyTenantIssuerResponse, error) {
+	rsp, err := c.VerifyTenantIssuerWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseVerifyTenantIssuerResponse(rsp)
+}
+
+// VerifyTenantIssuerWithResponse Record that the platform verified the issuer's identity
+//
+// Records that the platform checked the company the tenant's issuer profile names: identity_verified_at becomes now, audited as issuer.verified with the values checked. The body is what the operator checked — legal_name, country, registration_id and website as read with GET /v1/tenants/{id}/issuer — and must equal the stored profile exactly (no website and an empty one are the same); a malformed body is 422. Only then do the tenant's passports show a green VERIFIED. 404 when the tenant has no profile.
+//
+// **Who may call it:** The platform token (BPC_ADMIN_TOKEN) only; tenant API keys are 403.
+//
+// **Idempotency:** Idempotent: repeating it leaves the same state.
+//
+// The platform token only.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tenants/{id}/issuer/verify (the `VerifyTenantIssuer` operationId).
+func (c *ClientWithResponses) VerifyTenantIssuerWithResponse(ctx context.Context, id openapi_types.UUID, params *VerifyTenantIssuerParams, body VerifyTenantIssuerJSONRequestBody, reqEditors ...RequestEditorFn) (*VerifyTenantIssuerResponse, error) {
+	rsp, err := c.VerifyTenantIssuer(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -34477,6 +34629,20 @@ func ParseVerifyTenantIssuerResponse(rsp *http.Response) (*VerifyTenantIssuerRes
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ErrorBody
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ErrorBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -34541,6 +34707,26 @@ func ParseVerifyTenantIssuerResponse(rsp *http.Response) (*VerifyTenantIssuerRes
 			headers.XCorrelationId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers VerifyTenantIssuerResponse409Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers VerifyTenantIssuerResponse413Headers
+		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Correlation-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XCorrelationId = value
+		}
+		response.Headers413 = &headers
 	case rsp.StatusCode == 422:
 		var headers VerifyTenantIssuerResponse422Headers
 		if values := rsp.Header.Values("X-Correlation-Id"); len(values) > 0 {
@@ -38217,732 +38403,740 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3pctvIsi+Kv0oF/qfD0joEjYkD6Fixg6IombZEydRkq9t/rgJQIGGBAI0CJNG9HbEf5H7e5z3OfZP9",
-	"JDdqAAiA4CjJdvdCf2iLJFBDVlZW5q9y+FMw/cnU95AXYqH1p4DNMZpA+mf7vPcezchf0LKc0PE96J4H",
-	"/hQFoYOw0LKhi1FFmKa++lOAU2d4h2ZDxyKfbD+YwFBoCVHkWEJFCGdTJLQEHAaONxK+VwQzQDBE1pA8",
-	"lHrcgiESQ2eCit5Bj1MnQHj9O7/HL1UEL3Jd4fP3iuBCHA4jvEmXRa97cILIawuDmgbIdh4LfwrQvX+3",
-	"a4eB79IOkRdNyBPQmjieUBEeAidEgUBahxYKhM8FhAqRB71ws6Wg4/waOQGyaDfzZUy3wwnAh5XMOrOO",
-	"mQXKzD5H/fmQfeMLMkMyZMZzJw4Ot+Q7J0ST7B//K0C20BL+f6/nDP6ac/drztrfkxHAIICzBSqwtgrH",
-	"aVk98mPPm0bbDtXyzWiCvHB4jwLs+N7Qsdj3CJuBMyWtCC3hkD8F+FMYPIx9jAC6R8EM2NAMgYMBtCxk",
-	"VYXKfNr5dfb8MM0/Ev9PLPhf/F8hM01hGKKAjOz//7sk6lC02+LR5z+b38X0R22bj7Ly/X8tcGJFeBR5",
-	"X2KWIhCQKQEcmWMAMVBtxWiaGhJlS4GiZjSQqJuyLSpQNTSzZtVRwyYDn8DHHiOOTCaXX/KKQGhZvAZH",
-	"0AwxCH1C5pLITyJyRhZluzybso3TAhCwx0D7vAfu0OwVBv6DF3/5MEYegAYmm2IPen44RgH/7RUmm0GT",
-	"1P0KCMcIBAj7UWAi3oDtB/TrqQtDsnQg9O+QR1a0XMjMQn5fIeoGCEfutrKOyqfMjnG8sK7N5+F4IRqh",
-	"gHSEPTjFY7YAq4T3RfxcXlwnDVR4v4WSe+r0PAs9bi+0CwTE5RhRXg2QjQLkmahCeQ0CI/AfMAqq9DSE",
-	"k6lLWvldeH0vv6YtFfHMGEE3HA9d5x4t9nTi3CMPYQymgW+gonbZ66/p6yuaJ/rCbLH9AYKWs1EHrIGi",
-	"HiYoDJwiMp0H/gSFYxRhwJ8Be4v7cb+o07jNov78KfLg1ClelrMp8sjSxKctlwt8nYi4MCLHDYEd+JOi",
-	"jnnj1S/Y9wp7D5x7FEQFvQ/ID+CqB/beXl6eAwNixwQwCsctAL0ZiDAKAFGjmKiiCh0jANmnU4jxgx9Y",
-	"+29iUfcwRgEC4dihS2OSJcIouEcYeD5/O/CjEOGFWfARvi4cPmnDMQs47WYMQwA9/IACDEjf+XaNqVnQ",
-	"Yn4v8uYrbOfMFyvL5zm2nPNQ8dadIs/q3iMv3EXvgmboB4Un0M3YB9AMkcVWKESPYcF5Acyx72OEwR6l",
-	"uginTvpM2q+CdnxUsbMLkZFiuta0uTs0A06IkWuDPa5gt/6IJEk15+o2/Yz23wAXwXsEnBD4UQj8AGDk",
-	"WQA9QjN0ZyAcw5AsywQ+niBvFI6FlpI6deerDEejAI1giJZYAf/2isucQKyjPzNTaYu3UPz2mf8rifqw",
-	"Kn7+U6rU1a3GJot1DbiI/IQrwHJGTogr4NXwVQW8qr4iq/tKfFUBOIRB6Hgj8OCEYwD5G9TkJZy01Qhl",
-	"pbHlEGWl+aQxTuHM9WHB7mp7M/Du4qwP7qEbIdKEHyCLLNKIHGrVNerhgEsV1uPitnyzudpYanxFGl/G",
-	"7s9uh5wAyTDifMXXyOrdFMekX27/bqhEWoicK0EeFVilTx6yV2YDZC8iAvGUxxCPC9Ed9vMuGEvyZqaP",
-	"SsHUM9MqovYBDM0x0dK3pXIYosk0xHniqkohcXdD6xxMBEaKeIbvuwh61PZ2PAePdwXHHAtNpn6IPHNG",
-	"js95F0UPf/GNTVFJClOhIPCDYt2S/A447cg5T56sANITkzZEMWO/Ahs6LkNo8pQvUkOQR078+Ttb0oN3",
-	"WjzoeEREd+BdgD2ZKMJEptpOgEOqgcfNx+ueat/0rQKFsUumD8hvYO/ivNsB//f/aPsVgKqjKrhun/QO",
-	"25e9s/6wOxicDSqg17/sDvrtk/hzp93vdE9OuodVodCkwBiOCjo98xBwHQ/ltKBagRaU23Z0EvOWP89n",
-	"zPdTGi1GEKPh0wBn2oT/4KFgNX9O4ONwy/249Mgl6/3FN15hAIMRNX9wix2d7A3AZB/wbaKQAtIy2Ot6",
-	"XyMUIXLeIkz42vfQmZ3iiZTAmQaOHzjhbMOB0oaLwXEi1oYWctG2goW9WbCrVyAM5hhZkbtlR1Tl2VVE",
-	"4RCGEU5rGB+uulfdQ6EiDK76/V7/WKgIF1edTrd7SL89avdO6B/JxhAqwmG3fTg86V5edgdPRvrjL+Yj",
-	"OrjqnRwOL/rt84u3Z5ek67PT895Jd3jevrg4Pxtc0hGc9K67g+FN9+Dt2dl7oSJ0P5Kf0s8cd/vdQfuy",
-	"O/wwECpCr3/cvbgcHp51rk67ffL7eXtw0R0etTuXF2z6w8HVSXd42b2gX1z0jvvz5oqmGU2tLc+f/JEb",
-	"H0bJcZC93eCKDV+0FJtX5kdlbqcunkLzfRkzfo7zMiyVPQOz8qJAAGUOp9wmyF3DpKi1Umd48duWuXay",
-	"+4XLAVV5Z+eBb0XmtsM12MvDKXv7JS8nl14Q4ruo8PsnXNIVTCvLzqTP5MouNZv1BP4RPJFezycwRuS4",
-	"VgwJt4MRXjvs7FF56t8jDCCIwWMKCAIqEnv9YxD6YNBtH36qgr347PRtkJWY+wvaXdzYxhJ5dyZId1VE",
-	"n84YmXc7mWAWCqHjFqmpM6pLmKRlrkm+AXhMbG7fc2fLDPXqVvvFvyu2GOYHanZUFhoF0EJWa2FsdDx+",
-	"FIIJvHO8Ef2dw5Mg8ijwyODoATQMJzz9AMLAGY1QUAGR5yKMwcF5Z/i22z65fDscdD9c9QbdIT3FGWLN",
-	"T9F4AOuxUb4h/bviBXMCM3LCgwDBO6Yz7mDQDR1v+OB4lv+woWpESBUFaBjAEGWlnR8ZbkrUedHEyLyy",
-	"fV8eegyH9JphN53KnyLvKfpYRvnpnJxdUB3r7LzbFyrC2/bJ0ZD+vR7jpm3laFcpWoNCYqUnkidKIWP4",
-	"k6njol2g7yBy0XAKzTs4Qim3gxIRLkCE18juf3v6lDf5f0FcN83UlaXiYIXUOYcYT/1gFw2Lt0CVLATJ",
-	"gZzoWvwSYRoZLjWBABkZ4COLPZ+A44U+eYoPIfkeehZADLTAFMfIWJBZjS1v0i7qbHHzm+psW8jURWPg",
-	"x+mH6WlVnsIH1HyIvdJ2OYTuHM/KwA5np0JFOLzqDg97J73jbr/TFSrCeeeocB/GimL+ynPiePFneR3l",
-	"youlnyaA6OLzVVzOXl3PmvrObuyFkRmgJdj329N2R7x421ZqdYCdkUfMAPY8kQ1k6ecXLHlEWVayTFYv",
-	"uexXUkeioMBEbRvYd6MQgXEYTvfwPrganJCV5keNCcY+DsEe+RUzm9XxAIdRHJ95ImUEjdZcI2ly7E5G",
-	"VYlZcjm/v0ezXVg9eyFRcIkUe5vg0J9i8OAHxPB9Azx0j4KlHLURrrWl+H029/WdNxXzkCq31VOEd9rp",
-	"fzkzxyriLhy9GUJb2l7lOfNLbIgCdl2xL9hDu2yLHaUuv2tIvSWXqvJfx1af39osZ6pBRGxyarn9QMYq",
-	"WeQXOpBXM8c1M+d3ClDD7pChbsXWVBC5CFeIynxw3hEHVyfdC1GuCtvxS4kV/lJ6BQ7x+jV/BeiD1bWg",
-	"U4qDco0vZ9qLyEg63ckoyvhI512QmTM+9XSqAD8A/6DswYIp6U85k09WmqU0/HUZ9gEZY9+/GyIOGJUG",
-	"wwanRhHRMi7dyzfnJWXLp2ga2elcUG+B0AdT5E9dRMNdLMcbUUw/DKDjUohuCk2EAQwQsAJ/OmVOsdsq",
-	"w240ykdNsFCJz/xfFtKhbBvSoQLXf0CBaEKM8pETdB4WxGNyUBbHTBApRB9eVADJiNdqgFaZnOHfJTlD",
-	"RaCHRsEEcpzDHqv8tPQNPJTihgmaHe4Kz88uLqnjcXxe+/QDl1wgllx8J3kU2KeIPgyjAGWv/HIuq4s3",
-	"ftstQSw9+U3BbKfbuKJGVhCSxqRst8e3CHPYbUYbH77bU6Ky5IjicyoklBMgM/SDbUWh6UdeGKwJGXEs",
-	"5IVOOBveo8CxHbTE0z5R7eLHqMLnYByhgNgovBVivliAWDDkLHAYSj8NfNtxETDH0BshC2DHM1Ha5z7l",
-	"+rYwnN2k1h2aLQllT8yq+I6MPFoBvmshHLIQkTfJDQp07xG7PMmkxlgZaRUvVmHylYrgohF0h1kxXih3",
-	"0cjBYQDD+ZX78oe33uXYCVf2n5e5KfGamkAlYbHF8c67KeKxJQvNF27lJthBJXBH6ROse6jUarJeeGKR",
-	"BQ38iTM/n7McdB0nqiHcgywAadwytImuQ8PXCWcCyydbgG2VGdh73/00HHSvz953D/d3iHjaRUWZa0CL",
-	"igLlbXp0GhCjurZEZwjJ4u+oMzxF4ViMJoFmyOLo+aDmR/Z6/8VEQyBMUDT5VCRERkNIESCnIeR4pJBZ",
-	"uQvJtgJ7h5VOMi1tuPmfx0PlOb130jPIanJph4q1zv0xzV/crT9Z3N0d+uMmrudxv1ud615I6IXHUKnV",
-	"C5fjR3BSQY6vjd5bEnQau9zHnm8PEINB9123c9k9fMMCTykw+uBgtBhrui5sc0msZiGiazvIXaIGJZlW",
-	"JmhioADQMNPIDSsMzSJ6vIO3i/KkuUgcDB4CPzafw1RP64HIbYI9aR4wemiviGosjIudOJN5/ogC65Nm",
-	"bdlZ5jvf0NCYhWjTqNDFQ+Lq/OSszcIL+SKzAETOQc9gny4J0i8c4TIRl9oqWVGXFYLzoPg52Sv5fZ8h",
-	"W+oYi+PmUmudO9syq7VKPt044ThWecqzbCVbbH9+xMJ/3TGSdFB5rqMydkHcKWTKmAftrJplLsRn1zNp",
-	"h6BpBw+5xlgYXLXd6nLXu5fBB2JSLsME0gvMvO3mc9tgkanXeCZ28IXiBhdO44KkFYtnKYYT5sEHPQsE",
-	"LCIfBCiMAgYbxIHM4ItvgD1FkvbfAH7d2Zu3L75HMzCmGGQeOK/Vis7hXAqCAoRgNkWvMLAQPdmXXlPF",
-	"sV8T+OhMiPyJ/U/4p5WnaSqrwcoI0oXAz/wSvfONef6DxbDNaj6RQfZtCeyZgRM6JnRbRdnAfM+d7ZN1",
-	"VsGe6z/sv6EP7UogNUUeaSV58kkMchePEU0/gmDgOtTuhh41vt8Az3/YwvVzaySlvEMvvHneQkwsScew",
-	"1oxPru6c0CWPLaRzWCb+cqE9f5GwnlKgvpBALYr0WitS83FVpVAtheqLC9WfKHqSsPF8ipytxXRBkp1l",
-	"gjp7rfpjr1RLcftC4rbgrnyttM1daZfCthS2Ly5sny4/Yormc4htLTIXk5Atk5jdRyLXd9RsbwInJIeL",
-	"B9qdy951d/GcIKeHBxDtBNiOW4rJFxOT2ZXcTEzmUtOVYrIUky8uJncUGonjRS6b4taycTEd4zLZeIw8",
-	"FMAQfRhsKRcHyLNQwPLFfhiwjK80qJo7fORnzHbTwXlH/DAQFeA63h0hAtGruRPRFI5K0flionO+0JuJ",
-	"zVT+zlJkliLzxUXmy8mTmNLpjLRbS9RsOttl0rTnjRAON3ZqyoVBhH5AYQwPPSTnBCVB4kyxAEmksuiW",
-	"ovOlRGd2VTcTn7mEx6UILUXoi4vQZxAgMUnz+bq3lpeLCb+XycxzGGBEiytui2WSF6mSHU3JNkbWfJ4Z",
-	"bNcmjZfi8aXE43wBNxONGZYrxWIpFl8as9xaTsQUTNco2FoCZgscLJN+vMBGQZQ6lSihH4vrN/PiHBYy",
-	"HQvhdA2PV5hX8SDDtxzS0MTxYMj8hydwOuVVd3L+AMtwtiKXqIJSEKtfz7sULBaOWP1+7qZrscrE6tdz",
-	"sG+2JMXqV1OoyGLtitWv5kyAbKGL1a+mTsKFihir3xxE3iBy0SXC9N1s8YzVr144Iy+h0ffkjJz1qdMn",
-	"49vvFYGWfxFav6/BZ4v45ntlo5fy3LLhazkm2fCtHG9s+FaKLTZ8I8cNG76VYoQN38gwwIbvZFf+c0om",
-	"pRvbEhWMPKKAFt2zv8KAFw6lulTMZyyLCFevTD+wmFwLIq/U2F5KY0sv8GY6W1YalWpbqba9PCD4zKIk",
-	"pm/uYN1ar1soVbVMtcvI1y2hQGdEJ2+yM3ER/XyFyRSRM+VX7V2Lhuou2vcZGL+Upy8jT9MrvZk8zbmS",
-	"leK0FKcvDQ6+lEiJCb2uYt8asZp9vUiqBoEfHPjWtkkNkijalSoxeeiQ1bhaqBNIG/i8bEiHSWWsrSKT",
-	"Ny2eWgFTN8LgtH1ydDY47R4OafVssiin3cu3Z4fD/tnlsH1ycnbDkyakq/Pno3iXpHIIAuSm82fkRmWO",
-	"fSKzPoqd+ZNiz3oDvkZ+SMvS0+0cIMJONG8XOZINF02oqF+dkYsVFlthZ/z5ffGiLIjMMAqQBWik52PI",
-	"g5b//IOFJP8htP6YC4k/hO9vwJ/f42q8rEzswlquKi4ruo6HwDiaQE8MELSg4SLAX9g67HiB4HMaFPLY",
-	"465ptGPBmJ8QZaC9g/OOyPAUUa6AhzEMgTE141QcZJZ4n5zj54dHYM/2gyQ5G9UHaCxtklSTfsXFSKYM",
-	"GulKqAjnh0dCRfiCaaDu1LK3zfBepgf9VbMIcuosZ9wnlAraxYkqk/MrBxcu5vya75CC5eGVcrbM2fAc",
-	"xXkyse8rKHwEzR+ROIWGx284ffpspvp6/sflmRFW1a8mr77CwISe7xFFGMyFWIf8KcpLSlOzRpdX7GcK",
-	"wHCblAUVgYmO4a55PZ7AI/FaZEOe54RNrcDC3NKliDN0WTmhteHThAtfPJUMZfXd08jknN9+CU/HjKhK",
-	"6dQripH9XFlURNgC15gf6/SUoWLupmZfWJIQqDgTEE8aErAsi0/OubE6D8yzpYGad1O4PjTv4C7aYyon",
-	"Yj7ejv5A6J1OZdciRzHEfE/0Ls6AKtfrogygOx1DUWH7xvFANJ2iAJgQx6mGDrsUmUrpQ23x9vOfRcrM",
-	"QlrAxZOCCA/ozag1S0aHiJlAHq8QJYfqePNNSH/AqQyNVXAeOF5IFXxmWHg+NTIC3wXmGAbQDFGAd8g8",
-	"XJCmcP3g2eOAldnl5CI7oHs26BHl/Lp9yX/MZyzfYESp7IarRsIfo+vLamTF9bNCMPFxCFRJWk4aVZLW",
-	"8fOGeRKXs/c5S5v51KSf6cwoz5NcsyiF5WqWeGKKnVSV/43Vu5+f5JLlWkqNfflSXzvo4SWSu1px0sxh",
-	"YQm5y3QKVy4/7tAMJK+BvePuJXjNfnp9L79mT+PXfybE+r5fmO6sMK3si6V7/QWSqvKnl0vwxGAnj7DU",
-	"uA5OirTvJQlDHWQBYwagN/M9VEzcp/F2eqQvnc41y4BFG+Cdb+xY/31Dq2Yn29DxaGT9btxYcP+0/OEt",
-	"clnT1ORLsicSDiO/A06dVxjQJysscyIHCeNfgQ0dl1UayNN2SbVFJ/3OlvTgnRYPOh5ROIZxF2BPBg5T",
-	"X2g+5tQmKLyx2Rx13l+SBrICev3L7qDfPok/d9r9TvfkpHu4XTLHMw8RywjlC6yuVxe2yeLoIojR8Gll",
-	"CGgT/oPHMrktfzB/Y7nBjlsJeXzxjVd4fmvYSrv7cWc/ooUlXoF7WY/CVzRM+8xegoukbhs3GChtuFiH",
-	"ce5RMNwl+xx7s2BXx1eSBbhL7sZxs45oxY3nS7L84ap7xTJmXvX7vf6xUBEurjqdbpfl1Dxq907oH8nG",
-	"oH6P7cPhSffysjt4jvoP3KhckiOqUpRNZDFafjFGNBvjtOjBn/VoXfCDWHcBuIt6mtv7nFuy6BcHvpK0",
-	"nglvV+YnYG57Lh49aXCMcXuO3TJ8lD34skKiQOpkTqQc5+cyjq7Rgt/5xjmXpy+GtRFFoyAfv4cew6EZ",
-	"BdgP1tceWQ7FvfONnbJpfmHqz9qBL3JM4TBOnHu00zgWBYJ/t/62m79VNJJc+MSLxsBk0LLUdl5Eyn4C",
-	"tl3UZTHBNvSpymlsNB3oRvMpOgg2K0r8LPnFE/D1BWj+DEI4PbysJC6gUaWA7tuJvHi52X3ij7jvSm4F",
-	"C66xP69aL3YTuelC7ArrT2E4XqGLrdWoip25lqfIX55zfIma9hz3DnNSZlls5SUpp00+33ecBXz5ubue",
-	"7178hivH5rvfdcUN7VYyge5WuLO6zL3Lhk9hRd5GMDQix7WWAaO77GwKyr2sLN59U7ML2W1y+6+93J4G",
-	"vm9v1yR9I/D9cHmrX4PhiN+n7sglX4NhyvRdhUJSf8TlQwkiFw25c/i2FE+ykq0eA7vQ2rVaA62cNVxR",
-	"ZCh+ZF5vZ81weFTVxrNcUFeZccgN195xnxqozMOGmrLn3cEFtWWLjjocTVGAkbUrRX5YIYnic6LwJMkV",
-	"kkjsyDSpl7NakbxKS5oFX4vsTl/cctltm9sEabZd4K9CbsrstiUCOqeQzVl+cbNXsidEniNWHUhPqJFR",
-	"6u673+9tXXYjr0BsUXbjR5sGjjfayYhnZY43JPqLF9HM+5vfJ84dxXUxV1TAPKcb/5wRedt6JbvtkqXX",
-	"2/guWg8UFfIFeXNFyeMPg2t6d2bCcHsFd1cF7WswnMDQHPNqsQsXtPe5Ia3aYZnhb3ZypbrP9VVIocgP",
-	"4dk9CgLHQni3wtDF1l46jErKRFJJRfok4+WVym222XpDlprNulYUorVwI2GRA2yjcW4yVnLGDV1n4oRD",
-	"IwpwuFG768aZajSY4m2bLBxnvgTOsyxU3CiOjARffI7hfl/GnU/hyiwGeuXxqpNxUAAGewx8t4DvIQzo",
-	"ZT2IvNBxAX90vzAIbmP+zQ7ggAZD+HYqL3IMs0JgQtdFAcDIszDY02QVTCEOgRNuOoQcpy8EFmLgeIAp",
-	"rYDdTb2hXvHsNjDuDTgYBMiOMLLAw9h3EdjTFH3TMRRtjRwNyNeEBmGmdPAYklWIo0aNyBqhcPs++c7J",
-	"u+XSRjGYUvKavmcB6LrZAVBuoKPYsNfCzZXt+MS5524o/NpzfyH/Nd6yt4Vdl3Ms4M1nHtuoiyV1tuez",
-	"WzaGynzDZVmweE8sLFcBzxQdVAMErdlOKpw5Rubd5kpthzzOOyq43JqbyVnKW2gUQAtZLRoRNWPxzRVg",
-	"RCHZ2qRN5o/he+4MTOAddyaNnZWw6z+gIOUQEhvhtDUa+cXaZ4FFrJP1t0l87pVV10oDNHXhbIB2AM2p",
-	"olGs5UwcnNKCEsovuaKe0/epsNgaiGs1YLUWRkps6uE9dJ1CD7yNlDRGuEWLf8HCX2bT8/4zdC5eXHKK",
-	"XTBr/z2a7ebgvbqC94XjmYj5QxGWvkMzcoak3mqxqEEnXF3j2/OB63sjFMRee7gK+tkQ8DfAQ/coiMvg",
-	"21FcLGBDTxIEMVO6iwvl8qHHWsLeHYpjnONfoWfFncPIckJ2iu8XOSetcareLooRWhPH2zGO8c18Ctmo",
-	"xUo8LdYoCpZG25chjQUhjZybCredH8LwidtuBYMM+CiWLeyb52GckgWKWGBxsSMXnTO89wdcOi8PEkjj",
-	"zi/vhJHvLovibVY1N0W5F782Ta/S7nemqVZ2rDS/S8le7K6qTE9/pnGZxYpPXNRst4uYXdjqSbdtC/dQ",
-	"h4P20WWuCPn51cFJ7+Lts1Qhp8mgVhGYP7CcxFQZ2/2W8wm3V8svm9K7cXGvFtxipbgsR5Mc1p6ZbY6/",
-	"1uyZH1z9/KfJyh0uUwokyxb3Kc8ljWmmv0Hk/ZBsAcTW3dDdgEYtDMkr/B6+IPKfPEItaMcb0bDRN+DP",
-	"P2L3/z+E73MTJYi8ODDC9gMwhvfkldD3gY0e6Kv4TSrKI36F2HKFIR5mGEG3yKyAIX+Zlp308AMKWAOL",
-	"V4gQLwuwhBgRncyz0CNV+Lj9QbZotRiLfJwiM0TWihGRl0H8XHG4GVFZ8ZohkUfA3ruLs/5+dWUUR2xh",
-	"pShPpuJTeCS9ZtVlEnpZCBiOA8CK8+ssD/lgq7kh/z3FTekppyF9lwnjINr8DEVo40iJheP2vH1xkQ5Q",
-	"eIYD1g+hO6TbauczLkODFadb5gykdEgdcemBJAyQSKK8lNnWDzAtP3+IOpsI66fos7kErz8xi2/G5zwb",
-	"NLLodv4kFXPz7fFcBtIiW65bjV0gg3hiOXwOISu+cMkuwxsQQM/yJ2uTPq4hTJmE6y8EVyzkIP0VMs5m",
-	"9n4mPuwvleVmjvhte2ntjpbkmslj79v6We+gma/wQp37Cw4NiFFdW3KPEhLK7Qg4oHufeawM53j96sfv",
-	"nh60uQu3rM0RkLhbptUVstRFhEzpKRlzO0XMzGwXmKOIdKuZ9MW1lNR+2F1HSepDvLxNSgYxpF4gG+oH",
-	"9B52R95D0N2Zb2OP4+xN5cv4gdOoYeYGPui2Dz8JFeGi234O0yAf+5jxo07vmUVXa34hmlqwhW3DVyZN",
-	"6VXs1QvRZNvEqT804eGya+mlmf+WZPvLNLeOIi8vItLk311IXFJu+ZmYInaj0XNncMvsAdL+plgeI8cz",
-	"XzuWiv0vrdizNX/xDct32lO3KvPt3Mmj62viFrpqnNx5tLIqcRSybURDCwD1P+O5U7hT1rwoAmaWDDFa",
-	"/NhXuvqMW5tPaDmxrvD2l8vb+MG+mIfppi6ckUfDkTZqmadTKf00W7/nHC4zZKzs5sS5hgn/jTZsRYji",
-	"bbdeHl7xlP1L71voyRhhhIHnP1Q3EQdx/0UrckXjnbp8YXc55x08ZFFVRXUwI4zAHn2NpvYPEI4mCOyF",
-	"QYT2AY8xchB+AyLPHENvRH3FMxBibJDEfpEpi6QwcWIfPYCrwclCi2gyDWcLWVS15vK7ngUqpc+bXSi1",
-	"BffOI2kqCzJmQhNw+QCjsAKMGa2JAenNFavDQ9UkTITcjCegnQHqjk45BaOCGzA2J/Aw9jFKGJ0oWFbg",
-	"T6fIagEDmjSndOEuqXIDKmPt/SKe35kCTz02yEaBylGw5qRPfoW+m7trkvp5URDFqWdYjmD0GFbXZnQu",
-	"SplLe3jF8rG1AJxOXR6k9foL9udq8MF5Z56lZ162tayI8XdwH50zSZJSfImoTzH0TsdvPl/SOlEWZ2lP",
-	"+aHwpFrQm21Q3JXlBUssYSr4v39el8WJxasWkuAJUZxbRn+ke6KRIEUxCvyCOAVPxywtVITO227n/cUw",
-	"ye73vvuJVl46u+knnwfd67P39FPv4uKqO6APXHcHvaPeElSNZQnefAlSSZALViJub00q4Ts0Y6nqhv7d",
-	"8ieoO9jSJ9Jg0/KH5nEPyx5JB0IsfWgeHrHsiXsUWI6ZEUMJ3YtXoyKsXZxVVFy4SMqSIz/3xYnmZpVb",
-	"ldwSLC5sanTz2S+wcMJglXjDrNuGbHNsKYeSAmibo2rFC5mjKsfEKAF4J8vHj6yfkvBox6D5Xz8T0ZJi",
-	"oKEfIIsWN4lvckU5jnZdkmk2yUWwMulEJnHBkhxBizFdS0bJ4pHIKAfdTrd3TgbJ3ygcZCqRyubCmPLd",
-	"LLkHKxDHi5cum+bZ2T2bwAtkzclm9SjM2FDgeJxOgZPLGRPzRDrparyg2cXIZa9Zm/ggsya/yF39M9y7",
-	"/4yr85hlOZyQ3FjPr6t3vSjc/IJ9+aV64TXic1yjcwzvkGdc+fVS7nOcZtcFpkmIh3Em+HXPpTx/Vzy6",
-	"TTadcRhOh3MuW0KkQo/bdYl4CtO3QxzGeZ93dVzBU9/DaGjw2rOL500MqryKvcETHAHs8RPT8CPP4nkn",
-	"NuiLVcpeVRW1iDFWjCtumdfgxrHnYLoUAneON5DtBwhAb5a8lR71ost1gbNxt89dC3je8ef1PN6xzM0O",
-	"qZkW0fbdnEYzPLQsr1NaphV1W0mnhkrclxPpl8punt5kBVyVkQL5rb64Z3IyZ7scXVyexpj2j4ir26EY",
-	"QQY2X7Qvt2TPoNgaehZWKmaMNOuQ7tMzWutVkFuiF79qzrPE7nfOvKWLFID9AxiM7cJnKe23K1MUg/dP",
-	"Yqh8Q5vLoxjt3IjL0mv1ozgtwx+7chv17TOjwAlnF6R5njQPwQAF7Yil5M4ewf8iX/uB840XSDygz4I/",
-	"IklSTQqn0z/RvyrgYYwCxK4UyffAwQA5DKxPY/CEEjD0g1eYGLfD9uFprz+8PHvf7YM9RA4Sju1XAPsU",
-	"+FGI3qSqHMbXAjTBQLy89DIwf48A/mVMzSEb6zRAtvPIBsu/wsgMUMjHD+zAn4Dzs4tL8Ppefg2njsjS",
-	"cNGb2vlthO+5swpwJlPXQdYbEPguYpkMKuAhcEIUsFtJckjtV8Gpg7HjjSog8u48/8GrgCSrV5Ak86Dk",
-	"wgAGCGiSXI2r3lL5Tck9539yKArfv9MgONuP74R4DWWGVAkH553UjQeCEy5P2du49fr1yAnHkVE1/clr",
-	"Y2qK8cPkQ7ESRpr84hvxPR27vBsFRB8k32OwNyBnK/A9cO7jcBQgvJ9eIFxJ/DkqtMYmTVDi+qNK7M7A",
-	"4m7I8nLbfO68b/kT6HhgL0blcYVVgqiA2OUSVzJxPriSvIz3K0nDvOZd2v4mGmQSJDx/qfqH94fXZdyX",
-	"pP0KidrphmMWM1TQlgmDwEEYbLxlWhtvjCLe3tuCuQknoolBdGbCZdiDd2jI4lBdhwY9BQj8688/mOD4",
-	"Q2iB36vV6ufv/6KTZYltiKpcBYwqVNsiG5y8Qz/8IbT+/IPWtfpDqKRCWyvkyyBAblxcjn7FkFD8h/Cd",
-	"d8G3eqzgJ6T8KHbmb4s9619vgKawgI2apNLnZuBfAxQGM7Fthyj4F9k+rmMijwWt8j1BZHLgoBDSendb",
-	"7YbQCd14W7GUJe3zXgouagn3MoWDp8iDU0doCWpVrko8kT8VsK+nr/90rO/kzxEqLrpGjJWEAV/hpEjz",
-	"HsxWYd4HLoIWdy6Zh7VM4QhVWMHTgAYMjxEYQzzmIpPWb54GxB5NZWbhZp3vIcbx//jHzdgHEzijCf+A",
-	"E7b+8Q/QpqUJW7SGbIBo4T/oYrAXnyMt8Pvn/SoYwJA7vpCNhAJgug4tfGxZAcKYZupjPacWa59325sX",
-	"MiJdDhC0RCJn3wAMbXKcgABNEQzp4/3MQKqgnSVQhW80soVoKobO8KB90R1eDU7YZuCL8R/T8T//57/+",
-	"m3yn1KfB/O+Afl8FN2SwbdNE07BF7eDX43DiFhEe7MG4oqYYL6GYPBInOZqOK2AasPDCcYWmnIIzTE7N",
-	"5IxkZbm9jBjkKbTYgmWLdVeIXJifi8l6wxBYjm2jgKZ6iw/hBzjbJ9SivEBHBOkrYBKfUYzI7Gzy/BA4",
-	"HnVTMiBGqgLwFLk0FtrBwIITOEJWC2iSlMr0Q2iB4Yw8hP0qr2/PSo5fF0ldU6QCdCZ+DfaBh5CFs1Rq",
-	"JZHY4RhN6HT5wPkACO9WgKYohAx0bGEVtL34tCUvRN5cwCfFzTVJq4IONMmXrnOHlq1ehUk6TMhBBAsT",
-	"0Y7v9SwiVOhLJ45HL8tgACcopIDH70UASz4YDTj0ssEhv/OSH1xYsdDhRJ0LgwjFhfA3Uo2Le2cxbHTF",
-	"E17jIqEVrzEHVFQFUMeYSqbQdeRNoWWh+ai/RoiKUz7s6VhID3OzYQW+b4PA98OFQVH8aTpe2luwfW9x",
-	"8F8hEdb0F6ye3ec5REFFviJJOY+dvCsNxZpYGDILG6Yxx+yqFkeTCTmqWsKAfwuMWZIdAbcAq9T72rJs",
-	"y0JNW9SRYYmarpiiblqaqEp6A5r1GrJqDSLoTt6dN959Or9t9Acf+/2ri961Vn97dHBef6ecDOrvz3u3",
-	"59cnnevLg9p1u6MoJ93j9+1EMrZP3iqfBu+P1U7t6kJrn5x0Dzpa4/BT792gO3j7oda4PD1+e3Z+2H5b",
-	"61+dXraPPtTbiSi96t6+7b9rv/tw3nirDBqHZx8OuoP+p0b3beN2cFk/Oeketm+73cbpgXZ2XWvf9i7O",
-	"22DP9b0RoKYN0wsZmTHAYz8IkYesfZbshRV0LLwlFDahTTYpNd9p+Xur2E/j9/k1sZA7chRFj3dM6NMK",
-	"463Xr2WlUZWqUlVuqXVdV19PX//Pf/33nKG+BmB+KeTfsd4Z36Y6Se7+Klz6V1jRZnQv3skp7kxunpa2",
-	"dD44Ozsi7dT0JvB8iwyWqV3kA9sThAcn0yhEVnqj+b69rOENiRw3dQ/+CebXbIUt1mDNtjUk27pt1NVG",
-	"3ajrilZr6EjVNcW2lYZmNG1ds7V6za7VmtBQJbsOJbluaIYi61paHoF/ApYnKA7h3V/Wq6SYNjS1mla3",
-	"moah6Q1JMmq6pCioYTaamlJXtKaOZMs2rWZdNXSkSrINLagqdUkxVTNNLvDPlFhb1iGUVaVRh5qkN1Ub",
-	"NSytgdSGJila02jItiLbtt40bZMMoi6ZuqTbdanRRNDWZF3TdJQWTOCfGcm2dK0oz1TiqOd5C/yyErDL",
-	"yuTdz4vuRIKQ9vdJqpILh92F8s8toaCS+Dq/OgtJUmHNab41iyuIC4qk1EVZFpXmpaS2NL0lSdWaLNVV",
-	"5TZb9LolXPtuCAMHgwOuX13MMLF5wPHEeFtQCpvMTVZUrVZvNHWJ/pVBlVrChnPKlAwXDtE9cv0p9Z5k",
-	"v6SKbs9Nk3s+2io/KIQi/yhGmqxH1Py7uQ8U+27B64l/nfVzYl8ueDZxVSTjy5QITea9lHZayo7xO8Ut",
-	"5kfoSpflwUJ9gUQFpwfk0oP4+6Kj+1zBjk0gripTwT8HCDKCvyKk7q+oqih2fC8M/DX9V4TuJRyteyZv",
-	"1xbfyQVJGeT888CxqQVBTSxA15jpwsjFxJL00AO4uuodMv9tZq4jj/IceoVB1iSvrlQ3VyaLpfRWJa3A",
-	"a94PwcS3WIn7vZ4t9n0PiaeE4vtZ4v6taKFtpPdttgloUfMD35o9if/bibHEdJXQBxAYgf+AUVBozXIL",
-	"7mHsmGOmFjg4NhKJRTWBLjFByLJCZuNxW3+EQkyNMcfDIYLsovjvu9DaL7bQ/bPL4dHZVf+QgjXUATz2",
-	"hwd7fkBIZyCiWdNYj6wj/d97qRTlF1sqni+0d9YfdgeDswFdHwgmfoAAniKTHEPUON1vAegBx2MUTDAG",
-	"sg0N35qBCUV1KxQFoum/ObJatR3kWn/vRdVfZFEX1ormATrpnfYuu4ctmolxwtxKeOkOFmTi0DodFQqY",
-	"caB+j1cOMWaAwamslAe9qaLgQwYhfQMCFAYznno+BZLyuiC4Cro8RVELfLg6u2wPux9Zxf55KsgkKobF",
-	"PLG7mQc/chloSMeQCofigV57RBQQ4c5zIC0I7tRoinJ40eERmfIAqYyhrjd0No43Wr3OuXiZz//7fxXe",
-	"9f6tOJeHuP0Y7m17Mxa+x2e1tzjBfQrjVoAm1SqgRv6qSSqDKv6ewiN1Cy60fv9cScFtlzGMXXgZQxQo",
-	"wuiER+EIUy+xxYtA5gtaYP3+mZiNy6+C2h5gj7+KrxQY3hPb1mDv4rzbAf/3/8j1/Rbdz9PAtx2eyjB1",
-	"zTmG7j2r6EQeSpn4OAHsnYDHrVfBBbxHZHlCH0x5EtdkGPQd37Zdx0MtYEz5bGdAZDfkR72T7l/4/ohq",
-	"sOTpKsjEc7P5J+Tdo36FE36LSiWuQ/EW4Pke2mflN7irQJraFeC7FsIhSwJcyS8PHWX6GvgVBi4aQXPG",
-	"zhOmhecufnAsZPntOhhDK14mvrDU18ChuQk8fz6phI8y1ySxwwW9Y6J4SPJV+uaZkt/j10kwoYxHn7lD",
-	"s+y9CjkXbecegYnjRSHCYC9jRbOITQ8EKEnaTU5KYjyDPVXS9pfdt/TicKC1Ny4JB/PxO9RimVs76U1b",
-	"ZQ9X5w4lSy5nMuldd76j+SnXBbvCcQnQngP8nhemYwlBfudBDEL3MEYp88ELZCNm3c4LW9YbzZqq8Zb5",
-	"lUCMmhfELAhtHd+9Ph94dx319fuT88bsw5eeeup97Z80/7f87uxBss+/3g/ubfUG/zOb+46PKB2zwL6J",
-	"nYrj+AOy7L8GGrkJ1Lg5WncYS5UiDYTGpicPlLBaCauVaEuJtpRoS4m2lGhLibaUaMu/MdqyDuzYEmfJ",
-	"e+/h1V637QLX78Q5b49FuRPpMQ9z36/EiIsVmSE1+WP3TQqy8DBJWkqbYSR/Zb9aRgAyyTkFYvow5ALs",
-	"8cxgLHRB269mPeJ5rdWIjJ2GV6S8jrkfQoX5ysTeTYkjC+l27gNNS3Kw05cjC7QlOEGM2vsVAEfQ8XCY",
-	"hsAIL6UrGTNrijYReRZ3CeAdMpwLONYyx19WWJVGxpJ5QQYT2lSTmKIA+x54GPsAm9Aj82Ber3T8L46I",
-	"xCUTrhPPql2cUWNPXTpmsiHv91/GP/XnYh+LQmITH7ZtXRKzGVkK8Am5Kim6VqvfFmejaAlGo2lC3a6L",
-	"Sk0yRE02FbHZsFURSZolI9WyTVPPZKgoREFuc6kvWoJkqU0bKqpoNaSmqDWtuqhrNhRN3dRqsIGQZUpC",
-	"5Wk+lamkJ0+ZG5EdrgM9E1EuZvH+wuHh8PJtb3A4PG8PLj+lsyElnm7h2AkscQqDcJYVSAHNUdYCpu9R",
-	"LqVuV1R5J5OL0NByXGeEPBNVU7mJ0t50fBDnnaMNe0ZWBZgoCNkgEDjvHIl0oSRN1sRGoynz4znyQscF",
-	"iqTooqSJspYamQkDw/fWDKk9uGwOB93Op85J93DYOTton1ymhxYgc2a6yAKmb0A3BHK9WgO/gb2J4zmT",
-	"aALkOvhtP92pE5iRC8lZVGWvDEMYjFA4nKBwkyGc9C7f9q5OC8fgOuHYiSagXlXSY1gxBP7GlmPo9zrv",
-	"uyeFQ/Ac8w65QKtKG46AvbA4ABrjSb0lyUssIpcuGBWGkWeysNBh5DlUurF/hbub8VxiCI1alacVpLF9",
-	"IfIwVZiSx0edMwUNpygYZl+sy6okFb07vBuxxx/G9LGqSnemeTe0fT+knnDp0dD2U+1qNb1RrSXNTlHA",
-	"doyJhqYLMRZaQodF7o/QkNpeLJGWQwSjEcXO07z5qRmm2pareq1Ra9ZpILJnDX176Do2GrK1IafEsjeV",
-	"qq7W1UaTZd90vFiurOpNlat1rVFXazQPDXwYTmCIAge6Q2h+jRzsrHy7rla1WlOTZBY9S6bLDtVtFklt",
-	"6plFos0QZlw2GsLQ23Qg61phB3kabd2uUthsZpW3brNZ2GYxI5B9lXfIZ0lMhMv/9/+5Bn0/sECnO7iM",
-	"IfOUrGVyOidt4yqxQypv2akZS9zvCy6rlbQEYFoKlYSU4Zfzdz21cxZlJ9eYkItoksn55mGPbtYsl4fL",
-	"+baqJM8yybX0US1ZjXm7a2aYbr1AMvMZcom5uiktxQuLIjaOoI/F9nBCZU9KbmW4Va82alqzJvH0auyV",
-	"1f0rzWpDqjcVKh5YzxsuhrTFYkibLsb8UQovpHUS8s7YGY2HgYPvErlBzWM+2M+V9ANO6IxgOFfR02/8",
-	"mXwipxx7uyLwV5idgJ0QsUhtXAG9y4tOD4QBNBE0HNcJZxUAg9DB0IMuMWgoovVoupHF0muREbjoHtFI",
-	"W2c0pmIi1WdMslynD+QJMcIIQIwRxiyjcW9w2mZDyTc9QRZpJdc4dU+HLhgFcDp2QpTvxfQnE0L9GRgF",
-	"DronpxqYIHMMPQdPiBk21+K26ZWtbJ6MEbFmiOVOozttonzyzHGZNl3/gUq7qe86JpU1CTzBpFSN6PYS",
-	"zS/FQ5KT60PaxwyYY+h4wIoQSHgGsOao7RnABzDngXwYdP4C8LUVITFpR+TDSsc9q1WZFaDFd0PuDBCz",
-	"KMWCyIzIv5xaLeX7Ulk+6FyAY5ewITgO/GhKNDYmwZn0VkRFokYnsUmoEcDFuqTLLDsQxfiElGJfJMxH",
-	"yEMBq4dMDoiRTw3H7jU9N1yyMZRmkyYanZATjvzYP+00ZTm57bYdFNBXDkT2i9io0RTwXmRDM4wCngqX",
-	"wTNCS+h5VkQOS4TDgLA0kJUKUJua1gQ3vmtjIwpGFUDv05EfOEuueDe6L/6eHofjjYYZEqrMpsg+MXUh",
-	"kSvCBXS/jRzSJh/LKjGr1ZSUPJv4FuXfZGzda3AOzTtACRNQI9iEU2hmtYMV6i/lRJawbQIfSYd1hQbU",
-	"TygYQfVdmrN74nh041Hdh55eKRH3p2AGTuiY0B2m1SwqLk+4+bHneMCE4ZjsTHZHn2wQYgWcQm8EPYTR",
-	"ugf7zJZY81SHGV5rnjrmMovmOrfQPhXq8BsMLD/CQ2M2NFnGf0VWFU3UJFElVo8ZhQhc+o9VoL4BF3eO",
-	"Bzp+EFSB3H4DLi7PLsGgCwgX1+W6qDbFutASjlw4qYIT52sVEKHS0DRJ1JqiRjR7GJhVIB+8AQM0Ddhf",
-	"tNEL5OEqoNt+PiYLmS5MQUHzX3Bk4JBIV3bk0JGnBx4/m5gUG8/D9WMZQvQoMwx8dxamouLiFR6jR2i7",
-	"kR/407GPp2OyI6i1SIeSUGNhIDnirOvu0JmgcDxzAbP8sr3MKbvQzVpCZ7pewjXzYTAOY34mNC9RMdHj",
-	"jZFoV8mKzVWFzPZP7/5a1iRYT2+wlyIZwNAN94WNtTMppZsWrNqTZiI3tKKpLK5lbga+e4+8p06ioSm6",
-	"qEtibc0s+DcrpqHnEAA+jbYbEbWMSLmYb2zfcStg7EfY8UZbjF9rFk5A1cWmvnYZ1k9AlptqrWAGFyEi",
-	"QtUO4ARVgA1xSI5vvMXA69KygeuqqGQGnhNdm4y70Vy1E9aI+U1nkBha+QnUc6yzwwTqhVt541PvSdyv",
-	"SUSrk546hZoqF81hswN5U/ZfNgEu01dMYK0MqteLOH8zTWHD4adgA3IwhH4I3eGm+l0W+mP5UVEwmlFc",
-	"h+jMqUYyGp1Sl6qaXK/XGwzlS15iPQtyvVbV1bmGOCaW9xCOKUDUqM51R/bqsm4aZGqLuuMQT6FHe1G4",
-	"ZphcaCTXU9kE8D/lomRZIf6WoCpNJEl1TVSbBhI1RdbFJkSWaNTrttSEdVOyGgtFZ1uCZDSbTaighqrB",
-	"GmwYhlSv1WW1YSiNesNuImQiKBmWpJmqaiBYM2FTI2OyIKw3ZVUSclV5BbUBoQzrtlhXTEvUZAuKTd3W",
-	"xWatUZPrat025fouLqjZrPpPuSWKdzy1xkCjBu5uxsQGmeeRM+/AnoUmPtkz+C5aMN9ymfqFpfk7/p7p",
-	"VoRMJYKnXtg5LgqGRuS4Fn91aooWuicGPaZQoFIjxgeyDa0mWaauSnXDQJZZN21L03RZspWaIekWkm3J",
-	"ljWtYUpGsyZZDVVVmiqETWRqFvzVrz7j/fgM2UxSmRniTf70ZCVxZoc5mJNJNvMsoinOEiG0hCYONO2m",
-	"fmhNjAPzKuz3tYfR+bfXNyfG1bt2dKXrH2ev1Q9HjejLrYcbr6dfR8cfvLOHt/7rUHqPGrPw8vD948Hr",
-	"szMJP9be3rffNSfNzsM//5kpQZOPG0jVYMi5//9lpSZ5BYd4vo3qUJZ1TbXUZrOpm7JhyYqqaIpi1Juq",
-	"rkiGLulWvWbWDKg3anZdVXVT1lHDalpNs25pVlHhkI3CL14opmKhSMSmoRW7HUFJK0lNkzL5U5n8qUz+",
-	"VCZ/KpM/PXPyp9TFkbxFaFm+MNpT4kAu57luFh15yecyAVQZqVZGqpWRamWkWhmpVkaqlZFqZaRaGanG",
-	"I9VWxYptEAe2ZSQbf2lZ5BqtcIwBTKKNFqtFyDxAhSVwyZWQyMRKLUQChaymwF84dO0rD9FaTwuwdzU4",
-	"EZFHqGftkzfjbOAtHsL1KleTgMa6peLYWCrZNwCCEE6mNLjswwCMnHuEU60BepNJm4jtIvZVFfR5Qh12",
-	"L9VKVzP4Grwhx/xG1Qy2iFp7k5RV+BpQDYMughMCNJmGMxaGxsLbHFZZgn4PWD0hn3BMSHYm5TjHC32W",
-	"QXdJLtBkKsui11i52w8bZfSZR6eRGbZAbCr/z3/99+vpa1b4w7FYnY81BT4INQ/OO/J/Tu/Jx/9kT/8n",
-	"e/A/2TNLSgF8DX69UgA50fEfX4N/EuL8prZ/U45+U44SPPI3tU0Ryd+Uo+lvytEmGN5v6tF0/Jt6uMu1",
-	"1m+E9r+ph7vcav1G1uo39bCsIVDCyCWMXMLIJYxcwsg/v4bAh0Fck6usHFACxyVwXALHJXBcAsclcFwC",
-	"xyVwXALHeeCYQrUFSO1GEOxGqPG9vBQnPuH56sHDGIZMpkwD30QY05xYMcjZPu+BANkoQJ6JKuy5uNg2",
-	"AwN55etp4BtE7Z2gMHBMBquwwt9Xvb8IXLwAQranTs+z0KPwE1C7ezkNQVm+iYnJey+/pn/S3eKG46Hr",
-	"3CP+A/vmtctcHvnvAYI0iDr1APuqIvCV4j/Gn9LFqsn3/FOVzqoiBGRJI/oj//O1QDicZlFjLt3bZIdO",
-	"KLzEJYdWVfgbKxaleP51xTNlzFZS2INnBEyJQpSShKn6/7HUS0not+xXdscQi8hERr+GU0dkKe6XCmta",
-	"iH+ucvFC/7iSroLtBCD075C34nruMlVNgj0M9ljJj6S2QbauA6tqf4dYloi4iAX78Q14CByiNLIcjIQ9",
-	"WKUJlvJR3eW6bnGAm4+nCgbMF5wOCD1OCUvMR+Q6mBwfoe8vSnpC4PbUeU8WYYO7Jj4YxhHc6p2buy0Q",
-	"82Oq/nlmTm/mE+Ir+So9EaZjQ4NukL2s8UyrjxDqUr0ZPU5dmtuMR0MWXUmlq1LMN8YvPKl8kkjPD1lw",
-	"YTQhm2kdIErD/T4vbPZKXv+Hot0Wjz7/2fwupj9q23yUle+LRkRFeBR5X2KWzBCQKTG4BGKg2orRNDUk",
-	"ypYCRc1oIFE3ZVtUoGpoZs2qo4b9ky4NU1LpPxIG+ue2RUGcEE144Y6pMw+2sfWGKjXqumgbEIlaQzZE",
-	"CJtN0WxArSnLkmzVaXTJujIeNVmRpOYt2wdOgPDio1ryqNxo1ChcD3E4jLIRK3ynGFMTWGjig2UhYwGy",
-	"nUfy4LdpYN+NLKdRH0++Tm0hG4ZSmNNTbmhKTSXNBD7N0MOE507RKZ+3UbHOe+/RjAi4Ip3gPT1EPPSQ",
-	"lCH6W8Oo8o/RtK767avLt2eD3m2XAaQGggEK4gPN8wkxDth3tEHETrnEn6OSHF9+ADhrsbf/3nVT1R+z",
-	"Pkdng4Pe4WG3z4xcSthXGJCNSTUmskCWT61dujDJDmW2dw7PLuHsZ1iSEqUuUeoSpS5R6hIG+fkwyJ8C",
-	"01faEXnh98/fM7gIUSWLsAiGJFAsgqIQ+ykAJH5G+EzsMB8XOS5TbZ+crXGLzNCE7Fjeo5Z/hUMOFY43",
-	"7PMqCzEAcBmf5tSjlfq2Eh3KM5l/rYfuUcDw9V8aI+n7IXDir8IWQNAcsyGaMZUod8yv3JmkpIU3mLgk",
-	"fbFS/XP3FKrfs3ZC378DyLaRGe4/A/Ayp/ueMTWHzNuWmUvM45Z/hZEZoJB9tc9rkNKTgvshz2uexoU5",
-	"7hCaMil98bYtKrX6InjDOIfBN3wXIBzS7f+CZvL52UXWTk4bvhvaow35VtjY+ny62bi50chI+h7Net40",
-	"4oZjVrp8XwAl5J9G7X8rcIFnvXgqM1QEul/ZwIb5PoePO/y3PYNZZMcWHNH810ocfYCZcCmhiRKaKKGJ",
-	"EpqIl+QHmbsd37NdxwzzRmYrZWDSau9EUPGzKDYkfRtEXrxLmJbM8YgWe6LC/BoqgJwaf2/PSPkHbaGD",
-	"s8NPw8uzs+FJe3DcZatEoSH0aCJkYXBw3hmetj8O6YMHny67F2DvvP3p5Kx9mH4PegDdE9Jxn/bk/Qyu",
-	"QB+JMwQOWWAnXdnSzbXEBUtcsMQFS1ywxAX/HXBBZrQtOIG8mdtvwKEhtg8eReSK4cGcS1RSptdCLgrR",
-	"IimZy08aNmzNBU7WfOSYm5zUmyXj+KVxwF4KA2ROUkT2OCFwEbxHeF7pFocwRAzHg4QaDNkDMGTYp+9l",
-	"PXxpVgqHSDIAudAkz7BwXboHuC8V6Q6ClP7KMgV4vuhPF4E4thYJEJdzo3p6tdh/d0egygq3Ld/OeG61",
-	"gD9ltSWfxS2rkmmcNxDXWs5ukhdyS/ul5lcy5joPNW2ZpLZKEK8E8UoQrwTxXjayuQxYLpGcEskpkZwS",
-	"ySmRnBLJ2RLJYZp6ClJZCdXwqkAiz5i+Loots2WTQkz83WdAY7xZzhzMm46v5sKKATGxUxl93Zo43v4b",
-	"sGgoWjFWo1UWf50rcDvEvRVGo/H8UecxUcuotDIqrYxKW5Q2zxKd9qTCZuscyfSGIiu3z1KN7qVjxbJC",
-	"Z1nMWEomlUhOieSUSE6J5JQ4QokjlDhCiSOUOEKJIyyPFMtb++kcZvyrOEdOnPdso4ixfMNgjxwHFnLj",
-	"CLKL91cg8pyvEaLZw2JU//lcP3IAwlInEJjy/eDGZeUFsIYfHD+2JCIra038hMisBWQqZfz9HGNs2wAZ",
-	"TrtfLgprFWX/zsb0rqb0iiCn0oourejSii6t6J8W1NQ56x+d9DqXbG2IqoQeHRziMhapjEUqkacSeSqR",
-	"pxJ5KpGnEnn6S8Yi5ZChDRGnJZ4tSTBSoXvLAEGrAIwqXVqIeX2MwgU4qIwPKuODyvig0lfoh/kKvd4E",
-	"hXyCQ1GJfG6GfNKDLzkGSvSzRD9L9LNEP8tosBJLK7G0EksrsbQSSyuxtF8HSztG4VOBtLhOmsirWG6I",
-	"pMWvxcUvW3T34hCGEQZ7V+cnZ+3D7mEF8LOE/Dnovut2LruH+xVOQOhZwIZmCEw/8kowLgbjDjlprxll",
-	"SzSuRONKNK5E414SjVs8BJDSrJl2UxZ1wzZErd5AYtNSLFHSVBPWFBuqTekJcByf0BCPoVKrE3IpVkNV",
-	"ZM2oy4apNyVFrynIQM2GIhtqTZesWs1uqiZqNGW9rhlG3a5plq0iWWuqZq1ubZY2Xlck/VaoCPF8Ocpm",
-	"NZoQmoaowVpD1JrQFGFTaoj1mt1sQEupq7KdfokTib28CaHIRiYnXpwhnhx6Q3roCS25UREmzgQNOWMt",
-	"rG9F4KnhVk5NrTVrDTI17HxDzL1EaKmarFQEdijP7bru4W5J6fm0hZa8BeKYP8yWQI73yVlXQo4l5FhC",
-	"jiXkWEKOJeRYQo4l5FhCjiXkWEKOvxrkmIf/UphjrPEnoCOxdgoAx62SUSUvlShhnIUqoXOZf6rMP1Wi",
-	"WGnJ8iyJpzaAkxoqc/vaCU66czyLRiGdLjiOGf6kyrGf7b3BKpsMvdlsNpqLQ29ASYeS3RSbNRuKWqNW",
-	"E5uGrouaBDUd6k1oNRrzoZ93jhaGPjXtlx16XdOlWgHRVcOQ7XpdNKGqipppmqJu1KFY0wyo12BTViRt",
-	"PvLDq+7wsHfSO+72O92FOVgRGlqO64yQZ6LdZ/N5B5hsWV6vtLAvEbISISsRshIhK/GZEp8p8ZkSnynx",
-	"mRKfWZ7Yy0ppjmshmvXpvJjcTuAf3wYQEKUa7B2cnVbAeeeoAjLa9T4rMscZh1jN0dT1IbHiII7hI1zm",
-	"+3rZfF/xiv+ETF9pBkzM7JcyfrdN4hXT5ZfL4lVItb8qJLG9HVwm5Sot4NICLi3gMltUmS2qhDNKOKOE",
-	"M0o4o4Qz/p2zRVlzC3ZrT5MtQ9qS0vTPiE78vULTypi0MiatjEkrvXl+iDfP603Qq6fEov01UbUkIIu7",
-	"K5URdX/liLpdnIVunHB8HfPAksC6lNpUoqYlalqipiVqWkbWlVBnCXWWUGcJdZZQZwl1/rKRdQso5M7I",
-	"5+u5ofjnEgevK+qTFfsi8eeZd1cyoL3Eh8tLbj/3aRIvvpnZpp/CAJMd7nihz8b193XuSj6GwPdiH7cW",
-	"93AjRKDCl5ONg1weekA4CZwEcAQdD0APP6AAg3AM5z9RSiiS9IYuStzM3G0sfm5PkeS4YmYiuP/xD3De",
-	"Hlx0h0ftzuXFIprLVrzMNfZj4LOf5HK3EXSWiAewRzRxAIMAzjDd2IwkGOCxH4TIQ9Z+QRInoSWgB3/U",
-	"67y7M5S+bNxcR9aRLqGPB27viz/q3b07v7zo4Y7THvW8/hd4fB1+utaV24/vvsEbPSLPnF48vO912s6n",
-	"yZFkHV/P0EWv3nuLyXek3W9QvXLOnLYzuL7tnFzV+h++jR5PLyS1H7fbaTvGjX53e/NAn7ue6Ng6PprB",
-	"j6ejwfWn0dXx0Rc4a2ee/6QcSbc31r3p3fG2PzknbTKP9qg36fu3N/LUVAdsLJ13Z5dXp9rpZTf9zNg6",
-	"Ht/fHrOxXR67Z/CyHZ115ei0oz1+UJoPJ1+Ozk+dVJ83teT5W/Xd2DweT63jq1Sb1/j2pi+ZEx2jjwNO",
-	"v8fpVfeT0jt2o173+vBEGvQ/zNLzPoqsm9vxJ3Ugm5PrGXmHrQf/fXIU3rI53BjKo/Tp47upOTvofPo4",
-	"kG4/vqv1jvo1Ux24BqGVIjsXnaRtQvvx7fFgdvux/42NxY1u315/s96+m95+JOM8+mYqV6PTyx7uHZ5q",
-	"/cMPWu/IujeOb7998q5nt7OH0aCbml+n7dze6DPIxtMdXHZnp98+yP0vpnZ22X48/XIq9S96bN3fSkvm",
-	"6Ea3sv5gHB994fO6/HTzWL9VXMo7J52D7uCit+rdu08xbb/0Hk6/fApPD0/D08sPqXWQx6bat6Fi0rXq",
-	"H17NTr60H047qXYneghvamPjSP/y6ePB+JPiSuhaDyxlxN75dhWdHrZTbdbujRs3+nTzaFuMP73ba11h",
-	"4/jwcNrRHnrOQ8zzpO2C504Xnvv0cVzUnnLqZJ77cnvziM1Zr9477Glnnfn7hjKQjeNrur6nl4T2Bzob",
-	"M2l74JoTd2y8PXXOnAODzf2g0ZvUxsYN5/uJ+wUq17jXGU8N5+DLp48D31AGbu/46It17Cq3Fwfzdjp3",
-	"zgnbe4yfvphS/7Adnh72QkJb1mf/28eY7penj5SGnbZjTq6/oJs+vr0Z2KYyHpuTa9s87kt8vhF//4s5",
-	"cSV40yfrMvv00bKNmyPC59NPVDYcSKZ37ZL24PFR/dPHd3eGyuZ+OznCpnKtx+uFZu+iTzcy34P9+0+T",
-	"I2x12j680UZEdsBj/e724oDw1dSaXI1S/Ux7zgOVD5TenZ7aP/zwcHL5QTshPMZ48psp6x4b+yelf7nJ",
-	"HLvKyZcrRj/13dQ6dr8QXjInR+pHRR4T3oc3R5g8a719J99ekDGMx2hyNLs91mU6lreDmXWzbI7y2JhY",
-	"Y2Ny/e32Yj7P//mv/wZ7qlRTGGZgjmEATaIfxHpgfEYB9GiOoTdC5JBYA8C/pA8x02y4RrOFY7f0bGZS",
-	"ZgQDhIkJtgSfx3CCAPPve0ABmgdHMNv2DbGriQLrRa77N4ZYfrhb/ctqRvmLrTLlZfqCjn2z1RUde2XF",
-	"TVyccfrJF3EV4YtvUAYMQzSZhlhoSZsQWmlqMs2oYDueg8eZcTtzq3F4h2bUogowam1IyC++wWYDm42a",
-	"YqOG2DQNS9SIsaGbhiQqNUm3pbqlqgYSKoILcTjMUN9FEKMhu3zCqYGx7/0HDyWPTuDjcD71GrG7qBNy",
-	"EVtvxQ47pIMQpoHjM+xEqQjUsCW0c6bIdTwy08C5R8Ewpo/MZI4VuZutFA5hEGYZLGanD1fdq12ZifN0",
-	"yvoWKkI0tTZjoO+7nnTLz5mL0A+QlRwlTohBdnDlzXB5M1zeDJc3w+XNcBnRVEY0ldf85TV/ec1fXvP/",
-	"dTi39qP0KGoWDa/67et276R9cNIlnHd4kP6mtZbrSk4oHT5Kh4/kCr4gm3LaqaLAXN/UC4SqXCucPtrT",
-	"KfKo04cZ4dCfcDWOqtsAjkYBGsGQEGgM8RiYY+h4MeafHAswspwQuP6oQgcdOyf4HgIPyBj7/h2wkOvc",
-	"0/p0KADQDJ17BJBnTX3HCwGODDIkg5q77KybTVGVPOcHxABzmB45j/zZg1NneIdmLTJp1XQs+i/ap8dm",
-	"4ihyh2ZlTqFnyim06Fly2D3pXXcHw5vuwduzs/cVut5keVPLGS/xousJ47vu/c/JR8R3RQqtj3lNaAkq",
-	"MhVFr1miipqmqJk1W4S6oYlN1LCQZSmWbDWEipBsDvaWYipKA9qG2GhohqjJel2E0KyLDVlHhqQZimzU",
-	"Mm/FECEvxyhUBGYe8e/jMo1Vult40psUDuv5IXksQGSt5jM9654K31/2bi21dL9cyqSChU0IPgf4ySFG",
-	"5ZGDmIdTgq6rlqQZlqaKNdM2RE1t2mJTkXWxbmumimqwbulQqAhcrA1jscZZwIAmtJu6qEPUEDVbq4lQ",
-	"hbpYsw1bakBbsRtW6uV4c7CX7ZqsI81SRKWpS6IGJSTqUK2JSGlKSLGhLilNgZwdjEuIOBZaQl3XbGTa",
-	"SJcbSr3esJu2LimGDGVFq0lGTYXINOoNWzIbimxYUkOVm3UVGfW6KkHNbKgJ17ExGEpTtSUoItUiszck",
-	"UbdVTazVNNmWawayLXVHTlmOTLOHkPWmSHBgMKK4aXJ+EDFXotUlWl2i1SVaHS/JD4JsOr5nu44ZtkD3",
-	"utu/HF53Bxe9s/6wc9Y/Oul1LrmGBQ2XmDwBNIluBbl+HfqUFtTVIzmSwB2ahiCEd7GbMD+iKiAcB340",
-	"YgUrMAruUcA1X9KFg/AbQnyLLAL1HS6x8BILL7HwEgsvsfASCy8R0BILLzmhxML/elg4QwLmUDTDldF9",
-	"NuNbl0E8CcLNAO8t6gjSFypJeimXpmHzPbQIwfsBfZjB0WX+N07OI0rwsuBgWXDw186dd+a5M6Y35jd2",
-	"LAQ25Y0in+flXLJZv+XyLSzfJktBYwjoSDKnEHxMTiFJKtBqFq49QzDxcciWiVob/FTgCgOQJUnalD1c",
-	"Z+KEOYbgagdpprJr3wmLOF5Y1wTql+9MCH+wZieOxz8mM3a8EI1Q8PMy9tGp/AelyD9r7Er6xxTiTFK1",
-	"UQ5hoRJQMpqyVBeRYdZETdNlsVmHSJSbWtOQoKbVzFr8AgvJMChDz1rd6wORpecTG8kjnMQsh1/qJg56",
-	"lEGEUQCnYycknGnCEI18Sq/uNfs8Zg+dOH1HqjZPPakqd3ypKp8p5HfkulhoKc1mRSBM5OCQvszGQNjQ",
-	"RWYY+O4sZI2cH9WB44Fu5/XhaYdyhheRQUYBMxu4ySu0hJ5nRZhihmEAMUZAVipAbWpaE9z4ro2NKBhV",
-	"wGGXdOIHjtASDruyomq1eqOpS/SvOadf+24IAweDA0YocDHDZI3A8cR4S6TPfByONxpakA6XrpekirIm",
-	"5J+YutAkj1xA99vIIW3ysUwgxsO7kdAStJpSlShfTODj8J6MYISG9+SXulKl3zte5ntVktj3voXc9Ki7",
-	"1+AcmneArunEtyLK6bJCpO/E8aA7NOEUmk44G949jIWW0KhVac/xz5neeS/4LqLLnOaY7wmDxBd1igSl",
-	"Rq2GFEmXNKQ3FVs3rKaCNLlhGlDRGraiGIZpG6psQ7tZg2azVrN1o6FINVXVGol4yVxjMv1j+KNjcnbc",
-	"jyYyTRkhQ6zXTU3UbFkSddmEolKHsiFBVLN0O7sfx/AbDCw/wi1FVhVN1CRRXdyOw7ft2/bg8OzqIrsx",
-	"TUg2QOZN1uDQdCHdHG0zChG49B+rQH0DLu4cDxBLqgrk9htwcXl2CQZdQPaf6zNBScia2orJxjhxwrET",
-	"TcAYPULbjfzAn459PB2TDbDIDLJUs2q6rKtS07BVFdU1xawj3VbsumXXFLUum+Svhq5I9VqzqUpQllUk",
-	"13VZkk1VQ38HZmgqmtaEdUPU6w1J1NS6LOoNpIpKTWtqhqLZWl1axgx1uS6qTbG+LSuk3ssxwpELJ1Vw",
-	"4nytAmWD5T50Jigcz1xgwsDwveJVRnbN1mrQhFAz5IZdtzSkKZplGrIETUM1m7VGs1lToW7ZVr1Rl5o1",
-	"Wa7VVahYDduoacbfYZVrTdVAsKGIZhNaolZr1EVYh5JYQ6gpmU1N1WkMa+EqNzRNErWmqG27zOkXc+vc",
-	"gYFZBfLBGzBA04D9Rbf9BfJwNb/V+bEdO6xNYIgCB7pzPuj4BnTDorVX6pYq1yRkNy1YV02lXpNt2NB1",
-	"2NB0yVRsRTWtpq0YyDR0Q2noOoKSrsuqVjMayPxbrL1mW6YiNS1R0y1D1HRdEXXVlkSkqQ1TUZBmaTC7",
-	"9jGBV0v70/Zld9Brn6wV9mbghI4J3WEAH4bJ4sWafMJoMahFVQ6icdQUduivFe1gLyUdAIZuuE/BMnNm",
-	"usga0tuJ4dQkRCO6wiKb1GTdrEuNBtRMraloSDWQ1VQRrNmwZqK6oehyQ7ItKMO6Uq8rTVuxFM2WtJpd",
-	"s5Gmy78Sm2yTvfgImkvLnMfwUuniU7r4lC4+pYtP6TVQeg2UXgOl10B5V1zeFS8vcW5zrXHTuKgxgm44",
-	"fu0692jF3fE98hDGYBr4BmolCVoVSQJ//sETxfwhtP4Q/Ls/hO8AYsBSRLELZ569iPlvYvD28vL8DSG1",
-	"OUbmHQbJ5nbxisvltjfzPUTVNzNAFvJCB7oY7MWEaoHfP+9XwYBYIxR1RxYNwskKMbCnKTq7kUzJjP0n",
-	"Xwe/pVQkdBJ+znVDehlTFwdJDh//bpt4BTKRFYEKvJe/68ldyr9fSv7lxB0TRa1lkiUl+timjOXeBIWB",
-	"Yy5KvgBBFmy3tB6ik5Z9QeRRn+VgxsMGyW9UkoE9C4bQgBhVmBkJ527s0LOoHvbgB3cooKYNk40D5z4R",
-	"Uix/eFq4Mh8I16XKEV12okjHTvI2dFzyN+udMtGDg1EVtPlXNIE2jXPErv+AEyd6x0SMzwbQMJzw9AMI",
-	"A2c0QsE+mMA7mroc/MtCowBayPpXknr7LyKcyeNdGgRKiECPRMeNAsRND+DQRIUPHqPMEu+UKuikJgID",
-	"lKrCh1mKc8S+p70gixx2vkdkcQtA8BCQ84/5QFFXFZnxAJmg75mI9sinzUeIrAztaJf3LBjVCUAAQ7Ts",
-	"2BlQDv6p507AhzBPh03Pdqq9xL4jfHOQSdzFwZHJr1w4FP5GE9ulf/qcSk7Het7ibKPUWn64xcQsUbcS",
-	"dSthgxI2KGGDnxFssEZIxwoOOzdLU6Q0RX6CKZKYBq0l9gARTQhvbpAQ0bXGf59KN140h2YoqRAxPIUj",
-	"BPY89BgOzSjAfrBfAbbjhoiLaTKtCmAq0zwzjeN7IHQmpUN/4tD/jizAGn/+uVNzMhCyKNUiYrl0zRhz",
-	"JE8TAvpRCJxw0QMeQPcBzjB/MZtQ5xV+Tg/+nzyN0ul7E599utvpTnJ4KqhNOSDvF75x43wBDq56J4fD",
-	"i377/OLt2aVQETpnp+e9k+7wvH1xcX42IF/l8h4JFaH7kfyUfua42+9SRfPDQKgIvf5x9+JyeHjWuTrt",
-	"9snv2Vxeg6v+cHB10h1edi/oFxe94/68uc+F/uyb0INbi2mKxDNNkpsPrvr9Xv+Y9HrVYQqoUBGO2r0T",
-	"+ken3e90T9jfh9324fCke3nZHSwZVJbeRK7wbFQWgCGVeVQFZrR3JgjsDY46QFVVfeM4ncQViaqvyxd7",
-	"686TvWnBEInkAWHbOXJd+Tmmx5radH5rOt5taqmDNT7XpgG6d/wI06N34ynRJlZMZZOOUhEeykYRHudE",
-	"OcDONzSPq6g9R0RHbSGeY2lPy+M3ar9q+AaRjs8fvbFNGQ25qso1XVI3LaPBvk4SeDUMq24gWRJlzdRF",
-	"rWHXRB1piiirdUnRkapJRuMly2PEaduyTneWZVsWatqijgxL1HTFFHXT0kRV0hvQrNeQVWv8mPIY9Q3q",
-	"Y8hVVa01G7WXr4+RPSfX1MeYD4vs9vkCyBvxlNSsL5ZmKX5W0RWNPruO2WDd0HRVN0UdmXVRM/WG2GzI",
-	"tqiZ0NAadbspKfWXZLZEwLy7OOtTDf6nMZ86Zz70SMaAF3lP24z3kqVK896SR9W6qvBHGVOmlZjd+XJR",
-	"o1vPm3JTU5vPyJsbyjuka9C2LFGtK7qooboiQqMGRVuSFM2oSzVVqm3IgrnB1aQsiTO8mZw0IoISNFUD",
-	"Chuy6vnh0a/PqbUfwKlzxfsH8ykbyfZ8qtTqclPZTIYqNb1W0zaRoZKOmg0J1kTTlOuiJluWqOtqUzSb",
-	"UFI1DdZku/nvfGCrG7HifG3WsqJSa+hN7QWE5paHuVLTZbmxCyPKenNjPpSluqpuwodNvWbUkWSIil6r",
-	"ixqyGmLT1KAoS00ZmU1VsnTjJflwB7oXZ6HVdMM2bMUS5cb/x967LbetYw+fr4JS1Vfb7r8o8wCelEp1",
-	"ybaSOPEpsp3dyT97VCAJSowpUpug7Li7UjVX8wBzPdfzvcc3b/I9yRQAkqJOtuTYjpOsvugdiyQI4rCA",
-	"9VsLa9m2gkPHUEgQ2ErgWQbxdc10yGqJWBS5RCTqa43DqmvuHoaq7VqPMAoX8czdI1F1sW18EtF1a7oo",
-	"XyBu3n45+JJGR186N8eR+vXoTL05efX++ujfqXpynl4fneGvJ+cDfBSn0eHe2zG/92T/Uvv45VN89Pog",
-	"P/pyqR1Hqvrpz/fG4fnwy/Hrbn503sFHf374crJ/dP1pP44Oko2iL79NPa5wLjcPCSKehgJygTEfjPlw",
-	"hAaO0MARGvCFAV8Y8IUBvw04QnPrERo+bZozXhY1Hw7hI/AXVxuWphEq56+Io/gl9fgmlKCMDiIm3TF4",
-	"VaXTMZ+ohd4jG0R6fpdZic/OTs5Rll6jrcJxQ2Lm7V83k0/1Zy4biCSodofyjt6gLTlay7Vxuz0NJi/8",
-	"DpKgHJ5la4qR9jViORd+vENKb/YXs4/KN6IgCkOa8SqU5YjvddHBfvfo9OS8e7z3sQp030J/Fl4QRJQh",
-	"XSREj9ByHMhR/yX1lmQO4hUoxkg+M7GqOJvn8o7iJxRQPwooqw8dtMWodCcvSu4V9ZZz5Q8xEk/C7RZ6",
-	"m3qiFNbmJSto1sbfRkfplagvS8iYDdMchVk6kncdHL/msr/X7ex/bPFn590B2mgvHY2jWBZASUyDaTlF",
-	"044nXiwoBcomMUVj4l9yLa2MMRolecrvKjDUsvRfxcSoOwWI2sypujINjpyCVRavehKuKuFWOczeHHX2",
-	"EIsGCcknGRVlzhHFNvqTTxa+U0advfODD93FmspcYZKlojCKZUE1GtRGPZpwYSv6631PbP+khOAvp8FC",
-	"mXJ8757uKe97io7iKLksU4OJ5vSlXZi/Z865oo1EpvNyAFaRXMN6irWFtq35Y4hCa3+30SnJmGyBiUjW",
-	"RoPFSLGiF2VsR/78rEdHG/UmCa/RsgHwB0MFSxfVGmfpmGb5jTTMFjPbT7MifUA2ScQLZgZDG51FA/EC",
-	"X47GxQblShH1aTQuOr8b6KapuYstUeu2RWexYqq9Tb273MU6Md/7EBE2h3fcLHwrM8hxWcbfIkzwUsRN",
-	"bfBzMvAW/4HNXlb3JDDNxUX0r6dPR1bgmspy/jB4+ttDwdwN6NSsMF4vM5j6YNtFPjCXbBS79XVwSyx9",
-	"tTEyv4Ju/8Ka5VOlYZsf0Js5gKwwNK1nEAV70uPZk364A0hZrc14+dJkTnIQAiQHSA6QHCB52SX4abrk",
-	"+OS8/+rk4ljOF+E0P83TK0hELafAXAdsQzK/B03mt4xwtMt80+iaMDRhNCgySy9wEsi8B5n3wAAIBkAw",
-	"AIIBEAyAkHkPRgKYgn8+U3AhfRHhUnXR6ls7qL/zH0mSvt0aOozJkqShUEyY/kiE1+I6jTJO45ihSZJH",
-	"cWULzCjxh8Jsk9NMJFspD+5v6aparSti7omE2lu6qq8MmvWbH+p/TfOlNhphZxmTfDi1shRc8LaBBofW",
-	"7zi0XksLODdU2rXwaQ+Q9q85Pw55AWExNeYCuT1O2sNn9X0wMO8YmIeltEWTMZcX04xzI1YAjTlp+wIt",
-	"E6vTTfhU/goHoXVHWbEC3DLGnqSq1flrQ51NoKc+rxPYO8SxTT2ktuL4XqBg3teu76mKbqpuqFqBYXj0",
-	"n5udzJanuYuOeCkaYLmF7u4TOGrL1B2srXWcVm2ZWNcsbekRHL4+MdpeMyXJ9NjtGq3zmCa+p86/s6mJ",
-	"bw0LX70L7ziqo7ZMw1DNRziqMxsF5Q7j3zTH0Pcb/wr3MrRVihSx80ukanfEfm0PAP2x3S1kIyIakzGr",
-	"xyaRbV4KDNC9wfQLpl8w/YLpF0y/YKACAxUYqMBABWYJMEvUzRKvaS4NCc2KM8Y3UxsCnzXluS2aBOvZ",
-	"LXZ8kvg0FuN/6VG2PXG9sGDIXCJDItI1VbqLOBo2SZLSpzxiiDC5c0UsT8e/7lk12Tii5efahyYBDdAW",
-	"QbJ9YypGGBfZ29VZsmOx9PbPzjvn3UWrhSwbDBdguADDxe81MJ8Ytc8cU9lZJ2JosWj88/7BUB8kBOqK",
-	"oJiq4brrhLiC2Kj3jo3qVu19x5mYerzsJ4yLKofAg5FxOBYDbBTYKLBRYKO/77GYurLWrsx3XNUjscg+",
-	"KFU+QNKApAFJA5IGJA1I+jdA0hJS3gaH18TQYj6sptDvyzBa1Xtk0semOJFaY6wZCigJlJjmMtAaFz9p",
-	"QuXaUWjiaIskSMJWoUrk2c0vHE/tOM2n8V3yNqIiKTb/vlqMunrz3BKijAxIlBQxYwTpl7JwFlwLcQjc",
-	"Grg1cGvg1s+LWwtZ/6OxNWTugsxdZeauhyLUzVKlESs08Grg1cCrgVcDrwZePcurI1Z5aqUZ7yKf0oCr",
-	"0YV+2uOLrAyQTRgKaExzYNrAtIFpA9MGpg1xgGAkgHXjN7Ju9OREmRodAq4+pHm5cbrVttH2SO4PV5s0",
-	"qhwxMsKDpqqqFN5RIl3FM5Iw4uci/wNfTcSZ7IS2UJf4QxTldFRkN5FCXvD5JOArg+jyKJe2EUmpWqhT",
-	"LlJjciOhf5nbZFxs+USmj+lqJpIkyDu8STCgOdoqFrT603y7gsSnovSqyLRSPe9NsiJ3iq7zDUtxQoBr",
-	"ZIk8A12U7JOEt+swjQN0Q3OEdXchlsWva6I5lR3QROLggBgWypfUa4tOZuh6mDK6kASnnuVmJNpfpB2p",
-	"xfYvMwnlImiU3DLI5DRi8ARRsL3E1lOmLBqLR+kIMtBABhrIQPPcM9CwXbHa/JhkLcVSVzOUiIwXfHld",
-	"lvP+7dnJ8fclvf/2kFnivzX/8zip+R+2ln/NGQtIEETS9nkqh2jEu7EwtY5rP5W98Z+GWE42zVkjzEQH",
-	"8kmtjBNV/l1Vl2QZuWnM5rf5b/niqYkz9b5Q/8nT4IiZwSt8GJU5eOZ2YmJNFCtm6crJl9FfOh3GU6a+",
-	"WRQPxUD8780tqqpjiShN5UanGvH3MLESy8Ou4fqKS31Lwb5rK46thQr2iYdtK3RU3XpME+sDCsTvNbnW",
-	"ct7LfcOSlPd4PYtr1UWPa3Gdl4/rWF2LqnGB/yPHnU1dTMIgUAxLdxVMLV0hnkmUUFV17Fmqaajmk4y7",
-	"717hnmLYmb/MsPtrA3P/nYtWJ0e82/NKX/MhhRPY/sH2D7Z/sP1DCqclKZxIInDeHwwSOUEiJ3DgAAcO",
-	"cOAABw4w24MDB4wEcOD4xRM53e1isdKVY0TzLPLZyvxOp1k6ovmQThgqbpWH1CKGxlnqUybeJgX911xY",
-	"ZZmw2yCJ4dDWm/Pz02bhFiEXi2ZpIWYbnkvl+8nO/tHBcf/85F33eBvJBEmzB+NKZ4WNEyuVjgBzb+X3",
-	"Lpomj4p2u9Oww5tlZxyTiE+axSkwLQewFmAtwFqAtUDpA6UPlD5Q+mCrD1v96VZ/yT58a/mOe7u2139D",
-	"SZwPkcwGVz443fyXpnGlMI2znf+sk+t10XtSmqCbaEjYkO/vKx9P4fD3vleSXUjYWiRsPS2a8INswbVi",
-	"yUAcGYgjA3FkII7MPVONLgr7dXygvieajJ9HV2TWV6lwGO/POkFZ1YWs702iOJCuS97YVwJ61VgjRanr",
-	"mLotYtFEjE1uufNT3SNMOkgFhhMS3VACW3UU7ASW4uKQKL7rY5PYlAa++r1uZDNWy0bbtnRn+iNfNBvt",
-	"hknMMMRUC93Qswzb8ixXx6btUsPFehjqNvac0MUhtszQNB3iGWpoEVWzPOzpmosbwi06DcuXaKaqWm75",
-	"Y5amefkmVfdD4mMTW4Hjedi1VdUzXVXXqe3bDtYtHTsu1YLQDxzL8FxqqFpIAmLolqr7ht9oNv7O+gOa",
-	"8EXt1l5xXUvFn+T9lYdeY5jn4/bOjqbbLbWltrS2YbmusTNeb0COhy8P357abz+efrKPe/86Pr44O/iA",
-	"rTevdk+tt/phz3p3evDp9MPh3ofzXfNDZ0/XD7uv33XkHmicvewcvtE/9t69NvbMizPcOTzs7u5he//j",
-	"wdtet/fmvWmfH71+c3K633ljHl8cnXdevbeKh7Phy4vupzfHbztv35/ab/SevX/yfrfbO/5od9/Yn3rn",
-	"1uFhd7/zqdu1j3bxyQez8+ng7LQjVm1xFqLsAKIZum0RrLqOEVI7wDY1bKzq2PFsLdS1MHQdP/R5p1iq",
-	"76puaKm2Q0mINRdjV4QLmsS0XxztmB2Shu5QVbWwYjgeVbCuuYpDaKB4lhWqDrF8NeBDstqiNdoNh2UY",
-	"/2ntByNv17/Ij4/x9eD03zt/HnoXbzuTC9f9182O8f6VPfnyKWH2zvjvwev3ycn1m3QnV99R+yY/33/3",
-	"dXfn5ERlX803V523zsjZu375snjN7UNEc7CYuPzOKBn0L+lNMbfolXKp1a7IozhFMuGOyy53TnvJ5Z6x",
-	"8+7w1L55/+XAOEr+Pj50/kt7e3Kthqd/X/WuQuNPJupRnJIq2sgmRCNWqFi6HyhYC4jiuKGrOKZtapZh",
-	"hb5mzWTAPXh9LDwr2WRMM0aDGaF2D3fLoscabW0Dp8n5TeOKeElX1Z4SkDIgZUDKgJTBUxKgPkB9gPoA",
-	"9QHqA9R/bhlP53F6jd+fZmkw8XNWEvzy1jsZ/k4JX1YHaOkUdzBEkNRvpjxfzDQ/5VskwfSKd/zBkCiX",
-	"zkSNEHdk9CpKJzIYxNnFabd3xoXHrxvTpGg9Ltj49xexKqbNUgaukRFrF20AZeuDIeBpeOvTRo24H2ud",
-	"TtoaRd38BOr6QOFclH2QjCcPGLXgWbXeLINeen5V1V1sWp8aAKcBTgOcBjj908Fpuff4CeB0ueeBQ/yA",
-	"pgFNA5oGNA0B/GsB/KvYhjLDnmQScFAfDuqDeQfMO2DeAfMOmHfAvPMzmXdKfXfBwPIgFh4ZUXCNAPzT",
-	"YNlpWIurXdkqGHp7dnLMJcvp/ivZySJcPl8LivhJVejtIcnL/Zks5hfOLFz9OQ1gPh+kXo5xuaESWYMv",
-	"5yLXFzHqxbCsxa5/IUpMJ3kZPD0rWq6KjS0H9ZfUa6EiOD3yh9S/ZPO+9yznI0xI8ShH2SRhS4Lez4V1",
-	"XBJpWwwQMEY9/amUI3JJy06VY6aezXrlwMpoPsmShYHFe1Z0khyZ026aG7m3HCN5+AqNyNdSpuqmuShV",
-	"fx4DXSFzawam+SDHj2muk5N0A3Od/nO15ZfU2zwLsWromureMwuxabqhGRqBohlUVbAaGorrUltRsWNi",
-	"VVX10PEgRHbZXO5aoYqnHfLsQhWXVfu2WWLiHmV8z71kh/w29SrFB4waYNQAowYYNcCoAZGJZyIT82+d",
-	"VxwhPjGYPcDsAWYPMHuA2QPMHhCfGEYCGMB+3fjEi6jmocxfShjFdGXAMt6oCb2mLK+ni5XJWSV6a0qr",
-	"Cg3kOR2WC3lfclB09qaj6KaFtrrnZLAN0cvmopdJIP2KdwGYiiCAGQQw+00HZrcQroVILdZo4VbQls4F",
-	"EUOMZldczjI0v1o3hePB3IVxEK47tor+WT2wHrN+xSAoDDgy5aTYgjQb4yBc0u8/V/y3+jr7T9mAL/m3",
-	"yvV6s+BwaCtOkwESuZRlqnHZJgyxYZrlNKHBdt0eKF/dr6bf7umeIrcSisb3VyLYqNwIS+jChkQ3rYc8",
-	"rvbAJ9Me+qjVtx94XpA3vCekyk1/LLdxxclI2/GJG1qKbqqegjVfVxw7NBSq4kCjRhD6vluctowjkvhU",
-	"7Bd8Mcsb+/v98zcHvf3+aad3/rH/ods7eHUgLIUS0/ClZBhlgTImWX6DrmgWhcVU4QJ9Eudt5KeJGDNJ",
-	"LqzCNBYfN6H9IIqjAU182pLPCaNdelmaz6tKnO69WvPNNGgin2a5rARFp3uvFGF5VLGGFdt2tGK3Pkny",
-	"KEa6qruKihUN12rmk8xLkzuq1OmdO/1ed+/j3mF3v793sts5PK9XLaP+jR/TAPmpR+IcaVbLRP8DbY2i",
-	"JBpNRkiz0P/Yrr80yvxJTPg2viUf6eckG9C8P6L5OlU4PDh/c3BxtLQOcZQPo8kIWS29XodbqlA8sWEd",
-	"jg/23nUPl1YhifxLGiPcUtesgXxgsQJi3eEyWzwkxI3sMLFlnSS+3Jf0J0kkZLf8b+Pyz1pG8IZttop9",
-	"wDe+hOU0YUJ/qm4f7J3otD+mWX/2QUszVHXZs/3Lgbz9eihuaxliZvqX/TBN83EWJTO1EeXXysWma7fM",
-	"qtgxzeSM8WnfjwljjXZjT1rwB7QvoJz48iDiEtubyHW1Kn7s1/w4GlrLNW3TsXjBNAn6adiPo5D2Zd+I",
-	"5NIrntRbrmEZtiOz8kdJKVdue5uhtSxsW4bJH8rIdX9EcppFJO4T/+9JJENjr3zaMlrYdLCqCVIiPrdU",
-	"X9bvJMNxZzpJFMMH46ra8AG9yQs0Fy99wXwbbVyuvrTYmV7euExnaZnLBwKfV3URLtYU4QPWOP///p8P",
-	"6DjNArTX7Z2j1yPvDV80prJWyuk5aSsrEgV9IW+lG0gpcb+V76o5TNUkgNyDCUkoBvzq8W3VZs6i7Cz0",
-	"WhrTEU3y2uSRt65XbCEPV4/bll7dKyXXyltx1RvTcu/4wnrpSyRz8YWFxLy9KFwbC4sittzVl2K7PxKy",
-	"pya3Zkar27JN7JiisOqR29+vOy1btRxdiAf55jU7Q92gM9R1O2N6q6CN9T0Jf2YYDYb9LGKXldwQlKyo",
-	"7F/N+g1RHg3EYeqiO+pP/Kf6i69y8ulmo3hE6kQsyikikyDKWRMdnJ/tHaA8Iz4lXhRH+U0TkSyPGElI",
-	"jPjqmQwQ/erHk0BsUEQNYnrFv1TUSYiJ2jvLJpt76TW/Q5kwighjlDE+Q5rooHfUkVWZL3pEA17KXOEi",
-	"NACJ0SAj42EkAn7MvMVPRyPe+jdokEX0iq9qaET9IUkiNuK6/3QXt8lbZc/ON+OE62o0E6ZHlIZ888nF",
-	"8XyZcXotpN04jSNfyBoRMIANeQdyKWUqmqaoOlfeozzmY+VDGuck45opf8cN8ockSlAwoagaM0gWJ9hF",
-	"Rq7RdAw0G5MsLsJZsPbOzlVRWKvQI3eCCVWqcpSiWrWz/w2jpYl5xr9inKUlaBW93daa4ov4f4vWauvf",
-	"Vsry3t4Zeh3zYYheZ+lkzHdsUoJL6a0ruiq0I3miobG/X4h11dVkhjWB/Bu1jf0yYS6DfsRyi5bTQSoh",
-	"9AexbsR8YuiO02z4QzriKxy/eHy052j8HVFAE76y0Ew8sqvIK4ptCgfmZBISP59k0oZT2B8b7cZBEkz4",
-	"YklZnvEhjTS9iQwHYwf9mcYh8ybZoIn2u41mg6ZZxL+tq+kGNi3bcVXxrynHqDp8V6pV6OyG5XTE5OL3",
-	"rV6PKBn0Z5rQkDrF7B3jmHC50jgj8b8HES+zqMttYhabek2ejdJAjN+qbt0P6JT4l0g0jAyx4pMx8Wd3",
-	"B7dsf8VIHIixNCJf+QstvaWKeSWGHd8+CMg2ihIx8cTeR6xeNRH3n4afRXnkk7hf32YJcXlYqB9bUYJ8",
-	"kg/5zCzilpX3cS3giCQDklBG77rxWOoSd9y1JxWvO+56XcgsAScDui2EOvk3yYJ0wvreTd8nEgppho4V",
-	"rCqGOEg0ySk6T7+2kPECnV1GCdpLs6yFtM4LdHZ+co56XcRHsaVZiuEoVqPdeBWTUQsdRn+3EBcqNsaq",
-	"gh0F8509yfwW0nZfoB4dZ/JfotAzmrAWEtN+WqeA+jGpAfvpFTbxWM6lq1xyRM3rFS/vrVSKtb8jTksZ",
-	"wvdRfp6l8Y2Q88VMKXt4SL+SMJ6kWToepmw85DNCaIuiKlVrLFRkrnHuet1+NKL58CZGUvObfcu0ZRde",
-	"c2dDz7x6xaiZVkOOMLGMxBHLVzV6OTGq3VXVY9Otwsz0r89+c1YluLu90VatyRAjsUhAtObuTK3tTZf0",
-	"2nd9iWbjZZ+y2JdzX5DGVzT53o+wse4qrqqYd3xF8cstn+HOEYDiMzrxhG/LuJQrx02YRnETDdMJi5LB",
-	"BvXHztIPMFzFce/shrs/QNMcw1zyBWc55UI1zMiINlFIWM6Xb7ZBxS11VcVdQ9FnKj4nutapt+3cNhPu",
-	"EPPrfkGlaM1/gDU3dO7xAdbSqbz2qvddox+rfFenfu8nmIa27BvWW5DXHf6rPqCQ6bd8wJ0yyLKWjfz1",
-	"dgprVr+GDfjCkKc5ifvr7u9m0Z80atJscCO4Dt8z1wqZ2dHpltrCmmVZtqR81UPyzQ3NMluuMd0hDrnm",
-	"3SdDAYjs1nTvKB9d9Rqbf9ri3rHPxiQRb9GLnWFl0JgxFpUOJ8Jc9PSGku8Pg1fGhSstUJ7jOESntoGJ",
-	"SWzPUy3T0gzb023LDh1KfUpUL1CxbxgeJaZPHMzrFBBiOZqh3jfU3P1OlqVpKBh5ROOgHyUB/TqF560F",
-	"ct5IDFfIC3m9hhwbiaY7S67MIvBEM/D0pnkSzku3a5eX8O7EsqY3zIJvXrg7d1H+rNbeOav8NhLNMuYv",
-	"CmU/MXTxpkULTDHTGwk2teV31NlZI8G2M3fbPHVsJBjbc/fMMcBGgh19xS2zrzNVd+6+WQTYSEzNWH7H",
-	"XEFYnbttDgDyW/CqW6Zvs+fvqQBfIxHq8KzRbyldayS6dtudU8zWSHR34c6ZkjRn4XrJe/hFa+HqLFxp",
-	"JMZipedHlS6aeIU1k1/XeX8XKKRV4yCJLlhDdUUSkUaim2795xocSXSrfmkGkSSif8pLs4CEN5Sx9GoN",
-	"WySGuvqeElwkhmHN3CQHhyGmR/VrgSgSw6r/PM8mGolh1wurOEQjwbpkJ0VXtlahBT4s7Zk7F1X3RoKF",
-	"oF12z1SVbiSmuaqkulrN6+bM3Cc1P/6W2TrXF/5GYlq8r2tirrWwsDcS01FX31SVJIZt/abFJT0xXX3p",
-	"TeXqzufqfDFza3liumIvkaRByROGURxkNGm0//svAQyFZ0+5NSio9jfpByI2AwEhpmXZBvECTw10mxLP",
-	"tz0fa5YREJ3qtmFbGsGB6ZmmGxgmMXXft91QoyohloCAYqJOHaj2To7PzqWuf1tlNGtaDV9VqYlxgB1f",
-	"dwLf913sB8SivqM5um8YoeliM6TU94lLVWqHBvZ1zdY8FdsGwX5VDf2OavA7alVJx4124+/8pu5Ac5dp",
-	"o9Z4oWmpuuZ4pqq5pufZuksDw/Gp7mLf04nrBoHnWkTTHTM0XIdY2CK2ZqkWCQ3d1KtaG9Nan5wuVpm3",
-	"bWIs1Fs6NNWrPqobLtay09S+xtV9U9OwpWmuGhAnDHUdO55ONVe3VYJ1ShwSBqbt4NB0XNeyfaJRCxNV",
-	"DSzV0bXqa/BtX7NkUJZmj2lVVE23sBNqroNDy/RDSl3NIV5oWK5uGKGh26pjW9jRNN/ElqH7rqoFFFPN",
-	"M13DsHBVFXPjUVkblKGBTQ0buhl61LdCwzBDSzUtathUVYlphYHpeZplqZqla67jEy+wiEENGjqmS6lR",
-	"1cK6c1Ba9xqUy8akqzk0dHVX1y1NxYGhUhVTx/ZMSzdcg7ieYblWaGmhq5u6qQeq5+oW1kIXm7prqmZV",
-	"afv2MSkIvL3mmJwatvI1jXzF1ziOYbmO7WLDde1A1RxT51/gYcPQuMjSAttXLWqrehAGmu85lhpaxNWJ",
-	"aRthGLrV1zizX/NX6ao2tdwI1ad3cvJK6D0P6sL2DaKlSxe+h/B+W51SIGDx1JmRhh421cB3DdXyPBr4",
-	"lh8GGLuaGuqmp7oB1UI11DC2fdVzTDWwDUN3DEIc6uOAuM8978BDpxh4JJ/N2fnV6+51D04lWfiZwt2L",
-	"1/RJPGi0G9193TQ19/bw9j8rguCPsJxNp5FFNM3FRmA4juP6mhdouqFjXfcsx3B11XNVN7BM3/SIa5uh",
-	"ZRiur7nUDpzA8a0AB8KbadpOwg4814yLzTfNCtD3CKMW3jQ5wLdlgf5XBugv1oXU+0L9XKylcy7rjfZ/",
-	"lieN5RroRoehZg+48Z9mD90tvoJkecRVvD8Y4oOp9esfVoS4ORA3B+LmQNwciJuzcTIAcVDXH5JkQAPE",
-	"osSnvIWuCRPHYfNfXC5BUBUIqgJBVSCoCoTSgFAa8nDv3aEsHjCqBlsZUeMw4qKmCgj/B6vXhsk46fmQ",
-	"RlmpLULMjKBottmgGQwiZkDEDIiY8TuloP7JQj6wf24W3aFuKYtyOiqM+HfHb3cs1/xUHzTzwdCLOBCS",
-	"/Tqqj72QKKruWAr2NUdxbddVqBfYjmWqXqjp32+YyIdrYua1GrRVxANZjKZesmkVO5ppeaFtqdjQTSPw",
-	"PdPSPMunQWhZgWHbWHU0LwhVV9d8TTUx9bFpBFao6SqlWCD8f9NpdmXXNJz7+O39dY+Mr3JB40vcso1f",
-	"sdw1y91LGGUsh1jpwHyB+QLzBeYLwBGAIwBHAI4AHAE4PivgyPfzS0AfexDMWAshtzJwb+EhF6DZk1xl",
-	"EoYm4sqOEELiH0R6ldAAbdUdyyBo73zQ3tOi7YE/An8E/gj88fnxx0J+//Nxo8tC7FKIXQqxSyF2KcQu",
-	"hdilELsUYpdC7FKIXQqxSyF2KcQuhdilELsUYpdC7FKIXQqxSyF2KcQuhdilELsUYpdC7NLfJHbp7SE1",
-	"lkbPKCxWMjRGW3gbCecDCJIBDtPgMA0O0+AwDQ7T4DANDtPgMA0O0+Aw/etGaKh8lmeclNnUOflhvKfL",
-	"1AorfadrEWCRuPs2b+nZoJngML3gMC2aG9ylwV0a3KXBXfoZuktz+fTIztKQxAeS+EASH0jiA0l8IIkP",
-	"JPGBJD6QxAeS+EASn581ic99LNy8enX7Nq8RGLnByA1GbjByg5EbjNxg5AYjNxi5wcgNRu5f3chdMyg/",
-	"tGX776w1ljEWVpq23/eq46q8ZYrneT0IOj1+jaIRGVC5ueIq1PueoqM4Si75hOTzXWbkQ2MyoGiruEMT",
-	"UqusCpLZMsuZyx9mYBWft4q/z8AkDiZxMImDSbxYsYXg3ZHiezlD4uK5RpCKDDHAj4AfAT8CfgT8CPgR",
-	"8CPgR8CPgB8BP/qF+VFJcAjjGsGDcKOM+jQa53eeieh197oHp+eKhoon2ohFg4RvVhOfzgCliBWXpOI4",
-	"SYobfZKkSeSTuCyimKEAiOYAUa/oE6BEQImAEgElen4HJwoB/h15Lr83hnwU06zvTaI4KB4d+0pArxrN",
-	"RsCER75MD0lDD5tq4LuGankeDXzLDwOMXU0NddNT3YBqoRpqGNu+6jmmGtiGoTsGIQ71cUCE25mwaaxK",
-	"w6l++iFBZuqJWhrthknMMMRUC93Qswzb8ixXx6btUsPFehjqNvac0MUhtszQNB3iGWpoEVWzPOzpmosb",
-	"pRfdg3rLiWhGfJzMOedVe4kHiZYTDURkWD43HZZh/Ke1H4y8Xf8iPz7G14PTf+/8eehdvO1MLlz3Xzc7",
-	"xvtX9uTLp4TZO+O/B6/fJyfXb9KdXH1H7Zv8fP/d192dkxOVfTXfXHXeOiNn7/rly/pr+iQeNNqN7r5u",
-	"mppbXImSQf+S3hRdSK+US+1nDuTDH2E5m04ji2iai43AcBzH9TUv0HRDx7ruWY7h6qrnqm5gmb7pEdc2",
-	"Q8swXF9zqR04geNbAQ7u5ThZ7hIhNBBQb6DeQL2BegP1BuoN1BuoN1BvoN6/D/Uu9IDmPHDOKIoYImiq",
-	"AT4MEB/HRKbqSNkSIN6jBX5g0xyvKMzSkZjdLE8zsRKMJ7mMDsHvJhlliF7R7KaIIZQEQhFBAmZfD0mO",
-	"rkn58APg8ArczSJuAcZDscOo870XiCAJxcUNkuc1H5OGt5FsZS70/CFJBpShQggugvGeuLVk4x8KkgBs",
-	"/HEQpJAfQpo9In08PTn7Tvwo5mgNJ35vrOLbBPy5KPuAT2n52OyQ+va05Pbh225Ecn9YhTWPmPhbBCH4",
-	"6/eilEWJRDN02yJYdR0jpHaAbWrYWNWx49laqGth6Dp+6PO3WKrvqm5oqbZDSYg1F2OXztBCsdIWA2X9",
-	"ISdlXk9mRlqyreguWUuKbkNbWHVRr3t62PnYPzo4O+qc772Re5DriNHtX1qDB+gF0AugF0Cvn6oHngik",
-	"7KVJGEd+3p5fHNqIyKUkzeRKEkRhSDP2S7e69kSiaPdk/2P//OSkf9jpve5KeSTQIf3qUxowtHu61z/q",
-	"/Ksvbtz9eN49Q1unnY+HJ539+nMk4QpkklcJM8rnZ7iTuKVfbrvkOUMBmYAbAzcGbgzcGLgxcOPfgRtX",
-	"lHYjSHs/gMxWw+K9jBK+BgsfyOJ2lIZ8w1Uk+y38316IilXn6ElWi4gfk5xmvy4VPk5zFJU/5W1EiT+U",
-	"3+cXrSdH2VRdkBI3TeJS7PJ6ckF4PaTy9UOKwihjuSwnT9NLRMOQ+lKVmOXLso9Kvtz4cRCUPZR/5GPC",
-	"0NnW2gCKaj+uLWWaxRmCmUziuPl9TqiiIVb7hbZc29BVfG/30Hs47U3GwXpV2qC/q3mxTKOUTQBEEYgi",
-	"EEUgikAUgW0B2wK2BWwL2BawLWBbwLYeh21JtQuRKVEKhagutNh7Qizh/bgyDECPkoDVXykIU51ZwSn+",
-	"uVP84KIIx/fh+D4c33+K4/tsZx2q+B3H9QGhLlSpXPiEaBftUz0pm6Yw4PSz6IpmfHMramLdFb/g7lZx",
-	"TN02Pj330ARCQ2+0bUt3Hs8TuHiJZqqq5T6Se/DfWV8mzbu9V1zXkgPj76ykFI12Y5jn4/bOjqbbLbWl",
-	"trS2YbmusTNey1n7n+Phy8O3p/bbj6ef7OPev46PL84OPmDrzavdU+utftiz3p0efDr9cLj34XzX/NDZ",
-	"0/XD7ut3HbndG2cvO4dv9I+9d6+NPfPiDHcOD7u7e9je/3jwttftvXlv2udHr9+cnO533pjHF0fnnVfv",
-	"reLhbPjyovvpzfHbztv3p/YbvWfvn7zf7faOP9rdN/an3rl1eNjd73zqdu2jXXzywex8Ojg77TyKN/XP",
-	"FCPi9iGiOVhM3FtiRhRXZLB1fgPXmFx2uXPaSy73jJ13h6f2zfsvB8ZR8vfxofNf2tuTazU8/fuqdxUa",
-	"f7KX9w0SwXKSTxhXng9eH3f3+S+TMc0YDWaE2j1kahX8Q/v21z0sT39G+fBDKWtX5dia7rnBFAWmKDBF",
-	"gSkKTFFgvQDrBVgvwHoB1guwXjwf68Vrmt9qR/ge88VOQVZWO+SWM17KC3G3aALplMubrKrZjNswQYyS",
-	"mAao1K2E2zCRObHYkAaIK6moUFLLZ1+gQp0Td+e1CM5hGsfpNSJMShTJdqMMpdfJr+vpW/1ZdDtJUO0O",
-	"5R29QXJ+yJ0tIyMqasQbr5gHiCTsuvDwpV8jlvPG/ZJ6L0SJ6STnU6AItSFajpYdLnv3S+q1RDt+ST3k",
-	"D6l/yebBN1eEqVwBohxlk8q0Va0W//gH2js5Oj047PZPO2dnpye9cyEGEsR15+lvvN6vu8ddseC97y3z",
-	"PZbjFUxGT2gyOiKXtOx0Oabq3ucrB15G80mWLAw83qeik+TInXbT3Mi+xcbz8BUaka+lvNZNc1Fi/8BI",
-	"H+tZKipBXjNBfD8FfJLYqZv40suP3MCJXv9J+upL6onq5TkdjXPWaKtrWXtMw7I/NZqNMErEolrjjtF0",
-	"OkkoKn8urSoN3Q5M1yaB4hFVV3Co2QqxPU+xTJPqPglCk/LujAnL+2IvVJYQU8JoXxIrVnuh/D29Tmh1",
-	"64h87U8/yaysGnLffQ87y88ypJuNcRalcnunNRtiGeTrUjSmcZQIRD9v4+JjPJjE6/U3y0k2azuraPT7",
-	"i+6FoNH3CWIsxd78Wr2emU/W7dsG0/lt6vUo44rIErXhbepV2iBQaqDUQKmBUgOl/m1DsBzsd49OT867",
-	"x3sf+3snx68OD/bO5UyZ14ivCUMTRoPCyVPGZuHNVjQunGSBkyxgCwJbENiCwBYEtqCG+VQbXKGY9i+O",
-	"Ox86B4ed3cMuH3n7u/Vf2neOOhgJYBUEq+DULoeWsJoNrIHZJKZKwdNmw7rfebBpufkuSvx4EtCXUkti",
-	"fDmRcn7/7FDa9MQqVVyGI1DFEajeJKansi0hXjschoLDUL/5wCzkY7uUp0jk6JTkqZKixQ/rDpiiqFuG",
-	"y8ZvLfqreG5Jl/yoY17L17V1bETfceTrTnudo+qWPM7w0ClXK6+amkVoxlYmrEC+6ziWQ3XFUwNLwQHV",
-	"FAdjW6GG5Ziea1jEDh/EyFbaogqwcG9z1APn1BR9Fd1hyHIsQ3XtT7PHMDZIRLC4kq84gnFVLfRg2wLb",
-	"Fti2wLYFti2g7kDdgboDdQfWCqz1uZ3AWAY8a7S1V7u8FmHdKZS21WcvTgutrp4483qYMioinLNcaL0o",
-	"myRiYtPgxRTxoiqa+4BECctr5y6qmOlpEt/8umcnisYTZ0nQ6cXu4cHZm+5+1Y7yWASXhrKJFrFsUQCg",
-	"2V80leb9GVE1c3/vfJoP24DPhp4td2+2HNu2PjWeBVarpBlgteULJjiMA1QDqAZQDaDab5yz8+Kw2z/v",
-	"np2f9V91Dg67+3wOHBwL6tY/O++cd0UncY2J6wilKgXe4eAdDpwaODVwauDUwKmBU/9MnLpQfxdosfS5",
-	"lYz4u4g1L2iNUEFEMOnC47AoQUBbljPZZPx6xFAcsZwGaJIEYhvMcqUWPQbi+TzneD69i+P+dIu9SM97",
-	"k4SPr3Pe5wDMIUrPLxql5zsYuBCmNQDOKH851h83hE59Xj67ODoP2Jr3CqjjaAZ2jHsG1PF0Yhm2ihXH",
-	"cAIF246tECNUFRoY2HA9k2BhBni0gDrfb1/4jgFYD3ijTwPe8DqxhWg35lrRbqad8bjRbmZXsnVi3ZQ1",
-	"g1g3YLoA0wWYLsB0AaYLiHUD1gywZoA1A6wZYM0AawbEuoFYN2DXArvWw8a6WSA132fJEsamlXFuDiO+",
-	"xJA5+5Uwh0jjjcw/4aeThN+XBCiMMpajkETxJKMQ2iYoGrHEzb1JApYgiGoDUW0gxfczjf0yXRW+IwpM",
-	"lNORFG13m5uqMxF80eCfqTYbYhXpF6tIae8ofDfatmUtMaZ8t+VHFCCPhWST4tHQtGxL1xyFBI6r4ED3",
-	"FY9quoJdwzGx5TiBqc8YjabHUzpnZ/e2yaQ5ifs+YTITtrVRAtzKsNmbJHzlWRp5pVzEwc4Cdhaws4Cd",
-	"BewsQICBAAMBBgIM3A+437PifnwPv5zAbcb+7oJ8M7O3HuYFAlTPULzTsjkXKN5KQFP/0NrGpo3KEVSx",
-	"1LnWfBCA80jU6cd/FKCmZ4eanogZ2bZjucIrthi7ych3NE0J6ChVNNs1HcO2sfo9gUo29/79636RPFYx",
-	"mlmRDpwGOA1wGuA0QAmAEgAlAEoAlAAowRJKsFyBvwUUNFccY98TW3BxXlqI7Hp5L5bksuJaOAm4kkBY",
-	"FVz11z3DfpzOHuSlxB/K7/OnDUeva1YNKTXTJC5FJ68nF2bXQypfP6SF85QoJ0/TS0TDkPrS4jELI2T3",
-	"1LSIxo899cvqitxdOtljnuxdaJgNjvdqP7bZfk6t914679KTP/LzQdMFTRc0XdB0f9i5w+lZQ1IFuhfG",
-	"ioiJ5pcBORgcKoRDhQCLABYBLAJYBLAIYNHPBIukqjWXzWdDb5J75EcXgIfP1gfkQ79c5nM4HAaHw+Bw",
-	"GHjsPJnHzs46aPAxE4I/R6xZJehZ9xAbpGX61dIy3dOd688oH34ox86KpOdz2y7g3cC7gXcD74YTeIBL",
-	"AZcCLgVcCrgUcOmzzny+gDLvQ093pjrmqmwye9PcJLP+dnKpZmhrTDJGm4h/IWuiSRLlrIn8Gz/mMgLr",
-	"eiUYbvgWi++0RL6TbVEWy9NMpqcYISJfU9TwD4YS+jVH+73Oq/PyK8Gf78n8+SDL+q+aZX094FbJBrTF",
-	"d+GIZBm5YcWk5c3CEBumWU4TGmzXcZvgT2KMNtqNnR20e7qn9C4Ou2eKNivCSkp7fLTnaBpi4hvR1oc0",
-	"zkkWMdT9gPhYRLa53fqc8JJEH9yIXcQ4zXI0yNLJmKE0RN0LpKu6saOZWEdbnSShX9G/Dg4OtttoQBOa",
-	"kbiJfJJ5aSJKCtM0H2cR3x91sryF7O0mCiYUBVEcDWjCp5f4HTuKqW830YjkNItILL9/SP5NsiCdMFEW",
-	"m3gsJ4nPpZ8fZf4kJlyoFyU4KKNCGAao6OTtJhrTTMwJ+SJR2YMPxUe+Ij7vOUYp6nU7+0fd1ihAW7sn",
-	"R020e3LUP+qcd3sHnUP515vOp05v/+TirIlO91410f5Ft79/cHjwunu8122K8vb3q2e2W6grMlJ5siGV",
-	"mF7RGIXEz5HcOk4HUHELOnt3IQTWzg5SvvN/ZU/w4oRmUP7QigKa5FEY0Qy10TmX+i8/JwjFNEceQy/R",
-	"gOaiWXZvTjMaRl+3Pjd2T44+N5roc6OoaPtzY/sFf4gwRrN8K6bJlse20cuXSOO38dba7Zyfd3sf+3sn",
-	"F8fn8mn+qbsnR2g0YTmSc9ujiH4lfh7fiBxeRfll8WEaB1se48/yEraI7zeRt41efp6oqkFRnvL6bxXC",
-	"8Cwd0S05Y1/TfMvjj7HLyefGdlmnVwfdw/3+0cHZ2cHx65kvQuxygkaRyIv7ubG9zd8/33CjNKDxYpuh",
-	"l6hegaL5pq3mp4lP+N/TxmsiUfLW58Zip4i3lxVeWlW+qkdy9y9eIdvq7rYQ9V+vNeSn1tpjWXOQZMJH",
-	"8yQTI0kKxS2+SMkmapZ6TvknTbOojU7G+Rb/e3v7+bUhr8tori7zjVj76tvbcqZ9pk1ZvYg3h3hXWf6I",
-	"P8V/Le+Sl7Y+J//7//x/0ZbmmhhLYOAPSUZ8vkkoP6JcqBD96g9JMqDb3wXkayuKCB7HJlFOS+Pi7BIy",
-	"s8psieRHLW/sbzdn1iIRxYLdJDn5KiVvt1hlEeVrGclpkSOxVliaICLlJaM52uLywSeMit3a9gs0zvim",
-	"Ko+oXBnEPlcUwleE4YjmkV+VyVBGhYhpyr08o5Q3lhw5OQ2QWFAZ2joWr5Alive00Gn1HuSThA8cvvcT",
-	"FWN8RyuGIUNbh53j1xed12IJ+V//U9O2m4ilcmuZJlSUmFGRZ1BuvfmiNIlJZbLlnx7lyE/5XkA20uu5",
-	"+rXRPvW32PbO+/xma7KNRmSQRPkkoHI/PEkisSOPEvRfiqb+H5ZUEIo3iBJjwkVvNIhytMVSRND7/AbF",
-	"/NuiBClaq8WrfZDk8k9VVVst/v9oksSUMeSlkySgQblIvfzO/6Fyr1WUVyTI48MqSP3JiIowwwyddnpn",
-	"3f6rzt75GRqRcaHCbIkuaPF92/bnpCiqeL4fTuK4jf4jVhE+hMJly1j3w64iR7Nim58b2+gl+s/nBknS",
-	"gH5utD83BhkZD6Ocfm40Pzd8ktNByhen9udG90P527C8+TA6jtSWc5SoLW0vVVvaiS7voXHMPjfauuPw",
-	"v4Z0FLG8KEa+XNxGY+rnWRrf5GVxp68s3g3dvZ39oz1xz6zwafO6ShErnjhIggnfLVKWZ3xhRpreRIaD",
-	"sYP+TOOQeZNs0ET7Xfk6IWfanxv7XU03sGnZjquKf4nLXIyLy9UGsdwPnt2wnI4Yej3y3nxufJupVZQM",
-	"+gEpPkCY3lRD0fBc3fld45j48rYzEv97EPGyq7qNCGP9y4G4jE29papq8fvX/hWvz4D2r+RVS28V16Jk",
-	"7pqhquU1ufDVv2a63S3v4FLic6Ot6fzr01GUiJicY+JH+U3/8noonrfNVlGX8pa5+lTvFBsPMVBmhti3",
-	"F/MjcrqtlGOz2u+2dc3QsYJVxaiGpk9kV9cvNctn+n5MiqHQ8Sc5Refp1xYyXqCzyyhBe2mWtZDWeYHO",
-	"zk/OUa+L5LiLU6n/iOdmBmF9GBxG+TCajNCQfiVhPEmzdDxM2XgoOpt/lFiidMvG2N1gjbrXUa9CWX7e",
-	"R70eV+17Nh4KMlTvM3BEEOTqeTohyDaq+Rrcy9OgRERwlg58C8C3AHwLwLcAztXBuTpwFAFHEXAUAUcR",
-	"cBQBR5EnP1cniHPlWHGnP8XdTiMsGiRRMlC4LNgkfnM30E1Tc1HxvJAlaIv4eXRFm3y68cZolupIs57L",
-	"LY9GlEn3kPohnj8YiumA+DeiLLmlEJq/LwvPhyTn3xWFN0JyVFbijPo0GuesyWWb8OIIWuiYXtEMjbPo",
-	"iuS0su/+lucB+e2d+UpviVUjjWm1AMx9/ezHt2d7n3dIE6VxQFkufVDEOa3klg5FWzXFaBLH2010PYz8",
-	"oRhBNOB7vOymFl6s6NRSgMsLDA1JIIprLesxXud0ks9Xu14L3kItdDodV00kgQ6VEEwMTiTbsRw94sFE",
-	"DKiYkis57RjNriKfLg/jfSZnxTs+qdaP4n09TFnxtjxFccTy9kMcoXuxKk52s3w0rub3QlM9zpnBZ/ql",
-	"4Mj0LE4PzqxJS+N3k3jQaDe6+2INajQbfB+SpaOIzfDPO5G1azumgT81mo1LeiMBbkCvlEuthM5+n1/w",
-	"CKMW5tsXl13unPaSyz1j593hqX3z/suBcZT8fXzo/Jf29uRaDU//vupdhcaf7KXYE4hVsE6t6VVh++hn",
-	"lIj2ml64nLm1wsxyTX30gOFTkbUqXnghzQD4AvAF4AvAFwgVECogVECogFABoVodJnyGD92OfGqw6qz2",
-	"1HJWtfMfuWX/tiM3QKtPOPXEdSacvQtUs7x2LEp8imZVCbRVjD6UpNcvCghQOBeFk3yS8dFQudTw/pI0",
-	"g+RiyybkkQBXeTSifK8Xp8mAZgXHak4f5a+NYhoUZ5QEC+IbjaK8rXfdj/1e98PJu+7+dguJb+IVF86n",
-	"QkEQVEfgiTqpq5BImlA5UgQkLN5WO3sUZpQNeRkt1JnXrnnJt3ddia4e8PzW7ae2CqLGazU9vlVWYyUh",
-	"KxqNVJtm8WUDEiWiuuKs1Si9WhgElGRxRLOyxqIVr5HU4LZFmCPeu7N9TiWiFZMWSeczhsqFg9ebJOya",
-	"ZrKzRD3E+InYIlGSI3iqoK2DlCRAiYJmeeyuAmoixGwk9qVLjnoVivBt4uKeLxuRr5WUUdXmHVLnB5yh",
-	"mhEvggPopXCpQYhSbxcfHpNxno7RMI0DObD8dHyDrgnjnR/T5LEDns8NjA38E9Vn1KR30Zwl7EZrGaap",
-	"y5A6d2AefquhO/Yi5tFXYB4teueP/pX4yVA7iw+/Xl6l2aF1dNBx9i7e7ne0wana2zn5+uW/bOf92phn",
-	"3eFSB0F3fHdFiIpnHnmw1eTPqqhDU6kKnAg4EXAi4ETgGAiOgeAYCNgVsCtgV8CugF0Buz4OdpUkAJE6",
-	"0ZylnRvR1XaW5iS/FapynXduNS5AZL0KW9dDkte4KMujOJb0MyqdAEfksgp/VBQhWly6h80zS8mUWqgz",
-	"TzhJUiehXyYsRwOaC+77rLHk6shQ9YYpGWxWa3gRvkSIsSXMUHTgDDP8kTytHFA16vOoYGzu65/dwd07",
-	"2uZB/JueB/h6TP+mh4RXNekD/Ar4FfAr4FdAT4CeAD0BegL0BOgJ0JNfmp5wReZOmFHCiuJD0oTeDVUS",
-	"MmbDNL8tAnfpg5UgOhrnN6h8hkt6qSWh3YuDw/2D49cQH/tx42OfFU3/I2hJNVKeiJGci7KfHxlZ1g53",
-	"p3jTdNNyPjWa4pBY308nvI4q/wYS3NSxAyXxLIco3tcfEjZc+FEGBrMJ0YgVKpbuBwrWAqI4bugqjmmb",
-	"mmVYoa9ZdX+ccrY+NtMoByvE5wKMARgDMAZgDMAYgDEAYwDGAIwBGOM3jA4lNv18N1ooIBVKqHOKSr9a",
-	"hBQiadjKKFA9SriWXxXaLugEFyR0hITOhUgSNFGa+BRJTUtKGa5b/ZaxlxY4w2ua1yADpN564Ig1zVuC",
-	"Ds2NlTZKxU0kfvEQsYea8wORFxAuja31SEGVntX3wcB8HqGUKtG+DsT6ZzXiXq4ZyP57CZ1u1BHd8gd1",
-	"bGARpKnG7pbfaVtYF6+Yg3oN1XMch+jUNjAxie15qmVammF7um3ZoUOpT4nqBSr2DcOjxPSJgw3VtQNC",
-	"LEcz1Mb3IsGzbuewu/8DgSCXE7XdAFBBoIJABYEKwuE8QHmA8gDlAcoDlAco7/mgvNc0r5G2TfDdjjeJ",
-	"4mC1u1E5m8X3fkk9GZ5qlF4JF5sFcsjnV6/b2f/467oeVX/Ks2R85avdobyjN0gOyHaZLZTWjmOJgVcE",
-	"c5Jj6GvEci7WvqTei3r8rSLEuWg5WvaCHIFfUk8GNOcdItLKsnncItK4SpEb5SibJKz4mko8/+Mfsvv6",
-	"Z8ed07M3J+eL9HGXjw3gj0/IH4/EGb58KqNmvNxWjqeM5pMsWRhPVdAuOSCn3TQ3YG8Bhg9foVpgL900",
-	"n0cor42wVyEyn6vfnf5TNNmX1BOVy3M6GudMON/dDQV11bXNT41mI4yS+RSf0XRM9y/pTfnzl9STHRM6",
-	"FDs+cRVN9x0FG2qguF7gKRZxiGs6jhfqWqPZiAnL+2JhL0uIKWG0L/ELq71Q/p5eJ7S6dUS+9qefZHLB",
-	"JNxMRNvehwhuPrKajXEWpXLXoDcbQthzMR2NaRwJF+QsuqJZv2wXLAdiMInXa3mWkyxffjTz/UX34n7U",
-	"spICsytSo9mYjIP1xsS3DebU29TrUcZ3t0v2om9Tr1IxAH0C+gT0CegT0Odz6YEnwml7aRLGkZ+30cF+",
-	"9+j05Lx7vPexv3dy/OrwYO9czpR5re+aMDRhRUxmgoIoDGnGm61oXPAVBl9hMDCAgQEMDGBgAANDw3yq",
-	"Da5QS/sXx50PnYPDzu5hl4+8/d36L+07Rx2MBDA1galpahBCC6RmfZNTkZjx1uzBU2vWHwyFxM8ZOIRX",
-	"6WKLljkQ7QhmGXALB7dwcAt/Nm7hUr5v6ByOtuI0GSCSZaTI/CWbkCE2TLOcJjTYXp7cly8O0tRAiOo5",
-	"mmop1PNNBWNXUxyLUEVzsOOpBGPTN/mg4g8IC1HDE31z0+5+2FWOj/YcTVPs6pbSJHFy1KgMOaWHuK4S",
-	"1TZNqquuiqnr6KHrBY5OsWb7HtGxHeq65/mhZ2ghCR2T+I5phq5n66ppGNhucBkzrblPfV+j1FMsy8cK",
-	"DjVVcTWfKLpFNE8l1AzccLbmQ/JvkgXphLV1zdCxglXFWKx4/03nU6e3f3JxtvgJmmoGpqu5hup4oWFQ",
-	"C+u+Rd1QD60gNHXD0nz+L9vVVct0HEMlmmZQzXI1VfMNTOc+wdExdojlKa5lqwo2LE1xbWoouokd7Ok4",
-	"xJa66hMszVIMR7E2+wAamiE2iU8I9jQ7tAJMsY4D39NU4nuG75i245gGcYMwsGxLdUxNMy2D6IEdeib2",
-	"5j7AdAyPEltXfIcECjZtSyEWURWTUkf1HWy4VrDqA2yMVQU7Ct7wC3QrMDRTpaETEMvwdcvUQmK7LrGx",
-	"q/p6qBt+4IS6R33P9XTbdSlRXVczsOnZ1J//AhwGvq46gYLdwFOw6+qKa4SqQrFh+7pOcYDJ7BeMSE6z",
-	"iMS3D6Kjznm3d9A5XPwAU3N9S7Vtgn3s6JgaHg0cgxIzJKZPLU93NVsNAy4ydMvSnVAPdByq2AzNkGJX",
-	"m/uA0PAxpp6mmK5GFOxavuIYjqkQTw896liO6VkrPuCWIXRb9W3fNrCjq77vqV5guw6f2ASbRFXDAAdh",
-	"4OqqquoqdmwjMF2HEtvQDRLa2PEWZnGIzUBXCVEsjWoKVgNXcSwXK6ZrO3ZITZcY2orq21h3FVdVzI3q",
-	"T0OV+raNiek4gaFbrqarpq9TWw8Nx1Yd1dN8YtjYCVVq84nsG8Qm2NM9x3BczZyfwp5u+ZRaioFtXn/N",
-	"UrzApAo2DExt23SwTlfW33AVx92w/VXNopZr2To2bd8wqUNNz/J17JqEGNRVLSuwQs8LXeyoZmhovkFC",
-	"LTS8wPNcx1O9DVOW17bNq5KWl1tqsPqC1ResvmD1Basv2KPAHgX2KLBHgRUCrBDPLm98zUYQFTv3ZWaI",
-	"5orDLZ0gKIwLYkVdPM7yO5xiaSMi2gCRWIRWKPPVT+MKM7ldDwK+A7+O/CX5gzpBAFaJp4C/z/pgRDkH",
-	"K0obpP5kRJO8f0UzJmWEmJxUd0w/dDTF9UJPwZZNFSfQA0XFhk9MPSSGozaaDdUxdWp4VKFa6CjY0R2F",
-	"2BpWLKqbmo8N3cFmo9nQsOMT33GUULcDBasaVTzdDBQ1CLBpYc+kqiNGwiMe0+gEgRj4zy+n+nd2oZj2",
-	"MvJKdb7woQK4/DQxljceBquPF9Qjqwg7xzC9lltXuRBd04xKWQsYCjAUYCjAUIChft/DB8cCSfXPzjvn",
-	"hbP77LYc8Y6g2TTjB5wxgDMGwHSB6QLTBaYLTBeY7k/EdDtBcCuM3cjHnFESr45qdEZJzBCRoYpqEcp5",
-	"l0/4Asxn7+7pnlL6tyuaCEr+grerTxKulvhDkgyoFCLXJAvYrwuLeXNxoUWQDEw7swnFqrvIg/kTEDjo",
-	"d2bBYgI+1xg56s/QYhAj+3nHyD4TbQeUFigtUFqgtEBpf1tKWyoJfbkkNac/8F6SOkaa3Q1z8yJ0KjBc",
-	"YLjAcIHhAsMFhgsMFxjuT8RwuU68wFVvB7dyEt4VD6S4q11ERS9kxvLIATLIwEKAgrBOWIsQBr9lUBF+",
-	"e/fuZlwM+IAYLdh4rVn5K5bHKTkvevbHBC3Iq7cvCRpwB1vTWpqDVU3/NAXUezSO0Yhc0gy9HnlvGs0G",
-	"iycDcXY/jhVxQTEs1/G0OSQV6KGpuYGqqKaKFaw7nuIEvqpYHtFoqBkBJYE4iHtLnQyjbeKWbmq2hmt1",
-	"2qdiwo+4kJCvnFYroFf3YmN/bcxdV52lnXY/ADIAZADIAJCBzgg6I+iMoDOCzgg649xZzuluvVQVy+3j",
-	"6uObe2LDzCo1ZTNlbvd0r9/ZPzo47p+fvOsebyOpK81qPKUOtkLHOk5n8yFR4g/le/2qbrzVp6YZKYH4",
-	"qwoxxFVCLhiuh1RuAYYUhVHGcllOnqaXiIYh9fNtUYcln7JcA5Otc16qBU/tLrJE/dpck9pAF6l/7gae",
-	"INqPaoxnp4FuqvYttYnJjwKVD1Q+UPlA5QObL+jvoL+D/g76O+jvoL//qvq73PRXWvhSFX7W1iuO6BRj",
-	"2x8uNtPJFc2yKKip9n8UE5GhrbPT7h76X/9TM7cLfTuORlHOBXtxR0bHMfGLrMWMZleRsMEWY2oqjGTJ",
-	"TVkIXx14GRllNEeDlDLkEf+ST1leTPFwC3Wq/XUhGcSDYmmS9RDZu0MhRrx0wmd9xBDWdX4jFyCRKIRd",
-	"02x+PyGU/OiKFt/x9DSjHhNKmoplhVFMyVXZnvxzRXLxzWjEhcjjKgfEe/F9cCzopz4W1Dnfe1NnGztr",
-	"JvqtAIgc5fJf1XLbaJv83mbjmnrDNL3s0yQYp5HwD9HVTSLxLA64Z3M+6AGbjoyjPp/YjbbGW22JTtJo",
-	"W6ZpWM2lrZyRnPaF3Op7k4zlopjZ37OxaPpVXTL9mU28agDLR741n+DUl+zb2+MtrZSxAKoAVAGoAlAF",
-	"h3cAFQIqBFQIqBBQIaBCQIWACh8HFZZgb5HrrUsNdyLGJnLiLD0tMqPuyXvROEvDKKYvEFaxnN1RjoaE",
-	"oSRNaGsJTisVlGnwneJIRxV3Z/G0hgyFgx8wCNDtoX+KIyQkCWoxgO4AfBvkmX1Ni+MbB7K9F2Ddbc0u",
-	"RtTmNO/OIgH33ZGn9qTI1dqujdb540jydBTvGNmuqDN/yqcg1bODvAgv9ZBZZ5+mtjBonkUO2U1YZynk",
-	"6+5y6STJxXv2u1y4BDTJo/ymf0WzKIxuC2FkaqplCD+6mA5I3C8G6Ic0zkkWMbQrc8CisxuW0xErfesy",
-	"OohYnpVrpHixphvYtGzHVcW/7nO+qtmYCDB9W4VVyzRcXuFr6rEo57Ud5vmYtXd2ropat4r+2ISXSkl+",
-	"KhfDVai0WCsBjAIYBTAKYBTAKLA0YGnA0oClAUsDlvasWNprmtcx2izrWnWObnLLMTqxyay5zq0oeuqB",
-	"Z2230VSnQluaoqsqGmdRkhMvpsgfkoz4Oc3YdhMVChzaIgkijEWDhAbo4OwEGZplKRoi8XhIFF2sLXy5",
-	"mIzHNEM+YXS7ieaUMf4qbdWrBBIjCUoLuoCE7oQKXQptkRyNUpYjQ1Xrj7VQp1izUD4kAiBcZ2kyWOq+",
-	"d1NG//ZjSjKGlqmjoh4RQ2QSRDkNuIYuG7JVaIBoi5Gb+tE/+bCcaeiaMFk6DbZfTF3vhELMEBmQKCkr",
-	"UQjJ34lkbuiquIA3Tyd34E3wRXxwOHm+EvK1q8m6GHNoNoaT2E8QT8jqrcWxK6DfdnM+/BIvYHmMo4fE",
-	"mc/1+2Bg/jAn2YvHYJ+PgDEfAzQ+G3fbi6cD0DJVKXDmtTkzn7YsTzM4Mw7EGYgzEGcgzuCKC664YD4A",
-	"8wGYD8B8AOYDMB88XqT2Tc0Hq71xd4QSfLM636ZUzZkk6zOUyh9SXygZXG6ko7EIp36L8UFshNvLgbtH",
-	"/ZRvk5P0urkEu5e3ttBJEou3JHK3XXsbFybjNMsZYsP0GhE0yChN0Idu7+DVQXe/NXUhrrksSlfisoq/",
-	"1rn9D6JnwRUYXIHBFRhcgR82HOYmKLZcYsAl+Eeh2iYqGxZQLaBaQLWAagHVAt0Dugd0D+ge0D2ge8+K",
-	"7kkNbAlvK/fw4lepWv0x9V9dm/tNGBnQlYfwO6sjrgk3z2vhYJujCaOs0PJHKEmv26UAEL6gkyThs5vP",
-	"+CaKeRFFqDlURaBropmoc+K5SVLuhkt6dotj7M1GPrHGb5kucnVsgAsxCsB3FnxnwXcWiOFzCR4wKaTS",
-	"7xAutdmoVuLpt6lztec1lIvp9IcltVtduY0C79aWhtVRWd9PNwNldwFSBKQISBGQIiBFQIqAFAEpAlIE",
-	"pAhI8fkgxc5CKp5VKO82ilhoGEpA4+iKZhGdJgNaihJ7lAQMkQr9Fc/dtMUM5nNmNM5ZE8WE5cK/bSLr",
-	"ldCveXkZqF1B7f6UjbhftCGQOyB3QO6A3D0muVsi77HrhV6oB4pm27aCQ8dQSBDYSuBZBvF1zXSI+s9q",
-	"6L3cNDlSuSaIJe/uLNuurbnapwbfLYga3nazrrrYtPjNYlXu+2ICyUPf8pcRZZLHFT8KwCiTcKsGJp6J",
-	"FdVyHAVbQah4uuMpAXV0XTNVors632fk+bgv17GCI35JPVmC45qeRVVP0V3TUjANbMXxMVE01dGo7xhq",
-	"4HqNZoOvhP2iEdb5lHJU9D0RDaFR/6m269mTA0Up9xMN3uj7RLginpG8iXQHHadXiL8Mla9Br4/O+aQp",
-	"P6ix3z08+NDtdfcfxVFSfpZtFI6SAmWWGwb5nnXGXmORjsqHQ1NzKQ50RXdcVcFEpYpLDFOhuqNSPSSu",
-	"qjubeF/OL8cr/C+D6XINjBQYKTBSYKTASIGRAiMFRgqMFBgpMNLnFpN1nlXWeGix5V8CRGuOGCtQ6GHE",
-	"BcjMxF1wiJT4Mp3wpvMzmrNtgJ9B0XZF23erhl77IPPMx9Z2O21UDiskG26hRR+EfD0SrvvxHwWM7lkx",
-	"ukqKfAd9i3I6kpNpDfSmqo5AbxHrE+EkXkrn+6ChLC4OxbZ3djTdbqkttaW1MdYcd8cb+4pgcew74c5f",
-	"m+OdUt5wEbRsza3LI+A7wHeA7wDfAboAdAHoAtAFoAtAF6bbeL6DrMdsW9D+l4OG5sqgbIOIcd2Xi/U3",
-	"5+enZ1VJ8uBoRn0aXc1ngynOhng0kMFUWRMV2VwqdXEQXdGkIBAPmEZkjimsTChCanlECnWz+Qj44TjN",
-	"UVQLvUaJP5Tf5xcZdeRImlpLpFRNk7gUrbye9QwwvPHCKGO5LCcXvStO0G4vMg2Zt2dOy2g8XXKDMprT",
-	"IsGq6YNyEDTajesho75Svk1Rq8BJxPMDGjYeVenbQGuTrVo25wZJDLQf39i/pMp9b4V72RIkexciWIGq",
-	"Dao2qNpVlzyR+raXJmEc+fm80tSejybLdzQLJ3QLDSkNZTCMms2nULTb8o4mEkeRm2jCRO64vZPjV4cH",
-	"e+dtRGafnI17IV5chYq96B2iLTlthT/9MBWbEkabqNAZ0DjN8jLZHh2N8xsRmxMRFgUUUiNAagTgbMDZ",
-	"gLMBZwPOBpztJwueJsFYzZWHTvHKBq481dHGgMY0p4vNty9+FwCu2pRtRSJkeZKiOE0GNEMxr0yAkjRD",
-	"1RkVlKcy0TGf3TPRWn5d3iYaS8R3R7I9g2mjFSmLFxiZbOBFRgbnHuHcI5x7/D19qvAqOQxYELAgYEHA",
-	"gnDCCtgMsBlgM8BmgM0Am3lebEbu1NcmM831okpVHKFyYRKpErlmx6eoH2X+hE+ljJJLmqGtvcOTs+5+",
-	"E52cdo+b6E3n8FWf/xMOW81FmgLiAsQFiAucYvshp9h21vEv+46jbsVqUI851Y+S/nWUBOm1CKcekiie",
-	"ZLSfiTBJ0x/m70vo17w/zlKPCtc9GTsqHdOk8OWTP4glqdFuyMWHj5Df3N+vXF1Wh5nnIqO2QQC4B3AP",
-	"4B7APYB7APcA7gHcA7gHcA/g3nMNnzQL5ZZwuJXHHUnuDxebbG9IksGss9UfDF30DsVWaExECPutSlFC",
-	"Aldsy40qm/DtEa/DNJDxr+tpdVA71SghHxdYUY5iSsrzoOKUgFBJFwHghQjTCwwQGCAwwN+YAT7NMeTO",
-	"+d6bHwMA1+RhO1f6JlRLCs97HEBWf9Fmfp6Uk/fqMzrYDKQTSCeQTiCdQDrhfHnerp/5Ltp5nZPfolV6",
-	"h3B2G85ugwkBTAhgQgATApgQwITwM5kQJORfYkWQqF/oaH4eXfGyNj/LvTPmdeLzYGlExTOa1N2KW2Mx",
-	"ScXqnaeynYrimigfZulkIJ2NkzQbkbjKFyHi6PyOcROZaL80oXJl5c1XFFGJ0n/8AxU5BPt/dnffnJy8",
-	"WzQ/nEbJAIwPYHwA4wM4IEs0rv+Y2JxrkXGxpnwHHt88x+ymGWW/I5XqBpCbS+3Vnrz8arEVBrwNeBvw",
-	"NuBtwNu/Ld4+OBZErn923jkv2Go9FFSUSCswsE9gn8A+gX0C+7zvyDWfasPz/qJ70e1fHHc+dA4OO7uH",
-	"XT7y9nfrv7TvHHUwEoCCAwUvQPRaHHotBj4TX/Q+6YlnCmhWrCwWsS3SZFodiJ8xl6z4bKbpIWExJCx+",
-	"3iaAkyS+kTvMmt1tNj7xmmNjmWft6lGy3nuh+55VpI6Z/nmqnNOa6tqf+BgU2LxoX65wjNMsbwluUGSI",
-	"uofv+He4g08frjeLLEAjxAkpNhWVhq6CKbEVV/McRdNJ6GHVIm6I75Wbur68rMpPPb8EAXsH9g7sHdg7",
-	"MEhgkMAggUECeQLydHeOaja3i9wgT/VZmXB6Nk+OMLKWVOtmTIs1IYxiIfBD8SPbhvzTT5J/uq4l/MAc",
-	"1PPDbM5L6vmoextnpK438LPNSr2y+X9rxfy71HLIYg3KOCjjoIyDIxw4wm3sCEdivsO7KXffnhBNhZ2k",
-	"2ji/2CQb+cwKX+rDt+Ufh8PkcJgcYCbATICZADMBZgLM/Knc6Mpt063gcXMfuvXzgs9w0xcoJlwmyAB0",
-	"Ah5Os4RPU4NLJPlb5QGvt9J6ucDneCUcDofD4XA4HPKBQz5wAKwAWAGwAmAFRAOIBhANIBpANIBofqZ8",
-	"4GxWsV9GZkT52dXqQ3T8auRTlA9JLv4QOW8ihoLUn4yoODYp0wTsNHh1ipfMF7VL/MtBlk6SYqJv9aIr",
-	"vjYk6DRl+SCjbBuRJOANGmXo7OzkHI0i3rDtcqaLw5FfUk/iGI/k/rBZ8/mKb+SJtxogUd7Rmxcojlje",
-	"FDSmQDtEYCJlnMbxdrOUZEmAfJL4NOY1GLWm+u7b1GONJSq8kF6ML3N5JFALFeEKy81JCxWOKaWbUKWN",
-	"ShDDh/fu6V6/s390cNw/P3nXPd6uvbUofuWLS52ZoS1v7Pc/T1TV8McZDaOv4t+0+IlRP6O5/GkbFZ/P",
-	"97Ntya/q5z0lsGqhI5KQwZKKSzxWh2EVAqvVvKxY4zbs8QdDQ8KGij8kUUIDRCZBlKM4HbQRGY8p74wJ",
-	"y9NRgfdeSH++iKGQJPz+dCLQY82UOx/iktWq1JWpeBcr9Of8QyX8E4NwLsPWdnPWcZNXYAo+mRhCtYRY",
-	"09dX022xAmdyI1tOJYa2dk+Omuh071UT7V90+/sHhwevu8d7XUk6ogxNxnFKAhogPmVFNYpZg0Liy/HI",
-	"aIDCLB3Nj+T96i18POiWfGJZrRIyZsM0Z23EaM5QGhaFCxlAMoq8SRTnaGv34uBw/+D4Nfrf/9f/jXrd",
-	"zv5HWc8EMUpiGjTlvEpH4ygWW748RaUXW72FqhcuqUxvElM0Jv4lGfDdxP7ZIZIzjKFaXwknvBdcWMtm",
-	"4WMlyPj+JGiKi+K/vGbjiRdHbEiD2vtn3rGkDrti5b9B4ywNJn7Oys6ovkV8Z/lX1TXt8tObiEWDpIlK",
-	"xz2hxqeZEEvjmNy8QFyKiDau1eq0eFvZXdXbVkwt8WW+lAqip/hIDG+m9cqoT6PxbMtHg4TvplbM2FNZ",
-	"pCioWPD5aKjacFqnpugNPi/9jAY0ySMS830iyal0geA302xuI1n/2sVXLanQYXRFE8pkg0uPXf6XyBfO",
-	"+Oaw/nq5opxm6YjmQzphaETzLPIZ2pqVaXXB+4aSOB+WTV480Pj217f/PwAA//8=",
+	"7P1pctvIti+KTyUD/1thaV+ARsdWseMERVEybYmSqc52lf/cCSBBwgIBFhKQRPs44gzkfT53HvfN5Izk",
+	"RTYAARBsJdmu2qgPZZEEslm5cuXK3+q+CaY/mfoe8kIstL4J2ByjCaR/ti9679CM/AUtywkd34PuReBP",
+	"URA6CAstG7oYicI09dU3AU6d4R2aDR2LfLL9YAJDoSVEkWMJohDOpkhoCTgMHG8kfBcFM0AwRNaQPJR6",
+	"3IIhkkJngoreQY9TJ0B4/Tu/xy+Jghe5rvD5uyi4EIfDCG/SZdHrHpwg8trCoKYBsp3Hwp8CdO/f7dph",
+	"4Lu0Q+RFE/IEtCaOJ4jCQ+CEKBBI69BCgfC5gFAh8qAXbrYUdJx/Rk6ALNrNfBnT7XAC8GEls86sY2aB",
+	"MrPPUX8+ZN/4gsyQDJnx3KmDwy35zgnRJPvH/wqQLbSE/9/rOYO/5tz9mrP292QEMAjgbIEKrK3CcVpW",
+	"j/zY86bRtkO1fDOaIC8c3qMAO743dCz2PcJm4ExJK0JLOOJPAf4UBg9jHyOA7lEwAzY0Q+BgAC0LWRVB",
+	"nE87v86eH6b5R+b/SQX/i/8rZKYpDEMUkJH9/3+XpSaU7LZ0/Plb47uU/qhv81FRv/+vBU4UhUeJ9yVl",
+	"KQIBmRLAkTkGEAPNVo2GqSNJsVQo6UYdSU1TsSUVaoZuVq0aqttk4BP42GPEUcjk8ksuCoSWxWtwDM0Q",
+	"g9AnZC6J/CQiZ2RRtsvzKds4LQABewy0L3rgDs1eYeA/ePGXD2PkAWhgsin2oOeHYxTw315hshl0WdsX",
+	"QThGIEDYjwIT8QZsP6BfT10YkqUDoX+HPLKi5UJmFvL7ClE3QDhyt5V1VD5ldozjhTV9Pg/HC9EIBaQj",
+	"7MEpHrMFWCW8L+Pn8uI6aUDk/RZK7qnT8yz0uL3QLhAQV2NEeTVANgqQZyKR8hoERuA/YBRU6GkIJ1OX",
+	"tPK78PpeeU1bKuKZMYJuOB66zj1a7OnUuUcewhhMA99ARe2y11/T11c0T/SF2WL7AwQtZ6MOWANFPUxQ",
+	"GDhFZLoI/AkKxyjCgD8D9hb3435Rp3GbRf35U+TBqVO8LOdT5JGliU9bLhf4OhFxYUSOGwI78CdFHfPG",
+	"K1+w7xX2Hjj3KIgKeh+QH8B1D+y9ubq6AAbEjglgFI5bAHozEGEUAKJGMVFFFTpGALJPpxDjBz+w9g9i",
+	"UfcwRgEC4dihS2OSJcIouEcYeD5/O/CjEOGFWfARvi4cPmnDMQs47XYMQwA9/IACDEjf+XaNqVnQYn4v",
+	"8uZFtnPmi5Xl8xxbznmoeOtOkWd175EX7qJ3QTP0g8IT6HbsA2iGyGIrFKLHsOC8AObY9zHCYI9SXYJT",
+	"J30m7VdAOz6q2NmFyEgxXWva3B2aASfEyLXBHlewW39EsqyZc3Wbfkb7B8BF8B4BJwR+FAI/ABh5FkCP",
+	"0AzdGQjHMCTLMoGPp8gbhWOhpaZO3fkqw9EoQCMYoiW3gH97xWVOINbRt8xU2tInKH39zP+VpeawIn3+",
+	"Jos1bauxKVJNBy4iP2ERWM7ICbEIXg1fieBV5RVZ3VfSKxHgEAah443AgxOOAeRv0Csv4aStRqio9S2H",
+	"qKiNJ41xCmeuDwt2V9ubgbeX531wD90IkSb8AFlkkUbkUKusUQ8HXKqwHhe35cHmamOp8RVpfJl7f3Y7",
+	"5ARIhhHnK75GVu+mOCb98vvvhkqkhci5EuRRgVX65BF7ZTZA9iIiEE95DPG4EN1hP++CsSRvZvoQC6ae",
+	"mVYRtQ9haI6Jlr4tlcMQTaYhzhNXUwuJuxta52AiMFLEM3zfRdCjd2/Hc/B4V3DMsdBk6ofIM2fk+Jx3",
+	"UfTwF9/YFJWkMBUKAj8o1i3J74DTjpzz5EkRkJ6YtCGKGfsV2NBxGUKTp3yRGoI8cuLP39mSHrzT4kHH",
+	"IyK6A+8C7ClEESYy1XYCHFINPG4+XvdU+6ZvFSiMXTJ9QH4De5cX3Q74v/9H3xcBqowq4KZ92jtqX/XO",
+	"+8PuYHA+EEGvf9Ud9Nun8edOu9/pnp52jypC4ZUCYzgq6PTcQ8B1PJTTgqoFWlBu29FJzFv+PJ8x309p",
+	"tBhBjIZPA5xpE/6Dh4LV/DmBj8Mt9+PSI5es9xffeIUBDEb0+oNb7OhkbwAm+4BvE4UUkJbBXtf7M0IR",
+	"IuctwoSvfQ+d2ymeSAmcaeD4gRPONhwobbgYHCdibWghF20rWNibBbt6BcJgjpEVuVt2RFWeXUUUDmEY",
+	"4bSG8f66e909EkRhcN3v9/ongihcXnc63e4R/fa43TulfyQbQxCFo277aHjavbrqDp6M9MdfzEd0eN07",
+	"PRpe9tsXl2/Or0jX52cXvdPu8KJ9eXlxPriiIzjt3XQHw9vu4Zvz83eCKHQ/kJ/Sz5x0+91B+6o7fD8Q",
+	"RKHXP+leXg2PzjvXZ90++f2iPbjsDo/bnatLNv3h4Pq0O7zqXtIvLnsn/XlzRdOMptaW50/+yI0Po+Q4",
+	"yFo3uGLDFy3F5uL8qMzt1MVTaL4vY8bPcV6GpbJnYFZeFAigzOGU2wQ5M0yKWit1hhe3tsy1k90NLodU",
+	"5Z1dBL4VmdsO12AvD6fs7Zc0Ti41EOK7qPD7JxjpCqaVZWfSZ2KyS81mPYF/BE+k1/MJjBE5rhVDwu1g",
+	"hNcOO3tUnvn3CAMIYvCYAoKAisRe/wSEPhh020cfK2AvPjt9G2Ql5v6Cdhc3trFE3p0J0l0V0aczRubd",
+	"TlcwC4XQcYvU1BnVJUzSMtckDwAekzu377mzZRf1ylb7xb8rvjHMD9TsqCw0CqCFrNbC2Oh4/CgEE3jn",
+	"eCP6O4cnQeRR4JHB0QNoGE549h6EgTMaoUAEkecijMHhRWf4pts+vXozHHTfX/cG3SE9xRlizU/ReADr",
+	"sVG+If274gVzAjNywsMAwTumM+5woRs63vDB8Sz/YUPViJAqCtAwgCHKSjs/MtyUqPOiiZF5Zfu+PPQY",
+	"DqmZYTedyp8i7yn6WEb56ZyeX1Id6/yi2xdE4U379HhI/16PcdO2crQTi9agkFjpieSJUsgY/mTquGgX",
+	"6DuIXDScQvMOjlDK7aBEhAsQ4TWy+9+ePqUl/y+I66aZWlwqDlZInQuI8dQPdtGweAtUyUKQHMiJrsWN",
+	"CNPIcOkVCJCRAT6y2PMJOF7ok6f4EJLvoWcBxEALTHGMzA0yq7Hlr7SLOlvc/KY62xYydfEy8OP0w/S0",
+	"xKfwAb0+xF5puxxCd45nZWCH8zNBFI6uu8Oj3mnvpNvvdAVRuOgcF+7DWFHMmzwnjhd/VtZRrjQs/TQB",
+	"RBefr+Jy9up61tR3dmMvjMwALcG+35y1O9Llm7ZarQHsjDxyDWDPE9lAln5uYMkjyoqaZbJayWW/kjoS",
+	"BQVX1LaBfTcKERiH4XQP74PrwSlZaX7UmGDs4xDskV8xu7M6HuAwiuMzT6SMoNEbayRNjt3JqMSYJZfz",
+	"+zs024XVswaJAiNS7G2CQ3+KwYMfkIvvAfDQPQqWctRGuNaW4vfZ3Nd33lTMQ6rcVk8R3mmn/+XMHKuI",
+	"u3D0Zghtefcqz5lfYkMUsOuKfcEe2mVb7Ch1ua0h9ZZSqsp/nbv63GqznKkGEbmT05vbD2SskkV+oQN5",
+	"NXPcsOv8TgFq2B0y1K34NhVELsIiUZkPLzrS4Pq0eykpFWE7fimxwl9Kr8AhXr/mrwB9sLIWdEpxUK7x",
+	"5Ux7GRlJpztdijI+0nkXZOaMTz2dROAH4B+UPVgwJf0pd+VT1EYpDX9dhn1Axtj374aIA0blhWGDU6OI",
+	"aBmX7uWb84qy5VM0jex0Lqm3QOiDKfKnLqLhLpbjjSimHwbQcSlEN4UmwgAGCFiBP50yp9htlWE3GuWj",
+	"JlioxGf+LwvpULcN6dCA6z+gQDIhRvnICToPC+IxOSiLYyaIFKIPLyqAZMRrNUCrTM7w75KcQRTooVEw",
+	"gRznsMfEn5a+gYdS3DJBs4Ot8OL88oo6HsfntU8/cMkFYsnFd5JHgX2K6MMwClDW5JdzWV20+G23BLH0",
+	"5JaC2U7WuKJGVhCSxqRst8e3CHPYbUYbH77bU0JcckTxORUSygmQGfrBtqLQ9CMvDNaEjDgW8kInnA3v",
+	"UeDYDlriaZ+odvFjVOFzMI5QQO4ovBVyfbEAucGQs8BhKP008G3HRcAcQ2+ELIAdz0Rpn/uU69vCcHaT",
+	"WndotiSUPblWxTYy8qgIfNdCOGQhIgeJBQW694gZTzKpMVZGWsWLVZh8RRRcNILuMCvGC+UuGjk4DGA4",
+	"N7kvf3jrXY6dcGX/eZmbEq+pCYgJiy2Od95NEY8tWWi+cCs3wQ4qgTtKn2DdI7VaVZqFJxZZ0MCfOPPz",
+	"OctBN3GiGsI9yAKQxi1Dm+g6NHydcCawfLIF2FaZgb133Y/DQffm/F33aH+HiKddVJS5BrSoKFDepken",
+	"ATGq6Ut0hpAs/o46w1MUjsVoEmiGLI6eD2p+ZK/3X0w0BMIERZNPRUJkNIQUAXIaQo5HCpmVu5BsK7B3",
+	"WOkk09KGm/95PFSe03snPYOsJpd2qFjr3B/T/MXd+pPF3d2hP27iZh73u9W57oWEXngM1WqtcDl+BCcV",
+	"5Pja6L0lQaexy33s+fYAMRh033Y7V92jAxZ4SoHRBwejxVjTdWGbS2I1CxFd20HuEjUoybQyQRMDBYCG",
+	"mUZuKDI0i+jxDt4uypPmInEweAj8+PocpnpaD0RuE+xJ84DRQ3tFVGNhXOzEmczzRxTcPmnWlp1lvvMV",
+	"DY1ZiDaNCl08JK4vTs/bLLyQLzILQOQc9Az30yVB+oUjXCbiUlslK+qyQnAeFD8nu5jf9xmypY6xOG4u",
+	"tda5sy2zWqvk060TjmOVpzzLVrLF9udHLPzXHSNJB+JzHZWxC+JOIVPGPGhn1SxzIT67nkk7BE07eMg1",
+	"xsLgqu1Wl7vevQw+EJNyGSaQXmDmbTef2waLTL3GM7GDLxQ3uHAaFyStWDxLMZwwDz7oWSBgEfkgQGEU",
+	"MNggDmQGX3wD7KmyvH8AuLmzN29feodmYEwxyDxwXq0WncO5FAQFCMFsil5hYCF6si81U8WxXxP46EyI",
+	"/In9T/inladpKqvBygjShcDP/BK99Y15/oPFsM1KPpFB9m0Z7JmBEzomdFtF2cB8z53tk3XWwJ7rP+wf",
+	"0Id2JZCWIo+8kjz5JAY5w2NE048gGLgOvXdDj16+D4DnP2zh+rk1klLa0Astz1uIiSXpGNZe4xPTnRO6",
+	"5LGFdA7LxF8utOcvEtZTCtQXEqhFkV5rRWo+rqoUqqVQfXGh+hNFTxI2nk+Rs7WYLkiys0xQZ82qP9ak",
+	"WorbFxK3BbbytdI2Z9IuhW0pbF9c2D5dfsQUzecQ21pkLiYhWyYxu49Eru+o2d4GTkgOFw+0O1e9m+7i",
+	"OUFODw8g2gmwHbcUky8mJrMruZmYzKWmK8VkKSZfXEzuKDQSx4tcNsWtZeNiOsZlsvEEeSiAIXo/2FIu",
+	"DpBnoYDli30/YBlfaVA1d/jIz5jtpsOLjvR+IKnAdbw7QgSiV3MnoikclaLzxUTnfKE3E5up/J2lyCxF",
+	"5ouLzJeTJzGl0xlpt5ao2XS2y6RpzxshHG7s1JQLgwj9gMIYHnpIzglKgsSZYgGSSGXRLUXnS4nO7Kpu",
+	"Jj5zCY9LEVqK0BcXoc8gQGKS5vN1by0vFxN+L5OZFzDAiBZX3BbLJC9SJTuakm2MrPk8M9iuTRovxeNL",
+	"icf5Am4mGjMsV4rFUiy+NGa5tZyIKZiuUbC1BMwWOFgm/XiBjYIodSpRQj8W1wfz4hwWMh0L4XQNj1eY",
+	"V/Egw7cc0tDE8WDI/IcncDrlVXdy/gDLcLYil6iCUhCrX8+7FCwWjlj9fs7StVhlYvXrOdg3W5Ji9asp",
+	"VGSxdsXqV3NXgGyhi9Wvpk7ChYoYq98cRN4gctEVwvTdbPGM1a9eOiMvodH35Iyc9anTJ+Pb76JAy78I",
+	"rd/X4LNFfPNd3OilPLds+FqOSTZ8K8cbG76VYosN38hxw4ZvpRhhwzcyDLDhO9mV/5ySSenGtkQFI48o",
+	"oEV29lcY8MKhVJeK+YxlEeHqlekHFpNrQeSVGttLaWzpBd5MZ8tKo1JtK9W2lwcEn1mUxPTNHaxb63UL",
+	"paqWqXYZ+bolFOiM6ORNdiYuop+vMJkicqbc1N61aKju4v0+A+OX8vRl5Gl6pTeTpzlXslKcluL0pcHB",
+	"lxIpMaHXVexbI1azrxdJ1SDwg0Pf2japQRJFu1IlJg8dsRpXC3UCaQOflw3pKKmMtVVk8qbFU0UwdSMM",
+	"ztqnx+eDs+7RkFbPJoty1r16c3407J9fDdunp+e3PGlCujp/Pop3SSqHIEBuOn9GblTm2Ccy64PUmT8p",
+	"9awD8Gfkh7QsPd3OASLsRPN2kSPZcNGEivrVGblYYbEV94xv3xcNZUFkhlGALEAjPR9DHrT87Q8WkvyH",
+	"0PpjLiT+EL4fgG/f42q8rEzswlquKi4ruY6HwDiaQE8KELSg4SLAX9g67HiB4HMaFPLY465ptGPBmJ8Q",
+	"ZaC9w4uOxPAUSRHBwxiGwJiacSoOMku8T87xi6NjsGf7QZKcjeoDNJY2SapJv+JiJFMGjXQliMLF0bEg",
+	"Cl8wDdSdWva2Gd7L9KC/ahZBTp3ljPuEUkG7OFFlcn7l4MLFnF/zHVKwPLxSzpY5G56jOE8m9n0FhY+h",
+	"+SMSp9Dw+A2nT5/NVF/P/7g8M8Kq+tXk1VcYmNDzPaIIg7kQ65A/JWVJaWrW6PKK/UwBGG6TskAUmOgY",
+	"7prX4wk8Eq9FNuR5TtjUCizMLV2KOEOXlRNaGz5NuPDFU8lQVt89jUzO+e2X8HTMiKqUTr2iGNnPlUVF",
+	"hC1wjfmxTk8ZKuYsNfvCkoRAxZmAeNKQgGVZfHLOjdV5YJ4tDdS8m8L1oXkHd9EeUzkR8/F29AdC73Qq",
+	"uxY5iiHme6J3eQ40pVaTFADd6RhKKts3jgei6RQFwIQ4TjV01KXIVEofakufPn8rUmYW0gIunhREeEBv",
+	"Rm+zZHSIXBPI4yJRcqiON9+E9AecytBYAReB44VUwWcXC8+nl4zAd4E5hgE0QxTgHTIPF6QpXD949jhg",
+	"ZXY5ucgO6J4PekQ5v2lf8R/zGcs3GFEqu+GqkfDH6PqyGllx/awQTHwcAk2Wl5NGk+V1/LxhnsTl7H3B",
+	"0mY+NelnOjPK8yTXLEphuZolnphiJ1Xlf2P17ucnuWS5llJjX77UNw56eInkrlacNHNYWELuKp3ClcuP",
+	"OzQDyWtg76R7BV6zn17fK6/Z0/j1t4RY3/cL050VppV9sXSvv0BSVf70cgmeXNjJIyw1roOTIu17ScJQ",
+	"B1nAmAHozXwPFRP3abydHulLp3PNMmDRBnjrGzvWf9/wVrPT3dDxaGT9btxYYH9a/vAWuaxpavIl2RMJ",
+	"h5HfAafOKwzokyLLnMhBwvhXYEPHZZUG8rRdUm3RSb+zJT14p8WDjkcUjmHcBdhTgMPUF5qPObUJCi02",
+	"m6PO+0vSQIqg17/qDvrt0/hzp93vdE9Pu0fbJXM89xC5GaF8gdX16sI2WRxdBDEaPq0MAW3Cf/BYJrfl",
+	"D+YtlhvsuJWQxxffeIXnVsNW2t2PO/sRLSzxCtzLehS+omHa5/YSXCRlbdxgoLThYh3GuUfBcJfsc+zN",
+	"gl0dmyQLcJecxXGzjmjFjedLsvz+unvNMmZe9/u9/okgCpfXnU63y3JqHrd7p/SPZGNQv8f20fC0e3XV",
+	"HTxH/Qd+qVySI0osyiayGC2/GCOajXFa9ODPerQu+EGsMwDuop7m9j7nliz6xYGvJK1nwtvi/ATMbc/F",
+	"oycNjjFuz7Fbho+yB19WSBRIncyJlOP8XMbRNVrwW9+44PL0xbA2omgU5OP30GM4NKMA+8H62iPLobi3",
+	"vrFTNs0vTP1ZO/BFjikcxqlzj3Yax6JA8O/WW7v5W0UjyYVPvGgMTAYtS23nRaTsJ2DbRV0WE2xDn6qc",
+	"xkbTgW40n6KDYLOixM+SXzwBX1+A5s8ghNPDy0riAhqJBXTfTuTFy83siT/C3pVYBQvM2J9XrRezRG66",
+	"ELvC+lMYjlfoYms1qmJnruUp8pfnHF+ipj2H3WFOyiyLrTSSctrk833HWcCXn7vr+e7FLVw5Nt/d1hU3",
+	"tFvJBLpb4c7qMvcuGz6FFXkbwdCIHNdaBozusrMpKPeysnj3Tc0Mstvk9l9r3J4Gvm9v1yR9I/D9cHmr",
+	"fwbDEben7sglfwbD1NV3FQpJ/RGXDyWIXDTkzuHbUjzJSrZ6DMygtWu1Blo5a7iiyFD8yLzezprh8Kiq",
+	"jWe5oK6yyyG/uPZO+vSCyjxs6FX2oju4pHfZoqMOR1MUYGTtSpEfVkii+JwoPElyhSSSe2Sa1MtZrUhe",
+	"pSXNgq9Fdqcvbrnsts1tgjTbLvBXITdldtsSAZ1TyOYsv7jZxewJkeeIVQfSE2pklLr77va9rctu5BWI",
+	"Lcpu/OirgeONdrrEszLHGxL9xYto5v3N7xPnjuK6mCsqYF7QjX/BiLxtvZLddslS8za+i9YDRYV8Qd5c",
+	"UfL4/eCG2s5MGG6v4LqOd0dL2g1Z8uRFU+uuKtyfwXACQ3PM68kutHufG/SqPZiZ4GZnW6p7MTvLXNeF",
+	"JI38EJ7foyBwLIR3qyRdfD1Mx13JmdAruUgBZcy/UhvONlurK3KjUdOLYroWTBgWOfE2GucmYyWH4tB1",
+	"Jk44NKIAhxu1u26cqUaDKd62ycJx5mvmPMtCxY3iyEgAyecY7vdl3PkUrsyCptceL1MZRxFgsMfQegv4",
+	"HsKAWvdB5IWOC/ij+4VRcxvzb3YAhzR6wrdTiZRjXBYCE7ouCgBGnoXBnq5oYApxCJxw0yHkOH0hEhED",
+	"xwNMywXMmHVA3eiZ+TDuDTgYBMiOMLLAw9h3EdjT1eamYyjaGjkakK8JDcJMreExJKsQh5kakTVC4fZ9",
+	"8p2T9+OljWIwpeQ1fc8C0HWzA6DcQEexYa+Fmyvb8alzz/1WuJ10fyFhNt6yt4Vdl/NE4M1nHtuoiyWF",
+	"ueezWzYGcb7hsixYvCcWlquAZ4oOqgGC1mwnnc8cI/Nucy24Qx7nHRVYw5B37wS+F6d5zPH2RWfY7d+w",
+	"SCPuuPQKg9Q7BwCP/QcWuzsvZZkL7N0zpiaw0MQHGIUYRFNq7J9AC0nkb+phxlpwPGChexp2jbgbSHzd",
+	"t9A9VcUxr2doFd/rE5ggOxMLjQJoIatFI8JmLL5bBEYUEklFSMT8UegoJvCOO9PGzlrY9R9QkHKIiUdF",
+	"W6ORb6x9FljFOllvTeNLKa4yqw3Q1IWzAdrBaEDVqGIdbuLglI6XMNISE/2cXZ4KC66B+FYDdmthtART",
+	"GN5D1yn0QNxIBWWEW0Q8FhCOZZgG7z9D5+LFJYfyJUM73qHZbg7uqyuYXzqeiZg/GGHpOzQjR2LqrRaL",
+	"mnTC1TXOPR+4vjdCQey1iCugnw2BPwAeukcB83VEwI7iYgkbetIgiNmVorhQMB96rPTs3aE4xjv+FXpW",
+	"3DmMLCdkSolIv48FVd53niowWQrst8B0ufu8HwA2n5S3OH3ARdByvBEVXwF0XPI3nkIT4SLvsDVe7duF",
+	"kUJr4ng7BpIeLBPcYkxX1igKlqY7KGNKC2JKOTsX7ns/hOET9/0KBhnwUSxb2IPnYZySBYpYYHGxIxdd",
+	"MMD9B1j9l0dppIH/l/eCyXeXhVE3K1ucotyL263Tq7S70TrVyo6l/nepmYzd4Qq/B/ozDYwt1rziqnK7",
+	"WcJ2YasnmTsXDIFHg/bxVa4K/MX14Wnv8s2zlIGn2bhWEZg/sJzEVBvc3cz8BPPhcmtfejcu7tUCM2KK",
+	"y3I0yRk7MrPN8deaPfODy8//NFm5gzWrQLJsYdB6LmlMUy0OIu+HpGsgl+0N/T1o2MiQvMIdIQpSL5BH",
+	"6BWe6OUmxOgAfPsjjr/4Q/g+vyMFkRdHpth+AMbwnrwS+j6w0QN9FR+kwmziV8hlsjDGxgwj6Bbda2DI",
+	"X6Z1Pz38gALWwKINF+JlEa4QI6KTeRZ6pAofvwCRLVopxnYfp8gMkbViRORlED9XHO9HVFa8ZkjkEbD3",
+	"9vK8v19ZGUYTX/FSlCdT8Sk+k16zyjIJvSwGD8cReMUJjpbH3LDV3JD/nuIn9pTTkL7LhHEQbX6GIrRx",
+	"qMrCcXvRvrxMR4g8wwHrh9Ad0m218xmXocGK0y1zBlI6pI649EASBkgkUV7KbOuImZafP0SdTYT1U/TZ",
+	"XIbdn5hGOeP0n43aWfT7f5KKufn2eK4L0iJbrluNXSCDeGI5gBAhKzZgZZfhAATQs/zJ2qybawhTZkH7",
+	"C8EVC0lgf4WUv5m9nwnQ+0ulGZojfts6AbijJcl+8uD/to7uO2jmK9yA5w6b1Gunpi8x5ISEcjsCDuje",
+	"Zx5Aw7nBYPXjd0+Pmt2FW9YmaUj8XdPqClnqIkKm9JTMdTtFzMxsF5ijiHSrmfTFtZTUfthdR0kKdLz8",
+	"nZQMYki9ajbUD6gheEfeQ9DdmW9jl++sqfRlHPFp2Dbzwx9020cfBVG47Laf42qQDz7NOLKn98yirzu3",
+	"yKYWbGHb8JVJU3oVe/VCNNk2c+0PzTi5zC6+NPXiknSLmebWUeTlRUSa/LsLiSvKLT8TU8RuNHruFHqZ",
+	"PUDa3xTLY+R4ZrNjqdj/0oo9W/MX37B8pz11qzJf2Z085P5M3GxXjZM744qrMnch20Y0tgNQfz6evGbu",
+	"CcerUmB2kyGXFj/2Pa8849bmE1pOrGu8vXF5G7/iF/PY3dQlNvJoPNhGLfN8NqXfa+v3nANrhozibk6x",
+	"a5jw32jDikIUb7v18vCa10xYam+hJ2OEEQae/1DZRBzE/RetyDUNOOvyhd3lnHfwkIW1FRUijTACe/Q1",
+	"WlshQDiaILAXBhHaBzzIy0H4AESeOYbeiPreZyDE+EISO2ambiSFmSv76AFcD04XWkSTaThbSGOrN5bb",
+	"ehaolD5vdqHUFtw7j0wSF2TMhGZAoz7SIjBmtCgJpJYrVgiJqkmYCLkZzwA8A9S9n3IKRgUWMDYn8DD2",
+	"MUoYnShYVuBPp8hqAQOaNKl34S6p8AtU5rb3i3jSZyps9dgg6wUqR8Gakz65CX03f9sk9/aiIIpz/7Ak",
+	"zegxrKxNqV2Us5j28IolxGsBOJ26POjt9Rfsz9Xgw4vOPE3SvG5uWZLk7+A+OmeSJKf7ElGfYuidjt98",
+	"wqp1oixOk5/yQ+FZzaA326C6LkvMltyEqeD//nldGi0WMFxIgieE0W4ZTZPuiUbWFAVJcANxCp6OWVoQ",
+	"hc6bbufd5TBJr/iu+5GWvjq/7SefB92b83f0U+/y8ro7oA/cdAe9494SVI0F0Wy+BKks1AUrEbe3Jpfz",
+	"HZqxXIFLQ5DJE9QdbEWQ8hxsWv7QPPBi2SPpSIylD83jM5Y9cY8CyzEzYiihe/FqiMLaxVlFxQVDUpYc",
+	"+bkvTjQ3q9yq5JZgcWFTo5vPfoGFEwYT4w2zbhuyzbGlHEoq0G2OqhUvZI6qHBOjBOCdLB8/sn5Kxqkd",
+	"sxb8+qmgllRjDf0AWbS6TGzJlZQ4enhJqt8kGcTKrB+ZzBFLkjQtBpUtGSULiCKjHHQ73d4FGSR/o3CQ",
+	"qUw2mwtjynezxA5WII4XjS6bJjraPVnDC6QtyqZVKUyZUeB4nM5BlEvaE/NEOuttvKDZxcilD1qbSCKz",
+	"Jr+Irf4Z7O4/w3QesyyHExKL9dxcvauhcHMD+3KjeqEZ8TnM6BzDO+Ipb369mgccp9l1gWkW6GGcin/d",
+	"cynP3xWPbpPOaByG0+Gcy5YQqdDjdl0mpML8+RCHceLtXR1X8NT3MBoavPjv4nkTgyqvYm/wBEcAe/zE",
+	"NPzIs3gejw36YqXKV5WlLWKMFeOKW+ZF0HHsOZiuRcGd4w1k+wEC0Jslb6VHvehyXeBs3O1z1wKe+P15",
+	"PY93rDO0Q26sRbR9N6fRDA8tS6yVlmlF3Yrp3FyJ+3Ii/VLp5dObrICrMlIgv9UX90xO5myXJI3L0xjT",
+	"/hFxdTtUg8jA5ov3yy3ZMyi+DT0LKxUzRpp1SPfpGa31Ksgt0YubmvMssbvNmbd0mQKwfwCDsV34LLUV",
+	"d2WKYvD+SQyVb2hzeRSjnRtxWXqtfhSnZfhjV26jvn1mFDjh7JI0z7MWIhigoB2xnOjZI/hf5Gs/cL7y",
+	"CpWH9FnwRyTLmknhdPon+pcIHsYoQMykSHPvOBggh4H1aQyeUAKGfvAKk8vtsH101usPr87fdftgD5GD",
+	"hGP7ImCfAj8K0UGqzGRsFqAJBuLlpcbAvB0B/MuYmkM21mmAbOeRDZZ/hZEZoJCPH9iBPwEX55dX4PW9",
+	"8hpOHYmlNaOW2rk1wvfcmQicydR1kHUAAt9FLJOBCB4CJ0QBs0qSQ2q/As4cjB1vJILIu/P8B08ESZa0",
+	"IMkmQsmFAQwQ0GWlEpcdpvKbknvO/+RQFL5/p0Fwth/bhHgRa4ZUCYcXnZTFA8EJl6fsbdx6/XrkhOPI",
+	"qJj+5LUxNaX4YfKhWAkjTX7xjdhOx4x3o4Dog+R7DPYG5GwFvgcufByOAoT30wuExcSfQ6RFTmmGFNcf",
+	"ibE7A4u7IcvL7+Zz533Ln0DHA3sxKo9FVopDBLHLJRYzcT5YTF7G+2LSME+8kr5/Ew0yCRKev1T5w/vD",
+	"6zLuS9KohUTtdMMxixkqaMuEQeAgDDbeMq2NN0YRb+9twdyEE9HEIDoz4TLswTs0ZHGorkODngIE/vXt",
+	"DyY4/hBa4PdKpfL5+7/oZFlmHaIqVwCjCtW2yAYn79APfwitb3/QwmJ/CGIqtFUkXwYBcuPqfvQrhoTi",
+	"P4TvvAu+1WMFPyHlB6kzf1vqWf86ALrKAjaqskafm4F/DVAYzKS2HaLgXxWautNEHgta5XuCyOTAQSGk",
+	"BQe32g2hE7rxtmIpS9oXvRRc1BLuFQoHT5EHp47QErSKUpF5JQUqYF9PX39zrO/kzxEqrnpHLisJA77C",
+	"SZXsPZgtg71PU/1w55J5WMsUjpDIKs4GNGB4jMAY4jEXmbSANs0rlM7Mwq91vocYx//jH7djH0zgjCZQ",
+	"BE7Y+sc/QJvWhmzRLEQBopUXoYvBXnyOtMDvn/crYABD7vhCNhIKgOk6tPK0ZQUIY5r5kPWcWqx93m1v",
+	"XkmKdDlA0JKInD0AGNrkOAEBmiIY0sf7mYFUQDtLIJFvNLKFaCqGzvCwfdkdXg9O2Wbgi/Ef0/E//+e/",
+	"/pt8p9amwfzvgH5fAbdksG3TRNOwRe/Br8fhxC0iPNiDcUlTKV5CKXkkTnI0HYtgGrDwwrFIMz7BGSan",
+	"ZnJGsrroXkYM8hxebMGy1dJFIhfm52Ky3jAElmPbKKC55uJD+AHO9gm1KC/QEUH6CpjEZxQjMjubPD8E",
+	"jkfdlAyIkaYCPEUujYV2MLDgBI6Q1QK6LKcy/RBaYDijyaf8Cnh7ed4He6zm+02R1DUlKkBn0p/BPvAQ",
+	"snCWSq0kEjscowmdLh84HwDhXRHoqkrIQMcWVkDbi09b8kLkzQV8Ul1el/UK6ECTfOk6d2jZ6olM0mFC",
+	"DiJYmIh2fK9nEaFCXzp1PGosgwGcoJACHr8XASz5YDTgUGODQ37nNVe4sGKhw4k6FwYR4ioB3Eg1Lu6d",
+	"xbDRFU94jYuEVrzGHFDRVEAdY8RMpfHIm0LLQvNR/xkhKk75sKdjIT3MzYYV+L4NAt8PFwZF8afpeGlv",
+	"wfa9xcF/hURY01+wenaf5xAFFfmqLOc8dvKuNBRrYmHILGyYxhwzUy2OJhNyVLWEAf8WGLMkOwJuAVYq",
+	"+XWzZjWRoVmSUbNVSbdrqtRoNG3JQqoqWw1kWNAigk59r2vq+87Ju97p28t6t6+eva2dvh10P56pt+3b",
+	"E+26Nzjq1WofD9v1ozentxedo9P3iWRsn75RPw7enWid6vWl3j497R529PrRx97bQXfw5n21fnV28ub8",
+	"4qj9ptq/PrtqH7+vtRNRWq+r/RO1d6td3L47rnePrz5+GNTeqydvr48vbt9dXt0O3ujqVXXQuVH1S+1C",
+	"ez84a4M91/dGgF5tmF7IyIwBHvtBiDxk7bNkL6yiZjYfOdsuhZZDYRN6ZfOA8+bytqzYd+P3uelYyB1D",
+	"qtqMd1Ho07LvrdevFbVekStyRWnperNRfz19/T//9d9zJvszAHNDUTwZxsupThJ7oMhPBJFV0kb30p2S",
+	"4tjEGrW0pYvB+fkxaafabADPt8hgmSpGPrB9QvhyMo1CZKU3n+/byxrekMhxU/fgn2Bueits0dK1pmHp",
+	"sl6rqkqt2aybDcvSFA1VYU3VTU2r1uRqwzKgqqqaXjeshtzQkKZBZNqKbNXTMgr8E7DcQXFY7/6yXmXV",
+	"tKGpV/Wa1TAMvVmXZaPalFUV1c16Q1drqt5oIsWyTatR04wm0mTFhhbU1JqsmpqZJhf4Z0rULevQtm3d",
+	"0mpNpWYZyISqbTaqTaTaiq1rek23ZGgbKqxqhq7bpqXbhqJU61WzWbNso6FXG2lhBf6ZkXZLKUt5Rowj",
+	"oectcAMmYAbM5N3Piy5GgpD2AUpKxQtH3YWa3C2hoLz7Ol87C8lyYSFwvjWLy7oLqqzWJEWR1MaVrLeU",
+	"ektvVuqaoqn1T9lK5C3hxndDGDgYHHKd63KGyT0InEyMNwX1ycncFFXTq7V6oynTvzJIU0vYcE6ZOu7C",
+	"EbpHrj+lHpXsl1Ql9Pl15Z6PtsIPD6HIZ4qRJuslNf9u7hcVC8ucJxT/Ouv7xL5c8Hbi6knGvykRmsyj",
+	"Ke3IlB3jd4plzI/VlW7Mg4WSDolaTg/NpYfz90Xn97nSHV+LuPpMBf8cNMgIflFI2bSo+ih1WGbW1f2L",
+	"QvcKjtY9k7/rFtvpgqQ2df554Nj0VkGvXYCuMdOPkYvJ7dJDD+D6unfEfLrZFR55lOfQKwyy1/TKShV0",
+	"ZQJZSm9N1gs86f0QTHyLrj/Y69lS3/eQdEYovp8l7t+KFvpGuuBmm4BWmj/0rdmT+L+dXKCYrhL6AAIj",
+	"8B8wCgpvuPxW9zB2zDFTCxwcXxzJLWsCXXItIcsK2b2P3/9HKMT0guZ4OESQGY//vgut/2IL3T+/Gh6f",
+	"X/ePKIBDncJjH3mw5weEdAYi2jaN/8g61/+9l0pVf7Gl4jlEe+f9YXcwOB/Q9YFg4gcI4CkyyTFEL6z7",
+	"LQA94HiMggnuQLah4VszMKFIr0iRIYvVNaBoa8V2kGv9vRe1+SKLurBWNDfQae+sd9U9atHsjBPmasLL",
+	"o7DAE4fWQhEpiMbB+z1encWYAQaxsnIp1HpFAYkManoAAhQGM54PPwWc8toruAK6PG1RC7y/Pr9qD7sf",
+	"Ot3uUfdonh4yiZRhcVDMXvPgRy4DEukYUiFSPPhrj4gCItx5XqQFwZ0aTVFeLzo8IlMeIJUx1B2Hzsbx",
+	"RqvXORdD8/l//69C++/finN52NuP4d62N2MhfXxWe4sT3KfQrgh0uSqCKvmrKmsMqvh7Co+UZVxo/f5Z",
+	"TEFwVzG0XWigIQoUYXTCo3CEqefYonGQ+YcW3H6/JdfG5eahtscr1byKzQwM74nv1mDv8qLbAf/3/yi1",
+	"/Rbdz9PAtx2e3jBl+hxD954VnSAPpa74OAHxnYDHslfAJbxHZHlCH0x5YtdkGPQd37Zdx0MtYEz5bGdA",
+	"Ylbz495p9y9sU6IaLHm6AjIx3rxgUEzePeprOOGWVSpxHYq3AM/30D6rCcLdB9LUFoHvWgiHLDGwmF8e",
+	"Osq0afgVBi4aQXPGzhOmheeMQTgWstziDsbQipeJLyz1P3BovgLPn08q4aOM6SR2wqB2J4qHJF+lrdGU",
+	"/B43McGEMh595g7NuK3lDM6AgYBJTS4iCFCSqZscheR2DPY0Wd8HvscBSBrnnbljtzidROD5Em2JaEJg",
+	"7hJNB5baK1nrPA3dZpYy5uBKi814Jlpm2OnFcUdrTTtJj5woDr0Gza9Q6YFU2MOVuefKEitQJo/szsag",
+	"n2KX2BXjSxD9HIr4vNgfyzzyO4+WELpHMfSZj5Iguzvr377YclWuqNVmvaHylhn+l0DxBcERwghOPtTf",
+	"Vycf4Duzrjaa/ddweqb2xxN31nBubl+3P309Mt/hGf54/c9skj0+onRwBPsm9l6OAx3Isv8aEOcm+OXm",
+	"EOBRLKqK1BoaBJ88UGJ1JVZXQjglhFNCOCWEU0I4JYRTQjj/xhDOOgRlS/Am7yaIV7v3tgt8zBMvwD0W",
+	"Tk+kxzyefl+MYRwrMkOKI8R+ohS54fGYtAY6A17+yg68jABkknMKxPRhcAjY4ynIWIyEvl/JXu55VdmI",
+	"jJ3GcaTcm7lzg8gccGKXqcQ7hnQ7d7amtT/Y6csrMNGW4AQxau+LAI6g4+EwjasRXkrXbGa3KdpE5Fnc",
+	"z4B3yMAz4FjLPIzTCIWDKeg4QnQokKwL9j3wMPYBNqFH5sHca+n4/5owS1zw4SbxAdvFlTb2M6aEILv8",
+	"fv9lvGt/LqCyKHk28bbb1qEym0+mEPTQFL2hUzilKHuMoFcbtoK0mlSraZqkm7ouNRRNkzTDNAylaVet",
+	"upzJr1HYy6dc4o6WoGm6qZnNhqRWFU3Sm6ghNTS5KjVM3bCtmlEzjYbwRO/PVMqWp8yNCCTXgZ6JKBez",
+	"bAXC0dHw6k1vcDS8aA+uPqZzOSU+eeHYCSxpCoNwlt1bAc2w1gKm71EupQ5i9EYgtAQrQkPLcZ0RInst",
+	"lVkp7ffHB3HROd6wZyJFTBSEbBAIXHSOJbpQsq7oUr3eUPiZH3mh4wJVVpuSrEuKnhqZCQPD99YMqT24",
+	"agwH3c7Hzmn3aNg5P2yfXqWHFiBzZrrIAqZvQDcESq1SBb+BvYnjOZNoApQa+G0/3akTmJELyQFXYa8M",
+	"QxiMUDicoHCTIZz2rt70rs8Kx+A64diJJqBWUdNjWDEE/saWY+j3Ou+6p4VD8BzzDrlAr8gbjoC9sDgA",
+	"GqFK/TrJSyyemC4YFYaRZ7Kg1mHkOVS6sX+Fu9vxXGII9WqFJ0WkkYkh8jDVwpLHR51zFQ2nKBhmX6wp",
+	"miwXvTu8G7HHH8b0sYpGd6Z5N7R9P6Q+e+nR0PZT7erVZr1STZqdooDtGBMNTRdiLLSEDss7MEJDeqFj",
+	"acAcIhiNKHbz5s1PzTDVtlJpVuvVRo2GUXvW0LeHrmOjIVsbckose1OtNLWaVm+w3KGOF8uVVb1pSqWm",
+	"12talWbRgQ/DCQxR4EB3CM0/Iwc7K9+uaRW92tBlhcX+kumyQ3WbRdIazcwi0WYIMy4bDWHobTpQmnph",
+	"B3kabd2uWthsZpW3brNR2GYxI5B9lQ8dYClYhKv/9/+5AX0/sECnO7iKcfiUrGVyOidt4xq3Qypv2akZ",
+	"S9zvC861YloCMC2FSkLK8Mv5u5baOYuyk2tMyEU0ReZ887BHN2uWy8PlfFtRk2eZ5Fr6qJ6sxrzdNTNM",
+	"t14gmfkMucRc3ZSe4oVFERvH/8diezihsicltzLc2qzUq3qjKvPkcOyV1f2rjUpdrjVUKh5YzxsuhrzF",
+	"YsibLsb8UYpZpHUS8s7YGY2HgYPvErlB79x8sJ/F9ANO6IxgOFfR0298Sz6RU469LQr8FXZPwE6IWJw5",
+	"FkHv6rLTA2EATQQNx3XCmQhgEDoYetAF5PT0RgA9mm5kseRgZAQuukc0TtgZjamYSPUZkyzX6QN5QiJ3",
+	"KogxwpjlY+4NztpsKPmmJ8gireQap4700AWjAE7HTojyvZj+ZEKoPwOjwEH35FQDE0RuXg6eiCCtxW3T",
+	"K1vZPBkjcptBAY9NtYnyyfPeZdp0/Qcq7aa+65hU1iSYB5NSVaLbyzQ7Fg+oTmyStI8ZuTo6HrAiBBKe",
+	"Aaw5evsN4AOY80A+iDtvVXxtRUhK2pH4sNJR21pFYeVz8d2Quy3ELEoBJjIj8i+nVkv9vlSWDzqX4MQl",
+	"bAhOAj+aEo2NSXAmvVVJlemlk9xJ6CWAi3W5qbDcRhQ4FFKKfZEwHyEPBayaMzkgRj69OHZv6Lnhko2h",
+	"Nho0TeqEnHDkx/5Zp6EoiQnddlBAXzmU2C9SvUoT2HuRDc0wCngiX4b5CC2h51kROSwRDgPC0kBRRaA1",
+	"dL0Bbn3XxkYUjERAjfTID5wlduONjNDf0+NwvNEwQ0KN3SmyT0xdSOSKcAndryOHtMnHskrM6lU1Jc8m",
+	"vkX5Nxlb9wZcQPMOUMIE9BJswik0s9rBCvWXciJLNzeBj6TDmkrTAUwoGEH1XZpxfOJ4dONR3YeeXikR",
+	"900wAyd0TOgO02oWFZen/Pqx53jAhOGY7Exm+E82CLkFnEFvBD2E0boH++wuseapDrt4rXnqhMssmqnd",
+	"QvtUqMOvMLD8CA+N2dBk9QpURVN1SZcljdx6zChE4Mp/rADtAFzeOR7o+EFQAUr7AFxenV+BQRcQLq4p",
+	"NUlrSDWhJRy7cFIBp86fFUCESl3XZUlvSDrR7GFgVoByeAAGaBqwv2ijl8jDFUC3/XxMFjJdmIKC5r/g",
+	"yMAhka7syKEjTw88fja5Umw8D9ePZQjRo8ww8N0ZlfN8p8QrPEaP0HYjP/CnYx9Px2RH0NsiHUpCjYWB",
+	"5IizrrsjZ4LC8cwF7OaX7WVO2YVu1hI60/USrpkPg3EYc16hWZWKiR5vjES7SlZsripktn9691ezV4L1",
+	"9AZ7KZIBDN1wX9hYO5NTumnBqj1pJkpdL5rK4lrmZuC798h76iTqutqUmrJUXTML/s2KaTRzCACfRtuN",
+	"iFpGpFzMN7bvuCIY+xF2vNEW49cbhRPQmlKjuXYZ1k9AURpatWAGlyEiQtUO4ASJwIY4JMc33mLgNXnZ",
+	"wJuapGYGnhNdm4y73li1E9aI+U1nkFy08hOo5VhnhwnUCrfyxqfek7hfl4lWJz91ClVNKZrDZgfypuy/",
+	"bAJcpq+YwFoZVKsVcf5mmsKGw0/BBuRgCP0QusNN9bss9Meyu6JgNKO4DtGZU41kNDq1Jld0pVar1RnK",
+	"l7zEehaUWrXS1OYa4pjcvIdwTAGiemWuO7JXl3VTJ1Nb1B2HeAo92ovKNcPEoJGYp7Lp63+KoSSIXDTk",
+	"OdeyDeiyrJu2okhGXVck3WrUpGbDrktQ06ymJldNs9ZcKJlLXjPtKoT1hmo3alaj0azXG6ZqV6umjHRD",
+	"bSBFUatavaGZTatRq6l2VZHryGg0NKtaNbSakKspLCiqXVcati4ZqiJLuqo3pCYyyXXCVMy6oStG3djF",
+	"rzVbE+ApVqJ4x9PbGKhXwd3tmNxB5lnwzDuwZ6GJT/YMvosWrm+5OgPC0kwjf89kMUKmjsJTDXaOi4Kh",
+	"ETmuxV41pqZkoXtyoccUClSr5PKBbEOvypbZ1OSaYSDLrJm2petNRbbVqiE3LaTYsq3oet2UjUZVtuqa",
+	"pjY0CBvI1C3Y/MVNn/F+fIa8K6kcErzRZ0irEuegmIM5mbQ4zyKa4nwWZHku4JvDzrTvVaPHDx+U/huz",
+	"+r+vj9TX1frHsf5nFF0bej+8aaJ+ZzIyR25HqwbK4dH9W3jxdSR/dc+0Pw8PtXefzj7ev/tweq29167/",
+	"vGs//POfmQI6+WCEVAWJXEzBX1ZqkldwiOfbqAYVpalrltZoNJqmYliKqqm6qhq1htZUZaMpN61a1awa",
+	"sFmv2jVNa5pKE9WthtUwa5ZuFZU92Sim44UCNRZKXGwar7HbEZS0klRkKdNUlWmqyjRVZZqqMk3VM6ep",
+	"ShmOlC3i1fJl3Z4SXHI1z8qz6B1MPpepqsrwtzL8rQx/K8PfyvC3MvytDH8rw9/K8Dce/rYqAG2D4LIt",
+	"w+P4S8vC4Wh9ZgxgEsK0WOtC4QEqLNVMrgBGJgBrIRIoZBUR/sLxcH/yuK/1tAB714NTCXmEetY+eTPO",
+	"W97icWGvchUVaABdKjiOJ72FniXyEDOGCqVTqreSKhBkXPRQ4IFuvFJNrsxGfBLQN3hFgXkuHP/BIwvO",
+	"hs+6Sytu1G3T9KezbBWTVmZEgFlW6e9zLApQtCtdEMPHIS15EcLJlEbjvR+AkXOPcIpSrC1KnvjOx75i",
+	"qZ/mA8/sC0LG5HHfM1kD89DBgxR7U97mEYr06IxzbU3iCpsV0OcZlJh5r5UuafFncEC0pY1KWmwRUXiQ",
+	"1Nb4M6CKGh2VEwI0mYazfXFe0cNh1KTfA1ZUyicbLyQCjk3OC32WMnlJ8tdkKsuCAFnN4/cbZVuaB/mR",
+	"GbZAjDj8z3/99+vpa1b9xbFYsZc1VV4INQ8vOsp/Tu/Jx/9kT/8ne/A/2TNL6kH8Gfx69SByEvg//gz+",
+	"SYjzm9b+TT3+TT1OYN3ftDYFdn9Tj6e/qcebQKG/acfT8W/a0S7Wwd8I7X/TjnYxDv5G1uo37agsJFEi",
+	"9CVCXyL0JUJfIvS/ZiGJ94O4WFtZPqLE5EtMvsTkS0y+xORLTL7E5EtMvsTk85g8RcELQPCN0O2NAPl7",
+	"ZSkEf8qLFoCHMQyZTJkGvokwg3Zj/Lh90QMBslGAPJPCrQ4GcRV2BhDykujTwDeI2jtBYeCYDGphFeGv",
+	"e38RJH4BmGxPnZ5noUfhJyB590oalrJ8E5Mr773ymv5Jd4sbjoeuc4/4D+yb1y7zJuW/BwjS+PTUA+wr",
+	"UeArxX+MP6WrmJPv+acKnZUoBGRJI/oj//O1QDicGgOYt/w22bwTCi/xdqKlNf7GikUpnn9d8UwZs5VU",
+	"d+EZHFOiEKUkIZeCaamXktBv2K/M7hCLyERGv4ZTR2IlCZYKa6L8wbnKRcQyKyOSKo/uBCD075C3wvJ5",
+	"lSopwh4Ge8wWldSiyBb3gNbE8SgkbPtBUsmE/XgAHgKHKI3M8EXYg5UbYSk6tV0soYsD3Hw8FTBgbvZ0",
+	"QOhxSlhiPiLXweT4CH1/UdITArenzjuyCBvYn/hgGEfwW+/8utsCMT+mCuNn5nQwnxBfyVfpiTAdGxp0",
+	"g+xlL8+0BA2hLtWb0ePUpWnjeKBpkZkqXUVkvjF+4Unl8296fsjiNqMJ2UzrAFEaSfl5YbOLef0fSnZb",
+	"Ov78rfFdSn/Ut/moqN8XLxGi8CjxvqQsmSEgU2JwCcRAs1WjYepIUiwVSrpRR1LTVGxJhZqhm1Wrhur2",
+	"TzIkpqTSfyQM9M9ti7g4IZrwQitTZx7HZDblarVZtyWk6rqkm4oiQQ0iqW7ZlmbDpmLaSFhXdoVi8Fpd",
+	"a3xi+8AJEF58tDp/VK9rFK6HOBxG2WAgvlOMqQksNPFBQWc0Gi9AtvMotARffTBG1aptj7wvj3X1UchG",
+	"+BSmS9WbNb1ZI80EPk1+xITnToE/n7dRsS5679CMCLgineAdPUQ89JDUovpbw6jKj9G0rvvt66s354Pe",
+	"py4DSA0EAxTEB5rnE2Icsu9og0jkKZW5j4eYHF9+ADhrsbf/3sVztR+zPsfng8Pe0VG3zy65lLCvMCAb",
+	"k2pMZIEsn9526cIkO5S7FmVPrxLOfoYlKVHqEqUuUeoSpS5hkJ8Pg3wTmL7SjsgLv3/+nsFFiCpZhEUw",
+	"JIFiERSF2E8BIPEzwmdyD/NxkU841fbJ2Rq3yC6akB3Le/TmL3LIQeR4wz53WY4BgKv4NKdertTfNe2d",
+	"66F7FDB8/ZfGSPp+CJz4q7AFEDTHbIhmTCXKHXOTO5OUtFAKE5ekLyLAHlLuKVS/Z+2Evn8HkG0jM9x/",
+	"BuBlTvc9Y2oOmQcuuy4xL1z+FUZmgEL21T4vREtPCu6bPC98GxdSuUNoyqT05Zu2pFZri+AN4xwG3/Bd",
+	"gHBIt/8LXpMvzi+z9+T0xXfD+2hDoUVDN7x+Pv3euPmtkdH0HZr1vGnEb45Z8fJ9AZVQfhq5/63QBZ5R",
+	"5KnMIAp0w7KBDfN9Dh93+G97BrPIli04o/mvYhySgJl0KbGJEpsosYkSm4iX5Afddzu+Z7uOGeZvma3U",
+	"DZPW/CeCip9F8U3St0HkxbuEqckckGixJ0Tm2CACcmr8vV0jlR+0hQ7Pjz4Or87Ph6ftwUmXrRLFhtCj",
+	"iZDFQhbP2h+G9MHDj1fdS7B30f54et4+Sr8HaYk8L0zCC+P3M8ACfSTOvjhkwYF0ZUs/1xIYLIHBEhgs",
+	"gcESGPx3AAbZpW3BC+Rgfn8DDo27ffAoJFeMD+Z8opK6yhZyUYgWScl8ftK4YWsucLLXRw66KUmBYDKO",
+	"XxoI7KVAQOYlRWSPEwIXwXue44CWJsYhDBED8iChBoP24sK7wPeyLr4044dDJBmAXGjOCwLTPcCdqUh3",
+	"EKT0V5Y+wPMlf7qIxLG1SJC4nB/V0yvx/rt7Aokr/LZ4mo0YEm4Bf8rqdj6LX5aYaZw3EBfHzm6SF/JL",
+	"+6XmVzLmOhc1fZmktkoQrwTxShCvBPFeNrS5jFgukZwSySmRnBLJKZGcEsnZEslhmnoKUlkJ1fCKSxLP",
+	"Rr8ujC2zZZMiV/zdZ0BjvFnuOpi/Or6aCysGxMReZfR1a+J4+wdg8aJoxViNLi7+Olfgdgh8KwxH4wmk",
+	"LmKilmFpZVhaGZa2KG2eJTztSUXjVjqSVeWKWpXVxqdnqfT30sFiWaGzLGgsJZNKJKdEckokp0RyShyh",
+	"xBFKHKHEEUococQRloeK5W/76SRm/Ks4SU6c+GyjkLF8w2CPHAcWcuMQsst31yDynD8jRNOHxaj+87l+",
+	"5ACEpU4gMOX7wS+X4gtgDT84gGxJSFb2NvETQrMWkKnU5e/nXMa2DZDhtPvlorBWUfbvfJne9Sq9Isip",
+	"vEWXt+jyFl3eon9aUFPnvH982utcsbUhqhJ6dHCIy1ikMhapRJ5K5KlEnkrkqUSeSuTpLxmLlEOGNkSc",
+	"lni2JMFIhe4tAwStAjCqdGkh1+sTFC7AQWV8UBkfVMYHlb5CP8xX6PUmKOQTHIpK5HMz5JMefMkxUKKf",
+	"JfpZop8l+llGg5VYWomllVhaiaWVWFqJpf06WNoJCp8KpMWF0iRexnJDJC1+La5+2aK7F4cwjDDYu744",
+	"PW8fdY9EwM8S8ueg+7bbueoe7YucgNCzgA3NEJh+5JVgXAzGHXHS3jDKlmhcicaVaFyJxr0kGrd4CCCo",
+	"mzZUZcmyZFPSDWRLDbPWlIymbdlWQ60iQ3kCHMcnNMRjqFZrhFyqVddURTdqimE2G7LarKrIQI26qhha",
+	"tSlb1ard0ExUbyjNmm4YNbuqW7aGFL2hmdWatVHaeF3RVVrnLZ4vQ9kQbJimZllSvaY1Jb1ZVaRGw0YS",
+	"qjVVXUMNFaow/RInUvzyekKRjUxOvDhDPDn0hvTQE1pKXRQmzgQNOWMtrK8o8NRwK6dWbSp1hUwNO18R",
+	"cy8RWpquqKLADuX5va57tFtSej5toaVsgTjmD7MlkON9ctaVkGMJOZaQYwk5lpBjCTmWkGMJOZaQYwk5",
+	"lpDjrwY55uG/FOYYa/wJ6EhuOwWA41bJqJKXSpQwzkKV0LnMP1XmnypRrLRkeZbEUxtUIWxo9frOcNKd",
+	"41k0CulswXHM8CcVjv1s7w0mbjD0hqLWteri0G3VVhTbVqRG3TIkXTc1CVqGJdVNiBrVhq3Xas350C86",
+	"xwtDn5r2Cw+9XmvoBUPXTGQjvVaVakbNkvRazZYMo6lKTbsBjWq9KjfsFNWPrrvDo95p76Tb73QXJmFF",
+	"aGg5rjNCnol2n87nHXCyZYm90tK+hMhKiKyEyEqIrARoSoCmBGhKgKYEaEqAZnlmLyulOa7FaNbn82Jy",
+	"O8F/fBtAQJRqsHd4fiaCi86xCDLa9T6rMscZh1ybo6nrQ3KNgzjGj3CZ8OtlE37FK/4TUn2lGTC5Z7/U",
+	"7XfbLF4xXX65NF6FVPurYhLb34PLrFzlDbi8AZc34DJdVJkuqoQzSjijhDNKOKOEM/6d00VZ8xvs1q4m",
+	"W8a0JbXpnxGd+HvFppVBaWVQWhmUVrrz/BB3nteboFdPCUb7a6JqSUQW91cqQ+r+yiF1uzgL3Trh+Cbm",
+	"gSWRdSm1qURNS9S0RE1L1LQMrSuhzhLqLKHOEuosoc4S6vxlQ+sWUMidkc/X84vityUOXtfUJyv2ReLP",
+	"M++uZEB7iQ+Xl1g/92kWL76Z2aafwgCTHe54oc/G9fd17ko+hsD3Yh+3FvdwI0SgwpeTjYNcHnpAOImc",
+	"BHAEHQ9ADz+gAINwDOc/UUqosnxAFyVuZu42Fj+3p8pKXDIzEdz/+Ae4aA8uu8PjdufqchHNZSteJhv7",
+	"MfDZT3K52wg6S8QD2COaOIBBAGeYbmxGEgzw2A9C5CFrvyCLk9AS0IM/6nXe3hlqXzFubyLruCmjD4du",
+	"74s/6t29vbi67OGO0x71vP4XeHITfrxpqp8+vP0Kb5sReebs8uFdr9N2Pk6OZevkZoYue7XeG0y+I+1+",
+	"hdq1c+60ncHNp87pdbX//uvo8exS1vpxu522Y9w27z7dPtDnbiZNbJ0cz+CHs9Hg5uPo+uT4C5y1M89/",
+	"VI/lT7fWvend8bY/OqdtMo/2qDfp+59ulampDdhYOm/Pr67P9LOrbvqZsXUyvv90wsZ2deKew6t2dN5V",
+	"orOO/vhebTycfjm+OHNSfd5Wk+c/aW/H5sl4ap1cp9q8wZ9u+7I5aWL0YcDp9zi97n5Ueydu1OveHJ3K",
+	"g/77WXrex5F1+2n8URso5uRmRt5h68F/nxyHn9gcbg31Uf744e3UnB12Pn4YyJ8+vK32jvtVUxu4BqGV",
+	"qjiXnaRtQvvxp5PB7NOH/lc2Fjf69Obmq/Xm7fTTBzLO46+mej06u+rh3tGZ3j96r/eOrXvj5NPXj97N",
+	"7NPsYTTopubXaTufbpszyMbTHVx1Z2df3yv9L6Z+ftV+PPtyJvcve2zd38hL5uhGn5Tmg3Fy/IXP6+rj",
+	"7WPtk+pS3jntHHYHl71V7959jGn7pfdw9uVjeHZ0Fp5dvU+tgzI2tb4NVZOuVf/oenb6pf1w1km1O2mG",
+	"8LY6No6bXz5+OBx/VF0Z3TQDSx2xd75eR2dH7VSb1Xvj1o0+3j7aFuNP79NNU2XjeP9w1tEfes5DzPOk",
+	"7YLnzhae+/hhXNSeeuZknvvy6fYRm7NerXfU08878/cNdaAYJzd0fc+uCO0Pm2zMpO2Ba07csfHmzDl3",
+	"Dg0298N6b1IdG7ec7yfuF6je4F5nPDWcwy8fPwx8Qx24vZPjL9aJq366PJy307lzTtneY/z0xZT7R+3w",
+	"7KgXEtqyPvtfP8R0vzp7pDTstB1zcvMF3fbxp9uBbarjsTm5sc2TvsznG/H3v5gTV4a3fbIus48fLNu4",
+	"PSZ8Pv1IZcOhbHo3LmkPnhzXPn54e2dobO6fJsfYVG+a8Xqh2dvo463C92D//uPkGFudtg9v9RGRHfCk",
+	"effp8pDw1dSaXI9S/Ux7zgOVD5TenZ7WP3r/cHr1Xj8lPMZ48qupND029o9q/2qTOXbV0y/XjH7a26l1",
+	"4n4hvGROjrUPqjImvA9vjzF51nrzVvl0ScYwHqPJ8ezTSVOhY3kzmFm3y+aojI2JNTYmN18/Xc7n+T//",
+	"9d9gT5OrKsMMzDEMoEn0g1gPjM8ogB7NMfRGiBwSawD4l/QhZpoN12i2cOyWn+2alBnBAGFyBVuCz2M4",
+	"QYD59z2gAM2DI9jd9oDcq4kC60Wu+zeGWH64W/3LakZ5w1aZ8zJtoGPfbGWiY6+ssMTFKaefbIgThS++",
+	"QRkwDNFkGmKhJW9C6Kpcr9G8BLbjOXicGbczvzUO79CM3qgCjFobEvKLb8Sz0WVTh01JMZAs6cioSw1k",
+	"WJLd1HVFkeuqjsiquRCHwwz1XQQxGjLjE04NjH3vP3goeXQCH4fzqVfJvYs6IRex9VbssEM+CGEaOD7D",
+	"TlRRoBdbQjtnilzHQ0TkOPcoGMb0UZjMsSJ3s5XCIQzCLIPF7PT+unu9KzNxnk7dvgVRiKbWZgz0fdeT",
+	"bvk5cxn6AbKSo8QJMcgOrrQMl5bh0jJcWoZLy3AZ0VRGNJVm/tLMX5r5SzP/X4dzqz9Kj6LXouF1v33T",
+	"7p22D0+7hPOODtPftNZyXckJpcNH6fCRmOAL0imnnSoKruubeoFQlWuF00d7OkUedfowIxz6E67GUXUb",
+	"wNEoQCMYEgKNIR4DcwwdL8b8k2MBRpYTAtcfiXTQsXOC7yHwgIyx798BC7nOPS1QhwIAzdC5RwB51tR3",
+	"vBDgyCBDMuh1l511symqkOf8gFzAHKZHziN/9uDUGd6hWYtMWjMdi/6L9umxmTiK3KFZmVPomXIKLXqW",
+	"HHVPezfdwfC2e/jm/PydSNebLG9qOeMlXnQ9YXzXvf85+Yj4rkih9TGvCS2haaOaUtUsyUAGlPSmZknN",
+	"mmVL1YYNmzqCNdtCgigkm4O/ZRmw3mgoUlUzVEnXqopkyIoumVWjWWtULU1Rqpm3YoiQ12MURIFdj/j3",
+	"cZ3GCt0tPOlNCof1/JA8FiCyVvOZnnfPhO8va1tLLd0vlzKpYGETgs8BfnKIUXnkIObhlKDrtm3UmnId",
+	"SWZV1yXdaEKpaSuG1Kg1dAStumrUdEEUuFgbxmKNvVxv6HW5rigSNKEq6SayJMO0G5JhVZtNq67INmqm",
+	"Xo43B3vZNG27rtaRhHRTl3StVpcM27KkqqZqSJe1um7IAjk7GJcQcUy4DtmGVWvolqHJqomatmFoUJfr",
+	"etVCqNmoqqquVxE0DUOvaVpNl+tW3VSVhglV1DTUasJ1dAwNq1GDsN6UTEWpS3rNhBK0UU0yarWGXdUR",
+	"0uvmjpyyHJlmDyHroEhwYDCiuGlyfhAxV6LVJVpdotUlWh0vyQ+CbDq+Z7uOGbZA96bbvxredAeXvfP+",
+	"sHPePz7tda64hgUNl1x5AmgS3Qpy/Tr0KS2oq0dyJIE7NA1BCO9iN2F+RIkgHAd+NGIVKzAK7lHANV/S",
+	"hYPwASG+RRaB+g6XWHiJhZdYeImFl1h4iYWXCGiJhZecUGLhfz0snCEBcyia4croPpvxrcsgngThZoD3",
+	"FoUE6Qtikl7KpWnYfA8tQvB+QB9mcHSZ/42T85gSvKw4WFYc/LVz55177ozpjfmNHQuBTXmjyOd5OZds",
+	"1m+5fAvLt8lS0BgCOpLMKQQfk1NIlgu0mgWzZwgmPg7ZMtHbBj8VuMIAFFmWN2UP15k4YY4huNpBmhF3",
+	"7TthEccLqdlhAh+dCeEP1uzE8fjHZMaOF6IRCn5exj46lf+gFPlnlZmkf0wlziRVG+UQas6wFLsuWw1d",
+	"MmpVS9LlWl1q1FRNUlS13tDlZs1UzPgFFpJhUIaetbo3hxJLzyfVq/EjnMQsh1/KEgc9yiDCKIDTsRMS",
+	"zjRhiEY+pVf3hn0es4dOnb4jVxpnnlxROr5cUc5V8jtyXSy01EZDFAgTOTikL7MxEDZ0kRkGvjsLWSMX",
+	"xzXgeKDbeX101qGc4UVkkFHArg38yiu0hJ5nRZhihmEAMUZAUUWgNXS9AW5918ZGFIxEcNQlnfiBI7SE",
+	"o66ianq1Vm80ZfrXnNNvfDeEgYPBISMUuJxhskbgZGK8IdJnPg7HGw0tSIdL10vWJEUX8k9MXWiSRy6h",
+	"+3XkkDb5WCYQ4+HdSGgJelWtyJQvJvBxeE9GMELDe/JLTa3Q7x0v870my+x730JuetTdG3ABzTtA13Ti",
+	"WxHldEUl0nfieNAdmnAKTSecDe8exkJLqFcrtOf450zvvBd8F9FlTnPM94RBYkOdKkO5Xq0iVW7KOmo2",
+	"VLtpWA0V6UrdNKCq121VNQzTNjTFhnajCs1GtWo3jboqVzVNryfiJWPGZPrH8EfH5Oy4H42GrTZssyFp",
+	"TRtJugYVqaFaTQmiRs1AFkSqbWf34xh+hYHlR7ilKpqqS7osaYvbcfim/ak9ODq/vsxuTBOSDZB5kzU4",
+	"NF1IN0fbjEIErvzHCtAOwOWd4wFyk6oApX0ALq/Or8CgCwiRXJ8JSkLW1FZMNsapE46daALG6BHabuQH",
+	"/nTs4+mYbIBFZlDkqlVtKk1Nbhi2pqGarpo11LRVu2bZVVWrKSb5q95U5Vq10dBkqCgaUmpNRVZMTUd/",
+	"B2ZQtGrTVjVNgla1KukmrEkNWEOSadXr0DQNudmoLmOGmlKTtIZU25YVUu/lGOHYhZMKOHX+rAB1g+U+",
+	"ciYoHM9cYMLA8L3iVUZ21dar0IRQN5S6XbN0pKu6ZRqKDE1DMxvVeqNR1WDTsq1avSY3qopSrWlQteq2",
+	"UdWNv8Mq1+SaoVuwJlmGbUl6vWlJ0KjJUhM1DWjY0NbqjWWrXNd1WdIbkr7tMqdfzK1zBwZmBSiHB2CA",
+	"pgH7i277S+ThSn6r82M7dlibwBAFDnTnfNDxDeiGRWuv1ixNqcrIbliwpplqrarYsN5swrrelE3VVjXT",
+	"atiqgUyjaaj1ZhNBudlUNL1q1JH5t1j7Kpm1bjSkplEzJR2qimTApi6ZEBnQbFiNelPJrn1M4NXS/qx9",
+	"1R302qdrhb0ZOKFjQncYwIdhsnixJp8wWgxqUZWDaBxVlR36a0U72EtJB4ChG+5TsMycmS6yhtQ6MZya",
+	"hGhEV1hkk6rSNGtyvQ51U2+oOtIMZDU0BKs2rJqoZqhNpS7bFlRgTa3V1IatWqpuy3rVrtpIp+T7Zdhk",
+	"m+zFx9BcWuY8hpdKF5/Sxad08SldfEqvgdJroPQaKL0GSltxaSteXuLc5lrjpnFRYwTdcPzade7RCtvx",
+	"PfIQxmAa+AZqJQlaVVkG3/7giWL+EFp/CP7dH8J3ADFgKaKYwZlnL2L+mxi8ubq6OCCkNsfIvMMg2dwu",
+	"XmFcbnsz30NUfTMDZCEvdKCLwV5MqBb4/fN+BQzIbYSi7siiQThZIQb2dLXJLJIpmbH/ZHPwG0pFQifh",
+	"55gb0suYMhwkOXz8u23iFchEVgQq8F7+rid3Kf9+KfmXE3dMFLWWSZaU6GObMpZ7ExQGjrko+QIEWbDd",
+	"0nqITlr2BZFHfZaDGQ8bJL9RSQb2LBhCA2IksmsknLuxQ8+ietiDH9yhgF5tmGwcOPeJkGL5w9PClflA",
+	"uC5VjuiyE0U6dpK3oeOSv1nvlIkeHIwqoM2/ogm0aZwjdv0HnDjROyZifDaAhuGEZ+9BGDijEQr2wQTe",
+	"0dTl4F8WGgXQQta/ktTbfxHhTB7v0iBQQgR6JDpuFCB+9QAOTVT44DHKLPFOqYBOaiIwQKkqfJilOEfs",
+	"e9oLsshh53tEFrcABA8BOf+YDxR1VVEYD5AJ+p6JaI982nyEyMrQjnZ5z4JRnQAEMETLjp0B5eCfeu4E",
+	"fAjzdNj0bKfaS+w7wjcHmcRdHByZ/MqFQ+FvNLFd+qfPooC8eyfwvQlLuW2heyGVsI6NZovzjlJw+YEX",
+	"E7hE4kokroQSSiihhBJ+RgDCGiEdKz3sLC2vJ+X15CdcT5LrQmvJHYGIJoQ3v6QQ0bXGp59KN15Ih2Yt",
+	"EYkYnsIRAnseegyHZhRgP9gXge24IeJimkxLBExlmmercXwPhM6kdPJPnPzfkgVY4+M/d3ROBkIWpVJE",
+	"LJeuGWOO5GlCQD8KgRMuesUD6D7AGeYvZpPsvMLP6dX/k6dROoJv4sdPdzvdSQ5PD7UpB+R9xTdunC/A",
+	"4XXv9Gh42W9fXL45vxJEoXN+dtE77Q4v2peXF+cD8lUuF5IgCt0P5Kf0Myfdfpcqmu8Hgij0+ifdy6vh",
+	"0Xnn+qzbJ79n83sNrvvDwfVpd3jVvaRfXPZO+vPmPhf6uG9CD35bTFMknmmS8Hxw3e/3+iek1+sOU0AF",
+	"UThu907pH512v9M9ZX8fddtHw9Pu1VV3sGRQWXoTucIzVFkAhlTmURWY0d6ZILA3OO4ATdOaG8fuJO5J",
+	"VH1dvthbd57sTQuGSCIPCNvOkevKzzE91tSm81vT8W5TSx2s8bk2DdC940eYHr0bT4k2sWIqm3SUivpQ",
+	"N4r6uCDKAXa+onmsRfU5ojyqCzEeS3taHtNR/VVDOoh0fP6Iji1Ka1TlSq2m6Wpj09Ia7OskqZdqG4Zq",
+	"GZpkmHZN0qGiS1A3kIQMq6ZoUDar1cZLlsyIU7llHfGaNauJDM2SjJqtSrpdU6VGo2lLFlJV2Wogw4LW",
+	"jymZUVtfM4MsQV3TlMbL18zInpOra2akhkV2+3wBlE14qtrUm7vylGE1q7Beb0oatJCk1zQoGYaiSE0N",
+	"mnJNVZFGnXg34an84BqM4et6QyWDyzBbspulekOXFc1ShNW8l8ibt5fnfarQ/zRe1Oa8iB7JGPAiK+qb",
+	"sWKycmlWXCI4YjomPDrXbnZn0kX1bj2j8pH8YEZV7P+PvXdbbltnHj1fBaWqXcv+tijzfFAq9ZVsK4kT",
+	"n+JDspKdNSoQBCXGFKlFUHa8vkrVvpoHmJrLuZ79Hnve5P8kUwBIijrZkk9xkv5f/L8ViwcQaDTQv250",
+	"O6pn+0SxXddQTF/VFY+6geKpuodD1QuJFj4rQT3effX85dQCOV1wp6oZnjcnp0uutV1NXHubAIeWTvzQ",
+	"9xUaqp5iBtRUPD+gCjUNX7d0NTAc73devY3VRLEam9tFUTVVw5gSxboZ+HQru2rdTQ4twzX0FeXQslTd",
+	"sFeRQ5WGgeu6lkKobyumHoSK61FNoZ7n2o5FiR1qjymHd+j3xWlqsaF6IXVCxXWxp5h+SBTPpkTRLEs1",
+	"fUenlmou1YjFIxeoRH0lOZyMza1yaJmW+yhyOE9rbpVFy3Rtl+8y/2rWTVO+RFy//br3NY0OvnauDyP1",
+	"28Gpen306v3V4W767fCfVDvYMbWDf/r/HHyN8V50FYmyx1+348/D9+bRbl/b/3gYf/r6KT/cfXvxOVLN",
+	"o4/n3/Y/nltHZ3398J8P8ad/Pg8PTt966/j136Y+N0AXu4sEIU9DAb3AuQ/OfThmA8ds4JgNxMZAbAzE",
+	"xkAcBxyzufGYDZ82zamoi1pMh4gZ+ItbDgtLDZXzV+Ra/Jr6fBOKUUb7EZPhGbypMjCZT9TC9JEdIqPD",
+	"y8rFp6dHZyhLr9BGEcghsfPmr1vtp/pnLjsIJ6h2hfKOXqMNKa3l2rjZniScF3EISVCKZ9mbQtK+RSzn",
+	"yo8PSBnx/mL6VvlGFERhSDPehPI54ns9tLfbPTg+Ouse7nyqkuG30MciKgKLZ8iQCTEitJQDKfVfU39B",
+	"dSHegEJG8qmJVeXiPJNXFH9CASVRQFlddNAGozLkvHjySdFuOVf+EJJ4FG620NvUF09hbf5kBU37/Nvo",
+	"IL0U7WUJHrFBmqMwS4fyqr3D11z3n3Q7u59a/N7Z8IA22kmHoyiWD6A4psHkOUXXjsZ+LEAFysYxRSNM",
+	"LriVVuYhjZI85VcVJGpRibBiYtSDBERrZmxdWSpHTsGq0le9UFdVlKsUszcHnR3Eon6C83FGxTNnoGIb",
+	"feSThe+UUWfnbO9Dd76lsp6YxKkojGL5oBoQaqMTmnBlK8br/YnY/kkNwV9Og7lnSvnePt5R3p8oOoqj",
+	"5KIsHya6k0g/MX/PTLBFG4lq6KUAVtlew3oZtrm+rcVniIfW/t1GxzhjsgfGoqAbDeazyYpRlPkf+f3T",
+	"ER5tdDJOeIsWCcAfDBU4XTRrlKUjmuXX0lFbzGySZkWJgWyciBdMCUMbnUZ98QIipXG+Q7lRRAmNRsXg",
+	"dwPdsjRvvidqwzYfPFZMtbepf1v4WCfmex8sUuvwgZvmb2WVOa7L+FuES16quIlPfkYH3hBPsN7L6pEF",
+	"ljW/iP719CXLClxTedIfhlB/fyieuwadmlbGq1UPUx9su8gFc8FGsVtfBzfE0leTkdkVdPMXtiyfqlTb",
+	"rECvGRCy2Ne0mk8UXEqP51L68QEhRbPW4+ULCz5JIQRIDpAcIDlA8nJIzKcZksOjs96ro/NDOV9EEP2k",
+	"lq8gEbW6AzMDsAkF/x604N8iwtEua1KjK8zQmNGgqD49x0mgOh9U5wMHIDgAwQEIDkBwAEJ1PpAEcAX/",
+	"fK7gQvsizLXqvNe3dnB/6z+SJH2/Mb0Yk0+SjkIxYXpDkYKL2zTKKI1jhsZJHsWVLzCjmAyE2yanmSjI",
+	"Uh7k39BVtVpXxNwTRbc3dFVfmljrNz/k/5rmC300ws8ywvlg4mUpuOBNggaH2G85xF4rHTgjKu1airUH",
+	"KA3YnJVD/oCwmBozyd4epzTis/o+EMxbBHO/1LZoPOL6YlKVbsgKoDGjbV+gRWp1sgmf6F8RILSqlBUr",
+	"wA0y9iRNrc5jG+p0kT31eZ3I3lJVUyUm9hTNp6piUt9RXOoHSuiZpqapjm5S/O/1TmrL093FQLwUHbDY",
+	"Q3frKRxREkZ1bGuFUzj8WkfXl5wG4+sTo+0Vy5ZMTuus0DuP6eJ76ho967r4bvfwTQ3hzYd1xKWWaT3G",
+	"YZ3ptCg3e/9qhYju7/0r4svQRqlTxNYvkbbdAfu1QwD0x463kJ2IaIxHrJ6sRPZ5qTHA+AbfL/h+wfcL",
+	"vl/w/YKHCjxU4KECDxX4JcAvUfdLvKa59CQ0K9AYX0+cCHzWlAe3aBKs5rjYIjghNBbyv/As2474vXBh",
+	"yIIjAyxqOlW2izgbNk6SMqg8YggzuXNFLE9Hv+5hNdk5oudn+ocmAQ3QBkayf2MqJIyr7M3qMNmhWHp7",
+	"p2eds+6820I+GzwX4LkAz8XvJZhPzNqnzqlsrZJCtFg0/n337KgPkhN1ybWWrVurpLmCZKl3TpbqVf19",
+	"y6GYegLtpzsXU4jAg5FxOBcDbBTYKLBRYKO/77mYurHWrtx33NTDsShHKE0+QNKApAFJA5IGJA1I+jdA",
+	"0hJS3gSHV8TQYj4sp9Dvyzxa1XtkFcimOJJaY6wZCigOlJjmMtMaVz9pQuXaUVjiaAMnSMJWYUrk2fUv",
+	"nFDtMM0nCV7yNqKicjb/vlqSunr33JCjDPdxlBRJYwTpl7pwGlwLdQjcGrg1cGvg1s+LWwtd/6OxNZTy",
+	"glJeZSmvhyLUzdKkESs08Grg1cCrgVcDrwZePc2rI1ZFaqUZHyJCacDN6MI+PeGLrMyQjRkKaExzYNrA",
+	"tIFpA9MGpg2JgEASwLvxG3k3TuREmTgdAm4+pHm5cbrRt9H2cU4Gy10aVZEYmeJBU1VVKu8okaHiGU4Y",
+	"JrkoAMFXE3EmO6Et1MVkgKKcDovyJlLJCz6fBHxlEEMe5dI3IilVC3XKRWqEryX0L4ubjIotnyj1MVnN",
+	"RJUEeYU/Dvo0RxvFgla/m29XkPhUlF4WpVaq+/1xVhRP0XW+YSlOCHCLLJFnoIsnE5zwfh2kcYCuaY5M",
+	"3ZtLZvHrumiO5QA0kTg4IMRC+Zr6bTHIDF0NUkbnquDUy9wMRf+LuiO15P5lKaFcZI2SWwZZnUYITxAF",
+	"mwt8PWXNopG4lQ6hBA2UoIESNM+9BA3bFqvNj6nWUix1NUeJKHnBl9dFde/fnh4d3q/w/feHrBT/vfmf",
+	"xynP/7Ct/GvGWYCDIJK+z2MpohEfxsLVOqr9qRyN/zTEcrJu0RrhJtqTd2ploqjy31VzcZbh68Z0gZv/",
+	"IV88cXGm/ldKnrwOjpgZvMH7UVmEZ2YnJtZEsWKWoZx8Gf2l62E8Ze2befVQCOL/WNujanmmJ9x55Uan",
+	"kvg7uFj9wLOw43iKgQOqmLaBFd/XNMUzMFFtXacG8R/TxfqACvG+Ltda3Xu5b1hQ9t5czeNaDdHjelxn",
+	"9eMqXteiaVzh/0i500JH9WyfKLbrGorpq7riUTdQPFX3cKh6IdHCJ5G7e69wTyF21i8jdn+t4e6/ddHq",
+	"5IgPe17ZawRqOIHvH3z/4PsH3z/UcFpQwwknAuf9waCSE1RyggAOCOCAAA4I4AC3PQRwgCRAAMcvXsnp",
+	"9hCLpaEcQ5pnEWFLCzwdZ+mQ5gM6Zqi4VB5SixgaZSmhTLxNKvpvufDKMuG3QRLDoY03Z2fHzSIsQi4W",
+	"zdJDzNY8l8r3k53dg73D3tnRu+7hJpIVkqYPxpXBCmtXVioDAWbeyq+dd00eFP12q2OHd8vWKMYRnzTz",
+	"U2DyHMBagLUAawHWAqMPjD4w+sDog60+bPUnW/0F+/CNxTvuzdpe/w3FcT5AshxceeNk81+6xpXCNc62",
+	"/rNKsdf56Enpgm6iAWYDvr+vYjxFwN/7k5LsQsXWomLrcdGFH2QPrpRLBvLIQB4ZyCMDeWTuWGt0Xtmv",
+	"EgN1n2wyJI8u8XSsUhEw3psOgrKrH7KeP47ioAhgHBEloJeNFSLYdEdzbV2kRWdsfMOVn+sRYeIthmES",
+	"g3iuoluaoZgedRXXUC3FJaYfBrZvE9+9bxjZlNey0XZs3Z38kS+ajXYjMA3PD0zVtC1dsz3PIW4QGJpB",
+	"LWzrJjEMy1YtN/CxruuG6fiBq7oGNQxMSaipgdMQYdFpWL5Es1TV9so/Zmmal29SdRJiYlqmHbi+b3qO",
+	"qvqWp+o6dYjjmrqtm65HtSAkgWsbvkcNVQtxgA3dVnVikEaz8XfW69OEL2o3jopnmZaIWvs761UReo1B",
+	"no/aW1ua7rTUltrS2qbpuc7WaDWBHA1e6u9NQ3+/8/rd3v7bU6d7qB+8tfffnnQ/HegfOx9fG+d7J7t7",
+	"tv1pu+Psvtn/eLyzu/9e7oFG2cvO/hv908m718aOdX5qdvb3u9s7prP7ae/tSffkzXvLOTt4/eboeLfz",
+	"xjo8PzjrvHpvd+TN2eCl4+iHr/W9j8bxx3evnO6rs09/ntjv9ddvz18df3x3evbx5I2pn1knOx9089Q4",
+	"Nt6fHHTEqi3OQpQDEIahGRi2p9mBTwnWQ+JaHtVDLTQN0zYDFYe+ji3DN82QBGboa5rlWMSzg9B3TZEY",
+	"KRvHtFcc7ZgWSVNVTRJqmuI7pqaYgWsrnhs6CjaMwDNUixDb46tIuUXjY3eM32zvjA4Ta/ztzz+1wzfE",
+	"+u/nu/qW5XwamH+Px+e+eZh/8OjhzrBP+vGOYWXa9u7lW3z8T1/9Jz4w/t7eNt59Pvh0+e7P/XPjvXH+",
+	"90Xn6uXL4jU3ioirm6r5ubgySvq9C3otPySgl8qFVvtFHsUpqgn38fBP5701/BO/I47ueodbeHSgHw6G",
+	"8bUbffi41fn8zy55x67Zp3PRjuKUVBGiqoeO5oam4uuaqpi66SoeJbaiGkQjjm9qvuNPVcDde30oIivZ",
+	"eEQzRoMppXaHcMtixBptbY2gydlN45J8SZfVnhKQMiBlQMqAlCFSEqA+QH2A+gD1AeoD1H9uFU9ncXqN",
+	"3x9naTAmOSsJfnnprQx/q4QvyxO0dIorGMJI2jcTni9mGkn5FkkwveIdfzAknkunskaIKzJ6GaVjmQzi",
+	"9Py4e3LKlcevm9Ok6D2u2Pj3F7kqJt1SJq6RGWvnfQBl74Mj4Gl469Nmjbgba51M2hpFXf8E6upA4Uw8",
+	"ey8ZjR8wa8Gz6r1pBr2QQBma6ZrO5wbAaYDTAKcBTv90cFruPX4COF3ueeAQP6BpQNOApgFNQwL/WgL/",
+	"KrehrLAnmQQc1IeD+uDeAfcOuHfAvQPuHXDv/EzundLenXOwPIiHR2YUXCEB/yRZdhrW8mpXvgqG3p4e",
+	"HXLNcrz7Sg6ySJfP14Iif1KVenuA83J/Jh/zC1cWrv45SWA+m6ReyrjcUImqwRczmeuLHPVCLGu561+I",
+	"J6bjvEyenhU9V+XGlkL9NfVbqEhOj8iAkgs2G3vPci5hQotHOcrGCVuQ9H4mreOCTNtCQMAZ9fSnUg7w",
+	"BS0HVcpMvZr1UsHKaD7OkjnB4iMrBklK5mSYZiT3hmMkD9+gIf5W6lTdsua16s/joCt0bs3BNJvk+DHd",
+	"dXKSruGu03+uvvya+utXITZ01bbNO1YhpqGh2g72Fce2LcXUqaq4tksVz9N0zyYuxUSDFNlld3krpSqe",
+	"DMizS1VcNu37eoWJTyjje+4FO+S3qV8ZPuDUAKcGODXAqQFODchMPJWZmH/rrOEI+YnB7QFuD3B7gNsD",
+	"3B7g9oD8xCAJ4AD7dfMTz6Oah3J/KWEU06UJy3inJvSKsrxeLlYWZ5XorSm9KjSQ53RYLvR9yUHR6ZuO",
+	"ols22uie4f4mZC+byV4mgfQrPgTgKoIEZpDA7DcVzG6hXAuVWqzRIqygLYMLIoYYzS65nmVodrVuisCD",
+	"mR9GQbiqbBXjs1ywHrN9hRAUDhxZclJsQZqNURAuGPefK/9bfZ39t+zAl/xb5Xq9XnI4tBGnSR+JWsqy",
+	"1LjsE4bYIM1ymtBgs+4PlK/uVdNv+3hHkVsJReP7K5FsVG6EJXRhA6xb9kMeV3vgk2kPfdTq+w88L8g7",
+	"3hda5bo3ktu44oyX5YYaNWzFtg1DMYlpKq5mGIrhE9/XvNAKHLU4bRlHOCFU7BeImOWN3d3e2Zu9k93e",
+	"cefk7FPvQ/dk79We8BRKTMOXkkGUBcoIZ/k1uqRZFBZThSv0cZy3EUkTITNJLrzCNBYHtsa0F0Rx1KcJ",
+	"oS15n3DapRel+7xqxPHOqxXfTIMmIjTLZSMoOt55pQjPo2pqpuI4rlbs1sdJHsVIV3VPUU1FM2stIzjz",
+	"0+SWJnVOztzeSXfn085+d7e3c7Td2T+rNy2j5JrENEAk9XGcI81uWei/oY1hlETD8RBpNvpvm/WXRhkZ",
+	"x5hv41vyll6Osz7Ne0Oar9KE/b2zN3vnBwvbEEf5IBoPkd3S6224oQnFHWu24XBv5113f2ETkohc0BiZ",
+	"LXXFFsgb5hsg1h2us8VNQt3IARNb1nFC5L6kN04iobvl/zYuPtYqgjccq1XsA77zJSynCRP2U3V5f+dI",
+	"p70RzXrTN9qaoaqL7u1d9OXlVwNxWcsQM5Nc9MI0zUdZlEy1Rjy/9lzT8pyWVT12RDM5YwjtkRgz1mg3",
+	"dqQHv097AsqJLw8irrH9sVxXq8ePSC2Oo6G1PMuxXJs/mCZBLw17cRTSnhwbUVx6yZ16yzNsw3FlVf4o",
+	"KfXKTW8ztJZtOrZh8ZsyfNUb4pxmEY57mPw9jmRq7KV320bLtFxT1QQpEZ9bmi+rD5LhelODJB7DhXFZ",
+	"a7hAr/MCzTMXvmC2j9Z+rr7wsVOjvPYz3YXPXCwIfF7VVbhYU0QMWOPs//t/PqDDNAvQTvfkDL0e+m/4",
+	"ojHRtVJPz2hb2ZAo6Al9K8NASo37vXxXLWCqpgHkHkxoQiHwy+Xbrs2ced1Z2LU0pkOa5LXJIy9d7bGF",
+	"Plwuty29ulZqrqWXmtVoTJ57yxfWn75AMxdfWGjMmx9l1mRhXsWWu/pSbfeGQvfU9NaUtHotxzJdSzys",
+	"uuXm9+tuy1FtVxfqQb55xcFQ1xgMddXBmFwqaGN9T8LvGUT9QS+L2EWlNwQlKxr7V7N+QZRHfXGYuhiO",
+	"+h3/qf7FVzl5d7NR3CJtIhblFOFxEOWsifbOTnf2UJ5hQrEfxVF+3UQ4yyOGExwjvnomfUS/kXgciA2K",
+	"aEFML/mXijYJNVF7Z9llMy+94lcoY0YRZowyxmdIE+2dHHRkU2YfPaQBf8rMw0VqAByjfoZHg0gk/Jh6",
+	"C0mHQ97716ifRfSSr2poSMkAJxEbctt/sotb561yZGe7ccxtNZoJ1yNKQ7755Op49plxeiW03SiNIyJ0",
+	"jUgYwAZ8ALmWshRNU1SdG+9RHnNZ+ZDGOc64ZcrfcY3IAEcJCsYUVTKD5OMEu8jwFZrIQLMxzuIinQVr",
+	"b21dFg9rFXbkVjCmSvUcpWhW7ex/w2hpYp7xrxhlaQlaxWi3tab4Iv6/RW+19e9LdfnJzil6HXMxRK+z",
+	"dDziOzapwaX21hVdFdaRPNHQ2N0t1LrqabLCmkD+jdrGfpEyl0k/YrlFy2k/lRD6g1g3Yj4xdNdtNsiA",
+	"DvkKx388PNhxNf6OKKAJX1loJm7ZVuQvimOJAOZkHGKSjzPpwyn8j412Yy8JxnyxpCzPuEgjTW8iwzVN",
+	"F31M45D546zfRLvdRrNB0yzi39bVdMO0bMf1VPFfE45RDfi2NKvQ6TXL6ZDJxe97vR1R0u9NdaEhbYrp",
+	"K0Yx5nqlcYrjf/oRf2bRlpvUrGnpNX02TAMhv1Xbuh/QMSYXSHSMTLFC8AiT6d3BDdtfIYl9IUtD/I2/",
+	"0NZbqphXQuz49kFAtmGUiIkn9j5i9aqpuP80SBblEcFxr77NEupyvzA/NqIEEZwP+Mws8paV13Er4AAn",
+	"fZxQRm+78FDaErdctSMNr1uuel3oLAEnA7oplDr+B2dBOmY9/7pHsIRCmqGbiqkqhjhINM4pOku/tZDx",
+	"Ap1eRAnaSbOshbTOC3R6dnSGTrqIS7Gt2YrhKnaj3XgV42EL7Ud/txBXKo5pqorpKibf2eOMtJC2/QKd",
+	"0FEm/0s89JQmrIXEtJ+0KaAkxjVgP/mFjX2Wc+0qlxzR8nrDy2srk2Ll74jTUofwfRTJszS+Fnq+mCnl",
+	"CA/oNxzG4zRLR4OUjQZ8RghrUTSl6o25hsx0zm2v242GNB9cx0haftNvmfTs3Gtu7eipVy+RmkkzpISJ",
+	"ZSSOWL6s08uJUe2uqhGbbBWmpn999lvTJsHt/Y02al2GGI5FAaIVd2dqbW+6YNTu9SWaYy76lPmxnPmC",
+	"NL6kyX0/wjF1T/FUxbrlK4q/3PAZ3gwBKD6jE4/5toxruVJuwjSKm2iQjlmU9Ndov+ku/ADDU1zv1mG4",
+	"/QM0zTWsBV9wmlOuVMMMD2kThZjlfPlmazTcVpc13DMUfarhM6prlXY77k0z4RY1v+oXVIbW7AfYM6Jz",
+	"hw+wF07llVe9e0m/qfJdnXrfT7AMbdE3rLYgryr+yz6g0Ok3fMCtOsi2F0n+ajuFFZtfwwZ8YcjTHMe9",
+	"Vfd30+hPOjVp1r8WXIfvmWsPmdrR6bbaMjXbth1J+aqb5Jsbmm21PGOyQxxwy7uHBwIQOa3J3lHeuuw1",
+	"Dv+0+b1jj41wIt6iFzvDyqEx5SwqA06Eu+jpHSX3T4NX5oUr/EWmSkILY8fVQ9cOXNdzHJfooWURlZq+",
+	"7lJN0y3DcQ3iBa5t66GlqQ71XdcILMs37LummrvbybI0DQUjj2gc9KIkoN8m8Lw1R84bieEJfSF/ryHH",
+	"RqLp7oJfphF4ohnm5KJZEs6f7tR+XsC7E9ueXDANvvnDvZkf5Z/V2junjd9GotnG7I/C2E8MXbxp3gNT",
+	"zPRGYlra4ivq7KyRmI47c9ksdWwkpunMXDPDABuJ6epLLpl+naV6M9dNI8BGYmnG4itmHmSqM5fNAEB+",
+	"ibnsksnbnNlrKsDXSIQ5PO30W0jXGomu3XTlBLM1Et2bu3LqSZo793vJe/iP9tyv03ClkRjzjZ6VKl10",
+	"8RJvJv9d5+NdoJBWjYMkumAN1S+SiDQS3fLqf67BkUS36z9NIZJEjE/50zQg4R1lLPy1hi0SQ11+TQku",
+	"EkMorclFUjgMMT2qvxaIIjHs+p9n2UQjMZz6wyoO0UhMXbKTYihby9ACF0tn6sp5072RmIa65JqJKd1I",
+	"LGvZk+pmNW+bO3WdtPz4W6bbXF/4G4ll87GuqbnW3MLeSCxXXX5R9SQhtvWL5pf0xPL0hReVqzufq7OP",
+	"mVnLE8sTe4kkDUqeMIjiIKNJo/0//hLAUET2lFuDgmp/l3EgYjMQYGzZtmNgP/DVQHco9onjE1OzjQDr",
+	"VHcMx9awGVi+ZXmBYWFLJ8TxQo2qGNsCAoqJOgmg2jk6PD2Ttv5NjdHsSTOIqlLLNAPTJbobEEI8kwTY",
+	"psTVXJ0YRmh5phVSSgj2qEqd0DCJrjmar5qOgU1SNUO/pRn8ilpT0lGj3fg7v64H0Nzm2qh1XmjZqq65",
+	"vqVqnuX7ju7RwHAJ1T2T+Dr2vCDwPRtrumuFhudi27Sxo9mqjUNDt/Sq1cak1UfH803mfZsYc+2WAU31",
+	"pg/rjouV/DS1r/F0YmmaaWuapwbYDUNdN11fp5qnOyo2dYpdHAaW45qh5Xqe7RCsUdvEqhrYqqtr1deY",
+	"N33NAqEs3R6TpqiabptuqHmuGdoWCSn1NBf7oWF7umGEhu6ormObrqYRy7QNnXiqFlCTar7lGYZtVk2x",
+	"1pbKmlCGhmlppqFboU+JHRqGFdqqZVPDoaqKLTsMLN/XbFvVbF3zXIL9wMYGNWjoWh6lRtUK+1ahtO8k",
+	"lItk0tNcGnq6p+u2ppqBoVLVpK7jW7ZueAb2fMP27NDWQk+3dEsPVN/TbVMLPdPSPUu1qkY7N8ukIPDO",
+	"ijI5cWzlKzr5iq9xXcP2XMczDc9zAlVzLZ1/gW8ahsZVlhY4RLWpo+pBGGjEd201tLGnY8sxwjD0qq9x",
+	"p7/mrzJUbeK5EabPydHRK2H3PGgI23fIli5D+B4i+m15SYGAxZNgRhr6pqUGxDNU2/dpQGwSBqbpaWqo",
+	"W77qBVQL1VAzTYeovmupgWMYumtg7FJiBth77nUHHrrEwCPFbE7Pr5PuTnfvWJKFnyndvXhND8f9RrvR",
+	"3dUtS/NuTm//syIIfgvL2WQa2VjTPNMIDNd1PaL5gaYbuqnrvu0anq76nuoFtkUsH3uOFdqG4RHNo07g",
+	"Bi6xAzMQ0UyTfhJ+4JlunO++SVWAno8Ztc11iwN8X5Tof2mC/mJdSP2vlORiLZ0JWW+0/7O4aCy3QNc6",
+	"DDV9wI3/afrQ3fwrcJZH3MT7gyEuTK1f/7Ai5M2BvDmQNwfy5kDenLWLAYiDumSAkz4NEIsSQnkPXWEm",
+	"jsPmv7hegqQqkFQFkqpAUhVIpQGpNOTh3ttTWTxgVg22NKPGfsRVTZUQ/g9Wbw2TedLzAY2y0lqEnBlB",
+	"0W3TSTMYZMyAjBmQMeN3KkH9k6V8YP9eL7tD3VMW5XRYOPFvzd9umKb1uS4zs7nQizQQMmF7oGLHMn0l",
+	"1ByimMTXFGyGtuLbtkts37Mcx7m/XyIfrEiZV+rPVpEOZD6ZeommHWI6oU18y/I9P9S8QDNc3aPYc1QL",
+	"+w62LF3X7SCwXIOEtmVRQyNEtzzTozjwDEcQ/H/opLiyZxnuXcL2/rpDwVe5nvEVbtG+r1jtmuXmJYwy",
+	"lkOqdEC+gHwB+QLyBd4IvBF4I/BG4I3AG58Vb+T7+QWcjz0IZaxlkFuat7cIkAvQ9EGusgZDE3FjRygh",
+	"8R9YBpXQAG3U48ogZ+9szt7jou8BPwJ+BPwI+PH54cdCf//7cZPLQupSSF0KqUshdSmkLoXUpZC6FFKX",
+	"QupSSF0KqUshdSmkLoXUpZC6FFKXQupSSF0KqUshdSmkLoXUpZC6FFKXQurS3yR16c0ZNRYmzyg8VjIz",
+	"RltEG4ngA8iRAQHTEDANAdMQMA0B0xAwDQHTEDANAdMQMP3rJmioYpangpTZJDj5YaKny8oKS2Onawlg",
+	"kbj6pmjp6ZyZEDA9FzAtuhvCpSFcGsKlIVz6GYZLc/30yMHSUMMHavhADR+o4QM1fKCGD9TwgRo+UMMH",
+	"avhADZ+ftYbPXTzcvHl1/zZvETi5wckNTm5wcoOTG5zc4OQGJzc4ucHJDU7uX93JXXMoP7Rn+++sNZI5",
+	"Fpa6tt+fVMdVec8U9/N2YHR8+BpFQ9yncnPFTaj3J4qO4ii54BOSz3dZkA+NcJ+ijeIKTWitsilIFsss",
+	"Zy6/mYFXfNYr/j4Dlzi4xMElDi7xYsUWindLqu/FDImr5xpBKgrEAD8CfgT8CPgR8CPgR8CPgB8BPwJ+",
+	"BPzoF+ZHJcHBjFsED8KNMkpoNMpvPRNx0t3p7h2fKRoq7mgjFvUTvllNCJ0CShErfpKG4zgpLiQ4SZOI",
+	"4Lh8RDFDARDNAKKTYkyAEgElAkoElOj5HZwoFPg9ylzeN4d8FNOs54+jOJC3+iOiBPSy0WwETETky/KQ",
+	"NPRNSw2IZ6i279OA2CQMTNPT1FC3fNULqBaqoWaaDlF911IDxzB018DYpcQMsAg7Ez6NpVU4P/+QJDP1",
+	"Qi2NdiMwDc8PTNW0LV2zPc8hbhAYmkEtbOsmMQzLVi038LGu64bp+IGrugY1DExJqKmBqPs5fZjxIaLl",
+	"RDYjLiczwXnVXuJBsuVEfZEZVuQnOsZvtndGh4k1/vbnn9rhG2L99/NdfctyPg3Mv8fjc988zD949HBn",
+	"2Cf9eMewMm179/ItPv6nr/4THxh/b28b7z4ffLp89+f+ufHeOP/7onP18mX9NT0c9xvtRndXtyytbECU",
+	"9HsX9Fo2PKCXyoX2Myfy4bewnE2mkY01zTONwHBd1yOaH2i6oZu67tuu4emq76leYFvE8rHnWKFtGB7R",
+	"POoEbuASOzCDOwVOlrtESA0E1BuoN1BvoN5AvYF6A/UG6g3UG6j370O9CzugOQucM4oihjCaWIAPA8RH",
+	"MZalOlK2AIif0AI/sEmNVxRm6VDMbpanmVgJRuNcZofgV+OMMkQvaXZd5BBKAmGIIAGzrwY4R1e4vPkB",
+	"cHgF7qYRtwDjodhh1PneC4SRhOLiAsnzmo9Jw9tI9jJXemSAkz5lqFCC82D8RFxasvEPBUkANv44CFLo",
+	"D6HNHpE+Hh+d3hM/ijlaw4n3zVV8k4I/E8/e41Na3jYtUt+fltw+fN8NcU4GVVrziIl/iyQEf/1elLI8",
+	"LR6GZmDYnmYHPiVYD4lreVQPtdA0TNsMVBz6OrYM3zRDEpihr2mWYxHPDkLfNS13ihaKlbYQlNVFTuq8",
+	"E1kZacG2ortgLSmGDW2YqodOusf7nU+9g73Tg87Zzhu5B7mKGN38pS14gF4AvQB6AfT6qUbgiUDKTpqE",
+	"cUTy9uzi0EZYLiVpJleSIApDmrFfute1J1JF20e7n3pnR0e9/c7J667URwId0m+E0oCh7eOd3kHnz564",
+	"cPvTWfcUbRx3Pu0fdXbr9+GEG5BJXhXMKO+f4k7ikl657ZLnDAVkAm4M3Bi4MXBj4MbAjX8HblxR2rUg",
+	"7d0AMlsOi3cyivkaLGIgi8tRGvINV1Hst4h/eyEaVp2jx1ktI36Mc5r9ulT4MM1RVP4pbyOKyUB+Hyl6",
+	"T0rZxFyQGjdN4lLt8nZyRXg1oPL1A4rCKGO5fE6epheIhiEl0pSY5styjEq+3PhxEJQ9VHzkY8LQ6d5a",
+	"A4pqP64vZZnFKYKZjOO4eb8gVNERy+NCW7qlWZZ35/DQOwTtjUfBak1aY7yrebHIopRdAEQRiCIQRSCK",
+	"QBSBbQHbArYFbAvYFrAtYFvAth6HbUmzC+EJUQqFqi6s2DtCLBH9uDQNwAnFAau/UhCmOrOCU/wzp/gh",
+	"RBGO78PxfTi+/xTH99nWKlTxHsf1AaHONalc+IRqF/1T3Sm7pnDg9LLokmZ8cytaYt+Wv+D2XnE019Y/",
+	"P/fUBMJCb7QdW3cfLxK4eIlmqartPVJ48N9ZTxbNu3lUPMu03M/y+uJzG+3GIM9H7a0tTXdaakttaW3T",
+	"9Fxna7RSsPa/R4OX+nvT0N/vvH63t//21Oke6gdv7f23J91PB/rHzsfXxvneye6ebX/a7ji7b/Y/Hu/s",
+	"7r+X271R9rKz/0b/dPLutbFjnZ+anf397vaO6ex+2nt70j15895yzg5evzk63u28sQ7PD846r97bHXlz",
+	"NnjpOPrha33vo3H88d0rp/vq7NOfJ/Z7/fXb81fHH9+dnn08eWPqZ9bJzgfdPDWOjfcnB51Hiab+mXJE",
+	"3Cgirm6q5uebc0YUv8hk6/yCRrvRx8M/nffW8E/8jji66x1u4dGBfjgYxtdu9OHjVufzP7vkHbtmn85f",
+	"3jVJBMtxPmbceN57fdjd5X8Zj2jGaDCl1O6gU6vkH9r3v+7gefoY5YMPpa5dVmNrsucGVxS4osAVBa4o",
+	"cEWB9wK8F+C9AO8FeC/Ae/F8vBevaX6jH+E+7outgqwsD8gtZ7zUF+Jq0QUyKJd3WdWyqbBhjBjFMQ1Q",
+	"aVuJsGEsa2KxAQ0QN1JRYaSW975AhTknrs5rGZzDNI7TK4SZ1CiS7UYZSq+SXzfSt/pnMew4QbUrlHf0",
+	"Gsn5IXe2DA+paBHvvGIeIJywqyLCl36LWM4792vqvxBPTMc5nwJFqg3Rc7QccDm6X1O/Jfrxa+ojMqDk",
+	"gs2Cb24IU7kCRDnKxpVrq1ot/vUvtHN0cLy33+0dd05Pj49OzoQaSBC3nSd/4+1+3T3sigXv/cmi2GMp",
+	"r+AyekKX0QG+oOWgS5mqR58vFbyM5uMsmRM8PqZikKTkToZpRrJv8PE8fIOG+Fupr3XLmtfYPzDTx2qe",
+	"ikqR11wQ96eAT5I7dZ1YevmRawTR6z/JWH1NfdG8PKfDUc4abXUlb4/hmcKvEUaJWFRr3DGaTCcJReWf",
+	"S69KI/Ss0CTUVxzP9xRT16nialRTXF3X/AAbmikC1WPM8p7YC5VPiClmtCeJFau9UP49vUpodekQf+tN",
+	"PsmqvBpy330HP8vPItLNxiiLUrm905oNsQzydSka0ThK+MjP+bi4jAfjeLXxZjnOpn1nFY1+f949FzT6",
+	"LkmMpdqbXatXc/PJtn1fYzq/Tf0TyrghssBseJv6lTUIlBooNVBqoNRAqX/bFCx7u92D46Oz7uHOp97O",
+	"0eGr/b2dMzlTZi3iK8zQmNGgCPKUuVl4txWdCydZ4CQL+ILAFwS+IPAFgS+oYT3VBlcYpr3zw86Hzt5+",
+	"Z3u/yyVvd7v+l/atUgeSAF5B8ApO/HJoAatZwxuYjWOqFDxtOq37rQebFrvvooTE44C+lFYS48uJ1PO7",
+	"p/vSpydWqeJnOAJVHIE6Gcf0WPYl5GuHw1BwGOo3F8xCP7ZLfYpEjU5JniotWvxhVYEpHnWDuKz91mK8",
+	"ivsWDMmPOua1eF1bxUd0jyNft/rrVNuyVefzI5RcraJqah6hKV+Z8AJhzXIs1zQUV9ddxfRs/l8+UQLV",
+	"sXzd9UPfDB/EyVb6ogqwcGd31APX1BRjFd3iyNJszdb1z9PHMNYoRDC/ki85gnFZLfTg2wLfFvi2wLcF",
+	"vi2g7kDdgboDdQfWCqz1uZ3AWAQ8a7T1pPbzSoR1qzDalp+9OC6sunrhzKtByqjIcM5yYfWibJyIiU2D",
+	"FxPEi6ps7n0cJSyvnbuocqanSXz9656dKDpPnCVBx+fb+3unb7q7VT/KYxFcG8oumseyxQMAzf6ipTTv",
+	"zoiqmft719N82A58NvRscXizaXiOePkzwGqVNgOstnjBhIBxgGoA1QCqAVT7jWt2nu93e2fd07PT3qvO",
+	"3n53l8+BvUNB3XqnZ52zrhgkbjFxG6E0pSA6HKLDgVMDpwZODZwaODVw6p+JUxfm7xwtljG3khHfi1jz",
+	"B62QKggLJl1EHBZPENCW5Ux2Gf89YiiOWE4DNE4CsQ1muVLLHgP5fJ5zPp+T88PeZIs9T89PxgmXrzM+",
+	"5gDMIUvPL5ql5x4MXCjTGgBnlL/c1B83hU59Xj67PDoP2Jt3Sqijuoal2XdMqOMSNXR8T1VC3kIz8EzF",
+	"t31PcV3X9izq6J6jP2ZCnfv7F+4hgPWEN/ok4Q1vE5vLdmOtlO1mMhiPm+1meiVbJddN2TLIdQOuC3Bd",
+	"gOsCXBfguoBcN+DNAG8GeDPAmwHeDPBmQK4byHUDfi3waz1srps5UnM/T5ZwNi3Nc7Mf8SUGz/ivhDtE",
+	"Om9k/QmSjhN+XRKgMMpYjkIcxeOMQmqboOjEEjefjBPwBEFWG8hqAyW+n2nul8mqcI8sMFFOh1K13epu",
+	"mpyJ4IsG/0y12RCrSK9YRUp/RxG70XZse4Ez5d6eH/EAeSwkGxe3WiEx7VDzFdcMQsW0KFFczbeUEPua",
+	"6js21bVgymk0OZ7SOT29s08mzXHcI5jJStj2WgVwK8fmyTjhK8/CzCvlIg5+FvCzgJ8F/CzgZwECDAQY",
+	"CDAQYOB+wP2eFffje/jFBG499ncb5JuavfU0L5CgeoriHZfdOUfxlgKa+ofWNjZtVEpQxVJnevNBAM4j",
+	"Uacf/1GAmp4danoiZqTqjmtanyeymwyJq2lKQIepojme5Rqe6aj3SVSyfvTvX3fL5LGM0UyrdOA0wGmA",
+	"0wCnAUoAlAAoAVACoARACRZQgsUG/A2goLnkGPuO2IKL89JCZdef92JBLStuheOAGwmYVclVf90z7Ifp",
+	"9EFeislAfh+ZdBy9qnk1pNZMk7hUnbydXJldDah8/YAWwVPiOXmaXiAahpRIj8c0jJDDU7MiGj/21C+r",
+	"G3K32WSPebJ3rmPWON6r/dhu+zmt3jvZvAtP/sjPB0sXLF2wdMHS/WHnDidnDXGV6F44KyImul8m5GBw",
+	"qBAOFQIsAlgEsAhgEcAigEU/EyySptZMNZ81o0nuUB9dAB4+Wx+QD/1ylc/hcBgcDoPDYRCx82QRO1ur",
+	"oMFHLQj+DLFmVaBn1YAkKMv0q5VlumM418coH3woZWdJ0fOZbRfwbuDdwLuBd8MJPMClgEsBlwIuBVwK",
+	"uPRZVz6fQ5l3oadbExtzWTWZnUltkul4O7lUM7QxwhmjTcS/kDXROIly1kTkmsRcR5i6XimGa77F4jst",
+	"Ue9kUzyL5Wkmy1MMEZavKVr4B0MJ/Zaj3ZPOq7PyKyGe78ni+aDK+q9aZX014FbpBrTBd+EIZxm+ZsWk",
+	"5d3CEBukWU4TGmzWcZvgT0JGG+3G1hbaPt5RTs73u6eKNq3CSkp7eLDjahpi4hvRxoc0znEWMdT9gLgs",
+	"IsfabH1J+JPEGFyLXcQozXLUz9LxiKE0RN1zpKu6saVZpo42OklCv6E/9/b2NtuoTxOa4biJCM78NBFP",
+	"CtM0H2UR3x91sryFnM0mCsYUBVEc9WnCp5f4u+kqlr7ZREOc0yzCsfz+Af4HZ0E6ZuJZbOyzHCeEaz8S",
+	"ZWQcY67Uiye4KKNCGQaoGOTNJhrRTMwJ+SLR2L0PxUe+woSPHKMUnXQ7uwfd1jBAG9tHB020fXTQO+ic",
+	"dU/2OvvyX286nzsnu0fnp010vPOqiXbPu73dvf29193DnW5TPG93t7pns4W6oiKVLztSiekljVGISY7k",
+	"1nEiQMUl6PTduVBYW1tIuef/lSPBHycsg/IPrSigSR6FEc1QG51xrf/yS4JQTHPkM/QS9WkuumX7+jij",
+	"YfRt40tj++jgS6OJvjSKhra/NDZf8JswYzTLN2KabPhsE718iTR+Ge+t7c7ZWffkU2/n6PzwTN7NP3X7",
+	"6AANxyxHcm77FNFvmOTxtajhVTy/fHyYxsGGz/i9/AkbmJAm8jfRyy9jVTUoylPe/o1CGZ6mQ7ohZ+xr",
+	"mm/4/DZ2Mf7S2Czb9Gqvu7/bO9g7Pd07fD31RYhdjNEwEnVxvzQ2N/n7ZztumAY0nu8z9BLVG1B036TX",
+	"SJoQzP896bwmEk/e+NKYHxTx9rLBC5vKV/VI7v7FK2Rf3d4Xov2r9Yb81Fp/LOoOnIy5NI8zIUlSKW7w",
+	"RUp2UbO0c8p/0jSL2uholG/wf29uPr8+5G0ZzrRlthNrX31zX071z6Qrqxfx7hDvKp8/5Hfxv5ZXyZ82",
+	"viT/9T//X7SheZZpSmBABjjDhG8Syo8oFypEv5EBTvp0815AvraiiORxbBzltHQuTi8hU6vMhih+1PJH",
+	"ZLM5tRaJLBbsOsnxN6l5u8Uqiyhfy3BOixqJtYelCcJSXzKaow2uHwhmVOzWNl+gUcY3VXlE5cog9rni",
+	"IXxFGAxpHpHqmQxlVKiYptzLM0p5Z0nJyWmAxILK0MaheIV8onhPCx1X70EEJ1xw+N5PNIzxHa0QQ4Y2",
+	"9juHr887r8US8r//l6ZtNhFL5dYyTah4YkZFnUG59eaL0jjGlcuWf3qUI5LyvYDspNcz7WujXUo22ObW",
+	"+/x6Y7yJhrifRPk4oHI/PE4isSOPEvTfFU39P2xpIBRvEE+MMVe9UT/K0QZLEUbv82sU82+LEqRorRZv",
+	"9l6Sy3+qqtpq8f+PxklMGUN+Ok4CGpSL1Mt7/h8q91rF84oCeVysgpSMh1SkGWbouHNy2u296uycnaIh",
+	"HhUmzIYYghbft21+SYpHFff3wnEct9F/xCrCRShctIx1P2wrUpoVx/rS2EQv0X++NHCSBvRLo/2l0c/w",
+	"aBDl9Euj+aVBcE77KV+c2l8a3Q/l3wblxfvRYaS23INEbWk7qdrSjnR5DY1j9qXR1l2X/2tAhxHLi8fI",
+	"l4vLaExJnqXxdV4+7viVzYehu7O1e7AjrplWPm3eVqlixR17STDmu0XK8owvzEjTm8hwTdNFH9M4ZP44",
+	"6zfRble+TuiZ9pfGblfTDdOyHddTxX+Jn7kaFz9XG8RyP3h6zXI6ZOj10H/zpfF9qlVR0u8FuPgA4XpT",
+	"DUUzZ9rOrxrFmMjLTnH8Tz/iz67aNsSM9S764mfT0luqqhZ//9a75O3p096l/NXWW8VvUTLzm6Gq5W9y",
+	"4at/zWS7W17BtcSXRlvT+denwygROTlHmET5de/iaiDud6xW0Zbykpn2VO8UGw8hKFMi9v3FrEROtpVS",
+	"Nqv9blvXDN1UTFUxKtEkWA51/admeU+PxLgQhQ4Z5xSdpd9ayHiBTi+iBO2kWdZCWucFOj07OkMnXSTl",
+	"Lk6l/SPumxLCuhjsR/kgGg/RgH7DYTxOs3Q0SNloIAabf5RYonTbMU1vjTXqTke9CmP5eR/1elyz79lE",
+	"KMhUvc8gEEGQq+cZhCD7qBZrcKdIgxIRwVk6iC2A2AKILYDYAjhXB+fqIFAEAkUgUAQCRSBQBAJFnvxc",
+	"nSDOVWDFrfEUtweNsKifRElf4bpgnfzN3UC3LM1Dxf1Cl6ANTPLokjb5dOOd0SzNkWa9llseDSmT4SH1",
+	"Qzx/MBTTPibX4llySyEsfyIfng9wzr8rCq+F5qi8xBklNBrlrMl1m4jiCFrokF7SDI2y6BLntPLv/pbn",
+	"AfnlndlGb4hVI41ptQDMfP30x7enR58PSBOlcUBZLmNQxDmt5IYBRRs1w2gcx5tNdDWIyEBIEA34Hi+7",
+	"rqUXKwa1VODyB4YGOBCPay0aMd7mdJzPNrveCt5DLXQ8kasmkkCHSggmhBPJfiylR9yYCIGKKb6U047R",
+	"7DIidHEa71M5K97xSbV6Fu+rQcqKt+UpiiOWtx/iCN2LZXmym+WtcTW/57rqcc4MPtMvhUCmZ3F6cGpN",
+	"Wpi/G8f9RrvR3RVrUKPZ4PuQLB1GbIp/3oqsdctzXHEs64JeS4Ab0EvlQiuhM+nxH3zMqG022o0+Hv7p",
+	"vLeGf+J3xNFd73ALjw70w8EwvnajDx+3Op//2SXv2DX7dP5S7AnEKlin1vSy8H30MopFf01+uJi6tMLM",
+	"ck199IThE5W1LF94oc0A+ALwBeALwBcIFRAqIFRAqIBQAaFaniZ8ig/djHxqsOq0dtdiVrX1H7ll/74l",
+	"N0DLTzidiN+ZCPYuUM3i1rEoIRRNmxJoo5A+lKRXLwoIUAQXheN8nHFpqEJq+HhJmoFzsWUT+kiAqzwa",
+	"Ur7Xi9OkT7OCYzUnt/LXRjENijNKggXxjUbxvI133U+9k+6Ho3fd3c0WEt/EGy6CT4WBIKiOwBN1Ulch",
+	"kTShUlIEJCzeVjt7FGaUDfgzWqgza13zJ988dCW6esDzWzef2iqIGm/V5PhW2YylhKzoNFxtmsWX9XGU",
+	"iOaKs1bD9HJOCCjO4ohmZYtFL14hacFtijRHfHSnx5xKRCsmLZLBZwyVCwdvN07YFc3kYIl2CPmJ2DxR",
+	"khI8MdBWQUoSoERBszx2VwE1kWI2EvvSBUe9CkP4JnVxx5cN8bdKy6hq8xat8wPOUE2pF8EB9FK51CBE",
+	"abeLD4/xKE9HaJDGgRQsko6u0RVmfPBjmjx2wvMZwVgjPlF9Rl16G81ZyG4czXIc+3NjBczjaIZtzlMe",
+	"fQnleaN9+/szvjjbMZwPn6+TyygKd3deJW+v3ux9/Cf1Dy8++WPf90fO+6uVKc+q0lLnQLd8dgWIinse",
+	"WdZq6mdZ0qGJUgVMBJgIMBFgIogLhLhAiAsE6grUFagrUFegrkBdH4e6ShCAcB1oTsPOteBqO0tznN/I",
+	"VLnNO7MaFxyy3oSNqwHOa1iU5VEcS/gZlTGAQ3xRZT8qHiF6XEaHzSJLiZRaqDMLOHFSB6FfxyxHfZoL",
+	"7PusqeTyxFD1jikRbFbreJG9RKixBchQDOAUMvyROK0UqBr0eVQuNvP1z+7c7i1980DhTc+Aez1mdNND",
+	"squa8gF8BfgK8BXgK4AnAE8AngA8AXgC8ATgyS8NT7ghcyvLKFlF8SFpQm9nKgkesUGa35R/u4zAShAd",
+	"jvJrVN7DNb20ktD2+d7+7t7ha8iO/bjZsU+Lrv8RsKSSlCdCJGfi2c8PjCzqh5tBh+m1PMvSTHGOK8rp",
+	"sEfSMW+jyr8BB9d17EBxPM0hivf1BpgN5v4oel7TQ0dzQ1PxdU1VTN10FY8SW1ENohHHNzXf8evhOOVs",
+	"fWymUQorZOcCjAEYAzAGYAzAGIAxAGMAxgCMARjjN8wNJTb9fDdaGCAVSqhzisq+mocUomTY0hxQJxRz",
+	"K796aLugE1yR0CESNhfCSdBEaUIokpaW1DLctvotMy/NcYbXNK9BBii89cD5apo3pByakZU2SsVFOH7x",
+	"EJmHmrOCyB8QLsys9UgplZ7V94FgPo9ESpVqXwVi/buSuJcrprG/L6HTjTqiW3yj7biOCGKqsbvF9Qd0",
+	"3dHkybhpqNcwVRJaGDuuHrp24Lqe47hEDy2LqNT0dZdqmm4ZjmsQL3BtWw8tTXWo77pGYFm+YTfuiwRP",
+	"u5397u4PBIJcT9R2A0AFgQoCFQQqCGfzAOUBygOUBygPUB6gvOeD8l7TvEba1sF3W/44ioPl4UblbBbf",
+	"+zX1ZXKqYXopQmzmyCGfXyfdzu6nXzf0qPqnPErGV77aFco7eo2kQLbLWqG0dhpLCF6RyknK0LeI5Vyt",
+	"fU39F/XsW0WCc9FztBwFKYFfU1+mM+cDIorKslncIoq4SpUb5SgbJ6z4mko9/+tfcvh6p4ed49M3R2fz",
+	"9HGbywbwxyfkjwfiCF8+0VFTUW5L5Smj+ThL5uSpStklBXIyTDMCewMwfPgG1dJ66Zb1PBJ5rYW9CpX5",
+	"XOPu9J+iy76mvmhcntPhKGci+O52KGibqm59bjQbYZTMFviMJjLdu6DX5Z+/pr4cGIOYoe4GnuI7nqqY",
+	"Kv8vAxNFJdjEuqUFoe81mo0Ys7wnFvbyCTHFjPYkfmG1F8q/p1cJrS4d4m+9ySdZXDGJMBPRt3chgutL",
+	"VrMxyqJU7hr0ZkMoe66moxGNIxGCnEWXNOuV/WJKQQzG8Wo9z3Kc5YuPZr4/757fjVpWWmB6RWo0G+NR",
+	"sJpMfF9jTr1N/RPK+O52wV70bepXJgagT0CfgD4BfQL6fC4j8EQ4bSdNwjgieRvt7XYPjo/Ouoc7n3o7",
+	"R4ev9vd2zuRMmbX6rjBDY1ZkZMYoiMKQZrzbis6FWGGIFQYHAzgYwMEADgZwMDSsp9rgCrO0d37Y+dDZ",
+	"2+9s73e55O1u1//SvlXqQBLA1QSupolDCM2RmtVdTkVZxhtrB0+8WX8wFGKSMwgIr4rFFj2zJ/oR3DIQ",
+	"Fg5h4RAW/mzCwqV+XzM4HG3EadJHOMtwUfdLdiFDbJBmOU1osLm4tC9fHIpklVroqIFrKr5tBYqp2o7i",
+	"2rqhaLruuKbq2UQjXKj4DcJD1PDF2Fy3ux+2lcODHVfTFMcqLyldEkcHjcqRU0aI6ypWHcuiuuqpJvVc",
+	"PfT8wNWpqTnEx7rphLru+yT0DS3EoWth4lpW6PmOrlqGYToNrmMmLffdUHdD4iqGF1LFNLCmuHrgKZi6",
+	"tk8DTPUwnG75AP+DsyAds7auGbqpmKpizDe896bzuXOye3R+Ov8JmmoFlqd5hur6oWFQ29SJTb1QD+0g",
+	"tHTD1gj/L8fTVdtyXUPFmmZQzfY0VSOGSWc+QTMsL9QNQ8GBZSkmwbbiYpsqJHAcTIiveq617BNszVYM",
+	"V7HX+wAaWqFpYYKx6WtOaAcmNXUzIL6mYuIbxLUc17UM7AVhYDu26lqaZtkG1gMn9C3Tn/kAW7V9M8C2",
+	"EvhhoJiOFyjYt1XFo56P/RCHhuMu+wDHNFXFdBVzzS/Q7cDQLJWGboBtg+i2pYXY8TzsmJ5K9FA3SOCG",
+	"uk+J7/m643kUq56nGablO5TMfoHFH2D6ruL5NlFMrGuKjz1TIZj6mLiB63ja9BcMcU6zCMc3C9FB56x7",
+	"stfZn/8AS/OIrToONonp6iY1fBq4BsVWiC1CbV/3NEcNA6xhW7dt3Q31QDdD1bRCK6Smp83KUBB4hqVj",
+	"RfdDXTGJZijY17Fi+S71fBNrVKVLPuAGEbqp+Q5xDNPVVS6gfuB4Lp/Y2LSwqoaBGYSBp6uqqqum6xiB",
+	"5bkUO4Zu4NAxXX9uFgc2NX2dGorvmo5i2oGj+JrhK4QS28eGoWNfX9J8x9Q9xVMVa63201ClxHFMbLlu",
+	"YOi2p+mqRXTq6KHhOqqr+hrBhmO6oUodPpGJgR1s+rrvGq6nWTPt90LD0EIDK9gPDMUMHFfxQkdVrCCk",
+	"FqWh5mJzafsNT3G9Nftf1Wxqe7ajm5ZDDIu61PJtopuehbFBPdW2Azv0/dAzXdUKDY0YONRCww9833N9",
+	"1V+zYHlt27ysZHm5pQavL3h9wesLXl/w+oI/CvxR4I8CfxR4IcAL8eyqxtd8BFGxc1/khmguOdzSCYLC",
+	"uSBW1PnjLL/DKZY2wqIPEI5FaoWyWv0krzCT2/Ug4Dvwq4gsKB/UCQLwSjwF/H3WByPKOVhR2iAl4yFN",
+	"8t4lzZjUEWJyUmySEOuqEgQqUUyfhopLbE/xvTAIA1e3qK81mg0zDDXTDizFpr6pmKpuKG6o+ooahIbl",
+	"+YbjGLjRbITUCi3DMxQ71FzFNIiveK5vKp7qEofoGHuOKyThEY9pdIJACP7zq6h+zyEU015mXqnOFz5U",
+	"ApefJsfy2mKw/HhBPbOK8HMM0iu5dZUL0RXNqNS1gKEAQwGGAgwFGOr3PXxwKJBU7/Ssc1YEu09vyxEf",
+	"CJpNKn7AGQM4YwBMF5guMF1gusB0gen+REy3EwQ3wti1YswZxfHyrEanFMcMYZmqqJahnA/5mC/AfPZu",
+	"H+8oZXy7oomk5C94vxKccLOEDHDSp1KJXOEsYL8uLObdxZUWRjIx7dQm1FS9eR7M74DEQb8zCxYT8Lnm",
+	"yFF/hh6DHNnPO0f2qeg7oLRAaYHSAqUFSvvbUtrSSOjJJak5+QMfJWljpNntMDcvUqcCwwWGCwwXGC4w",
+	"XGC4wHCB4f5EDJfbxHNc9WZwKyfhbflAiqvaRVb0QmcszhwgkwzMJSgI64S1SGHwWyYV4Zd3b+/G+YQP",
+	"iNGCjde6lb9icZ6Ss2Jkf0zSgrx6+4KkATezNUttWZpu2d7nCaDeoXGMhviCZuj10H/TaDZYPO432g1C",
+	"41gRPyjYtnwRkVpHUobq+tT0DEULsKmYxFYVlxBf8Szs0UALHduWB3FvaJNqtXWn5Wieazu1Nu1SMeGH",
+	"XEnIV06aFdDLO7Gxv9bmrsvO0k6GHwAZADIAZADIwGYEmxFsRrAZwWYEm3HmLOdkt16aiuX2cfnxzR2x",
+	"YWaVmbKeMbd9vNPr7B7sHfbOjt51DzeRtJWmLZ7SBltiYx2m0/WQKCYD+V5StY33+sQ1IzUQf1WhhrhJ",
+	"yBXD1YDKLcCAojDKWC6fk6fpBaJhSEm+Kdqw4FMWW2Cyd85Ks+Cpw0UWmF/rW1Jr2CL1z10jEkT7UZ3x",
+	"7CzQdc2+hT4x+VFg8oHJByYfmHzg8wX7Hex3sN/Bfgf7Hez3X9V+l5v+ygpfaMJP+3rFEZ1CtslgvpuO",
+	"LmmWRUHNtP+jmIgMbZwed3fQ//5fmrVZ2NtxNIxyrtiLKzI6ijEpqhYzml1GwgdbyNREGcknN+VD+OrA",
+	"n5FRRnPUTylDPiYXfMryxxQ3t1Cn2l8XmkHcKJYm2Q5RvTsUasRPx3zWRwyZus4v5AokEg9hVzSb3U8I",
+	"Iz+6pMV3PD3NqOeEkq5i2WAUU3xZ9if/XFFcfD0acS7quEqBeC++D44F/dTHgjpnO2/qbGNrxUK/FQCR",
+	"Ui7/q1puG22LX9tsXFF/kKYXPZoEozQS8SG6uk4mnnmBezbngx6w6/Ao6vGJ3WhrvNcW2CSNtm1Zht1c",
+	"2MsZzmlP6K2eP85YLh4z/fdsJLp+2ZBM/szGfiXA8pbvzSc49SXH9uZ8S0t1LIAqAFUAqgBUweEdQIWA",
+	"CgEVAioEVAioEFAhoMLHQYUl2JvneqtSw62IsbGcOAtPi0yZe/JaNMrSMIrpC2SqppzdUY4GmKEkTWhr",
+	"AU4rDZRJ8p3iSEeVd2f+tIZMhWM+YBKgm1P/FEdIcBLUcgDdAvjWqDP7mhbHN/Zkf8/Bupu6XUjU+jTv",
+	"1kcC7rulTu1RUau1XZPW2eNI8nQUHxjZr6gze8qnINXTQl6kl3rIqrNP01oQmmdRQ3Yd1lkq+Xq4XDpO",
+	"cvGe3S5XLgFN8ii/7l3SLAqjm7IkOYZm6OLUVEz7OO4VAvohjXOcRQxtyxqw6PSa5XTIyti6jPYjlmfl",
+	"GilerOmGadmO66niv+5yvqrZGAswfVODddP1RIOvqM+inLd2kOcj1t7auixa3SrGYx1eKjX5sVwMl6HS",
+	"Yq0EMApgFMAogFEAo8DSgKUBSwOWBiwNWNqzYmmvaV7HaNOsa9k5uvENx+jEJrMWOrfk0ZMIPHuzjSY2",
+	"FdrQFF1V0SiLkhz7MUVkgDNMcpqxzSYqDDi0gROEGYv6CQ3Q3ukRMjTbVjSE49EAK7pYW/hyMR6NaIYI",
+	"ZnSziWaMMf4qbdmrBBLDCUoLuoCE7YQKWwpt4BwNU5YjQ1Xrt7VQp1izUD7AAiBcZWnSXxi+d11m/yYx",
+	"xRlDi8xR0Y6IITwOopwG3EKXHdkqLEC0wfB1/eifvFnONHSFmXw6DTZfTELvhEHMEO7jKCkbUSjJ34lk",
+	"rhmqOIc3j8e34E2IRXxwOHm2FPK1q8k6n3NoOoeT2E9gX+jqjXnZFdBvszmbfok/YHGOo4fEmc/1+0Aw",
+	"f1iQ7PljsM9HwJiPARqfTbjt+dMBaFmqFDjzypyZT1uWpxmcGQfiDMQZiDMQZwjFhVBccB+A+wDcB+A+",
+	"APcBuA8eL1P7uu6D5dG4W8IIvl5eb1Oa5kyS9SlKRQaUCCOD6410OBLp1G9wPoiNcHsxcPcpSfk2OUmv",
+	"mguwe3kpkqx6UMH0og2Sn4vVJ2LoqmyqBMdpVjX1v/7n/11ze1SejXkvBU6Cyu0g8hLg4t2zMXG1rhRP",
+	"5zcOxyxH9O8xjiXMFkZy1Q30GyZ5fM013OQV0u9Bh6P8mkugIOglCN98wZdhHPNO56q7+EpT11voKIlF",
+	"pyfS+Kh1PtetozTLGWKD9Aph1M8oTdCH7sneq73ubmsSUV2L4JSR1WVTf600Bh+EoIPrAFwH4DoA18ET",
+	"pg5dB1uXyzG4EH6KwYBY9sf1MTRR2bHgYwAfA/gYwMcAPobftlbvztHhq/29nTM5O0pzWgbSBYhFCaG8",
+	"f65Ke30jrzEBPnfmjfHNF2UEHr+mXGta4rQtf5aI1WtKfDDFOaJczrligeJbjpSVVAJ8S+BbAt8S+JbA",
+	"twS+JfAtgW/pZ/ItSYyywNtTuWD4XyUf+WNyemJlr9OY4T5dmgKmszzfp3TJiOMdORozygrcOkRJetUu",
+	"FYA4iTBOEj67+Yxvopg/okh0iqr8p000lfNU3DdOSpO2dFbccCzjeq0TGcZvWax4eWaacyEF4H4B9wu4",
+	"XyB1zXNJXTMutNLvkKy72ahW4sm3qTOt5y2Ui+nkDwtat7xxa6V9ry0Ny3OCv59sBsrhAr8A+AXALwB+",
+	"AfALAFIEpAhIEZAiIEVAis8HKXbmCsEtQ3k3UcTCwlACGkeXNIvopBTdQpR4QnHAEK7QX3HfdVvMYD5n",
+	"hqOcNVGMWS7CiceyXQn9lpc/A7UrqN1H2Ym7RR8CuQNyB+QOyN1jkrsF+h4bqhdSJ1RcF3uK6YdE8WxK",
+	"FM2yVNN3dGqp5r8r0Xu5bmm+ck0QSx4RmdWWhcdaassyLM3RPzf4bkG08MaLTde2XH6xWJV7REwgmXJE",
+	"/mVImeRxxR8FYBQ4LzBsT9cMXbFCX1NML3AVVw1tBVvE1EKHYtcXFCzPRz25jhUc8WvqF0CQhoHrupZC",
+	"qG8rph6EiutRTaGe59qORYkdao1mg6+EvaITVvmUUip6vgiob9T/VNv17EhBUcr9RIN3+i4W8cSnOG8i",
+	"3UWH6SXiL0Pla9DrgzM+acoPaux29/c+dE+6u48R7Vx8lusW0c4CZZYbBvmeVWSvMU9H5c2EhKGjO1Sh",
+	"JjEV07AdxQ+DQLEM3aCmajimv1b5xNnleEkQdTBZroGRAiMFRgqMFBgpMFJgpMBIgZECIwVG+twygs+y",
+	"yhoPLbb8C4BoLRBjCQrdj7gCmZq4cwGREl+mY951JKM52wT4GRR9V/R9t+rolSvqTX1sbbfTRqVYTTKa",
+	"TPfog5CvR8J1P/6jgNE9K0ZXaZF70Lcop0M5mW5Hb7pum8bnRrMRsR4WQeKldr4LGsri4mR7e2tL052W",
+	"2lJbWtu0bE3b8kdEESyO3RPu/LU+3in1DVdBi9bcuj4CvgN8B/gO8B2gC0AXgC4AXQC6AHRhso3nO8h6",
+	"xtA5638xaGguTQnajxi3fblaf3N2dnxaPUkeHM0oodHlbC2y4myITwOZboE1UVFLrDIX+9ElTQoC8YBF",
+	"rGaYwtJyVrhWxaowN5uPgB8O0xxFtUyXFJOB/D5S1HOTkjTxlkitmiZxqVp5O+v1x3jnhVHGcvmcXIyu",
+	"OEG7Oc80ZNW4GSuj8fT58eYJVs0elELQaDeuBowSpXybolbZz7BPAho2HtXoW8Nqk71aduca+e+0H9/Z",
+	"v6TJfWeDe2EaItlDYGqDqQ2mNpjaPywJ2rTR1J5N3s13NHMndAsLKQ1lMoyaz6cwtNvyiiYSR5GbaMxE",
+	"5dJJwjU8fed03gvx4ioz9/nJPtqQ01bE0w9SsSlhtIkKmwGN0iyfTnk+wvkAYRYFFArzQPI04GzA2YCz",
+	"AWcDzgac7SdLnibBWC2Uh07wyhqhPNXRxoDGNKfz3bcr/i4AXLUp24hymekWxWnSpxmKeWMClKQZqs6o",
+	"oDyVZfb57J7K1vLr8jbRWVxlYST7M5h0WlEwf46RyQ6eZ2Rw7hHOPcK5x98zpspcpocBCwIWBCwIWBBO",
+	"WAGbATYDbAbYDLAZYDPPi83InfrKZKa5WlapiiNUIUyiMi237PgUJVFGxnwqZRRf0Axt7OwfnXZ3m+jo",
+	"uHvYRG86+696/D/hsNVMpikgLkBcgLjAKbYfcopta5X4snscdStWg3rOqV6U9K6iJEivRDr1EEfxOKO9",
+	"TKRJmvxh9rqEfst7oyz1qQjdk7mj0hFNilg++QexJDXaDbn4cAn5zeP9ytVleZp5rjJqGwSAewD3AO4B",
+	"3AO4B3AP4B7APYB7APcA7j3X9EnTUG4Bh1t63BHnZDDfZTuixPhUsNUfDJ2f7Iut0AiLFPYblaGEBK7Y",
+	"lBtVNubbI96GSSLjXzfSaq92qlFCPlFaPUcxxeV5UHFKQJik8wDwXKTpBQYIDBAY4G/MAJ/mGHLnbOfN",
+	"jwGAK/KwrUt9HaollecdDiCrv2g3P0/KyUf1GR1sBtIJpBNIJ5BOIJ1wvjxv1898F/28yslv0Ssn+3B2",
+	"G85ugwsBXAjgQgAXArgQwIXwM7kQJORf4EWQqF/YaCSPLvmz1j/LvTXibeLzYGFGxVOa1MOKWyMxScXq",
+	"naeyn4rHNVE+yNJxXwYbJ2k2xHFVL0Lk0fkd8yYy0X9pQuXKyruveESlSv/1L1TUEOx97G6/OTp6N+9+",
+	"OI6SPjgfwPkAzgcIQJZoXP8xuTlXIuNiTbkHHl+/xuy6FWXvUUp1DcjNtfbySF7+a7EVBrwNeBvwNuBt",
+	"wNu/Ld7eOxRErnd61jkr2Go9FVSUSC8wsE9gn8A+gX0C+7yr5FpPteF5f9497/bODzsfOnv7ne39Lpe8",
+	"3e36X9q3Sh1IAlBwoOAFiF6JQ6/EwKfyi96lPPHUA5oVK4tFbos0mTQH8mfMFCs+nep6KFgMBYuftwvg",
+	"KImv5Q6z5nebzk+8omwsiqxdLiWrvReG71ll6pgan6eqOW2amvmZy6DA5kX/coNjlGZ5S3CDokLUHWLH",
+	"7xEOPrm53i0Fatd9QyWGqdiaZSqmaWiKhx1bMX1i0tAgIXbMO9Wmri8vy+pTzy5BwN6BvQN7B/YODBIY",
+	"JDBIYJBAnoA83V6jms3sIteoU31aFpyerpMjnKwl1boe0WJNCKNYKPxQ/JFtQv3pJ6k/XbcSfmAN6lkx",
+	"m4mSej7m3toVqesd/GyrUi/t/t/aML+XWQ5VrMEYB2McjHEIhINAuLUD4XDMd3jX5e7bF6qp8JNUG+cX",
+	"61Qjn1rhS3v4pvrjcJgcDpMDzASYCTATYCbATICZP1UYXbltuhE8rh9Dt3pd8Clu+gLFmOsEmYBOwMNJ",
+	"lfBJaXCJJH+rOuD1XlqtFvgMr4TD4XA4HA6HQz1wqAcOgBUAKwBWAKyAaADRAKIBRAOIBhDNz1QPnE0b",
+	"9ovIjHh+drn8EB3/NSIU5QOci3+ImjcRQ0FKxkMqjk3KMgFbDd6c4iWzj9rG5KKfpeOkmOgbJ9ElXxsS",
+	"dJyyvJ9RtolwEvAOjTJ0enp0hoYR79h2OdPF4civqS9xjI9zMmjWYr7ia3nirQZIlHf0+gWKI5Y3BY0p",
+	"0A4WmEgZpXG82Sw1WRIgghNCY96CYWti775NfdZYYMIL7cX4MpdHArVQka6w3Jy0UBGYUoYJVdaoBDFc",
+	"vLePd3qd3YO9w97Z0bvu4WbtrcXjl764tJkZ2vBHpPdlrKoGGWU0jL6J/6bFnxglGc3lnzZR8fl8P9uW",
+	"/Kp+3lMCqxY6wAnuL2i4xGN1GFYhsFrLy4Y1bsIefzA0wGygkAGOEhogPA6iHMVpv43waET5YIxZng4L",
+	"vPdCxvNFDIU44denY4Eea67c2RSXrNakrizFO9+gj7M3lfBPCOFMha3N5nTgJm/ABHwyIUK1gliT11fT",
+	"bb4Bp3IjW04lhja2jw6a6HjnVRPtnnd7u3v7e6+7hztdSTqiDI1HcYoDGiA+ZUUzilmDQkykPDIaoDBL",
+	"h7OSvFu9hcuDbss7FrUqwSM2SHPWRozmDKVh8XChA3BGkT+O4hxtbJ/v7e/uHb5G//V//l/opNvZ/STb",
+	"mSBGcUyDppxX6XAUxWLLl6eojGKr91D1wgWNORnHFI0wucB9vpvYPd1HcoYxVBsrEYT3gitr2S1cVoKM",
+	"70+CpvhR/C9v2WjsxxEb0KD2/ql3LGjDtlj5r9EoS4MxyVk5GNW3iO8s/1UNTbv89CZiUT9pojJwT5jx",
+	"aSbU0ijG1y8Q1yKij2utOi7eVg5X9bYlU0t8GZFaQYwUl8TwetKujBIajaZ7PuonfDe1ZMYey0eKBxUL",
+	"PpeGqg8nbWqK0eDzkmQ0oEke4ZjvE3FOZQgEv5hmMxvJ+tfOv2pBg/ajS5pQJjtcRuzyf4l64YxvDuuv",
+	"lyvKcZYOaT6gY4aGNM8iwtDGtE6rK943FMf5oOzy4obG97++//8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
