@@ -36,7 +36,7 @@ fuzz: ## run each rules fuzz target for FUZZTIME (60s; FUZZPKGS=./core/rules)
 	@for pkg in $(FUZZPKGS); do \
 		for target in $$($(GO) test -list 'Fuzz.*' $$pkg | grep '^Fuzz'); do \
 			echo "fuzz: $$pkg $$target for $(FUZZTIME)"; \
-			$(GO) test -run "^$$target\$$" -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+			bash scripts/fuzz-target.sh $$target $$pkg $(FUZZTIME) || exit 1; \
 		done; \
 	done
 
