@@ -81,13 +81,7 @@ func TestIssuerProfileVerificationIsClearedByAChange(t *testing.T) {
 		return p, err
 	}
 	verifyWith := func(checked passport.IssuerInput) (bpctype.IssuerProfile, error) {
-		var p bpctype.IssuerProfile
-		err := e.run(t, func(tx passport.Tx) error {
-			var err error
-			p, err = passport.VerifyIssuer(e.Ctx, tx, tenant, checked, time.Now())
-			return err
-		})
-		return p, err
+		return verifyIssuer(t, e, tenant, checked)
 	}
 	// verifyIt verifies what the stored profile says, as an operator who
 	// read it.
@@ -168,13 +162,7 @@ func TestVerifyIssuerTakesWhatWasChecked(t *testing.T) {
 		}))
 	}
 	verify := func(checked passport.IssuerInput) (bpctype.IssuerProfile, error) {
-		var p bpctype.IssuerProfile
-		err := e.run(t, func(tx passport.Tx) error {
-			var err error
-			p, err = passport.VerifyIssuer(e.Ctx, tx, tenant, checked, time.Now())
-			return err
-		})
-		return p, err
+		return verifyIssuer(t, e, tenant, checked)
 	}
 
 	put(validIssuer())
@@ -224,4 +212,17 @@ func TestVerifyIssuerTakesWhatWasChecked(t *testing.T) {
 	noSite.Website = new(string)
 	_, err = verify(noSite)
 	require.NoError(t, err)
+}
+
+// verifyIssuer verifies the tenant's issuer profile as the platform does,
+// sending checked as what it checked, in a transaction of its own.
+func verifyIssuer(t *testing.T, e env, tenant uuid.UUID, checked passport.IssuerInput) (bpctype.IssuerProfile, error) {
+	t.Helper()
+	var p bpctype.IssuerProfile
+	err := e.run(t, func(tx passport.Tx) error {
+		var err error
+		p, err = passport.VerifyIssuer(e.Ctx, tx, tenant, checked, time.Now())
+		return err
+	})
+	return p, err
 }

@@ -150,13 +150,7 @@ func TestParseLinkRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := qr.Parse(tt.in)
-			require.Equal(t, qr.Fields{}, got)
-			e := errcode.As(err)
-			require.NotNil(t, e, "error %v", err)
-			require.Equal(t, errcode.Validation, e.Code)
-			require.Equal(t, "qr_payload", e.Field)
-			require.Contains(t, e.Error(), tt.msg)
+			requireRefused(t, tt.in, tt.msg)
 		})
 	}
 }

@@ -154,13 +154,7 @@ func TestParseRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := qr.Parse(tt.in)
-			require.Equal(t, qr.Fields{}, got)
-			e := errcode.As(err)
-			require.NotNil(t, e, "error %v", err)
-			require.Equal(t, errcode.Validation, e.Code)
-			require.Equal(t, "qr_payload", e.Field)
-			require.Contains(t, e.Error(), tt.msg)
+			requireRefused(t, tt.in, tt.msg)
 		})
 	}
 }
@@ -342,4 +336,17 @@ func BenchmarkPNG(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// requireRefused requires Parse to refuse in with a VALIDATION_ERROR naming
+// qr_payload whose message holds msg, and to return no fields.
+func requireRefused(t *testing.T, in, msg string) {
+	t.Helper()
+	got, err := qr.Parse(in)
+	require.Equal(t, qr.Fields{}, got)
+	e := errcode.As(err)
+	require.NotNil(t, e, "error %v", err)
+	require.Equal(t, errcode.Validation, e.Code)
+	require.Equal(t, "qr_payload", e.Field)
+	require.Contains(t, e.Error(), msg)
 }

@@ -60,14 +60,10 @@ func (c *Config) loadKeyEncryptionKey(getenv func(string) string, errs []error) 
 // refused before it serves.
 func CheckSigningConfig(getenv func(string) string) error {
 	prod := getenv("BPC_ENV") == "prod"
-	var errs []error
-	if v := getenv("BPC_KEY_ENCRYPTION_KEY"); strings.TrimSpace(v) != "" {
-		if _, err := parseKeyEncryptionKey(v); err != nil {
-			errs = append(errs, err)
-		}
-	} else if prod {
-		errs = append(errs, configError(errcode.ConfigMissing, "BPC_KEY_ENCRYPTION_KEY", "is required in prod (32 bytes, standard base64)"))
-	}
+	// LoadConfig's own rule for the key (it only reads variables: the dev
+	// file is opened later, by the service).
+	c := Config{Env: getenv("BPC_ENV")}
+	errs := c.loadKeyEncryptionKey(getenv, nil)
 	// The base is checked as LoadConfig checks it (core/qr's rules, https
 	// and required in prod), so that doctor passes no base the service
 	// would refuse.

@@ -28,7 +28,7 @@ func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 				"verification is computed from the stored payload, proof, signed receipt and QR code (and remembered for the same bytes), "+
 				"against the public key the service registered under the receipt's key id. "+
 				"With Accept: text/html the answer is a page for a person who scanned the QR code. "+
-				"May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): a revocation or an issuer's verification changes the answer at once."),
+				publicCaching),
 			pathParam("id", "The passport version id (the QR code's pv)."),
 			respondsOrPage[public.VerifiedVersion]("The version, its product and its verification"),
 			notModified)
@@ -50,7 +50,7 @@ func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 			describe("No credentials. JSON only. The tenant's issuer profile (null members when it has none) and its own signing keys, "+
 				"oldest first, public halves only; the platform's legacy key, which signed passports before tenants had keys of their own, "+
 				"is in no tenant's directory. An unknown tenant, the system tenant, or a tenant with neither a profile nor a key: 404. "+
-				"May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): a revocation or an issuer's verification changes the answer at once."),
+				publicCaching),
 			pathParam("tenant_id", "The issuer's tenant id (a version's verification.issuer.tenant_id)."),
 			respondsJSON[verify.Directory]("The directory"),
 			notModified)
@@ -61,7 +61,7 @@ func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 				"the code on the battery matches the signed passport, or names the hashes that differ (200 either way). "+
 				"A link with a hash missing, repeated or not in its base32 spelling is damaged: 400 with the page saying so. "+
 				"JSON (the QRVerification of public-verify-qr) needs ph, pr and rh: without them, or with a damaged one, 422 naming it. "+
-				"An unknown or unpublished version: 404. Cached like public-passport-version, errors not."),
+				"An unknown or unpublished version: 404. "+publicCaching),
 			pathParam("id", "The passport version id."),
 			queryParam("ph", "The payload hash the code printed: base32 of the 32 bytes, upper case, unpadded.", false),
 			queryParam("pr", "The proof root the code printed, as ph.", false),
@@ -71,6 +71,10 @@ func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 			notModified)
 	})
 }
+
+// publicCaching is how every public answer may be cached (public.CacheControl).
+const publicCaching = "May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): " +
+	"a revocation or an issuer's verification changes the answer at once. Errors are not cached."
 
 // respondsOrPage documents a 200 answered as JSON of type T, or as an HTML
 // page to a client that prefers text/html.
