@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -131,4 +132,25 @@ func benchQuotas() passport.Quotas {
 	q := passport.DefaultQuotas()
 	q.QueuedJobs = 1_000_000_000
 	return q
+}
+
+// goal prints one figure of the table with its goal beside it, on a
+// line of its own that scripts/bench.sh gathers into the run's summary:
+//
+//	goal: <name> = <value> (goal <op> <target>) met|NOT MET
+//
+// op is ">=" (higher is better) or "<=" (lower is better); unit follows the
+// value and the target ("" for a ratio).
+func goal(name string, value float64, op string, target float64, unit string) {
+	met := value >= target
+	if op == "<=" {
+		met = value <= target
+	}
+	verdict := "NOT MET"
+	if met {
+		verdict = "met"
+	}
+	sym := map[string]string{">=": "≥", "<=": "≤"}[op]
+	fmt.Printf("goal: %s = %s%s (goal %s %s%s) %s\n", name, strconv.FormatFloat(value, 'f', 3, 64), unit,
+		sym, strconv.FormatFloat(target, 'f', -1, 64), unit, verdict)
 }

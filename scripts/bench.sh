@@ -9,5 +9,16 @@ export BPC_BENCH=1
 bash scripts/deps.sh amqp # the pickup latency benchmark's RabbitMQ
 
 echo "bench.sh: results also go to bench-results.txt" >&2
+rc=0
 go test -run '^$' -bench . -benchtime 1x -count 1 -timeout 90m "$@" ./bench/... 2>&1 |
-	tee bench-results.txt
+	tee bench-results.txt || rc=${PIPESTATUS[0]}
+
+# The figures that have a goal (bench/helpers_test.go goal()), together at the end.
+if grep -q '^goal: ' bench-results.txt; then
+	{
+		echo
+		echo "bench.sh: figures and their goals ($(uname -m), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)):"
+		grep '^goal: ' bench-results.txt | sed 's/^goal: /  /'
+	} | tee -a bench-results.txt
+fi
+exit "$rc"
