@@ -3,7 +3,6 @@ package passport
 import (
 	"bytes"
 	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,6 +11,7 @@ import (
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/core/receipt"
+	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/store"
@@ -36,16 +36,29 @@ type CompileRequest struct {
 // snapshot's facts (SNAPSHOT_NOT_READY unless SEALED) and the rule package
 // version's sources (RULE_PKG_NOT_PUBLISHED unless PUBLISHED). SEALED and
 // PUBLISHED are final states, so what it reads cannot go stale before the
-// compile is recorded.
+// compile is recorded. It reads in one round trip (store.LoadCompileReads).
 func LoadCompileInput(ctx context.Context, q *store.Queries, r CompileRequest) (compiler.Input, error) {
-	return loadInput(ctx, q, r, false)
+	reads, err := q.LoadCompileReads(ctx, r.TenantID, 0, r.PassportID, r.SnapshotID, r.RulePackageVersionID)
+	if err != nil {
+		return compiler.Input{}, err
+	}
+	return CompileInput(r, reads)
 }
 
-// loadInput reads a compile's input. A compile takes the tests source's
-// digest as recorded with the rule package version; a replay reads a stored
-// version's inputs, SEALED by construction, without the status check, and
-// hashes the tests source itself.
-func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, replay bool) (compiler.Input, error) {
+// CompileInput is the compile's input from what LoadCompileReads read for
+// r, with LoadCompileInput's checks: the compile job reads once for its
+// re-run check, its key and its input.
+func CompileInput(r CompileRequest, reads store.CompileReads) (compiler.Input, error) {
+	if reads.Missing != nil {
+		return compiler.Input{}, reads.Missing
+	}
+	return buildInput(r, reads.Passport, reads.Snapshot, reads.Rules, reads.Facts, reads.Rules.TestsSHA256, false)
+}
+
+// loadInput reads a replay's input: a stored version's inputs, SEALED by
+// construction, without the status check; the replay hashes the tests
+// source itself.
+func loadInput(ctx context.Context, q *store.Queries, r CompileRequest) (compiler.Input, error) {
 	passport, err := q.GetPassport(ctx, r.TenantID, r.PassportID)
 	if err != nil {
 		return compiler.Input{}, err
@@ -54,26 +67,28 @@ func loadInput(ctx context.Context, q *store.Queries, r CompileRequest, replay b
 	if err != nil {
 		return compiler.Input{}, err
 	}
-	if !replay && sn.Status != bpctype.SnapshotSealed {
-		return compiler.Input{}, errcode.New(errcode.SnapshotNotReady, "snapshot %s is %s, not SEALED", r.SnapshotID, sn.Status)
-	}
-	var rv bpctype.RulePackageVersion
-	var testsSHA256 string
-	if replay {
-		rv, err = q.GetRulePackageVersion(ctx, r.TenantID, r.RulePackageVersionID, true)
-	} else {
-		rv, err = q.GetRulePackageProgram(ctx, r.TenantID, r.RulePackageVersionID)
-		testsSHA256 = rv.TestsSHA256
-	}
+	rv, err := q.GetRulePackageVersion(ctx, r.TenantID, r.RulePackageVersionID, true)
 	if err != nil {
 		return compiler.Input{}, err
-	}
-	if rv.Status != bpctype.RulesPublished {
-		return compiler.Input{}, errcode.New(errcode.RulePkgNotPublished, "rule package version %s is %s, not PUBLISHED", r.RulePackageVersionID, rv.Status)
 	}
 	facts, err := q.SnapshotFacts(ctx, r.TenantID, r.SnapshotID)
 	if err != nil {
 		return compiler.Input{}, err
+	}
+	return buildInput(r, passport, sn, rv, facts, "", true)
+}
+
+// buildInput checks what was read (but for a replay, the snapshot's
+// status) and assembles the compiler's input. testsSHA256 is the tests
+// source's digest as recorded with the rule package version; "" makes the
+// compiler hash the source itself.
+func buildInput(r CompileRequest, passport bpctype.Passport, sn bpctype.Snapshot, rv bpctype.RulePackageVersion,
+	facts []rules.Fact, testsSHA256 string, replay bool) (compiler.Input, error) {
+	if !replay && sn.Status != bpctype.SnapshotSealed {
+		return compiler.Input{}, errcode.New(errcode.SnapshotNotReady, "snapshot %s is %s, not SEALED", r.SnapshotID, sn.Status)
+	}
+	if rv.Status != bpctype.RulesPublished {
+		return compiler.Input{}, errcode.New(errcode.RulePkgNotPublished, "rule package version %s is %s, not PUBLISHED", r.RulePackageVersionID, rv.Status)
 	}
 	return compiler.Input{
 		TenantID:             r.TenantID.String(),
@@ -139,20 +154,17 @@ func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (bp
 	return v, EnqueueSign(ctx, t, r.TenantID, v.PassportVersionID)
 }
 
-// ResumeCompile is the rule of a compile job's re-run: when River job
-// riverJobID recorded its passport version on an earlier run (whose
-// completion was lost), nothing is compiled again, and resume, run in the
-// job's completing transaction, makes sure of that version's
+// ResumeCompile is the rule of a compile job's re-run: when the River job
+// whose reads these are recorded its passport version on an earlier run
+// (whose completion was lost), nothing is compiled again, and resume, run
+// in the job's completing transaction, makes sure of that version's
 // SIGN_PASSPORT. rerun is false for a job that recorded nothing yet.
-func ResumeCompile(ctx context.Context, q *store.Queries, tenantID uuid.UUID, riverJobID int64) (resume func(context.Context, Tx) error, rerun bool, err error) {
-	v, err := q.PassportVersionByCompileJob(ctx, tenantID, riverJobID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, false, nil
-	case err != nil:
-		return nil, false, err
+func ResumeCompile(reads store.CompileReads) (resume func(context.Context, Tx) error, rerun bool) {
+	v := reads.Compiled
+	if v == nil {
+		return nil, false
 	}
-	return func(ctx context.Context, t Tx) error { return EnqueueSign(ctx, t, tenantID, v.PassportVersionID) }, true, nil
+	return func(ctx context.Context, t Tx) error { return EnqueueSign(ctx, t, v.TenantID, v.PassportVersionID) }, true
 }
 
 // EnqueueSign enqueues a compiled version's SIGN_PASSPORT (idempotent by
@@ -202,7 +214,7 @@ func Replay(ctx context.Context, q *store.Queries, limits compiler.Limits, tenan
 		SigningKeyID:         v.SigningKeyID,
 		IssuedAt:             v.IssuedAt,
 		Limits:               limits,
-	}, true)
+	})
 	if err != nil {
 		return ReplayReport{}, err
 	}

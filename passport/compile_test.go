@@ -19,6 +19,8 @@ import (
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/examples/nmc811"
 	"github.com/bpc-platform/bpc/internal/fixture"
+	"github.com/bpc-platform/bpc/internal/testdb"
+	"github.com/bpc-platform/bpc/internal/teststore"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
 )
@@ -316,13 +318,16 @@ func TestRecordCompiledAgainAddsNothing(t *testing.T) {
 func TestResumeCompileOnlyForAJobThatRecordedAVersion(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	_, rerun, err := passport.ResumeCompile(e.Ctx, e.Store, store.DevTenantID, 42)
-	require.NoError(t, err)
+	reads := func(tenantID uuid.UUID) store.CompileReads {
+		r, err := e.Store.LoadCompileReads(e.Ctx, tenantID, 42, uuid.New(), uuid.New(), uuid.New())
+		require.NoError(t, err)
+		return r
+	}
+	_, rerun := passport.ResumeCompile(reads(store.DevTenantID))
 	require.False(t, rerun, "a first run compiles")
 
 	c := e.compile(t, 42)
-	resume, rerun, err := passport.ResumeCompile(e.Ctx, e.Store, store.DevTenantID, 42)
-	require.NoError(t, err)
+	resume, rerun := passport.ResumeCompile(reads(store.DevTenantID))
 	require.True(t, rerun)
 	require.NoError(t, e.run(t, func(tx passport.Tx) error { return resume(e.Ctx, tx) }))
 	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM jobs WHERE type = 'SIGN_PASSPORT' AND payload->>'passport_version_id' = $1`,
@@ -330,7 +335,48 @@ func TestResumeCompileOnlyForAJobThatRecordedAVersion(t *testing.T) {
 	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM passport_versions WHERE passport_id = $1`, c.passport.PassportID))
 	require.Equal(t, 1, e.events(t, passport.EventCompiled, c.version.PassportVersionID))
 
-	_, rerun, err = passport.ResumeCompile(e.Ctx, e.Store, uuid.New(), 42)
-	require.NoError(t, err)
+	_, rerun = passport.ResumeCompile(reads(uuid.New()))
 	require.False(t, rerun, "another tenant's job recorded nothing")
+}
+
+// A compile job reads everything it needs before compiling in one round
+// trip: the re-run check, the tenant's active key, the passport, the
+// snapshot, the rule package version and the facts (store.LoadCompileReads).
+func TestCompileReadsCostOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	trips := &testdb.RoundTrips{}
+	e := env{teststore.On(t, testdb.NewWithOptions(t, testdb.Options{Tracer: trips}))}
+	s := e.sample(t)
+	read := func(r passport.CompileRequest, jobID int64) (store.CompileReads, int64) {
+		t.Helper()
+		before := trips.Count()
+		reads, err := e.Store.LoadCompileReads(e.Ctx, r.TenantID, jobID, r.PassportID, r.SnapshotID, r.RulePackageVersionID)
+		require.NoError(t, err)
+		return reads, trips.Count() - before
+	}
+	read(s.request(), 7) // the first use of each statement prepares it on the connection
+
+	reads, n := read(s.request(), 7)
+	require.EqualValues(t, 1, n)
+	require.Nil(t, reads.Missing)
+	require.Nil(t, reads.Compiled, "job 7 recorded nothing")
+	require.Equal(t, s.passport.PassportID, reads.Passport.PassportID)
+	require.Equal(t, bpctype.SnapshotSealed, reads.Snapshot.Status)
+	require.Equal(t, bpctype.RulesPublished, reads.Rules.Status)
+	require.Len(t, reads.Facts, e.Count(t, `SELECT count(*) FROM snapshot_items WHERE snapshot_id = $1`, s.SnapshotID))
+	in, err := passport.CompileInput(s.request(), reads)
+	require.NoError(t, err)
+	require.Equal(t, s.product.BatteryProductID.String(), in.BatteryProductID)
+
+	// What is missing is named, in the order the compile checks it; a
+	// snapshot of another id has no facts.
+	r := s.request()
+	r.SnapshotID = uuid.New()
+	reads, n = read(r, 7)
+	require.EqualValues(t, 1, n)
+	require.Equal(t, errcode.NotFound, errcode.CodeOf(reads.Missing), "%v", reads.Missing)
+	require.Contains(t, reads.Missing.Error(), "snapshot "+r.SnapshotID.String())
+	require.Empty(t, reads.Facts)
+	_, err = passport.CompileInput(r, reads)
+	require.Equal(t, errcode.NotFound, errcode.CodeOf(err))
 }

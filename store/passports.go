@@ -74,9 +74,10 @@ func (q *Queries) CreatePassport(ctx context.Context, tenantID, productID uuid.U
 
 // GetPassport returns the tenant's passport.
 func (q *Queries) GetPassport(ctx context.Context, tenantID, id uuid.UUID) (bpctype.Passport, error) {
-	return getOne[bpctype.Passport](ctx, q.db, "passport", id,
-		`SELECT `+passportColumns+` FROM passports WHERE tenant_id = $1 AND passport_id = $2`, tenantID, id)
+	return getOne[bpctype.Passport](ctx, q.db, "passport", id, getPassportSQL, tenantID, id)
 }
+
+const getPassportSQL = `SELECT ` + passportColumns + ` FROM passports WHERE tenant_id = $1 AND passport_id = $2`
 
 // ListPassportVersions returns a passport's versions, newest first.
 func (q *Queries) ListPassportVersions(ctx context.Context, tenantID, passportID uuid.UUID) ([]bpctype.PassportVersion, error) {
@@ -119,9 +120,11 @@ func (q *Queries) InsertPassportVersion(ctx context.Context, in NewPassportVersi
 // stored, if any (ErrNotFound otherwise).
 func (q *Queries) PassportVersionByCompileJob(ctx context.Context, tenantID uuid.UUID, riverJobID int64) (bpctype.PassportVersion, error) {
 	return getOne[bpctype.PassportVersion](ctx, q.db, "passport version of River job", riverJobID,
-		`SELECT `+passportVersionColumns+` FROM passport_versions
-		WHERE tenant_id = $1 AND compile_river_job_id = $2`, tenantID, riverJobID)
+		passportVersionByCompileJobSQL, tenantID, riverJobID)
 }
+
+const passportVersionByCompileJobSQL = `SELECT ` + passportVersionColumns + ` FROM passport_versions
+	WHERE tenant_id = $1 AND compile_river_job_id = $2`
 
 // GetPassportVersion returns the tenant's passport version without artifacts.
 func (q *Queries) GetPassportVersion(ctx context.Context, tenantID, id uuid.UUID) (bpctype.PassportVersion, error) {

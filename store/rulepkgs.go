@@ -82,9 +82,11 @@ func (q *Queries) GetRulePackageVersion(ctx context.Context, tenantID, id uuid.U
 // digests of both sources, but not its tests source: what a compile reads
 // (a tests source can be hundreds of KB).
 func (q *Queries) GetRulePackageProgram(ctx context.Context, tenantID, id uuid.UUID) (bpctype.RulePackageVersion, error) {
-	return q.rulePackageVersion(ctx, `SELECT `+rulePackageVersionProgram+` FROM rule_package_versions
-		WHERE tenant_id = $1 AND rule_package_version_id = $2`, tenantID, id)
+	return q.rulePackageVersion(ctx, getRulePackageProgramSQL, tenantID, id)
 }
+
+const getRulePackageProgramSQL = `SELECT ` + rulePackageVersionProgram + ` FROM rule_package_versions
+	WHERE tenant_id = $1 AND rule_package_version_id = $2`
 
 // LockRulePackageVersion returns a version with its sources, locked FOR UPDATE.
 func (q *Queries) LockRulePackageVersion(ctx context.Context, tenantID, id uuid.UUID) (bpctype.RulePackageVersion, error) {

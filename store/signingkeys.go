@@ -89,9 +89,10 @@ func (q *Queries) GetSigningKey(ctx context.Context, keyID string) (TenantSignin
 
 // ActiveSigningKey returns the tenant's active key, if it has one.
 func (q *Queries) ActiveSigningKey(ctx context.Context, tenantID uuid.UUID) (bpctype.SigningKey, bool, error) {
-	return findOne[bpctype.SigningKey](ctx, q.db, "active signing key",
-		`SELECT `+signingKeyColumns+` FROM signing_keys WHERE tenant_id = $1 AND status = 'active'`, tenantID)
+	return findOne[bpctype.SigningKey](ctx, q.db, "active signing key", activeSigningKeySQL, tenantID)
 }
+
+const activeSigningKeySQL = `SELECT ` + signingKeyColumns + ` FROM signing_keys WHERE tenant_id = $1 AND status = 'active'`
 
 // LockTenantSigningKeys locks the tenant's row (FOR NO KEY UPDATE) so that
 // its keys are created, rotated and revoked one at a time, and returns the

@@ -34,10 +34,11 @@ func (q *Queries) LockSnapshot(ctx context.Context, tenantID, id uuid.UUID) (bpc
 }
 
 func (q *Queries) snapshot(ctx context.Context, tenantID, id uuid.UUID, lock string) (bpctype.Snapshot, error) {
-	return getOne[bpctype.Snapshot](ctx, q.db, "snapshot", id,
-		`SELECT `+snapshotColumns+` FROM data_snapshots s
-		WHERE s.tenant_id = $1 AND s.snapshot_id = $2`+lock, tenantID, id)
+	return getOne[bpctype.Snapshot](ctx, q.db, "snapshot", id, getSnapshotSQL+lock, tenantID, id)
 }
+
+const getSnapshotSQL = `SELECT ` + snapshotColumns + ` FROM data_snapshots s
+	WHERE s.tenant_id = $1 AND s.snapshot_id = $2`
 
 // MissingFact returns the first of factIDs that is not a fact of the
 // tenant, if any.
@@ -120,11 +121,15 @@ func (q *Queries) setSnapshotStatus(ctx context.Context, tenantID, snapshotID uu
 // SnapshotFacts returns the facts of a snapshot with their canonical
 // payloads, as the compiler takes them.
 func (q *Queries) SnapshotFacts(ctx context.Context, tenantID, snapshotID uuid.UUID) ([]rules.Fact, error) {
-	return collect(ctx, q.db, "the facts of snapshot "+snapshotID.String(), func(row pgx.CollectableRow) (rules.Fact, error) {
-		var f rules.Fact
-		err := row.Scan(&f.FactType, &f.FactKey, &f.Payload)
-		return f, err
-	}, `SELECT f.fact_type, f.fact_key, f.payload_canonical
-		FROM snapshot_items i JOIN facts f ON f.tenant_id = i.tenant_id AND f.fact_id = i.fact_id
-		WHERE i.tenant_id = $1 AND i.snapshot_id = $2 ORDER BY f.fact_type, f.fact_key`, tenantID, snapshotID)
+	return collect(ctx, q.db, "the facts of snapshot "+snapshotID.String(), scanFact, snapshotFactsSQL, tenantID, snapshotID)
+}
+
+const snapshotFactsSQL = `SELECT f.fact_type, f.fact_key, f.payload_canonical
+	FROM snapshot_items i JOIN facts f ON f.tenant_id = i.tenant_id AND f.fact_id = i.fact_id
+	WHERE i.tenant_id = $1 AND i.snapshot_id = $2 ORDER BY f.fact_type, f.fact_key`
+
+func scanFact(row pgx.CollectableRow) (rules.Fact, error) {
+	var f rules.Fact
+	err := row.Scan(&f.FactType, &f.FactKey, &f.Payload)
+	return f, err
 }

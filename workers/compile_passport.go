@@ -34,23 +34,28 @@ type CompilePassportWorker struct {
 // Work compiles.
 func (w *CompilePassportWorker) Work(ctx context.Context, job *river.Job[jobargs.CompilePassportArgs]) error {
 	a := job.Args
-	resume, rerun, err := passport.ResumeCompile(ctx, w.Store, a.TenantID, job.ID)
+	// Everything the compile reads, in one round trip.
+	reads, err := w.Store.LoadCompileReads(ctx, a.TenantID, job.ID, a.PassportID, a.SnapshotID, a.RulePackageVersionID)
 	if err != nil {
 		return err
 	}
-	if rerun {
+	if resume, rerun := passport.ResumeCompile(reads); rerun {
 		return completeInTx(ctx, w.Completer, job, func(t passport.Tx) error { return resume(ctx, t) })
 	}
-	// The tenant's active key, created (and committed) before the compile
-	// when the tenant has none: the receipt names it.
+	// The tenant's active key names the receipt's signer; when the tenant
+	// has none, one is created (and committed) before the compile.
 	var keyID string
-	err = inTx(ctx, w.Completer, job, func(t passport.Tx) (bool, error) {
-		var err error
-		keyID, err = w.Keys.ActiveSigningKeyID(ctx, t, a.TenantID)
-		return false, err
-	})
-	if err != nil {
-		return err
+	if reads.ActiveKey != nil {
+		keyID = reads.ActiveKey.KeyID
+	} else {
+		err = inTx(ctx, w.Completer, job, func(t passport.Tx) (bool, error) {
+			var err error
+			keyID, err = w.Keys.ActiveSigningKeyID(ctx, t, a.TenantID)
+			return false, err
+		})
+		if err != nil {
+			return err
+		}
 	}
 	req := passport.CompileRequest{
 		TenantID:             a.TenantID,
@@ -63,7 +68,7 @@ func (w *CompilePassportWorker) Work(ctx context.Context, job *river.Job[jobargs
 		IssuedAt:             time.Now().UTC().Truncate(time.Second),
 		Limits:               w.Limits,
 	}
-	in, err := passport.LoadCompileInput(ctx, w.Store, req)
+	in, err := passport.CompileInput(req, reads)
 	if err != nil {
 		return err
 	}
