@@ -12,7 +12,8 @@
 //
 // Lookup and CheckQR are the operations; Handler serves them under
 // /public/v1 as JSON and, for a browser, as a page rendered on the server
-// (page.go) that needs no JavaScript.
+// (page.go) that needs no JavaScript, and keeps the finished answers
+// (Answers) until what they show changes.
 package public
 
 import (
@@ -436,8 +437,8 @@ func issuerView(v store.PublicPassportVersion) *IssuerView {
 // withTrust adds the trust checks of SPEC §16 to ver, the checks of v's
 // bytes: who owns the key, whether it was valid when the version was
 // signed, whether the issuer is verified. They read the rows as they are
-// now, on every request, and are never remembered: a revocation or a
-// verification shows at once.
+// now, on every lookup, and Checks never remembers them; an answer Answers
+// keeps is dropped when those rows change.
 func withTrust(v store.PublicPassportVersion, ver Verification) Verification {
 	in := verify.TrustInput{
 		VersionTenantID: v.TenantID.String(), KeyID: v.SigningKeyID, KeySource: "the service",
