@@ -142,6 +142,9 @@ type invalidation struct {
 	tenant  uuid.UUID // zero: none named (all, or a legacy key's)
 	version uuid.UUID
 	keyID   string
+	// noPrimary leaves the primary window alone: the first drop when
+	// Listen starts, which follows no change.
+	noPrimary bool
 }
 
 // matches reports whether inv touches e.
@@ -355,6 +358,7 @@ func (a *Answers) invalidate(inv invalidation) {
 	}
 	until := now.Add(a.cfg.PrimaryWindow)
 	switch {
+	case inv.noPrimary:
 	case inv.all || inv.tenant == uuid.Nil && inv.version == uuid.Nil:
 		// Every version, or a legacy key's (which signs for every tenant).
 		a.primaryAll = until

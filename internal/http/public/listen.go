@@ -85,9 +85,14 @@ func (a *Answers) listenOnce(ctx context.Context, pool *pgxpool.Pool) (connected
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return false, fmt.Errorf("error listening on %s: %w", channel, err)
 	}
-	// Whatever changed before LISTEN took effect was not heard.
-	a.InvalidateAll()
-	a.startListening(pool, channel)
+	// Whatever changed before LISTEN took effect was not heard. On a
+	// reconnect that may be recent, and a replica may not have replayed
+	// it: read from the primary for a while, as after any change.
+	if a.startListening(pool, channel) {
+		a.InvalidateAll()
+	} else {
+		a.invalidate(invalidation{all: true, noPrimary: true})
+	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -97,7 +102,9 @@ func (a *Answers) listenOnce(ctx context.Context, pool *pgxpool.Pool) (connected
 	}
 }
 
-func (a *Answers) startListening(pool *pgxpool.Pool, channel string) {
+// startListening records that Listen listens on channel; again is whether
+// it had listened before (a reconnect).
+func (a *Answers) startListening(pool *pgxpool.Pool, channel string) (again bool) {
 	l := &a.listener
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -107,8 +114,10 @@ func (a *Answers) startListening(pool *pgxpool.Pool, channel string) {
 	}
 	select {
 	case <-l.connected:
+		return true
 	default:
 		close(l.connected)
+		return false
 	}
 }
 

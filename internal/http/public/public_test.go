@@ -82,31 +82,46 @@ func (e env) sync(t testing.TB) {
 
 func newEnv(t testing.TB, productName string) env {
 	t.Helper()
-	e := env{Env: teststore.New(t)}
+	return newEnvOn(t, teststore.New(t), productName)
+}
+
+// newEnvOn is newEnv on a store of the test's choosing.
+func newEnvOn(t testing.TB, st teststore.Env, productName string) env {
+	t.Helper()
+	e := env{Env: st}
 	e.active = fixture.ActiveNMC811(t, e.Store, e.River, store.DevTenantID, productName)
 	fixture.Issuer(t, e.Store, e.River, store.DevTenantID, "Voltaris Battery Systems GmbH", true)
 	e.answers = public.NewAnswers(public.AnswersConfig{MaxBytes: 8 << 20, MaxEntries: 100, MaxAge: time.Hour})
 	listen(t, e.answers, e.Pool)
-	ph := &public.Handler{Store: e.Store, WriteError: func(w http.ResponseWriter, r *http.Request, err error) {
-		status := http.StatusInternalServerError
-		switch errcode.CodeOf(err) {
-		case errcode.NotFound:
-			status = http.StatusNotFound
-		case errcode.Validation:
-			status = http.StatusUnprocessableEntity
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": errcode.CodeOf(err), "message": err.Error()}})
-	}, Checks: public.NewChecks(16), Answers: e.answers, CDNMaxAge: cdnMaxAge,
+	e.h = e.handler(e.answers)
+	return e
+}
+
+// handler is the public routes over e's store, caching in answers (nil:
+// none): a process of the service.
+func (e env) handler(answers *public.Answers) http.Handler {
+	ph := &public.Handler{Store: e.Store, WriteError: writeError, Checks: public.NewChecks(16), Answers: answers, CDNMaxAge: cdnMaxAge,
 		PublicBaseURL: func() string { return serviceBase }}
 	r := chi.NewRouter()
 	r.Get(public.PassportVersionPath, ph.PassportVersion)
 	r.Get(public.VerifyPath, ph.Verify)
 	r.Get(public.IssuerPath, ph.Issuer)
 	r.Get(public.LinkPath, ph.Link)
-	e.h = r
-	return e
+	return r
+}
+
+// writeError answers an error as the API's envelope would, in short.
+func writeError(w http.ResponseWriter, _ *http.Request, err error) {
+	status := http.StatusInternalServerError
+	switch errcode.CodeOf(err) {
+	case errcode.NotFound:
+		status = http.StatusNotFound
+	case errcode.Validation:
+		status = http.StatusUnprocessableEntity
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": errcode.CodeOf(err), "message": err.Error()}})
 }
 
 func (e env) get(t *testing.T, target, accept string, header ...string) *httptest.ResponseRecorder {
