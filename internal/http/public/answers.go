@@ -57,8 +57,8 @@ type Answers struct {
 	// lookup that ran while one happened does not keep what it read.
 	gen    uint64
 	recent []invalidation
-	// primaryAll and primary are until when versions (of every tenant, of
-	// a tenant) are read from the primary.
+	// primaryAll and primary are until when versions (of every tenant; of
+	// a tenant, or one version, by its id) are read from the primary.
 	primaryAll time.Time
 	primary    map[uuid.UUID]time.Time
 
@@ -97,13 +97,23 @@ const recentInvalidations = 256
 // counted (maps, strings, the row's fields), estimated.
 const entryOverhead = 2048
 
-// NewAnswers returns an empty cache bounded by cfg.
+// NewAnswers returns an empty cache bounded by cfg (a zero bound: 64 MiB,
+// 50,000 versions, 5 minutes).
 func NewAnswers(cfg AnswersConfig) *Answers {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.PrimaryWindow <= 0 {
 		cfg.PrimaryWindow = DefaultPrimaryWindow
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = 64 << 20
+	}
+	if cfg.MaxEntries <= 0 {
+		cfg.MaxEntries = 50_000
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = 5 * time.Minute
 	}
 	return &Answers{cfg: cfg, entries: map[uuid.UUID]*entry{}, primary: map[uuid.UUID]time.Time{}}
 }
@@ -258,7 +268,7 @@ func (a *Answers) wantsPrimary(e *entry) bool {
 	now := a.cfg.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return now.Before(a.primaryAll) || now.Before(a.primary[e.tenant])
+	return now.Before(a.primaryAll) || now.Before(a.primary[e.tenant]) || now.Before(a.primary[e.id])
 }
 
 // touchedSinceLocked reports whether an invalidation after gen touches e;
@@ -370,7 +380,12 @@ func (a *Answers) invalidate(inv invalidation) {
 				}
 			}
 		}
-		if inv.tenant != uuid.Nil {
+		switch {
+		case inv.version != uuid.Nil:
+			// One version changed (superseded): its tenant's others did
+			// not, and a tenant issuing all day keeps its single reads.
+			a.primary[inv.version] = until
+		case inv.tenant != uuid.Nil:
 			a.primary[inv.tenant] = until
 		}
 	}
