@@ -15,7 +15,7 @@ import (
 )
 
 // channelSuffix is the notification channel of the public answers' triggers
-// (migration 019), after the schema's name and a dot.
+// (the migration public_answers_notify), after the schema's name and a dot.
 const channelSuffix = "bpc_public_answers"
 
 // listenState is what Listen shares with Sync.
@@ -128,7 +128,7 @@ func (a *Answers) stopListening() {
 	l.channel = ""
 }
 
-// apply drops what a notification names (see migration 019 for the
+// apply drops what a notification names (see the migration public_answers_notify for the
 // payloads): "version <tenant> <id>", "key <tenant|*> <key id>",
 // "tenant <tenant>", and Sync's "sync <token>". One it cannot read drops
 // everything.
