@@ -448,18 +448,22 @@ func TestRememberedVerificationsSeeChanges(t *testing.T) {
 }
 
 // BenchmarkPublicVersion is one public version's JSON through the handler,
-// verified afresh on every request and remembered by Checks.
+// verified afresh on every request, remembered by Checks, and answered from
+// Answers.
 func BenchmarkPublicVersion(b *testing.B) {
 	e := newEnv(b, "Pack")
 	target := versionURL(e.active.Version.PassportVersionID)
 	for _, tc := range []struct {
-		name   string
-		checks *public.Checks
-	}{{"afresh", nil}, {"remembered", public.NewChecks(16)}} {
-		h := &public.Handler{Store: e.Store, Checks: tc.checks}
+		name    string
+		checks  *public.Checks
+		answers *public.Answers
+	}{{"afresh", nil, nil}, {"remembered", public.NewChecks(16), nil},
+		{"cached", public.NewChecks(16), public.NewAnswers(public.AnswersConfig{})}} {
+		h := &public.Handler{Store: e.Store, Checks: tc.checks, Answers: tc.answers}
 		r := chi.NewRouter()
 		r.Get(public.PassportVersionPath, h.PassportVersion)
 		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
 			for b.Loop() {
 				rec := httptest.NewRecorder()
 				r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
