@@ -258,8 +258,12 @@ func wantsHTML(r *http.Request) bool {
 func (h *Handler) cached(w http.ResponseWriter, r *http.Request, e *entry, name string, withPage bool, build func() (any, func() page)) {
 	html := withPage && wantsHTML(r)
 	key := ""
-	if name != "" {
-		key = name + map[bool]string{true: " html", false: " json"}[html]
+	switch {
+	case name == "":
+	case html:
+		key = name + " html"
+	default:
+		key = name + " json"
 	}
 	an, err := h.Answers.answer(e, key, func() (*answer, error) {
 		v, p := build()
