@@ -185,7 +185,7 @@ func TestTwoIssuersOneManufacturer(t *testing.T) {
 	jsonAccept := map[string]string{"Accept": "application/json"}
 	status, hdr, _ := h.headers(http.MethodGet, "/public/v1/passport-versions/"+vm2.PassportVersionID.String(), nil, jsonAccept)
 	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, "public, no-cache", hdr.Get("Cache-Control"))
+	require.Equal(t, "public, max-age=0, s-maxage=60", hdr.Get("Cache-Control"), "browsers revalidate; a CDN may hold it a minute")
 	greenETag := hdr.Get("ETag")
 	require.NotEmpty(t, greenETag)
 	status, _, _ = h.headers(http.MethodGet, "/public/v1/passport-versions/"+vm2.PassportVersionID.String(), nil,

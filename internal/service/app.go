@@ -32,6 +32,7 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/http/access"
 	"github.com/bpc-platform/bpc/internal/http/api"
+	"github.com/bpc-platform/bpc/internal/http/public"
 	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/jobrun/trigger"
 	"github.com/bpc-platform/bpc/internal/tracing"
@@ -85,6 +86,11 @@ type App struct {
 	handler  http.Handler
 	server   *http.Server
 	addr     string
+	// answers caches the public routes' answers (API roles, unless
+	// BPC_PUBLIC_CACHE_MB=0); stopAnswers ends its LISTEN loop.
+	answers     *public.Answers
+	stopAnswers context.CancelFunc
+	answersDone chan struct{}
 	// publicBase is the base of the QR codes' links: the configured one,
 	// or, for port 0, the address the server listens on once it does.
 	publicBase atomic.Pointer[string]
@@ -291,6 +297,10 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 		SigningKeys: keys,
 	}
 	if role != RoleWorker {
+		if cfg.PublicCache.MaxBytes > 0 {
+			a.answers = public.NewAnswers(cfg.PublicCache)
+		}
+		srv.PublicAnswers, srv.PublicCDNMaxAge = a.answers, cfg.PublicCDNMaxAge
 		a.keys = access.NewKeyring(a.store)
 		srv.Keys = a.keys
 		// A tenant's budget is the environment's unless the platform set
@@ -409,6 +419,15 @@ func (a *App) Start(ctx context.Context) (err error) {
 			wg.Wait()
 		}()
 	}
+	if a.answers != nil && a.cfg.DBListen {
+		// Every process's changes reach this one's cached answers.
+		answersCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		a.stopAnswers, a.answersDone = cancel, make(chan struct{})
+		go func() {
+			defer close(a.answersDone)
+			a.answers.Listen(answersCtx, a.pool, a.logger)
+		}()
+	}
 	if a.keys != nil {
 		keysCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		a.stopKeys, a.keysDone = cancel, make(chan struct{})
@@ -471,6 +490,10 @@ func (a *App) Stop(ctx context.Context) {
 			a.stopReaper()
 			<-a.reaperDone
 		}
+		if a.stopAnswers != nil {
+			a.stopAnswers()
+			<-a.answersDone
+		}
 		if a.stopKeys != nil {
 			a.stopKeys() // Run flushes the last-used times once more
 			<-a.keysDone
@@ -505,6 +528,10 @@ func (a *App) PublicBaseURL() string {
 	}
 	return ""
 }
+
+// PublicAnswers is the public routes' cache of answers; nil for a worker
+// or with BPC_PUBLIC_CACHE_MB=0.
+func (a *App) PublicAnswers() *public.Answers { return a.answers }
 
 // Addr is the address the HTTP server listens on, once started.
 func (a *App) Addr() string { return a.addr }

@@ -28,6 +28,7 @@ import (
 	"github.com/bpc-platform/bpc/core/rules"
 	"github.com/bpc-platform/bpc/core/sign"
 	"github.com/bpc-platform/bpc/internal/http/access"
+	"github.com/bpc-platform/bpc/internal/http/public"
 	"github.com/bpc-platform/bpc/internal/jobrun"
 	"github.com/bpc-platform/bpc/internal/jobrun/trigger"
 	"github.com/bpc-platform/bpc/internal/redact"
@@ -131,8 +132,18 @@ type Config struct {
 	// content_ref.
 	UploadsDir string
 	// DBListen runs River with Postgres LISTEN/NOTIFY (BPC_DB_LISTEN); false
-	// runs it poll-only, for PgBouncer in transaction mode.
+	// runs it poll-only, for PgBouncer in transaction mode. The public
+	// answers' cache listens for changes only with it.
 	DBListen bool
+	// PublicCache bounds the public routes' cache of finished answers:
+	// BPC_PUBLIC_CACHE_MB (0 turns it off), BPC_PUBLIC_CACHE_ENTRIES, and
+	// BPC_PUBLIC_CACHE_MAX_AGE_S, an answer's longest life (what bounds a
+	// change's reach without LISTEN: 300 s with it, 60 s without).
+	PublicCache public.AnswersConfig
+	// PublicCDNMaxAge is how long a CDN may hold a public answer without
+	// asking again (BPC_PUBLIC_CDN_MAX_AGE_S, s-maxage; 0: it must ask
+	// every time).
+	PublicCDNMaxAge time.Duration
 	// QueueEnabled turns the RabbitMQ job trigger on (BPC_QUEUE_ENABLED);
 	// Queue says where it connects (BPC_QUEUE_URL, BPC_QUEUE_EXCHANGE,
 	// BPC_QUEUE_ROUTING_KEY).
@@ -316,6 +327,12 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.DBListen = flag("BPC_DB_LISTEN", true)
+	c.PublicCache = public.AnswersConfig{
+		MaxBytes:   int64(num("BPC_PUBLIC_CACHE_MB", 64, 0, 1<<20)) << 20,
+		MaxEntries: num("BPC_PUBLIC_CACHE_ENTRIES", 50_000, 1, 100_000_000),
+		MaxAge:     time.Duration(num("BPC_PUBLIC_CACHE_MAX_AGE_S", map[bool]int{true: 300, false: 60}[c.DBListen], 1, 86_400)) * time.Second,
+	}
+	c.PublicCDNMaxAge = time.Duration(num("BPC_PUBLIC_CDN_MAX_AGE_S", 60, 0, 86_400)) * time.Second
 	c.QueueEnabled = flag("BPC_QUEUE_ENABLED", false)
 	c.HealthRequireQueue = flag("BPC_HEALTH_REQUIRE_QUEUE", false)
 	c.QueueWakeInterval = ms("BPC_QUEUE_WAKE_INTERVAL_MS", 50, 0, 60_000)

@@ -308,3 +308,43 @@ func TestPublicBaseURL(t *testing.T) {
 		require.NotContains(t, err.Error(), "pw@", "a refused value is never echoed: it may hold a credential")
 	}
 }
+
+// The public answers' cache: 64 MiB and 50 000 versions; an answer lives
+// 300 s with LISTEN and 60 s without (nothing else then bounds another
+// process's stale answer); a CDN may hold one 60 s. 0 MB turns the cache
+// off, 0 s the CDN's holding.
+func TestPublicCacheConfig(t *testing.T) {
+	load := func(extra map[string]string) Config {
+		t.Helper()
+		env := map[string]string{}
+		for k, v := range everything {
+			env[k] = v
+		}
+		for k, v := range extra {
+			env[k] = v
+		}
+		c, err := LoadConfig(func(k string) string { return env[k] })
+		require.NoError(t, err)
+		return c
+	}
+	c := load(nil)
+	require.Equal(t, int64(64<<20), c.PublicCache.MaxBytes)
+	require.Equal(t, 50_000, c.PublicCache.MaxEntries)
+	require.Equal(t, 300*time.Second, c.PublicCache.MaxAge)
+	require.Equal(t, time.Minute, c.PublicCDNMaxAge)
+	require.Equal(t, time.Minute, load(map[string]string{"BPC_DB_LISTEN": "false"}).PublicCache.MaxAge)
+
+	c = load(map[string]string{"BPC_PUBLIC_CACHE_MB": "0", "BPC_PUBLIC_CDN_MAX_AGE_S": "0", "BPC_PUBLIC_CACHE_MAX_AGE_S": "30"})
+	require.Zero(t, c.PublicCache.MaxBytes)
+	require.Zero(t, c.PublicCDNMaxAge)
+	require.Equal(t, 30*time.Second, c.PublicCache.MaxAge)
+	for _, name := range []string{"BPC_PUBLIC_CACHE_MB", "BPC_PUBLIC_CACHE_ENTRIES", "BPC_PUBLIC_CACHE_MAX_AGE_S", "BPC_PUBLIC_CDN_MAX_AGE_S"} {
+		_, err := LoadConfig(func(k string) string {
+			if k == name {
+				return "-1"
+			}
+			return everything[k]
+		})
+		require.ErrorContains(t, err, name)
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/bpc-platform/bpc/bpctype"
 	"github.com/bpc-platform/bpc/core/compiler"
 	"github.com/bpc-platform/bpc/internal/http/access"
+	"github.com/bpc-platform/bpc/internal/http/public"
 	"github.com/bpc-platform/bpc/internal/webhook/destination"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
@@ -105,6 +106,12 @@ type Server struct {
 	// a link scanned into /public/v1/verify must lead there or to its
 	// version's stored base. Nil: only the stored base.
 	PublicBaseURL func() string
+	// PublicAnswers caches the public routes' answers (nil: none); the
+	// routes that change what they show drop them at once (publicChanged).
+	PublicAnswers *public.Answers
+	// PublicCDNMaxAge is how long a CDN may hold a public answer
+	// (public.CacheControl).
+	PublicCDNMaxAge time.Duration
 	// depth caches queue depths for BPC_QUEUE_MAX_DEPTH.
 	depth depthGate
 	// queued admits enqueues within each tenant's queued_jobs quota.

@@ -168,7 +168,12 @@ func bytesReply(contentType, etag string, body []byte) (*bytesOutput, error) {
 // handleActivatePassportVersion activates a SIGNED version with its QR code
 // and supersedes the previous ACTIVE version, recording both events.
 func (s *Server) handleActivatePassportVersion(ctx context.Context, req *idBody[tenantRequest]) (*out[bpctype.PassportVersion], error) {
-	return actOnID(ctx, s, req, passport.ActivatePassportVersion)
+	o, err := actOnID(ctx, s, req, passport.ActivatePassportVersion)
+	if err == nil {
+		// The superseded version's answers say so from now on.
+		s.publicChanged(o.Body.TenantID, nil)
+	}
+	return o, err
 }
 
 type exportRequest struct {

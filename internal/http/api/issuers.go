@@ -54,9 +54,11 @@ func (s *Server) handlePutIssuer(ctx context.Context, in *idParamsBody[passport.
 	if err != nil {
 		return nil, err
 	}
-	return ok(inTxValue(ctx, s, func(t passport.Tx) (bpctype.IssuerProfile, error) {
+	profile, err := inTxValue(ctx, s, func(t passport.Tx) (bpctype.IssuerProfile, error) {
 		return passport.SetIssuerProfile(ctx, t, tenantID, in.Body)
-	}))
+	})
+	s.publicChanged(tenantID, err)
+	return ok(profile, err)
 }
 
 // handleGetIssuer answers a tenant's issuer profile; none is 404.
@@ -82,9 +84,11 @@ func (s *Server) handleVerifyIssuer(ctx context.Context, in *idParamsBody[passpo
 	if err != nil {
 		return nil, err
 	}
-	return ok(inTxValue(ctx, s, func(t passport.Tx) (bpctype.IssuerProfile, error) {
+	profile, err := inTxValue(ctx, s, func(t passport.Tx) (bpctype.IssuerProfile, error) {
 		return passport.VerifyIssuer(ctx, t, tenantID, in.Body, time.Now())
-	}))
+	})
+	s.publicChanged(tenantID, err)
+	return ok(profile, err)
 }
 
 // verifyIssuerWhat names the verify route in its 403.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 
 	"github.com/bpc-platform/bpc/core/verify"
 	"github.com/bpc-platform/bpc/internal/http/public"
@@ -18,7 +19,7 @@ const publicChecks = 4096
 // credentials, rate-limited per client address, and documents its JSON.
 func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 	h := &public.Handler{Store: s.Store, WriteError: s.writeError, Logger: s.Logger, Checks: public.NewChecks(publicChecks),
-		PublicBaseURL: s.PublicBaseURL}
+		Answers: s.PublicAnswers, CDNMaxAge: s.PublicCDNMaxAge, PublicBaseURL: s.PublicBaseURL}
 	r.Group(func(g chi.Router) {
 		g.Use(s.limitAddress, canonicalQuery)
 		rs := routes{r: g, doc: doc, public: true}
@@ -73,8 +74,20 @@ func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
 }
 
 // publicCaching is how every public answer may be cached (public.CacheControl).
-const publicCaching = "May be cached, revalidated by ETag (304) on every use (Cache-Control: public, no-cache): " +
-	"a revocation or an issuer's verification changes the answer at once. Errors are not cached."
+const publicCaching = "A browser revalidates by ETag (304) on every use; a shared cache (a CDN) may hold the answer " +
+	"for BPC_PUBLIC_CDN_MAX_AGE_S (Cache-Control: public, max-age=0, s-maxage=N; 0: public, no-cache). " +
+	"A revocation or an issuer's verification changes the service's own answer at once, and one a CDN holds within N seconds. " +
+	"Errors are not cached."
+
+// publicChanged drops the cached public answers of tenantID's versions
+// once a change of what they show (a key rotated or revoked, the issuer's
+// profile or verification, a version activated) committed: this process's
+// next answer shows it; the other processes hear of it by NOTIFY.
+func (s *Server) publicChanged(tenantID uuid.UUID, err error) {
+	if err == nil {
+		s.PublicAnswers.Invalidate(tenantID)
+	}
+}
 
 // respondsOrPage documents a 200 answered as JSON of type T, or as an HTML
 // page to a client that prefers text/html.

@@ -78,9 +78,11 @@ func (s *Server) handleRotateSigningKey(ctx context.Context, in *bodyInput[rotat
 	if s.SigningKeys == nil {
 		return nil, errcode.New(errcode.SigningKeyMissing, "this process has no key encryption key (BPC_KEY_ENCRYPTION_KEY)")
 	}
-	return created(inTxValue(ctx, s, func(t passport.Tx) (bpctype.SigningKey, error) {
+	key, err := inTxValue(ctx, s, func(t passport.Tx) (bpctype.SigningKey, error) {
 		return s.SigningKeys.RotateSigningKey(ctx, t, tenantID)
-	}))
+	})
+	s.publicChanged(tenantID, err) // the old key shows as retired
+	return created(key, err)
 }
 
 type revokeSigningKeyRequest struct {
@@ -116,7 +118,7 @@ func (s *Server) handleRevokeSigningKey(ctx context.Context, in *revokeSigningKe
 	if err != nil {
 		return nil, err
 	}
-	return ok(inTxValue(ctx, s, func(t passport.Tx) (bpctype.SigningKey, error) {
+	key, err := inTxValue(ctx, s, func(t passport.Tx) (bpctype.SigningKey, error) {
 		// The database's clock, which signed_at is written with.
 		now, err := t.Q.Now(ctx)
 		if err != nil {
@@ -124,5 +126,7 @@ func (s *Server) handleRevokeSigningKey(ctx context.Context, in *revokeSigningKe
 		}
 		return passport.RevokeSigningKey(ctx, t, tenantID, in.KeyID,
 			passport.Revocation{CompromisedAt: in.Body.CompromisedAt, Reason: in.Body.Reason}, now)
-	}))
+	})
+	s.publicChanged(tenantID, err)
+	return ok(key, err)
 }

@@ -25,8 +25,9 @@ import (
 // Only the checks of the bytes are remembered. The trust checks (who owns
 // the key, whether it is revoked, whether the issuer is verified) read
 // rows that change without a byte of the version changing; they are cheap
-// and run on every request (withTrust), so a revocation or a verification
-// shows at once.
+// and run on every lookup (withTrust). Answers, which keeps whole answers,
+// drops them when those rows change, and a refill after that finds its
+// bytes' checks here.
 //
 // A nil *Checks remembers nothing. Checks is safe for concurrent use.
 type Checks struct {

@@ -141,8 +141,10 @@ func TestRevocationAndVerificationShowAtOnce(t *testing.T) {
 
 	// A change of the profile clears the verification: amber at once.
 	fixture.Issuer(t, e.Store, e.River, store.DevTenantID, "Voltaris Battery Systems AG", false)
+	e.sync(t)
 	require.Equal(t, verify.VerdictIssuerNotVerified, e.version(t, id).Verification.Verdict)
 	fixture.Issuer(t, e.Store, e.River, store.DevTenantID, "Voltaris Battery Systems AG", true)
+	e.sync(t)
 	require.Equal(t, verify.VerdictVerified, e.version(t, id).Verification.Verdict)
 }
 
@@ -163,7 +165,7 @@ func TestKeyDirectory(t *testing.T) {
 	rec = e.get(t, dir, "text/html") // JSON whatever the client prefers
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
-	require.Equal(t, public.CacheControl, rec.Header().Get("Cache-Control"))
+	require.Equal(t, public.CacheControl(cdnMaxAge), rec.Header().Get("Cache-Control"))
 	require.NotEmpty(t, rec.Header().Get("ETag"))
 	require.Equal(t, http.StatusNotModified, e.get(t, dir, "", "If-None-Match", rec.Header().Get("ETag")).Code)
 

@@ -65,7 +65,7 @@ func TestLinkPageComparesThePrintedHashes(t *testing.T) {
 	// image is checked too.
 	rec := e.get(t, linkPath(t, good), browserAccept)
 	require.Equal(t, http.StatusOK, rec.Code)
-	require.Equal(t, public.CacheControl, rec.Header().Get("Cache-Control"))
+	require.Equal(t, public.CacheControl(cdnMaxAge), rec.Header().Get("Cache-Control"))
 	page := rec.Body.String()
 	require.Contains(t, page, `id="verdict">VERIFIED`)
 	require.Contains(t, page, `<p class="match" id="qr-match">The code on this battery matches the signed passport.</p>`)

@@ -12,7 +12,8 @@
 //
 // Lookup and CheckQR are the operations; Handler serves them under
 // /public/v1 as JSON and, for a browser, as a page rendered on the server
-// (page.go) that needs no JavaScript.
+// (page.go) that needs no JavaScript, and keeps the finished answers
+// (Answers) until what they show changes.
 package public
 
 import (
@@ -202,19 +203,29 @@ func CheckQR(ctx context.Context, q *store.Queries, scanned, serviceBase string)
 
 // CheckQR is the package's CheckQR, remembering verifications in c.
 func (c *Checks) CheckQR(ctx context.Context, q *store.Queries, scanned, serviceBase string) (QRVerification, error) {
-	f, err := qr.Parse(scanned)
+	f, id, err := parseQR(scanned)
 	if err != nil {
-		return QRVerification{}, errcode.InvalidWrap("qr", err, "is not a battery passport QR code (BPC-QR-1 or a BPC-QR-2 link): %s", qrProblem(err))
-	}
-	id, err := uuid.Parse(f.PassportVersionID)
-	if err != nil {
-		return QRVerification{}, errcode.Invalid("qr", "names no passport version id")
+		return QRVerification{}, err
 	}
 	v, err := q.GetPublicPassportVersion(ctx, id)
 	if err != nil {
 		return QRVerification{}, err
 	}
 	return c.compare(v, f, linkHost(f, deref(v.QRPayload), serviceBase)), nil
+}
+
+// parseQR reads a scanned QR string and the version id it names: neither
+// format is a VALIDATION_ERROR naming qr.
+func parseQR(scanned string) (qr.Fields, uuid.UUID, error) {
+	f, err := qr.Parse(scanned)
+	if err != nil {
+		return qr.Fields{}, uuid.Nil, errcode.InvalidWrap("qr", err, "is not a battery passport QR code (BPC-QR-1 or a BPC-QR-2 link): %s", qrProblem(err))
+	}
+	id, err := uuid.Parse(f.PassportVersionID)
+	if err != nil {
+		return qr.Fields{}, uuid.Nil, errcode.Invalid("qr", "names no passport version id")
+	}
+	return f, id, nil
 }
 
 // linkHost is "" when f is BPC-QR-1 or a link whose base is serviceBase or
@@ -293,15 +304,25 @@ func (c *Checks) CheckLink(ctx context.Context, q *store.Queries, id uuid.UUID, 
 	if err != nil {
 		return QRVerification{}, err
 	}
-	f := qr.Fields{Format: qr.FormatQR1, PassportVersionID: id.String(),
+	f, err := linkFields(v, p)
+	if err != nil {
+		return QRVerification{}, err
+	}
+	return c.compare(v, f, ""), nil
+}
+
+// linkFields is the scanned code a link to v with the printed hashes
+// stands for (CheckLink).
+func linkFields(v store.PublicPassportVersion, p Printed) (qr.Fields, error) {
+	f := qr.Fields{Format: qr.FormatQR1, PassportVersionID: v.PassportVersionID.String(),
 		PayloadHash: p.PayloadHash, ProofRootHash: p.ProofRootHash, ReceiptHash: p.ReceiptHash}
 	if stored, err := qr.Parse(deref(v.QRPayload)); err == nil && stored.Format == qr.FormatQR2 {
 		f.Format, f.BaseURL = qr.FormatQR2, stored.BaseURL
 	}
 	if _, err := qr.Encode(f); err != nil {
-		return QRVerification{}, err
+		return qr.Fields{}, err
 	}
-	return c.compare(v, f, ""), nil
+	return f, nil
 }
 
 // hashChecks are core/verify's checks of the three hashes a QR code
@@ -319,7 +340,14 @@ var hashChecks = [3]string{verify.CheckPayloadHash, verify.CheckProofRoot, verif
 // codes cost no CPU and evict nothing, and one that does not match still
 // says NOT_VERIFIED and which hash differs.
 func (c *Checks) compare(v store.PublicPassportVersion, f qr.Fields, foreignHost string) QRVerification {
-	ver := c.check(v, deref(v.QRPayload), true)
+	return compareWith(v, c.check(v, deref(v.QRPayload), true), f, foreignHost)
+}
+
+// compareWith is compare with the verification of v's stored code, ver,
+// done already: what a cached answer keeps, so that comparing a scanned
+// code needs none of the bytes.
+func compareWith(v store.PublicPassportVersion, ver Verification, f qr.Fields, foreignHost string) QRVerification {
+	ver = ver.clone()
 	var mismatched []string
 	for i, pair := range [3][2]string{{f.PayloadHash, v.PayloadHash}, {f.ProofRootHash, v.ProofRootHash}, {f.ReceiptHash, v.ReceiptHash}} {
 		if pair[0] != pair[1] {
@@ -409,8 +437,8 @@ func issuerView(v store.PublicPassportVersion) *IssuerView {
 // withTrust adds the trust checks of SPEC §16 to ver, the checks of v's
 // bytes: who owns the key, whether it was valid when the version was
 // signed, whether the issuer is verified. They read the rows as they are
-// now, on every request, and are never remembered: a revocation or a
-// verification shows at once.
+// now, on every lookup, and Checks never remembers them; an answer Answers
+// keeps is dropped when those rows change.
 func withTrust(v store.PublicPassportVersion, ver Verification) Verification {
 	in := verify.TrustInput{
 		VersionTenantID: v.TenantID.String(), KeyID: v.SigningKeyID, KeySource: "the service",

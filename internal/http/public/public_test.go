@@ -1,17 +1,22 @@
 package public_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/bpctype"
@@ -31,34 +36,92 @@ const serviceBase = "https://passports.bpc.test"
 
 type env struct {
 	teststore.Env
-	active fixture.Active
-	h      http.Handler
+	active  fixture.Active
+	h       http.Handler
+	answers *public.Answers
+}
+
+// cdnMaxAge is how long the test service lets a CDN hold an answer.
+const cdnMaxAge = time.Minute
+
+// listen runs answers' LISTEN loop for the test, and returns once it
+// listens.
+func listen(t testing.TB, answers *public.Answers, pool *pgxpool.Pool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		answers.Listen(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	select {
+	case <-answers.Listening():
+	case <-time.After(time.Minute):
+		t.Fatal("the public answers never listened for changes")
+	}
+}
+
+// Exec changes rows behind the service's back, as another process or an
+// operator would: the cached answers hear of it by the database's NOTIFY,
+// and Exec returns once they have (Sync).
+func (e env) Exec(t testing.TB, sql string, args ...any) {
+	t.Helper()
+	e.Env.Exec(t, sql, args...)
+	e.sync(t)
+}
+
+// sync waits until every change committed so far reached the cache.
+func (e env) sync(t testing.TB) {
+	t.Helper()
+	require.NoError(t, e.answers.Sync(e.Ctx))
 }
 
 func newEnv(t testing.TB, productName string) env {
 	t.Helper()
-	e := env{Env: teststore.New(t)}
+	return newEnvOn(t, teststore.New(t), productName)
+}
+
+// newEnvOn is newEnv on a store of the test's choosing.
+func newEnvOn(t testing.TB, st teststore.Env, productName string) env {
+	t.Helper()
+	e := env{Env: st}
 	e.active = fixture.ActiveNMC811(t, e.Store, e.River, store.DevTenantID, productName)
 	fixture.Issuer(t, e.Store, e.River, store.DevTenantID, "Voltaris Battery Systems GmbH", true)
-	ph := &public.Handler{Store: e.Store, WriteError: func(w http.ResponseWriter, r *http.Request, err error) {
-		status := http.StatusInternalServerError
-		switch errcode.CodeOf(err) {
-		case errcode.NotFound:
-			status = http.StatusNotFound
-		case errcode.Validation:
-			status = http.StatusUnprocessableEntity
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": errcode.CodeOf(err), "message": err.Error()}})
-	}, Checks: public.NewChecks(16), PublicBaseURL: func() string { return serviceBase }}
+	e.answers = public.NewAnswers(public.AnswersConfig{MaxBytes: 8 << 20, MaxEntries: 100, MaxAge: time.Hour})
+	listen(t, e.answers, e.Pool)
+	e.h = e.handler(e.answers)
+	return e
+}
+
+// handler is the public routes over e's store, caching in answers (nil:
+// none): a process of the service.
+func (e env) handler(answers *public.Answers) http.Handler {
+	ph := &public.Handler{Store: e.Store, WriteError: writeError, Checks: public.NewChecks(16), Answers: answers, CDNMaxAge: cdnMaxAge,
+		PublicBaseURL: func() string { return serviceBase }}
 	r := chi.NewRouter()
 	r.Get(public.PassportVersionPath, ph.PassportVersion)
 	r.Get(public.VerifyPath, ph.Verify)
 	r.Get(public.IssuerPath, ph.Issuer)
 	r.Get(public.LinkPath, ph.Link)
-	e.h = r
-	return e
+	return r
+}
+
+// writeError answers an error as the API's envelope would, in short.
+func writeError(w http.ResponseWriter, _ *http.Request, err error) {
+	status := http.StatusInternalServerError
+	switch errcode.CodeOf(err) {
+	case errcode.NotFound:
+		status = http.StatusNotFound
+	case errcode.Validation:
+		status = http.StatusUnprocessableEntity
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": errcode.CodeOf(err), "message": err.Error()}})
 }
 
 func (e env) get(t *testing.T, target, accept string, header ...string) *httptest.ResponseRecorder {
@@ -297,7 +360,7 @@ func TestCachingByETag(t *testing.T) {
 	for _, accept := range []string{"application/json", "text/html"} {
 		first := e.get(t, target, accept)
 		require.Equal(t, http.StatusOK, first.Code)
-		require.Equal(t, public.CacheControl, first.Header().Get("Cache-Control"))
+		require.Equal(t, "public, max-age=0, s-maxage=60", first.Header().Get("Cache-Control"))
 		require.Equal(t, "Accept", first.Header().Get("Vary"))
 		etag := first.Header().Get("ETag")
 		require.NotEmpty(t, etag)
@@ -385,18 +448,22 @@ func TestRememberedVerificationsSeeChanges(t *testing.T) {
 }
 
 // BenchmarkPublicVersion is one public version's JSON through the handler,
-// verified afresh on every request and remembered by Checks.
+// verified afresh on every request, remembered by Checks, and answered from
+// Answers.
 func BenchmarkPublicVersion(b *testing.B) {
 	e := newEnv(b, "Pack")
 	target := versionURL(e.active.Version.PassportVersionID)
 	for _, tc := range []struct {
-		name   string
-		checks *public.Checks
-	}{{"afresh", nil}, {"remembered", public.NewChecks(16)}} {
-		h := &public.Handler{Store: e.Store, Checks: tc.checks}
+		name    string
+		checks  *public.Checks
+		answers *public.Answers
+	}{{"afresh", nil, nil}, {"remembered", public.NewChecks(16), nil},
+		{"cached", public.NewChecks(16), public.NewAnswers(public.AnswersConfig{})}} {
+		h := &public.Handler{Store: e.Store, Checks: tc.checks, Answers: tc.answers}
 		r := chi.NewRouter()
 		r.Get(public.PassportVersionPath, h.PassportVersion)
 		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
 			for b.Loop() {
 				rec := httptest.NewRecorder()
 				r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
