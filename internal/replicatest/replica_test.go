@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,8 +18,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/doctor"
 	"github.com/bpc-platform/bpc/internal/fixture"
 	"github.com/bpc-platform/bpc/internal/service"
+	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testlog"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/migrations"
@@ -418,4 +421,29 @@ func TestPublicPageServedByReplicaWhilePrimaryRestarts(t *testing.T) {
 		return status == http.StatusOK
 	})
 	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
+}
+
+// bpc doctor reports the replica: streaming, a copy of the primary; a
+// read URL pointing at another cluster fails the report.
+func TestDoctorReportsTheReplica(t *testing.T) {
+	p := thePair(t)
+	primary, replica := p.pool(t, p.primaryURL), p.pool(t, p.replicaURL)
+	rep, err := doctor.CheckReplica(t.Context(), primary, replica)
+	require.NoError(t, err)
+	require.Equal(t, doctor.ReplicaReport{Reachable: true, Standby: true, SameCluster: true, ReplayLagBytes: rep.ReplayLagBytes}, rep)
+	report := doctor.Report{OK: true}
+	report.AddReplica(rep)
+	var text strings.Builder
+	report.WriteText(&text)
+	require.Contains(t, text.String(), "read replica: streaming")
+	require.True(t, report.OK)
+
+	// The tests' own Postgres is another cluster.
+	other, err := doctor.CheckReplica(t.Context(), primary, p.pool(t, testdb.URL()))
+	require.NoError(t, err)
+	require.True(t, other.Reachable)
+	require.False(t, other.SameCluster)
+	report = doctor.Report{OK: true}
+	report.AddReplica(other)
+	require.False(t, report.OK)
 }

@@ -610,7 +610,7 @@ func (c Config) secrets() []string {
 
 // ToolConfig is the configuration of migrate and doctor: a database and logs.
 func ToolConfig(getenv func(string) string) (Config, error) {
-	cfg := Config{DatabaseURL: getenv("DATABASE_URL"), LeaseSeconds: 60, LogLevel: slog.LevelInfo, LogJSON: getenv("BPC_LOG_JSON") != "false"}
+	cfg := Config{DatabaseURL: getenv("DATABASE_URL"), DatabaseReadURL: strings.TrimSpace(getenv("BPC_DATABASE_READ_URL")), LeaseSeconds: 60, LogLevel: slog.LevelInfo, LogJSON: getenv("BPC_LOG_JSON") != "false"}
 	if cfg.DatabaseURL == "" {
 		return cfg, configError(errcode.ConfigMissing, "DATABASE_URL", "is required (postgres://user@host:5432/db)")
 	}
