@@ -50,7 +50,8 @@ const (
 	// ReasonReplicaDown: the monitor could not reach the replica.
 	ReasonReplicaDown = "replica_down"
 	// ReasonReplicaError: a read on the replica failed for want of a
-	// connection, and was made again on the primary.
+	// connection, or was cancelled by a recovery conflict, and was made
+	// again on the primary.
 	ReasonReplicaError = "replica_error"
 	// ReasonNotReplayed: the replica did not have the row (a version just
 	// activated, not replayed yet), so the lookup was made again on the
@@ -79,7 +80,9 @@ type ReadRouterOptions struct {
 // Queries made over it (New(router)) are the read-routed Queries: only the
 // read paths that can bear a replica's few seconds of staleness use them
 // (public verification, the operators' list routes); every other call site
-// keeps its Queries over the primary pool.
+// keeps its Queries over the primary pool. A read-routed Queries is for
+// reads only: an INSERT … RETURNING is a Query too, and would be sent to
+// the replica, which refuses it.
 //
 // What goes to the primary, always: Exec (a write), Begin (a transaction,
 // so anything that writes or must read what it writes), and a read whose
@@ -200,19 +203,34 @@ func (r *ReadRouter) replicaServes(ctx context.Context) bool {
 	return target == TargetReplica
 }
 
-// Query runs a read on the target; a replica that cannot be reached is
-// marked down (until the monitor finds it back) and the read is made on
-// the primary.
+// Query runs a read on the target. A replica that cannot be reached is
+// marked down (until the monitor finds it back), and the read is made on
+// the primary; so is one the replica cancelled for a recovery conflict.
 func (r *ReadRouter) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	pool, target, reason := r.target(ctx)
 	rows, err := pool.Query(ctx, sql, args...)
-	if err != nil && target == TargetReplica && IsUnavailable(err) && ctx.Err() == nil {
-		r.setReason(ReasonReplicaDown, err)
+	if err != nil && target == TargetReplica && ctx.Err() == nil {
+		switch {
+		case IsUnavailable(err):
+			r.setReason(ReasonReplicaDown, err)
+		case !isRecoveryConflict(err):
+			r.count(target, reason)
+			return rows, err
+		}
 		r.count(TargetPrimary, ReasonReplicaError)
 		return r.primary.Query(ctx, sql, args...)
 	}
 	r.count(target, reason)
 	return rows, err
+}
+
+// isRecoveryConflict reports whether err is a read the replica cancelled
+// because replaying the primary's WAL conflicted with it (40001
+// "canceling statement due to conflict with recovery"): the primary has
+// no such conflict, so the read is made again there.
+func isRecoveryConflict(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40001"
 }
 
 // QueryRow is Query's one row: pgx's own QueryRow defers its error to
