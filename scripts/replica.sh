@@ -102,7 +102,7 @@ replica_start() (
 	p1="$(_bpc_replica_free_port)"
 	p2="$(_bpc_replica_free_port "$p1")"
 
-	_bpc_replica_as_owner "$bin/initdb" -D "$dir/primary" -U postgres --auth=trust -E UTF8 --no-locale \
+	_bpc_replica_as_owner "$bin/initdb" -D "$dir/primary" -U postgres --auth=trust -E UTF8 --no-locale --no-sync \
 		>"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
 	cat >>"$dir/primary/postgresql.conf" <<-EOF
 		port = $p1
@@ -126,7 +126,7 @@ replica_start() (
 		-c "CREATE DATABASE bpc_replica" </dev/null >&2
 
 	_bpc_replica_as_owner "$bin/pg_basebackup" -h 127.0.0.1 -p "$p1" -U postgres -D "$dir/replica" \
-		-R -X stream -c fast >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; exit 1; }
+		-R -X stream -c fast --no-sync >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; exit 1; }
 	cat >>"$dir/replica/postgresql.conf" <<-EOF
 		port = $p2
 		# Retry the primary quickly once it is back from a restart.

@@ -211,7 +211,7 @@ func (r *ReadRouter) Query(ctx context.Context, sql string, args ...any) (pgx.Ro
 	rows, err := pool.Query(ctx, sql, args...)
 	if err != nil && target == TargetReplica && ctx.Err() == nil {
 		switch {
-		case IsUnavailable(err):
+		case IsUnavailable(err) || pgconn.SafeToRetry(err):
 			r.setReason(ReasonReplicaDown, err)
 		case !isRecoveryConflict(err):
 			r.count(target, reason)
