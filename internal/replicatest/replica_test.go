@@ -363,7 +363,8 @@ func TestReplicaDownDegradesToPrimary(t *testing.T) {
 }
 
 // A version activated on the primary that the replica has not replayed
-// is found (looked up again on the primary): no false 404.
+// is found (looked up again on the primary): no false 404; nor is an
+// issuer's directory.
 func TestJustActivatedVersionIsNotA404(t *testing.T) {
 	p := thePair(t)
 	s := startService(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "3600000"})
@@ -386,6 +387,12 @@ func TestJustActivatedVersionIsNotA404(t *testing.T) {
 
 	status, _ = s.get(t, "/public/v1/passport-versions/"+uuid.NewString(), "application/json")
 	require.Equal(t, http.StatusNotFound, status, "an unknown version is still a 404")
+
+	// So is an issuer's directory made a moment ago.
+	fixture.Issuer(t, s.st, testriver.Inserter(t, s.pool), tenantID, "Replica Test Issuer GmbH", false)
+	status, body = s.get(t, "/public/v1/issuers/"+tenantID.String(), "application/json")
+	require.Equal(t, http.StatusOK, status, "found on the primary: %s", body)
+	require.Contains(t, string(body), "Replica Test Issuer GmbH")
 }
 
 // While the primary is down (restarting), the public page of a version
