@@ -98,9 +98,11 @@ type ReadRouterOptions struct {
 // when it has replayed everything the primary wrote, however long ago the
 // last commit was. A replay timestamp (pg_last_xact_replay_timestamp)
 // alone would call an idle primary's replica stale. While the primary
-// cannot be reached, the replica keeps serving as long as it answers: it
-// then holds every commit it received, which is the best copy there is,
-// and the public pages keep answering from it.
+// cannot be reached (connections refused or cut: a restart), the replica
+// keeps serving as long as it answers: it then holds every commit it
+// received, which is the best copy there is, and the public pages keep
+// answering from it. A primary that is only slow to answer leaves the
+// route as it was: that says nothing of the lag.
 type ReadRouter struct {
 	primary *pgxpool.Pool
 	replica *pgxpool.Pool
@@ -314,12 +316,16 @@ func (r *ReadRouter) Check(ctx context.Context) {
 		// it will ever have.
 		r.samples = r.samples[:0]
 		r.lagNanos.Store(0)
-	case perr != nil:
+	case perr != nil && primaryDown(perr):
 		// The primary is away (restarting): the replica has every commit
 		// it received, the best copy there is, so it serves whatever its
 		// lag was (the primary could not serve instead). The lag is
 		// measured again once the primary is back.
 		r.setReason(ReasonReplicaHealthy, nil)
+		return
+	case perr != nil:
+		// A slow answer (a busy primary) says nothing of the lag: the
+		// route stays as it was until a check can measure it.
 		return
 	default:
 		r.samples = append(r.samples, walSample{at: now, lsn: primaryLSN})
@@ -344,6 +350,13 @@ func (r *ReadRouter) Check(ctx context.Context) {
 		return
 	}
 	r.setReason(ReasonReplicaHealthy, nil)
+}
+
+// primaryDown reports whether err, from reading the primary's position,
+// means the primary is not there (refused, shutting down, starting up,
+// connection lost) rather than slow to answer.
+func primaryDown(err error) bool {
+	return IsUnavailable(err) && !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // replayPosition is the replica's replay position, and whether it is a

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/bpc-platform/bpc/internal/cli"
 	"github.com/bpc-platform/bpc/internal/doctor"
 	"github.com/bpc-platform/bpc/internal/fixture"
 	"github.com/bpc-platform/bpc/internal/service"
@@ -444,6 +445,13 @@ func TestDoctorReportsTheReplica(t *testing.T) {
 	report.WriteText(&text)
 	require.Contains(t, text.String(), "read replica: streaming")
 	require.True(t, report.OK)
+
+	// As `bpc doctor` prints it with BPC_DATABASE_READ_URL set.
+	var stdout, stderr strings.Builder
+	env := map[string]string{"DATABASE_URL": p.primaryURL, "BPC_DATABASE_READ_URL": p.replicaURL, "BPC_ENV": "test"}
+	err = cli.Run(t.Context(), []string{"doctor"}, func(k string) string { return env[k] }, &stdout, &stderr)
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	require.Contains(t, stdout.String(), "read replica: streaming")
 
 	// The tests' own Postgres is another cluster.
 	other, err := doctor.CheckReplica(t.Context(), primary, p.pool(t, testdb.URL()))
