@@ -10,6 +10,9 @@
 # Database: TEST_DATABASE_URL if already set; otherwise a database of this run's own,
 # bpc_test_<random>, from scripts/pg.sh, dropped at the end (scripts/test_env.sh), so two
 # runs on one Postgres do not disturb each other.
+# When the go test stage runs internal/replicatest (the default ./... does), a private
+# primary and streaming replica are started first (scripts/replica.sh, a few seconds)
+# and removed at the end.
 # -race needs cgo (a C compiler); without one it is dropped with a warning.
 #
 # Every stage says when it starts, and prints its elapsed time (go test: and the
@@ -61,6 +64,7 @@ work=$(mktemp -d)
 cleanup() {
 	stop_ticker
 	rm -rf "$work"
+	replica_stop 2>/dev/null || true
 	test_env_drop
 }
 trap cleanup EXIT
@@ -139,6 +143,26 @@ done
 args=("$@")
 [ "$have_pkg" -eq 1 ] || { args+=(./...); pkgs=(./...); }
 total_pkgs=$(go list "${pkgs[@]}" 2>/dev/null | wc -l) || total_pkgs='?'
+
+# The read replica tests (internal/replicatest) need a real streaming replica:
+# scripts/replica.sh starts a private primary and a pg_basebackup -R replica of it
+# (a few seconds) and exports TEST_REPLICA_*; the EXIT trap removes the pair. Only
+# when the go test stage runs that package; a pair that cannot start fails the run
+# (the tests would fail without it anyway, with less to go on).
+replica_stop() { :; }
+if go list "${pkgs[@]}" 2>/dev/null | grep -qx 'github.com/bpc-platform/bpc/internal/replicatest'; then
+	say "replica: starting a private primary and streaming replica (scripts/replica.sh)"
+	t0=$SECONDS
+	if . scripts/replica.sh start; then
+		summary+=("replica ok ($(elapsed $((SECONDS - t0))))")
+	else
+		summary+=("replica FAILED ($(elapsed $((SECONDS - t0))))")
+		status=1
+		failed=replica
+		skip "go test" "replica failed"; skip contract "replica failed"; skip fuzz "replica failed"; skip chaos "replica failed"
+		finish
+	fi
+fi
 
 # The go test stage records the traffic its tests exchange with the service
 # (internal/contract) for the contract stage, when that stage is to run.

@@ -68,8 +68,19 @@ type IssuerDirectory struct {
 
 // GetIssuerDirectory returns the tenant's profile and keys. The system
 // tenant, an unknown tenant and a tenant with neither profile nor keys are
-// NOT_FOUND: the directory lists issuers, not every tenant.
+// NOT_FOUND: the directory lists issuers, not every tenant. Read through a
+// ReadRouter, a directory the replica does not have yet (a tenant's first
+// key, just made) is looked up again on the primary.
 func (q *Queries) GetIssuerDirectory(ctx context.Context, tenantID uuid.UUID) (IssuerDirectory, error) {
+	if tenantID == SystemTenantID {
+		return IssuerDirectory{TenantID: tenantID}, notFoundIssuer(tenantID)
+	}
+	return primaryIfNotReplayed(ctx, q, func(ctx context.Context) (IssuerDirectory, error) {
+		return q.getIssuerDirectory(ctx, tenantID)
+	})
+}
+
+func (q *Queries) getIssuerDirectory(ctx context.Context, tenantID uuid.UUID) (IssuerDirectory, error) {
 	d := IssuerDirectory{TenantID: tenantID}
 	if tenantID == SystemTenantID {
 		return d, notFoundIssuer(tenantID)

@@ -53,7 +53,16 @@ type PublicPassportVersion struct {
 // SUPERSEDED ones only; any other, or an unknown id, is NOT_FOUND. It is the
 // one lookup of a passport version that is not scoped to a tenant: a QR
 // code names the version alone, and what it shows is public by design.
+//
+// Read through a ReadRouter, a version the replica has not replayed yet is
+// looked up again on the primary.
 func (q *Queries) GetPublicPassportVersion(ctx context.Context, id uuid.UUID) (PublicPassportVersion, error) {
+	return primaryIfNotReplayed(ctx, q, func(ctx context.Context) (PublicPassportVersion, error) {
+		return q.getPublicPassportVersion(ctx, id)
+	})
+}
+
+func (q *Queries) getPublicPassportVersion(ctx context.Context, id uuid.UUID) (PublicPassportVersion, error) {
 	v, err := getOne[PublicPassportVersion](ctx, q.db, "passport version", id,
 		`WITH v AS (
 			SELECT `+passportVersionColumns+`, payload, proof, receipt_signed, qr_png

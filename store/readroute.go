@@ -1,6 +1,18 @@
 package store
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
 
 // primaryKey marks a context whose reads must see the primary's latest
 // commit (read-your-writes), even where Queries would otherwise read from a
@@ -19,4 +31,414 @@ func WithPrimary(ctx context.Context) context.Context {
 func PrimaryWanted(ctx context.Context) bool {
 	v, _ := ctx.Value(primaryKey{}).(bool)
 	return v
+}
+
+// Read targets and the reasons a read went where it went: the labels of
+// ReadRouter.Reads (and of the service's bpc_db_reads_total).
+const (
+	TargetReplica = "replica"
+	TargetPrimary = "primary"
+
+	// ReasonReplicaHealthy: the replica was streaming within the lag bound.
+	ReasonReplicaHealthy = "replica_healthy"
+	// ReasonPrimaryWanted: the context was marked by WithPrimary.
+	ReasonPrimaryWanted = "primary_wanted"
+	// ReasonReplicaUnchecked: the monitor has not yet checked the replica.
+	ReasonReplicaUnchecked = "replica_unchecked"
+	// ReasonReplicaLagging: the replica was more than MaxLag behind.
+	ReasonReplicaLagging = "replica_lagging"
+	// ReasonReplicaDown: the monitor could not reach the replica.
+	ReasonReplicaDown = "replica_down"
+	// ReasonReplicaError: a read on the replica failed for want of a
+	// connection, or was cancelled by a recovery conflict, and was made
+	// again on the primary.
+	ReasonReplicaError = "replica_error"
+	// ReasonNotReplayed: the replica did not have the row (a version just
+	// activated, not replayed yet), so the lookup was made again on the
+	// primary.
+	ReasonNotReplayed = "not_replayed"
+)
+
+// readReasons are every reason, in the order Reads reports them.
+var readReasons = []string{ReasonReplicaHealthy, ReasonPrimaryWanted, ReasonReplicaUnchecked,
+	ReasonReplicaLagging, ReasonReplicaDown, ReasonReplicaError, ReasonNotReplayed}
+
+// ReadRouterOptions tune a ReadRouter.
+type ReadRouterOptions struct {
+	// MaxLag is how far behind the primary the replica may be and still
+	// serve reads (default 5 s).
+	MaxLag time.Duration
+	// CheckInterval is how often the monitor checks the replica (default
+	// 1 s); a read never waits for a check.
+	CheckInterval time.Duration
+	// Logger says when the route changes (nil: silent).
+	Logger *slog.Logger
+}
+
+// ReadRouter is a DBTX that sends the reads it is given to a streaming
+// replica while the replica is healthy, and everything else to the primary.
+// Queries made over it (New(router)) are the read-routed Queries: only the
+// read paths that can bear a replica's few seconds of staleness use them
+// (public verification, the operators' list routes); every other call site
+// keeps its Queries over the primary pool. A read-routed Queries is for
+// reads only: an INSERT … RETURNING is a Query too, and would be sent to
+// the replica, which refuses it.
+//
+// What goes to the primary, always: Exec (a write), Begin (a transaction,
+// so anything that writes or must read what it writes), and a read whose
+// context was marked by WithPrimary. A read goes to the primary too while
+// the replica is lagging, down or not checked yet, and when a replica
+// connection fails the read is made again on the primary.
+//
+// Health is decided by a monitor (Run), not per request: every
+// CheckInterval it reads the primary's WAL position (pg_current_wal_lsn)
+// and the replica's replay position (pg_last_wal_replay_lsn), and keeps the
+// primary's recent positions with the time it saw each. The replica's lag
+// is the age of the oldest primary position it has not replayed yet: zero
+// when it has replayed everything the primary wrote, however long ago the
+// last commit was. A replay timestamp (pg_last_xact_replay_timestamp)
+// alone would call an idle primary's replica stale. While the primary
+// cannot be reached (connections refused or cut: a restart), the replica
+// keeps serving as long as it answers: it then holds every commit it
+// received, which is the best copy there is, and the public pages keep
+// answering from it. A primary that is only slow to answer leaves the
+// route as it was: that says nothing of the lag.
+type ReadRouter struct {
+	primary *pgxpool.Pool
+	replica *pgxpool.Pool
+	opts    ReadRouterOptions
+
+	// reason is why reads go where they go now: ReasonReplicaHealthy
+	// sends them to the replica, any other reason to the primary.
+	reason atomic.Pointer[string]
+	// lagNanos is the lag the last check measured.
+	lagNanos atomic.Int64
+
+	mu      sync.Mutex
+	samples []walSample // the primary's positions, oldest first (monitor only)
+
+	reads [2][]atomic.Int64 // [target][reason index]
+}
+
+// walSample is the primary's WAL position at a time.
+type walSample struct {
+	at  time.Time
+	lsn uint64
+}
+
+// NewReadRouter returns a router over the primary and replica pools. It
+// reads from the primary until its monitor (Run) has found the replica
+// healthy.
+func NewReadRouter(primary, replica *pgxpool.Pool, opts ReadRouterOptions) *ReadRouter {
+	if opts.MaxLag <= 0 {
+		opts.MaxLag = 5 * time.Second
+	}
+	if opts.CheckInterval <= 0 {
+		opts.CheckInterval = time.Second
+	}
+	r := &ReadRouter{primary: primary, replica: replica, opts: opts}
+	for i := range r.reads {
+		r.reads[i] = make([]atomic.Int64, len(readReasons))
+	}
+	unchecked := ReasonReplicaUnchecked
+	r.reason.Store(&unchecked)
+	return r
+}
+
+// Route says where reads without WithPrimary go now: TargetReplica or
+// TargetPrimary, and why.
+func (r *ReadRouter) Route() (target, reason string) {
+	reason = *r.reason.Load()
+	if reason == ReasonReplicaHealthy {
+		return TargetReplica, reason
+	}
+	return TargetPrimary, reason
+}
+
+// Lag is the replica's lag the monitor last measured.
+func (r *ReadRouter) Lag() time.Duration { return time.Duration(r.lagNanos.Load()) }
+
+// Reads calls fn with the number of reads served so far by each target for
+// each reason (only the pairs that occurred).
+func (r *ReadRouter) Reads(fn func(target, reason string, n int64)) {
+	for ti, target := range []string{TargetReplica, TargetPrimary} {
+		for ri, reason := range readReasons {
+			if n := r.reads[ti][ri].Load(); n > 0 {
+				fn(target, reason, n)
+			}
+		}
+	}
+}
+
+func (r *ReadRouter) count(target, reason string) {
+	ti := 1
+	if target == TargetReplica {
+		ti = 0
+	}
+	for ri, rr := range readReasons {
+		if rr == reason {
+			r.reads[ti][ri].Add(1)
+			return
+		}
+	}
+}
+
+// target picks the pool a read made with ctx goes to.
+func (r *ReadRouter) target(ctx context.Context) (*pgxpool.Pool, string, string) {
+	if PrimaryWanted(ctx) {
+		if retried, _ := ctx.Value(notReplayedKey{}).(bool); retried {
+			return r.primary, TargetPrimary, ReasonNotReplayed
+		}
+		return r.primary, TargetPrimary, ReasonPrimaryWanted
+	}
+	if target, reason := r.Route(); target == TargetReplica {
+		return r.replica, target, reason
+	} else {
+		return r.primary, target, reason
+	}
+}
+
+// replicaServes reports whether a read made with ctx would go to the
+// replica now.
+func (r *ReadRouter) replicaServes(ctx context.Context) bool {
+	_, target, _ := r.target(ctx)
+	return target == TargetReplica
+}
+
+// Query runs a read on the target. A replica that cannot be reached is
+// marked down (until the monitor finds it back), and the read is made on
+// the primary; so is one the replica cancelled for a recovery conflict.
+func (r *ReadRouter) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	pool, target, reason := r.target(ctx)
+	rows, err := pool.Query(ctx, sql, args...)
+	if err != nil && target == TargetReplica && ctx.Err() == nil {
+		switch {
+		case IsUnavailable(err) || pgconn.SafeToRetry(err):
+			r.setReason(ReasonReplicaDown, err)
+		case !isRecoveryConflict(err):
+			r.count(target, reason)
+			return rows, err
+		}
+		r.count(TargetPrimary, ReasonReplicaError)
+		return r.primary.Query(ctx, sql, args...)
+	}
+	r.count(target, reason)
+	return rows, err
+}
+
+// isRecoveryConflict reports whether err is a read the replica cancelled
+// because replaying the primary's WAL conflicted with it (40001
+// "canceling statement due to conflict with recovery"): the primary has
+// no such conflict, so the read is made again there.
+func isRecoveryConflict(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40001"
+}
+
+// QueryRow is Query's one row: pgx's own QueryRow defers its error to
+// Scan, too late to make the read again on the primary.
+func (r *ReadRouter) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := r.Query(ctx, sql, args...)
+	return firstRow{rows: rows, err: err}
+}
+
+// Exec runs on the primary: an Exec is a write.
+func (r *ReadRouter) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return r.primary.Exec(ctx, sql, args...)
+}
+
+// SendBatch sends a batch to the primary: a batch may write, and the
+// compile's batch of reads (LoadCompileReads) runs in a worker, on the
+// primary anyway.
+func (r *ReadRouter) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return r.primary.SendBatch(ctx, b)
+}
+
+// Begin begins a transaction on the primary: what runs in a transaction
+// writes, or reads what it writes.
+func (r *ReadRouter) Begin(ctx context.Context) (pgx.Tx, error) {
+	return r.primary.Begin(ctx)
+}
+
+// firstRow is the pgx.Row of rows' first row, as pgx's QueryRow reads it.
+type firstRow struct {
+	rows pgx.Rows
+	err  error
+}
+
+// Scan reads the first row into dest; no row is pgx.ErrNoRows.
+func (f firstRow) Scan(dest ...any) error {
+	if f.err != nil {
+		return f.err
+	}
+	defer f.rows.Close()
+	if !f.rows.Next() {
+		if err := f.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := f.rows.Scan(dest...); err != nil {
+		return err
+	}
+	f.rows.Close()
+	return f.rows.Err()
+}
+
+// Run checks the replica every CheckInterval until ctx ends, the first
+// time at once.
+func (r *ReadRouter) Run(ctx context.Context) {
+	t := time.NewTicker(r.opts.CheckInterval)
+	defer t.Stop()
+	for {
+		r.Check(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Check measures the replica once and routes reads accordingly (Run calls
+// it; a test may call it to decide at once).
+func (r *ReadRouter) Check(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Each side within a fraction of the bound: a check that hangs must
+	// not hold the route as it was.
+	timeout := max(time.Second, r.opts.CheckInterval)
+	replay, recovering, err := r.replayPosition(ctx, timeout)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.setReason(ReasonReplicaDown, err)
+		}
+		return
+	}
+	primaryLSN, perr := r.primaryPosition(ctx, timeout)
+	now := time.Now()
+	switch {
+	case !recovering:
+		// Not a standby (promoted, or pointed at a primary): it has all
+		// it will ever have.
+		r.samples = r.samples[:0]
+		r.lagNanos.Store(0)
+	case perr != nil && primaryDown(perr):
+		// The primary is away (restarting): the replica has every commit
+		// it received, the best copy there is, so it serves whatever its
+		// lag was (the primary could not serve instead). The lag is
+		// measured again once the primary is back.
+		r.setReason(ReasonReplicaHealthy, nil)
+		return
+	case perr != nil:
+		// A slow answer (a busy primary) says nothing of the lag: the
+		// route stays as it was until a check can measure it.
+		return
+	default:
+		r.samples = append(r.samples, walSample{at: now, lsn: primaryLSN})
+		// Older positions than twice the bound are not needed: a replica
+		// that has not replayed one of them is lagging either way.
+		keep := 0
+		for keep < len(r.samples)-1 && now.Sub(r.samples[keep].at) > 2*r.opts.MaxLag {
+			keep++
+		}
+		r.samples = append(r.samples[:0], r.samples[keep:]...)
+		var lag time.Duration
+		for _, s := range r.samples {
+			if s.lsn > replay {
+				lag = now.Sub(s.at)
+				break
+			}
+		}
+		r.lagNanos.Store(int64(lag))
+	}
+	if r.Lag() > r.opts.MaxLag {
+		r.setReason(ReasonReplicaLagging, nil)
+		return
+	}
+	r.setReason(ReasonReplicaHealthy, nil)
+}
+
+// primaryDown reports whether err, from reading the primary's position,
+// means the primary is not there (refused, shutting down, starting up,
+// connection lost) rather than slow to answer.
+func primaryDown(err error) bool {
+	return IsUnavailable(err) && !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// replayPosition is the replica's replay position, and whether it is a
+// standby at all.
+func (r *ReadRouter) replayPosition(ctx context.Context, timeout time.Duration) (uint64, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var recovering bool
+	var replay *string
+	err := r.replica.QueryRow(ctx, `SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text`).Scan(&recovering, &replay)
+	if err != nil {
+		return 0, false, fmt.Errorf("error reading the replica's replay position: %w", err)
+	}
+	if !recovering || replay == nil {
+		return 0, false, nil
+	}
+	lsn, err := parseLSN(*replay)
+	return lsn, true, err
+}
+
+// primaryPosition is the primary's current WAL position.
+func (r *ReadRouter) primaryPosition(ctx context.Context, timeout time.Duration) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var s string
+	if err := r.primary.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&s); err != nil {
+		return 0, fmt.Errorf("error reading the primary's WAL position: %w", err)
+	}
+	return parseLSN(s)
+}
+
+// parseLSN reads Postgres' text form of a WAL position, "16/B374D848".
+func parseLSN(s string) (uint64, error) {
+	var hi, lo uint32
+	if _, err := fmt.Sscanf(s, "%X/%X", &hi, &lo); err != nil {
+		return 0, fmt.Errorf("error parsing WAL position %q: %w", s, err)
+	}
+	return uint64(hi)<<32 | uint64(lo), nil
+}
+
+// setReason routes reads for reason, saying so in the log when the route
+// changes.
+func (r *ReadRouter) setReason(reason string, cause error) {
+	old := r.reason.Swap(&reason)
+	if *old == reason || r.opts.Logger == nil {
+		return
+	}
+	target, _ := r.Route()
+	attrs := []any{slog.String("target", target), slog.String("reason", reason), slog.String("was", *old),
+		slog.Duration("lag", r.Lag()), slog.Duration("max_lag", r.opts.MaxLag)}
+	if cause != nil {
+		attrs = append(attrs, slog.String("error", cause.Error()))
+	}
+	if target == TargetReplica {
+		r.opts.Logger.Info("reads routed to the read replica", attrs...)
+	} else {
+		r.opts.Logger.Warn("reads routed to the primary: the read replica is not usable", attrs...)
+	}
+}
+
+// notReplayedKey marks the context of a lookup made again on the primary
+// because the replica did not have the row (counted as ReasonNotReplayed).
+type notReplayedKey struct{}
+
+// primaryIfNotReplayed runs read with ctx, and once more on the primary
+// when q reads through a router that sent it to the replica and the
+// replica answered NOT_FOUND: the row may have been committed on the
+// primary and not replayed yet (a version activated a moment ago), and a
+// lookup by id must not answer a false 404.
+func primaryIfNotReplayed[T any](ctx context.Context, q *Queries, read func(context.Context) (T, error)) (T, error) {
+	r, routed := q.db.(*ReadRouter)
+	onReplica := routed && r.replicaServes(ctx)
+	v, err := read(ctx)
+	if onReplica && errors.Is(err, ErrNotFound) {
+		return read(context.WithValue(WithPrimary(ctx), notReplayedKey{}, true))
+	}
+	return v, err
 }

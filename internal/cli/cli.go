@@ -367,7 +367,7 @@ func cmdDoctor(ctx context.Context, args []string, e env) error {
 			return e.getenv(k)
 		}
 	}
-	_, pool, err := connect(ctx, getenv, service.ToolConfig)
+	cfg, pool, err := connect(ctx, getenv, service.ToolConfig)
 	if err != nil {
 		return err
 	}
@@ -376,6 +376,18 @@ func cmdDoctor(ctx context.Context, args []string, e env) error {
 	rep, err := doctor.Check(ctx, pool)
 	if err != nil {
 		return err
+	}
+	if cfg.DatabaseReadURL != "" {
+		replica, err := service.NewReadPool(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer replica.Close()
+		rr, err := doctor.CheckReplica(ctx, pool, replica)
+		if err != nil {
+			return err
+		}
+		rep.AddReplica(rr)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

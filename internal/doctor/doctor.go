@@ -20,7 +20,10 @@ type Report struct {
 	Schema      string                  `json:"schema"`
 	Consistency store.ConsistencyReport `json:"consistency"`
 	AuditChains map[string]string       `json:"audit_chains"`
-	OK          bool                    `json:"ok"`
+	// Replica is the read replica's state, when BPC_DATABASE_READ_URL is
+	// set (Report.AddReplica).
+	Replica *ReplicaReport `json:"replica,omitempty"`
+	OK      bool           `json:"ok"`
 
 	// tenants are the tenants' slugs in the store's order, the order of
 	// the text report's audit chain lines.
@@ -60,6 +63,13 @@ func Check(ctx context.Context, pool *pgxpool.Pool) (Report, error) {
 	return rep, nil
 }
 
+// AddReplica adds the read replica's report; a replica that is not a copy
+// of the primary makes the report not OK.
+func (r *Report) AddReplica(rep ReplicaReport) {
+	r.Replica = &rep
+	r.OK = r.OK && rep.OK()
+}
+
 // WriteText prints the report for a person, one finding a line, ending
 // with "all good" when nothing is wrong.
 func (r Report) WriteText(w io.Writer) {
@@ -71,6 +81,9 @@ func (r Report) WriteText(w io.Writer) {
 	}
 	for _, slug := range r.tenants {
 		fmt.Fprintf(w, "audit chain:  %s %s\n", slug, r.AuditChains[slug])
+	}
+	if r.Replica != nil {
+		r.Replica.writeText(w)
 	}
 	if r.OK {
 		fmt.Fprintln(w, "all good")

@@ -57,15 +57,25 @@ const (
 // App is one running service: the River client (working jobs unless the
 // role is api), the admin API and River UI (unless the role is worker).
 type App struct {
-	cfg     Config
-	role    string
-	logger  *slog.Logger
-	pool    *pgxpool.Pool
-	store   *store.Queries
-	river   *river.Client[pgx.Tx]
-	riverUI *riverui.Handler
-	leases  *jobrun.Leases
-	reaper  *jobrun.Reaper
+	cfg    Config
+	role   string
+	logger *slog.Logger
+	pool   *pgxpool.Pool
+	store  *store.Queries
+	// reads are the read-routed Queries of the public routes and the
+	// operators' list routes: over router when BPC_DATABASE_READ_URL is
+	// set (API roles), else store itself.
+	reads *store.Queries
+	// router sends reads to the replica pool while it is healthy; nil
+	// without a replica. stopRouter ends its monitor.
+	router     *store.ReadRouter
+	replica    *pgxpool.Pool
+	stopRouter context.CancelFunc
+	routerDone chan struct{}
+	river      *river.Client[pgx.Tx]
+	riverUI    *riverui.Handler
+	leases     *jobrun.Leases
+	reaper     *jobrun.Reaper
 	// keys resolves tenant API keys (API roles); stopKeys ends its
 	// last-used flusher after a final flush.
 	keys     *access.Keyring
@@ -127,9 +137,34 @@ func NewPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// NewReadPool opens the pool of the read replica (BPC_DATABASE_READ_URL).
+// Like pgxpool's, it connects on first use: a replica that is down when the
+// service starts only sends reads to the primary.
+func NewReadPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
+	pc, err := pgxpool.ParseConfig(cfg.DatabaseReadURL)
+	if err != nil {
+		return nil, configError(errcode.Validation, "BPC_DATABASE_READ_URL", "is not a valid Postgres URL")
+	}
+	if pc.ConnConfig.RuntimeParams == nil {
+		pc.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	// Named apart from the primary's, so pg_stat_activity on the replica
+	// shows which connections are the service's reads.
+	pc.ConnConfig.RuntimeParams["application_name"] = "bpc-read"
+	if !strings.Contains(cfg.DatabaseReadURL, "pool_max_conns") {
+		pc.MaxConns = 20
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("error creating read replica pool: %w", err)
+	}
+	return pool, nil
+}
+
 // New wires the service for role without starting anything.
 func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *App, err error) {
 	a := &App{cfg: cfg, role: role, logger: logger, pool: pool, store: store.New(pool), serveErr: make(chan error, 1)}
+	a.reads = a.store
 	if base := cfg.PublicBaseURL; base != "" {
 		a.publicBase.Store(&base)
 	}
@@ -140,6 +175,23 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if cfg.DatabaseReadURL != "" && role != RoleWorker {
+		// Only the API serves the routes that read from the replica.
+		if a.replica, err = NewReadPool(ctx, cfg); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				a.replica.Close()
+			}
+		}()
+		a.router = store.NewReadRouter(pool, a.replica, store.ReadRouterOptions{
+			MaxLag: cfg.ReadMaxLag, CheckInterval: cfg.ReadCheckInterval, Logger: logger})
+		a.reads = store.New(a.router)
+		a.registry.MustRegister(newReadCollector(a.router))
+		logger.Info("read replica configured: public and list reads use it while it is within the lag bound",
+			slog.Duration("max_lag", cfg.ReadMaxLag))
+	}
 	signer, err := passport.LoadSigner(ctx, a.store, cfg.Env, cfg.SigningKeyID, cfg.SigningKeyBase64)
 	if err != nil {
 		return nil, err
@@ -281,6 +333,7 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 			WebhookDestinations: cfg.WebhookDestinations(),
 		},
 		Store:    a.store,
+		Reads:    a.reads,
 		River:    a.river,
 		Inserter: passport.Publishing(a.river, publisher),
 		Logger:   logger,
@@ -342,10 +395,23 @@ func (a *App) readyChecks() []api.ReadyCheck {
 			return nil
 		}})
 	}
+	if a.router != nil {
+		// Optional: without the replica, reads go to the primary.
+		checks = append(checks, api.ReadyCheck{Name: "read_replica", Check: a.replicaCheck, Degrades: true})
+	}
 	if a.trigger != nil {
 		checks = append(checks, api.ReadyCheck{Name: "queue", Check: a.trigger.Check, Degrades: !a.cfg.HealthRequireQueue})
 	}
 	return checks
+}
+
+// replicaCheck reports the read replica as its monitor last found it,
+// without a query of its own.
+func (a *App) replicaCheck(context.Context) error {
+	if target, reason := a.router.Route(); target != store.TargetReplica {
+		return fmt.Errorf("reads go to the primary: %s (lag %s)", reason, a.router.Lag().Round(time.Millisecond))
+	}
+	return nil
 }
 
 // schemaCurrent checks migrations at most every 10 s.
@@ -428,6 +494,14 @@ func (a *App) Start(ctx context.Context) (err error) {
 			a.answers.Listen(answersCtx, a.pool, a.logger)
 		}()
 	}
+	if a.router != nil {
+		routerCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		a.stopRouter, a.routerDone = cancel, make(chan struct{})
+		go func() {
+			defer close(a.routerDone)
+			a.router.Run(routerCtx)
+		}()
+	}
 	if a.keys != nil {
 		keysCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		a.stopKeys, a.keysDone = cancel, make(chan struct{})
@@ -498,6 +572,13 @@ func (a *App) Stop(ctx context.Context) {
 			a.stopKeys() // Run flushes the last-used times once more
 			<-a.keysDone
 		}
+		if a.stopRouter != nil {
+			a.stopRouter()
+			<-a.routerDone
+		}
+		if a.replica != nil {
+			a.replica.Close()
+		}
 		if a.stopTrigger != nil {
 			a.stopTrigger()
 			// Its socket is closed with its context, so it ends at once; a
@@ -544,6 +625,10 @@ func (a *App) River() *river.Client[pgx.Tx] { return a.river }
 
 // Config is the configuration the service was made with.
 func (a *App) Config() Config { return a.cfg }
+
+// ReadRouter routes the public and list reads to the read replica; nil
+// without BPC_DATABASE_READ_URL (or in the worker role).
+func (a *App) ReadRouter() *store.ReadRouter { return a.router }
 
 // Trigger is the RabbitMQ job trigger, nil unless BPC_QUEUE_ENABLED.
 func (a *App) Trigger() *trigger.Trigger { return a.trigger }

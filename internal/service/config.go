@@ -42,7 +42,16 @@ import (
 // Config is the service configuration (SPEC §5), read once from the
 // environment and validated before anything starts.
 type Config struct {
-	DatabaseURL         string
+	DatabaseURL string
+	// DatabaseReadURL is a streaming replica of DatabaseURL's database
+	// (BPC_DATABASE_READ_URL; optional): the public verification routes
+	// and the operators' list routes read from it while it is healthy
+	// (store.ReadRouter). ReadMaxLag is how far behind it may be
+	// (BPC_DATABASE_READ_MAX_LAG_MS), ReadCheckInterval how often its lag
+	// is measured (BPC_DATABASE_READ_CHECK_INTERVAL_MS).
+	DatabaseReadURL     string
+	ReadMaxLag          time.Duration
+	ReadCheckInterval   time.Duration
 	Env                 string
 	HTTPAddr            string
 	AdminToken          string
@@ -209,6 +218,7 @@ func configError(code errcode.Code, name, format string, args ...any) error {
 func LoadConfig(getenv func(string) string) (Config, error) {
 	c := Config{
 		DatabaseURL:      getenv("DATABASE_URL"),
+		DatabaseReadURL:  strings.TrimSpace(getenv("BPC_DATABASE_READ_URL")),
 		Env:              or(getenv("BPC_ENV"), "dev"),
 		HTTPAddr:         or(getenv("BPC_HTTP_ADDR"), ":8080"),
 		AdminToken:       getenv("BPC_ADMIN_TOKEN"),
@@ -236,6 +246,8 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		return time.Duration(num(name, def, lo, hi)) * time.Millisecond
 	}
 	c.PollInterval = ms("BPC_JOBS_POLL_INTERVAL_MS", 1000, 1, 60_000)
+	c.ReadMaxLag = ms("BPC_DATABASE_READ_MAX_LAG_MS", 5000, 100, 3_600_000)
+	c.ReadCheckInterval = ms("BPC_DATABASE_READ_CHECK_INTERVAL_MS", 1000, 10, 60_000)
 	c.FetchCooldown = ms("BPC_JOBS_FETCH_COOLDOWN_MS", 10, 1, 60_000)
 	c.PipelineCooldown = ms("BPC_JOBS_PIPELINE_FETCH_COOLDOWN_MS", 2, 1, 60_000)
 	c.PipelinePoll = ms("BPC_JOBS_PIPELINE_POLL_INTERVAL_MS", 100, 1, 60_000)
@@ -377,6 +389,12 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.otlpHeaderValues, errs = otlpHeaderValues(getenv, errs)
 	if c.DatabaseURL == "" {
 		errs = append(errs, configError(errcode.ConfigMissing, "DATABASE_URL", "is required (postgres://user@host:5432/db); in a checkout, `make doctor`, `make migrate` and `make run` find or start the dev database for you"))
+	}
+	if c.DatabaseReadURL != "" {
+		if _, err := pgconn.ParseConfig(c.DatabaseReadURL); err != nil {
+			// Not err's text: it may quote the URL, password and all.
+			errs = append(errs, configError(errcode.Validation, "BPC_DATABASE_READ_URL", "is not a valid Postgres URL (postgres://user@host:5432/db)"))
+		}
 	}
 	if c.AdminToken == "" {
 		if c.Env != "dev" {
@@ -588,12 +606,16 @@ func NewLogger(cfg Config, w io.Writer) *slog.Logger {
 }
 
 // secrets are the values no log line may hold: the admin token, the
-// signing key, the key encryption key and the database password (from DATABASE_URL, or wherever
+// signing key, the key encryption key and the database passwords (from DATABASE_URL and
+// BPC_DATABASE_READ_URL, or wherever
 // pgx would find it: PGPASSWORD, a passfile).
 func (c Config) secrets() []string {
 	out := append([]string{c.AdminToken, c.SigningKeyBase64, c.keyEncryptionKeyBase64}, c.otlpHeaderValues...)
-	if c.DatabaseURL != "" {
-		if pc, err := pgconn.ParseConfig(c.DatabaseURL); err == nil {
+	for _, u := range []string{c.DatabaseURL, c.DatabaseReadURL} {
+		if u == "" {
+			continue
+		}
+		if pc, err := pgconn.ParseConfig(u); err == nil {
 			out = append(out, pc.Password)
 		}
 	}
@@ -605,7 +627,7 @@ func (c Config) secrets() []string {
 
 // ToolConfig is the configuration of migrate and doctor: a database and logs.
 func ToolConfig(getenv func(string) string) (Config, error) {
-	cfg := Config{DatabaseURL: getenv("DATABASE_URL"), LeaseSeconds: 60, LogLevel: slog.LevelInfo, LogJSON: getenv("BPC_LOG_JSON") != "false"}
+	cfg := Config{DatabaseURL: getenv("DATABASE_URL"), DatabaseReadURL: strings.TrimSpace(getenv("BPC_DATABASE_READ_URL")), LeaseSeconds: 60, LogLevel: slog.LevelInfo, LogJSON: getenv("BPC_LOG_JSON") != "false"}
 	if cfg.DatabaseURL == "" {
 		return cfg, configError(errcode.ConfigMissing, "DATABASE_URL", "is required (postgres://user@host:5432/db)")
 	}

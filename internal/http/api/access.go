@@ -426,7 +426,7 @@ func (s *Server) handleListKeys(ctx context.Context, req *tenantParam) (*out[ite
 	if err := s.requireTenantExists(ctx, tenantID); err != nil {
 		return nil, err
 	}
-	return okItems(s.Store.ListAPIKeys(ctx, tenantID))
+	return okItems(s.reads().ListAPIKeys(ctx, tenantID))
 }
 
 // handleRevokeKey revokes a key: at once on this process, within the

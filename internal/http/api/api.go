@@ -72,7 +72,11 @@ type ReadyCheck struct {
 type Server struct {
 	Config Config
 	Store  *store.Queries
-	River  *river.Client[pgx.Tx]
+	// Reads are the read-routed Queries (store.ReadRouter) of the public
+	// routes and the operators' list routes, which a replica a few seconds
+	// behind may answer; nil: Store. Every other read stays on Store.
+	Reads *store.Queries
+	River *river.Client[pgx.Tx]
 	// Inserter inserts the jobs of domain operations and enqueues; nil is
 	// River (passport.Publishing wraps River with the RabbitMQ trigger).
 	Inserter passport.Inserter
@@ -485,3 +489,15 @@ func (s *Server) domainRoutes(rs routes) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// reads are the Queries of the list routes and the public routes: the
+// read-routed ones (a replica while it is healthy) when the service has
+// them. A list is a view an operator refreshes, and a replica a few
+// seconds behind serves it; a get by id, which a client makes right after
+// its write, stays on the primary.
+func (s *Server) reads() *store.Queries {
+	if s.Reads != nil {
+		return s.Reads
+	}
+	return s.Store
+}

@@ -29,7 +29,7 @@ func (s *Server) handleCreateDocument(ctx context.Context, req *bodyInput[create
 }
 
 func (s *Server) handleListDocuments(ctx context.Context, req *tenantParam) (*out[items[bpctype.Document]], error) {
-	return listTenant(ctx, s, req, s.Store.ListDocuments)
+	return listTenant(ctx, s, req, s.reads().ListDocuments)
 }
 
 type documentWithVersions struct {
@@ -114,7 +114,7 @@ func (s *Server) handleListFacts(ctx context.Context, req *listFactsParams) (*ou
 	if err := s.requireFactScope(ctx, tenantID, f.DocumentVersionID); err != nil {
 		return nil, err
 	}
-	return okItems(s.Store.ListFacts(ctx, f))
+	return okItems(s.reads().ListFacts(ctx, f))
 }
 
 // requireFactScope checks the tenant exists and, when given, the document

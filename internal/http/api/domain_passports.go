@@ -41,7 +41,7 @@ func (s *Server) handleCreateProduct(ctx context.Context, req *bodyInput[createP
 }
 
 func (s *Server) handleListProducts(ctx context.Context, req *tenantParam) (*out[items[bpctype.BatteryProduct]], error) {
-	return listTenant(ctx, s, req, s.Store.ListBatteryProducts)
+	return listTenant(ctx, s, req, s.reads().ListBatteryProducts)
 }
 
 func (s *Server) handleGetProduct(ctx context.Context, req *idParams) (*out[bpctype.BatteryProduct], error) {

@@ -30,7 +30,7 @@ func (s *Server) handleCreateRulePackage(ctx context.Context, req *bodyInput[cre
 }
 
 func (s *Server) handleListRulePackages(ctx context.Context, req *tenantParam) (*out[items[bpctype.RulePackage]], error) {
-	return listTenant(ctx, s, req, s.Store.ListRulePackages)
+	return listTenant(ctx, s, req, s.reads().ListRulePackages)
 }
 
 type rulePackageWithVersions struct {

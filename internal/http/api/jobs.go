@@ -259,7 +259,7 @@ func (s *Server) handleListJobs(ctx context.Context, in *listJobsParams) (*out[s
 	if !in.CreatedBefore.IsZero() {
 		f.CreatedBefore = &in.CreatedBefore
 	}
-	return ok(s.Store.ListJobs(ctx, f))
+	return ok(s.reads().ListJobs(ctx, f))
 }
 
 // handleGetJob returns a job. With waitMs it long-polls: 200 as soon as the

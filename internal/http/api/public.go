@@ -18,7 +18,7 @@ const publicChecks = 4096
 // publicRoutes serves public verification (package public) without
 // credentials, rate-limited per client address, and documents its JSON.
 func (s *Server) publicRoutes(r chi.Router, doc *huma.OpenAPI) {
-	h := &public.Handler{Store: s.Store, WriteError: s.writeError, Logger: s.Logger, Checks: public.NewChecks(publicChecks),
+	h := &public.Handler{Store: s.reads(), WriteError: s.writeError, Logger: s.Logger, Checks: public.NewChecks(publicChecks),
 		Answers: s.PublicAnswers, CDNMaxAge: s.PublicCDNMaxAge, PublicBaseURL: s.PublicBaseURL}
 	r.Group(func(g chi.Router) {
 		g.Use(s.limitAddress, canonicalQuery)

@@ -40,7 +40,7 @@ func (s *Server) handleListSigningKeys(ctx context.Context, in *signingKeyListIn
 		return nil, err
 	}
 	if p.Platform && in.TenantID.IsZero() {
-		return okItems(s.Store.ListPlatformSigningKeys(ctx))
+		return okItems(s.reads().ListPlatformSigningKeys(ctx))
 	}
 	tenantID, err := p.Tenant(in.TenantID.UUID())
 	if err != nil {
@@ -49,7 +49,7 @@ func (s *Server) handleListSigningKeys(ctx context.Context, in *signingKeyListIn
 	if err := s.requireTenantExists(ctx, tenantID); err != nil {
 		return nil, err
 	}
-	return okItems(s.Store.ListTenantSigningKeys(ctx, tenantID))
+	return okItems(s.reads().ListTenantSigningKeys(ctx, tenantID))
 }
 
 // signingKeyTenant resolves the tenant whose signing keys a request

@@ -34,7 +34,7 @@ func (s *Server) handleListTenants(ctx context.Context, _ *struct{}) (*out[items
 		return nil, err
 	}
 	if p.Platform {
-		return okItems(s.Store.ListTenants(ctx))
+		return okItems(s.reads().ListTenants(ctx))
 	}
 	t, err := s.Store.GetTenant(ctx, p.TenantID)
 	return okItems([]bpctype.Tenant{t}, err)

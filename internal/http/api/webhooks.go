@@ -93,7 +93,7 @@ func (s *Server) handleListEndpoints(ctx context.Context, in *tenantParam) (*out
 	if err != nil {
 		return nil, err
 	}
-	return okItems(s.Store.ListWebhookEndpoints(ctx, tenantID))
+	return okItems(s.reads().ListWebhookEndpoints(ctx, tenantID))
 }
 
 func (s *Server) handleGetEndpoint(ctx context.Context, in *idParams) (*out[endpointResponse], error) {
@@ -219,7 +219,7 @@ func (s *Server) handleListSubscriptions(ctx context.Context, in *listSubscripti
 		id := in.WebhookEndpointID.UUID()
 		endpointID = &id
 	}
-	return okItems(s.Store.ListWebhookSubscriptions(ctx, tenantID, endpointID))
+	return okItems(s.reads().ListWebhookSubscriptions(ctx, tenantID, endpointID))
 }
 
 func (s *Server) handleDeleteSubscription(ctx context.Context, in *idParams) (*struct{}, error) {
