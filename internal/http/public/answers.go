@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/store"
 )
 
@@ -226,8 +227,17 @@ func (a *Answers) fill(ctx context.Context, q *store.Queries, c *Checks, id uuid
 		// Its tenant changed lately: a replica may not have replayed the
 		// change yet. Read again where it was made.
 		a.lookups.Add(1)
-		if e, err = load(store.WithPrimary(ctx), q, c, id); err != nil {
+		fresh, err := load(store.WithPrimary(ctx), q, c, id)
+		switch {
+		case err == nil:
+			e = fresh
+		case errcode.CodeOf(err) == errcode.NotFound:
 			return nil, err
+		default:
+			// The primary cannot answer (a restart, a failover): the
+			// replica's answer is the best there is, given but not
+			// kept, so that the next scan tries the primary again.
+			return e, nil
 		}
 	}
 	e.born = a.cfg.Now()
