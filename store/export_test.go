@@ -1,0 +1,4 @@
+package store
+
+// VerifyMirroredSQL is verifyMirroredSQL, for TestInBatchTxPlansIndexProbes.
+const VerifyMirroredSQL = verifyMirroredSQL
