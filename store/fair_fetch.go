@@ -119,9 +119,16 @@ WITH RECURSIVE tenants AS (
         LIMIT 1) n
 ),
 running AS (
+    -- Only read when the counts can change the outcome: with a cap, or
+    -- with two tenants or more to order. A lone tenant's slots are its
+    -- ranks shifted by one constant, in the same order, and counting its
+    -- running jobs reads every one of them (their args) on every fetch:
+    -- about a fifth of a fetch of 200 jobs with 2 000 running. Postgres
+    -- tests the condition once, before the scan (a one-time filter).
     SELECT coalesce(args->>'tenant_id', '') AS tenant, count(*)::int AS n
     FROM %[1]sriver_job
     WHERE state = 'running' AND queue = $1
+      AND ($5::int > 0 OR EXISTS (SELECT 1 FROM tenants OFFSET 1))
     GROUP BY 1
 ),
 heads AS (

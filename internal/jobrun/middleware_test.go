@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -277,4 +278,27 @@ func TestControlFlowMapsLostDatabaseToDBUnavailable(t *testing.T) {
 	err := controlFlow(fmt.Errorf("loading delivery: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}))
 	require.Equal(t, errcode.DBUnavailable, errcode.CodeOf(err))
 	require.True(t, errcode.As(err).Retryable())
+}
+
+// BenchmarkObserverWork is the observer's own cost per job (a no-op job, the
+// service's JSON logger at info writing its two lines, metrics, a lease
+// hold): the Go half of the burn-down's service-path overhead
+// (bench/burn_down_test.go), measured alone.
+func BenchmarkObserverWork(b *testing.B) {
+	o := &Observer{
+		Logger:  slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Metrics: workers.NewMetrics(prometheus.NewRegistry()),
+		Leases:  &Leases{Owner: "bench", TTL: time.Minute, Renew: 30 * time.Second},
+	}
+	job := jobRow(1, 5)
+	job.EncodedArgs = []byte(`{"tenant_id": "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"}`)
+	job.Metadata = []byte(`{"bpc_job_id": "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"}`)
+	ctx := context.Background()
+	noop := func(context.Context) error { return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := o.Work(ctx, job, noop); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
