@@ -18,12 +18,12 @@
 -- quotas are not on its pages.
 
 CREATE FUNCTION bpc_public_answers_notify(kind text, tenant_id uuid, id text) RETURNS void
-LANGUAGE sql AS $$
+LANGUAGE sql SET search_path FROM CURRENT AS $$
     SELECT pg_notify(current_schema() || '.bpc_public_answers',
         kind || ' ' || coalesce(tenant_id::text, '*') || coalesce(' ' || id, ''))
 $$;
 
-CREATE FUNCTION bpc_public_version_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION bpc_public_version_changed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     PERFORM bpc_public_answers_notify('version', OLD.tenant_id, OLD.passport_version_id::text);
     RETURN NULL;
@@ -33,7 +33,7 @@ CREATE TRIGGER passport_versions_public_answers AFTER UPDATE OR DELETE ON passpo
     FOR EACH ROW WHEN (OLD.status IN ('ACTIVE', 'SUPERSEDED'))
     EXECUTE FUNCTION bpc_public_version_changed();
 
-CREATE FUNCTION bpc_public_key_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION bpc_public_key_changed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP <> 'INSERT' THEN
         PERFORM bpc_public_answers_notify('key', OLD.tenant_id, OLD.key_id);
@@ -49,7 +49,7 @@ END $$;
 CREATE TRIGGER signing_keys_public_answers AFTER INSERT OR UPDATE OR DELETE ON signing_keys
     FOR EACH ROW EXECUTE FUNCTION bpc_public_key_changed();
 
-CREATE FUNCTION bpc_public_tenant_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION bpc_public_tenant_changed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP <> 'INSERT' THEN
         PERFORM bpc_public_answers_notify('tenant', OLD.tenant_id, NULL);

@@ -351,7 +351,14 @@ func New(cfg Config, role string, logger *slog.Logger, pool *pgxpool.Pool) (_ *A
 	}
 	if role != RoleWorker {
 		if cfg.PublicCache.MaxBytes > 0 {
-			a.answers = public.NewAnswers(cfg.PublicCache)
+			pc := cfg.PublicCache
+			if cfg.DatabaseReadURL != "" {
+				// After a change, read from the primary for longer than
+				// a replica the router still calls healthy may lag it:
+				// a refill from the replica then has the change.
+				pc.PrimaryWindow = max(public.DefaultPrimaryWindow, cfg.ReadMaxLag+2*cfg.ReadCheckInterval+10*time.Second)
+			}
+			a.answers = public.NewAnswers(pc)
 		}
 		srv.PublicAnswers, srv.PublicCDNMaxAge = a.answers, cfg.PublicCDNMaxAge
 		a.keys = access.NewKeyring(a.store)

@@ -42,6 +42,11 @@ func (a *Answers) Listen(ctx context.Context, pool *pgxpool.Pool, logger *slog.L
 		if ctx.Err() != nil {
 			return
 		}
+		// Changes made while this process does not listen go unheard:
+		// drop everything now, not only once listening again, so that a
+		// reconnect that keeps failing does not leave answers up to
+		// MaxAge old.
+		a.InvalidateAll()
 		if connected {
 			pause = time.Second
 		}
