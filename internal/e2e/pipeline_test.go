@@ -399,14 +399,19 @@ func receiptOf(t *testing.T, h *harness, v bpctype.PassportVersion) receipt.Rece
 	return r
 }
 
-// decodeQR reads a QR code PNG with an independent decoder.
+// decodeQR reads a QR code PNG with an independent decoder. The PNG is a
+// pure code (only the symbol and its quiet zone), so the decoder is told
+// so: its finder-pattern detector, meant for photographs, misjudges the
+// symbol's size on about 3 % of random links (gozxing "dimension = 51",
+// measured on 400; 0 of 400 as a pure code), which made this test fail
+// now and then depending on the port and hashes in the link.
 func decodeQR(t *testing.T, png []byte) string {
 	t.Helper()
 	img, _, err := image.Decode(bytes.NewReader(png))
 	require.NoError(t, err)
 	bmp, err := gozxing.NewBinaryBitmapFromImage(img)
 	require.NoError(t, err)
-	res, err := gozxingqr.NewQRCodeReader().Decode(bmp, nil)
+	res, err := gozxingqr.NewQRCodeReader().Decode(bmp, map[gozxing.DecodeHintType]any{gozxing.DecodeHintType_PURE_BARCODE: true})
 	require.NoError(t, err)
 	return res.GetText()
 }
