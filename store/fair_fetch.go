@@ -265,7 +265,17 @@ func fairFetchPass(ctx context.Context, db interface {
 		return nil, fmt.Errorf("error taking the fetch lock of queue %s: %w", p.Queue, err)
 	}
 	rows, _ := br.Query() // a query error surfaces from the collect
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[FetchedRiverJob])
+	// Scanned by position, in fairFetchSQL's column order: the fetch
+	// returns up to MaxWorkers rows at a time, and pgx's RowToStructByName
+	// (reflection, a name lookup per column) cost about 2.4 µs a job in the
+	// burn-down's profile.
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (FetchedRiverJob, error) {
+		var j FetchedRiverJob
+		err := row.Scan(&j.ID, &j.Args, &j.Attempt, &j.AttemptedAt, &j.AttemptedBy, &j.CreatedAt,
+			&j.Errors, &j.FinalizedAt, &j.Kind, &j.MaxAttempts, &j.Metadata, &j.Priority, &j.Queue,
+			&j.State, &j.ScheduledAt, &j.Tags, &j.UniqueKey, &j.UniqueStates, &j.MoreDue)
+		return j, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("error fetching jobs from queue %s: %w", p.Queue, err)
 	}
