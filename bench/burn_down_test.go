@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/jobrun"
+	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/internal/testriver"
 	"github.com/bpc-platform/bpc/workers"
@@ -31,6 +32,15 @@ import (
 // down: both sides are limited by the work itself. (River's default
 // cooldown, 100 ms, capped them at 20k jobs/s, about what bare River
 // reached.)
+//
+// Both sides poll the benchmark's queue every burnFetchPollInterval. The
+// service side also runs the service's own queues, idle here: they poll as
+// the service polls them, at its default intervals (servicePolls), not at
+// River's benchmark's 20 ms. Five idle queues polled every 20 ms were 250
+// empty fetches a second, which cost the service side about 10 µs of
+// Postgres CPU per burned job (59.9 against 68.6 to 70.0 µs per job in
+// this database's backends, 100 000 jobs, 2026-11-28) — a cost the
+// service does not have at its own settings (5 fetches a second).
 const (
 	burnFetchCooldown     = 2 * time.Millisecond
 	burnFetchPollInterval = 20 * time.Millisecond
@@ -46,8 +56,8 @@ type burnResult struct {
 }
 
 func (r burnResult) String() string {
-	return fmt.Sprintf("%.0f jobs/s (CPU per job: %.1f µs this process, %.1f µs Postgres, %.1f µs other, %.1f µs stolen; WAL %.0f B per job)",
-		r.jobsPerSec, micros(r.cpu.proc), micros(r.cpu.postgres), micros(r.cpu.machine-r.cpu.proc-r.cpu.postgres),
+	return fmt.Sprintf("%.0f jobs/s (CPU per job: %.1f µs this process, %.1f µs Postgres (%.1f µs in this database's backends), %.1f µs other, %.1f µs stolen; WAL %.0f B per job)",
+		r.jobsPerSec, micros(r.cpu.proc), micros(r.cpu.postgres), micros(r.cpu.backends), micros(r.cpu.machine-r.cpu.proc-r.cpu.postgres),
 		micros(r.cpu.steal), r.walBytes)
 }
 
@@ -141,9 +151,11 @@ func burnDownService(b *testing.B, n, concurrency, round int) burnResult {
 func burnDownServiceOn(b *testing.B, pool *pgxpool.Pool, n, concurrency int, label string) burnResult {
 	ctx := context.Background()
 	var done atomic.Int64
+	polls := servicePolls(b)
 	client, deps := testriver.New(b, pool, testriver.Options{
 		Client: jobrun.ClientOptions{ID: "bench-worker", Concurrency: concurrency,
-			PollInterval: burnFetchPollInterval, FetchCooldown: burnFetchCooldown,
+			PollInterval: polls.PollInterval, PipelinePollInterval: polls.PipelinePoll,
+			ExtraQueuePollInterval: burnFetchPollInterval, FetchCooldown: burnFetchCooldown,
 			BackoffUnit: time.Second, ExtraQueues: []string{benchQueue}, RiverFetch: riverFetch()},
 		// The service's JSON logger at info (two lines per job), discarded.
 		Deps:     workers.Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))},
@@ -208,6 +220,7 @@ func burnDown(b *testing.B, client *river.Client[pgx.Tx], pool *pgxpool.Pool, n 
 	var walBefore, walAfter string
 	require.NoError(b, pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&walBefore))
 	before := readCPU()
+	backendsBefore := backendCPU(b, pool)
 	start := time.Now()
 	require.NoError(b, client.Start(ctx))
 	timeout := time.After(15 * time.Minute)
@@ -220,6 +233,7 @@ func burnDown(b *testing.B, client *river.Client[pgx.Tx], pool *pgxpool.Pool, n 
 	}
 	elapsed := time.Since(start)
 	after := readCPU()
+	backends := backendCPUSince(b, pool, backendsBefore)
 	var wal float64
 	require.NoError(b, pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&walAfter))
 	require.NoError(b, pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::float8`, walAfter, walBefore).Scan(&wal))
@@ -237,6 +251,7 @@ func burnDown(b *testing.B, client *river.Client[pgx.Tx], pool *pgxpool.Pool, n 
 			postgres: (after.postgres - before.postgres) / nd,
 			machine:  (after.machine - before.machine) / nd,
 			steal:    (after.steal - before.steal) / nd,
+			backends: backends / nd,
 		},
 		walBytes: wal / float64(n),
 	}
@@ -246,7 +261,39 @@ func burnDown(b *testing.B, client *river.Client[pgx.Tx], pool *pgxpool.Pool, n 
 // machine; one that ends in between is missed), the whole machine's busy
 // time and the time the hypervisor gave the machine's CPUs to others
 // (steal). The last three are zero without /proc.
-type cpuTimes struct{ proc, postgres, machine, steal time.Duration }
+//
+// backends is the part of postgres spent by the client backends of the
+// benchmark's database: what Postgres did for this benchmark's
+// connections, whatever else the machine's Postgres serves at the time.
+type cpuTimes struct{ proc, postgres, machine, steal, backends time.Duration }
+
+// backendCPU reads the CPU time of each client backend of pool's database.
+func backendCPU(b *testing.B, pool *pgxpool.Pool) map[string]time.Duration {
+	b.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT pid::text FROM pg_stat_activity
+		WHERE datname = current_database() AND backend_type = 'client backend'`)
+	require.NoError(b, err)
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(b, err)
+	out := make(map[string]time.Duration, len(pids))
+	for _, pid := range pids {
+		if cpu, ok := processCPU(pid, "postgres"); ok {
+			out[pid] = cpu
+		}
+	}
+	return out
+}
+
+// backendCPUSince is the CPU time pool's database's client backends spent
+// since before (a backend started since counts from zero; one that ended
+// is missed).
+func backendCPUSince(b *testing.B, pool *pgxpool.Pool, before map[string]time.Duration) time.Duration {
+	var sum time.Duration
+	for pid, cpu := range backendCPU(b, pool) {
+		sum += cpu - before[pid]
+	}
+	return sum
+}
 
 // readCPU reads cpuTimes.
 func readCPU() cpuTimes {
@@ -377,4 +424,18 @@ func fmtRatios(xs []float64) string {
 		parts[i] = strconv.FormatFloat(x, 'f', 3, 64)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// servicePolls is the service's default configuration, for its poll
+// intervals (BPC_JOBS_POLL_INTERVAL_MS, BPC_JOBS_PIPELINE_POLL_INTERVAL_MS).
+func servicePolls(b *testing.B) service.Config {
+	b.Helper()
+	cfg, err := service.LoadConfig(func(k string) string {
+		if k == "DATABASE_URL" {
+			return "postgres://unused/bench"
+		}
+		return ""
+	})
+	require.NoError(b, err)
+	return cfg
 }

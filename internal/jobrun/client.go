@@ -3,6 +3,7 @@ package jobrun
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -64,6 +65,11 @@ type ClientOptions struct {
 	Maintenance *MaintenanceConfig
 	// ExtraQueues adds queues beyond jobargs.Queues (benchmarks).
 	ExtraQueues []string
+	// ExtraQueuePollInterval, when positive, is the poll interval of the
+	// ExtraQueues instead of PollInterval (benchmarks: the benchmark's
+	// queue polls as River's benchmark does, the service's own queues at
+	// the service's interval).
+	ExtraQueuePollInterval time.Duration
 	// PollOnly runs River without LISTEN (BPC_DB_LISTEN=false): producers
 	// find jobs by polling, unless Listener is set.
 	PollOnly bool
@@ -151,6 +157,9 @@ func riverConfig(o ClientOptions) *river.Config {
 				if o.PipelinePollInterval > 0 && o.PipelinePollInterval < o.PollInterval {
 					qc.FetchPollInterval = max(o.PipelinePollInterval, pipelineCooldown)
 				}
+			}
+			if o.ExtraQueuePollInterval > 0 && slices.Contains(o.ExtraQueues, q) {
+				qc.FetchPollInterval = max(o.ExtraQueuePollInterval, qc.FetchCooldown)
 			}
 			if o.TenantCaps[q] > 0 && !o.RiverFetch && CappedQueuePollInterval < o.PollInterval {
 				qc.FetchPollInterval = max(CappedQueuePollInterval, qc.FetchCooldown)

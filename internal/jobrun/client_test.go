@@ -58,3 +58,20 @@ func TestCappedQueuePollsOften(t *testing.T) {
 	o.PollInterval, o.RiverFetch = time.Second, true
 	require.Zero(t, riverConfig(o).Queues[jobargs.QueueWebhooks].FetchPollInterval)
 }
+
+// ExtraQueuePollInterval sets the extra queues' poll only: the benchmarks'
+// queue polls as River's benchmark does, the service's own at its interval.
+func TestExtraQueuesPollAtTheirOwnInterval(t *testing.T) {
+	t.Parallel()
+	o := ClientOptions{Work: true, Concurrency: 10, PollInterval: time.Second, FetchCooldown: 2 * time.Millisecond,
+		ExtraQueues: []string{"bench"}, ExtraQueuePollInterval: 20 * time.Millisecond}
+	cfg := riverConfig(o)
+	require.Equal(t, 20*time.Millisecond, cfg.Queues["bench"].FetchPollInterval)
+	for _, q := range jobargs.Queues {
+		require.Zero(t, cfg.Queues[q].FetchPollInterval, "queue %s polls at the client's interval", q)
+	}
+
+	// Never below the cooldown (River rejects a poll shorter than it).
+	o.ExtraQueuePollInterval = time.Millisecond
+	require.Equal(t, 2*time.Millisecond, riverConfig(o).Queues["bench"].FetchPollInterval)
+}
