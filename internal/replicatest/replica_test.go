@@ -125,11 +125,18 @@ func (p pair) replicaExec(t *testing.T, sql string) {
 }
 
 // pauseReplay makes the replica lag: it keeps receiving WAL and replays
-// none until the test ends (or resumeReplay).
+// none until the test ends (or resumeReplay). pg_wal_replay_pause only
+// asks: it returns once replay has stopped.
 func (p pair) pauseReplay(t *testing.T) {
 	t.Helper()
 	p.replicaExec(t, "SELECT pg_wal_replay_pause()")
 	t.Cleanup(func() { p.resumeReplay(t) })
+	replica := p.pool(t, p.replicaURL)
+	waitFor(t, "the replica's replay to pause", func() bool {
+		var state string
+		err := replica.QueryRow(t.Context(), `SELECT pg_get_wal_replay_pause_state()`).Scan(&state)
+		return err == nil && state == "paused"
+	})
 }
 
 func (p pair) resumeReplay(t *testing.T) {
@@ -162,10 +169,11 @@ func waitRoute(t *testing.T, r *store.ReadRouter, target, reason string) {
 // svc is the API role of the service over the pair, with the replica
 // as BPC_DATABASE_READ_URL.
 type svc struct {
-	app  *service.App
-	base string
-	pool *pgxpool.Pool  // the primary's
-	st   *store.Queries // over pool
+	app    *service.App
+	router *store.ReadRouter
+	base   string
+	pool   *pgxpool.Pool  // the primary's
+	st     *store.Queries // over pool
 }
 
 func startService(t *testing.T, p pair, env map[string]string) svc {
@@ -196,7 +204,18 @@ func startService(t *testing.T, p pair, env map[string]string) svc {
 	})
 	require.NoError(t, a.Start(t.Context()))
 	t.Cleanup(func() { a.Stop(context.Background()) })
-	return svc{app: a, base: "http://" + a.Addr(), pool: pool, st: store.New(pool)}
+	router := a.ReadRouter()
+	require.NotNil(t, router, "BPC_DATABASE_READ_URL gives the service a read router")
+	return svc{app: a, router: router, base: "http://" + a.Addr(), pool: pool, st: store.New(pool)}
+}
+
+// startOnReplica starts the service over the pair, waits until its reads
+// go to the replica, and returns it with a new tenant the replica has.
+func startOnReplica(t *testing.T, p pair, env map[string]string) (svc, uuid.UUID) {
+	t.Helper()
+	s := startService(t, p, env)
+	waitRoute(t, s.router, store.TargetReplica, store.ReasonReplicaHealthy)
+	return s, newTenant(t, p, s.st)
 }
 
 // get requests path from the service as the platform operator, returning
@@ -278,11 +297,7 @@ func readsBy(r *store.ReadRouter, target, reason string) int64 {
 func TestListReadsServedByReplica(t *testing.T) {
 	p := thePair(t)
 	// A lag bound far above the test's length: paused replay stays routed.
-	s := startService(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "3600000"})
-	router := s.app.ReadRouter()
-	require.NotNil(t, router)
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
-	tenantID := newTenant(t, p, s.st)
+	s, tenantID := startOnReplica(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "3600000"})
 	require.Empty(t, s.productIDs(t, tenantID))
 
 	p.pauseReplay(t)
@@ -291,7 +306,7 @@ func TestListReadsServedByReplica(t *testing.T) {
 	require.Empty(t, s.productIDs(t, tenantID), "the list is the replica's, which has not replayed the product")
 	status, body := s.get(t, "/v1/battery-products/"+product.BatteryProductID.String()+"?tenant_id="+tenantID.String(), "")
 	require.Equal(t, http.StatusOK, status, "a get by id reads the primary: %s", body)
-	require.Positive(t, readsBy(router, store.TargetReplica, store.ReasonReplicaHealthy))
+	require.Positive(t, readsBy(s.router, store.TargetReplica, store.ReasonReplicaHealthy))
 
 	var readConns int
 	require.NoError(t, p.pool(t, p.replicaURL).QueryRow(t.Context(),
@@ -316,23 +331,20 @@ func TestListReadsServedByReplica(t *testing.T) {
 // primary is not lagging until something is written.
 func TestLaggingReplicaDegradesToPrimary(t *testing.T) {
 	p := thePair(t)
-	s := startService(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "300"})
-	router := s.app.ReadRouter()
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
-	tenantID := newTenant(t, p, s.st)
+	s, tenantID := startOnReplica(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "300"})
 
 	p.pauseReplay(t)
 	product, err := s.st.CreateBatteryProduct(t.Context(), tenantID, "SKU-L1", "Written while the replica lags")
 	require.NoError(t, err)
-	waitRoute(t, router, store.TargetPrimary, store.ReasonReplicaLagging)
+	waitRoute(t, s.router, store.TargetPrimary, store.ReasonReplicaLagging)
 	require.Equal(t, []uuid.UUID{product.BatteryProductID}, s.productIDs(t, tenantID), "the primary serves the list")
-	require.Positive(t, readsBy(router, store.TargetPrimary, store.ReasonReplicaLagging))
+	require.Positive(t, readsBy(s.router, store.TargetPrimary, store.ReasonReplicaLagging))
 	status, body := s.get(t, "/v1/health/ready", "")
 	require.Equal(t, http.StatusOK, status, "a lagging replica does not make the service unready: %s", body)
 	require.Contains(t, string(body), "read_replica")
 
 	p.resumeReplay(t)
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
+	waitRoute(t, s.router, store.TargetReplica, store.ReasonReplicaHealthy)
 	require.Equal(t, []uuid.UUID{product.BatteryProductID}, s.productIDs(t, tenantID))
 }
 
@@ -340,10 +352,7 @@ func TestLaggingReplicaDegradesToPrimary(t *testing.T) {
 // 200), and gets them back once it is up.
 func TestReplicaDownDegradesToPrimary(t *testing.T) {
 	p := thePair(t)
-	s := startService(t, p, nil)
-	router := s.app.ReadRouter()
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
-	tenantID := newTenant(t, p, s.st)
+	s, tenantID := startOnReplica(t, p, nil)
 
 	p.stop(t, "replica")
 	product, err := s.st.CreateBatteryProduct(t.Context(), tenantID, "SKU-D1", "Written while the replica is down")
@@ -351,13 +360,13 @@ func TestReplicaDownDegradesToPrimary(t *testing.T) {
 	// The first list may find the replica gone before the monitor does:
 	// it is made again on the primary either way.
 	require.Equal(t, []uuid.UUID{product.BatteryProductID}, s.productIDs(t, tenantID))
-	waitRoute(t, router, store.TargetPrimary, store.ReasonReplicaDown)
+	waitRoute(t, s.router, store.TargetPrimary, store.ReasonReplicaDown)
 	require.Equal(t, []uuid.UUID{product.BatteryProductID}, s.productIDs(t, tenantID))
 	status, body := s.get(t, "/v1/health/ready", "")
 	require.Equal(t, http.StatusOK, status, "the replica is optional: %s", body)
 
 	p.start(t, "replica")
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
+	waitRoute(t, s.router, store.TargetReplica, store.ReasonReplicaHealthy)
 	waitFor(t, "the replica's list to show the product", func() bool {
 		return len(s.productIDs(t, tenantID)) == 1
 	})
@@ -368,10 +377,7 @@ func TestReplicaDownDegradesToPrimary(t *testing.T) {
 // issuer's directory.
 func TestJustActivatedVersionIsNotA404(t *testing.T) {
 	p := thePair(t)
-	s := startService(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "3600000"})
-	router := s.app.ReadRouter()
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
-	tenantID := newTenant(t, p, s.st)
+	s, tenantID := startOnReplica(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "3600000"})
 
 	p.pauseReplay(t)
 	active := fixture.ActiveNMC811(t, s.st, testriver.Inserter(t, s.pool), tenantID, "Activated a moment ago")
@@ -384,7 +390,7 @@ func TestJustActivatedVersionIsNotA404(t *testing.T) {
 	status, body := s.get(t, "/public/v1/passport-versions/"+id.String(), "application/json")
 	require.Equal(t, http.StatusOK, status, "found on the primary: %s", body)
 	require.Contains(t, string(body), `"verified":true`)
-	require.Positive(t, readsBy(router, store.TargetPrimary, store.ReasonNotReplayed))
+	require.Positive(t, readsBy(s.router, store.TargetPrimary, store.ReasonNotReplayed))
 
 	status, _ = s.get(t, "/public/v1/passport-versions/"+uuid.NewString(), "application/json")
 	require.Equal(t, http.StatusNotFound, status, "an unknown version is still a 404")
@@ -401,10 +407,7 @@ func TestJustActivatedVersionIsNotA404(t *testing.T) {
 // back and the service with it.
 func TestPublicPageServedByReplicaWhilePrimaryRestarts(t *testing.T) {
 	p := thePair(t)
-	s := startService(t, p, nil)
-	router := s.app.ReadRouter()
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
-	tenantID := newTenant(t, p, s.st)
+	s, tenantID := startOnReplica(t, p, nil)
 	active := fixture.ActiveNMC811(t, s.st, testriver.Inserter(t, s.pool), tenantID, "Scanned during a restart")
 	id := active.Version.PassportVersionID
 	waitReplicated(t, p, "passport_versions", "passport_version_id", id)
@@ -412,9 +415,9 @@ func TestPublicPageServedByReplicaWhilePrimaryRestarts(t *testing.T) {
 	p.stop(t, "primary")
 	// The monitor, unable to reach the primary, keeps the replica serving.
 	for range 3 {
-		router.Check(t.Context())
+		s.router.Check(t.Context())
 	}
-	target, reason := router.Route()
+	target, reason := s.router.Route()
 	require.Equal(t, store.TargetReplica, target, "reason %s", reason)
 
 	status, body := s.get(t, "/public/v1/passport-versions/"+id.String(), "text/html")
@@ -428,7 +431,7 @@ func TestPublicPageServedByReplicaWhilePrimaryRestarts(t *testing.T) {
 		status, _ := s.get(t, "/v1/battery-products?tenant_id="+tenantID.String(), "")
 		return status == http.StatusOK
 	})
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
+	waitRoute(t, s.router, store.TargetReplica, store.ReasonReplicaHealthy)
 }
 
 // bpc doctor reports the replica: streaming, a copy of the primary; a
@@ -462,3 +465,4 @@ func TestDoctorReportsTheReplica(t *testing.T) {
 	report.AddReplica(other)
 	require.False(t, report.OK)
 }
+
