@@ -43,12 +43,22 @@ const (
 	ReasonReplicaHealthy = "replica_healthy"
 	// ReasonPrimaryWanted: the context was marked by WithPrimary.
 	ReasonPrimaryWanted = "primary_wanted"
-	// ReasonReplicaUnchecked: the monitor has not yet checked the replica.
+	// ReasonReplicaUnchecked: the monitor has not measured the replica's
+	// lag yet: no check has been made, or the replica has not replayed
+	// even the oldest primary position the monitor holds, which is younger
+	// than MaxLag (its lag is at least that position's age and may be
+	// far more: a replica the service starts beside may be hours behind).
 	ReasonReplicaUnchecked = "replica_unchecked"
 	// ReasonReplicaLagging: the replica was more than MaxLag behind.
 	ReasonReplicaLagging = "replica_lagging"
 	// ReasonReplicaDown: the monitor could not reach the replica.
 	ReasonReplicaDown = "replica_down"
+	// ReasonReplicaNotStandby: the server at the read URL is not a standby
+	// (pg_is_in_recovery() is false): the primary itself, a promoted
+	// replica that no longer follows the primary, or another primary.
+	// Reads go to the primary: a promoted replica's data stops at its
+	// promotion while it reports no lag at all.
+	ReasonReplicaNotStandby = "replica_not_standby"
 	// ReasonReplicaError: a read on the replica failed for want of a
 	// connection, or was cancelled by a recovery conflict, and was made
 	// again on the primary.
@@ -61,7 +71,7 @@ const (
 
 // readReasons are every reason, in the order Reads reports them.
 var readReasons = []string{ReasonReplicaHealthy, ReasonPrimaryWanted, ReasonReplicaUnchecked,
-	ReasonReplicaLagging, ReasonReplicaDown, ReasonReplicaError, ReasonNotReplayed}
+	ReasonReplicaLagging, ReasonReplicaDown, ReasonReplicaNotStandby, ReasonReplicaError, ReasonNotReplayed}
 
 // ReadRouterOptions tune a ReadRouter.
 type ReadRouterOptions struct {
@@ -87,17 +97,30 @@ type ReadRouterOptions struct {
 // What goes to the primary, always: Exec (a write), Begin (a transaction,
 // so anything that writes or must read what it writes), and a read whose
 // context was marked by WithPrimary. A read goes to the primary too while
-// the replica is lagging, down or not checked yet, and when a replica
-// connection fails the read is made again on the primary.
+// the replica is lagging, down, not a standby or its lag not measured yet,
+// and when a replica connection fails the read is made again on the
+// primary.
 //
 // Health is decided by a monitor (Run), not per request: every
-// CheckInterval it reads the primary's WAL position (pg_current_wal_lsn)
-// and the replica's replay position (pg_last_wal_replay_lsn), and keeps the
+// CheckInterval it reads the primary's WAL position (pg_current_wal_lsn:
+// what it has written out; a commit made with synchronous_commit off counts
+// once the WAL writer writes it, within wal_writer_delay) and the
+// replica's replay position (pg_last_wal_replay_lsn), and keeps the
 // primary's recent positions with the time it saw each. The replica's lag
 // is the age of the oldest primary position it has not replayed yet: zero
 // when it has replayed everything the primary wrote, however long ago the
 // last commit was. A replay timestamp (pg_last_xact_replay_timestamp)
-// alone would call an idle primary's replica stale. While the primary
+// alone would call an idle primary's replica stale. The monitor keeps the
+// positions back to the newest one older than MaxLag; until it holds one
+// that old (it has just started), a replica that has not replayed even the
+// oldest position held has a lag no check can bound: at least that
+// position's age, maybe hours. Reads then stay on the primary
+// (ReasonReplicaUnchecked): the router starts there and assumes nothing of
+// a replica it has not measured; one that keeps up is trusted from the
+// second check on. A server at the read URL that is not a standby (the
+// primary itself, or a promoted replica) is never trusted
+// (ReasonReplicaNotStandby): a promoted replica's data stops at its
+// promotion, yet it would measure no lag at all. While the primary
 // cannot be reached (connections refused or cut: a restart), the replica
 // keeps serving as long as it answers: it then holds every commit it
 // received, which is the best copy there is, and the public pages keep
@@ -315,14 +338,18 @@ func (r *ReadRouter) Check(ctx context.Context) {
 		}
 		return
 	}
+	if !recovering {
+		// Not a standby: the primary itself, or a promoted replica that
+		// no longer follows it (its data stops at the promotion). Say so
+		// once (setReason logs a change) and read the primary.
+		r.samples = r.samples[:0]
+		r.lagNanos.Store(0)
+		r.setReason(ReasonReplicaNotStandby, errNotStandby)
+		return
+	}
 	primaryLSN, perr := r.primaryPosition(ctx, timeout)
 	now := time.Now()
 	switch {
-	case !recovering:
-		// Not a standby (promoted, or pointed at a primary): it has all
-		// it will ever have.
-		r.samples = r.samples[:0]
-		r.lagNanos.Store(0)
 	case perr != nil && primaryDown(perr):
 		// The primary is away (restarting): the replica has every commit
 		// it received, the best copy there is, so it serves whatever its
@@ -334,30 +361,40 @@ func (r *ReadRouter) Check(ctx context.Context) {
 		// A slow answer (a busy primary) says nothing of the lag: the
 		// route stays as it was until a check can measure it.
 		return
-	default:
-		r.samples = append(r.samples, walSample{at: now, lsn: primaryLSN})
-		// Older positions than twice the bound are not needed: a replica
-		// that has not replayed one of them is lagging either way.
-		keep := 0
-		for keep < len(r.samples)-1 && now.Sub(r.samples[keep].at) > 2*r.opts.MaxLag {
-			keep++
-		}
-		r.samples = append(r.samples[:0], r.samples[keep:]...)
-		var lag time.Duration
-		for _, s := range r.samples {
-			if s.lsn > replay {
-				lag = now.Sub(s.at)
-				break
-			}
-		}
-		r.lagNanos.Store(int64(lag))
 	}
-	if r.Lag() > r.opts.MaxLag {
+	r.samples = append(r.samples, walSample{at: now, lsn: primaryLSN})
+	// The newest position older than MaxLag bounds the lag from below
+	// well enough (a replica that has not replayed it is lagging); older
+	// ones are not needed.
+	keep := 0
+	for keep < len(r.samples)-1 && now.Sub(r.samples[keep+1].at) > r.opts.MaxLag {
+		keep++
+	}
+	r.samples = append(r.samples[:0], r.samples[keep:]...)
+	var lag time.Duration
+	for _, s := range r.samples {
+		if s.lsn > replay {
+			lag = now.Sub(s.at)
+			break
+		}
+	}
+	r.lagNanos.Store(int64(lag))
+	switch {
+	case lag > r.opts.MaxLag:
 		r.setReason(ReasonReplicaLagging, nil)
-		return
+	case r.samples[0].lsn > replay:
+		// Not even the oldest position held is replayed, and it is too
+		// young to call the replica lagging: its lag is unknown.
+		r.setReason(ReasonReplicaUnchecked, nil)
+	default:
+		r.setReason(ReasonReplicaHealthy, nil)
 	}
-	r.setReason(ReasonReplicaHealthy, nil)
 }
+
+// errNotStandby is why reads go to the primary when the read URL's server
+// is not a standby.
+var errNotStandby = errors.New("the server at the read URL is not a standby (pg_is_in_recovery() is false): " +
+	"the primary itself, or a promoted replica that no longer follows the primary")
 
 // primaryDown reports whether err, from reading the primary's position,
 // means the primary is not there (refused, shutting down, starting up,
@@ -367,7 +404,7 @@ func primaryDown(err error) bool {
 }
 
 // replayPosition is the replica's replay position, and whether it is a
-// standby at all.
+// standby at all (a standby that has replayed nothing yet is at 0).
 func (r *ReadRouter) replayPosition(ctx context.Context, timeout time.Duration) (uint64, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -378,7 +415,7 @@ func (r *ReadRouter) replayPosition(ctx context.Context, timeout time.Duration) 
 		return 0, false, fmt.Errorf("error reading the replica's replay position: %w", err)
 	}
 	if !recovering || replay == nil {
-		return 0, false, nil
+		return 0, recovering, nil
 	}
 	lsn, err := parseLSN(*replay)
 	return lsn, true, err

@@ -466,3 +466,79 @@ func TestDoctorReportsTheReplica(t *testing.T) {
 	require.False(t, report.OK)
 }
 
+// routerOver returns a read router over the pair's primary and replica,
+// with no monitor running: the test checks when it wants.
+func (p pair) routerOver(t *testing.T, maxLag time.Duration) (*store.ReadRouter, *pgxpool.Pool, *pgxpool.Pool) {
+	t.Helper()
+	primary, replica := p.pool(t, p.primaryURL), p.pool(t, p.replicaURL)
+	return store.NewReadRouter(primary, replica, store.ReadRouterOptions{MaxLag: maxLag}), primary, replica
+}
+
+// checkUntil checks the replica until reads go to target for reason,
+// returning every route seen on the way.
+func checkUntil(t *testing.T, r *store.ReadRouter, target, reason string) []string {
+	t.Helper()
+	var seen []string
+	waitFor(t, "reads routed to "+target+" ("+reason+")", func() bool {
+		r.Check(t.Context())
+		tg, rs := r.Route()
+		if len(seen) == 0 || seen[len(seen)-1] != tg+" "+rs {
+			seen = append(seen, tg+" "+rs)
+		}
+		return tg == target && rs == reason
+	})
+	return seen
+}
+
+// The monitor's first check of a replica that is behind does not trust
+// it: one position of the primary, just taken, says nothing of how long
+// ago the replica fell behind, so its lag is not measured yet and reads
+// stay on the primary (replica_unchecked). Within the lag bound's age the
+// replica is called lagging, never healthy on the way; once it replays,
+// it serves.
+func TestFirstCheckDoesNotTrustAReplicaBehind(t *testing.T) {
+	p := thePair(t)
+	p.pauseReplay(t)
+	tolerant, primary, _ := p.routerOver(t, time.Hour)
+	strict, _, _ := p.routerOver(t, 200*time.Millisecond)
+	// Committed with synchronous_commit on (the pair's primary has it
+	// off): pg_current_wal_lsn, the primary's position, then includes it
+	// at once, not at the WAL writer's next round.
+	tx, err := primary.Begin(t.Context())
+	require.NoError(t, err)
+	_, err = tx.Exec(t.Context(), "SET LOCAL synchronous_commit = on")
+	require.NoError(t, err)
+	_, err = store.New(tx).CreateTenant(t.Context(), "replica-"+uuid.NewString()[:8], "Not replayed")
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(t.Context()))
+
+	tolerant.Check(t.Context())
+	target, reason := tolerant.Route()
+	require.Equal(t, []string{store.TargetPrimary, store.ReasonReplicaUnchecked}, []string{target, reason},
+		"a replica that has not replayed the first position seen has a lag no check has measured")
+	require.Equal(t, []string{"primary replica_unchecked", "primary replica_lagging"},
+		checkUntil(t, strict, store.TargetPrimary, store.ReasonReplicaLagging))
+	require.Greater(t, strict.Lag(), 200*time.Millisecond)
+
+	p.resumeReplay(t)
+	checkUntil(t, tolerant, store.TargetReplica, store.ReasonReplicaHealthy)
+	checkUntil(t, strict, store.TargetReplica, store.ReasonReplicaHealthy)
+}
+
+// A read URL that reaches the primary itself is not trusted as a replica
+// (reads go to the primary as replica_not_standby); bpc doctor fails,
+// saying so.
+func TestReadURLAtThePrimaryIsNotAReplica(t *testing.T) {
+	p := thePair(t)
+	primary := p.pool(t, p.primaryURL)
+	r := store.NewReadRouter(primary, p.pool(t, p.primaryURL), store.ReadRouterOptions{})
+	r.Check(t.Context())
+	target, reason := r.Route()
+	require.Equal(t, []string{store.TargetPrimary, store.ReasonReplicaNotStandby}, []string{target, reason})
+
+	var stdout, stderr strings.Builder
+	env := map[string]string{"DATABASE_URL": p.primaryURL, "BPC_DATABASE_READ_URL": p.primaryURL, "BPC_ENV": "test"}
+	err := cli.Run(t.Context(), []string{"doctor"}, func(k string) string { return env[k] }, &stdout, &stderr)
+	require.Error(t, err, "stdout:\n%s", stdout.String())
+	require.Contains(t, stdout.String(), "read replica: NOT a replica: BPC_DATABASE_READ_URL reaches the primary itself")
+}
