@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -97,9 +100,10 @@ type ReadRouterOptions struct {
 // What goes to the primary, always: Exec (a write), Begin (a transaction,
 // so anything that writes or must read what it writes), and a read whose
 // context was marked by WithPrimary. A read goes to the primary too while
-// the replica is lagging, down, not a standby or its lag not measured yet,
-// and when a replica connection fails the read is made again on the
-// primary.
+// the replica is lagging, down, not a standby or its lag not measured yet.
+// A read on the replica runs to its last row before the caller sees the
+// first: when it fails for want of a connection, or is cancelled by a
+// recovery conflict (at any row), it is made again on the primary, once.
 //
 // Health is decided by a monitor (Run), not per request: every
 // CheckInterval it reads the primary's WAL position (pg_current_wal_lsn:
@@ -228,25 +232,222 @@ func (r *ReadRouter) replicaServes(ctx context.Context) bool {
 	return target == TargetReplica
 }
 
-// Query runs a read on the target. A replica that cannot be reached is
-// marked down (until the monitor finds it back), and the read is made on
-// the primary; so is one the replica cancelled for a recovery conflict.
+// Query runs a read on the target. On the replica the read runs to its
+// last row before the caller sees the first (readReplica), so that a
+// failure at any row can still be answered from the primary: a replica
+// that cannot be reached is marked down (until the monitor finds it back),
+// and the read is made on the primary; so is one the replica cancelled for
+// a recovery conflict.
 func (r *ReadRouter) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	pool, target, reason := r.target(ctx)
-	rows, err := pool.Query(ctx, sql, args...)
-	if err != nil && target == TargetReplica && ctx.Err() == nil {
+	if target != TargetReplica {
+		r.count(target, reason)
+		return pool.Query(ctx, sql, args...)
+	}
+	rows, err := r.readReplica(ctx, sql, args...)
+	if err != nil && ctx.Err() == nil {
 		switch {
 		case IsUnavailable(err) || pgconn.SafeToRetry(err):
 			r.setReason(ReasonReplicaDown, err)
 		case !isRecoveryConflict(err):
 			r.count(target, reason)
-			return rows, err
+			return nil, err
 		}
 		r.count(TargetPrimary, ReasonReplicaError)
 		return r.primary.Query(ctx, sql, args...)
 	}
 	r.count(target, reason)
 	return rows, err
+}
+
+// readReplica runs a read on the replica and reads every row of it into
+// memory (a copy of their bytes) before returning: a recovery conflict
+// cancels a read at any row, after some have come, and the caller must
+// not have seen those when the read is made again on the primary. The
+// rows keep the replica's connection, whose type map decodes them, until
+// they are closed. The routed reads are a page of a list or one row, so
+// the copy is small.
+func (r *ReadRouter) readReplica(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	conn, err := r.replica.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		conn.Release()
+		return nil, err
+	}
+	b := &bufferedRows{conn: conn, fields: slices.Clone(rows.FieldDescriptions()), row: -1}
+	for rows.Next() {
+		// One allocation for the row's bytes, one for its columns.
+		raw := rows.RawValues()
+		size := 0
+		for _, v := range raw {
+			size += len(v)
+		}
+		buf := make([]byte, 0, size)
+		values := make([][]byte, len(raw))
+		for i, v := range raw {
+			if v != nil {
+				at := len(buf)
+				buf = append(buf, v...)
+				values[i] = buf[at:len(buf):len(buf)]
+			}
+		}
+		b.rows = append(b.rows, values)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		conn.Release()
+		return nil, err
+	}
+	b.tag = rows.CommandTag()
+	return b, nil
+}
+
+// bufferedRows are a read's rows read ahead (readReplica), as pgx.Rows.
+type bufferedRows struct {
+	conn   *pgxpool.Conn // released at Close
+	fields []pgconn.FieldDescription
+	rows   [][][]byte
+	row    int // the current row, -1 before the first
+	tag    pgconn.CommandTag
+	err    error
+	closed bool
+	// plans scan each column into the type planned for it.
+	plans   []pgtype.ScanPlan
+	planned []reflect.Type
+}
+
+// Close releases the replica's connection.
+func (b *bufferedRows) Close() {
+	if !b.closed {
+		b.closed = true
+		b.conn.Release()
+	}
+}
+
+// Err is the first error scanning a row.
+func (b *bufferedRows) Err() error { return b.err }
+
+// CommandTag is the read's command tag.
+func (b *bufferedRows) CommandTag() pgconn.CommandTag { return b.tag }
+
+// FieldDescriptions describes the read's columns.
+func (b *bufferedRows) FieldDescriptions() []pgconn.FieldDescription { return b.fields }
+
+// Next moves to the next row; after the last it closes the rows.
+func (b *bufferedRows) Next() bool {
+	if b.closed || b.err != nil {
+		return false
+	}
+	b.row++
+	if b.row >= len(b.rows) {
+		b.Close()
+		return false
+	}
+	return true
+}
+
+// Scan decodes the current row into dest, as pgx's rows do.
+func (b *bufferedRows) Scan(dest ...any) error {
+	if b.closed || b.row < 0 || b.row >= len(b.rows) {
+		return errors.New("no row to scan: call Next first")
+	}
+	var rs pgx.RowScanner
+	if len(dest) == 1 {
+		rs, _ = dest[0].(pgx.RowScanner)
+	}
+	var err error
+	if rs != nil {
+		err = rs.ScanRow(b)
+	} else {
+		err = b.scan(dest)
+	}
+	if err != nil {
+		b.err = err
+		b.Close()
+		return err
+	}
+	return nil
+}
+
+// scan decodes the current row into dest with scan plans made at the first
+// row and kept while dest's types stay (pgx's rows do the same; ScanRow
+// alone would plan every row again).
+func (b *bufferedRows) scan(dest []any) error {
+	values := b.rows[b.row]
+	if len(dest) != len(b.fields) {
+		return fmt.Errorf("number of field descriptions must equal number of destinations, got %d and %d", len(b.fields), len(dest))
+	}
+	if b.plans == nil {
+		b.plans = make([]pgtype.ScanPlan, len(dest))
+		b.planned = make([]reflect.Type, len(dest))
+	}
+	tm := b.conn.Conn().TypeMap()
+	for i, dst := range dest {
+		if dst == nil {
+			continue
+		}
+		if typ := reflect.TypeOf(dst); b.plans[i] == nil || b.planned[i] != typ {
+			b.plans[i] = tm.PlanScan(b.fields[i].DataTypeOID, b.fields[i].Format, dst)
+			b.planned[i] = typ
+		}
+		if err := b.plans[i].Scan(values[i], dst); err != nil {
+			return pgx.ScanArgError{ColumnIndex: i, FieldName: b.fields[i].Name, Err: err}
+		}
+	}
+	return nil
+}
+
+// Values decodes the current row into Go values, as pgx's rows do.
+func (b *bufferedRows) Values() ([]any, error) {
+	if b.closed || b.row < 0 || b.row >= len(b.rows) {
+		return nil, errors.New("no row to read: call Next first")
+	}
+	tm := b.conn.Conn().TypeMap()
+	values := make([]any, len(b.fields))
+	for i, fd := range b.fields {
+		buf := b.rows[b.row][i]
+		if buf == nil {
+			continue
+		}
+		if dt, ok := tm.TypeForOID(fd.DataTypeOID); ok {
+			v, err := dt.Codec.DecodeValue(tm, fd.DataTypeOID, fd.Format, buf)
+			if err != nil {
+				b.err = err
+				b.Close()
+				return nil, err
+			}
+			values[i] = v
+			continue
+		}
+		if fd.Format == pgx.TextFormatCode {
+			values[i] = string(buf)
+		} else {
+			values[i] = slices.Clone(buf)
+		}
+	}
+	return values, nil
+}
+
+// RawValues are the current row's bytes, as the replica sent them.
+func (b *bufferedRows) RawValues() [][]byte {
+	if b.row < 0 || b.row >= len(b.rows) {
+		return nil
+	}
+	return b.rows[b.row]
+}
+
+// TypeMap is the replica connection's type map, which decodes the rows.
+func (b *bufferedRows) TypeMap() *pgtype.Map { return b.conn.Conn().TypeMap() }
+
+// Conn is the replica's connection while the rows are open.
+func (b *bufferedRows) Conn() *pgx.Conn {
+	if b.closed {
+		return nil
+	}
+	return b.conn.Conn()
 }
 
 // isRecoveryConflict reports whether err is a read the replica cancelled

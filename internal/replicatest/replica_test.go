@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -541,4 +542,69 @@ func TestReadURLAtThePrimaryIsNotAReplica(t *testing.T) {
 	err := cli.Run(t.Context(), []string{"doctor"}, func(k string) string { return env[k] }, &stdout, &stderr)
 	require.Error(t, err, "stdout:\n%s", stdout.String())
 	require.Contains(t, stdout.String(), "read replica: NOT a replica: BPC_DATABASE_READ_URL reaches the primary itself")
+}
+
+// A read the replica cancels for a recovery conflict after it has sent
+// some rows (the primary took a lock the replay must apply: SQLSTATE
+// 40001, "canceling statement due to conflict with recovery") is made
+// again on the primary, whole: the caller sees the primary's rows, each
+// once, and no error.
+func TestRecoveryConflictIsReadAgainOnThePrimary(t *testing.T) {
+	p := thePair(t)
+	r, primary, replica := p.routerOver(t, time.Hour)
+	table := "conflict_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	_, err := primary.Exec(t.Context(), `CREATE TABLE `+table+` (x int); INSERT INTO `+table+` VALUES (1), (2), (3)`)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = primary.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
+	waitFor(t, table+" on the replica", func() bool {
+		var n int
+		err := replica.QueryRow(t.Context(), `SELECT count(*) FROM `+table).Scan(&n)
+		return err == nil && n == 3
+	})
+	// Replay waits this long for a read in its way (30 s by default)
+	// before cancelling it.
+	p.replicaExec(t, "ALTER SYSTEM SET max_standby_streaming_delay = '100ms'")
+	p.replicaExec(t, "SELECT pg_reload_conf()")
+	t.Cleanup(func() {
+		p.replicaExec(t, "ALTER SYSTEM RESET max_standby_streaming_delay")
+		p.replicaExec(t, "SELECT pg_reload_conf()")
+	})
+	checkUntil(t, r, store.TargetReplica, store.ReasonReplicaHealthy)
+
+	// On the replica the read sends rows 1 and 2, then sleeps at row 3
+	// until the conflict cancels it; on the primary it does not sleep.
+	type result struct {
+		xs  []int32
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rows, err := r.Query(t.Context(), `SELECT x FROM `+table+` CROSS JOIN LATERAL
+			(SELECT pg_sleep(CASE WHEN pg_is_in_recovery() AND x = 3 THEN 60 ELSE 0 END)) s`)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		xs, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		done <- result{xs, err}
+	}()
+	waitFor(t, "the read to sleep on the replica", func() bool {
+		var n int
+		err := replica.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event = 'PgSleep' AND query LIKE '%`+table+`%'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	_, err = primary.Exec(t.Context(), `BEGIN; LOCK TABLE `+table+` IN ACCESS EXCLUSIVE MODE; COMMIT`)
+	require.NoError(t, err)
+
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("gave up waiting (60 s) for the read")
+	}
+	require.NoError(t, res.err)
+	require.Equal(t, []int32{1, 2, 3}, res.xs)
+	require.EqualValues(t, 1, readsBy(r, store.TargetPrimary, store.ReasonReplicaError))
+	require.Zero(t, readsBy(r, store.TargetReplica, store.ReasonReplicaHealthy))
 }
