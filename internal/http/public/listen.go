@@ -14,10 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// channelSuffix is the notification channel of the public answers' triggers
-// (the migration public_answers_notify), after the schema's name and a dot.
-const channelSuffix = "bpc_public_answers"
-
 // listenState is what Listen shares with Sync.
 type listenState struct {
 	mu        sync.Mutex
@@ -82,11 +78,12 @@ func (a *Answers) listenOnce(ctx context.Context, pool *pgxpool.Pool) (connected
 		return false, fmt.Errorf("error connecting: %w", err)
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	var schema string
-	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return false, fmt.Errorf("error reading the schema: %w", err)
+	// The triggers' channel, named by the database's own function
+	// (migration 018), so that the two agree for any schema's name.
+	var channel string
+	if err := conn.QueryRow(ctx, `SELECT bpc_public_answers_channel(current_schema())`).Scan(&channel); err != nil {
+		return false, fmt.Errorf("error reading the answers' channel: %w", err)
 	}
-	channel := schema + "." + channelSuffix
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return false, fmt.Errorf("error listening on %s: %w", channel, err)
 	}
