@@ -89,11 +89,13 @@ func (a *Answers) listenOnce(ctx context.Context, pool *pgxpool.Pool) (connected
 	}
 	// Whatever changed before LISTEN took effect was not heard. On a
 	// reconnect that may be recent, and a replica may not have replayed
-	// it: read from the primary for a while, as after any change.
+	// it: read from the primary for a while, as after any change. Dropped
+	// before Listening says so, so that an answer cached after it is not.
 	if a.startListening(pool, channel) {
 		a.InvalidateAll()
 	} else {
 		a.invalidate(invalidation{all: true, noPrimary: true})
+		a.firstListened()
 	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
@@ -105,7 +107,8 @@ func (a *Answers) listenOnce(ctx context.Context, pool *pgxpool.Pool) (connected
 }
 
 // startListening records that Listen listens on channel; again is whether
-// it had listened before (a reconnect).
+// it had listened before (a reconnect). The first time, firstListened
+// tells Listening's waiters.
 func (a *Answers) startListening(pool *pgxpool.Pool, channel string) (again bool) {
 	l := &a.listener
 	l.mu.Lock()
@@ -118,8 +121,19 @@ func (a *Answers) startListening(pool *pgxpool.Pool, channel string) (again bool
 	case <-l.connected:
 		return true
 	default:
-		close(l.connected)
 		return false
+	}
+}
+
+// firstListened closes the channel Listening returns.
+func (a *Answers) firstListened() {
+	l := &a.listener
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-l.connected:
+	default:
+		close(l.connected)
 	}
 }
 
