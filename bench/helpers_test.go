@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/http/api"
+	"github.com/bpc-platform/bpc/internal/service"
 	"github.com/bpc-platform/bpc/internal/testdb"
 	"github.com/bpc-platform/bpc/passport"
 	"github.com/bpc-platform/bpc/store"
@@ -49,6 +50,27 @@ func skipUnlessBench(b *testing.B) {
 	if os.Getenv("BPC_BENCH") != "1" {
 		b.Skip("set BPC_BENCH=1 (make bench) to run the benchmarks")
 	}
+}
+
+// startApp starts the service in role over pool, configured by env and
+// then by adjust (when not nil), logging nowhere; it stops when the
+// benchmark ends.
+func startApp(b *testing.B, pool *pgxpool.Pool, role string, env map[string]string, adjust func(*service.Config)) *service.App {
+	b.Helper()
+	cfg, err := service.LoadConfig(func(k string) string { return env[k] })
+	require.NoError(b, err)
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	app, err := service.New(cfg, role, service.NewLogger(cfg, io.Discard), pool)
+	require.NoError(b, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	require.NoError(b, app.Start(ctx))
+	b.Cleanup(func() {
+		app.Stop(context.Background())
+		cancel()
+	})
+	return app
 }
 
 func envInt(name string, def int) int {

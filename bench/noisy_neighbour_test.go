@@ -53,17 +53,7 @@ func startNoisyService(b *testing.B, riverFetch bool) *noisyService {
 		"BPC_MAINTENANCE_RETENTION_INTERVAL_MS":   "0",
 		"BPC_LOG_LEVEL":                           "warn",
 	}
-	cfg, err := service.LoadConfig(func(k string) string { return env[k] })
-	require.NoError(b, err)
-	cfg.RiverFetch = riverFetch
-	app, err := service.New(cfg, service.RoleAll, service.NewLogger(cfg, io.Discard), pool)
-	require.NoError(b, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	require.NoError(b, app.Start(ctx))
-	b.Cleanup(func() {
-		app.Stop(context.Background())
-		cancel()
-	})
+	app := startApp(b, pool, service.RoleAll, env, func(cfg *service.Config) { cfg.RiverFetch = riverFetch })
 	return &noisyService{b: b, app: app, pool: pool, base: "http://" + app.Addr()}
 }
 

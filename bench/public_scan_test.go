@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -63,25 +62,12 @@ func BenchmarkPublicScan(b *testing.B) {
 		"BPC_RATE_LIMIT_RPS": "0",
 		"BPC_LOG_LEVEL":      "warn",
 	}
-	start := func(env map[string]string) *service.App {
-		cfg, err := service.LoadConfig(func(k string) string { return env[k] })
-		require.NoError(b, err)
-		app, err := service.New(cfg, service.RoleAPI, service.NewLogger(cfg, io.Discard), pool)
-		require.NoError(b, err)
-		ctx, cancel := context.WithCancel(context.Background())
-		require.NoError(b, app.Start(ctx))
-		b.Cleanup(func() {
-			app.Stop(context.Background())
-			cancel()
-		})
-		return app
-	}
-	app := start(env)
+	app := startApp(b, pool, service.RoleAPI, env, nil)
 	// The service before its answers were cached (issue 24's path: every
 	// scan reads the version, hashes its bytes for the remembered checks
 	// and renders), for comparison; reported, not a goal.
 	env["BPC_PUBLIC_CACHE_MB"] = "0"
-	uncached := start(env)
+	uncached := startApp(b, pool, service.RoleAPI, env, nil)
 	path := *active.Version.QRPayload
 	path = path[strings.Index(path, "/p/"):]
 	link := "http://" + app.Addr() + path

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -43,12 +46,22 @@ const (
 	ReasonReplicaHealthy = "replica_healthy"
 	// ReasonPrimaryWanted: the context was marked by WithPrimary.
 	ReasonPrimaryWanted = "primary_wanted"
-	// ReasonReplicaUnchecked: the monitor has not yet checked the replica.
+	// ReasonReplicaUnchecked: the monitor has not measured the replica's
+	// lag yet: no check has been made, or the replica has not replayed
+	// even the oldest primary position the monitor holds, which is younger
+	// than MaxLag (its lag is at least that position's age and may be
+	// far more: a replica the service starts beside may be hours behind).
 	ReasonReplicaUnchecked = "replica_unchecked"
 	// ReasonReplicaLagging: the replica was more than MaxLag behind.
 	ReasonReplicaLagging = "replica_lagging"
 	// ReasonReplicaDown: the monitor could not reach the replica.
 	ReasonReplicaDown = "replica_down"
+	// ReasonReplicaNotStandby: the server at the read URL is not a standby
+	// (pg_is_in_recovery() is false): the primary itself, a promoted
+	// replica that no longer follows the primary, or another primary.
+	// Reads go to the primary: a promoted replica's data stops at its
+	// promotion while it reports no lag at all.
+	ReasonReplicaNotStandby = "replica_not_standby"
 	// ReasonReplicaError: a read on the replica failed for want of a
 	// connection, or was cancelled by a recovery conflict, and was made
 	// again on the primary.
@@ -61,7 +74,7 @@ const (
 
 // readReasons are every reason, in the order Reads reports them.
 var readReasons = []string{ReasonReplicaHealthy, ReasonPrimaryWanted, ReasonReplicaUnchecked,
-	ReasonReplicaLagging, ReasonReplicaDown, ReasonReplicaError, ReasonNotReplayed}
+	ReasonReplicaLagging, ReasonReplicaDown, ReasonReplicaNotStandby, ReasonReplicaError, ReasonNotReplayed}
 
 // ReadRouterOptions tune a ReadRouter.
 type ReadRouterOptions struct {
@@ -87,17 +100,31 @@ type ReadRouterOptions struct {
 // What goes to the primary, always: Exec (a write), Begin (a transaction,
 // so anything that writes or must read what it writes), and a read whose
 // context was marked by WithPrimary. A read goes to the primary too while
-// the replica is lagging, down or not checked yet, and when a replica
-// connection fails the read is made again on the primary.
+// the replica is lagging, down, not a standby or its lag not measured yet.
+// A read on the replica runs to its last row before the caller sees the
+// first: when it fails for want of a connection, or is cancelled by a
+// recovery conflict (at any row), it is made again on the primary, once.
 //
 // Health is decided by a monitor (Run), not per request: every
-// CheckInterval it reads the primary's WAL position (pg_current_wal_lsn)
-// and the replica's replay position (pg_last_wal_replay_lsn), and keeps the
+// CheckInterval it reads the primary's WAL position (pg_current_wal_lsn:
+// what it has written out; a commit made with synchronous_commit off counts
+// once the WAL writer writes it, within wal_writer_delay) and the
+// replica's replay position (pg_last_wal_replay_lsn), and keeps the
 // primary's recent positions with the time it saw each. The replica's lag
 // is the age of the oldest primary position it has not replayed yet: zero
 // when it has replayed everything the primary wrote, however long ago the
 // last commit was. A replay timestamp (pg_last_xact_replay_timestamp)
-// alone would call an idle primary's replica stale. While the primary
+// alone would call an idle primary's replica stale. The monitor keeps the
+// positions back to the newest one older than MaxLag; until it holds one
+// that old (it has just started), a replica that has not replayed even the
+// oldest position held has a lag no check can bound: at least that
+// position's age, maybe hours. Reads then stay on the primary
+// (ReasonReplicaUnchecked): the router starts there and assumes nothing of
+// a replica it has not measured; one that keeps up is trusted from the
+// second check on. A server at the read URL that is not a standby (the
+// primary itself, or a promoted replica) is never trusted
+// (ReasonReplicaNotStandby): a promoted replica's data stops at its
+// promotion, yet it would measure no lag at all. While the primary
 // cannot be reached (connections refused or cut: a restart), the replica
 // keeps serving as long as it answers: it then holds every commit it
 // received, which is the best copy there is, and the public pages keep
@@ -205,25 +232,222 @@ func (r *ReadRouter) replicaServes(ctx context.Context) bool {
 	return target == TargetReplica
 }
 
-// Query runs a read on the target. A replica that cannot be reached is
-// marked down (until the monitor finds it back), and the read is made on
-// the primary; so is one the replica cancelled for a recovery conflict.
+// Query runs a read on the target. On the replica the read runs to its
+// last row before the caller sees the first (readReplica), so that a
+// failure at any row can still be answered from the primary: a replica
+// that cannot be reached is marked down (until the monitor finds it back),
+// and the read is made on the primary; so is one the replica cancelled for
+// a recovery conflict.
 func (r *ReadRouter) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	pool, target, reason := r.target(ctx)
-	rows, err := pool.Query(ctx, sql, args...)
-	if err != nil && target == TargetReplica && ctx.Err() == nil {
+	if target != TargetReplica {
+		r.count(target, reason)
+		return pool.Query(ctx, sql, args...)
+	}
+	rows, err := r.readReplica(ctx, sql, args...)
+	if err != nil && ctx.Err() == nil {
 		switch {
 		case IsUnavailable(err) || pgconn.SafeToRetry(err):
 			r.setReason(ReasonReplicaDown, err)
 		case !isRecoveryConflict(err):
 			r.count(target, reason)
-			return rows, err
+			return nil, err
 		}
 		r.count(TargetPrimary, ReasonReplicaError)
 		return r.primary.Query(ctx, sql, args...)
 	}
 	r.count(target, reason)
 	return rows, err
+}
+
+// readReplica runs a read on the replica and reads every row of it into
+// memory (a copy of their bytes) before returning: a recovery conflict
+// cancels a read at any row, after some have come, and the caller must
+// not have seen those when the read is made again on the primary. The
+// rows keep the replica's connection, whose type map decodes them, until
+// they are closed. The routed reads are a page of a list or one row, so
+// the copy is small.
+func (r *ReadRouter) readReplica(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	conn, err := r.replica.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		conn.Release()
+		return nil, err
+	}
+	b := &bufferedRows{conn: conn, fields: slices.Clone(rows.FieldDescriptions()), row: -1}
+	for rows.Next() {
+		// One allocation for the row's bytes, one for its columns.
+		raw := rows.RawValues()
+		size := 0
+		for _, v := range raw {
+			size += len(v)
+		}
+		buf := make([]byte, 0, size)
+		values := make([][]byte, len(raw))
+		for i, v := range raw {
+			if v != nil {
+				at := len(buf)
+				buf = append(buf, v...)
+				values[i] = buf[at:len(buf):len(buf)]
+			}
+		}
+		b.rows = append(b.rows, values)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		conn.Release()
+		return nil, err
+	}
+	b.tag = rows.CommandTag()
+	return b, nil
+}
+
+// bufferedRows are a read's rows read ahead (readReplica), as pgx.Rows.
+type bufferedRows struct {
+	conn   *pgxpool.Conn // released at Close
+	fields []pgconn.FieldDescription
+	rows   [][][]byte
+	row    int // the current row, -1 before the first
+	tag    pgconn.CommandTag
+	err    error
+	closed bool
+	// plans scan each column into the type planned for it.
+	plans   []pgtype.ScanPlan
+	planned []reflect.Type
+}
+
+// Close releases the replica's connection.
+func (b *bufferedRows) Close() {
+	if !b.closed {
+		b.closed = true
+		b.conn.Release()
+	}
+}
+
+// Err is the first error scanning a row.
+func (b *bufferedRows) Err() error { return b.err }
+
+// CommandTag is the read's command tag.
+func (b *bufferedRows) CommandTag() pgconn.CommandTag { return b.tag }
+
+// FieldDescriptions describes the read's columns.
+func (b *bufferedRows) FieldDescriptions() []pgconn.FieldDescription { return b.fields }
+
+// Next moves to the next row; after the last it closes the rows.
+func (b *bufferedRows) Next() bool {
+	if b.closed || b.err != nil {
+		return false
+	}
+	b.row++
+	if b.row >= len(b.rows) {
+		b.Close()
+		return false
+	}
+	return true
+}
+
+// Scan decodes the current row into dest, as pgx's rows do.
+func (b *bufferedRows) Scan(dest ...any) error {
+	if b.closed || b.row < 0 || b.row >= len(b.rows) {
+		return errors.New("no row to scan: call Next first")
+	}
+	var rs pgx.RowScanner
+	if len(dest) == 1 {
+		rs, _ = dest[0].(pgx.RowScanner)
+	}
+	var err error
+	if rs != nil {
+		err = rs.ScanRow(b)
+	} else {
+		err = b.scan(dest)
+	}
+	if err != nil {
+		b.err = err
+		b.Close()
+		return err
+	}
+	return nil
+}
+
+// scan decodes the current row into dest with scan plans made at the first
+// row and kept while dest's types stay (pgx's rows do the same; ScanRow
+// alone would plan every row again).
+func (b *bufferedRows) scan(dest []any) error {
+	values := b.rows[b.row]
+	if len(dest) != len(b.fields) {
+		return fmt.Errorf("number of field descriptions must equal number of destinations, got %d and %d", len(b.fields), len(dest))
+	}
+	if b.plans == nil {
+		b.plans = make([]pgtype.ScanPlan, len(dest))
+		b.planned = make([]reflect.Type, len(dest))
+	}
+	tm := b.conn.Conn().TypeMap()
+	for i, dst := range dest {
+		if dst == nil {
+			continue
+		}
+		if typ := reflect.TypeOf(dst); b.plans[i] == nil || b.planned[i] != typ {
+			b.plans[i] = tm.PlanScan(b.fields[i].DataTypeOID, b.fields[i].Format, dst)
+			b.planned[i] = typ
+		}
+		if err := b.plans[i].Scan(values[i], dst); err != nil {
+			return pgx.ScanArgError{ColumnIndex: i, FieldName: b.fields[i].Name, Err: err}
+		}
+	}
+	return nil
+}
+
+// Values decodes the current row into Go values, as pgx's rows do.
+func (b *bufferedRows) Values() ([]any, error) {
+	if b.closed || b.row < 0 || b.row >= len(b.rows) {
+		return nil, errors.New("no row to read: call Next first")
+	}
+	tm := b.conn.Conn().TypeMap()
+	values := make([]any, len(b.fields))
+	for i, fd := range b.fields {
+		buf := b.rows[b.row][i]
+		if buf == nil {
+			continue
+		}
+		if dt, ok := tm.TypeForOID(fd.DataTypeOID); ok {
+			v, err := dt.Codec.DecodeValue(tm, fd.DataTypeOID, fd.Format, buf)
+			if err != nil {
+				b.err = err
+				b.Close()
+				return nil, err
+			}
+			values[i] = v
+			continue
+		}
+		if fd.Format == pgx.TextFormatCode {
+			values[i] = string(buf)
+		} else {
+			values[i] = slices.Clone(buf)
+		}
+	}
+	return values, nil
+}
+
+// RawValues are the current row's bytes, as the replica sent them.
+func (b *bufferedRows) RawValues() [][]byte {
+	if b.row < 0 || b.row >= len(b.rows) {
+		return nil
+	}
+	return b.rows[b.row]
+}
+
+// TypeMap is the replica connection's type map, which decodes the rows.
+func (b *bufferedRows) TypeMap() *pgtype.Map { return b.conn.Conn().TypeMap() }
+
+// Conn is the replica's connection while the rows are open.
+func (b *bufferedRows) Conn() *pgx.Conn {
+	if b.closed {
+		return nil
+	}
+	return b.conn.Conn()
 }
 
 // isRecoveryConflict reports whether err is a read the replica cancelled
@@ -315,14 +539,18 @@ func (r *ReadRouter) Check(ctx context.Context) {
 		}
 		return
 	}
+	if !recovering {
+		// Not a standby: the primary itself, or a promoted replica that
+		// no longer follows it (its data stops at the promotion). Say so
+		// once (setReason logs a change) and read the primary.
+		r.samples = r.samples[:0]
+		r.lagNanos.Store(0)
+		r.setReason(ReasonReplicaNotStandby, errNotStandby)
+		return
+	}
 	primaryLSN, perr := r.primaryPosition(ctx, timeout)
 	now := time.Now()
 	switch {
-	case !recovering:
-		// Not a standby (promoted, or pointed at a primary): it has all
-		// it will ever have.
-		r.samples = r.samples[:0]
-		r.lagNanos.Store(0)
 	case perr != nil && primaryDown(perr):
 		// The primary is away (restarting): the replica has every commit
 		// it received, the best copy there is, so it serves whatever its
@@ -334,30 +562,40 @@ func (r *ReadRouter) Check(ctx context.Context) {
 		// A slow answer (a busy primary) says nothing of the lag: the
 		// route stays as it was until a check can measure it.
 		return
-	default:
-		r.samples = append(r.samples, walSample{at: now, lsn: primaryLSN})
-		// Older positions than twice the bound are not needed: a replica
-		// that has not replayed one of them is lagging either way.
-		keep := 0
-		for keep < len(r.samples)-1 && now.Sub(r.samples[keep].at) > 2*r.opts.MaxLag {
-			keep++
-		}
-		r.samples = append(r.samples[:0], r.samples[keep:]...)
-		var lag time.Duration
-		for _, s := range r.samples {
-			if s.lsn > replay {
-				lag = now.Sub(s.at)
-				break
-			}
-		}
-		r.lagNanos.Store(int64(lag))
 	}
-	if r.Lag() > r.opts.MaxLag {
+	r.samples = append(r.samples, walSample{at: now, lsn: primaryLSN})
+	// The newest position older than MaxLag bounds the lag from below
+	// well enough (a replica that has not replayed it is lagging); older
+	// ones are not needed.
+	keep := 0
+	for keep < len(r.samples)-1 && now.Sub(r.samples[keep+1].at) > r.opts.MaxLag {
+		keep++
+	}
+	r.samples = append(r.samples[:0], r.samples[keep:]...)
+	var lag time.Duration
+	for _, s := range r.samples {
+		if s.lsn > replay {
+			lag = now.Sub(s.at)
+			break
+		}
+	}
+	r.lagNanos.Store(int64(lag))
+	switch {
+	case lag > r.opts.MaxLag:
 		r.setReason(ReasonReplicaLagging, nil)
-		return
+	case r.samples[0].lsn > replay:
+		// Not even the oldest position held is replayed, and it is too
+		// young to call the replica lagging: its lag is unknown.
+		r.setReason(ReasonReplicaUnchecked, nil)
+	default:
+		r.setReason(ReasonReplicaHealthy, nil)
 	}
-	r.setReason(ReasonReplicaHealthy, nil)
 }
+
+// errNotStandby is why reads go to the primary when the read URL's server
+// is not a standby.
+var errNotStandby = errors.New("the server at the read URL is not a standby (pg_is_in_recovery() is false): " +
+	"the primary itself, or a promoted replica that no longer follows the primary")
 
 // primaryDown reports whether err, from reading the primary's position,
 // means the primary is not there (refused, shutting down, starting up,
@@ -367,7 +605,7 @@ func primaryDown(err error) bool {
 }
 
 // replayPosition is the replica's replay position, and whether it is a
-// standby at all.
+// standby at all (a standby that has replayed nothing yet is at 0).
 func (r *ReadRouter) replayPosition(ctx context.Context, timeout time.Duration) (uint64, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -378,7 +616,7 @@ func (r *ReadRouter) replayPosition(ctx context.Context, timeout time.Duration) 
 		return 0, false, fmt.Errorf("error reading the replica's replay position: %w", err)
 	}
 	if !recovering || replay == nil {
-		return 0, false, nil
+		return 0, recovering, nil
 	}
 	lsn, err := parseLSN(*replay)
 	return lsn, true, err

@@ -1,6 +1,9 @@
 package store_test
 
 import (
+	"bytes"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,17 +24,21 @@ func readCount(r *store.ReadRouter, target, reason string) int64 {
 }
 
 // The router reads from the primary until its monitor has checked the
-// replica, then from the replica (here a second pool on the same database,
-// not a standby: nothing to replay, no lag); WithPrimary reads the primary
-// whatever the replica's state. Internal/replicatest shows the same
-// against a real streaming replica.
-func TestReadRouterRoutesReadsOnceTheReplicaIsChecked(t *testing.T) {
+// replica; a "replica" that is not a standby (here a second pool on the
+// same database: the primary itself, as an operator who points
+// BPC_DATABASE_READ_URL at it has) is never trusted: reads stay on the
+// primary, counted as replica_not_standby, and the route change is logged
+// once, however many checks find it so. WithPrimary reads the primary
+// whatever the replica's state. Internal/replicatest shows reads served by
+// a real streaming replica.
+func TestReadRouterDoesNotTrustAServerThatIsNotAStandby(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	replica, err := pgxpool.NewWithConfig(e.Ctx, e.Pool.Config())
 	require.NoError(t, err)
 	t.Cleanup(replica.Close)
-	router := store.NewReadRouter(e.Pool, replica, store.ReadRouterOptions{})
+	var logs bytes.Buffer
+	router := store.NewReadRouter(e.Pool, replica, store.ReadRouterOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	reads := store.New(router)
 	tenantID := e.OtherTenant(t)
 	product, err := e.Store.CreateBatteryProduct(e.Ctx, tenantID, "SKU-RR", "Routed")
@@ -44,13 +51,17 @@ func TestReadRouterRoutesReadsOnceTheReplicaIsChecked(t *testing.T) {
 	require.Len(t, list, 1)
 	require.EqualValues(t, 1, readCount(router, store.TargetPrimary, store.ReasonReplicaUnchecked))
 
-	router.Check(e.Ctx)
+	for range 3 {
+		router.Check(e.Ctx)
+	}
 	target, reason = router.Route()
-	require.Equal(t, []string{store.TargetReplica, store.ReasonReplicaHealthy}, []string{target, reason})
+	require.Equal(t, []string{store.TargetPrimary, store.ReasonReplicaNotStandby}, []string{target, reason})
 	list, err = reads.ListBatteryProducts(e.Ctx, tenantID)
 	require.NoError(t, err)
 	require.Equal(t, product.BatteryProductID, list[0].BatteryProductID)
-	require.EqualValues(t, 1, readCount(router, store.TargetReplica, store.ReasonReplicaHealthy))
+	require.EqualValues(t, 1, readCount(router, store.TargetPrimary, store.ReasonReplicaNotStandby))
+	require.Zero(t, readCount(router, store.TargetReplica, store.ReasonReplicaHealthy))
+	require.Equal(t, 1, strings.Count(logs.String(), "not a standby"), logs.String())
 
 	_, err = reads.ListBatteryProducts(store.WithPrimary(e.Ctx), tenantID)
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/internal/doctor"
@@ -45,5 +46,28 @@ func TestCheckReportsABrokenAuditChain(t *testing.T) {
 	text.Reset()
 	rep.WriteText(&text)
 	require.Contains(t, text.String(), "audit chain:  dev BROKEN: event "+eventID.String())
+	require.NotContains(t, text.String(), "all good")
+}
+
+// A read URL that reaches the primary itself (a second pool on the same
+// database) is no replica: the report says so and is not OK, as the
+// service reads the primary instead. Internal/replicatest shows a real
+// standby's report.
+func TestCheckReplicaReportsThePrimaryItself(t *testing.T) {
+	t.Parallel()
+	pool := testdb.New(t)
+	again, err := pgxpool.NewWithConfig(t.Context(), pool.Config())
+	require.NoError(t, err)
+	t.Cleanup(again.Close)
+
+	rr, err := doctor.CheckReplica(t.Context(), pool, again)
+	require.NoError(t, err)
+	require.Equal(t, doctor.ReplicaReport{Reachable: true, SameCluster: true, PrimaryItself: true}, rr)
+	rep := doctor.Report{OK: true}
+	rep.AddReplica(rr)
+	require.False(t, rep.OK)
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	require.Contains(t, text.String(), "read replica: NOT a replica: BPC_DATABASE_READ_URL reaches the primary itself")
 	require.NotContains(t, text.String(), "all good")
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -125,11 +126,18 @@ func (p pair) replicaExec(t *testing.T, sql string) {
 }
 
 // pauseReplay makes the replica lag: it keeps receiving WAL and replays
-// none until the test ends (or resumeReplay).
+// none until the test ends (or resumeReplay). pg_wal_replay_pause only
+// asks: it returns once replay has stopped.
 func (p pair) pauseReplay(t *testing.T) {
 	t.Helper()
 	p.replicaExec(t, "SELECT pg_wal_replay_pause()")
 	t.Cleanup(func() { p.resumeReplay(t) })
+	replica := p.pool(t, p.replicaURL)
+	waitFor(t, "the replica's replay to pause", func() bool {
+		var state string
+		err := replica.QueryRow(t.Context(), `SELECT pg_get_wal_replay_pause_state()`).Scan(&state)
+		return err == nil && state == "paused"
+	})
 }
 
 func (p pair) resumeReplay(t *testing.T) {
@@ -162,10 +170,11 @@ func waitRoute(t *testing.T, r *store.ReadRouter, target, reason string) {
 // svc is the API role of the service over the pair, with the replica
 // as BPC_DATABASE_READ_URL.
 type svc struct {
-	app  *service.App
-	base string
-	pool *pgxpool.Pool  // the primary's
-	st   *store.Queries // over pool
+	app    *service.App
+	router *store.ReadRouter
+	base   string
+	pool   *pgxpool.Pool  // the primary's
+	st     *store.Queries // over pool
 }
 
 func startService(t *testing.T, p pair, env map[string]string) svc {
@@ -196,7 +205,18 @@ func startService(t *testing.T, p pair, env map[string]string) svc {
 	})
 	require.NoError(t, a.Start(t.Context()))
 	t.Cleanup(func() { a.Stop(context.Background()) })
-	return svc{app: a, base: "http://" + a.Addr(), pool: pool, st: store.New(pool)}
+	router := a.ReadRouter()
+	require.NotNil(t, router, "BPC_DATABASE_READ_URL gives the service a read router")
+	return svc{app: a, router: router, base: "http://" + a.Addr(), pool: pool, st: store.New(pool)}
+}
+
+// startOnReplica starts the service over the pair, waits until its reads
+// go to the replica, and returns it with a new tenant the replica has.
+func startOnReplica(t *testing.T, p pair, env map[string]string) (svc, uuid.UUID) {
+	t.Helper()
+	s := startService(t, p, env)
+	waitRoute(t, s.router, store.TargetReplica, store.ReasonReplicaHealthy)
+	return s, newTenant(t, p, s.st)
 }
 
 // get requests path from the service as the platform operator, returning
@@ -278,11 +298,7 @@ func readsBy(r *store.ReadRouter, target, reason string) int64 {
 func TestListReadsServedByReplica(t *testing.T) {
 	p := thePair(t)
 	// A lag bound far above the test's length: paused replay stays routed.
-	s := startService(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "3600000"})
-	router := s.app.ReadRouter()
-	require.NotNil(t, router)
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
-	tenantID := newTenant(t, p, s.st)
+	s, tenantID := startOnReplica(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "3600000"})
 	require.Empty(t, s.productIDs(t, tenantID))
 
 	p.pauseReplay(t)
@@ -291,7 +307,7 @@ func TestListReadsServedByReplica(t *testing.T) {
 	require.Empty(t, s.productIDs(t, tenantID), "the list is the replica's, which has not replayed the product")
 	status, body := s.get(t, "/v1/battery-products/"+product.BatteryProductID.String()+"?tenant_id="+tenantID.String(), "")
 	require.Equal(t, http.StatusOK, status, "a get by id reads the primary: %s", body)
-	require.Positive(t, readsBy(router, store.TargetReplica, store.ReasonReplicaHealthy))
+	require.Positive(t, readsBy(s.router, store.TargetReplica, store.ReasonReplicaHealthy))
 
 	var readConns int
 	require.NoError(t, p.pool(t, p.replicaURL).QueryRow(t.Context(),
@@ -316,23 +332,20 @@ func TestListReadsServedByReplica(t *testing.T) {
 // primary is not lagging until something is written.
 func TestLaggingReplicaDegradesToPrimary(t *testing.T) {
 	p := thePair(t)
-	s := startService(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "300"})
-	router := s.app.ReadRouter()
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
-	tenantID := newTenant(t, p, s.st)
+	s, tenantID := startOnReplica(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "300"})
 
 	p.pauseReplay(t)
 	product, err := s.st.CreateBatteryProduct(t.Context(), tenantID, "SKU-L1", "Written while the replica lags")
 	require.NoError(t, err)
-	waitRoute(t, router, store.TargetPrimary, store.ReasonReplicaLagging)
+	waitRoute(t, s.router, store.TargetPrimary, store.ReasonReplicaLagging)
 	require.Equal(t, []uuid.UUID{product.BatteryProductID}, s.productIDs(t, tenantID), "the primary serves the list")
-	require.Positive(t, readsBy(router, store.TargetPrimary, store.ReasonReplicaLagging))
+	require.Positive(t, readsBy(s.router, store.TargetPrimary, store.ReasonReplicaLagging))
 	status, body := s.get(t, "/v1/health/ready", "")
 	require.Equal(t, http.StatusOK, status, "a lagging replica does not make the service unready: %s", body)
 	require.Contains(t, string(body), "read_replica")
 
 	p.resumeReplay(t)
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
+	waitRoute(t, s.router, store.TargetReplica, store.ReasonReplicaHealthy)
 	require.Equal(t, []uuid.UUID{product.BatteryProductID}, s.productIDs(t, tenantID))
 }
 
@@ -340,10 +353,7 @@ func TestLaggingReplicaDegradesToPrimary(t *testing.T) {
 // 200), and gets them back once it is up.
 func TestReplicaDownDegradesToPrimary(t *testing.T) {
 	p := thePair(t)
-	s := startService(t, p, nil)
-	router := s.app.ReadRouter()
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
-	tenantID := newTenant(t, p, s.st)
+	s, tenantID := startOnReplica(t, p, nil)
 
 	p.stop(t, "replica")
 	product, err := s.st.CreateBatteryProduct(t.Context(), tenantID, "SKU-D1", "Written while the replica is down")
@@ -351,13 +361,13 @@ func TestReplicaDownDegradesToPrimary(t *testing.T) {
 	// The first list may find the replica gone before the monitor does:
 	// it is made again on the primary either way.
 	require.Equal(t, []uuid.UUID{product.BatteryProductID}, s.productIDs(t, tenantID))
-	waitRoute(t, router, store.TargetPrimary, store.ReasonReplicaDown)
+	waitRoute(t, s.router, store.TargetPrimary, store.ReasonReplicaDown)
 	require.Equal(t, []uuid.UUID{product.BatteryProductID}, s.productIDs(t, tenantID))
 	status, body := s.get(t, "/v1/health/ready", "")
 	require.Equal(t, http.StatusOK, status, "the replica is optional: %s", body)
 
 	p.start(t, "replica")
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
+	waitRoute(t, s.router, store.TargetReplica, store.ReasonReplicaHealthy)
 	waitFor(t, "the replica's list to show the product", func() bool {
 		return len(s.productIDs(t, tenantID)) == 1
 	})
@@ -368,10 +378,7 @@ func TestReplicaDownDegradesToPrimary(t *testing.T) {
 // issuer's directory.
 func TestJustActivatedVersionIsNotA404(t *testing.T) {
 	p := thePair(t)
-	s := startService(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "3600000"})
-	router := s.app.ReadRouter()
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
-	tenantID := newTenant(t, p, s.st)
+	s, tenantID := startOnReplica(t, p, map[string]string{"BPC_DATABASE_READ_MAX_LAG_MS": "3600000"})
 
 	p.pauseReplay(t)
 	active := fixture.ActiveNMC811(t, s.st, testriver.Inserter(t, s.pool), tenantID, "Activated a moment ago")
@@ -384,7 +391,7 @@ func TestJustActivatedVersionIsNotA404(t *testing.T) {
 	status, body := s.get(t, "/public/v1/passport-versions/"+id.String(), "application/json")
 	require.Equal(t, http.StatusOK, status, "found on the primary: %s", body)
 	require.Contains(t, string(body), `"verified":true`)
-	require.Positive(t, readsBy(router, store.TargetPrimary, store.ReasonNotReplayed))
+	require.Positive(t, readsBy(s.router, store.TargetPrimary, store.ReasonNotReplayed))
 
 	status, _ = s.get(t, "/public/v1/passport-versions/"+uuid.NewString(), "application/json")
 	require.Equal(t, http.StatusNotFound, status, "an unknown version is still a 404")
@@ -401,10 +408,7 @@ func TestJustActivatedVersionIsNotA404(t *testing.T) {
 // back and the service with it.
 func TestPublicPageServedByReplicaWhilePrimaryRestarts(t *testing.T) {
 	p := thePair(t)
-	s := startService(t, p, nil)
-	router := s.app.ReadRouter()
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
-	tenantID := newTenant(t, p, s.st)
+	s, tenantID := startOnReplica(t, p, nil)
 	active := fixture.ActiveNMC811(t, s.st, testriver.Inserter(t, s.pool), tenantID, "Scanned during a restart")
 	id := active.Version.PassportVersionID
 	waitReplicated(t, p, "passport_versions", "passport_version_id", id)
@@ -412,9 +416,9 @@ func TestPublicPageServedByReplicaWhilePrimaryRestarts(t *testing.T) {
 	p.stop(t, "primary")
 	// The monitor, unable to reach the primary, keeps the replica serving.
 	for range 3 {
-		router.Check(t.Context())
+		s.router.Check(t.Context())
 	}
-	target, reason := router.Route()
+	target, reason := s.router.Route()
 	require.Equal(t, store.TargetReplica, target, "reason %s", reason)
 
 	status, body := s.get(t, "/public/v1/passport-versions/"+id.String(), "text/html")
@@ -428,7 +432,7 @@ func TestPublicPageServedByReplicaWhilePrimaryRestarts(t *testing.T) {
 		status, _ := s.get(t, "/v1/battery-products?tenant_id="+tenantID.String(), "")
 		return status == http.StatusOK
 	})
-	waitRoute(t, router, store.TargetReplica, store.ReasonReplicaHealthy)
+	waitRoute(t, s.router, store.TargetReplica, store.ReasonReplicaHealthy)
 }
 
 // bpc doctor reports the replica: streaming, a copy of the primary; a
@@ -461,4 +465,146 @@ func TestDoctorReportsTheReplica(t *testing.T) {
 	report = doctor.Report{OK: true}
 	report.AddReplica(other)
 	require.False(t, report.OK)
+}
+
+// routerOver returns a read router over the pair's primary and replica,
+// with no monitor running: the test checks when it wants.
+func (p pair) routerOver(t *testing.T, maxLag time.Duration) (*store.ReadRouter, *pgxpool.Pool, *pgxpool.Pool) {
+	t.Helper()
+	primary, replica := p.pool(t, p.primaryURL), p.pool(t, p.replicaURL)
+	return store.NewReadRouter(primary, replica, store.ReadRouterOptions{MaxLag: maxLag}), primary, replica
+}
+
+// checkUntil checks the replica until reads go to target for reason,
+// returning every route seen on the way.
+func checkUntil(t *testing.T, r *store.ReadRouter, target, reason string) []string {
+	t.Helper()
+	var seen []string
+	waitFor(t, "reads routed to "+target+" ("+reason+")", func() bool {
+		r.Check(t.Context())
+		tg, rs := r.Route()
+		if len(seen) == 0 || seen[len(seen)-1] != tg+" "+rs {
+			seen = append(seen, tg+" "+rs)
+		}
+		return tg == target && rs == reason
+	})
+	return seen
+}
+
+// The monitor's first check of a replica that is behind does not trust
+// it: one position of the primary, just taken, says nothing of how long
+// ago the replica fell behind, so its lag is not measured yet and reads
+// stay on the primary (replica_unchecked). Within the lag bound's age the
+// replica is called lagging, never healthy on the way; once it replays,
+// it serves.
+func TestFirstCheckDoesNotTrustAReplicaBehind(t *testing.T) {
+	p := thePair(t)
+	p.pauseReplay(t)
+	tolerant, primary, _ := p.routerOver(t, time.Hour)
+	strict, _, _ := p.routerOver(t, 200*time.Millisecond)
+	// Committed with synchronous_commit on (the pair's primary has it
+	// off): pg_current_wal_lsn, the primary's position, then includes it
+	// at once, not at the WAL writer's next round.
+	tx, err := primary.Begin(t.Context())
+	require.NoError(t, err)
+	_, err = tx.Exec(t.Context(), "SET LOCAL synchronous_commit = on")
+	require.NoError(t, err)
+	_, err = store.New(tx).CreateTenant(t.Context(), "replica-"+uuid.NewString()[:8], "Not replayed")
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(t.Context()))
+
+	tolerant.Check(t.Context())
+	target, reason := tolerant.Route()
+	require.Equal(t, []string{store.TargetPrimary, store.ReasonReplicaUnchecked}, []string{target, reason},
+		"a replica that has not replayed the first position seen has a lag no check has measured")
+	require.Equal(t, []string{"primary replica_unchecked", "primary replica_lagging"},
+		checkUntil(t, strict, store.TargetPrimary, store.ReasonReplicaLagging))
+	require.Greater(t, strict.Lag(), 200*time.Millisecond)
+
+	p.resumeReplay(t)
+	checkUntil(t, tolerant, store.TargetReplica, store.ReasonReplicaHealthy)
+	checkUntil(t, strict, store.TargetReplica, store.ReasonReplicaHealthy)
+}
+
+// A read URL that reaches the primary itself is not trusted as a replica
+// (reads go to the primary as replica_not_standby); bpc doctor fails,
+// saying so.
+func TestReadURLAtThePrimaryIsNotAReplica(t *testing.T) {
+	p := thePair(t)
+	primary := p.pool(t, p.primaryURL)
+	r := store.NewReadRouter(primary, p.pool(t, p.primaryURL), store.ReadRouterOptions{})
+	r.Check(t.Context())
+	target, reason := r.Route()
+	require.Equal(t, []string{store.TargetPrimary, store.ReasonReplicaNotStandby}, []string{target, reason})
+
+	var stdout, stderr strings.Builder
+	env := map[string]string{"DATABASE_URL": p.primaryURL, "BPC_DATABASE_READ_URL": p.primaryURL, "BPC_ENV": "test"}
+	err := cli.Run(t.Context(), []string{"doctor"}, func(k string) string { return env[k] }, &stdout, &stderr)
+	require.Error(t, err, "stdout:\n%s", stdout.String())
+	require.Contains(t, stdout.String(), "read replica: NOT a replica: BPC_DATABASE_READ_URL reaches the primary itself")
+}
+
+// A read the replica cancels for a recovery conflict after it has sent
+// some rows (the primary took a lock the replay must apply: SQLSTATE
+// 40001, "canceling statement due to conflict with recovery") is made
+// again on the primary, whole: the caller sees the primary's rows, each
+// once, and no error.
+func TestRecoveryConflictIsReadAgainOnThePrimary(t *testing.T) {
+	p := thePair(t)
+	r, primary, replica := p.routerOver(t, time.Hour)
+	table := "conflict_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	_, err := primary.Exec(t.Context(), `CREATE TABLE `+table+` (x int); INSERT INTO `+table+` VALUES (1), (2), (3)`)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = primary.Exec(context.Background(), `DROP TABLE IF EXISTS `+table) })
+	waitFor(t, table+" on the replica", func() bool {
+		var n int
+		err := replica.QueryRow(t.Context(), `SELECT count(*) FROM `+table).Scan(&n)
+		return err == nil && n == 3
+	})
+	// Replay waits this long for a read in its way (30 s by default)
+	// before cancelling it.
+	p.replicaExec(t, "ALTER SYSTEM SET max_standby_streaming_delay = '100ms'")
+	p.replicaExec(t, "SELECT pg_reload_conf()")
+	t.Cleanup(func() {
+		p.replicaExec(t, "ALTER SYSTEM RESET max_standby_streaming_delay")
+		p.replicaExec(t, "SELECT pg_reload_conf()")
+	})
+	checkUntil(t, r, store.TargetReplica, store.ReasonReplicaHealthy)
+
+	// On the replica the read sends rows 1 and 2, then sleeps at row 3
+	// until the conflict cancels it; on the primary it does not sleep.
+	type result struct {
+		xs  []int32
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rows, err := r.Query(t.Context(), `SELECT x FROM `+table+` CROSS JOIN LATERAL
+			(SELECT pg_sleep(CASE WHEN pg_is_in_recovery() AND x = 3 THEN 60 ELSE 0 END)) s`)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		xs, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		done <- result{xs, err}
+	}()
+	waitFor(t, "the read to sleep on the replica", func() bool {
+		var n int
+		err := replica.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event = 'PgSleep' AND query LIKE '%`+table+`%'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	_, err = primary.Exec(t.Context(), `BEGIN; LOCK TABLE `+table+` IN ACCESS EXCLUSIVE MODE; COMMIT`)
+	require.NoError(t, err)
+
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("gave up waiting (60 s) for the read")
+	}
+	require.NoError(t, res.err)
+	require.Equal(t, []int32{1, 2, 3}, res.xs)
+	require.EqualValues(t, 1, readsBy(r, store.TargetPrimary, store.ReasonReplicaError))
+	require.Zero(t, readsBy(r, store.TargetReplica, store.ReasonReplicaHealthy))
 }

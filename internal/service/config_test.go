@@ -44,6 +44,17 @@ var everything = map[string]string{
 	"BPC_QUEUE_ENABLED": "true",
 }
 
+// everythingWith returns a getenv over everything, with extra's variables
+// added or replaced.
+func everythingWith(extra map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := extra[k]; ok {
+			return v
+		}
+		return everything[k]
+	}
+}
+
 // TestREADMEDocumentsEveryVariable checks that every variable the service
 // reads has a row in the configuration table of docs/OPERATIONS.md. Rows may group
 // variables with a shared prefix: `BPC_X_ENABLED`, `_WINDOW_MS` documents
@@ -191,14 +202,7 @@ func TestTenantQuotasFromTheEnvironment(t *testing.T) {
 // phase caps it.
 func TestWebhookTimeouts(t *testing.T) {
 	load := func(extra map[string]string) Config {
-		env := map[string]string{}
-		for k, v := range everything {
-			env[k] = v
-		}
-		for k, v := range extra {
-			env[k] = v
-		}
-		c, err := LoadConfig(func(k string) string { return env[k] })
+		c, err := LoadConfig(everythingWith(extra))
 		require.NoError(t, err)
 		return c
 	}
@@ -210,12 +214,7 @@ func TestWebhookTimeouts(t *testing.T) {
 	c = load(map[string]string{"BPC_WEBHOOK_TIMEOUT_MS": "4000"})
 	require.Equal(t, workers.Timeouts{Connect: 4 * time.Second, ResponseHeader: 4 * time.Second}, c.WebhookTimeouts())
 	for _, bad := range []string{"0", "-1", "x", "600001"} {
-		env := map[string]string{}
-		for k, v := range everything {
-			env[k] = v
-		}
-		env["BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS"] = bad
-		_, err := LoadConfig(func(k string) string { return env[k] })
+		_, err := LoadConfig(everythingWith(map[string]string{"BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS": bad}))
 		require.ErrorContains(t, err, "BPC_WEBHOOK_RESPONSE_HEADER_TIMEOUT_MS", bad)
 	}
 }
@@ -226,12 +225,7 @@ func TestWebhookTimeouts(t *testing.T) {
 func TestWebhookTenantConcurrency(t *testing.T) {
 	t.Parallel()
 	load := func(v string) (Config, error) {
-		return LoadConfig(func(k string) string {
-			if k == "BPC_WEBHOOK_TENANT_CONCURRENCY" {
-				return v
-			}
-			return everything[k]
-		})
+		return LoadConfig(everythingWith(map[string]string{"BPC_WEBHOOK_TENANT_CONCURRENCY": v}))
 	}
 	c, err := load("")
 	require.NoError(t, err)
@@ -254,14 +248,7 @@ func TestWebhookTenantConcurrency(t *testing.T) {
 func TestPublicBaseURL(t *testing.T) {
 	t.Parallel()
 	load := func(extra map[string]string) (Config, error) {
-		env := map[string]string{}
-		for k, v := range everything {
-			env[k] = v
-		}
-		for k, v := range extra {
-			env[k] = v
-		}
-		return LoadConfig(func(k string) string { return env[k] })
+		return LoadConfig(everythingWith(extra))
 	}
 	for _, tt := range []struct{ addr, base, want string }{
 		{"", "", "http://localhost:8080"},
@@ -316,14 +303,7 @@ func TestPublicBaseURL(t *testing.T) {
 func TestPublicCacheConfig(t *testing.T) {
 	load := func(extra map[string]string) Config {
 		t.Helper()
-		env := map[string]string{}
-		for k, v := range everything {
-			env[k] = v
-		}
-		for k, v := range extra {
-			env[k] = v
-		}
-		c, err := LoadConfig(func(k string) string { return env[k] })
+		c, err := LoadConfig(everythingWith(extra))
 		require.NoError(t, err)
 		return c
 	}
@@ -339,12 +319,7 @@ func TestPublicCacheConfig(t *testing.T) {
 	require.Zero(t, c.PublicCDNMaxAge)
 	require.Equal(t, 30*time.Second, c.PublicCache.MaxAge)
 	for _, name := range []string{"BPC_PUBLIC_CACHE_MB", "BPC_PUBLIC_CACHE_ENTRIES", "BPC_PUBLIC_CACHE_MAX_AGE_S", "BPC_PUBLIC_CDN_MAX_AGE_S"} {
-		_, err := LoadConfig(func(k string) string {
-			if k == name {
-				return "-1"
-			}
-			return everything[k]
-		})
+		_, err := LoadConfig(everythingWith(map[string]string{name: "-1"}))
 		require.ErrorContains(t, err, name)
 	}
 }

@@ -555,7 +555,7 @@ func sweepStale(ctx context.Context, conn *pgx.Conn) error {
 	}
 	rows, err := conn.Query(ctx, `SELECT nspname FROM pg_namespace
 		WHERE (nspname ~ '^tp_[ar][0-9a-f]{14}_[0-9a-f]+$' AND NOT left(nspname, $2) = ANY ($1::text[]))
-		   OR nspname ~ '^t_[0-9a-f]{12}$'
+		   OR nspname ~ '^t_[0-9a-f]{12}(_x+)?$'
 		ORDER BY nspname`, current, len(current[0]))
 	if err != nil {
 		return fmt.Errorf("error listing stale schemas: %w", err)

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -57,6 +58,10 @@ type Options struct {
 	// schema instead of reusing it. Benchmarks always get fresh schemas, so
 	// that table and function statistics start from zero.
 	Fresh bool
+	// SchemaNameBytes, when more than the usual 14, pads the name of a
+	// fresh schema (implied) with x's to that many bytes, at most 63
+	// (Postgres' identifiers): for a test of what a long name does.
+	SchemaNameBytes int
 }
 
 // MigrateMode selects the migrations NewWithOptions applies.
@@ -80,8 +85,19 @@ func New(t testing.TB) *pgxpool.Pool {
 // name and a database URL whose search_path is that schema.
 func EmptySchema(t testing.TB) (string, string) {
 	t.Helper()
+	return emptySchema(t, 0)
+}
+
+// emptySchema is EmptySchema, its name padded to nameBytes (sweepStale
+// knows such names too).
+func emptySchema(t testing.TB, nameBytes int) (string, string) {
+	t.Helper()
 	ctx := context.Background()
 	schema := "t_" + randomHex(6)
+	if nameBytes > len(schema)+1 {
+		require.LessOrEqual(t, nameBytes, 63, "Postgres' identifiers are at most 63 bytes")
+		schema += "_" + strings.Repeat("x", nameBytes-len(schema)-1)
+	}
 	conn, err := connectLocker(ctx)
 	require.NoError(t, err)
 	// Held so that another process's sweep never drops it under the test.
@@ -105,9 +121,9 @@ func NewWithOptions(t testing.TB, o Options) *pgxpool.Pool {
 	ctx := context.Background()
 	var schemaURL string
 	_, bench := t.(*testing.B)
-	fresh := o.Fresh || bench || o.Migrate == MigrateNone
+	fresh := o.Fresh || bench || o.Migrate == MigrateNone || o.SchemaNameBytes > 0
 	if fresh {
-		_, schemaURL = EmptySchema(t)
+		_, schemaURL = emptySchema(t, o.SchemaNameBytes)
 	} else {
 		held, err := acquireSchema(ctx, t, o.Migrate)
 		require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -323,4 +324,42 @@ func TestLostConnectionDropsEverything(t *testing.T) {
 	}
 	n, _ = e.answers.Len()
 	require.Equal(t, 0, n)
+}
+
+// A schema whose name is 50 bytes long has a channel for the answers'
+// changes too: the triggers notify on it and another process hears them.
+// ("<schema>.bpc_public_answers", migration 017's, was then 69 bytes:
+// pg_notify refused it, failing the change itself, and LISTEN truncated
+// it.) 50 bytes is as long as River allows the service's schema: its
+// insert notifications' channel is "<schema>.river_insert". The channel
+// is the schema's own whatever the length of a prefix two names share,
+// up to Postgres' 63 bytes, and a short name's is as it was.
+func TestChannelOfALongSchemaName(t *testing.T) {
+	t.Parallel()
+	pool := testdb.NewWithOptions(t, testdb.Options{SchemaNameBytes: 50})
+	var schema string
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT current_schema()`).Scan(&schema))
+	require.Len(t, schema, 50)
+	e := newEnvOn(t, teststore.On(t, pool), "Pack")
+	id := e.active.Version.PassportVersionID
+	e.ownKey(t, store.DevTenantID)
+	other := public.NewAnswers(public.AnswersConfig{MaxBytes: 8 << 20, MaxEntries: 100, MaxAge: time.Hour})
+	listen(t, other, e.Pool)
+	b := e.handler(other) // another process
+	require.Equal(t, verify.VerdictVerified, verdictOn(t, b, id))
+
+	e.revoke(t)
+	require.NoError(t, other.Sync(e.Ctx))
+	require.Equal(t, verify.VerdictNotVerified, verdictOn(t, b, id), "heard on the long schema's channel")
+
+	channel := func(schema string) string {
+		var c string
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT bpc_public_answers_channel($1)`, schema).Scan(&c))
+		require.LessOrEqual(t, len(c), 63, schema)
+		return c
+	}
+	require.Equal(t, strings.Repeat("s", 44)+".bpc_public_answers", channel(strings.Repeat("s", 44)))
+	require.NotEqual(t, channel(strings.Repeat("s", 45)), channel(strings.Repeat("s", 44)+"t"))
+	long := strings.Repeat("s", 62)
+	require.NotEqual(t, channel(long+"t"), channel(long+"u"))
 }

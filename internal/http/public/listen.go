@@ -14,10 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// channelSuffix is the notification channel of the public answers' triggers
-// (the migration public_answers_notify), after the schema's name and a dot.
-const channelSuffix = "bpc_public_answers"
-
 // listenState is what Listen shares with Sync.
 type listenState struct {
 	mu        sync.Mutex
@@ -82,21 +78,24 @@ func (a *Answers) listenOnce(ctx context.Context, pool *pgxpool.Pool) (connected
 		return false, fmt.Errorf("error connecting: %w", err)
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	var schema string
-	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return false, fmt.Errorf("error reading the schema: %w", err)
+	// The triggers' channel, named by the database's own function
+	// (migration 018), so that the two agree for any schema's name.
+	var channel string
+	if err := conn.QueryRow(ctx, `SELECT bpc_public_answers_channel(current_schema())`).Scan(&channel); err != nil {
+		return false, fmt.Errorf("error reading the answers' channel: %w", err)
 	}
-	channel := schema + "." + channelSuffix
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return false, fmt.Errorf("error listening on %s: %w", channel, err)
 	}
 	// Whatever changed before LISTEN took effect was not heard. On a
 	// reconnect that may be recent, and a replica may not have replayed
-	// it: read from the primary for a while, as after any change.
+	// it: read from the primary for a while, as after any change. Dropped
+	// before Listening says so, so that an answer cached after it is not.
 	if a.startListening(pool, channel) {
 		a.InvalidateAll()
 	} else {
 		a.invalidate(invalidation{all: true, noPrimary: true})
+		a.firstListened()
 	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
@@ -108,7 +107,8 @@ func (a *Answers) listenOnce(ctx context.Context, pool *pgxpool.Pool) (connected
 }
 
 // startListening records that Listen listens on channel; again is whether
-// it had listened before (a reconnect).
+// it had listened before (a reconnect). The first time, firstListened
+// tells Listening's waiters.
 func (a *Answers) startListening(pool *pgxpool.Pool, channel string) (again bool) {
 	l := &a.listener
 	l.mu.Lock()
@@ -121,8 +121,19 @@ func (a *Answers) startListening(pool *pgxpool.Pool, channel string) (again bool
 	case <-l.connected:
 		return true
 	default:
-		close(l.connected)
 		return false
+	}
+}
+
+// firstListened closes the channel Listening returns.
+func (a *Answers) firstListened() {
+	l := &a.listener
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-l.connected:
+	default:
+		close(l.connected)
 	}
 }
 

@@ -124,18 +124,10 @@ func writeError(w http.ResponseWriter, _ *http.Request, err error) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": errcode.CodeOf(err), "message": err.Error()}})
 }
 
+// get sends a GET to e's handler (getOn).
 func (e env) get(t *testing.T, target, accept string, header ...string) *httptest.ResponseRecorder {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodGet, target, nil)
-	if accept != "" {
-		req.Header.Set("Accept", accept)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
-	return rec
+	return getOn(t, e.h, target, accept, header...)
 }
 
 func versionURL(id uuid.UUID) string { return "/public/v1/passport-versions/" + id.String() }
