@@ -144,7 +144,9 @@ func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (bp
 	if existed {
 		return v, EnqueueSign(ctx, t, r.TenantID, v.PassportVersionID)
 	}
-	if err := t.Event(ctx, r.TenantID, AggregatePassportVersion, v.PassportVersionID, EventCompiled, map[string]any{
+	// The version was created just now, by this transaction: its chain is
+	// empty.
+	if err := t.EventAfter(ctx, &store.Head{}, r.TenantID, AggregatePassportVersion, v.PassportVersionID, EventCompiled, map[string]any{
 		"passport_id": r.PassportID, "version": v.Version, "snapshot_id": r.SnapshotID,
 		"rule_package_version_id": r.RulePackageVersionID, "compiler_build_id": r.CompilerBuildID,
 		"payload_hash": v.PayloadHash, "proof_root_hash": v.ProofRootHash, "receipt_hash": v.ReceiptHash,

@@ -53,12 +53,19 @@ func InTx(ctx context.Context, q *store.Queries, ins Inserter, actor string, fn 
 // Event appends an audit event about aggregate id; payload is encoded as
 // JSON. Subscribed webhook endpoints get a delivery in the same transaction.
 func (t Tx) Event(ctx context.Context, tenantID uuid.UUID, aggregate string, id uuid.UUID, eventType string, payload any) error {
+	return t.EventAfter(ctx, nil, tenantID, aggregate, id, eventType, payload)
+}
+
+// EventAfter is Event on an aggregate whose chain head the transaction
+// knows already (EventInput.Head; nil: read it).
+func (t Tx) EventAfter(ctx context.Context, head *store.Head, tenantID uuid.UUID, aggregate string, id uuid.UUID, eventType string, payload any) error {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "error encoding %s event: %s", eventType, err.Error())
 	}
 	_, err = t.AppendEvent(ctx, EventInput{
 		TenantID: tenantID, AggregateType: aggregate, AggregateID: id, EventType: eventType, ActorID: t.Actor, Payload: b,
+		Head: head,
 	})
 	return err
 }
