@@ -172,9 +172,8 @@ func ResumeCompile(reads store.CompileReads) (resume func(context.Context, Tx) e
 // EnqueueSign enqueues a compiled version's SIGN_PASSPORT (idempotent by
 // the version).
 func EnqueueSign(ctx context.Context, t Tx, tenantID, versionID uuid.UUID) error {
-	_, err := t.Enqueue(ctx, &jobargs.SignPassportArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: versionID},
+	return t.EnqueueNext(ctx, &jobargs.SignPassportArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: versionID},
 		"sign:"+versionID.String())
-	return err
 }
 
 // ReplayReport is the outcome of recompiling a stored passport version.

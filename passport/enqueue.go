@@ -176,6 +176,13 @@ func Enqueue(ctx context.Context, q *store.Queries, ins Inserter, reqs []Enqueue
 // in River's metadata. A repeated idempotency key with the same request
 // hash returns the existing job; with a different one, IDEMPOTENCY_CONFLICT.
 func EnqueueTx(ctx context.Context, q *store.Queries, ins Inserter, reqs []EnqueueRequest) ([]EnqueueResult, error) {
+	return enqueueTx(ctx, q, ins, reqs, nil)
+}
+
+// enqueueTx is EnqueueTx that, with unread set, appends the new jobs' ids
+// to it instead of reading their SSOT rows back (their results then hold
+// only the job id): the caller checks them before it commits.
+func enqueueTx(ctx context.Context, q *store.Queries, ins Inserter, reqs []EnqueueRequest, unread *[]uuid.UUID) ([]EnqueueResult, error) {
 	tx, ok := q.DB().(pgx.Tx)
 	if !ok {
 		return nil, errors.New("passport: River inserts need Queries made WithTx")
@@ -202,10 +209,15 @@ func EnqueueTx(ctx context.Context, q *store.Queries, ins Inserter, reqs []Enque
 		if _, err := ins.InsertManyTx(ctx, tx, params); err != nil {
 			return nil, insertError(err)
 		}
-		// Read back rather than computed (enqueueOwnTx): the caller's
-		// transaction began where this cannot see, and the read notices a
-		// missing mirror trigger.
-		if err := readBack(ctx, q, insert, ids, results); err != nil {
+		if unread != nil {
+			*unread = append(*unread, ids...)
+			for n, i := range insert {
+				results[i].Job = bpctype.Job{JobID: ids[n]}
+			}
+		} else if err := readBack(ctx, q, insert, ids, results); err != nil {
+			// Read back rather than computed (enqueueOwnTx): the caller's
+			// transaction began where this cannot see, and the read
+			// notices a missing mirror trigger.
 			return nil, err
 		}
 	}

@@ -73,9 +73,8 @@ func SignPassportVersion(ctx context.Context, t Tx, keys *Keyring, tenantID, ver
 }
 
 func enqueueQR(ctx context.Context, t Tx, tenantID, versionID uuid.UUID) error {
-	_, err := t.Enqueue(ctx, &jobargs.GenerateQRArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: versionID},
+	return t.EnqueueNext(ctx, &jobargs.GenerateQRArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: versionID},
 		"qr:"+versionID.String())
-	return err
 }
 
 // QRCode is a version's QR payload (a BPC-QR-2 link since links were

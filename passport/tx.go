@@ -25,6 +25,11 @@ type Tx struct {
 	Q     *store.Queries
 	Ins   Inserter
 	Actor string
+	// Unread, when set, collects the SSOT job ids of the jobs EnqueueNext
+	// inserted without reading their rows back; the transaction's owner
+	// checks them before it commits (the workers: with the lease fence,
+	// store.FenceLeaseMirrored). Nil: EnqueueNext reads back as Enqueue.
+	Unread *[]uuid.UUID
 }
 
 // NewTx binds an operation to tx.
@@ -75,6 +80,21 @@ func (t Tx) EventAfter(ctx context.Context, head *store.Head, tenantID uuid.UUID
 // (Existing).
 func (t Tx) Enqueue(ctx context.Context, args jobargs.Args, idempotencyKey string) (EnqueueResult, error) {
 	return t.enqueue(ctx, args, idempotencyKey, false)
+}
+
+// EnqueueNext is Enqueue for a pipeline's next step, whose job the caller
+// does not need back: in a transaction that collects Unread ids the job's
+// SSOT row is checked by the transaction's owner instead of read back here
+// (one round trip fewer per step).
+func (t Tx) EnqueueNext(ctx context.Context, args jobargs.Args, idempotencyKey string) error {
+	req, err := NewEnqueueRequest(args, idempotencyKey, EnqueueOptions{})
+	if err != nil {
+		return err
+	}
+	if _, err := enqueueTx(ctx, t.Q, t.Ins, []EnqueueRequest{req}, t.Unread); err != nil {
+		return EnqueueError(err, args.Kind())
+	}
+	return nil
 }
 
 // EnqueueChecked is Enqueue for args whose ids (jobargs.Args.Refs) come

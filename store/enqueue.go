@@ -145,6 +145,24 @@ const keyProbePlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_pl
 const verifyMirroredSQL = `SELECT 1 / (count(*) = $2)::int FROM unnest($1::uuid[]) AS i(id)
 	WHERE EXISTS (SELECT 1 FROM jobs_live WHERE job_id = i.id)`
 
+// VerifyMirrored fails with MissingSSOTRow unless the mirror wrote an SSOT
+// row for each of ids (none: no round trip).
+func (q *Queries) VerifyMirrored(ctx context.Context, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	arr := make([][16]byte, len(ids))
+	for i, id := range ids {
+		arr[i] = id
+	}
+	_, err := q.db.Exec(ctx, verifyMirroredSQL, arr, len(ids))
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22012" {
+		return MissingSSOTRow(ids[0])
+	}
+	return err
+}
+
 // batchTx is a transaction begun by a batch that carries its BEGIN with
 // the queries that open it, and committed by a batch that carries its
 // COMMIT with the queries that close it. It is a pgx.Tx so that River can
