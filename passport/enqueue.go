@@ -95,6 +95,11 @@ type EnqueueRequest struct {
 	IdempotencyKey string
 	// RequestHash fingerprints the request for idempotency conflicts.
 	RequestHash string
+	// KeyIsNew says that the idempotency key names what the caller's
+	// transaction created (a new passport version's id): no job can hold
+	// it yet, so it is not looked up. Were one to, the insert would fail
+	// on the key's unique index rather than answer another job.
+	KeyIsNew bool
 }
 
 // EnqueueResult is the SSOT job of one request and whether it already existed.
@@ -351,7 +356,9 @@ func planEnqueue(reqs []EnqueueRequest) enqueuePlan {
 			continue
 		}
 		firstWithKey[key] = i
-		p.lookups = append(p.lookups, i)
+		if !req.KeyIsNew {
+			p.lookups = append(p.lookups, i)
+		}
 	}
 	return p
 }

@@ -87,10 +87,21 @@ func (t Tx) Enqueue(ctx context.Context, args jobargs.Args, idempotencyKey strin
 // SSOT row is checked by the transaction's owner instead of read back here
 // (one round trip fewer per step).
 func (t Tx) EnqueueNext(ctx context.Context, args jobargs.Args, idempotencyKey string) error {
+	return t.enqueueNext(ctx, args, idempotencyKey, false)
+}
+
+// EnqueueNextNew is EnqueueNext whose idempotency key names what this
+// transaction created (EnqueueRequest.KeyIsNew): it is not looked up.
+func (t Tx) EnqueueNextNew(ctx context.Context, args jobargs.Args, idempotencyKey string) error {
+	return t.enqueueNext(ctx, args, idempotencyKey, true)
+}
+
+func (t Tx) enqueueNext(ctx context.Context, args jobargs.Args, idempotencyKey string, keyIsNew bool) error {
 	req, err := NewEnqueueRequest(args, idempotencyKey, EnqueueOptions{})
 	if err != nil {
 		return err
 	}
+	req.KeyIsNew = keyIsNew
 	if _, err := enqueueTx(ctx, t.Q, t.Ins, []EnqueueRequest{req}, t.Unread); err != nil {
 		return EnqueueError(err, args.Kind())
 	}
