@@ -47,7 +47,9 @@ func inTx[T river.JobArgs](ctx context.Context, d Completer, job *river.Job[T], 
 	if err != nil {
 		return err
 	}
-	err = d.Store.InTx(ctx, func(tx pgx.Tx) error {
+	// The BEGIN travels with the step's first statement (store.InLazyTx):
+	// the pipeline's steps open with a batch.
+	err = d.Store.InLazyTx(ctx, func(tx pgx.Tx) error {
 		// The next steps' SSOT rows are checked with the fence, not read
 		// back one by one (passport.Tx.Unread).
 		var unread []uuid.UUID
