@@ -30,6 +30,13 @@ type EventInput struct {
 	// DeliverTo, when set, sends the event to this endpoint only, whatever
 	// the subscriptions say (used by ping).
 	DeliverTo *uuid.UUID
+	// Head, when set, is the aggregate's chain head as the transaction
+	// read it already (with the lock of the aggregate's row) or knows it
+	// (an aggregate created in the transaction has none), and saves
+	// AppendEvent that read. A wrong head cannot fork the chain: the
+	// insert then collides with the event at that version
+	// (EVENT_VERSION_CONFLICT).
+	Head *store.Head
 }
 
 // AppendResult is the appended event and the deliveries it fanned out to.
@@ -51,8 +58,11 @@ func (t Tx) AppendEvent(ctx context.Context, in EventInput) (AppendResult, error
 	if err != nil {
 		return AppendResult{}, errcode.Invalid("payload", "%s", err.Error())
 	}
-	prevVersion, prevHash, err := t.Q.ChainHead(ctx, in.TenantID, in.AggregateType, in.AggregateID)
-	if err != nil {
+	var prevVersion int64
+	var prevHash *string
+	if in.Head != nil {
+		prevVersion, prevHash = in.Head.Version, in.Head.Hash
+	} else if prevVersion, prevHash, err = t.Q.ChainHead(ctx, in.TenantID, in.AggregateType, in.AggregateID); err != nil {
 		return AppendResult{}, err
 	}
 	ev := bpctype.Event{

@@ -144,14 +144,18 @@ func RecordCompiled(ctx context.Context, t Tx, c Compiled, riverJobID int64) (bp
 	if existed {
 		return v, EnqueueSign(ctx, t, r.TenantID, v.PassportVersionID)
 	}
-	if err := t.Event(ctx, r.TenantID, AggregatePassportVersion, v.PassportVersionID, EventCompiled, map[string]any{
+	// The version was created just now, by this transaction: its chain is
+	// empty.
+	if err := t.EventAfter(ctx, &store.Head{}, r.TenantID, AggregatePassportVersion, v.PassportVersionID, EventCompiled, map[string]any{
 		"passport_id": r.PassportID, "version": v.Version, "snapshot_id": r.SnapshotID,
 		"rule_package_version_id": r.RulePackageVersionID, "compiler_build_id": r.CompilerBuildID,
 		"payload_hash": v.PayloadHash, "proof_root_hash": v.ProofRootHash, "receipt_hash": v.ReceiptHash,
 	}); err != nil {
 		return bpctype.PassportVersion{}, err
 	}
-	return v, EnqueueSign(ctx, t, r.TenantID, v.PassportVersionID)
+	// Its SIGN_PASSPORT's key names the version just created: no job can
+	// hold it yet.
+	return v, t.EnqueueNextNew(ctx, signArgs(r.TenantID, v.PassportVersionID), signKey(v.PassportVersionID))
 }
 
 // ResumeCompile is the rule of a compile job's re-run: when the River job
@@ -170,10 +174,14 @@ func ResumeCompile(reads store.CompileReads) (resume func(context.Context, Tx) e
 // EnqueueSign enqueues a compiled version's SIGN_PASSPORT (idempotent by
 // the version).
 func EnqueueSign(ctx context.Context, t Tx, tenantID, versionID uuid.UUID) error {
-	_, err := t.Enqueue(ctx, &jobargs.SignPassportArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: versionID},
-		"sign:"+versionID.String())
-	return err
+	return t.EnqueueNext(ctx, signArgs(tenantID, versionID), signKey(versionID))
 }
+
+func signArgs(tenantID, versionID uuid.UUID) *jobargs.SignPassportArgs {
+	return &jobargs.SignPassportArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: versionID}
+}
+
+func signKey(versionID uuid.UUID) string { return "sign:" + versionID.String() }
 
 // ReplayReport is the outcome of recompiling a stored passport version.
 type ReplayReport struct {

@@ -95,6 +95,11 @@ type EnqueueRequest struct {
 	IdempotencyKey string
 	// RequestHash fingerprints the request for idempotency conflicts.
 	RequestHash string
+	// KeyIsNew says that the idempotency key names what the caller's
+	// transaction created (a new passport version's id): no job can hold
+	// it yet, so it is not looked up. Were one to, the insert would fail
+	// on the key's unique index rather than answer another job.
+	KeyIsNew bool
 }
 
 // EnqueueResult is the SSOT job of one request and whether it already existed.
@@ -176,6 +181,13 @@ func Enqueue(ctx context.Context, q *store.Queries, ins Inserter, reqs []Enqueue
 // in River's metadata. A repeated idempotency key with the same request
 // hash returns the existing job; with a different one, IDEMPOTENCY_CONFLICT.
 func EnqueueTx(ctx context.Context, q *store.Queries, ins Inserter, reqs []EnqueueRequest) ([]EnqueueResult, error) {
+	return enqueueTx(ctx, q, ins, reqs, nil)
+}
+
+// enqueueTx is EnqueueTx that, with unread set, appends the new jobs' ids
+// to it instead of reading their SSOT rows back (their results then hold
+// only the job id): the caller checks them before it commits.
+func enqueueTx(ctx context.Context, q *store.Queries, ins Inserter, reqs []EnqueueRequest, unread *[]uuid.UUID) ([]EnqueueResult, error) {
 	tx, ok := q.DB().(pgx.Tx)
 	if !ok {
 		return nil, errors.New("passport: River inserts need Queries made WithTx")
@@ -202,10 +214,15 @@ func EnqueueTx(ctx context.Context, q *store.Queries, ins Inserter, reqs []Enque
 		if _, err := ins.InsertManyTx(ctx, tx, params); err != nil {
 			return nil, insertError(err)
 		}
-		// Read back rather than computed (enqueueOwnTx): the caller's
-		// transaction began where this cannot see, and the read notices a
-		// missing mirror trigger.
-		if err := readBack(ctx, q, insert, ids, results); err != nil {
+		if unread != nil {
+			*unread = append(*unread, ids...)
+			for n, i := range insert {
+				results[i].Job = bpctype.Job{JobID: ids[n]}
+			}
+		} else if err := readBack(ctx, q, insert, ids, results); err != nil {
+			// Read back rather than computed (enqueueOwnTx): the caller's
+			// transaction began where this cannot see, and the read
+			// notices a missing mirror trigger.
 			return nil, err
 		}
 	}
@@ -339,7 +356,9 @@ func planEnqueue(reqs []EnqueueRequest) enqueuePlan {
 			continue
 		}
 		firstWithKey[key] = i
-		p.lookups = append(p.lookups, i)
+		if !req.KeyIsNew {
+			p.lookups = append(p.lookups, i)
+		}
 	}
 	return p
 }

@@ -313,6 +313,13 @@ func (k *Keyring) SigningKeyFor(ctx context.Context, q *store.Queries, tenantID 
 	if err != nil {
 		return nil, "", err
 	}
+	return k.SigningKeyOf(row, tenantID)
+}
+
+// SigningKeyOf is SigningKeyFor with the key's row read already (by the
+// receipt's key id).
+func (k *Keyring) SigningKeyOf(row store.TenantSigningKey, tenantID uuid.UUID) (ed25519.PrivateKey, string, error) {
+	keyID := row.KeyID
 	switch {
 	case row.TenantID == nil:
 		legacy := k.Legacy()

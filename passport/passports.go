@@ -2,6 +2,7 @@ package passport
 
 import (
 	"context"
+	"crypto/ed25519"
 
 	"github.com/google/uuid"
 
@@ -24,10 +25,11 @@ import (
 // KEY_REVOKED; a key this service cannot use is SIGNING_KEY_MISSING; the
 // receipt must hash to the version's receipt_hash.
 func SignPassportVersion(ctx context.Context, t Tx, keys *Keyring, tenantID, versionID uuid.UUID) error {
-	v, unsigned, err := t.Q.LockPassportVersionReceipt(ctx, tenantID, versionID)
+	l, err := t.Q.LockPassportVersionToSign(ctx, tenantID, versionID, AggregatePassportVersion)
 	if err != nil {
 		return err
 	}
+	v, unsigned, head := l.Version, l.Receipt, l.Head
 	if v.Status != bpctype.PassportCompiling {
 		return enqueueQR(ctx, t, tenantID, versionID)
 	}
@@ -36,7 +38,15 @@ func SignPassportVersion(ctx context.Context, t Tx, keys *Keyring, tenantID, ver
 		return err
 	}
 	keyID := r.SigningKeyID
-	key, publicKey, err := keys.SigningKeyFor(ctx, t.Q, tenantID, keyID)
+	var key ed25519.PrivateKey
+	var publicKey string
+	if l.Key != nil && l.Key.KeyID == keyID {
+		// The key the version's row names, read with it: the receipt names
+		// the same one (the row's signing_key_id is the receipt's).
+		key, publicKey, err = keys.SigningKeyOf(*l.Key, tenantID)
+	} else {
+		key, publicKey, err = keys.SigningKeyFor(ctx, t.Q, tenantID, keyID)
+	}
 	if err != nil {
 		return err
 	}
@@ -55,7 +65,7 @@ func SignPassportVersion(ctx context.Context, t Tx, keys *Keyring, tenantID, ver
 	if err := t.Q.SetPassportVersionSigned(ctx, tenantID, versionID, r.Signature, keyID, publicKey, signed); err != nil {
 		return err
 	}
-	if err := t.Event(ctx, tenantID, AggregatePassportVersion, versionID, EventSigned,
+	if err := t.EventAfter(ctx, &head, tenantID, AggregatePassportVersion, versionID, EventSigned,
 		map[string]any{"signing_key_id": keyID, "receipt_hash": v.ReceiptHash}); err != nil {
 		return err
 	}
@@ -63,9 +73,8 @@ func SignPassportVersion(ctx context.Context, t Tx, keys *Keyring, tenantID, ver
 }
 
 func enqueueQR(ctx context.Context, t Tx, tenantID, versionID uuid.UUID) error {
-	_, err := t.Enqueue(ctx, &jobargs.GenerateQRArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: versionID},
+	return t.EnqueueNext(ctx, &jobargs.GenerateQRArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: versionID},
 		"qr:"+versionID.String())
-	return err
 }
 
 // QRCode is a version's QR payload (a BPC-QR-2 link since links were
@@ -100,7 +109,7 @@ func RenderQR(baseURL string, v bpctype.PassportVersion) (QRCode, error) {
 // passport.qr_generated; the status stays SIGNED. A version that has its
 // QR code already is left as it is.
 func RecordQR(ctx context.Context, t Tx, tenantID, versionID uuid.UUID, code QRCode) error {
-	v, err := t.Q.LockPassportVersion(ctx, tenantID, versionID)
+	v, head, err := t.Q.LockPassportVersionForEvent(ctx, tenantID, versionID, AggregatePassportVersion)
 	if err != nil {
 		return err
 	}
@@ -113,7 +122,7 @@ func RecordQR(ctx context.Context, t Tx, tenantID, versionID uuid.UUID, code QRC
 	if err := t.Q.SetPassportVersionQR(ctx, tenantID, versionID, code.Payload, code.PNG); err != nil {
 		return err
 	}
-	return t.Event(ctx, tenantID, AggregatePassportVersion, versionID, EventQRGenerated, map[string]any{"qr_payload": code.Payload})
+	return t.EventAfter(ctx, &head, tenantID, AggregatePassportVersion, versionID, EventQRGenerated, map[string]any{"qr_payload": code.Payload})
 }
 
 // MarkPassportVersionActive makes a SIGNED version with a QR code the

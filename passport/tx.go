@@ -25,6 +25,11 @@ type Tx struct {
 	Q     *store.Queries
 	Ins   Inserter
 	Actor string
+	// Unread, when set, collects the SSOT job ids of the jobs EnqueueNext
+	// inserted without reading their rows back; the transaction's owner
+	// checks them before it commits (the workers: with the lease fence,
+	// store.FenceLeaseMirrored). Nil: EnqueueNext reads back as Enqueue.
+	Unread *[]uuid.UUID
 }
 
 // NewTx binds an operation to tx.
@@ -53,12 +58,19 @@ func InTx(ctx context.Context, q *store.Queries, ins Inserter, actor string, fn 
 // Event appends an audit event about aggregate id; payload is encoded as
 // JSON. Subscribed webhook endpoints get a delivery in the same transaction.
 func (t Tx) Event(ctx context.Context, tenantID uuid.UUID, aggregate string, id uuid.UUID, eventType string, payload any) error {
+	return t.EventAfter(ctx, nil, tenantID, aggregate, id, eventType, payload)
+}
+
+// EventAfter is Event on an aggregate whose chain head the transaction
+// knows already (EventInput.Head; nil: read it).
+func (t Tx) EventAfter(ctx context.Context, head *store.Head, tenantID uuid.UUID, aggregate string, id uuid.UUID, eventType string, payload any) error {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return errcode.Wrap(errcode.Internal, err, "error encoding %s event: %s", eventType, err.Error())
 	}
 	_, err = t.AppendEvent(ctx, EventInput{
 		TenantID: tenantID, AggregateType: aggregate, AggregateID: id, EventType: eventType, ActorID: t.Actor, Payload: b,
+		Head: head,
 	})
 	return err
 }
@@ -68,6 +80,32 @@ func (t Tx) Event(ctx context.Context, tenantID uuid.UUID, aggregate string, id 
 // (Existing).
 func (t Tx) Enqueue(ctx context.Context, args jobargs.Args, idempotencyKey string) (EnqueueResult, error) {
 	return t.enqueue(ctx, args, idempotencyKey, false)
+}
+
+// EnqueueNext is Enqueue for a pipeline's next step, whose job the caller
+// does not need back: in a transaction that collects Unread ids the job's
+// SSOT row is checked by the transaction's owner instead of read back here
+// (one round trip fewer per step).
+func (t Tx) EnqueueNext(ctx context.Context, args jobargs.Args, idempotencyKey string) error {
+	return t.enqueueNext(ctx, args, idempotencyKey, false)
+}
+
+// EnqueueNextNew is EnqueueNext whose idempotency key names what this
+// transaction created (EnqueueRequest.KeyIsNew): it is not looked up.
+func (t Tx) EnqueueNextNew(ctx context.Context, args jobargs.Args, idempotencyKey string) error {
+	return t.enqueueNext(ctx, args, idempotencyKey, true)
+}
+
+func (t Tx) enqueueNext(ctx context.Context, args jobargs.Args, idempotencyKey string, keyIsNew bool) error {
+	req, err := NewEnqueueRequest(args, idempotencyKey, EnqueueOptions{})
+	if err != nil {
+		return err
+	}
+	req.KeyIsNew = keyIsNew
+	if _, err := enqueueTx(ctx, t.Q, t.Ins, []EnqueueRequest{req}, t.Unread); err != nil {
+		return EnqueueError(err, args.Kind())
+	}
+	return nil
 }
 
 // EnqueueChecked is Enqueue for args whose ids (jobargs.Args.Refs) come

@@ -145,6 +145,183 @@ const keyProbePlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_pl
 const verifyMirroredSQL = `SELECT 1 / (count(*) = $2)::int FROM unnest($1::uuid[]) AS i(id)
 	WHERE EXISTS (SELECT 1 FROM jobs_live WHERE job_id = i.id)`
 
+// VerifyMirrored fails with MissingSSOTRow unless the mirror wrote an SSOT
+// row for each of ids (none: no round trip).
+func (q *Queries) VerifyMirrored(ctx context.Context, ids []uuid.UUID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	arr := make([][16]byte, len(ids))
+	for i, id := range ids {
+		arr[i] = id
+	}
+	_, err := q.db.Exec(ctx, verifyMirroredSQL, arr, len(ids))
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22012" {
+		return MissingSSOTRow(ids[0])
+	}
+	return err
+}
+
+// InLazyTx runs fn in a transaction on a connection of q's pool whose BEGIN
+// is sent with the transaction's first statement: in the same round trip
+// when that is a batch (SendBatch), else just before it. A worker's step
+// that opens with a batch (the lock of the row it changes and what it
+// reads with it) saves pgx's round trip for the BEGIN. It commits when fn
+// returns nil. The transaction has no savepoints (pgx.Tx.Begin fails). On
+// Queries not made on a pool (a transaction) it is InTx.
+func (q *Queries) InLazyTx(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
+	pool, ok := q.db.(*pgxpool.Pool)
+	if !ok {
+		return q.InTx(ctx, fn)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("error acquiring a connection: %w", err)
+	}
+	// A connection still in a transaction when released (a failed
+	// rollback) is closed by the pool, never reused.
+	defer conn.Release()
+	tx := &lazyTx{batchTx{conn: conn.Conn()}}
+	defer func() {
+		if err != nil {
+			tx.abort()
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if !tx.began {
+		return nil // nothing ran: nothing to commit
+	}
+	if _, err := tx.conn.Exec(ctx, "commit"); err != nil {
+		return fmt.Errorf("error committing: %w", err)
+	}
+	tx.done = true
+	return nil
+}
+
+// lazyTx is InLazyTx's transaction: a batchTx whose BEGIN goes out with its
+// first statement.
+type lazyTx struct{ batchTx }
+
+var _ pgx.Tx = (*lazyTx)(nil)
+
+// begin sends the BEGIN on its own, before a statement that cannot carry it.
+func (t *lazyTx) begin(ctx context.Context) error {
+	if t.began {
+		return nil
+	}
+	t.began = true
+	if _, err := t.conn.Exec(ctx, "begin"); err != nil {
+		return fmt.Errorf("error opening a transaction: %w", err)
+	}
+	return nil
+}
+
+// SendBatch sends b, with the BEGIN queued first when the transaction has
+// not begun; its caller reads b's results as its own.
+func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if t.began {
+		return t.conn.SendBatch(ctx, b)
+	}
+	t.began = true
+	withBegin := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
+	withBegin.Queue("begin")
+	withBegin.QueuedQueries = append(withBegin.QueuedQueries, b.QueuedQueries...)
+	return &afterBegin{BatchResults: t.conn.SendBatch(ctx, withBegin)}
+}
+
+// afterBegin reads past the BEGIN's result before the first result its
+// caller asks for.
+type afterBegin struct {
+	pgx.BatchResults
+	skipped bool
+	err     error
+}
+
+func (r *afterBegin) skip() error {
+	if !r.skipped {
+		r.skipped = true
+		_, r.err = r.BatchResults.Exec()
+	}
+	return r.err
+}
+
+func (r *afterBegin) Exec() (pgconn.CommandTag, error) {
+	if err := r.skip(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return r.BatchResults.Exec()
+}
+
+func (r *afterBegin) Query() (pgx.Rows, error) {
+	if err := r.skip(); err != nil {
+		return nil, err
+	}
+	return r.BatchResults.Query()
+}
+
+func (r *afterBegin) QueryRow() pgx.Row {
+	if err := r.skip(); err != nil {
+		return errRow{err}
+	}
+	return r.BatchResults.QueryRow()
+}
+
+// Close runs the queued callbacks (the BEGIN has none) and reads what is
+// left.
+func (r *afterBegin) Close() error { return r.BatchResults.Close() }
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := t.begin(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return t.conn.Exec(ctx, sql, args...)
+}
+
+func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := t.begin(ctx); err != nil {
+		return nil, err
+	}
+	return t.conn.Query(ctx, sql, args...)
+}
+
+func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := t.begin(ctx); err != nil {
+		return errRow{err}
+	}
+	return t.conn.QueryRow(ctx, sql, args...)
+}
+
+func (t *lazyTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	if err := t.begin(ctx); err != nil {
+		return 0, err
+	}
+	return t.conn.CopyFrom(ctx, table, cols, src)
+}
+
+func (t *lazyTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	if err := t.begin(ctx); err != nil {
+		return nil, err
+	}
+	return t.conn.Prepare(ctx, name, sql)
+}
+
+// Commit commits the transaction (nothing when it never began).
+func (t *lazyTx) Commit(ctx context.Context) error {
+	if !t.began || t.done {
+		return nil
+	}
+	t.done = true
+	_, err := t.conn.Exec(ctx, "commit")
+	return err
+}
+
 // batchTx is a transaction begun by a batch that carries its BEGIN with
 // the queries that open it, and committed by a batch that carries its
 // COMMIT with the queries that close it. It is a pgx.Tx so that River can

@@ -15,19 +15,39 @@ import (
 const eventColumns = `event_id, tenant_id, aggregate_type, aggregate_id, aggregate_version, event_type,
 	occurred_at, actor_id, payload, payload_hash, prev_event_hash, event_hash`
 
+// Head is where an aggregate's event chain ends: the version and event hash
+// of its last event, 0 and nil when it has none.
+type Head struct {
+	Version int64
+	Hash    *string
+}
+
+const chainHeadSQL = `SELECT aggregate_version, event_hash FROM events
+	WHERE tenant_id = $1 AND aggregate_type = $2 AND aggregate_id = $3
+	ORDER BY aggregate_version DESC LIMIT 1`
+
 // ChainHead returns the version and event hash of the last event of an
 // aggregate's chain: 0 and nil when it has none.
 func (q *Queries) ChainHead(ctx context.Context, tenantID uuid.UUID, aggregateType string, aggregateID uuid.UUID) (int64, *string, error) {
-	var version int64
-	var head *string
-	err := q.db.QueryRow(ctx, `SELECT aggregate_version, event_hash FROM events
-		WHERE tenant_id = $1 AND aggregate_type = $2 AND aggregate_id = $3
-		ORDER BY aggregate_version DESC LIMIT 1`,
-		tenantID, aggregateType, aggregateID).Scan(&version, &head)
+	var h Head
+	err := scanChainHead(q.db.QueryRow(ctx, chainHeadSQL, tenantID, aggregateType, aggregateID), aggregateType, aggregateID, &h)
+	return h.Version, h.Hash, err
+}
+
+// queueChainHead queues ChainHead's statement on b; dst holds its answer
+// once b has run.
+func queueChainHead(b *pgx.Batch, tenantID uuid.UUID, aggregateType string, aggregateID uuid.UUID, dst *Head) {
+	b.Queue(chainHeadSQL, tenantID, aggregateType, aggregateID).QueryRow(func(row pgx.Row) error {
+		return scanChainHead(row, aggregateType, aggregateID, dst)
+	})
+}
+
+func scanChainHead(row pgx.Row, aggregateType string, aggregateID uuid.UUID, dst *Head) error {
+	err := row.Scan(&dst.Version, &dst.Hash)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil, fmt.Errorf("error reading aggregate %s %s head: %w", aggregateType, aggregateID, err)
+		return fmt.Errorf("error reading aggregate %s %s head: %w", aggregateType, aggregateID, err)
 	}
-	return version, head, nil
+	return nil
 }
 
 // InsertEvent inserts ev, whose hashes the caller computed, and returns in

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -105,15 +106,29 @@ func (q *Queries) RenewLeases(ctx context.Context, holds []LeaseHold, owner stri
 // check and the commit. A lost lease is LEASE_EXPIRED: the transaction must
 // roll back, and its effects are left to the attempt that holds the lease.
 func (q *Queries) FenceLease(ctx context.Context, riverJobID int64, attempt int) error {
+	return q.FenceLeaseMirrored(ctx, riverJobID, attempt, nil)
+}
+
+// FenceLeaseMirrored is FenceLease that also checks, in the same round
+// trip, that the mirror wrote the SSOT row of each job the transaction
+// inserted without reading its row back (passport.Tx.Unread): a River job
+// without one is the missing mirror trigger's INTERNAL error.
+func (q *Queries) FenceLeaseMirrored(ctx context.Context, riverJobID int64, attempt int, inserted []uuid.UUID) error {
 	// One round trip: it is paid by every job, in the transaction that
 	// completes it.
 	var state string
 	var current int
 	var mirrored, live bool
+	var found int
+	ids := make([][16]byte, len(inserted))
+	for i, id := range inserted {
+		ids[i] = id
+	}
 	err := q.db.QueryRow(ctx, `SELECT r.state::text, r.attempt, j.river_job_id IS NOT NULL,
-			coalesce(j.lease_expires_at > clock_timestamp(), false)
+			coalesce(j.lease_expires_at > clock_timestamp(), false),
+			(SELECT count(*) FROM unnest($2::uuid[]) AS i(id) WHERE EXISTS (SELECT 1 FROM jobs_live WHERE job_id = i.id))
 		FROM river_job r LEFT JOIN jobs_live j ON j.river_job_id = r.id
-		WHERE r.id = $1 FOR UPDATE OF r`, riverJobID).Scan(&state, &current, &mirrored, &live)
+		WHERE r.id = $1 FOR UPDATE OF r`, riverJobID, ids).Scan(&state, &current, &mirrored, &live, &found)
 	if err != nil {
 		return notFound(err, "River job", riverJobID)
 	}
@@ -125,6 +140,9 @@ func (q *Queries) FenceLease(ctx context.Context, riverJobID int64, attempt int)
 	}
 	if !live {
 		return errcode.New(errcode.LeaseExpired, "the lease of attempt %d of River job %d expired", attempt, riverJobID)
+	}
+	if found != len(inserted) {
+		return MissingSSOTRow(inserted[0])
 	}
 	return nil
 }

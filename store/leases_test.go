@@ -3,6 +3,7 @@ package store_test
 import (
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/bpc-platform/bpc/core/errcode"
@@ -27,4 +28,23 @@ func TestFenceLeaseAdmitsOnlyTheAttemptHoldingALiveLease(t *testing.T) {
 	requireCode(t, fence(1), errcode.LeaseExpired) // running, but its lease ran out
 
 	requireCode(t, e.inTx(func(q *store.Queries) error { return q.FenceLease(e.Ctx, -1, 1) }), errcode.NotFound)
+}
+
+// The fence of a transaction that enqueued jobs without reading them back
+// (passport.Tx.Unread) also checks, in its one statement, that the mirror
+// wrote their SSOT rows: one missing is INTERNAL, before the commit.
+func TestFenceLeaseMirroredChecksTheInsertedJobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	next := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	e.Exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['w'] WHERE id = $1`, j.RiverJobID)
+	fence := func(inserted ...uuid.UUID) error {
+		return e.inTx(func(q *store.Queries) error { return q.FenceLeaseMirrored(e.Ctx, j.RiverJobID, 1, inserted) })
+	}
+	require.NoError(t, fence())
+	require.NoError(t, fence(next.JobID))
+	requireCode(t, fence(next.JobID, uuid.New()), errcode.Internal)
+	requireCode(t, e.inTx(func(q *store.Queries) error { return q.VerifyMirrored(e.Ctx, []uuid.UUID{next.JobID, uuid.New()}) }), errcode.Internal)
+	require.NoError(t, e.inTx(func(q *store.Queries) error { return q.VerifyMirrored(e.Ctx, []uuid.UUID{next.JobID}) }))
 }

@@ -90,13 +90,26 @@ func (q *Queries) ListPassportVersions(ctx context.Context, tenantID, passportID
 // passport's next version. A version stored before by the same River job
 // (a re-run of a completed compile job) is returned instead, existed = true.
 func (q *Queries) InsertPassportVersion(ctx context.Context, in NewPassportVersion) (bpctype.PassportVersion, bool, error) {
-	if err := q.lockParent(ctx, "passport", in.TenantID, in.PassportID,
-		`SELECT passport_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`); err != nil {
-		return bpctype.PassportVersion{}, false, err
-	}
+	// The parent lock and the insert travel in one round trip: a batch's
+	// statements run one after the other, so the insert, which numbers the
+	// version, still runs (with a snapshot of its own) once the lock is
+	// held. A missing passport fails the lock first; the insert then fails
+	// too (its foreign key), unread.
+	b := &pgx.Batch{}
+	var locked, inserted bool
+	b.Queue(`SELECT passport_id FROM passports WHERE tenant_id = $1 AND passport_id = $2 FOR UPDATE`,
+		in.TenantID, in.PassportID).QueryRow(func(row pgx.Row) error {
+		var id uuid.UUID
+		if err := row.Scan(&id); err != nil {
+			return notFound(err, "passport", in.PassportID)
+		}
+		locked = true
+		return nil
+	})
 	// The compile job's key makes a re-run's insert do nothing; the version
 	// stored first is then read (the parent lock orders the two).
-	v, err := queryOne[bpctype.PassportVersion](ctx, q.db, `INSERT INTO passport_versions (passport_version_id, tenant_id, passport_id, version, status,
+	var v bpctype.PassportVersion
+	b.Queue(`INSERT INTO passport_versions (passport_version_id, tenant_id, passport_id, version, status,
 			snapshot_id, rule_package_version_id, compiler_build_id, issued_at, payload, payload_hash, proof, proof_root_hash,
 			receipt, receipt_hash, signing_key_id, compile_river_job_id)
 		SELECT $1, $2, $3, coalesce(max(version), 0) + 1, 'COMPILING', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15
@@ -104,14 +117,25 @@ func (q *Queries) InsertPassportVersion(ctx context.Context, in NewPassportVersi
 		ON CONFLICT (compile_river_job_id) DO NOTHING
 		RETURNING `+passportVersionColumns,
 		in.PassportVersionID, in.TenantID, in.PassportID, in.SnapshotID, in.RulePackageVersionID, in.CompilerBuildID, in.IssuedAt,
-		in.Payload, in.PayloadHash, in.Proof, in.ProofRootHash, in.Receipt, in.ReceiptHash, in.SigningKeyID, in.CompileRiverJobID)
-	if errors.Is(err, pgx.ErrNoRows) {
+		in.Payload, in.PayloadHash, in.Proof, in.ProofRootHash, in.Receipt, in.ReceiptHash, in.SigningKeyID, in.CompileRiverJobID).Query(func(rows pgx.Rows) error {
+		var err error
+		v, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[bpctype.PassportVersion])
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		inserted = err == nil
+		return err
+	})
+	err := q.db.SendBatch(ctx, b).Close()
+	switch {
+	case !locked && err != nil:
+		return bpctype.PassportVersion{}, false, err // the lock's NOT_FOUND, or the batch's failure
+	case err != nil:
+		return bpctype.PassportVersion{}, false, fmt.Errorf("error storing passport version: %w", err)
+	case !inserted:
 		existing, err := getOne[bpctype.PassportVersion](ctx, q.db, "passport version of River job", in.CompileRiverJobID, `SELECT `+passportVersionColumns+`
 			FROM passport_versions WHERE compile_river_job_id = $1`, in.CompileRiverJobID)
 		return existing, err == nil, err
-	}
-	if err != nil {
-		return bpctype.PassportVersion{}, false, fmt.Errorf("error storing passport version: %w", err)
 	}
 	return v, false, nil
 }
@@ -153,6 +177,80 @@ func (q *Queries) LockPassportVersionReceipt(ctx context.Context, tenantID, id u
 		`SELECT `+passportVersionColumns+`, receipt FROM passport_versions
 		WHERE tenant_id = $1 AND passport_version_id = $2 FOR UPDATE`, tenantID, id)
 	return v.PassportVersion, v.Receipt, err
+}
+
+// LockPassportVersionForEvent is LockPassportVersion and the head of the
+// event chain of aggregate (aggregateType, the version's id), read after
+// the lock is held in the same round trip: what a step that appends an
+// event about the version reads first.
+func (q *Queries) LockPassportVersionForEvent(ctx context.Context, tenantID, id uuid.UUID, aggregateType string) (bpctype.PassportVersion, Head, error) {
+	l, err := q.lockPassportVersionFor(ctx, tenantID, id, aggregateType, false)
+	return l.Version, l.Head, err
+}
+
+// VersionToSign is what signing a version reads: the version (locked), its
+// unsigned receipt, its event chain's head and the signing key its row
+// names (nil when no key has that id).
+type VersionToSign struct {
+	Version bpctype.PassportVersion
+	Receipt []byte
+	Head    Head
+	Key     *TenantSigningKey
+}
+
+// LockPassportVersionToSign is LockPassportVersionReceipt, the head of the
+// event chain of aggregate (aggregateType, the version's id) and the
+// signing key the version's row names (GetSigningKey), in one round trip,
+// the reads after the lock.
+func (q *Queries) LockPassportVersionToSign(ctx context.Context, tenantID, id uuid.UUID, aggregateType string) (VersionToSign, error) {
+	return q.lockPassportVersionFor(ctx, tenantID, id, aggregateType, true)
+}
+
+func lockedOrNotFound(err error, id uuid.UUID) error {
+	if err != nil {
+		return notFound(err, "passport version", id)
+	}
+	return nil
+}
+
+func (q *Queries) lockPassportVersionFor(ctx context.Context, tenantID, id uuid.UUID, aggregateType string, toSign bool) (VersionToSign, error) {
+	var l VersionToSign
+	b := &pgx.Batch{}
+	if !toSign {
+		b.Queue(`SELECT `+passportVersionColumns+` FROM passport_versions
+			WHERE tenant_id = $1 AND passport_version_id = $2 FOR UPDATE`, tenantID, id).Query(func(rows pgx.Rows) error {
+			v, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[bpctype.PassportVersion])
+			l.Version = v
+			return lockedOrNotFound(err, id)
+		})
+	} else {
+		b.Queue(`SELECT `+passportVersionColumns+`, receipt FROM passport_versions
+			WHERE tenant_id = $1 AND passport_version_id = $2 FOR UPDATE`, tenantID, id).Query(func(rows pgx.Rows) error {
+			type withReceipt struct {
+				bpctype.PassportVersion
+				Receipt []byte `db:"receipt"`
+			}
+			r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[withReceipt])
+			l.Version, l.Receipt = r.PassportVersion, r.Receipt
+			return lockedOrNotFound(err, id)
+		})
+	}
+	queueChainHead(b, tenantID, aggregateType, id, &l.Head)
+	if toSign {
+		b.Queue(`SELECT `+tenantSigningKeyColumns+` FROM signing_keys WHERE key_id = (
+			SELECT signing_key_id FROM passport_versions WHERE tenant_id = $1 AND passport_version_id = $2)`, tenantID, id).Query(func(rows pgx.Rows) error {
+			k, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[TenantSigningKey])
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			l.Key = &k
+			return err
+		})
+	}
+	if err := q.db.SendBatch(ctx, b).Close(); err != nil {
+		return VersionToSign{}, err
+	}
+	return l, nil
 }
 
 // LoadPassportArtifacts returns a version's stored bytes.

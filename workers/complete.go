@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -46,10 +47,20 @@ func inTx[T river.JobArgs](ctx context.Context, d Completer, job *river.Job[T], 
 	if err != nil {
 		return err
 	}
-	err = d.Store.InTx(ctx, func(tx pgx.Tx) error {
-		complete, err := fn(passport.NewTx(tx, ins, ""))
-		if err != nil || !complete {
+	// The BEGIN travels with the step's first statement (store.InLazyTx):
+	// the pipeline's steps open with a batch.
+	err = d.Store.InLazyTx(ctx, func(tx pgx.Tx) error {
+		// The next steps' SSOT rows are checked with the fence, not read
+		// back one by one (passport.Tx.Unread).
+		var unread []uuid.UUID
+		t := passport.NewTx(tx, ins, "")
+		t.Unread = &unread
+		complete, err := fn(t)
+		if err != nil {
 			return err
+		}
+		if !complete {
+			return d.Store.WithTx(tx).VerifyMirrored(ctx, unread)
 		}
 		if d.BeforeCommit != nil {
 			if err := d.BeforeCommit(ctx, job.JobRow); err != nil {
@@ -59,7 +70,7 @@ func inTx[T river.JobArgs](ctx context.Context, d Completer, job *river.Job[T], 
 		// Fencing: commit only while this attempt holds the job's lease. A
 		// worker that was paused or partitioned past its lease finds the
 		// job reaped (and maybe running elsewhere) and rolls back.
-		if err := d.Store.WithTx(tx).FenceLease(ctx, job.ID, job.Attempt); err != nil {
+		if err := d.Store.WithTx(tx).FenceLeaseMirrored(ctx, job.ID, job.Attempt, unread); err != nil {
 			return err
 		}
 		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/bpc-platform/bpc/bpctype"
+	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/internal/http/access"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
@@ -42,15 +44,20 @@ type tenantRequest struct {
 	TenantID ID `json:"tenant_id,omitempty" doc:"Optional: a tenant API key's own tenant when absent (another tenant's is 403), the resource's own for the platform token."`
 }
 
-// startJob enqueues args in one transaction after check (run in the same
-// transaction; it may be nil), with the optional Idempotency-Key header as
-// the idempotency key, and answers 202 with the job. A repeated key with
-// the same args answers the existing job.
-func (s *Server) startJob(ctx context.Context, key string, args jobargs.Args, check func(ctx context.Context, q *store.Queries) error) (*out[jobResponse], error) {
+// startJob enqueues args, with the optional Idempotency-Key header as the
+// idempotency key, and answers 202 with the job. A repeated key with the
+// same args answers the existing job. Every id the job names must exist in
+// its tenant: the path's (pathID, the first of the args' refs) is NOT_FOUND
+// as its GET answers, another (a compile's snapshot and rule package
+// version) names its field; another tenant's is as unknown as a made-up
+// one, and no job is enqueued for it. The checks travel with the BEGIN of
+// the enqueue's transaction (passport.Enqueue: three round trips).
+func (s *Server) startJob(ctx context.Context, key string, args jobargs.Args, pathID uuid.UUID) (*out[jobResponse], error) {
 	if err := passport.CheckIdempotencyKey(HeaderIdempotencyKey, key); err != nil {
 		return nil, err
 	}
-	if err := args.Validate(); err != nil {
+	req, err := passport.NewEnqueueRequest(args, key, passport.EnqueueOptions{})
+	if err != nil {
 		return nil, err
 	}
 	if err := s.checkQueueDepth(ctx, args); err != nil {
@@ -60,40 +67,31 @@ func (s *Server) startJob(ctx context.Context, key string, args jobargs.Args, ch
 	if err != nil {
 		return nil, err
 	}
-	res, err := inTxValue(ctx, s, func(t passport.Tx) (passport.EnqueueResult, error) {
-		if check != nil {
-			if err := check(ctx, t.Q); err != nil {
-				return passport.EnqueueResult{}, err
-			}
-		}
-		// The other ids the job names (a compile's snapshot and rule
-		// package version): another tenant's is as unknown as a made-up
-		// one, and no job is enqueued for it.
-		res, err := t.EnqueueChecked(ctx, args, key)
-		var missing *passport.MissingRefError
-		if errors.As(err, &missing) {
-			return passport.EnqueueResult{}, refNotFound(missing.Ref, missing.Ref.Field)
-		}
-		return res, err
-	})
+	var ins passport.Inserter = s.River
+	if s.Inserter != nil {
+		ins = s.Inserter
+	}
+	results, err := passport.Enqueue(ctx, s.Store, ins, []passport.EnqueueRequest{req})
+	var missing *passport.MissingRefError
+	switch {
+	case errors.As(err, &missing) && missing.Ref.ID == pathID:
+		err = errcode.Wrap(errcode.NotFound, store.ErrNotFound, "%s %v not found",
+			strings.ReplaceAll(string(missing.Ref.Entity), "_", " "), missing.Ref.ID)
+	case errors.As(err, &missing):
+		err = refNotFound(missing.Ref, missing.Ref.Field)
+	case err != nil:
+		err = passport.EnqueueError(err, args.Kind())
+	}
 	if err != nil {
 		admitted.Done(nil)
 		return nil, err
 	}
-	admitted.Done([]passport.EnqueueResult{res})
+	admitted.Done(results)
+	res := results[0]
 	if !res.Existing {
 		s.logTransition(ctx, res.Job, "api")
 	}
 	return reply(http.StatusAccepted, jobResponse{Job: res.Job})
-}
-
-// exists is a check of startJob: get (a method expression such as
-// (*store.Queries).GetSnapshot) finds the tenant's id.
-func exists[T any](get func(*store.Queries, context.Context, uuid.UUID, uuid.UUID) (T, error), tenantID, id uuid.UUID) func(context.Context, *store.Queries) error {
-	return func(ctx context.Context, q *store.Queries) error {
-		_, err := get(q, ctx, tenantID, id)
-		return err
-	}
 }
 
 // inTx runs a domain operation in a transaction, as the admin API.

@@ -14,7 +14,6 @@ import (
 	"github.com/bpc-platform/bpc/core/hash"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
-	"github.com/bpc-platform/bpc/store"
 )
 
 type createProductRequest struct {
@@ -98,7 +97,7 @@ func (s *Server) handleCompilePassport(ctx context.Context, req *idKeyBody[compi
 	snapshotID, ruleVersionID := in.SnapshotID.UUID(), in.RulePackageVersionID.UUID()
 	args := jobargs.CompilePassportArgs{Base: jobargs.Base{TenantID: tenantID},
 		PassportID: passportID, SnapshotID: snapshotID, RulePackageVersionID: ruleVersionID}
-	return s.startJob(ctx, req.IdempotencyKey, args, exists((*store.Queries).GetPassport, tenantID, passportID))
+	return s.startJob(ctx, req.IdempotencyKey, args, passportID)
 }
 
 func (s *Server) handleGetPassportVersion(ctx context.Context, req *idParams) (*out[bpctype.PassportVersion], error) {
@@ -194,7 +193,7 @@ func (s *Server) handleExportPassportVersion(ctx context.Context, req *idKeyBody
 		return nil, err
 	}
 	args := jobargs.ExportPassportArgs{Base: jobargs.Base{TenantID: tenantID}, PassportVersionID: id, Format: format}
-	return s.startJob(ctx, req.IdempotencyKey, args, exists((*store.Queries).GetPassportVersion, tenantID, id))
+	return s.startJob(ctx, req.IdempotencyKey, args, id)
 }
 
 // exportFormat upper-cases and checks an export format; optional ones

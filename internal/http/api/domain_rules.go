@@ -95,7 +95,7 @@ func (s *Server) handleRunRuleTests(ctx context.Context, req *idKeyBody[runRuleT
 	if in.Seed != nil {
 		args.Seed = *in.Seed
 	}
-	return s.startJob(ctx, req.IdempotencyKey, args, exists(ruleVersion, tenantID, id))
+	return s.startJob(ctx, req.IdempotencyKey, args, id)
 }
 
 func (s *Server) handleListRuleTestsRuns(ctx context.Context, req *idParams) (*out[items[bpctype.RuleTestsRun]], error) {

@@ -7,7 +7,6 @@ import (
 	"github.com/bpc-platform/bpc/core/errcode"
 	"github.com/bpc-platform/bpc/jobargs"
 	"github.com/bpc-platform/bpc/passport"
-	"github.com/bpc-platform/bpc/store"
 )
 
 func (s *Server) handleCreateSnapshot(ctx context.Context, req *bodyInput[tenantRequest]) (*out[bpctype.Snapshot], error) {
@@ -65,7 +64,7 @@ func (s *Server) handleBuildSnapshot(ctx context.Context, req *idKeyBody[tenantR
 		return nil, err
 	}
 	args := jobargs.BuildSnapshotArgs{Base: jobargs.Base{TenantID: tenantID}, SnapshotID: id}
-	return s.startJob(ctx, req.IdempotencyKey, args, exists((*store.Queries).GetSnapshot, tenantID, id))
+	return s.startJob(ctx, req.IdempotencyKey, args, id)
 }
 
 // handleSealSnapshot seals a READY snapshot and records snapshot.sealed.
