@@ -46,6 +46,14 @@ type LeaseHold struct {
 // ttl in one statement and reports, per River job id, what it found. It
 // never waits for a lock: a row locked by a transaction in flight (the
 // handler committing its completion) is LeaseBusy, not lost.
+//
+// A row it locks is judged by its locked version, the newest: a completion
+// committed after the statement's snapshot but before the lock is
+// LeaseFinished. Judged by the snapshot's version (RUNNING, not renewed by
+// the update, which does see the completion) it was LeaseLost, and the
+// attempt that had just committed its work was cancelled and logged as
+// LEASE_EXPIRED (seen in a chaos run: two jobs "lost" 108 ms into a 4 s
+// lease, as their handlers committed).
 func (q *Queries) RenewLeases(ctx context.Context, holds []LeaseHold, owner string, ttl time.Duration) (map[int64]LeaseRenewal, error) {
 	out := make(map[int64]LeaseRenewal, len(holds))
 	if len(holds) == 0 {
@@ -59,7 +67,7 @@ func (q *Queries) RenewLeases(ctx context.Context, holds []LeaseHold, owner stri
 	rows, _ := q.db.Query(ctx, `WITH input AS (
 			SELECT * FROM unnest($1::bigint[], $2::int[]) AS u(rid, attempt)),
 		target AS (
-			SELECT j.job_id, j.river_job_id FROM jobs_live j JOIN input i ON j.river_job_id = i.rid
+			SELECT j.job_id, j.river_job_id, j.status, j.attempts FROM jobs_live j JOIN input i ON j.river_job_id = i.rid
 			FOR UPDATE OF j SKIP LOCKED),
 		renewed AS (
 			UPDATE jobs_live j SET lease_expires_at = clock_timestamp() + make_interval(secs => $4)
@@ -67,7 +75,7 @@ func (q *Queries) RenewLeases(ctx context.Context, holds []LeaseHold, owner stri
 			WHERE j.job_id = t.job_id AND i.rid = j.river_job_id AND j.status = 'RUNNING'
 			  AND j.attempts = i.attempt AND j.lease_owner = $3 AND j.lease_expires_at > clock_timestamp()
 			RETURNING j.river_job_id)
-		SELECT i.rid, i.attempt, t.job_id IS NOT NULL, coalesce(j.status, ''), coalesce(j.attempts, 0),
+		SELECT i.rid, i.attempt, t.job_id IS NOT NULL, coalesce(t.status, j.status, ''), coalesce(t.attempts, j.attempts, 0),
 			EXISTS (SELECT 1 FROM renewed r WHERE r.river_job_id = i.rid)
 		FROM input i
 		LEFT JOIN target t ON t.river_job_id = i.rid
