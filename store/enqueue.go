@@ -194,11 +194,23 @@ func (q *Queries) InLazyTx(ctx context.Context, fn func(tx pgx.Tx) error) (err e
 	if !tx.began {
 		return nil // nothing ran: nothing to commit
 	}
-	if _, err := tx.conn.Exec(ctx, "commit"); err != nil {
+	tag, err := tx.conn.Exec(ctx, "commit")
+	if err := committed(tag, err); err != nil {
 		return fmt.Errorf("error committing: %w", err)
 	}
 	tx.done = true
 	return nil
+}
+
+// committed is the outcome of a COMMIT: Postgres answers the COMMIT of a
+// transaction that a failed statement aborted with the tag ROLLBACK and no
+// error, which is pgx.ErrTxCommitRollback (as pgx's own Commit says), never
+// success — whatever fn did with that statement's error.
+func committed(tag pgconn.CommandTag, err error) error {
+	if err == nil && tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return err
 }
 
 // lazyTx is InLazyTx's transaction: a batchTx whose BEGIN goes out with its
@@ -318,8 +330,7 @@ func (t *lazyTx) Commit(ctx context.Context) error {
 		return nil
 	}
 	t.done = true
-	_, err := t.conn.Exec(ctx, "commit")
-	return err
+	return committed(t.conn.Exec(ctx, "commit"))
 }
 
 // batchTx is a transaction begun by a batch that carries its BEGIN with
@@ -351,7 +362,17 @@ func (t *batchTx) commit(ctx context.Context, ids []uuid.UUID) error {
 		b.Queue(verifyMirroredSQL, arr, len(ids))
 	}
 	b.Queue("commit")
-	err := t.conn.SendBatch(ctx, b).Close()
+	br := t.conn.SendBatch(ctx, b)
+	var err error
+	if len(ids) > 0 {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = committed(br.Exec())
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:

@@ -91,3 +91,32 @@ func TestInLazyTxBeginsWithTheFirstStatement(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing sent, nothing to commit")
 }
+
+// A step whose fn swallowed a failed statement and returned nil did not
+// commit: Postgres answers its COMMIT with ROLLBACK (and no error), which
+// the lazy and the batch transactions report as pgx.ErrTxCommitRollback,
+// as pgx's own Commit does.
+func TestACommitThatRolledBackIsAnError(t *testing.T) {
+	t.Parallel()
+	e := env{teststore.On(t, testdb.New(t))}
+	_, err := e.Pool.Exec(e.Ctx, `CREATE TABLE commit_rollback_probe (n int)`)
+	require.NoError(t, err)
+	swallow := func(tx pgx.Tx) error {
+		if _, err := tx.Exec(e.Ctx, `INSERT INTO commit_rollback_probe VALUES (1)`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(e.Ctx, `SELECT 1 / 0`)
+		require.Error(t, err)
+		return nil // the error swallowed
+	}
+	err = e.Store.InLazyTx(e.Ctx, swallow)
+	require.ErrorIs(t, err, pgx.ErrTxCommitRollback)
+
+	err = e.Store.InBatchTx(e.Ctx, func(b *pgx.Batch) error { return nil },
+		func(tx pgx.Tx) ([]uuid.UUID, error) { return nil, swallow(tx) })
+	require.ErrorIs(t, err, pgx.ErrTxCommitRollback)
+
+	var n int
+	require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT count(*) FROM commit_rollback_probe`).Scan(&n))
+	require.Zero(t, n, "nothing was committed")
+}
