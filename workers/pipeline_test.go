@@ -1223,3 +1223,29 @@ func TestExportDocumentRequiresASignedVersion(t *testing.T) {
 	_, err := passport.ExportDocument(bpctype.PassportVersion{PassportVersionID: uuid.New(), Status: bpctype.PassportCompiling}, bpctype.PassportArtifacts{})
 	require.Equal(t, errcode.InvalidState, errcode.CodeOf(err))
 }
+
+// A step's next job goes in unread (not read back from the SSOT): the
+// worker's transaction checks its SSOT row with the lease fence, so a next
+// job the mirror did not write fails the step before it commits — nothing
+// of the step is kept, the next job neither. Here the SSOT drops the sign
+// jobs' rows (a BEFORE INSERT trigger on jobs_live), as a missing mirror
+// trigger would.
+func TestPipelineStepFailsWhenItsNextJobIsNotMirrored(t *testing.T) {
+	t.Parallel()
+	e := newPipeEnv(t, pipeOptions{maxAttempts: 1})
+	fx := e.fixture(t)
+	pp := e.passport(t)
+	exec := func(sql string) {
+		_, err := e.Store.DB().Exec(e.Ctx, sql)
+		require.NoError(t, err)
+	}
+	exec(`CREATE FUNCTION drop_sign_rows() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RETURN CASE WHEN NEW.type = 'SIGN_PASSPORT' THEN NULL ELSE NEW END; END $$`)
+	exec(`CREATE TRIGGER drop_sign_rows BEFORE INSERT ON jobs_live FOR EACH ROW EXECUTE FUNCTION drop_sign_rows()`)
+
+	job := e.run(t, compileArgs(pp.PassportID, fx))
+	require.Equal(t, bpctype.StatusDeadLetter, job.Status)
+	require.Equal(t, "INTERNAL_ERROR", lastJobError(t, job).Code, "last_error %s", job.LastError)
+	require.Empty(t, e.versions(t, pp.PassportID), "the compile rolled back")
+	require.Zero(t, e.Count(t, `SELECT count(*) FROM river_job WHERE kind = $1`, jobargs.KindSign), "the sign job rolled back with it")
+}
