@@ -96,10 +96,13 @@ type EnqueueRequest struct {
 	// RequestHash fingerprints the request for idempotency conflicts.
 	RequestHash string
 	// KeyIsNew says that the idempotency key names what the caller's
-	// transaction created (a new passport version's id): no job can hold
-	// it yet, so it is not looked up. Were one to, the insert would fail
-	// on the key's unique index rather than answer another job.
-	KeyIsNew bool
+	// transaction created (a new passport version's id, random per
+	// attempt): no job can hold it yet, so it is not looked up. Were a
+	// live job to hold it, the insert would fail on jobs_live's unique
+	// index rather than answer that job; jobs_history's key index is not
+	// unique, so a key that could name a finished job must never be
+	// marked new. Set only by Tx.EnqueueNextNew, never from a request.
+	KeyIsNew bool `json:"-"`
 }
 
 // EnqueueResult is the SSOT job of one request and whether it already existed.
