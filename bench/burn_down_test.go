@@ -36,11 +36,10 @@ import (
 // Both sides poll the benchmark's queue every burnFetchPollInterval. The
 // service side also runs the service's own queues, idle here: they poll as
 // the service polls them, at its default intervals (servicePolls), not at
-// River's benchmark's 20 ms. Five idle queues polled every 20 ms were 250
-// empty fetches a second, which cost the service side about 10 µs of
-// Postgres CPU per burned job (59.9 against 68.6 to 70.0 µs per job in
-// this database's backends, 100 000 jobs, 2026-11-28) — a cost the
-// service does not have at its own settings (5 fetches a second).
+// River's benchmark's 20 ms: the benchmark measures the service as it runs.
+// (Five idle queues polled every 20 ms are 250 empty fetches a second; in
+// an alternated comparison their cost did not show in the ratio,
+// bench/MIRROR_COST.md.)
 const (
 	burnFetchCooldown     = 2 * time.Millisecond
 	burnFetchPollInterval = 20 * time.Millisecond
