@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,11 +71,21 @@ const (
 	// activated, not replayed yet), so the lookup was made again on the
 	// primary.
 	ReasonNotReplayed = "not_replayed"
+	// ReasonReplicaPrimaryDown: the primary could not be reached
+	// (refused, shutting down, connection lost) and the replica, healthy
+	// at the last check that could measure it, serves the reads: it holds
+	// every commit it received, the best copy there is.
+	ReasonReplicaPrimaryDown = "replica_primary_down"
+	// ReasonReplicaTooLarge: a read on the replica returned more than
+	// MaxBufferedBytes, so it was made again on the primary, which
+	// streams its rows instead of holding them all.
+	ReasonReplicaTooLarge = "replica_too_large"
 )
 
 // readReasons are every reason, in the order Reads reports them.
 var readReasons = []string{ReasonReplicaHealthy, ReasonPrimaryWanted, ReasonReplicaUnchecked,
-	ReasonReplicaLagging, ReasonReplicaDown, ReasonReplicaNotStandby, ReasonReplicaError, ReasonNotReplayed}
+	ReasonReplicaLagging, ReasonReplicaDown, ReasonReplicaNotStandby, ReasonReplicaError, ReasonNotReplayed,
+	ReasonReplicaPrimaryDown, ReasonReplicaTooLarge}
 
 // ReadRouterOptions tune a ReadRouter.
 type ReadRouterOptions struct {
@@ -86,6 +97,10 @@ type ReadRouterOptions struct {
 	CheckInterval time.Duration
 	// Logger says when the route changes (nil: silent).
 	Logger *slog.Logger
+	// MaxBufferedBytes bounds the bytes of rows a read on the replica
+	// holds (readReplica); a larger read is made again on the primary
+	// (default 8 MiB).
+	MaxBufferedBytes int
 }
 
 // ReadRouter is a DBTX that sends the reads it is given to a streaming
@@ -120,16 +135,19 @@ type ReadRouterOptions struct {
 // oldest position held has a lag no check can bound: at least that
 // position's age, maybe hours. Reads then stay on the primary
 // (ReasonReplicaUnchecked): the router starts there and assumes nothing of
-// a replica it has not measured; one that keeps up is trusted from the
-// second check on. A server at the read URL that is not a standby (the
+// a replica it has not measured; one that keeps up is trusted once a
+// check finds it has replayed the primary's position (which may be the
+// first check). A server at the read URL that is not a standby (the
 // primary itself, or a promoted replica) is never trusted
 // (ReasonReplicaNotStandby): a promoted replica's data stops at its
 // promotion, yet it would measure no lag at all. While the primary
-// cannot be reached (connections refused or cut: a restart), the replica
-// keeps serving as long as it answers: it then holds every commit it
+// cannot be reached (connections refused or cut: a restart), a replica
+// the last measuring check found healthy keeps serving as long as it
+// answers (ReasonReplicaPrimaryDown): it then holds every commit it
 // received, which is the best copy there is, and the public pages keep
-// answering from it. A primary that is only slow to answer leaves the
-// route as it was: that says nothing of the lag.
+// answering from it. One that was lagging or unchecked stays off. A
+// primary that is only slow to answer, or at max_connections (53300),
+// leaves the route as it was: that says nothing of the lag.
 type ReadRouter struct {
 	primary *pgxpool.Pool
 	replica *pgxpool.Pool
@@ -163,6 +181,9 @@ func NewReadRouter(primary, replica *pgxpool.Pool, opts ReadRouterOptions) *Read
 	if opts.CheckInterval <= 0 {
 		opts.CheckInterval = time.Second
 	}
+	if opts.MaxBufferedBytes <= 0 {
+		opts.MaxBufferedBytes = 8 << 20
+	}
 	r := &ReadRouter{primary: primary, replica: replica, opts: opts}
 	for i := range r.reads {
 		r.reads[i] = make([]atomic.Int64, len(readReasons))
@@ -176,7 +197,7 @@ func NewReadRouter(primary, replica *pgxpool.Pool, opts ReadRouterOptions) *Read
 // TargetPrimary, and why.
 func (r *ReadRouter) Route() (target, reason string) {
 	reason = *r.reason.Load()
-	if reason == ReasonReplicaHealthy {
+	if reason == ReasonReplicaHealthy || reason == ReasonReplicaPrimaryDown {
 		return TargetReplica, reason
 	}
 	return TargetPrimary, reason
@@ -245,6 +266,10 @@ func (r *ReadRouter) Query(ctx context.Context, sql string, args ...any) (pgx.Ro
 		return pool.Query(ctx, sql, args...)
 	}
 	rows, err := r.readReplica(ctx, sql, args...)
+	if errors.Is(err, errTooLarge) {
+		r.count(TargetPrimary, ReasonReplicaTooLarge)
+		return r.primary.Query(ctx, sql, args...)
+	}
 	if err != nil && ctx.Err() == nil {
 		switch {
 		case IsUnavailable(err) || pgconn.SafeToRetry(err):
@@ -265,8 +290,11 @@ func (r *ReadRouter) Query(ctx context.Context, sql string, args ...any) (pgx.Ro
 // cancels a read at any row, after some have come, and the caller must
 // not have seen those when the read is made again on the primary. The
 // rows keep the replica's connection, whose type map decodes them, until
-// they are closed. The routed reads are a page of a list or one row, so
-// the copy is small.
+// they are closed. Not every routed read is small (ListTenants, ListAPIKeys
+// and ListWebhookEndpoints have no LIMIT; ListFacts reads up to 1000
+// rows), so the copy is bounded: past MaxBufferedBytes the read is closed
+// and errTooLarge returned, and Query makes it on the primary, which
+// streams.
 func (r *ReadRouter) readReplica(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	conn, err := r.replica.Acquire(ctx)
 	if err != nil {
@@ -278,12 +306,19 @@ func (r *ReadRouter) readReplica(ctx context.Context, sql string, args ...any) (
 		return nil, err
 	}
 	b := &bufferedRows{conn: conn, fields: slices.Clone(rows.FieldDescriptions()), row: -1}
+	total := 0
 	for rows.Next() {
 		// One allocation for the row's bytes, one for its columns.
 		raw := rows.RawValues()
 		size := 0
 		for _, v := range raw {
 			size += len(v)
+		}
+		total += size
+		if total > r.opts.MaxBufferedBytes {
+			rows.Close()
+			conn.Release()
+			return nil, errTooLarge
 		}
 		buf := make([]byte, 0, size)
 		values := make([][]byte, len(raw))
@@ -304,6 +339,9 @@ func (r *ReadRouter) readReplica(ctx context.Context, sql string, args ...any) (
 	b.tag = rows.CommandTag()
 	return b, nil
 }
+
+// errTooLarge is readReplica's answer to a read past MaxBufferedBytes.
+var errTooLarge = errors.New("the read on the replica returned more than MaxBufferedBytes")
 
 // bufferedRows are a read's rows read ahead (readReplica), as pgx.Rows.
 type bufferedRows struct {
@@ -452,11 +490,17 @@ func (b *bufferedRows) Conn() *pgx.Conn {
 
 // isRecoveryConflict reports whether err is a read the replica cancelled
 // because replaying the primary's WAL conflicted with it (40001
-// "canceling statement due to conflict with recovery"): the primary has
-// no such conflict, so the read is made again there.
+// "canceling statement due to conflict with recovery", or 40P01 with
+// "conflict with recovery" in its detail or message: a buffer-pin
+// deadlock): the primary has no such conflict, and a read is safe to
+// repeat, so the read is made again there.
 func isRecoveryConflict(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "40001"
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return pgErr.Code == "40001" || pgErr.Code == "40P01" &&
+		(strings.Contains(pgErr.Message, "conflict with recovery") || strings.Contains(pgErr.Detail, "conflict with recovery"))
 }
 
 // QueryRow is Query's one row: pgx's own QueryRow defers its error to
@@ -550,17 +594,8 @@ func (r *ReadRouter) Check(ctx context.Context) {
 	}
 	primaryLSN, perr := r.primaryPosition(ctx, timeout)
 	now := time.Now()
-	switch {
-	case perr != nil && primaryDown(perr):
-		// The primary is away (restarting): the replica has every commit
-		// it received, the best copy there is, so it serves whatever its
-		// lag was (the primary could not serve instead). The lag is
-		// measured again once the primary is back.
-		r.setReason(ReasonReplicaHealthy, nil)
-		return
-	case perr != nil:
-		// A slow answer (a busy primary) says nothing of the lag: the
-		// route stays as it was until a check can measure it.
+	if perr != nil {
+		r.primaryUnreachable(perr)
 		return
 	}
 	r.samples = append(r.samples, walSample{at: now, lsn: primaryLSN})
@@ -597,10 +632,33 @@ func (r *ReadRouter) Check(ctx context.Context) {
 var errNotStandby = errors.New("the server at the read URL is not a standby (pg_is_in_recovery() is false): " +
 	"the primary itself, or a promoted replica that no longer follows the primary")
 
+// primaryUnreachable routes reads after a check could not read the
+// primary's position (perr). A primary that is away (restarting) leaves
+// the replica serving, under ReasonReplicaPrimaryDown, only if the last
+// check that measured it found it healthy: it has every commit it
+// received, the best copy there is. A replica that was lagging, unchecked
+// or down is not promoted to serve by the primary's absence: its lag may
+// be hours, and reads stay where they were. A slow answer or a primary
+// at max_connections (53300) says nothing of the lag: the route stays as
+// it was until a check can measure it.
+func (r *ReadRouter) primaryUnreachable(perr error) {
+	if !primaryDown(perr) {
+		return
+	}
+	if reason := *r.reason.Load(); reason == ReasonReplicaHealthy || reason == ReasonReplicaPrimaryDown {
+		r.setReason(ReasonReplicaPrimaryDown, perr)
+	}
+}
+
 // primaryDown reports whether err, from reading the primary's position,
 // means the primary is not there (refused, shutting down, starting up,
-// connection lost) rather than slow to answer.
+// connection lost) rather than slow to answer or busy (53300
+// too_many_connections: it is up, and serving others).
 func primaryDown(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "53300" {
+		return false
+	}
 	return IsUnavailable(err) && !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded)
 }
 

@@ -420,6 +420,7 @@ func TestPublicPageServedByReplicaWhilePrimaryRestarts(t *testing.T) {
 	}
 	target, reason := s.router.Route()
 	require.Equal(t, store.TargetReplica, target, "reason %s", reason)
+	require.Equal(t, store.ReasonReplicaPrimaryDown, reason, "the replica serves under its own reason while the primary is away")
 
 	status, body := s.get(t, "/public/v1/passport-versions/"+id.String(), "text/html")
 	require.Equal(t, http.StatusOK, status, "the page answers from the replica: %s", body)

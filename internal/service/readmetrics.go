@@ -20,7 +20,7 @@ func newReadCollector(r *store.ReadRouter) *readCollector {
 	return &readCollector{
 		router: r,
 		reads: prometheus.NewDesc("bpc_db_reads_total",
-			"Read-routed queries (public verification, list routes) by the database that served them (replica, primary) and why it did (replica_healthy, primary_wanted, replica_unchecked, replica_lagging, replica_down, replica_not_standby, replica_error, not_replayed).",
+			"Read-routed queries (public verification, list routes) by the database that served them (replica, primary) and why it did (replica_healthy, primary_wanted, replica_unchecked, replica_lagging, replica_down, replica_not_standby, replica_error, not_replayed, replica_primary_down, replica_too_large).",
 			[]string{"target", "reason"}, nil),
 		serving: prometheus.NewDesc("bpc_db_read_replica_serving",
 			"1 while the read replica serves the routed reads, 0 while they go to the primary.", nil, nil),
