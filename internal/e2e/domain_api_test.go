@@ -491,6 +491,11 @@ func TestDomainProductsPassportsAndMissingVersions(t *testing.T) {
 	env = d.fail(http.MethodPost, compile, map[string]any{"snapshot_id": sn.SnapshotID, "rule_package_version_id": uuid.NewString()},
 		http.StatusNotFound, "NOT_FOUND")
 	require.Equal(t, "rule_package_version_id", env.Error.Details["field"])
+	// A body id that happens to equal the path's (the passport's id given as
+	// the snapshot) is the body's field that names nothing, not the path.
+	env = d.fail(http.MethodPost, compile, map[string]any{"snapshot_id": pp.PassportID, "rule_package_version_id": uuid.NewString()},
+		http.StatusNotFound, "NOT_FOUND")
+	require.Equal(t, "snapshot_id", env.Error.Details["field"], "%s", env.Error.Message)
 	var jobs store.JobPage
 	d.do(http.MethodGet, "/v1/jobs?type=COMPILE_PASSPORT", nil, http.StatusOK, &jobs)
 	require.Empty(t, jobs.Items)

@@ -74,7 +74,9 @@ func (s *Server) startJob(ctx context.Context, key string, args jobargs.Args, pa
 	results, err := passport.Enqueue(ctx, s.Store, ins, []passport.EnqueueRequest{req})
 	var missing *passport.MissingRefError
 	switch {
-	case errors.As(err, &missing) && missing.Ref.ID == pathID:
+	case errors.As(err, &missing) && missing.Ref.ID == pathID && missing.Ref.Field == args.Refs()[0].Field:
+		// The path's id is each of these jobs' first ref; a body id equal
+		// to it is still the body's field.
 		err = errcode.Wrap(errcode.NotFound, store.ErrNotFound, "%s %v not found",
 			strings.ReplaceAll(string(missing.Ref.Entity), "_", " "), missing.Ref.ID)
 	case errors.As(err, &missing):
