@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/bpc-platform/bpc/core/errcode"
 )
@@ -127,16 +128,17 @@ func (q *Queries) FenceLeaseMirrored(ctx context.Context, riverJobID int64, atte
 	var state string
 	var current int
 	var mirrored, live bool
-	var found int
+	var missing pgtype.UUID
 	ids := make([][16]byte, len(inserted))
 	for i, id := range inserted {
 		ids[i] = id
 	}
 	err := q.db.QueryRow(ctx, `SELECT r.state::text, r.attempt, j.river_job_id IS NOT NULL,
 			coalesce(j.lease_expires_at > clock_timestamp(), false),
-			(SELECT count(*) FROM unnest($2::uuid[]) AS i(id) WHERE EXISTS (SELECT 1 FROM jobs_live WHERE job_id = i.id))
+			(SELECT i.id FROM unnest($2::uuid[]) WITH ORDINALITY AS i(id, n)
+			 WHERE NOT EXISTS (SELECT 1 FROM jobs_live WHERE job_id = i.id) ORDER BY i.n LIMIT 1)
 		FROM river_job r LEFT JOIN jobs_live j ON j.river_job_id = r.id
-		WHERE r.id = $1 FOR UPDATE OF r`, riverJobID, ids).Scan(&state, &current, &mirrored, &live, &found)
+		WHERE r.id = $1 FOR UPDATE OF r`, riverJobID, ids).Scan(&state, &current, &mirrored, &live, &missing)
 	if err != nil {
 		return notFound(err, "River job", riverJobID)
 	}
@@ -149,8 +151,8 @@ func (q *Queries) FenceLeaseMirrored(ctx context.Context, riverJobID int64, atte
 	if !live {
 		return errcode.New(errcode.LeaseExpired, "the lease of attempt %d of River job %d expired", attempt, riverJobID)
 	}
-	if found != len(inserted) {
-		return MissingSSOTRow(inserted[0])
+	if missing.Valid {
+		return MissingSSOTRow(missing.Bytes) // the first inserted id without its row
 	}
 	return nil
 }

@@ -45,6 +45,13 @@ func TestFenceLeaseMirroredChecksTheInsertedJobs(t *testing.T) {
 	require.NoError(t, fence())
 	require.NoError(t, fence(next.JobID))
 	requireCode(t, fence(next.JobID, uuid.New()), errcode.Internal)
+	// The error names the id without its row, and a repeated id is no
+	// missing one.
+	gone := uuid.New()
+	err := fence(next.JobID, gone)
+	require.ErrorContains(t, err, gone.String())
+	require.NotContains(t, err.Error(), next.JobID.String())
+	require.NoError(t, fence(next.JobID, next.JobID))
 	requireCode(t, e.inTx(func(q *store.Queries) error { return q.VerifyMirrored(e.Ctx, []uuid.UUID{next.JobID, uuid.New()}) }), errcode.Internal)
 	require.NoError(t, e.inTx(func(q *store.Queries) error { return q.VerifyMirrored(e.Ctx, []uuid.UUID{next.JobID}) }))
 }
