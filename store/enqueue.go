@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/bpc-platform/bpc/bpctype"
@@ -145,22 +146,36 @@ const keyProbePlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_pl
 const verifyMirroredSQL = `SELECT 1 / (count(*) = $2)::int FROM unnest($1::uuid[]) AS i(id)
 	WHERE EXISTS (SELECT 1 FROM jobs_live WHERE job_id = i.id)`
 
-// VerifyMirrored fails with MissingSSOTRow unless the mirror wrote an SSOT
-// row for each of ids (none: no round trip).
+// firstUnmirroredSQL is the first of the job ids $N (in their order)
+// whose SSOT row the mirror did not write, or NULL: what VerifyMirrored and
+// the lease fence (FenceLeaseMirrored) check. %d is the parameter's number.
+const firstUnmirroredSQL = `(SELECT i.id FROM unnest($%d::uuid[]) WITH ORDINALITY AS i(id, n)
+	WHERE NOT EXISTS (SELECT 1 FROM jobs_live WHERE job_id = i.id) ORDER BY i.n LIMIT 1)`
+
+// VerifyMirrored fails with MissingSSOTRow, naming the first id without
+// its row, unless the mirror wrote an SSOT row for each of ids (none: no
+// round trip).
 func (q *Queries) VerifyMirrored(ctx context.Context, ids []uuid.UUID) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	var missing pgtype.UUID
+	if err := q.db.QueryRow(ctx, "SELECT "+fmt.Sprintf(firstUnmirroredSQL, 1), uuidArray(ids)).Scan(&missing); err != nil {
+		return fmt.Errorf("error checking the SSOT rows of jobs: %w", err)
+	}
+	if missing.Valid {
+		return MissingSSOTRow(missing.Bytes)
+	}
+	return nil
+}
+
+// uuidArray is ids as pgx encodes a uuid[] parameter.
+func uuidArray(ids []uuid.UUID) [][16]byte {
 	arr := make([][16]byte, len(ids))
 	for i, id := range ids {
 		arr[i] = id
 	}
-	_, err := q.db.Exec(ctx, verifyMirroredSQL, arr, len(ids))
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "22012" {
-		return MissingSSOTRow(ids[0])
-	}
-	return err
+	return arr
 }
 
 // InLazyTx runs fn in a transaction on a connection of q's pool whose BEGIN
@@ -355,11 +370,7 @@ func (t *batchTx) Begin(context.Context) (pgx.Tx, error) { return nil, errNoSave
 func (t *batchTx) commit(ctx context.Context, ids []uuid.UUID) error {
 	b := &pgx.Batch{}
 	if len(ids) > 0 {
-		arr := make([][16]byte, len(ids))
-		for i, id := range ids {
-			arr[i] = id
-		}
-		b.Queue(verifyMirroredSQL, arr, len(ids))
+		b.Queue(verifyMirroredSQL, uuidArray(ids), len(ids))
 	}
 	b.Queue("commit")
 	br := t.conn.SendBatch(ctx, b)

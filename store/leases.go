@@ -129,16 +129,11 @@ func (q *Queries) FenceLeaseMirrored(ctx context.Context, riverJobID int64, atte
 	var current int
 	var mirrored, live bool
 	var missing pgtype.UUID
-	ids := make([][16]byte, len(inserted))
-	for i, id := range inserted {
-		ids[i] = id
-	}
 	err := q.db.QueryRow(ctx, `SELECT r.state::text, r.attempt, j.river_job_id IS NOT NULL,
 			coalesce(j.lease_expires_at > clock_timestamp(), false),
-			(SELECT i.id FROM unnest($2::uuid[]) WITH ORDINALITY AS i(id, n)
-			 WHERE NOT EXISTS (SELECT 1 FROM jobs_live WHERE job_id = i.id) ORDER BY i.n LIMIT 1)
+			`+fmt.Sprintf(firstUnmirroredSQL, 2)+`
 		FROM river_job r LEFT JOIN jobs_live j ON j.river_job_id = r.id
-		WHERE r.id = $1 FOR UPDATE OF r`, riverJobID, ids).Scan(&state, &current, &mirrored, &live, &missing)
+		WHERE r.id = $1 FOR UPDATE OF r`, riverJobID, uuidArray(inserted)).Scan(&state, &current, &mirrored, &live, &missing)
 	if err != nil {
 		return notFound(err, "River job", riverJobID)
 	}

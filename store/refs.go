@@ -79,11 +79,7 @@ const missingTenantSQL = `SELECT t.id FROM unnest($1::uuid[]) WITH ORDINALITY AS
 // plans the statement anew for each request, plans only those (a CASE over
 // every entity cost more backend CPU to plan than the whole insert).
 func refChecks(tenants []uuid.UUID, refs []RefKey, dst *RefCheck) (string, []any, func(pgx.Row) error, error) {
-	tenantArr := make([][16]byte, len(tenants))
-	for i, t := range tenants {
-		tenantArr[i] = t
-	}
-	args := []any{tenantArr}
+	args := []any{uuidArray(tenants)}
 	var present []string
 	byEntity := map[string]*refColumns{}
 	for i, r := range refs {
