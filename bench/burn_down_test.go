@@ -76,6 +76,11 @@ func BenchmarkBurnDown(b *testing.B) {
 	report("warm-up (not counted): (b) %s", burnDownService(b, n, concurrency, 0))
 
 	var bare, service []float64
+	// CPU per burned job (this process and the benchmark database's
+	// backends): with both cores saturated, throughput is its inverse, and
+	// it moves less from round to round than jobs/s (other load on the
+	// machine shows in "other", not here).
+	var bareCPU, serviceCPU []float64
 	for range b.N {
 		for round := range rounds {
 			// Alternate which side goes first, so that neither always
@@ -84,11 +89,13 @@ func BenchmarkBurnDown(b *testing.B) {
 				func() {
 					r := burnDownBare(b, n, concurrency)
 					bare = append(bare, r.jobsPerSec)
+					bareCPU = append(bareCPU, micros(r.cpu.proc+r.cpu.backends))
 					report("round %d (a) bare River:   %s", round+1, r)
 				},
 				func() {
 					r := burnDownService(b, n, concurrency, round+1)
 					service = append(service, r.jobsPerSec)
+					serviceCPU = append(serviceCPU, micros(r.cpu.proc+r.cpu.backends))
 					report("round %d (b) service path: %s", round+1, r)
 				},
 			}
@@ -110,6 +117,11 @@ func BenchmarkBurnDown(b *testing.B) {
 	b.Logf("%d rounds of %d jobs, jobs/s min / median / max: (a) bare River %.0f / %.0f / %.0f, (b) service path %.0f / %.0f / %.0f",
 		len(ratios), n, minOf(bare), a, maxOf(bare), minOf(service), s, maxOf(service))
 	b.Logf("(c) ratio b/a = %.3f (of the medians; per round: %s); (b) with %s", s/a, fmtRatios(ratios), fetchName())
+	b.Logf("CPU per job (this process + this database's backends), medians: (a) %.1f µs, (b) %.1f µs; (b) − (a) = %.1f µs, (a)/(b) = %.3f",
+		median(bareCPU), median(serviceCPU), median(serviceCPU)-median(bareCPU), median(bareCPU)/median(serviceCPU))
+	if w := os.Getenv("BPC_BENCH_WITHOUT"); w != "" {
+		b.Logf("(b) without %s (BPC_BENCH_WITHOUT): a diagnosis, not the service's figure", w)
+	}
 	goal(fmt.Sprintf("burn-down, service path / bare River (%d × %d rounds)", n, len(ratios)), s/a, ">=", 0.85, "")
 }
 
@@ -151,20 +163,37 @@ func burnDownServiceOn(b *testing.B, pool *pgxpool.Pool, n, concurrency int, lab
 	ctx := context.Background()
 	var done atomic.Int64
 	polls := servicePolls(b)
+	without := ablated()
+	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if without["log"] {
+		logger = quiet
+	}
+	leases := &jobrun.Leases{Owner: "bench-worker", TTL: time.Minute, Renew: 30 * time.Second}
+	if without["lease"] {
+		leases = nil
+	}
+	if without["mirror"] {
+		_, err := pool.Exec(ctx, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_update`)
+		require.NoError(b, err)
+	}
 	client, deps := testriver.New(b, pool, testriver.Options{
 		Client: jobrun.ClientOptions{ID: "bench-worker", Concurrency: concurrency,
 			PollInterval: polls.PollInterval, PipelinePollInterval: polls.PipelinePoll,
 			ExtraQueuePollInterval: burnFetchPollInterval, FetchCooldown: burnFetchCooldown,
 			BackoffUnit: time.Second, ExtraQueues: []string{benchQueue}, RiverFetch: riverFetch()},
 		// The service's JSON logger at info (two lines per job), discarded.
-		Deps:     workers.Deps{Logger: slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))},
+		Deps:     workers.Deps{Logger: logger},
 		Register: func(w *river.Workers, _ workers.Deps) { river.AddWorker(w, &noopWorker{done: &done}) },
 		// With the lease keeper every job gets (a heartbeat per running
 		// job; the defaults renew every 30 s, so no-op jobs never renew).
-		Leases: &jobrun.Leases{Owner: "bench-worker", TTL: time.Minute, Renew: 30 * time.Second},
+		Leases: leases,
 	})
 	insertNoops(b, client, n)
 	r := burnDown(b, client, pool, n)
+	if without["mirror"] {
+		// The SSOT rows stayed QUEUED: nothing to check.
+		return r
+	}
 
 	// The mirror really did the work: every SSOT row SUCCEEDED, no drift.
 	var succeeded int
@@ -423,6 +452,23 @@ func fmtRatios(xs []float64) string {
 		parts[i] = strconv.FormatFloat(x, 'f', 3, 64)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// ablated is BPC_BENCH_WITHOUT, a comma-separated list of what the service
+// side of the burn-down leaves out, to measure what each part costs (a
+// diagnosis, not the service: bench/MIRROR_COST.md): "mirror" (the SSOT's
+// update trigger: jobs_live keeps the inserted rows), "log" (the observer's
+// two lines per job), "lease" (the lease keeper). With
+// BPC_BENCH_RIVER_FETCH=1 for the fair fetch, every service-only part of the
+// path can be taken out.
+func ablated() map[string]bool {
+	out := map[string]bool{}
+	for _, part := range strings.Split(os.Getenv("BPC_BENCH_WITHOUT"), ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out[part] = true
+		}
+	}
+	return out
 }
 
 // servicePolls is the service's default configuration, for its poll
