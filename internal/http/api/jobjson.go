@@ -1,0 +1,197 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/google/uuid"
+
+	"github.com/bpc-platform/bpc/bpctype"
+)
+
+// The job endpoints answer jobs by the thousand (a batch enqueue, a batch
+// of 1000 answers 1000 jobs), and encoding/json spent a quarter of such a
+// request's CPU on them: every time and raw member goes through its
+// MarshalJSON and is then scanned again to compact it. jsonFormat writes
+// jobs member by member instead, to the very bytes encoding/json writes
+// (SetEscapeHTML(false)); anything this writer does not handle on its own
+// (a string that needs escaping, a time RFC 3339 cannot say, a payload
+// that is not valid JSON) makes it fall back to encoding/json for the
+// whole body, so that the answer, or the error, stays encoding/json's.
+
+// jsonFormat is huma.DefaultJSONFormat (SetEscapeHTML(false), one value
+// and a newline) with jobs written by appendJob.
+var jsonFormat = func() huma.Format {
+	f := huma.DefaultJSONFormat
+	marshal := f.Marshal
+	f.Marshal = func(w io.Writer, v any) error {
+		buf := jobBuffers.Get().(*[]byte)
+		defer jobBuffers.Put(buf)
+		if b, ok := appendJobBody((*buf)[:0], v); ok {
+			*buf = b
+			_, err := w.Write(append(b, '\n'))
+			return err
+		}
+		return marshal(w, v)
+	}
+	return f
+}()
+
+// jobBuffers holds the buffers jsonFormat writes jobs into.
+var jobBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// appendJobBody appends v when it is a body of jobs appendJob writes:
+// false for any other body, or when a job needs encoding/json.
+func appendJobBody(b []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case bpctype.Job:
+		return appendJob(b, &v, nil)
+	case items[batchItem]:
+		if v.Items == nil {
+			return b, false
+		}
+		b = append(b, `{"items":[`...)
+		for i := range v.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendJob(b, &v.Items[i].Job, &v.Items[i].Existing); !ok {
+				return b, false
+			}
+		}
+		return append(b, "]}"...), true
+	}
+	return b, false
+}
+
+// appendJob appends j as encoding/json writes a bpctype.Job, followed
+// (when existing is not nil) by a batchItem's existing member.
+func appendJob(b []byte, j *bpctype.Job, existing *bool) ([]byte, bool) {
+	ok := true
+	b = append(b, `{"job_id":`...)
+	b = appendUUID(b, j.JobID)
+	b = append(b, `,"tenant_id":`...)
+	b = appendUUID(b, j.TenantID)
+	b = append(b, `,"type":`...)
+	b, ok = appendString(b, j.Type, ok)
+	b = append(b, `,"status":`...)
+	b, ok = appendString(b, j.Status, ok)
+	b = append(b, `,"priority":`...)
+	b = strconv.AppendInt(b, int64(j.Priority), 10)
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(j.Attempts), 10)
+	b = append(b, `,"max_attempts":`...)
+	b = strconv.AppendInt(b, int64(j.MaxAttempts), 10)
+	b = append(b, `,"idempotency_key":`...)
+	b, ok = appendStringPtr(b, j.IdempotencyKey, ok)
+	b = append(b, `,"payload":`...)
+	b, ok = appendRaw(b, j.Payload, ok)
+	b = append(b, `,"queue":`...)
+	b, ok = appendString(b, j.Queue, ok)
+	b = append(b, `,"scheduled_at":`...)
+	b, ok = appendTime(b, j.ScheduledAt, ok)
+	b = append(b, `,"started_at":`...)
+	b, ok = appendTimePtr(b, j.StartedAt, ok)
+	b = append(b, `,"finished_at":`...)
+	b, ok = appendTimePtr(b, j.FinishedAt, ok)
+	b = append(b, `,"lease_owner":`...)
+	b, ok = appendStringPtr(b, j.LeaseOwner, ok)
+	b = append(b, `,"lease_expires_at":`...)
+	b, ok = appendTimePtr(b, j.LeaseExpiresAt, ok)
+	b = append(b, `,"last_error":`...)
+	b, ok = appendRaw(b, j.LastError, ok)
+	b = append(b, `,"river_job_id":`...)
+	b = strconv.AppendInt(b, j.RiverJobID, 10)
+	if j.RiverDeletedAt != nil { // omitempty
+		b = append(b, `,"river_deleted_at":`...)
+		b, ok = appendTime(b, *j.RiverDeletedAt, ok)
+	}
+	b = append(b, `,"created_at":`...)
+	b, ok = appendTime(b, j.CreatedAt, ok)
+	b = append(b, `,"updated_at":`...)
+	b, ok = appendTime(b, j.UpdatedAt, ok)
+	if existing != nil {
+		b = append(b, `,"existing":`...)
+		b = strconv.AppendBool(b, *existing)
+	}
+	return append(b, '}'), ok
+}
+
+func appendUUID(b []byte, id uuid.UUID) []byte {
+	b = append(b, '"')
+	b = append(b, make([]byte, 36)...)
+	uuidEncode(b[len(b)-36:], id)
+	return append(b, '"')
+}
+
+// uuidEncode writes id's canonical form into dst (36 bytes), as
+// uuid.UUID.MarshalText does.
+func uuidEncode(dst []byte, id uuid.UUID) {
+	const hexDigits = "0123456789abcdef"
+	n := 0
+	for i, c := range id {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			dst[n] = '-'
+			n++
+		}
+		dst[n], dst[n+1] = hexDigits[c>>4], hexDigits[c&0xf]
+		n += 2
+	}
+}
+
+// appendString appends s quoted when no byte of it needs escaping (printable
+// ASCII but for '"' and '\'); else ok is false.
+func appendString(b []byte, s string, ok bool) ([]byte, bool) {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			return b, false
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), ok
+}
+
+func appendStringPtr(b []byte, s *string, ok bool) ([]byte, bool) {
+	if s == nil {
+		return append(b, "null"...), ok
+	}
+	return appendString(b, *s, ok)
+}
+
+// appendTime appends t as time.Time.MarshalJSON writes it (strict RFC 3339);
+// ok is false when it cannot (a year outside 0–9999).
+func appendTime(b []byte, t time.Time, ok bool) ([]byte, bool) {
+	b = append(b, '"')
+	b, err := t.AppendText(b)
+	if err != nil {
+		return b, false
+	}
+	return append(b, '"'), ok
+}
+
+func appendTimePtr(b []byte, t *time.Time, ok bool) ([]byte, bool) {
+	if t == nil {
+		return append(b, "null"...), ok
+	}
+	return appendTime(b, *t, ok)
+}
+
+// appendRaw appends raw JSON compacted, as encoding/json writes a
+// json.RawMessage (null when nil); ok is false when it is not valid JSON.
+func appendRaw(b []byte, raw json.RawMessage, ok bool) ([]byte, bool) {
+	if raw == nil {
+		return append(b, "null"...), ok
+	}
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, raw); err != nil {
+		return b, false
+	}
+	return buf.Bytes(), ok
+}
