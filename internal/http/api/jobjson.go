@@ -25,9 +25,11 @@ import (
 // whole body, so that the answer, or the error, stays encoding/json's.
 
 // jsonFormat is huma.DefaultJSONFormat (SetEscapeHTML(false), one value
-// and a newline) with jobs written by appendJob.
+// and a newline) with jobs written by appendJob, and bodies read by
+// unmarshalJSON.
 var jsonFormat = func() huma.Format {
 	f := huma.DefaultJSONFormat
+	f.Unmarshal = unmarshalJSON
 	marshal := f.Marshal
 	f.Marshal = func(w io.Writer, v any) error {
 		buf := jobBuffers.Get().(*[]byte)
