@@ -126,8 +126,8 @@ func decodeFields(payload json.RawMessage, dst any) error {
 	if len(payload) == 0 || bytes.Equal(payload, []byte("null")) {
 		payload = []byte("{}")
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &raw); err != nil {
+	raw, err := rawMembers(payload)
+	if err != nil {
 		return errcode.Invalid("payload", "must be a JSON object")
 	}
 	v := reflect.ValueOf(dst).Elem()
