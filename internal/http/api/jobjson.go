@@ -15,8 +15,8 @@ import (
 	"github.com/bpc-platform/bpc/bpctype"
 )
 
-// The job endpoints answer jobs by the thousand (a batch enqueue, a batch
-// of 1000 answers 1000 jobs), and encoding/json spent a quarter of such a
+// The job endpoints answer jobs by the thousand (a batch enqueue of 1000
+// answers 1000 jobs), and encoding/json spent a quarter of such a
 // request's CPU on them: every time and raw member goes through its
 // MarshalJSON and is then scanned again to compact it. jsonFormat writes
 // jobs member by member instead, to the very bytes encoding/json writes
