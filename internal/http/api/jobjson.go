@@ -194,9 +194,191 @@ func appendRaw(b []byte, raw json.RawMessage, ok bool) ([]byte, bool) {
 	if raw == nil {
 		return append(b, "null"...), ok
 	}
+	if c := (compactor{src: raw, dst: b}); c.value(0) && c.end() {
+		return c.dst, ok
+	}
 	buf := bytes.NewBuffer(b)
 	if err := json.Compact(buf, raw); err != nil {
 		return b, false
 	}
 	return buf.Bytes(), ok
+}
+
+// compactor appends src to dst as json.Compact does (without its HTML
+// escapes, as the encoder with SetEscapeHTML(false)): the JSON value
+// without the whitespace between its tokens, strings as they are. It is
+// json.Compact's own scanner that took most of the time of writing a job
+// (a step function called per byte); this one reads a payload in a few
+// loops. It answers false for what it leaves to json.Compact: invalid
+// JSON, or nesting deeper than maxAnyDepth.
+type compactor struct {
+	src, dst []byte
+	i        int
+}
+
+// end skips the whitespace after the value and says whether src ends there.
+func (c *compactor) end() bool {
+	c.space()
+	return c.i == len(c.src)
+}
+
+func (c *compactor) space() {
+	for c.i < len(c.src) && (c.src[c.i] == ' ' || c.src[c.i] == '\t' || c.src[c.i] == '\n' || c.src[c.i] == '\r') {
+		c.i++
+	}
+}
+
+// token appends src[start:c.i], the token just read.
+func (c *compactor) token(start int) bool {
+	c.dst = append(c.dst, c.src[start:c.i]...)
+	return true
+}
+
+func (c *compactor) value(depth int) bool {
+	c.space()
+	if c.i == len(c.src) {
+		return false
+	}
+	switch c.src[c.i] {
+	case '{', '[':
+		return c.container(depth + 1)
+	case '"':
+		return c.string()
+	case 't':
+		return c.literal("true")
+	case 'f':
+		return c.literal("false")
+	case 'n':
+		return c.literal("null")
+	}
+	return c.number()
+}
+
+// container reads an object or an array: its members, or elements,
+// separated by commas.
+func (c *compactor) container(depth int) bool {
+	if depth > maxAnyDepth {
+		return false
+	}
+	closing, object := byte(']'), c.src[c.i] == '{'
+	if object {
+		closing = '}'
+	}
+	c.dst = append(c.dst, c.src[c.i])
+	c.i++
+	c.space()
+	if c.i < len(c.src) && c.src[c.i] == closing {
+		c.dst = append(c.dst, closing)
+		c.i++
+		return true
+	}
+	for {
+		if object {
+			if c.space(); c.i == len(c.src) || c.src[c.i] != '"' || !c.string() {
+				return false
+			}
+			if c.space(); c.i == len(c.src) || c.src[c.i] != ':' {
+				return false
+			}
+			c.dst = append(c.dst, ':')
+			c.i++
+		}
+		if !c.value(depth) {
+			return false
+		}
+		if c.space(); c.i == len(c.src) {
+			return false
+		}
+		switch c.src[c.i] {
+		case ',':
+			c.dst = append(c.dst, ',')
+			c.i++
+		case closing:
+			c.dst = append(c.dst, closing)
+			c.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// string reads a string, which compacting leaves as it is: any byte but a
+// control character, and valid escapes.
+func (c *compactor) string() bool {
+	start := c.i
+	for c.i++; c.i < len(c.src); c.i++ {
+		switch ch := c.src[c.i]; {
+		case ch == '"':
+			c.i++
+			return c.token(start)
+		case ch < 0x20:
+			return false
+		case ch == '\\':
+			if c.i++; c.i == len(c.src) {
+				return false
+			}
+			switch c.src[c.i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if c.i+4 >= len(c.src) {
+					return false
+				}
+				for _, h := range c.src[c.i+1 : c.i+5] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return false
+					}
+				}
+				c.i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+func (c *compactor) literal(lit string) bool {
+	if !bytes.HasPrefix(c.src[c.i:], []byte(lit)) {
+		return false
+	}
+	c.i += len(lit)
+	return c.token(c.i - len(lit))
+}
+
+// number reads a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func (c *compactor) number() bool {
+	start := c.i
+	digits := func() bool {
+		k := c.i
+		for c.i < len(c.src) && '0' <= c.src[c.i] && c.src[c.i] <= '9' {
+			c.i++
+		}
+		return c.i > k
+	}
+	if c.src[c.i] == '-' {
+		c.i++
+	}
+	switch {
+	case c.i < len(c.src) && c.src[c.i] == '0':
+		c.i++
+	case !digits():
+		return false
+	}
+	if c.i < len(c.src) && c.src[c.i] == '.' {
+		c.i++
+		if !digits() {
+			return false
+		}
+	}
+	if c.i < len(c.src) && (c.src[c.i] == 'e' || c.src[c.i] == 'E') {
+		c.i++
+		if c.i < len(c.src) && (c.src[c.i] == '+' || c.src[c.i] == '-') {
+			c.i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	return c.token(start)
 }

@@ -93,3 +93,45 @@ func TestJSONFormatWritesEncodingJSONBytes(t *testing.T) {
 		require.Equal(t, want, got.String())
 	}
 }
+
+// TestCompactorIsJSONCompact checks that the payloads appendRaw compacts
+// on its own come out as json.Compact writes them, and that it leaves the
+// rest (invalid JSON) to json.Compact.
+func TestCompactorIsJSONCompact(t *testing.T) {
+	t.Parallel()
+	for _, doc := range compactDocuments {
+		requireSameAsJSONCompact(t, []byte(doc))
+	}
+	c := compactor{src: []byte(compactDocuments[0])}
+	require.True(t, c.value(0) && c.end(), "a River payload takes the compactor's own path")
+}
+
+// compactDocuments are JSON texts, valid and not, that appendRaw must
+// write as json.Compact does.
+var compactDocuments = append([]string{
+	`{"tenant_id":"00000000-0000-0000-0000-00000000de00","webhook_delivery_id":"3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f"}`,
+	" {\"a\": [1, 2.5e-3 , {\"b\" :\"x y\\n\\u00e9 <&>\"}],\n\t\"c\": null }\r\n", "\"\u2028\xff\"", `"\u12"`, `"\x"`, `[1,]`,
+	`{"a":1,}`, `{"a" 1}`, `{1:2}`, `-`, `-0`, `-01`, `1.e5`, `1e+`, `[`, `]`, `[[[[]]]]`, `nul`, `truefalse`, "\"a\tb\"",
+}, anyDocuments...)
+
+func FuzzCompactor(f *testing.F) {
+	for _, doc := range compactDocuments {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(requireSameAsJSONCompact)
+}
+
+func requireSameAsJSONCompact(t *testing.T, raw []byte) {
+	if raw == nil {
+		raw = []byte{} // nil is the RawMessage written as null
+	}
+	var want bytes.Buffer
+	wantErr := json.Compact(&want, raw)
+	got, ok := appendRaw([]byte("prefix:"), raw, true)
+	if wantErr != nil {
+		require.False(t, ok, "%q", raw)
+		return
+	}
+	require.True(t, ok, "%q", raw)
+	require.Equal(t, "prefix:"+want.String(), string(got), "%q", raw)
+}
