@@ -463,7 +463,8 @@ func insertOpts(req EnqueueRequest, jobID uuid.UUID) (*river.InsertOpts, error) 
 	}
 	meta := jobMetadata{JobID: jobID}
 	if req.IdempotencyKey != "" {
-		meta.IdempotencyKey, meta.RequestHash = &req.IdempotencyKey, &req.RequestHash
+		key, hash := req.IdempotencyKey, req.RequestHash // not &req's fields: req would escape on every call
+		meta.IdempotencyKey, meta.RequestHash = &key, &hash
 	}
 	b, err := json.Marshal(meta)
 	if err != nil {
