@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
@@ -125,21 +126,23 @@ func decodeFields(payload json.RawMessage, dst any) error {
 	if len(payload) == 0 || bytes.Equal(payload, []byte("null")) {
 		payload = []byte("{}")
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &raw); err != nil {
+	raw, err := rawMembers(payload)
+	if err != nil {
 		return errcode.Invalid("payload", "must be a JSON object")
 	}
-	fields := jsonFields(reflect.ValueOf(dst).Elem())
+	v := reflect.ValueOf(dst).Elem()
+	fields := jsonFieldIndexes(v.Type())
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys) // report the first bad field deterministically
 	for _, key := range keys {
-		field, ok := fields[key]
+		index, ok := fields[key]
 		if !ok {
 			return errcode.Invalid(PayloadPrefix+key, "unknown field")
 		}
+		field := v.FieldByIndex(index)
 		if err := json.Unmarshal(raw[key], field.Addr().Interface()); err != nil {
 			return errcode.Invalid(PayloadPrefix+key, "%s", describeDecodeError(field.Type(), err))
 		}
@@ -166,12 +169,29 @@ func describeDecodeError(t reflect.Type, err error) string {
 // jsonFields maps json names to settable fields, flattening embedded structs.
 func jsonFields(v reflect.Value) map[string]reflect.Value {
 	out := map[string]reflect.Value{}
-	t := v.Type()
+	for name, index := range jsonFieldIndexes(v.Type()) {
+		out[name] = v.FieldByIndex(index)
+	}
+	return out
+}
+
+// fieldIndexes caches jsonFieldIndexes: reflect.Type → map[string][]int.
+var fieldIndexes sync.Map
+
+// jsonFieldIndexes maps the json names of struct type t to the index
+// paths of their fields, flattening embedded structs (an outer field wins
+// over an embedded one of the same name declared before it). It is cached
+// per type: every enqueued job's payload is decoded with it.
+func jsonFieldIndexes(t reflect.Type) map[string][]int {
+	if m, ok := fieldIndexes.Load(t); ok {
+		return m.(map[string][]int)
+	}
+	out := map[string][]int{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if f.Anonymous && f.Type.Kind() == reflect.Struct {
-			for k, fv := range jsonFields(v.Field(i)) {
-				out[k] = fv
+			for k, index := range jsonFieldIndexes(f.Type) {
+				out[k] = append([]int{i}, index...)
 			}
 			continue
 		}
@@ -179,7 +199,8 @@ func jsonFields(v reflect.Value) map[string]reflect.Value {
 		if name == "" || name == "-" {
 			continue
 		}
-		out[name] = v.Field(i)
+		out[name] = []int{i}
 	}
+	fieldIndexes.Store(t, out)
 	return out
 }

@@ -461,10 +461,10 @@ func insertOpts(req EnqueueRequest, jobID uuid.UUID) (*river.InsertOpts, error) 
 	if req.ScheduledAt != nil {
 		opts.ScheduledAt = *req.ScheduledAt
 	}
-	meta := map[string]string{"bpc_job_id": jobID.String()}
+	meta := jobMetadata{JobID: jobID}
 	if req.IdempotencyKey != "" {
-		meta["bpc_idempotency_key"] = req.IdempotencyKey
-		meta["bpc_request_hash"] = req.RequestHash
+		key, hash := req.IdempotencyKey, req.RequestHash // not &req's fields: req would escape on every call
+		meta.IdempotencyKey, meta.RequestHash = &key, &hash
 	}
 	b, err := json.Marshal(meta)
 	if err != nil {
@@ -472,6 +472,16 @@ func insertOpts(req EnqueueRequest, jobID uuid.UUID) (*river.InsertOpts, error) 
 	}
 	opts.Metadata = b
 	return &opts, nil
+}
+
+// jobMetadata is the River metadata the mirror trigger reads the SSOT
+// fields from. A struct rather than a map, for the CPU of enqueues by the
+// thousand: its members are in the order json.Marshal sorts a map's keys,
+// so that the bytes are the same.
+type jobMetadata struct {
+	IdempotencyKey *string   `json:"bpc_idempotency_key,omitempty"`
+	JobID          uuid.UUID `json:"bpc_job_id"`
+	RequestHash    *string   `json:"bpc_request_hash,omitempty"`
 }
 
 // insertError maps River's insert error: a unique violation of the

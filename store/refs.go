@@ -79,7 +79,6 @@ const missingTenantSQL = `SELECT t.id FROM unnest($1::uuid[]) WITH ORDINALITY AS
 // plans the statement anew for each request, plans only those (a CASE over
 // every entity cost more backend CPU to plan than the whole insert).
 func refChecks(tenants []uuid.UUID, refs []RefKey, dst *RefCheck) (string, []any, func(pgx.Row) error, error) {
-	args := []any{uuidArray(tenants)}
 	var present []string
 	byEntity := map[string]*refColumns{}
 	for i, r := range refs {
@@ -97,7 +96,9 @@ func refChecks(tenants []uuid.UUID, refs []RefKey, dst *RefCheck) (string, []any
 		c.ordinals = append(c.ordinals, int32(i+1)) //nolint:gosec // at most a batch's refs
 	}
 	slices.Sort(present)
-	key := fmt.Sprint(present)
+	// The cache's key, made without fmt: it is made for every enqueue, and
+	// an entity's name holds no comma.
+	key := strings.Join(present, ",")
 	sql, ok := refChecksSQL.Load(key)
 	if !ok {
 		probes := make([]string, len(present))
@@ -112,6 +113,8 @@ func refChecks(tenants []uuid.UUID, refs []RefKey, dst *RefCheck) (string, []any
 		}
 		sql, _ = refChecksSQL.LoadOrStore(key, `SELECT now(), (`+missingTenantSQL+`), `+refsSQL)
 	}
+	args := make([]any, 1, 1+3*len(present))
+	args[0] = uuidArray(tenants)
 	for _, e := range present {
 		c := byEntity[e]
 		args = append(args, c.tenants, c.ids, c.ordinals)

@@ -34,8 +34,9 @@ func (s *Server) newAPI(r chi.Router, doc *huma.OpenAPI) huma.API {
 	cfg := huma.Config{
 		OpenAPI: doc,
 		// The encoder of writeJSON: SetEscapeHTML(false), one value and a
-		// newline, so typed and untyped routes answer the same bytes.
-		Formats:       map[string]huma.Format{"application/json": huma.DefaultJSONFormat},
+		// newline, so typed and untyped routes answer the same bytes
+		// (jsonFormat writes jobs faster, to the same bytes).
+		Formats:       map[string]huma.Format{"application/json": jsonFormat},
 		DefaultFormat: "application/json",
 		Transformers:  []huma.Transformer{completeErrorBody, emptySlices},
 	}

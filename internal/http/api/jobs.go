@@ -39,33 +39,33 @@ type enqueueRequest struct {
 	ScheduledAt    *time.Time      `json:"scheduled_at" doc:"Run no earlier than this; now when absent."`
 }
 
-// toStoreRequest validates an enqueue request; prefix names its place in a batch.
-func (s *Server) toStoreRequest(ctx context.Context, in enqueueRequest, prefix string) (passport.EnqueueRequest, error) {
-	prefixed := func(err error) error { return errcode.Prefixed(err, prefix) }
+// toStoreRequest validates an enqueue request (a batch names the job of an
+// error, errcode.Prefixed).
+func (s *Server) toStoreRequest(ctx context.Context, in enqueueRequest) (passport.EnqueueRequest, error) {
 	tenantID, err := tenantOf(ctx, in.TenantID)
 	if err != nil {
-		return passport.EnqueueRequest{}, prefixed(err)
+		return passport.EnqueueRequest{}, err
 	}
 	kind, known := jobargs.Find(s.Config.Kinds, in.Type)
 	switch {
 	case in.Type == "":
-		return passport.EnqueueRequest{}, prefixed(errcode.Invalid("type", "is required (one of %s)", strings.Join(jobargs.Names(s.Config.Kinds), ", ")))
+		return passport.EnqueueRequest{}, errcode.Invalid("type", "is required (one of %s)", strings.Join(jobargs.Names(s.Config.Kinds), ", "))
 	case !known:
-		return passport.EnqueueRequest{}, prefixed(errcode.Invalid("type", "unknown job type %q (known: %s)", in.Type, strings.Join(jobargs.Names(s.Config.Kinds), ", ")))
+		return passport.EnqueueRequest{}, errcode.Invalid("type", "unknown job type %q (known: %s)", in.Type, strings.Join(jobargs.Names(s.Config.Kinds), ", "))
 	case in.Priority != nil && (*in.Priority < jobargs.PriorityCritical || *in.Priority > jobargs.PriorityLow):
-		return passport.EnqueueRequest{}, prefixed(errcode.Invalid("priority", "must be 0 (critical) to 3 (low)"))
+		return passport.EnqueueRequest{}, errcode.Invalid("priority", "must be 0 (critical) to 3 (low)")
 	case in.MaxAttempts != nil && (*in.MaxAttempts < 1 || *in.MaxAttempts > maxAttemptsCap):
-		return passport.EnqueueRequest{}, prefixed(errcode.Invalid("max_attempts", "must be 1 to %d", maxAttemptsCap))
+		return passport.EnqueueRequest{}, errcode.Invalid("max_attempts", "must be 1 to %d", maxAttemptsCap)
 	}
 	if err := allowPriority(ctx, in.Priority); err != nil {
-		return passport.EnqueueRequest{}, prefixed(err)
+		return passport.EnqueueRequest{}, err
 	}
 	if err := passport.CheckIdempotencyKey("idempotency_key", in.IdempotencyKey); err != nil {
-		return passport.EnqueueRequest{}, prefixed(err)
+		return passport.EnqueueRequest{}, err
 	}
 	args, err := jobargs.Decode(kind, tenantID, in.Payload)
 	if err != nil {
-		return passport.EnqueueRequest{}, prefixed(err)
+		return passport.EnqueueRequest{}, err
 	}
 	return passport.NewEnqueueRequest(args, in.IdempotencyKey, passport.EnqueueOptions{
 		Priority: in.Priority, MaxAttempts: in.MaxAttempts, ScheduledAt: in.ScheduledAt})
@@ -188,7 +188,7 @@ func (s *Server) handleEnqueue(ctx context.Context, raw *enqueueInput) (*jobOutp
 		}
 		in.IdempotencyKey = key
 	}
-	req, err := s.toStoreRequest(ctx, in, "")
+	req, err := s.toStoreRequest(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -222,9 +222,11 @@ func (s *Server) handleEnqueueBatch(ctx context.Context, raw *bodyInput[batchReq
 	}
 	reqs := make([]passport.EnqueueRequest, len(in.Jobs))
 	for i, job := range in.Jobs {
-		req, err := s.toStoreRequest(ctx, job, "jobs["+strconv.Itoa(i)+"].")
+		req, err := s.toStoreRequest(ctx, job)
 		if err != nil {
-			return nil, err
+			// The job's place is named only for an error: building it
+			// for every job cost an allocation each.
+			return nil, errcode.Prefixed(err, "jobs["+strconv.Itoa(i)+"].")
 		}
 		reqs[i] = req
 	}
