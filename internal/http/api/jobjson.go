@@ -26,11 +26,9 @@ import (
 // whole body, so that the answer, or the error, stays encoding/json's.
 
 // jsonFormat is huma.DefaultJSONFormat (SetEscapeHTML(false), one value
-// and a newline) with jobs written by appendJob, and bodies read by
-// unmarshalJSON.
+// and a newline) with jobs written by appendJob.
 var jsonFormat = func() huma.Format {
 	f := huma.DefaultJSONFormat
-	f.Unmarshal = unmarshalJSON
 	marshal := f.Marshal
 	f.Marshal = func(w io.Writer, v any) error {
 		buf := jobBuffers.Get().(*[]byte)
