@@ -23,7 +23,9 @@ import (
 // (SetEscapeHTML(false)); anything this writer does not handle on its own
 // (a string that needs escaping, a time RFC 3339 cannot say, a payload
 // that is not valid JSON) makes it fall back to encoding/json for the
-// whole body, so that the answer, or the error, stays encoding/json's.
+// whole body, so that the answer, or the error, stays encoding/json's. A
+// client can make a body take both paths (one escaped character in a
+// job's key), at most twice the cost of writing it, within the body limit.
 
 // jsonFormat is huma.DefaultJSONFormat (SetEscapeHTML(false), one value
 // and a newline) with jobs written by appendJob.
@@ -32,10 +34,17 @@ var jsonFormat = func() huma.Format {
 	marshal := f.Marshal
 	f.Marshal = func(w io.Writer, v any) error {
 		buf := jobBuffers.Get().(*[]byte)
-		defer jobBuffers.Put(buf)
+		defer func() {
+			// A batch's answer of a few MB is not kept for the next
+			// request of one job.
+			if cap(*buf) <= maxPooledJobBuffer {
+				jobBuffers.Put(buf)
+			}
+		}()
 		if b, ok := appendJobBody((*buf)[:0], v); ok {
+			b = append(b, '\n')
 			*buf = b
-			_, err := w.Write(append(b, '\n'))
+			_, err := w.Write(b)
 			return err
 		}
 		return marshal(w, v)
@@ -43,8 +52,15 @@ var jsonFormat = func() huma.Format {
 	return f
 }()
 
-// jobBuffers holds the buffers jsonFormat writes jobs into.
+// jobBuffers holds the buffers jsonFormat writes jobs into, of at most
+// maxPooledJobBuffer bytes.
 var jobBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledJobBuffer = 1 << 20
+
+// maxCompactDepth is how deep appendRaw's compactor nests before it leaves
+// a payload to json.Compact.
+const maxCompactDepth = 1000
 
 // appendJobBody appends v when it is a body of jobs appendJob writes:
 // false for any other body, or when a job needs encoding/json.
@@ -255,7 +271,7 @@ func (c *compactor) value(depth int) bool {
 // container reads an object or an array: its members, or elements,
 // separated by commas.
 func (c *compactor) container(depth int) bool {
-	if depth > maxAnyDepth {
+	if depth > maxCompactDepth {
 		return false
 	}
 	closing, object := byte(']'), c.src[c.i] == '{'

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -108,11 +109,17 @@ func TestCompactorIsJSONCompact(t *testing.T) {
 
 // compactDocuments are JSON texts, valid and not, that appendRaw must
 // write as json.Compact does.
-var compactDocuments = append([]string{
+var compactDocuments = []string{
 	`{"tenant_id":"00000000-0000-0000-0000-00000000de00","webhook_delivery_id":"3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f"}`,
 	" {\"a\": [1, 2.5e-3 , {\"b\" :\"x y\\n\\u00e9 <&>\"}],\n\t\"c\": null }\r\n", "\"\u2028\xff\"", `"\u12"`, `"\x"`, `[1,]`,
 	`{"a":1,}`, `{"a" 1}`, `{1:2}`, `-`, `-0`, `-01`, `1.e5`, `1e+`, `[`, `]`, `[[[[]]]]`, `nul`, `truefalse`, "\"a\tb\"",
-}, anyDocuments...)
+	`{}`, `[]`, `{"a":1}`, ` {"a" : [1, -2.5e3, 0, -0, 1E+2, true, false, null, "x"] } `,
+	`{"a":1,"a":2}`, `{"a":{"b":{"c":[[[]]]}}}`, `"x"`, `12`, `null`, `true`,
+	`{"esc":"a\"b\\c\n\u00e9\ud83d\ude00"}`, `{"lone":"\ud800"}`, "{\"bad\":\"\xff\"}", `{"é":"ü"}`,
+	`{"big":1e400}`, `{"n":01}`, `{"n":1.}`, `{"n":.5}`, `{"n":+1}`, `{"n":-}`, `{"n":1e}`, `{"n":0x10}`,
+	``, ` `, `{`, `{"a"}`, `{"a":}`, `[1 2]`, `{"a":1}x`, `{} {}`, `truex`,
+	"{\"ctl\":\"a\tb\"}", `{"a":1}` + "\n",
+}
 
 func FuzzCompactor(f *testing.F) {
 	for _, doc := range compactDocuments {
@@ -134,4 +141,59 @@ func requireSameAsJSONCompact(t *testing.T, raw []byte) {
 	}
 	require.True(t, ok, "%q", raw)
 	require.Equal(t, "prefix:"+want.String(), string(got), "%q", raw)
+}
+
+// TestJSONFormatWritesEveryMember guards appendJob's copy of the job's
+// members: every member of bpctype.Job and batchItem set (by reflection,
+// so a member added later is set too, omitempty or not), the answer is
+// still encoding/json's, from appendJob's own path.
+func TestJSONFormatWritesEveryMember(t *testing.T) {
+	t.Parallel()
+	var item batchItem
+	fill(t, reflect.ValueOf(&item).Elem())
+	for _, body := range []any{item.Job, items[batchItem]{Items: []batchItem{item, item}}} {
+		b, ok := appendJobBody(nil, body)
+		require.True(t, ok, "a job with every member set takes appendJob's path")
+		want, err := encodingJSON(body)
+		require.NoError(t, err)
+		require.Equal(t, want, string(b)+"\n")
+	}
+}
+
+// fill sets every exported member of v, recursively, to a value that is
+// not its zero value; it fails on a kind it does not know, so that a new
+// member's type is added here rather than left zero.
+func fill(t *testing.T, v reflect.Value) {
+	t.Helper()
+	at := time.Date(2026, 11, 28, 12, 30, 1, 500, time.UTC)
+	switch v.Interface().(type) {
+	case time.Time:
+		v.Set(reflect.ValueOf(at))
+		return
+	case uuid.UUID:
+		v.Set(reflect.ValueOf(uuid.MustParse("3f2b8c4e-1d2a-4b7e-9c1f-2a3b4c5d6e7f")))
+		return
+	case json.RawMessage:
+		v.Set(reflect.ValueOf(json.RawMessage(`{"member":["set",1]}`)))
+		return
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(t, v.Field(i))
+			}
+		}
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(t, v.Elem())
+	case reflect.String:
+		v.SetString("set")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(7)
+	default:
+		t.Fatalf("fill: a member of type %s: add its kind", v.Type())
+	}
 }
