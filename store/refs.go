@@ -96,8 +96,8 @@ func refChecks(tenants []uuid.UUID, refs []RefKey, dst *RefCheck) (string, []any
 		c.ordinals = append(c.ordinals, int32(i+1)) //nolint:gosec // at most a batch's refs
 	}
 	slices.Sort(present)
-	// The cache's key, made without fmt: it is made for every enqueue, and
-	// an entity's name holds no comma.
+	// The cache's key, made without fmt: it is made for every enqueue. Each
+	// name is one of refTables' (checked above), none holding a comma.
 	key := strings.Join(present, ",")
 	sql, ok := refChecksSQL.Load(key)
 	if !ok {
