@@ -158,7 +158,7 @@ func burnDownService(b *testing.B, n, concurrency, round int) burnResult {
 }
 
 // burnDownServiceOn is burnDownService on pool's schema, whatever it holds;
-// the n jobs are left in River and jobs_live.
+// the n jobs are left in River and jobs_live (with jobs_live_state).
 func burnDownServiceOn(b *testing.B, pool *pgxpool.Pool, n, concurrency int, label string) burnResult {
 	ctx := context.Background()
 	var done atomic.Int64
@@ -197,7 +197,7 @@ func burnDownServiceOn(b *testing.B, pool *pgxpool.Pool, n, concurrency int, lab
 
 	// The mirror really did the work: every SSOT row SUCCEEDED, no drift.
 	var succeeded int
-	require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM jobs_live
+	require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM jobs_live_state
 		WHERE queue = $1 AND status = 'SUCCEEDED' AND attempts = 1`, benchQueue).Scan(&succeeded))
 	require.Equal(b, n, succeeded)
 	testriver.RequireConsistent(b, deps.Store)
@@ -228,7 +228,7 @@ func burnPool(b *testing.B, withService bool) *pgxpool.Pool {
 func burnDown(b *testing.B, client *river.Client[pgx.Tx], pool *pgxpool.Pool, n int) burnResult {
 	b.Helper()
 	ctx := context.Background()
-	for _, table := range []string{"river_job", "jobs_live"} {
+	for _, table := range []string{"river_job", "jobs_live_fixed", "jobs_live_state"} {
 		var exists bool
 		require.NoError(b, pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&exists))
 		if exists {
@@ -405,7 +405,7 @@ func report(format string, args ...any) {
 	fmt.Printf("burn-down: "+format+"\n", args...)
 }
 
-// mirrorStats reports how many updates of jobs_live were HOT (touched no index)
+// mirrorStats reports how many updates of jobs_live_state were HOT (touched no index)
 // and the time spent in the mirror's trigger functions, the insert
 // trigger's during insertNoops (not timed by burnDown). Backends publish
 // their statistics when they exit, hence the reset.
@@ -415,7 +415,7 @@ func mirrorStats(b *testing.B, pool *pgxpool.Pool) string {
 	time.Sleep(200 * time.Millisecond)
 	var upd, hot int64
 	require.NoError(b, pool.QueryRow(ctx,
-		`SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'jobs_live'::regclass`).Scan(&upd, &hot))
+		`SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'jobs_live_state'::regclass`).Scan(&upd, &hot))
 	out := "no table statistics"
 	if upd > 0 {
 		out = fmt.Sprintf("HOT updates %d of %d (%.1f%%)", hot, upd, 100*float64(hot)/float64(upd))

@@ -24,7 +24,8 @@ type Drift struct {
 // ConsistencyReport is the result of CheckConsistency.
 type ConsistencyReport struct {
 	RiverJobs int64 `json:"river_jobs"`
-	// SSOTJobs counts the SSOT rows compared: those of jobs_live.
+	// SSOTJobs counts the SSOT rows compared: those of jobs_live (with
+	// jobs_live_state, their changing half).
 	SSOTJobs   int64   `json:"ssot_jobs"`
 	DriftCount int     `json:"drift_count"`
 	Drifts     []Drift `json:"drifts"`
@@ -37,7 +38,7 @@ func (r ConsistencyReport) OK() bool { return r.DriftCount == 0 }
 const maxReportedDrifts = 100
 
 // CheckConsistency compares every River job with its SSOT row in jobs_live
-// and reports drift: missing rows on either side, and any mirrored field
+// and jobs_live_state and reports drift: missing rows on either side, and any mirrored field
 // that differs. Rows of jobs whose River job is gone are in jobs_history,
 // unchanged from then on, and are not read: the check's cost follows River's
 // table, not the length of the history.
@@ -87,7 +88,13 @@ func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, erro
 			j.scheduled_at, j.started_at, j.finished_at, j.lease_owner, j.tenant_id, j.river_deleted_at,
 			(j.last_error->>'attempt')::integer
 		FROM river_job r
-		FULL JOIN jobs_live j ON j.river_job_id = r.id`)
+		FULL JOIN (
+			-- Either half of a live row may be missing: no inner join here.
+			SELECT coalesce(l.river_job_id, s.river_job_id) AS river_job_id, l.job_id, l.type, l.tenant_id,
+				s.status, s.attempts, s.max_attempts, s.priority, s.queue, s.scheduled_at, s.started_at,
+				s.finished_at, s.lease_owner, s.last_error, NULL::timestamptz AS river_deleted_at
+			FROM jobs_live_fixed l FULL JOIN jobs_live_state s ON s.river_job_id = l.river_job_id) j
+		ON j.river_job_id = r.id`)
 	if err != nil {
 		return rep, fmt.Errorf("error reading River and SSOT jobs: %w", err)
 	}
@@ -125,6 +132,9 @@ func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, erro
 			continue
 		case jID == nil:
 			add(rID, nil, "River job (%s, %s) has no SSOT row", deref(rKind), deref(rState))
+			continue
+		case jStatus == nil:
+			add(rID, jID, "SSOT row has no state (no jobs_live_state row)")
 			continue
 		case jDelAt != nil:
 			add(rID, jID, "SSOT row is marked deleted but the River job exists")

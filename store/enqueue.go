@@ -144,13 +144,13 @@ const keyProbePlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_pl
 // small read all of it for every batch once it was not
 // (BenchmarkHTTPEnqueue's batches slowed round after round).
 const verifyMirroredSQL = `SELECT 1 / (count(*) = $2)::int FROM unnest($1::uuid[]) AS i(id)
-	WHERE EXISTS (SELECT 1 FROM jobs_live WHERE job_id = i.id)`
+	WHERE EXISTS (SELECT 1 FROM jobs_live_fixed WHERE job_id = i.id)`
 
 // firstUnmirroredSQL is the first of the job ids $N (in their order)
 // whose SSOT row the mirror did not write, or NULL: what VerifyMirrored and
 // the lease fence (FenceLeaseMirrored) check. %d is the parameter's number.
 const firstUnmirroredSQL = `(SELECT i.id FROM unnest($%d::uuid[]) WITH ORDINALITY AS i(id, n)
-	WHERE NOT EXISTS (SELECT 1 FROM jobs_live WHERE job_id = i.id) ORDER BY i.n LIMIT 1)`
+	WHERE NOT EXISTS (SELECT 1 FROM jobs_live_fixed WHERE job_id = i.id) ORDER BY i.n LIMIT 1)`
 
 // VerifyMirrored fails with MissingSSOTRow, naming the first id without
 // its row, unless the mirror wrote an SSOT row for each of ids (none: no

@@ -41,8 +41,8 @@ func TestInBatchTxPlansIndexProbes(t *testing.T) {
 	})
 	require.NoError(t, err)
 	text := strings.Join(plan, "\n")
-	require.Contains(t, text, "Index Only Scan using jobs_pkey on jobs_live", text)
-	require.NotContains(t, text, "Seq Scan on jobs_live", text)
+	require.Contains(t, text, "Index Only Scan using jobs_pkey on jobs_live_fixed", text)
+	require.NotContains(t, text, "Seq Scan on jobs_live_fixed", text)
 	require.NotContains(t, text, "Hash", text)
 
 	for setting, want := range map[string]string{"enable_seqscan": "on", "enable_hashjoin": "on", "enable_mergejoin": "on", "plan_cache_mode": "auto"} {

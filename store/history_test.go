@@ -30,7 +30,8 @@ func TestDeletedRiverJobMovesToHistory(t *testing.T) {
 
 	where := func(id uuid.UUID) (live, history, view int) {
 		require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT
-			(SELECT count(*) FROM jobs_live WHERE job_id = $1),
+			(SELECT count(*) FROM jobs_live WHERE job_id = $1) + (SELECT count(*) FROM jobs_live_state s
+				WHERE s.river_job_id = (SELECT river_job_id FROM jobs_history WHERE job_id = $1)),
 			(SELECT count(*) FROM jobs_history WHERE job_id = $1),
 			(SELECT count(*) FROM jobs WHERE job_id = $1)`, id).Scan(&live, &history, &view))
 		return
@@ -68,7 +69,7 @@ func TestDeletedRiverJobMovesToHistory(t *testing.T) {
 	// TRUNCATE moves every row.
 	e.Exec(t, `TRUNCATE river_job`)
 	var live int
-	require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT count(*) FROM jobs_live`).Scan(&live))
+	require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT (SELECT count(*) FROM jobs_live_fixed) + (SELECT count(*) FROM jobs_live_state)`).Scan(&live))
 	require.Zero(t, live)
 
 	rep, err := e.Store.CheckConsistency(e.Ctx)

@@ -68,19 +68,19 @@ func (q *Queries) RenewLeases(ctx context.Context, holds []LeaseHold, owner stri
 	rows, _ := q.db.Query(ctx, `WITH input AS (
 			SELECT * FROM unnest($1::bigint[], $2::int[]) AS u(rid, attempt)),
 		target AS (
-			SELECT j.job_id, j.river_job_id, j.status, j.attempts FROM jobs_live j JOIN input i ON j.river_job_id = i.rid
+			SELECT j.river_job_id, j.status, j.attempts FROM jobs_live_state j JOIN input i ON j.river_job_id = i.rid
 			FOR UPDATE OF j SKIP LOCKED),
 		renewed AS (
-			UPDATE jobs_live j SET lease_expires_at = clock_timestamp() + make_interval(secs => $4)
+			UPDATE jobs_live_state j SET lease_expires_at = clock_timestamp() + make_interval(secs => $4)
 			FROM target t, input i
-			WHERE j.job_id = t.job_id AND i.rid = j.river_job_id AND j.status = 'RUNNING'
+			WHERE j.river_job_id = t.river_job_id AND i.rid = j.river_job_id AND j.status = 'RUNNING'
 			  AND j.attempts = i.attempt AND j.lease_owner = $3 AND j.lease_expires_at > clock_timestamp()
 			RETURNING j.river_job_id)
-		SELECT i.rid, i.attempt, t.job_id IS NOT NULL, coalesce(t.status, j.status, ''), coalesce(t.attempts, j.attempts, 0),
+		SELECT i.rid, i.attempt, t.river_job_id IS NOT NULL, coalesce(t.status, j.status, ''), coalesce(t.attempts, j.attempts, 0),
 			EXISTS (SELECT 1 FROM renewed r WHERE r.river_job_id = i.rid)
 		FROM input i
 		LEFT JOIN target t ON t.river_job_id = i.rid
-		LEFT JOIN jobs_live j ON j.river_job_id = i.rid`,
+		LEFT JOIN jobs_live_state j ON j.river_job_id = i.rid`,
 		ids, attempts, owner, ttl.Seconds())
 	defer rows.Close()
 	for rows.Next() {
@@ -132,7 +132,7 @@ func (q *Queries) FenceLeaseMirrored(ctx context.Context, riverJobID int64, atte
 	err := q.db.QueryRow(ctx, `SELECT r.state::text, r.attempt, j.river_job_id IS NOT NULL,
 			coalesce(j.lease_expires_at > clock_timestamp(), false),
 			`+fmt.Sprintf(firstUnmirroredSQL, 2)+`
-		FROM river_job r LEFT JOIN jobs_live j ON j.river_job_id = r.id
+		FROM river_job r LEFT JOIN jobs_live_state j ON j.river_job_id = r.id
 		WHERE r.id = $1 FOR UPDATE OF r`, riverJobID, uuidArray(inserted)).Scan(&state, &current, &mirrored, &live, &missing)
 	if err != nil {
 		return notFound(err, "River job", riverJobID)
@@ -207,7 +207,7 @@ func (q *Queries) ReapExpiredLeases(ctx context.Context, limit, maxLosses int) (
 		}
 		rows, _ := tx.Query(ctx, `WITH expired AS (
 				SELECT r.id, r.attempt, r.max_attempts, r.errors, j.lease_owner, j.lease_expires_at
-				FROM river_job r JOIN jobs_live j ON j.river_job_id = r.id
+				FROM river_job r JOIN jobs_live_state j ON j.river_job_id = r.id
 				WHERE r.state = 'running' AND j.status = 'RUNNING' AND j.attempts = r.attempt
 				  AND j.lease_expires_at < clock_timestamp()
 				ORDER BY r.id

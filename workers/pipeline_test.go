@@ -1228,7 +1228,7 @@ func TestExportDocumentRequiresASignedVersion(t *testing.T) {
 // worker's transaction checks its SSOT row with the lease fence, so a next
 // job the mirror did not write fails the step before it commits — nothing
 // of the step is kept, the next job neither. Here the SSOT drops the sign
-// jobs' rows (a BEFORE INSERT trigger on jobs_live), as a missing mirror
+// jobs' rows (a BEFORE INSERT trigger on jobs_live_fixed), as a missing mirror
 // trigger would.
 func TestPipelineStepFailsWhenItsNextJobIsNotMirrored(t *testing.T) {
 	t.Parallel()
@@ -1241,7 +1241,7 @@ func TestPipelineStepFailsWhenItsNextJobIsNotMirrored(t *testing.T) {
 	}
 	exec(`CREATE FUNCTION drop_sign_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN RETURN CASE WHEN NEW.type = 'SIGN_PASSPORT' THEN NULL ELSE NEW END; END $$`)
-	exec(`CREATE TRIGGER drop_sign_rows BEFORE INSERT ON jobs_live FOR EACH ROW EXECUTE FUNCTION drop_sign_rows()`)
+	exec(`CREATE TRIGGER drop_sign_rows BEFORE INSERT ON jobs_live_fixed FOR EACH ROW EXECUTE FUNCTION drop_sign_rows()`)
 
 	job := e.run(t, compileArgs(pp.PassportID, fx))
 	require.Equal(t, bpctype.StatusDeadLetter, job.Status)
