@@ -64,10 +64,11 @@ var errLeaseLost = errcode.New(errcode.LeaseExpired, "the job's lease was lost; 
 // cannot be renewed before it would expire, and a func that ends the hold.
 // Renewal stops when the job's own context ends (River's job timeout), so a
 // worker hung past its timeout loses its lease within TTL and is reaped.
-// Holding costs a map entry: no goroutine or timer per job.
-func (l *Leases) hold(ctx context.Context, job *rivertype.JobRow) (context.Context, func()) {
+// Holding costs a map entry: no goroutine or timer per job. now is the
+// attempt's start here, the first renewal's reference.
+func (l *Leases) hold(ctx context.Context, job *rivertype.JobRow, now time.Time) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	h := &heldLease{attempt: job.Attempt, kind: job.Kind, ctx: ctx, cancel: cancel, renewed: time.Now()}
+	h := &heldLease{attempt: job.Attempt, kind: job.Kind, ctx: ctx, cancel: cancel, renewed: now}
 	sh := l.shard(job.ID)
 	sh.mu.Lock()
 	if sh.m == nil {

@@ -74,9 +74,13 @@ func (o *Observer) Prime() {
 
 // Work implements rivertype.WorkerMiddleware.
 func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) (err error) {
+	// One clock read for the start (the lease's, the first line's and the
+	// duration's) and one for the end: the clock shows in the profile of a
+	// job that does nothing.
+	start := time.Now()
 	if o.Leases != nil {
 		var release func()
-		ctx, release = o.Leases.hold(ctx, job)
+		ctx, release = o.Leases.hold(ctx, job, start)
 		defer release() // after the outcome below is logged
 	}
 	var buf [9]slog.Attr
@@ -88,19 +92,19 @@ func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func
 		slog.Int("attempt", job.Attempt),
 	)
 	base := len(attrs)
-	o.log(ctx, slog.LevelInfo, "job transition", append(attrs, slog.String("status", bpctype.StatusRunning)))
+	o.log(ctx, start, slog.LevelInfo, "job transition", append(attrs, slog.String("status", bpctype.StatusRunning)))
 
-	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
-			o.log(ctx, slog.LevelError, "job panicked", append(attrs[:base],
+			o.log(ctx, time.Now(), slog.LevelError, "job panicked", append(attrs[:base],
 				slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack()))))
 			err = errcode.New(errcode.Internal, "panic: %v", p)
 		}
 		err = o.interrupted(ctx, err)
 		err = controlFlow(err)
 		status := bpctype.StatusOf(outcome(ctx, job, err))
-		elapsed := time.Since(start)
+		end := time.Now()
+		elapsed := end.Sub(start)
 		km := o.metricsFor(job.Kind)
 		km.completed[status].Inc()
 		km.duration.Observe(elapsed.Seconds())
@@ -110,18 +114,19 @@ func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func
 		level, fields := slog.LevelInfo, append(attrs[:base],
 			slog.String("status", status),
 			slog.Int64("duration_ms", elapsed.Milliseconds()))
-		var snooze *rivertype.JobSnoozeError
-		switch {
-		case errors.As(err, &snooze):
-			// Held back (breaker open, shutdown): no attempt spent, no error.
-			fields = append(fields, slog.Bool("snoozed", true))
-		case err != nil:
-			fields = append(fields, slog.String("error_code", string(errcode.CodeOf(err))))
-			if status == bpctype.StatusDeadLetter || status == bpctype.StatusFailed {
-				level = slog.LevelWarn
+		if err != nil {
+			var snooze *rivertype.JobSnoozeError
+			if errors.As(err, &snooze) {
+				// Held back (breaker open, shutdown): no attempt spent, no error.
+				fields = append(fields, slog.Bool("snoozed", true))
+			} else {
+				fields = append(fields, slog.String("error_code", string(errcode.CodeOf(err))))
+				if status == bpctype.StatusDeadLetter || status == bpctype.StatusFailed {
+					level = slog.LevelWarn
+				}
 			}
 		}
-		o.log(ctx, level, "job transition", fields)
+		o.log(ctx, end, level, "job transition", fields)
 	}()
 	return doInner(ctx)
 }
@@ -132,12 +137,12 @@ func (o *Observer) Work(ctx context.Context, job *rivertype.JobRow, doInner func
 // service's handlers do not set (service.NewLogger) and which would only
 // ever name this file. Two lines per job make it worth skipping on the
 // burn-down's hot path.
-func (o *Observer) log(ctx context.Context, level slog.Level, msg string, attrs []slog.Attr) {
+func (o *Observer) log(ctx context.Context, at time.Time, level slog.Level, msg string, attrs []slog.Attr) {
 	h := o.Logger.Handler()
 	if !h.Enabled(ctx, level) {
 		return
 	}
-	r := slog.NewRecord(time.Now(), level, msg, 0)
+	r := slog.NewRecord(at, level, msg, 0)
 	r.AddAttrs(attrs...)
 	_ = h.Handle(ctx, r) // as slog.Logger does: a handler's error is dropped
 }
@@ -257,11 +262,14 @@ func (e *attemptError) Unwrap() error { return e.err }
 // whether an operator's cancel put it there: bpctype.StatusOf of it is the
 // SSOT status the mirror will show.
 func outcome(ctx context.Context, job *rivertype.JobRow, err error) (state rivertype.JobState, byOperator bool) {
+	if err == nil {
+		return rivertype.JobStateCompleted, false
+	}
+	// Declared after the common case: errors.As takes their addresses, so
+	// they live on the heap, an allocation a job that succeeded need not pay.
 	var cancelErr *rivertype.JobCancelError
 	var snoozeErr *rivertype.JobSnoozeError
 	switch {
-	case err == nil:
-		return rivertype.JobStateCompleted, false
 	case errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely):
 		// An operator cancelled the running job (River UI, API); River
 		// records it as cancelled whatever the worker returned. (Not
