@@ -30,6 +30,11 @@
 -- dropped columns' bytes stay in the old tuples until River's job cleaner
 -- moves those jobs to jobs_history.
 
+-- jobs_live first, as the API's transactions lock it (a job's row, then
+-- the view jobs): taking the view first made this migration and a job
+-- action in flight deadlock (found in review). A transaction already
+-- holding a lock on jobs_live is queued ahead of this one, so it finishes.
+LOCK TABLE jobs_live IN ACCESS EXCLUSIVE MODE;
 DROP VIEW jobs;
 DROP FUNCTION bpc_job_gone(jobs_live);
 ALTER TABLE jobs_live RENAME TO jobs_live_fixed;
@@ -81,6 +86,14 @@ CREATE VIEW jobs AS
 -- An update of the view writes each half; the fixed half only when one of
 -- its columns changes (the previous release's lease renewal changes none).
 -- Its river_job_id, the key of both, is not changed here.
+--
+-- The view's row (OLD) is as the statement's snapshot saw it, and Postgres
+-- does not re-read a view's row that changed under it as it re-reads a
+-- table's (EvalPlanQual). So the state half is written only while it still
+-- is OLD's: a River transition committed since (a completion racing the
+-- previous release's lease renewal) makes the update skip the row, as it
+-- would have skipped a table's row that no longer matched, instead of
+-- writing the stale RUNNING back over it (found in review).
 CREATE FUNCTION bpc_jobs_live_update() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
@@ -88,17 +101,25 @@ BEGIN
         RAISE EXCEPTION 'jobs_live: river_job_id and river_deleted_at are not updatable'
             USING ERRCODE = 'feature_not_supported';
     END IF;
+    UPDATE jobs_live_state s SET priority = NEW.priority, max_attempts = NEW.max_attempts, queue = NEW.queue,
+        status = NEW.status, attempts = NEW.attempts, scheduled_at = NEW.scheduled_at, started_at = NEW.started_at,
+        finished_at = NEW.finished_at, lease_owner = NEW.lease_owner, lease_expires_at = NEW.lease_expires_at,
+        last_error = NEW.last_error, updated_at = NEW.updated_at
+    WHERE s.river_job_id = OLD.river_job_id
+      AND (s.priority, s.max_attempts, s.queue, s.status, s.attempts, s.scheduled_at, s.started_at,
+           s.finished_at, s.lease_owner, s.lease_expires_at, s.last_error, s.updated_at)
+          IS NOT DISTINCT FROM
+          (OLD.priority, OLD.max_attempts, OLD.queue, OLD.status, OLD.attempts, OLD.scheduled_at, OLD.started_at,
+           OLD.finished_at, OLD.lease_owner, OLD.lease_expires_at, OLD.last_error, OLD.updated_at);
+    IF NOT FOUND THEN
+        RETURN NULL; -- changed or gone since the statement's snapshot: not updated
+    END IF;
     IF (NEW.job_id, NEW.tenant_id, NEW.created_at, NEW.type, NEW.idempotency_key, NEW.request_hash, NEW.payload)
         IS DISTINCT FROM (OLD.job_id, OLD.tenant_id, OLD.created_at, OLD.type, OLD.idempotency_key, OLD.request_hash, OLD.payload) THEN
         UPDATE jobs_live_fixed SET job_id = NEW.job_id, tenant_id = NEW.tenant_id, created_at = NEW.created_at,
             type = NEW.type, idempotency_key = NEW.idempotency_key, request_hash = NEW.request_hash, payload = NEW.payload
         WHERE river_job_id = OLD.river_job_id;
     END IF;
-    UPDATE jobs_live_state SET priority = NEW.priority, max_attempts = NEW.max_attempts, queue = NEW.queue,
-        status = NEW.status, attempts = NEW.attempts, scheduled_at = NEW.scheduled_at, started_at = NEW.started_at,
-        finished_at = NEW.finished_at, lease_owner = NEW.lease_owner, lease_expires_at = NEW.lease_expires_at,
-        last_error = NEW.last_error, updated_at = NEW.updated_at
-    WHERE river_job_id = OLD.river_job_id;
     RETURN NEW;
 END
 $$;
@@ -172,28 +193,39 @@ END
 $$;
 
 -- bpc_job_gone is the history row of a live job whose River job is gone:
--- one that had not finished can never run now, so it ends CANCELLED.
+-- one that had not finished can never run now, so it ends CANCELLED. A
+-- fixed half whose state half is missing (drift the consistency check
+-- reports; nothing in the service writes one without the other) is kept
+-- too, CANCELLED, with what is known of it: its ids, tenant, type, keys and
+-- payload are not lost with its River job.
 CREATE FUNCTION bpc_job_gone(l jobs_live_fixed, s jobs_live_state) RETURNS jobs_history
 LANGUAGE sql STABLE AS $$
     SELECT l.job_id, l.river_job_id, l.tenant_id, l.created_at, l.type,
-        l.idempotency_key, l.request_hash, l.payload, s.priority, s.max_attempts, s.queue,
-        CASE WHEN s.status IN ('QUEUED', 'RUNNING') THEN 'CANCELLED' ELSE s.status END,
-        s.attempts, s.scheduled_at, s.started_at,
+        l.idempotency_key, l.request_hash, l.payload,
+        COALESCE(s.priority, 0::smallint), COALESCE(s.max_attempts, 0), COALESCE(s.queue, ''),
+        CASE WHEN s.status IS NULL OR s.status IN ('QUEUED', 'RUNNING') THEN 'CANCELLED' ELSE s.status END,
+        COALESCE(s.attempts, 0), COALESCE(s.scheduled_at, l.created_at), s.started_at,
         COALESCE(s.finished_at, now()),
         NULL::text, NULL::timestamptz,
         s.last_error, now(), now()
 $$;
 
+-- Three statements, each a nested loop of index probes by river_job_id
+-- (linear in the rows River deletes: its job cleaner deletes up to 10 000 a
+-- statement), and the fixed half deleted before the state half: the order
+-- in which a reader's FOR UPDATE of the view locks them (GetJobForUpdate),
+-- so the two cannot deadlock (found in review: a join of two deleting CTEs
+-- was quadratic and locked them the other way round).
 CREATE OR REPLACE FUNCTION bpc_mirror_river_delete() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT SET enable_hashjoin = off SET enable_mergejoin = off AS $$
 BEGIN
-    WITH live AS (
-        DELETE FROM jobs_live_fixed l USING old_rows o WHERE l.river_job_id = o.id RETURNING l),
-    state AS (
-        DELETE FROM jobs_live_state s USING old_rows o WHERE s.river_job_id = o.id RETURNING s)
     INSERT INTO jobs_history
-    SELECT h.* FROM live JOIN state ON (state.s).river_job_id = (live.l).river_job_id,
-        LATERAL bpc_job_gone(live.l, state.s) h;
+    SELECT h.* FROM old_rows o
+        JOIN jobs_live_fixed l ON l.river_job_id = o.id
+        LEFT JOIN jobs_live_state s ON s.river_job_id = o.id,
+        LATERAL bpc_job_gone(l, s) h;
+    DELETE FROM jobs_live_fixed l USING old_rows o WHERE l.river_job_id = o.id;
+    DELETE FROM jobs_live_state s USING old_rows o WHERE s.river_job_id = o.id;
     RETURN NULL;
 END
 $$;
@@ -201,11 +233,12 @@ $$;
 CREATE OR REPLACE FUNCTION bpc_mirror_river_truncate() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    WITH live AS (DELETE FROM jobs_live_fixed l RETURNING l),
-    state AS (DELETE FROM jobs_live_state s RETURNING s)
     INSERT INTO jobs_history
-    SELECT h.* FROM live JOIN state ON (state.s).river_job_id = (live.l).river_job_id,
-        LATERAL bpc_job_gone(live.l, state.s) h;
+    SELECT h.* FROM jobs_live_fixed l
+        LEFT JOIN jobs_live_state s ON s.river_job_id = l.river_job_id,
+        LATERAL bpc_job_gone(l, s) h;
+    DELETE FROM jobs_live_fixed;
+    DELETE FROM jobs_live_state;
     RETURN NULL;
 END
 $$;

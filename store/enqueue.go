@@ -26,10 +26,16 @@ type IdempotencyKey struct {
 
 // idempotencySQL returns the jobs of the (tenant, type, key) triples, one
 // probe of each table's partial index on the key (the IS NOT NULL lets the
-// planner use them); the view jobs is jobs_live and jobs_history.
+// planner use them); the view jobs is jobs_live and jobs_history. OFFSET 0
+// keeps the lateral subquery whole, so that its conditions reach both
+// branches of the view: since jobs_live is a join, the planner would
+// otherwise pull the subquery up and join every keyed row of jobs_live and
+// jobs_history with the keys (found in review: 0.08 → 197 ms for 10 keys
+// on 17 000 live rows).
 const idempotencySQL = `SELECT j.* FROM unnest($1::uuid[], $2::text[], $3::text[]) AS k(k_tenant, k_type, k_key)
 	CROSS JOIN LATERAL (SELECT ` + jobColumns + ` FROM jobs
-		WHERE tenant_id = k_tenant AND type = k_type AND idempotency_key = k_key AND idempotency_key IS NOT NULL) AS j`
+		WHERE tenant_id = k_tenant AND type = k_type AND idempotency_key = k_key AND idempotency_key IS NOT NULL
+		OFFSET 0) AS j`
 
 func idempotencyArgs(keys []IdempotencyKey) []any {
 	tenants := make([][16]byte, len(keys))

@@ -51,3 +51,38 @@ func TestInBatchTxPlansIndexProbes(t *testing.T) {
 		require.Equal(t, want, got, "%s after the transaction", setting)
 	}
 }
+
+// The idempotency lookup probes each key in both parts of the SSOT (the
+// key's partial index in jobs_live_fixed and in jobs_history): it runs on
+// every keyed enqueue, and a plan that joined all keyed rows with the keys
+// would grow with the whole history. Since jobs_live is a join, only the
+// lateral subquery's OFFSET 0 keeps the keys' conditions inside the view.
+func TestIdempotencyLookupProbesEachKey(t *testing.T) {
+	t.Parallel()
+	pool := testdb.NewWithOptions(t, testdb.Options{MaxConns: 1})
+	ctx := t.Context()
+	for _, settings := range []string{"", store.KeyProbePlansSQL} {
+		var plan []string
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if settings != "" {
+				if _, err := tx.Exec(ctx, settings); err != nil {
+					return err
+				}
+			}
+			rows, err := tx.Query(ctx, "EXPLAIN "+store.IdempotencySQL,
+				[][16]byte{uuid.New(), uuid.New()}, []string{"a", "b"}, []string{"k1", "k2"})
+			if err != nil {
+				return err
+			}
+			plan, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
+		require.NoError(t, err)
+		text := strings.Join(plan, "\n")
+		require.Contains(t, text, "jobs_idempotency_key_uniq", text)
+		require.Contains(t, text, "jobs_history_idempotency_key_idx", text)
+		require.Equal(t, 2, strings.Count(text, "(idempotency_key = k.k_key)"), "a probe by key in each part:\n%s", text)
+		require.NotContains(t, text, "Seq Scan", text)
+		require.NotContains(t, text, "Hash", text)
+	}
+}

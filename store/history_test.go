@@ -217,3 +217,71 @@ func TestListJobsRefusesAnUnknownStatus(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page.Items, 1)
 }
+
+// An update of the view jobs_live (the previous release's lease renewal
+// during a rolling upgrade, an operator's hand fix) that waited for a River
+// transition to commit does not write the row it read back over it: the
+// row changed, so it is skipped, as an update of the table jobs_live was
+// before the row was split in two.
+func TestViewUpdateDoesNotUndoAConcurrentTransition(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	e.Exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['w'] WHERE id = $1`, j.RiverJobID)
+
+	completion, err := e.Pool.Begin(e.Ctx)
+	require.NoError(t, err)
+	defer func() { _ = completion.Rollback(e.Ctx) }()
+	_, err = completion.Exec(e.Ctx, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = $1`, j.RiverJobID)
+	require.NoError(t, err)
+
+	type result struct {
+		n   int64
+		err error
+	}
+	renewal := make(chan result, 1)
+	go func() {
+		tag, err := e.Pool.Exec(e.Ctx, `UPDATE jobs_live SET lease_expires_at = now() + interval '1 hour'
+			WHERE river_job_id = $1 AND status = 'RUNNING'`, j.RiverJobID)
+		renewal <- result{tag.RowsAffected(), err}
+	}()
+	// The renewal read the row RUNNING and waits for the completion's lock.
+	require.Eventually(t, func() bool {
+		var waiting bool
+		require.NoError(t, e.Pool.QueryRow(e.Ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE jobs_live SET lease_expires_at%')`).Scan(&waiting))
+		return waiting
+	}, 20*time.Second, 10*time.Millisecond)
+	require.NoError(t, completion.Commit(e.Ctx))
+
+	got := <-renewal
+	require.NoError(t, got.err)
+	require.Zero(t, got.n, "the row changed under the update: skipped")
+	job := e.job(t, store.DevTenantID, j.JobID)
+	require.Equal(t, bpctype.StatusSucceeded, job.Status)
+	require.Nil(t, job.LeaseExpiresAt)
+	e.requireConsistent(t)
+}
+
+// A live job whose state half is missing (drift: nothing in the service
+// writes one half without the other) is not lost when River deletes its
+// job: it moves to the history CANCELLED, with its ids, key and payload.
+func TestDeletedJobWithoutItsStateHalfIsKept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID), IdempotencyKey: "kept", RequestHash: "h"})
+	kept := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	e.Exec(t, `DELETE FROM jobs_live_state WHERE river_job_id = $1`, j.RiverJobID)
+	e.Exec(t, `DELETE FROM river_job WHERE id = ANY($1)`, []int64{j.RiverJobID, kept.RiverJobID})
+
+	for _, id := range []uuid.UUID{j.JobID, kept.JobID} {
+		gone := e.job(t, store.DevTenantID, id)
+		require.Equal(t, bpctype.StatusCancelled, gone.Status)
+		require.NotNil(t, gone.RiverDeletedAt)
+	}
+	gone := e.job(t, store.DevTenantID, j.JobID)
+	require.NotNil(t, gone.IdempotencyKey)
+	require.Equal(t, "kept", *gone.IdempotencyKey)
+	require.JSONEq(t, string(j.Payload), string(gone.Payload))
+	require.Zero(t, e.Count(t, `SELECT (SELECT count(*) FROM jobs_live_fixed) + (SELECT count(*) FROM jobs_live_state)`))
+}
