@@ -60,3 +60,31 @@ func TestDevTenantWithDataIsKeptInProd(t *testing.T) {
 	require.NoError(t, err, "its data is kept")
 	require.NoError(t, e.Store.RequireTenant(e.Ctx, other.TenantID))
 }
+
+// A dev tenant whose only rows are jobs — live, then only in the history
+// once River has deleted them — is kept in prod too: the jobs tables have
+// no foreign key to tenants, so the check is the only thing keeping them.
+func TestDevTenantWithOnlyJobsIsKeptInProd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var riverID int64
+	require.NoError(t, e.Pool.QueryRow(e.Ctx, `INSERT INTO river_job (args, kind, queue)
+		VALUES (jsonb_build_object('tenant_id', $1::text), 'NOOP', 'default') RETURNING id`,
+		store.DevTenantID.String()).Scan(&riverID))
+	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM jobs_live WHERE tenant_id = $1`, store.DevTenantID))
+
+	state, err := passport.SettleDevTenant(e.Ctx, e.Store, "prod")
+	require.NoError(t, err)
+	require.Equal(t, passport.DevTenantInUse, state, "a live job")
+
+	e.Exec(t, `DELETE FROM river_job WHERE id = $1`, riverID)
+	require.Equal(t, 1, e.Count(t, `SELECT count(*) FROM jobs_history WHERE tenant_id = $1`, store.DevTenantID))
+	state, err = passport.SettleDevTenant(e.Ctx, e.Store, "prod")
+	require.NoError(t, err)
+	require.Equal(t, passport.DevTenantInUse, state, "a job in the history")
+
+	e.Exec(t, `DELETE FROM jobs_history WHERE tenant_id = $1`, store.DevTenantID)
+	state, err = passport.SettleDevTenant(e.Ctx, e.Store, "prod")
+	require.NoError(t, err)
+	require.Equal(t, passport.DevTenantAbsent, state, "no job left")
+}

@@ -84,7 +84,7 @@ func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, erro
 			r.id, r.kind, r.state::text, r.metadata, r.attempt, r.max_attempts, r.priority, r.queue,
 			r.scheduled_at, r.attempted_at, r.finalized_at, r.attempted_by[array_upper(r.attempted_by, 1)],
 			r.args->>'tenant_id', jsonb_array_length(COALESCE(to_jsonb(r.errors), '[]')),
-			j.job_id, j.type, j.status, j.attempts, j.max_attempts, j.priority, j.queue,
+			j.river_job_id, j.job_id, j.type, j.status, j.attempts, j.max_attempts, j.priority, j.queue,
 			j.scheduled_at, j.started_at, j.finished_at, j.lease_owner, j.tenant_id, j.river_deleted_at,
 			(j.last_error->>'attempt')::integer
 		FROM river_job r
@@ -101,7 +101,7 @@ func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, erro
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			rID                                     *int64
+			rID, jRiverID                           *int64
 			rKind, rState, rQueue, rOwner, rTenant  *string
 			rMeta                                   []byte
 			rAttempt, rMax, rPriority, rErrCount    *int32
@@ -116,25 +116,29 @@ func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, erro
 		)
 		if err := rows.Scan(&rID, &rKind, &rState, &rMeta, &rAttempt, &rMax, &rPriority, &rQueue,
 			&rScheduled, &rAttempted, &rFinalized, &rOwner, &rTenant, &rErrCount,
-			&jID, &jType, &jStatus, &jAttempts, &jMax, &jPriority, &jQueue,
+			&jRiverID, &jID, &jType, &jStatus, &jAttempts, &jMax, &jPriority, &jQueue,
 			&jScheduled, &jStarted, &jFinished, &jOwner, &jTenant, &jDelAt, &jErrAttempt); err != nil {
 			return rep, fmt.Errorf("error scanning River and SSOT jobs: %w", err)
 		}
 		if rID != nil {
 			rep.RiverJobs++
 		}
-		if jID != nil {
-			rep.SSOTJobs++
+		if jRiverID != nil {
+			rep.SSOTJobs++ // either half of a live row counts as one
 		}
 		switch {
-		case rID == nil:
-			add(nil, jID, "SSOT job is %s in jobs_live but its River job is gone (it belongs in jobs_history)", deref(jStatus))
-			continue
-		case jID == nil:
+		case jRiverID == nil:
 			add(rID, nil, "River job (%s, %s) has no SSOT row", deref(rKind), deref(rState))
 			continue
+		case jID == nil:
+			// Named by the state half's river_job_id, the only id it has.
+			add(jRiverID, nil, "SSOT row has no fixed half (a jobs_live_state row without jobs_live_fixed)%s", gone(rID))
+			continue
 		case jStatus == nil:
-			add(rID, jID, "SSOT row has no state (no jobs_live_state row)")
+			add(jRiverID, jID, "SSOT row has no state (no jobs_live_state row)%s", gone(rID))
+			continue
+		case rID == nil:
+			add(jRiverID, jID, "SSOT job is %s in jobs_live but its River job is gone (it belongs in jobs_history)", *jStatus)
 			continue
 		case jDelAt != nil:
 			add(rID, jID, "SSOT row is marked deleted but the River job exists")
@@ -185,6 +189,14 @@ func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, erro
 		return rep, fmt.Errorf("error reading River and SSOT jobs: %w", err)
 	}
 	return rep, nil
+}
+
+// gone is the suffix of a half row's drift whose River job is gone too.
+func gone(riverID *int64) string {
+	if riverID == nil {
+		return ", and its River job is gone"
+	}
+	return ""
 }
 
 func deref[T any](p *T) T {

@@ -368,6 +368,36 @@ func TestConsistencyDetectsVanishedRiverJob(t *testing.T) {
 	require.Contains(t, problems, "River job is gone")
 }
 
+// Each half of a live row without the other is drift, named by its River
+// job id, and counted among the SSOT rows — also when its River job is gone.
+func TestConsistencyNamesEitherHalfOfALiveRow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	noState := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	noFixed := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	noFixedNorRiver := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	e.Exec(t, `DELETE FROM jobs_live_state WHERE river_job_id = $1`, noState.RiverJobID)
+	e.Exec(t, `DELETE FROM jobs_live_fixed WHERE river_job_id = ANY($1)`, []int64{noFixed.RiverJobID, noFixedNorRiver.RiverJobID})
+	e.Exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
+	e.Exec(t, `DELETE FROM river_job WHERE id = $1`, noFixedNorRiver.RiverJobID)
+
+	rep, err := e.Store.CheckConsistency(e.Ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), rep.RiverJobs)
+	require.Equal(t, int64(3), rep.SSOTJobs, "a half row is an SSOT row")
+	byRiverID := map[int64]string{}
+	for _, d := range rep.Drifts {
+		if d.RiverJobID != nil {
+			byRiverID[*d.RiverJobID] += d.Problem
+		}
+	}
+	require.Equal(t, "SSOT row has no state (no jobs_live_state row)", byRiverID[noState.RiverJobID])
+	require.Equal(t, "SSOT row has no fixed half (a jobs_live_state row without jobs_live_fixed)", byRiverID[noFixed.RiverJobID])
+	require.Equal(t, "SSOT row has no fixed half (a jobs_live_state row without jobs_live_fixed), and its River job is gone",
+		byRiverID[noFixedNorRiver.RiverJobID])
+	require.Equal(t, 4, rep.DriftCount, driftProblems(rep)) // and the disabled trigger
+}
+
 func TestConsistencyDetectsFieldDrift(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

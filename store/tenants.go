@@ -71,8 +71,11 @@ func (q *Queries) DeleteDevTenantIfUnused(ctx context.Context) (deleted, inUse b
 	err = q.InTx(ctx, func(tx pgx.Tx) error {
 		// A savepoint of its own when called inside a transaction: a
 		// foreign key refusal must not abort the caller's.
+		// The tables, not the view jobs: through the view's join of the
+		// live halves the probe became a hash join over every live state.
 		tag, err := tx.Exec(ctx, `DELETE FROM tenants WHERE tenant_id = $1
-			AND NOT EXISTS (SELECT 1 FROM jobs WHERE tenant_id = $1)`, DevTenantID)
+			AND NOT EXISTS (SELECT 1 FROM jobs_live_fixed WHERE tenant_id = $1)
+			AND NOT EXISTS (SELECT 1 FROM jobs_history WHERE tenant_id = $1)`, DevTenantID)
 		n = tag.RowsAffected()
 		return err
 	})
