@@ -274,7 +274,9 @@ func historyQueries(b *testing.B, pool *pgxpool.Pool, samples, total int) {
 		require.NotEmpty(b, out, table)
 		return out
 	}
-	historyIDs, liveIDs := sample("jobs_history"), sample("jobs_live")
+	// jobs_live is a view (migration 019), which TABLESAMPLE cannot read:
+	// its ids and tenants are in the fixed half.
+	historyIDs, liveIDs := sample("jobs_history"), sample("jobs_live_fixed")
 	rng := rand.New(rand.NewPCG(1, 2))
 	tenant := func() string {
 		return fmt.Sprintf("00000000-0000-4000-8000-%012d", 1+rng.IntN(historyTenants))
