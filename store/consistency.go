@@ -24,8 +24,9 @@ type Drift struct {
 // ConsistencyReport is the result of CheckConsistency.
 type ConsistencyReport struct {
 	RiverJobs int64 `json:"river_jobs"`
-	// SSOTJobs counts the SSOT rows compared: those of jobs_live (with
-	// jobs_live_state, their changing half).
+	// SSOTJobs counts the live SSOT rows compared: a job with either half
+	// (jobs_live_fixed, jobs_live_state) counts once; a half without the
+	// other is drift.
 	SSOTJobs   int64   `json:"ssot_jobs"`
 	DriftCount int     `json:"drift_count"`
 	Drifts     []Drift `json:"drifts"`
