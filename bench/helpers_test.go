@@ -169,7 +169,11 @@ func goal(name string, value float64, op string, target float64, unit string) {
 		met = value <= target
 	}
 	verdict := "NOT MET"
-	if met {
+	switch {
+	case os.Getenv("BPC_BENCH_SMOKE") == "1":
+		// make test's bench stage: sizes that say nothing of speed.
+		verdict = "not judged (a small run: BPC_BENCH_SMOKE)"
+	case met:
 		verdict = "met"
 	}
 	sym := map[string]string{">=": "≥", "<=": "≤"}[op]

@@ -70,7 +70,7 @@ func BenchmarkHistoryAtScale(b *testing.B) {
 		historyReport("bytes per job, table + indexes + TOAST: jobs_history %.0f (goal ≤ 600), jobs_live_fixed %.0f + jobs_live_state %.0f", hBytes, lBytes, sBytes)
 		b.ReportMetric(hBytes, "history_bytes/job")
 
-		historyQueries(b, pool, samples, history+live)
+		historyQueries(b, pool, samples, history, live)
 		if rounds == 0 {
 			dropSchema(b, pool)
 			continue
@@ -237,8 +237,9 @@ func forgetBenchJobs(b *testing.B, pool *pgxpool.Pool) {
 }
 
 // historyQueries times the API's reads over the loaded schema.
-func historyQueries(b *testing.B, pool *pgxpool.Pool, samples, total int) {
+func historyQueries(b *testing.B, pool *pgxpool.Pool, samples, history, live int) {
 	ctx := context.Background()
+	total := history + live
 	client, err := jobrun.NewClient(pool, jobrun.ClientOptions{ID: "bench-api", Logger: quiet, MaxAttempts: 5,
 		BackoffUnit: time.Second, PollInterval: time.Second})
 	require.NoError(b, err)
@@ -257,12 +258,14 @@ func historyQueries(b *testing.B, pool *pgxpool.Pool, samples, total int) {
 		return resp.StatusCode, body
 	}
 
-	// Ids to look up: a sample of each table.
-	sample := func(table string) []struct {
+	// Ids to look up: a sample of each table, about 20 000 rows' worth of
+	// its pages (all of a small one), of which the first 1 000.
+	sample := func(table string, n int) []struct {
 		id     uuid.UUID
 		tenant uuid.UUID
 	} {
-		rows, err := pool.Query(ctx, `SELECT job_id, tenant_id FROM `+table+` TABLESAMPLE SYSTEM (1) LIMIT 1000`)
+		percent := min(100, 100*20_000/float64(max(n, 1)))
+		rows, err := pool.Query(ctx, `SELECT job_id, tenant_id FROM `+table+` TABLESAMPLE SYSTEM ($1) LIMIT 1000`, percent)
 		require.NoError(b, err)
 		defer rows.Close()
 		var out []struct{ id, tenant uuid.UUID }
@@ -276,7 +279,7 @@ func historyQueries(b *testing.B, pool *pgxpool.Pool, samples, total int) {
 	}
 	// jobs_live is a view (migration 019), which TABLESAMPLE cannot read:
 	// its ids and tenants are in the fixed half.
-	historyIDs, liveIDs := sample("jobs_history"), sample("jobs_live_fixed")
+	historyIDs, liveIDs := sample("jobs_history", history), sample("jobs_live_fixed", live)
 	rng := rand.New(rand.NewPCG(1, 2))
 	tenant := func() string {
 		return fmt.Sprintf("00000000-0000-4000-8000-%012d", 1+rng.IntN(historyTenants))
