@@ -218,7 +218,7 @@ chaos() {
 }
 optional_stage chaos BPC_SKIP_CHAOS "$#"
 
-# Then the benchmarks, at a size that tells nothing of speed (about 20 s): their SQL
+# Then the benchmarks, at a size that tells nothing of speed (about 30 s): their SQL
 # reads the schema, and `make bench` runs too rarely to catch a migration that breaks
 # one (019 made jobs_live a view, which HistoryAtScale's TABLESAMPLE cannot read; it
 # failed unseen for a round). Each benchmark's own checks still hold: the mirror did

@@ -376,15 +376,16 @@ func TestConsistencyNamesEitherHalfOfALiveRow(t *testing.T) {
 	noState := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	noFixed := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
 	noFixedNorRiver := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
-	e.Exec(t, `DELETE FROM jobs_live_state WHERE river_job_id = $1`, noState.RiverJobID)
+	noStateNorRiver := e.mustEnqueue(t, passport.EnqueueRequest{Args: parseFacts(store.DevTenantID)})
+	e.Exec(t, `DELETE FROM jobs_live_state WHERE river_job_id = ANY($1)`, []int64{noState.RiverJobID, noStateNorRiver.RiverJobID})
 	e.Exec(t, `DELETE FROM jobs_live_fixed WHERE river_job_id = ANY($1)`, []int64{noFixed.RiverJobID, noFixedNorRiver.RiverJobID})
 	e.Exec(t, `ALTER TABLE river_job DISABLE TRIGGER bpc_mirror_delete`)
-	e.Exec(t, `DELETE FROM river_job WHERE id = $1`, noFixedNorRiver.RiverJobID)
+	e.Exec(t, `DELETE FROM river_job WHERE id = ANY($1)`, []int64{noFixedNorRiver.RiverJobID, noStateNorRiver.RiverJobID})
 
 	rep, err := e.Store.CheckConsistency(e.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), rep.RiverJobs)
-	require.Equal(t, int64(3), rep.SSOTJobs, "a half row is an SSOT row")
+	require.Equal(t, int64(4), rep.SSOTJobs, "a half row is an SSOT row")
 	byRiverID := map[int64]string{}
 	for _, d := range rep.Drifts {
 		if d.RiverJobID != nil {
@@ -395,7 +396,8 @@ func TestConsistencyNamesEitherHalfOfALiveRow(t *testing.T) {
 	require.Equal(t, "SSOT row has no fixed half (a jobs_live_state row without jobs_live_fixed)", byRiverID[noFixed.RiverJobID])
 	require.Equal(t, "SSOT row has no fixed half (a jobs_live_state row without jobs_live_fixed), and its River job is gone",
 		byRiverID[noFixedNorRiver.RiverJobID])
-	require.Equal(t, 4, rep.DriftCount, driftProblems(rep)) // and the disabled trigger
+	require.Equal(t, "SSOT row has no state (no jobs_live_state row), and its River job is gone", byRiverID[noStateNorRiver.RiverJobID])
+	require.Equal(t, 5, rep.DriftCount, driftProblems(rep)) // and the disabled trigger
 }
 
 func TestConsistencyDetectsFieldDrift(t *testing.T) {
