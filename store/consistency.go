@@ -86,14 +86,14 @@ func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, erro
 			r.scheduled_at, r.attempted_at, r.finalized_at, r.attempted_by[array_upper(r.attempted_by, 1)],
 			r.args->>'tenant_id', jsonb_array_length(COALESCE(to_jsonb(r.errors), '[]')),
 			j.river_job_id, j.job_id, j.type, j.status, j.attempts, j.max_attempts, j.priority, j.queue,
-			j.scheduled_at, j.started_at, j.finished_at, j.lease_owner, j.tenant_id, j.river_deleted_at,
+			j.scheduled_at, j.started_at, j.finished_at, j.lease_owner, j.tenant_id,
 			(j.last_error->>'attempt')::integer
 		FROM river_job r
 		FULL JOIN (
 			-- Either half of a live row may be missing: no inner join here.
 			SELECT coalesce(l.river_job_id, s.river_job_id) AS river_job_id, l.job_id, l.type, l.tenant_id,
 				s.status, s.attempts, s.max_attempts, s.priority, s.queue, s.scheduled_at, s.started_at,
-				s.finished_at, s.lease_owner, s.last_error, NULL::timestamptz AS river_deleted_at
+				s.finished_at, s.lease_owner, s.last_error
 			FROM jobs_live_fixed l FULL JOIN jobs_live_state s ON s.river_job_id = l.river_job_id) j
 		ON j.river_job_id = r.id`)
 	if err != nil {
@@ -102,23 +102,23 @@ func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, erro
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			rID, jRiverID                           *int64
-			rKind, rState, rQueue, rOwner, rTenant  *string
-			rMeta                                   []byte
-			rAttempt, rMax, rPriority, rErrCount    *int32
-			rScheduled, rAttempted, rFinalized      *time.Time
-			jID                                     *uuid.UUID
-			jType, jStatus, jQueue, jOwner          *string
-			jAttempts, jMax                         *int32
-			jPriority                               *int16
-			jScheduled, jStarted, jFinished, jDelAt *time.Time
-			jTenant                                 *uuid.UUID
-			jErrAttempt                             *int32
+			rID, jRiverID                          *int64
+			rKind, rState, rQueue, rOwner, rTenant *string
+			rMeta                                  []byte
+			rAttempt, rMax, rPriority, rErrCount   *int32
+			rScheduled, rAttempted, rFinalized     *time.Time
+			jID                                    *uuid.UUID
+			jType, jStatus, jQueue, jOwner         *string
+			jAttempts, jMax                        *int32
+			jPriority                              *int16
+			jScheduled, jStarted, jFinished        *time.Time
+			jTenant                                *uuid.UUID
+			jErrAttempt                            *int32
 		)
 		if err := rows.Scan(&rID, &rKind, &rState, &rMeta, &rAttempt, &rMax, &rPriority, &rQueue,
 			&rScheduled, &rAttempted, &rFinalized, &rOwner, &rTenant, &rErrCount,
 			&jRiverID, &jID, &jType, &jStatus, &jAttempts, &jMax, &jPriority, &jQueue,
-			&jScheduled, &jStarted, &jFinished, &jOwner, &jTenant, &jDelAt, &jErrAttempt); err != nil {
+			&jScheduled, &jStarted, &jFinished, &jOwner, &jTenant, &jErrAttempt); err != nil {
 			return rep, fmt.Errorf("error scanning River and SSOT jobs: %w", err)
 		}
 		if rID != nil {
@@ -141,8 +141,6 @@ func (q *Queries) CheckConsistency(ctx context.Context) (ConsistencyReport, erro
 		case rID == nil:
 			add(jRiverID, jID, "SSOT job is %s in jobs_live but its River job is gone (it belongs in jobs_history)", *jStatus)
 			continue
-		case jDelAt != nil:
-			add(rID, jID, "SSOT row is marked deleted but the River job exists")
 		}
 		want := bpctype.StatusOf(rivertype.JobState(*rState), bpctype.CancelledByOperator(rMeta))
 		if *jStatus != want {
